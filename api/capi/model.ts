@@ -1,0 +1,168 @@
+// The internal model of the CAPI objects JoinGuard reads. Readers in this folder turn v1beta2 and v1beta1
+// objects into these shapes; nothing outside api/capi/ ever looks at a raw CAPI object's fields, so a new
+// CAPI API version touches this folder alone. Times are epoch milliseconds (numbers compare and subtract
+// without parsing); `undefined` means "not known", never "false".
+
+export type CapiApiVersion = 'v1beta2' | 'v1beta1';
+
+export const CAPI_GROUP = 'cluster.x-k8s.io';
+export const KCP_GROUP = 'controlplane.cluster.x-k8s.io';
+export const CABPK_GROUP = 'bootstrap.cluster.x-k8s.io';
+
+/** A condition as JoinGuard needs it; `since` is lastTransitionTime in epoch ms. */
+export interface Cond {
+  status: 'True' | 'False' | 'Unknown';
+  reason?: string;
+  message?: string;
+  since?: number;
+}
+
+/** A boolean fact with the time it became true, when an object says so. */
+export interface TimedFact {
+  value: boolean;
+  /** lastTransitionTime of the condition backing the fact, only while it is True. */
+  since?: number;
+}
+
+export interface ObjectRef {
+  apiGroup: string;
+  kind: string;
+  name: string;
+}
+
+export type OwnerKind = 'MachineSet' | 'KubeadmControlPlane' | 'MachinePool' | 'Other' | 'None';
+
+export interface OwnerFacts {
+  kind: OwnerKind;
+  /** The raw kind of the controller owner reference (e.g. a non-kubeadm control plane's kind). */
+  rawKind?: string;
+  name?: string;
+  uid?: string;
+  /** True when the owner is a control-plane provider (the Machine has the control-plane label). */
+  controlPlane: boolean;
+}
+
+export interface MachineFacts {
+  name: string;
+  namespace: string;
+  uid: string;
+  resourceVersion: string;
+  generation?: number;
+  createdAt: number;
+  deletingSince?: number;
+  clusterName: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  owner: OwnerFacts;
+  /** Label `cluster.x-k8s.io/control-plane` present. */
+  controlPlane: boolean;
+  /** status.phase as CAPI reports it (Pending, Provisioning, Provisioned, Running, Deleting, Failed, ...). */
+  phase?: string;
+  providerID?: string;
+  /** status.nodeRef.name; set once a Node with the providerID exists, never cleared. */
+  nodeName?: string;
+  infrastructureReady: TimedFact;
+  bootstrapReady: TimedFact;
+  bootstrapConfigRef?: ObjectRef;
+  dataSecretName?: string;
+  /** NodeReady / NodeHealthy reason `ConnectionDown`: CAPI cannot see the workload cluster for this Machine. */
+  nodeConnectionDown: boolean;
+  /** The remediation-contract conditions as the owners read them (v1beta2 `status.conditions` on v1.11+). */
+  healthCheckSucceeded?: Cond;
+  ownerRemediated?: Cond;
+  /** JoinGuard's own condition for the `MachineCondition` strategy. */
+  joinGuardJoined?: Cond;
+  /** `cluster.x-k8s.io/remediate-machine` annotation present. */
+  remediateAnnotation: boolean;
+  /** `joinguard.io/skip`, `cluster.x-k8s.io/skip-remediation`, `cluster.x-k8s.io/paused`. */
+  skipReason?: 'joinguard.io/skip' | 'cluster.x-k8s.io/skip-remediation' | 'cluster.x-k8s.io/paused';
+  /** `machine.cluster.x-k8s.io/...` pool membership: label `cluster.x-k8s.io/pool-name` or a MachinePool owner. */
+  machinePool: boolean;
+}
+
+export interface ClusterFacts {
+  name: string;
+  namespace: string;
+  uid: string;
+  resourceVersion: string;
+  /** spec.paused or the `cluster.x-k8s.io/paused` annotation. */
+  paused: boolean;
+  deleting: boolean;
+  /** ControlPlaneInitialized (set once, never reset). */
+  controlPlaneInitialized: TimedFact;
+  infrastructureReady: TimedFact;
+  controlPlaneEndpoint?: { host: string; port: number };
+  controlPlaneRef?: ObjectRef;
+  /**
+   * RemoteConnectionProbe (v1beta2 only). `value: false` means CAPI cannot reach the workload cluster;
+   * `since` is when the probe last became True (for the 2m grace period). Undefined when not reported.
+   */
+  remoteConnection?: { value: boolean; since?: number };
+}
+
+export interface KcpRemediationSpec {
+  maxRetry?: number;
+  retryPeriodSeconds?: number;
+  minHealthyPeriodSeconds?: number;
+}
+
+export interface KcpFacts {
+  name: string;
+  namespace: string;
+  uid: string;
+  /** status.initialization.controlPlaneInitialized (v1beta2) or status.initialized (v1beta1). */
+  initialized: boolean;
+  replicas?: number;
+  remediation: KcpRemediationSpec;
+  /** `controlplane.cluster.x-k8s.io/remediation-in-progress` annotation, parsed when it is JSON. */
+  remediationInProgress?: { machine?: string; timestamp?: number; retryCount?: number };
+}
+
+/** What JoinGuard needs of a Machine's bootstrap config (KubeadmConfig, or another provider's). */
+export interface BootstrapConfigFacts {
+  kind: string;
+  name: string;
+  namespace: string;
+  /** KubeadmConfig only: does it carry a join configuration for a control-plane Machine? */
+  joinsControlPlane?: boolean;
+  /** KubeadmConfig only: any joinConfiguration at all (v1beta1 init Machines have none). */
+  hasJoinConfiguration?: boolean;
+}
+
+export interface MachineHealthCheckFacts {
+  name: string;
+  namespace: string;
+  uid: string;
+  clusterName: string;
+  selector: LabelSelectorModel;
+  /** The MHC is paused (annotation `cluster.x-k8s.io/paused` or its Cluster paused). */
+  paused: boolean;
+  /** nodeStartupTimeout in seconds as written; undefined when unset (CAPI then uses 600 s). */
+  nodeStartupTimeoutSeconds?: number;
+  /** checks.unhealthyMachineConditions names `JoinGuardJoined` (the MachineCondition strategy's MHC). */
+  watchesJoinGuardCondition: boolean;
+}
+
+export interface LabelSelectorModel {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: { key: string; operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist'; values?: string[] }[];
+}
+
+/** A Node of the workload cluster (only with the opt-in workload-node check). */
+export interface WorkloadNodeFacts {
+  name: string;
+  providerID?: string;
+}
+
+/** What a reader says about an object it could not understand. */
+export class MalformedObjectError extends Error {
+  constructor(
+    readonly kind: string,
+    readonly objectName: string,
+    readonly field: string,
+    problem: string,
+  ) {
+    super(`${kind} ${objectName}: field ${field}: ${problem}`);
+    this.name = 'MalformedObjectError';
+  }
+}
