@@ -200,6 +200,26 @@ export interface MachineJoinCheck {
   status?: MachineJoinCheckStatus;
 }
 
+/** The check's spec with defaults applied and durations in milliseconds (parsed by settings.ts). */
+export interface CheckSettings {
+  clusterName: string;
+  selector: LabelSelectorModel;
+  joinTimeoutMs: number;
+  provisionTimeoutMs?: number;
+  /** Either an absolute number or a percent of expectedMachines (rounded down, at least 1). */
+  maxInFlight: { count: number } | { percent: number };
+  strategy: RemediationStrategy;
+  maxPerOwner: number;
+  windowMs: number;
+  consecutiveJoinFailures: number;
+  probeIntervalMs: number;
+  maxProbeIntervalMs: number;
+  neverJoinedLimit: number;
+  firstControlPlane: FirstControlPlanePolicy;
+  dryRun: boolean;
+  paused: boolean;
+}
+
 /** Bounds on the status lists, so that a check's status stays small at any fleet size. */
 export const STATUS_LIMITS = {
   recentFailures: 20,

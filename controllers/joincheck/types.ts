@@ -11,33 +11,13 @@ import type {
 } from '../../api/capi/model.js';
 import type {
   FailureKind,
-  FirstControlPlanePolicy,
   MachineJoinCheck,
   MachineJoinCheckStatus,
   RemediationPath,
-  RemediationStrategy,
 } from '../../api/v1alpha1/types.js';
-import type { LabelSelectorModel } from '../../api/capi/model.js';
 
-/** The check's spec with defaults applied and durations in milliseconds (api/v1alpha1/settings.ts). */
-export interface CheckSettings {
-  clusterName: string;
-  selector: LabelSelectorModel;
-  joinTimeoutMs: number;
-  provisionTimeoutMs?: number;
-  /** Either an absolute number or a percent of expectedMachines (rounded down, at least 1). */
-  maxInFlight: { count: number } | { percent: number };
-  strategy: RemediationStrategy;
-  maxPerOwner: number;
-  windowMs: number;
-  consecutiveJoinFailures: number;
-  probeIntervalMs: number;
-  maxProbeIntervalMs: number;
-  neverJoinedLimit: number;
-  firstControlPlane: FirstControlPlanePolicy;
-  dryRun: boolean;
-  paused: boolean;
-}
+export type { CheckSettings } from '../../api/v1alpha1/types.js';
+import type { CheckSettings } from '../../api/v1alpha1/types.js';
 
 export interface CapiInfo {
   /** The API version JoinGuard reads and writes (found by discovery). */
