@@ -1,0 +1,24 @@
+// `npm run manifests`: writes clusterctl's provider files to out/ (or the folder given as the first argument):
+//   out/addon-components.yaml  every object of the add-on, with ${VAR:=default} variables
+//   out/metadata.yaml          the release series and the Cluster API contract they support
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { MANIFESTS_DIR, objectsOf, renderProviderFiles } from './render.js';
+import { listVariables } from './substitute.js';
+
+const root = resolve(MANIFESTS_DIR, '..');
+const outDir = resolve(process.argv[2] ?? join(root, 'out'));
+const pkg = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as { version: string };
+
+try {
+  const files = await renderProviderFiles(pkg.version);
+  await mkdir(outDir, { recursive: true });
+  await writeFile(join(outDir, 'addon-components.yaml'), files.components);
+  await writeFile(join(outDir, 'metadata.yaml'), files.metadata);
+  const kinds = objectsOf(files.components).map((o) => o.kind);
+  console.log(`manifests: ${outDir}/addon-components.yaml (${kinds.length} objects), ${outDir}/metadata.yaml`);
+  for (const v of listVariables(files.components)) console.log(`  \${${v.name}:=${v.default}}`);
+} catch (e) {
+  console.error((e as Error).message);
+  process.exitCode = 1;
+}
