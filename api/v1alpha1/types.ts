@@ -122,6 +122,8 @@ export interface RemediationRecord {
   /** When the remediation stopped being in flight (old Machine gone, or withdrawn). */
   finishedTime?: string;
   canary?: boolean;
+  /** The request was for the first control-plane Machine (its replacement's clock waits for it to be gone). */
+  firstControlPlane?: boolean;
 }
 
 export interface SuspicionStatus {
@@ -177,6 +179,20 @@ export interface MachineJoinCheckStatus {
   refusedOwners?: OwnerReference[];
   /** Endpoint probe before acting on the first control-plane Machine: the deadline was extended once. */
   firstControlPlaneExtendedUntil?: string;
+  /** The Machine (UID) that firstControlPlaneExtendedUntil belongs to: the extension is given once per Machine. */
+  firstControlPlaneExtendedFor?: string;
+  /** When the endpoint probe was last asked for; asked again only after a minute without an answer. */
+  endpointProbeRequested?: string;
+  /** The last first control-plane remediation requested; its replacement's join clock waits for finishedTime. */
+  firstControlPlaneRemediation?: { machine: string; uid: string; time: string; finishedTime?: string };
+  /** Set when the first control-plane replacement is not an init Machine: no more first-CP remediation. */
+  firstControlPlaneMisconfigured?: { since: string; message: string };
+  /** When the workload connection was seen down (after initialization), to start the grace once it is back. */
+  connectionDownSeen?: string;
+  /** First time the control plane was seen initialized, when the Cluster's condition carries no time. */
+  controlPlaneInitializedSeen?: string;
+  /** Failures recorded since the last resume: what `neverJoinedLimit` counts. */
+  failuresSinceResume?: number;
   conditions?: Condition[];
 }
 

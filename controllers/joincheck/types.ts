@@ -46,6 +46,8 @@ export interface Snapshot {
   endpointProbe?: { reachable: boolean; at: number };
   /** Workload Nodes when the workload-node check is on and the workload cluster could be read. */
   workloadNodes?: WorkloadNodeFacts[];
+  /** Grace after the workload connection is back before verdicts resume (default 2m; tests and demo shorten it). */
+  connectionGraceMs?: number;
   now: number;
 }
 
@@ -72,7 +74,20 @@ export interface MachineVerdict {
   deadline?: number;
   failureKind?: FailureKind;
   firstControlPlane?: boolean;
+  /** Why a verdict is held (state Held or Unobservable). */
+  hold?: HoldReason;
+  /** The Machine is past its deadline, but its verdict is held (Unobservable or Held). */
+  pastDeadline?: boolean;
 }
+
+export type HoldReason =
+  | 'ConnectionDown'
+  | 'ConnectionGrace'
+  | 'NodeWithoutProviderID'
+  | 'FirstControlPlane'
+  | 'ControlPlaneNotInitialized'
+  | 'PreviousFirstControlPlane'
+  | 'EndpointProbe';
 
 export interface MachineTarget {
   name: string;
@@ -98,7 +113,7 @@ export type MachineEventReason =
   | 'RemediationRequested'
   | 'RemediationWithdrawn'
   | 'RemediationSkipped';
-export type CheckEventReason = 'SuspicionRaised' | 'SuspicionCleared' | 'RemediationRestricted';
+export type CheckEventReason = 'SuspicionRaised' | 'SuspicionCleared' | 'RemediationRestricted' | 'Resumed';
 
 /** Machine-changing actions: the executor re-reads live and re-plans before each of these. */
 export const MACHINE_WRITES: ReadonlySet<Action['type']> = new Set([
