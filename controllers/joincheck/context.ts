@@ -1,0 +1,41 @@
+// The planner's working state for one plan: the inputs, the next status being built and what the rules
+// noted on the way (stops, waits, wake-up times). Rule files read and extend it; only planner.ts creates it.
+import type { ClusterFacts, MachineFacts } from '../../api/capi/model.js';
+import type { CheckSettings, MachineJoinCheckStatus, ProgressingReason } from '../../api/v1alpha1/types.js';
+import type { Action, MachineVerdict, Snapshot } from './types.js';
+
+/** Progressing=False reasons: something keeps JoinGuard from remediating. */
+export type StopReason = Exclude<ProgressingReason, 'AsExpected' | 'Remediating'>;
+
+export interface Work {
+  s: Snapshot;
+  settings: CheckSettings;
+  cluster: ClusterFacts;
+  now: number;
+  /** The check's persisted status as read (never modified). */
+  prev: MachineJoinCheckStatus;
+  /** The next status, built rule by rule. */
+  next: MachineJoinCheckStatus;
+  actions: Action[];
+  /** Actions are allowed (not paused, Cluster not paused or deleting). */
+  canAct: boolean;
+  /** Every Machine of the snapshot by UID (records follow Machines that left the scope too). */
+  machinesByUid: Map<string, MachineFacts>;
+  ofCluster: MachineFacts[];
+  inScope: MachineFacts[];
+  expected: number;
+  verdicts: Map<string, MachineVerdict>;
+  /** Notes for the Progressing=False reasons met in this plan, by reason. */
+  stops: Map<StopReason, string[]>;
+  /** Notes for things that wait without being a stop (KCP retry period, endpoint probe). */
+  waits: string[];
+  /** Paused MachineHealthChecks that keep a Machine from being remediated. */
+  pausedMhcs: string[];
+  wake: (number | undefined)[];
+}
+
+export function addStop(w: Work, reason: StopReason, note: string): void {
+  const notes = w.stops.get(reason) ?? [];
+  if (!notes.includes(note)) notes.push(note);
+  w.stops.set(reason, notes);
+}

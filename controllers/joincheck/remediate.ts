@@ -1,0 +1,137 @@
+// The remediation loop: every Stuck Machine not handled before, oldest deadline first. For each: record
+// the failure once (this is what the guards count), then the first control-plane stop, the path (a report
+// or a paused MHC ends here), the guards, and finally the request — recorded in the same plan that makes
+// it (write-ahead: the executor writes the status before the Machine).
+import type { MachineFacts } from '../../api/capi/model.js';
+import { addStop, type Work } from './context.js';
+import { appendFailure, failureEvent, failureRecord, hasFailure, lastJoinFailures } from './failures.js';
+import { guard, type CanarySlot } from './guards.js';
+import { choosePath, requestAction, target, type PathChoice } from './paths.js';
+import { alreadyHandled, boundRecords, ownerRef } from './records.js';
+import { addSuspectMachine, raiseSuspicion, spendCanary, suspicionMessage } from './suspicion.js';
+import { iso } from './time.js';
+import type { MachineVerdict } from './types.js';
+
+export function remediate(w: Work): void {
+  if (!w.canAct) return;
+  const candidates = w.inScope
+    .map((m) => ({ m, v: w.verdicts.get(m.uid) as MachineVerdict }))
+    .filter(({ m, v }) => v.state === 'Stuck' && !alreadyHandled(w.next.remediations ?? [], m.uid, w.settings.dryRun))
+    .sort((a, b) => (a.v.deadline ?? 0) - (b.v.deadline ?? 0) || (a.m.name < b.m.name ? -1 : 1));
+
+  const slot: CanarySlot = { taken: false };
+  for (const { m, v } of candidates) {
+    const raisedNow = recordFailure(w, m, v);
+    if (v.firstControlPlane && w.next.firstControlPlaneMisconfigured !== undefined) {
+      addStop(w, 'FirstControlPlaneReplacementMisconfigured', m.name);
+      continue;
+    }
+    const choice = choosePath(m, { settings: w.settings, mhcs: w.s.mhcs, capi: w.s.capi, firstControlPlane: v.firstControlPlane === true });
+    if (choice.kind === 'report') {
+      report(w, m, v, choice.why);
+      continue;
+    }
+    if (choice.kind === 'blocked') {
+      w.pausedMhcs.push(`${choice.why}: ${m.name} is left to it`);
+      continue;
+    }
+    const g = guard(w, m, v, raisedNow, slot);
+    if (!g.go) continue;
+    request(w, m, v, choice, g.canary);
+  }
+}
+
+/** Records the failure the first time the Machine is Stuck; returns true when it raised the suspicion. */
+function recordFailure(w: Work, m: MachineFacts, v: MachineVerdict): boolean {
+  const { next, settings, now } = w;
+  if (hasFailure(next.recentFailures, m.uid)) return false;
+  next.recentFailures = appendFailure(next.recentFailures, failureRecord(m, v, now), new Set(w.machinesByUid.keys()));
+  w.actions.push(failureEvent(m, v));
+  next.failuresSinceResume = (next.failuresSinceResume ?? 0) + 1;
+  if (v.failureKind !== 'JoinTimeout') return false; // provision timeouts neither count nor reset
+
+  const count = (next.consecutiveJoinFailures ?? 0) + 1;
+  next.consecutiveJoinFailures = count;
+  if (next.suspicion !== undefined) {
+    next.suspicion = addSuspectMachine(next.suspicion, m.name);
+    return false;
+  }
+  const threshold = settings.consecutiveJoinFailures;
+  if (threshold <= 0 || count < threshold) return false;
+  // The failure that reaches the threshold is not rebuilt.
+  const names = lastJoinFailures(next.recentFailures, count).map((f) => f.machine);
+  next.suspicion = raiseSuspicion(now, settings, names);
+  w.actions.push({
+    type: 'CheckEvent',
+    reason: 'SuspicionRaised',
+    message: suspicionMessage(next.suspicion, next.recentFailures ?? [], w.cluster, settings),
+    warning: true,
+  });
+  return true;
+}
+
+function report(w: Work, m: MachineFacts, v: MachineVerdict, why: string): void {
+  const owner = ownerRef(m.owner);
+  w.next.remediations = boundRecords([
+    ...(w.next.remediations ?? []),
+    {
+      machine: m.name,
+      uid: m.uid,
+      ...(owner ? { owner } : {}),
+      time: iso(w.now),
+      path: 'Report',
+      outcome: 'Reported',
+      kind: v.failureKind ?? 'JoinTimeout',
+      ...(v.firstControlPlane ? { firstControlPlane: true } : {}),
+    },
+  ]);
+  w.actions.push({
+    type: 'MachineEvent',
+    machine: target(m),
+    reason: 'RemediationSkipped',
+    message: `Machine ${m.name} ${v.reason}; JoinGuard does not remediate it: ${why}. Reported only.`,
+    warning: true,
+  });
+}
+
+function request(w: Work, m: MachineFacts, v: MachineVerdict, choice: Extract<PathChoice, { kind: 'request' }>, canary: boolean): void {
+  const { next, now, settings } = w;
+  const kind = v.failureKind ?? 'JoinTimeout';
+  const owner = ownerRef(m.owner);
+  const check = `${w.s.check.metadata.namespace}/${w.s.check.metadata.name}`;
+  next.remediations = boundRecords([
+    ...(next.remediations ?? []),
+    {
+      machine: m.name,
+      uid: m.uid,
+      ...(owner ? { owner } : {}),
+      time: iso(now),
+      path: choice.path,
+      outcome: settings.dryRun ? 'DryRun' : 'Requested',
+      kind,
+      ...(canary ? { canary: true } : {}),
+      ...(v.firstControlPlane ? { firstControlPlane: true } : {}),
+    },
+  ]);
+  if (canary && next.suspicion !== undefined) next.suspicion = spendCanary(next.suspicion, now, settings);
+  const what = `${canary ? 'as a canary, ' : ''}via ${choice.via} (path ${choice.path})`;
+  if (settings.dryRun) {
+    w.actions.push({
+      type: 'MachineEvent',
+      machine: target(m),
+      reason: 'RemediationSkipped',
+      message: `dry run: Machine ${m.name} ${v.reason}; JoinGuard would ask for its replacement ${what}.`,
+      warning: false,
+    });
+    return;
+  }
+  if (v.firstControlPlane) next.firstControlPlaneRemediation = { machine: m.name, uid: m.uid, time: iso(now) };
+  w.actions.push(requestAction(m, choice.action, kind, `JoinGuard (MachineJoinCheck ${check}): ${v.reason}`));
+  w.actions.push({
+    type: 'MachineEvent',
+    machine: target(m),
+    reason: 'RemediationRequested',
+    message: `Machine ${m.name} ${v.reason}; JoinGuard asks for its replacement ${what}.`,
+    warning: true,
+  });
+}
