@@ -124,6 +124,8 @@ export interface RemediationRecord {
   canary?: boolean;
   /** The request was for the first control-plane Machine (its replacement's clock waits for it to be gone). */
   firstControlPlane?: boolean;
+  /** When the write was last retried: a Requested write not visible on the Machine a minute later is made again. */
+  lastAttempt?: string;
 }
 
 export interface SuspicionStatus {

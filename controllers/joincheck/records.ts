@@ -62,26 +62,33 @@ export interface ObservedRecords {
   newlyRefused: OwnerReference[];
 }
 
+/** Moves one open record's outcome to what its Machine (undefined: gone) shows now. */
+export function observeRecord(r: RemediationRecord, m: MachineFacts | undefined, now: number): { record: RemediationRecord; refused: boolean } {
+  if (!isOpen(r)) return { record: r, refused: false };
+  if (m === undefined) return { record: { ...r, outcome: 'Replaced', finishedTime: iso(now) }, refused: false };
+  const n: RemediationRecord = { ...r };
+  let refused = false;
+  if (n.outcome === 'Requested' && markVisible(n, m)) n.outcome = 'Marked';
+  const or = m.ownerRemediated;
+  if (or !== undefined && or.status === 'False' && or.reason !== undefined) {
+    n.ownerReason = or.reason;
+    if (or.message !== undefined) n.ownerMessage = or.message;
+    if (or.reason === 'RemediationDeferred' && (n.outcome === 'Requested' || n.outcome === 'Marked')) n.outcome = 'Deferred';
+    if (or.reason === 'CannotBeRemediated' && n.outcome !== 'Refused') {
+      n.outcome = 'Refused';
+      refused = n.owner !== undefined;
+    }
+  }
+  return { record: n, refused };
+}
+
 /** Moves each open record's outcome to what the Machine shows now. */
 export function observeRecords(records: RemediationRecord[], machinesByUid: ReadonlyMap<string, MachineFacts>, now: number): ObservedRecords {
   const newlyRefused: OwnerReference[] = [];
   const out = records.map((r) => {
-    if (!isOpen(r)) return r;
-    const m = machinesByUid.get(r.uid);
-    if (m === undefined) return { ...r, outcome: 'Replaced' as const, finishedTime: iso(now) };
-    const n: RemediationRecord = { ...r };
-    if (n.outcome === 'Requested' && markVisible(n, m)) n.outcome = 'Marked';
-    const or = m.ownerRemediated;
-    if (or !== undefined && or.status === 'False' && or.reason !== undefined) {
-      n.ownerReason = or.reason;
-      if (or.message !== undefined) n.ownerMessage = or.message;
-      if (or.reason === 'RemediationDeferred' && (n.outcome === 'Requested' || n.outcome === 'Marked')) n.outcome = 'Deferred';
-      if (or.reason === 'CannotBeRemediated' && n.outcome !== 'Refused') {
-        n.outcome = 'Refused';
-        if (n.owner !== undefined) newlyRefused.push(n.owner);
-      }
-    }
-    return n;
+    const o = observeRecord(r, machinesByUid.get(r.uid), now);
+    if (o.refused && o.record.owner !== undefined) newlyRefused.push(o.record.owner);
+    return o.record;
   });
   return { records: out, newlyRefused };
 }

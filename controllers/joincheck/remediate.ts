@@ -3,17 +3,22 @@
 // or a paused MHC ends here), the guards, and finally the request — recorded in the same plan that makes
 // it (write-ahead: the executor writes the status before the Machine).
 import type { MachineFacts } from '../../api/capi/model.js';
+import type { RemediationRecord } from '../../api/v1alpha1/types.js';
 import { addStop, type Work } from './context.js';
 import { appendFailure, failureEvent, failureRecord, hasFailure, lastJoinFailures } from './failures.js';
 import { guard, type CanarySlot } from './guards.js';
-import { choosePath, requestAction, target, type PathChoice } from './paths.js';
-import { alreadyHandled, boundRecords, ownerRef } from './records.js';
+import { choosePath, requestAction, target, type PathChoice, type WriteAction } from './paths.js';
+import { addOwners, alreadyHandled, boundRecords, observeRecord, ownerRef } from './records.js';
 import { addSuspectMachine, raiseSuspicion, spendCanary, suspicionMessage } from './suspicion.js';
-import { iso } from './time.js';
+import { iso, ms } from './time.js';
 import type { MachineVerdict } from './types.js';
+
+/** A recorded request whose write is not visible after this long is made again (the write was lost). */
+export const REQUEST_RETRY_MS = 60 * 1000;
 
 export function remediate(w: Work): void {
   if (!w.canAct) return;
+  retryUnseenRequests(w);
   const candidates = w.inScope
     .map((m) => ({ m, v: w.verdicts.get(m.uid) as MachineVerdict }))
     .filter(({ m, v }) => v.state === 'Stuck' && !alreadyHandled(w.next.remediations ?? [], m.uid, w.settings.dryRun))
@@ -40,6 +45,37 @@ export function remediate(w: Work): void {
     request(w, m, v, choice, g.canary);
   }
 }
+
+/**
+ * Write-ahead means a crash (or a conflict) can leave a request recorded and not made. The record is the
+ * intent: while it is Requested and its write is not visible, the same write is made again, spaced by
+ * REQUEST_RETRY_MS. This is not acting twice: the mark is the same, and nothing is made once it shows.
+ */
+function retryUnseenRequests(w: Work): void {
+  if (w.settings.dryRun) return;
+  const check = `${w.s.check.metadata.namespace}/${w.s.check.metadata.name}`;
+  w.next.remediations = (w.next.remediations ?? []).map((r) => {
+    if (r.outcome !== 'Requested' || r.finishedTime !== undefined || r.path === 'Report') return r;
+    const m = w.machinesByUid.get(r.uid);
+    if (m === undefined || m.deletingSince !== undefined || m.nodeName !== undefined) return r;
+    const due = (ms(r.lastAttempt ?? r.time) ?? w.now) + REQUEST_RETRY_MS;
+    if (w.now < due) {
+      w.wake.push(due);
+      return r;
+    }
+    const action = WRITE_OF_PATH[r.path];
+    w.actions.push(requestAction(m, action, r.kind, `JoinGuard (MachineJoinCheck ${check}): ${r.kind}, requested at ${r.time} (made again: not visible yet)`));
+    w.wake.push(w.now + REQUEST_RETRY_MS);
+    return { ...r, lastAttempt: iso(w.now) };
+  });
+}
+
+const WRITE_OF_PATH: Record<Exclude<RemediationRecord['path'], 'Report'>, WriteAction> = {
+  OwnerRemediated: 'MarkOwnerRemediated',
+  RemediateAnnotation: 'AnnotateRemediate',
+  MachineCondition: 'SetJoinGuardCondition',
+  Delete: 'DeleteMachine',
+};
 
 /** Records the failure the first time the Machine is Stuck; returns true when it raised the suspicion. */
 function recordFailure(w: Work, m: MachineFacts, v: MachineVerdict): boolean {
@@ -99,8 +135,8 @@ function request(w: Work, m: MachineFacts, v: MachineVerdict, choice: Extract<Pa
   const kind = v.failureKind ?? 'JoinTimeout';
   const owner = ownerRef(m.owner);
   const check = `${w.s.check.metadata.namespace}/${w.s.check.metadata.name}`;
-  next.remediations = boundRecords([
-    ...(next.remediations ?? []),
+  // What the Machine already shows (an owner's earlier answer) is applied now, as the next plan would.
+  const seen = observeRecord(
     {
       machine: m.name,
       uid: m.uid,
@@ -112,7 +148,11 @@ function request(w: Work, m: MachineFacts, v: MachineVerdict, choice: Extract<Pa
       ...(canary ? { canary: true } : {}),
       ...(v.firstControlPlane ? { firstControlPlane: true } : {}),
     },
-  ]);
+    m,
+    now,
+  );
+  next.remediations = boundRecords([...(next.remediations ?? []), seen.record]);
+  if (seen.refused && owner !== undefined) next.refusedOwners = addOwners(next.refusedOwners, [owner]);
   if (canary && next.suspicion !== undefined) next.suspicion = spendCanary(next.suspicion, now, settings);
   const what = `${canary ? 'as a canary, ' : ''}via ${choice.via} (path ${choice.path})`;
   if (settings.dryRun) {

@@ -53,7 +53,8 @@ describe('suspicion: canaries', () => {
 
   it('a canary waits for the in-flight budget and is not spent meanwhile', () => {
     const sc = stalled();
-    sc.add(worker('a', { uid: 'uid-a' })); // a's old Machine is not gone yet: still in flight
+    // a's old Machine is not gone yet (marked, still in flight).
+    sc.add(worker('a', { healthCheckSucceeded: { status: 'False', reason: 'JoinTimeout' } }));
     const p = sc.at(STALL + 30 * MINUTE).plan();
     expect(requested(p)).to.deep.equal([]);
     expect(p.status.suspicion?.canariesSpent).to.equal(0);

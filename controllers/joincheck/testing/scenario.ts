@@ -11,14 +11,30 @@ export class Scenario {
 
   constructor(public s: Snapshot) {}
 
-  /** Plans, then stores the plan's status as the check's status (through JSON, like the API server). */
+  /**
+   * Plans, then stores the plan's status as the check's status (through JSON, like the API server).
+   * Every step also checks idempotence: replanning the same snapshot with the new status must emit
+   * nothing and change nothing (no duplicate events, no duplicate writes).
+   */
   plan(): Plan {
     const p = plan(this.s);
     this.last = p;
     this.plans.push(p);
     this.s = { ...this.s, check: { ...this.s.check, status: JSON.parse(JSON.stringify(p.status)) as MachineJoinCheckStatus } };
+    if (this.checkIdempotence) {
+      const again = plan(this.s);
+      if (again.actions.length > 0) {
+        throw new Error(`not idempotent at ${new Date(this.s.now).toISOString()}: replanning emitted ${JSON.stringify(again.actions)}`);
+      }
+      const a = JSON.stringify(again.status);
+      const b = JSON.stringify(this.s.check.status);
+      if (a !== b) throw new Error(`not idempotent at ${new Date(this.s.now).toISOString()}: status changed\n${b}\n${a}`);
+    }
     return p;
   }
+
+  /** Off only for tests that check something else on a replan. */
+  checkIdempotence = true;
 
   at(t: number): this {
     this.s = { ...this.s, now: t };
