@@ -1,0 +1,145 @@
+// The test control plane itself: versions, CAPI CRDs, managers, conversion and admission webhooks,
+// and that stopping it leaves nothing behind. Runs against the shared env of getTestEnv().
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { expect } from 'chai';
+import { ApiextensionsV1Api, ApiException, CoreV1Api, CustomObjectsApi, VersionApi } from '@kubernetes/client-node';
+import { getTestEnv, stopTestEnv, type TestEnv } from '../support/testenv.js';
+import { startTestEnv } from '../../hack/testenv/testenv.js';
+import { groupAlive, pidAlive } from '../../hack/testenv/process.js';
+import { isPortFree } from '../../hack/testenv/ports.js';
+import { readCrds } from '../../hack/testenv/crds.js';
+
+const MANAGERS = ['capi-core', 'capi-kubeadm-bootstrap', 'capi-kubeadm-control-plane'];
+const CLUSTER_GROUP = 'cluster.x-k8s.io';
+
+function hasKubectl(): boolean {
+  try {
+    execFileSync('kubectl', ['version', '--client'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function expectRejected(p: Promise<unknown>): Promise<ApiException<unknown>> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof ApiException) return err;
+    throw err;
+  }
+  throw new Error('expected the API call to be refused');
+}
+
+describe('test control plane (hack/testenv)', function () {
+  let env: TestEnv;
+  const ns = `testenv-stack-${process.pid}`;
+
+  before(async function () {
+    this.timeout(180_000);
+    env = await getTestEnv();
+    await env.kubeConfig().makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });
+  });
+
+  it('serves Kubernetes v1.36.3 to @kubernetes/client-node', async function () {
+    const version = await env.kubeConfig().makeApiClient(VersionApi).getCode();
+    expect(version.gitVersion).to.equal('v1.36.3');
+    expect(env.server).to.match(/^https:\/\/127\.0\.0\.1:\d+$/);
+  });
+
+  it('works with kubectl through the written kubeconfig', function () {
+    if (!hasKubectl()) this.skip();
+    const out = execFileSync('kubectl', ['--kubeconfig', env.kubeconfigPath, 'get', '--raw', '/version'], { encoding: 'utf8' });
+    expect(JSON.parse(out).gitVersion).to.equal('v1.36.3');
+  });
+
+  it('has every CAPI CRD established, its conversion webhook at its manager on 127.0.0.1', async function () {
+    const wanted = readCrds(path.join(env.binDir, 'crds')).map((c) => c.metadata.name as string);
+    expect(wanted).to.have.length.greaterThan(10);
+    const list = await env.kubeConfig().makeApiClient(ApiextensionsV1Api).listCustomResourceDefinition();
+    const byName = new Map(list.items.map((c) => [c.metadata!.name!, c]));
+    const owner = (group: string) => group === 'bootstrap.cluster.x-k8s.io' ? 'capi-kubeadm-bootstrap'
+      : group === 'controlplane.cluster.x-k8s.io' ? 'capi-kubeadm-control-plane' : 'capi-core';
+    for (const name of wanted) {
+      const crd = byName.get(name);
+      expect(crd, name).to.not.equal(undefined);
+      const established = crd!.status?.conditions?.find((c) => c.type === 'Established');
+      expect(established?.status, `${name} Established`).to.equal('True');
+      expect(crd!.spec.conversion?.strategy, name).to.equal('Webhook');
+      expect(crd!.spec.conversion?.webhook?.clientConfig?.url, name)
+        .to.equal(`https://127.0.0.1:${env.ports[`${owner(crd!.spec.group)}-webhook`]}/convert`);
+    }
+  });
+
+  it('runs the three CAPI managers, healthy and ready', async function () {
+    expect(env.components).to.include.members(['etcd', 'kube-apiserver', ...MANAGERS]);
+    for (const m of MANAGERS) {
+      for (const probe of ['healthz', 'readyz']) {
+        const res = await fetch(`${env.healthUrls[m]}/${probe}`);
+        expect(res.status, `${m} /${probe}: ${env.logTail(m, 20)}`).to.equal(200);
+      }
+    }
+  });
+
+  it('reads a v1beta2 Cluster through v1beta1 (conversion webhook)', async function () {
+    const api = env.kubeConfig().makeApiClient(CustomObjectsApi);
+    const name = 'conversion-probe';
+    await api.createNamespacedCustomObject({
+      group: CLUSTER_GROUP, version: 'v1beta2', namespace: ns, plural: 'clusters',
+      body: {
+        apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', metadata: { name },
+        spec: { controlPlaneRef: { apiGroup: 'controlplane.cluster.x-k8s.io', kind: 'KubeadmControlPlane', name } },
+      },
+    });
+    const old = await api.getNamespacedCustomObject({ group: CLUSTER_GROUP, version: 'v1beta1', namespace: ns, plural: 'clusters', name });
+    expect(old.apiVersion).to.equal('cluster.x-k8s.io/v1beta1');
+    // v1beta1 has apiVersion refs; the version comes from the KCP CRD's contract label.
+    expect(old.spec.controlPlaneRef).to.include({ apiVersion: 'controlplane.cluster.x-k8s.io/v1beta2', kind: 'KubeadmControlPlane', name });
+    await api.deleteNamespacedCustomObject({ group: CLUSTER_GROUP, version: 'v1beta2', namespace: ns, plural: 'clusters', name });
+  });
+
+  it('refuses an invalid Cluster in CAPI validating webhook (admission wiring)', async function () {
+    const api = env.kubeConfig().makeApiClient(CustomObjectsApi);
+    const err = await expectRejected(api.createNamespacedCustomObject({
+      group: CLUSTER_GROUP, version: 'v1beta2', namespace: ns, plural: 'clusters',
+      // Valid for the CRD schema (spec must not be empty); only the webhook knows that a ref is missing.
+      body: { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', metadata: { name: 'no-refs' }, spec: { clusterNetwork: { serviceDomain: 'cluster.local' } } },
+    }));
+    expect(err.code).to.equal(422);
+    // client-node hands the Status over as its JSON text.
+    const status = (typeof err.body === 'string' ? JSON.parse(err.body) : err.body) as { message: string };
+    expect(status.message).to.contain('admission webhook "validation.cluster.cluster.x-k8s.io" denied the request');
+    expect(status.message).to.contain('one of spec.controlPlaneRef, spec.infrastructureRef or spec.topology must be set');
+  });
+
+  it('reports the memory of the running stack', function () {
+    const m = env.memory();
+    process.stderr.write(`[testenv] memory: VmRSS ${(m.rssKiB / 1024).toFixed(0)} MiB, VmHWM ${(m.hwmKiB / 1024).toFixed(0)} MiB: ` +
+      `${Object.entries(m.byComponent).map(([c, v]) => `${c} ${(v.hwmKiB / 1024).toFixed(0)}`).join(', ')}\n`);
+    expect(m.rssKiB).to.be.greaterThan(0);
+  });
+
+  // Last: stops the shared env (a later getTestEnv() starts a fresh one); an attached env is not ours,
+  // so a separate instance is started and stopped instead.
+  it('stop() leaves no process alive, no port held and no run dir', async function () {
+    this.timeout(180_000);
+    const target = env.owned ? env : await startTestEnv({ log: (l) => process.stderr.write(`${l}\n`) });
+    const pids = Object.values(target.pids);
+    const ports = Object.values(target.ports);
+    expect(pids).to.have.length(5);
+    expect(ports).to.have.length(9);
+    for (const port of ports) expect(await isPortFree(port), `port ${port} in use before stop`).to.equal(false);
+    const started = Date.now();
+    if (env.owned) await stopTestEnv();
+    else await target.stop();
+    process.stderr.write(`[testenv] stopped in ${((Date.now() - started) / 1000).toFixed(1)}s\n`);
+    for (const pid of pids) {
+      expect(pidAlive(pid), `pid ${pid} alive`).to.equal(false);
+      expect(groupAlive(pid), `process group ${pid} not empty`).to.equal(false);
+    }
+    for (const port of ports) expect(await isPortFree(port), `port ${port} still held`).to.equal(true);
+    expect(fs.existsSync(target.runDir)).to.equal(false);
+  });
+});

@@ -1,0 +1,50 @@
+// The test control plane shared by every e2e spec of one mocha run.
+//
+// getTestEnv() starts it on first use (progress on stderr) and hands the same env to later callers;
+// the root hook (root-hooks.ts) stops it after the run. Unit-only runs never call it, so they start
+// nothing. With JOINGUARD_TESTENV_KUBECONFIG set (the kubeconfig printed by `npm run testenv -- up`),
+// the running env is used instead and left running.
+import type { TestEnv } from '../../hack/testenv/testenv.js';
+
+export type { TestEnv } from '../../hack/testenv/testenv.js';
+
+let pending: Promise<TestEnv> | undefined;
+
+function logToStderr(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+/** The shared env; starts it on first call. A failed start is not cached: the next call tries again. */
+export function getTestEnv(): Promise<TestEnv> {
+  if (!pending) {
+    pending = (async () => {
+      // Imported lazily so that loading this file (the root hook does) costs nothing.
+      const { startTestEnv, attachTestEnv } = await import('../../hack/testenv/testenv.js');
+      const external = process.env.JOINGUARD_TESTENV_KUBECONFIG;
+      if (external) {
+        logToStderr(`[testenv] using the running env of JOINGUARD_TESTENV_KUBECONFIG=${external}`);
+        return attachTestEnv(external);
+      }
+      return startTestEnv({ log: logToStderr });
+    })();
+    pending.catch(() => (pending = undefined));
+  }
+  return pending;
+}
+
+/** Whether getTestEnv has been called (and not stopped since). */
+export function testEnvRequested(): boolean {
+  return pending !== undefined;
+}
+
+/**
+ * Stops the shared env if this run started it (an attached env is left alone). A later getTestEnv()
+ * starts a fresh one.
+ */
+export async function stopTestEnv(): Promise<void> {
+  const current = pending;
+  pending = undefined;
+  if (!current) return;
+  const env = await current.catch(() => undefined);
+  if (env?.owned) await env.stop();
+}

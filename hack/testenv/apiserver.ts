@@ -1,0 +1,105 @@
+// kube-apiserver for the test control plane, with the flags envtest uses, and its admin kubeconfig.
+import fs from 'node:fs';
+import path from 'node:path';
+import { stringify } from 'yaml';
+import type { CertSet } from './certs.js';
+import { KubeRest, poll } from './kube-rest.js';
+import { freePort } from './ports.js';
+import { launchWithRetry, ManagedProcess } from './process.js';
+
+export const SERVICE_CLUSTER_IP_RANGE = '10.0.0.0/24';
+
+export interface Apiserver {
+  proc: ManagedProcess;
+  port: number;
+  server: string;
+  rest: KubeRest;
+}
+
+export interface ApiserverOptions {
+  binDir: string;
+  runDir: string;
+  etcdUrl: string;
+  certs: CertSet;
+  extraFlags?: string[];
+  log: (line: string) => void;
+  timeoutMs?: number;
+  onStart?: (proc: ManagedProcess) => void;
+}
+
+function apiserverArgs(opts: ApiserverOptions, port: number): string[] {
+  const c = opts.certs;
+  const certDir = path.join(opts.runDir, 'apiserver-certs');
+  fs.mkdirSync(certDir, { recursive: true });
+  return [
+    `--etcd-servers=${opts.etcdUrl}`,
+    `--secure-port=${port}`,
+    '--bind-address=127.0.0.1',
+    '--advertise-address=127.0.0.1',
+    // Unused while the tls files are given, but keeps the default /var/run/kubernetes out of it.
+    `--cert-dir=${certDir}`,
+    `--tls-cert-file=${c.apiserver.certFile}`,
+    `--tls-private-key-file=${c.apiserver.keyFile}`,
+    `--client-ca-file=${c.ca.certFile}`,
+    `--service-cluster-ip-range=${SERVICE_CLUSTER_IP_RANGE}`,
+    '--authorization-mode=RBAC',
+    `--service-account-issuer=https://127.0.0.1:${port}/`,
+    `--service-account-key-file=${c.serviceAccountPubFile}`,
+    `--service-account-signing-key-file=${c.serviceAccountKeyFile}`,
+    // As envtest: there is no controller-manager to create the `default` ServiceAccounts.
+    '--disable-admission-plugins=ServiceAccount',
+    '--allow-privileged=true',
+    '--profiling=false',
+    ...(opts.extraFlags ?? []),
+  ];
+}
+
+export async function startApiserver(opts: ApiserverOptions): Promise<Apiserver> {
+  const creds = {
+    caPem: opts.certs.caCertPem,
+    certPem: fs.readFileSync(opts.certs.admin.certFile, 'utf8'),
+    keyPem: fs.readFileSync(opts.certs.admin.keyFile, 'utf8'),
+  };
+  return launchWithRetry('kube-apiserver', opts.log, async () => {
+    const port = await freePort();
+    const server = `https://127.0.0.1:${port}`;
+    const proc = ManagedProcess.start({
+      name: 'kube-apiserver',
+      command: path.join(opts.binDir, 'kube-apiserver'),
+      args: apiserverArgs(opts, port),
+      logFile: path.join(opts.runDir, 'kube-apiserver.log'),
+    });
+    opts.onStart?.(proc);
+    const rest = new KubeRest({ server, ...creds });
+    const wait = async (): Promise<Apiserver> => {
+      const timeoutMs = opts.timeoutMs ?? 45_000;
+      const died = () => (proc.running ? undefined : `kube-apiserver ${proc.describeExit()}`);
+      try {
+        await poll('kube-apiserver /readyz', timeoutMs, async () => ((await rest.get('/readyz')).status === 200 ? true : undefined), died, 200);
+        await poll('namespace default', timeoutMs, async () => ((await rest.get('/api/v1/namespaces/default')).status === 200 ? true : undefined), died);
+      } catch (err) {
+        rest.close();
+        throw err;
+      }
+      return { proc, port, server, rest };
+    };
+    return { proc, wait };
+  });
+}
+
+/** The admin kubeconfig (client certificate, everything embedded so the file stands alone). */
+export function kubeconfigYaml(server: string, certs: CertSet): string {
+  const b64 = (file: string) => fs.readFileSync(file).toString('base64');
+  return stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'testenv', cluster: { server, 'certificate-authority-data': b64(certs.ca.certFile) } }],
+    users: [{ name: 'admin', user: { 'client-certificate-data': b64(certs.admin.certFile), 'client-key-data': b64(certs.admin.keyFile) } }],
+    contexts: [{ name: 'testenv', context: { cluster: 'testenv', user: 'admin' } }],
+    'current-context': 'testenv',
+  });
+}
+
+export function writeKubeconfig(file: string, server: string, certs: CertSet): void {
+  fs.writeFileSync(file, kubeconfigYaml(server, certs), { mode: 0o600 });
+}

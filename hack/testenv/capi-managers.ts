@@ -1,0 +1,202 @@
+// CAPI's three managers (core, kubeadm bootstrap, kubeadm control plane) as local processes against
+// the test apiserver, each with its own webhook port, wired into the apiserver before it starts.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createOrReplace } from './crds.js';
+import { httpGet, KubeRest, poll } from './kube-rest.js';
+import { freePorts } from './ports.js';
+import { launchWithRetry, ManagedProcess } from './process.js';
+import { webhookConfigurationPath, webhookConfigurations, wireCrd, type WebhookTarget } from './webhooks-wiring.js';
+
+type Json = Record<string, any>;
+
+export interface CapiProvider {
+  /** Component name: the binary's name and the log file's base name. */
+  component: 'capi-core' | 'capi-kubeadm-bootstrap' | 'capi-kubeadm-control-plane';
+  /** Folder of the provider inside the CAPI module. */
+  moduleSubdir: string;
+  namePrefix: string;
+  crdGroups: string[];
+  crdLabels: Record<string, string>;
+  /**
+   * A v1beta1 object to create with dryRun=All: the apiserver converts it to the stored v1beta2 (the
+   * conversion webhook), runs the v1beta2 admission webhooks, and converts the answer back to v1beta1.
+   */
+  probe: {
+    collection: string;
+    object: Json;
+    /**
+     * When a valid object cannot be made without more setup: the name of the provider's validating
+     * webhook expected to deny it. A denial still proves conversion (v1beta1 to v1beta2 happens first)
+     * and admission answered.
+     */
+    deniedBy?: string;
+  };
+}
+
+// The contract labels kustomize adds to the kubeadm providers' CRDs (see their config/crd/kustomization.yaml).
+const CONTRACT_LABELS = { 'cluster.x-k8s.io/v1beta1': 'v1beta1', 'cluster.x-k8s.io/v1beta2': 'v1beta2' };
+const PROBE_NAME = 'testenv-webhook-probe';
+
+export const CAPI_PROVIDERS: CapiProvider[] = [
+  {
+    component: 'capi-core',
+    moduleSubdir: 'core',
+    namePrefix: 'capi-',
+    crdGroups: ['cluster.x-k8s.io', 'addons.cluster.x-k8s.io', 'ipam.cluster.x-k8s.io', 'runtime.cluster.x-k8s.io'],
+    crdLabels: { 'cluster.x-k8s.io/provider': 'cluster-api' },
+    probe: {
+      collection: '/apis/cluster.x-k8s.io/v1beta1/namespaces/default/clusters',
+      // A Cluster needs a ref; converting it back to v1beta1 also reads the KCP CRD's contract label.
+      object: {
+        apiVersion: 'cluster.x-k8s.io/v1beta1', kind: 'Cluster', metadata: { name: PROBE_NAME },
+        spec: { controlPlaneRef: { apiVersion: 'controlplane.cluster.x-k8s.io/v1beta1', kind: 'KubeadmControlPlane', name: PROBE_NAME } },
+      },
+    },
+  },
+  {
+    component: 'capi-kubeadm-bootstrap',
+    moduleSubdir: 'bootstrap/kubeadm',
+    namePrefix: 'capi-kubeadm-bootstrap-',
+    crdGroups: ['bootstrap.cluster.x-k8s.io'],
+    crdLabels: { 'cluster.x-k8s.io/provider': 'bootstrap-kubeadm', ...CONTRACT_LABELS },
+    probe: {
+      collection: '/apis/bootstrap.cluster.x-k8s.io/v1beta1/namespaces/default/kubeadmconfigs',
+      object: { apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta1', kind: 'KubeadmConfig', metadata: { name: PROBE_NAME }, spec: {} },
+    },
+  },
+  {
+    component: 'capi-kubeadm-control-plane',
+    moduleSubdir: 'controlplane/kubeadm',
+    namePrefix: 'capi-kubeadm-control-plane-',
+    crdGroups: ['controlplane.cluster.x-k8s.io'],
+    crdLabels: { 'cluster.x-k8s.io/provider': 'control-plane-kubeadm', ...CONTRACT_LABELS },
+    probe: {
+      collection: '/apis/controlplane.cluster.x-k8s.io/v1beta1/namespaces/default/kubeadmcontrolplanetemplates',
+      object: {
+        apiVersion: 'controlplane.cluster.x-k8s.io/v1beta1', kind: 'KubeadmControlPlaneTemplate',
+        metadata: { name: PROBE_NAME }, spec: { template: { spec: { kubeadmConfigSpec: {} } } },
+      },
+      // Templates need the ClusterTopology feature gate (off by default); a KCP needs an infrastructure CRD.
+      deniedBy: 'validation.kubeadmcontrolplanetemplate.controlplane.cluster.x-k8s.io',
+    },
+  },
+];
+
+/** The CAPI module of the version the binaries were built from (for the webhook manifests). */
+export function capiModuleDir(): string {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const gomod = fs.readFileSync(path.join(here, 'capi', 'go.mod'), 'utf8');
+  const version = /^\s*(?:require\s+)?sigs\.k8s\.io\/cluster-api\s+(v\S+)/m.exec(gomod)?.[1];
+  if (!version) throw new Error('cannot read the sigs.k8s.io/cluster-api version from hack/testenv/capi/go.mod');
+  const modCache = process.env.GOMODCACHE || path.join(process.env.GOPATH?.split(':')[0] || path.join(os.homedir(), 'go'), 'pkg', 'mod');
+  const dir = path.join(modCache, 'sigs.k8s.io', `cluster-api@${version}`);
+  if (!fs.existsSync(path.join(dir, 'core', 'config', 'webhook', 'manifests.yaml'))) {
+    throw new Error(`CAPI module ${version} not found at ${dir}: run hack/testenv/build.sh (it downloads it)`);
+  }
+  return dir;
+}
+
+export function webhookTarget(provider: CapiProvider, port: number, moduleDir: string): WebhookTarget {
+  return {
+    component: provider.component,
+    port,
+    crdGroups: provider.crdGroups,
+    manifestsFile: path.join(moduleDir, provider.moduleSubdir, 'config', 'webhook', 'manifests.yaml'),
+    namePrefix: provider.namePrefix,
+    crdLabels: provider.crdLabels,
+  };
+}
+
+/** Installs (or re-points) a provider's CRDs and webhook configurations at the given webhook port. */
+export async function wireProvider(rest: KubeRest, target: WebhookTarget, crds: Json[], caBundleB64: string): Promise<void> {
+  const own = crds.filter((c) => target.crdGroups.includes(c.spec?.group));
+  await Promise.all(own.map((crd) => createOrReplace(rest, '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', wireCrd(crd, [target], caBundleB64))));
+  for (const cfg of webhookConfigurations(target, caBundleB64)) {
+    await createOrReplace(rest, webhookConfigurationPath(cfg.kind), cfg);
+  }
+}
+
+export interface CapiManager {
+  provider: CapiProvider;
+  proc: ManagedProcess;
+  webhookPort: number;
+  healthPort: number;
+  /** http://127.0.0.1:<healthPort>; /healthz and /readyz answer there. */
+  healthUrl: string;
+}
+
+export interface ManagerStartOptions {
+  binDir: string;
+  runDir: string;
+  kubeconfigPath: string;
+  webhookCertDir: string;
+  rest: KubeRest;
+  /** The webhook port the provider was wired to before start (see wireProvider). */
+  webhookPort: number;
+  /** To re-wire at a new port when the first one was taken meanwhile. */
+  rewire: (port: number) => Promise<void>;
+  extraFlags?: string[];
+  log: (line: string) => void;
+  timeoutMs?: number;
+  onStart?: (proc: ManagedProcess) => void;
+}
+
+function managerArgs(o: ManagerStartOptions, webhookPort: number, healthPort: number): string[] {
+  return [
+    `--kubeconfig=${o.kubeconfigPath}`,
+    '--leader-elect=false',
+    `--health-addr=127.0.0.1:${healthPort}`,
+    // "0" turns the diagnostics (metrics, pprof) server off; nothing in the tests reads it.
+    '--diagnostics-address=0',
+    `--webhook-port=${webhookPort}`,
+    `--webhook-cert-dir=${o.webhookCertDir}`,
+    ...(o.extraFlags ?? []),
+  ];
+}
+
+/** Dry-run create through v1beta1: succeeds only when conversion and admission webhooks answer. */
+export async function probeWebhooks(rest: KubeRest, provider: CapiProvider): Promise<void> {
+  const res = await rest.post(`${provider.probe.collection}?dryRun=All`, provider.probe.object);
+  if (provider.probe.deniedBy) {
+    if (res.body.includes(`admission webhook \\"${provider.probe.deniedBy}\\" denied the request`)) return;
+    throw new Error(`dry-run create: expected a denial by ${provider.probe.deniedBy}, got ${res.status} ${res.body.slice(0, 400)}`);
+  }
+  if (res.status !== 201 && res.status !== 200) throw new Error(`dry-run create: ${res.status} ${res.body.slice(0, 400)}`);
+  const back = JSON.parse(res.body) as Json;
+  if (back.apiVersion !== provider.probe.object.apiVersion) throw new Error(`dry-run create answered as ${back.apiVersion}`);
+}
+
+/** Starts one manager and waits until its /readyz is OK and its webhooks answer through the apiserver. */
+export async function startCapiManager(provider: CapiProvider, o: ManagerStartOptions): Promise<CapiManager> {
+  let attempt = 0;
+  return launchWithRetry(provider.component, o.log, async () => {
+    attempt++;
+    let webhookPort = o.webhookPort;
+    let healthPort: number;
+    if (attempt === 1) {
+      [healthPort] = (await freePorts(1)) as [number];
+    } else {
+      [webhookPort, healthPort] = (await freePorts(2)) as [number, number];
+      await o.rewire(webhookPort);
+    }
+    const proc = ManagedProcess.start({
+      name: provider.component,
+      command: path.join(o.binDir, provider.component),
+      args: managerArgs(o, webhookPort, healthPort),
+      logFile: path.join(o.runDir, `${provider.component}.log`),
+    });
+    o.onStart?.(proc);
+    const healthUrl = `http://127.0.0.1:${healthPort}`;
+    const wait = async (): Promise<CapiManager> => {
+      const timeoutMs = o.timeoutMs ?? 40_000;
+      const died = () => (proc.running ? undefined : `${provider.component} ${proc.describeExit()}`);
+      await poll(`${provider.component} /readyz`, timeoutMs, async () => ((await httpGet(`${healthUrl}/readyz`)).status === 200 ? true : undefined), died, 200);
+      await poll(`${provider.component} webhooks`, 20_000, async () => (await probeWebhooks(o.rest, provider), true), died, 200);
+      return { provider, proc, webhookPort, healthPort, healthUrl };
+    };
+    return { proc, wait };
+  });
+}

@@ -1,0 +1,225 @@
+// The local test control plane: etcd, kube-apiserver and (by default) CAPI's three managers with their
+// CRDs and webhooks, as plain processes on 127.0.0.1. startTestEnv starts it; TestEnv.stop ends it.
+//
+// The workload clusters of the tests are this same apiserver: a `<cluster>-kubeconfig` secret pointing
+// at `server`, or a `<cluster>-ca` secret holding caCertPem/caKeyPem (KCP then generates the kubeconfig).
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { KubeConfig } from '@kubernetes/client-node';
+import { startApiserver, writeKubeconfig, type Apiserver } from './apiserver.js';
+import { CAPI_PROVIDERS, capiModuleDir, startCapiManager, webhookTarget, wireProvider, type CapiManager } from './capi-managers.js';
+import { makeCertSet } from './certs.js';
+import { startWatchdog, track, untrack, writePgids } from './cleanup.js';
+import { createOrReplace, installCrds, readCrds } from './crds.js';
+import { startEtcd, type Etcd } from './etcd.js';
+import { freePorts } from './ports.js';
+import { ManagedProcess, tailFile } from './process.js';
+import { webhookConfigurationPath, webhookConfigurations, wireCrd } from './webhooks-wiring.js';
+import { attachedTestEnv, DESCRIPTOR_FILE, type TestEnvDescriptor } from './attach.js';
+
+export interface TestEnv {
+  /** https://127.0.0.1:PORT */
+  server: string;
+  kubeconfigPath: string;
+  runDir: string;
+  caCertPem: string;
+  /** The CA that signs the apiserver serving cert and the admin client cert. */
+  caKeyPem: string;
+  /** A fresh @kubernetes/client-node KubeConfig for the admin user. */
+  kubeConfig(): KubeConfig;
+  /** The last lines of <runDir>/<component>.log. */
+  logTail(component: string, lines?: number): string;
+  components: string[];
+  stop(): Promise<void>;
+
+  // Additions beyond the agreed interface.
+  /** Files of the CA (for openssl, or certs.ts issueServingCert). */
+  caCertFile: string;
+  caKeyFile: string;
+  /** Ports in use: etcd-client, etcd-peer, kube-apiserver, <manager>-webhook, <manager>-health. */
+  ports: Record<string, number>;
+  /** Component -> pid (each component leads its own process group). */
+  pids: Record<string, number>;
+  /** Manager -> http://127.0.0.1:PORT serving /healthz and /readyz. */
+  healthUrls: Record<string, string>;
+  /** Folder of the binaries and crds/ (hack/testenv/build.sh's output). */
+  binDir: string;
+  /** Sum of VmRSS and VmHWM (KiB) of the running components, and each one's. */
+  memory(): { rssKiB: number; hwmKiB: number; byComponent: Record<string, { rssKiB: number; hwmKiB: number }> };
+  /** False for an env attached through JOINGUARD_TESTENV_KUBECONFIG: stop() leaves it running. */
+  owned: boolean;
+}
+
+export interface StartTestEnvOptions {
+  /** Start CAPI's CRDs, webhooks and managers (default true). */
+  capi?: boolean;
+  /** Where logs, certs, kubeconfig and etcd data go; default a new temp dir, removed by stop(). */
+  runDir?: string;
+  log?: (line: string) => void;
+  extraApiserverFlags?: string[];
+  /** Extra flags per manager, e.g. { 'capi-core': ['--machineset-preflight-checks=...'] }. */
+  extraManagerFlags?: Partial<Record<string, string[]>>;
+  /** Folder with the binaries and crds/; default: the output of hack/testenv/build.sh (built if missing). */
+  binDir?: string;
+}
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
+
+/** Runs hack/testenv/build.sh (a no-op when built) and returns the bin folder it prints last. */
+export function ensureBuilt(log: (line: string) => void): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('/bin/bash', [path.join(here, 'build.sh')], { maxBuffer: 16 << 20 }, (err, stdout) => {
+      if (err) return reject(new Error(`hack/testenv/build.sh failed: ${err.message}`));
+      const bin = stdout.trim().split('\n').at(-1) ?? '';
+      if (!fs.existsSync(path.join(bin, 'kube-apiserver'))) return reject(new Error(`build.sh printed no bin folder (got "${bin}")`));
+      resolve(bin);
+    });
+    let partial = '';
+    child.stderr?.on('data', (chunk: Buffer) => {
+      const lines = (partial + chunk.toString()).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) if (line && !line.endsWith(': cached')) log(line);
+    });
+  });
+}
+
+export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<TestEnv> {
+  const log = opts.log ?? (() => undefined);
+  const withCapi = opts.capi ?? true;
+  const t0 = Date.now();
+  const ownRunDir = !opts.runDir;
+  const runDir = opts.runDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'joinguard-testenv-'));
+  fs.mkdirSync(runDir, { recursive: true });
+  const keep = process.env.JOINGUARD_TESTENV_KEEP === '1';
+  const etcdDataDir = path.join(runDir, 'etcd-data');
+  const pgidFile = path.join(runDir, 'pgids');
+  const removeOnStop = keep ? [] : ownRunDir ? [runDir] : [etcdDataDir, path.join(runDir, 'pki')];
+
+  const procs: ManagedProcess[] = [];
+  // Every started process, so that stop() and the watchdog know its process group even mid-start.
+  const remember = (p: ManagedProcess) => {
+    procs.push(p);
+    writePgids(pgidFile, procs.filter((x) => x.running).map((x) => x.pid));
+  };
+  writePgids(pgidFile, []);
+  const watchdog = startWatchdog(pgidFile, removeOnStop, path.join(runDir, 'watchdog.log'));
+  let etcd: Etcd | undefined;
+  let api: Apiserver | undefined;
+  const managers: CapiManager[] = [];
+  let stopping: Promise<void> | undefined;
+
+  const stopAll = async () => {
+    untrack(handle);
+    await watchdog.stop(500);
+    // Managers first (they would log errors about a vanished apiserver), then the apiserver, then etcd.
+    const order = (p: ManagedProcess) => (p.name === 'etcd' ? 2 : p.name === 'kube-apiserver' ? 1 : 0);
+    for (const rank of [0, 1, 2]) await Promise.all(procs.filter((p) => order(p) === rank).map((p) => p.stop(5000)));
+    api?.rest.close();
+    for (const dir of removeOnStop) fs.rmSync(dir, { recursive: true, force: true });
+  };
+  const handle = {
+    stop: () => (stopping ??= stopAll()),
+    killNow: () => {
+      watchdog.killNow();
+      for (const p of procs) p.killNow();
+      for (const dir of removeOnStop) fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  track(handle);
+
+  // Runs one start-up step; on failure the error carries the tail of that component's log.
+  const step = async <T>(component: string, what: string, fn: () => Promise<T>): Promise<T> => {
+    const s = Date.now();
+    log(`[testenv] ${what} ...`);
+    try {
+      const out = await fn();
+      log(`[testenv] ${what}: done in ${seconds(Date.now() - s)}`);
+      return out;
+    } catch (err) {
+      const tail = component ? tailFile(path.join(runDir, `${component}.log`), 30) : '';
+      const msg = `[testenv] ${what} FAILED after ${seconds(Date.now() - s)}: ${(err as Error).message}`;
+      log(msg);
+      if (tail) log(`[testenv] last lines of ${component}.log:\n${tail}`);
+      throw new Error(tail ? `${msg}\n--- ${runDir}/${component}.log (tail) ---\n${tail}` : msg, { cause: err });
+    }
+  };
+
+  try {
+    const binDir = opts.binDir ?? process.env.JOINGUARD_TESTENV_BIN ?? (await step('', 'binaries (hack/testenv/build.sh)', () => ensureBuilt(log)));
+    const certs = await step('', 'certificates (openssl)', () => makeCertSet(path.join(runDir, 'pki')));
+    etcd = await step('etcd', 'etcd', () => startEtcd({ binDir, runDir, dataDir: etcdDataDir, log, onStart: remember }));
+    const etcdUrl = etcd.clientUrl;
+    api = await step('kube-apiserver', 'kube-apiserver', () =>
+      startApiserver({ binDir, runDir, etcdUrl, certs, extraFlags: opts.extraApiserverFlags, log, onStart: remember }));
+    const kubeconfigPath = path.join(runDir, 'kubeconfig');
+    writeKubeconfig(kubeconfigPath, api.server, certs);
+    const rest = api.rest;
+
+    if (withCapi) {
+      const caB64 = Buffer.from(certs.caCertPem).toString('base64');
+      const moduleDir = capiModuleDir();
+      const webhookPorts = await freePorts(CAPI_PROVIDERS.length);
+      const targets = CAPI_PROVIDERS.map((p, i) => webhookTarget(p, webhookPorts[i]!, moduleDir));
+      const rawCrds = readCrds(path.join(binDir, 'crds'));
+      await step('kube-apiserver', `CAPI CRDs (${rawCrds.length}) and webhook configurations`, async () => {
+        await installCrds(rest, rawCrds.map((c) => wireCrd(c, targets, caB64)));
+        for (const t of targets) for (const cfg of webhookConfigurations(t, caB64)) await createOrReplace(rest, webhookConfigurationPath(cfg.kind), cfg);
+      });
+      const started = await Promise.allSettled(CAPI_PROVIDERS.map((provider, i) =>
+        step(provider.component, provider.component, () => startCapiManager(provider, {
+          binDir, runDir, kubeconfigPath, webhookCertDir: certs.webhookCertDir, rest, log,
+          webhookPort: webhookPorts[i]!,
+          rewire: (port) => wireProvider(rest, { ...targets[i]!, port }, rawCrds, caB64),
+          extraFlags: opts.extraManagerFlags?.[provider.component],
+          onStart: remember,
+        }))));
+      for (const r of started) if (r.status === 'fulfilled') managers.push(r.value);
+      const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
+    }
+
+    const ports: Record<string, number> = { 'etcd-client': etcd.clientPort, 'etcd-peer': etcd.peerPort, 'kube-apiserver': api.port };
+    const healthUrls: Record<string, string> = {};
+    for (const m of managers) {
+      ports[`${m.provider.component}-webhook`] = m.webhookPort;
+      ports[`${m.provider.component}-health`] = m.healthPort;
+      healthUrls[m.provider.component] = m.healthUrl;
+    }
+    const running = [etcd.proc, api.proc, ...managers.map((m) => m.proc)];
+    const descriptor: TestEnvDescriptor = {
+      server: api.server, kubeconfigPath, runDir, caCertFile: certs.ca.certFile, caKeyFile: certs.ca.keyFile,
+      components: running.map((p) => p.name), ports, healthUrls, binDir,
+      pids: Object.fromEntries(running.map((p) => [p.name, p.pid])), ownerPid: process.pid,
+    };
+    fs.writeFileSync(path.join(runDir, DESCRIPTOR_FILE), JSON.stringify(descriptor, null, 2));
+    log(`[testenv] ready in ${seconds(Date.now() - t0)}: ${api.server} (kubeconfig ${kubeconfigPath})`);
+    return {
+      ...attachedTestEnv(descriptor, certs.caCertPem, certs.caKeyPem),
+      owned: true,
+      stop: handle.stop,
+      memory: () => memoryOf(running),
+    };
+  } catch (err) {
+    await handle.stop();
+    throw err;
+  }
+}
+
+export function memoryOf(procs: { name: string; memory(): { rssKiB: number; hwmKiB: number } }[]): ReturnType<TestEnv['memory']> {
+  const byComponent: Record<string, { rssKiB: number; hwmKiB: number }> = {};
+  let rssKiB = 0;
+  let hwmKiB = 0;
+  for (const p of procs) {
+    const m = p.memory();
+    byComponent[p.name] = m;
+    rssKiB += m.rssKiB;
+    hwmKiB += m.hwmKiB;
+  }
+  return { rssKiB, hwmKiB, byComponent };
+}
+
+export { attachTestEnv } from './attach.js';
