@@ -2,6 +2,7 @@
 // noted on the way (stops, waits, wake-up times). Rule files read and extend it; only planner.ts creates it.
 import type { ClusterFacts, MachineFacts } from '../../api/capi/model.js';
 import type { CheckSettings, MachineJoinCheckStatus, ProgressingReason } from '../../api/v1alpha1/types.js';
+import type { ConnectionState } from './connection.js';
 import type { Action, MachineVerdict, Snapshot } from './types.js';
 
 /** Progressing=False reasons: something keeps JoinGuard from remediating. */
@@ -32,6 +33,9 @@ export interface Work {
   /** Paused MachineHealthChecks that keep a Machine from being remediated. */
   pausedMhcs: string[];
   wake: (number | undefined)[];
+  /** What CAPI's view of the workload cluster is, and the grace after it comes back. */
+  connection: ConnectionState;
+  graceMs: number;
 }
 
 export function addStop(w: Work, reason: StopReason, note: string): void {

@@ -87,9 +87,11 @@ describe('first control-plane Machine', () => {
     sc.at(DEADLINE).plan();
     const p = sc.with({ endpointProbe: { reachable: true, at: DEADLINE } }).plan();
     expect(requested(p)).to.deep.equal([]);
-    expect(verdictOf(p, 'cp-0')).to.include({ state: 'Joining', deadline: DEADLINE + 20 * MINUTE });
+    expect(verdictOf(p, 'cp-0')).to.include({ state: 'Held', hold: 'EndpointAnswered', deadline: DEADLINE + 20 * MINUTE });
+    expect(verdictOf(sc.at(DEADLINE + 10 * MINUTE).plan(), 'cp-0')).to.include({ state: 'Held', hold: 'EndpointAnswered' });
     expect(ms(p.status.firstControlPlaneExtendedUntil)).to.equal(DEADLINE + 20 * MINUTE);
     expect(p.wakeAt).to.equal(DEADLINE + 20 * MINUTE);
+    expect(sc.last?.wakeAt).to.equal(DEADLINE + 20 * MINUTE);
     const q = sc.at(DEADLINE + 20 * MINUTE).plan();
     expect(q.actions.some((a) => a.type === 'ProbeEndpoint')).to.equal(false);
     expect(requested(q)).to.deep.equal(['cp-0']);

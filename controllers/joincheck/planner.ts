@@ -65,6 +65,8 @@ export function plan(s: Snapshot): Plan {
     waits: [],
     pausedMhcs: [],
     wake: [],
+    connection: { down: false },
+    graceMs: s.connectionGraceMs ?? DEFAULT_CONNECTION_GRACE_MS,
   };
   if (cluster.deleting) w.waits.push(`the Cluster ${cluster.name} is being deleted: JoinGuard changes nothing`);
 
@@ -73,7 +75,8 @@ export function plan(s: Snapshot): Plan {
 
   // What the Cluster says, and the memory of what it did not say with a time.
   const initialized = controlPlaneInitialized(cluster, s.kcp);
-  const conn = connectionState(cluster, ofCluster, initialized, prev, s.now, s.connectionGraceMs ?? DEFAULT_CONNECTION_GRACE_MS);
+  const conn = connectionState(cluster, ofCluster, initialized, prev, s.now, w.graceMs);
+  w.connection = conn.state;
   assign(next, 'connectionDownSeen', conn.memory.connectionDownSeen);
   assign(next, 'connectionRestoredSeen', conn.memory.connectionRestoredSeen);
   assign(next, 'controlPlaneInitializedSeen', nextControlPlaneInitializedSeen(cluster, initialized, prev, s.now));

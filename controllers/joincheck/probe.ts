@@ -5,7 +5,7 @@
 import type { Work } from './context.js';
 import { probeDecision } from './first-control-plane.js';
 import { alreadyHandled } from './records.js';
-import { formatDuration, iso, ms } from './time.js';
+import { iso, ms } from './time.js';
 
 export function settleFirstControlPlane(w: Work): void {
   const { next, now, settings } = w;
@@ -56,9 +56,11 @@ export function settleFirstControlPlane(w: Work): void {
       next.firstControlPlaneExtendedFor = first.uid;
       w.verdicts.set(first.uid, {
         ...v,
-        state: 'Joining',
+        state: 'Held',
+        hold: 'EndpointAnswered',
         deadline: until,
-        reason: `the control plane answers at its endpoint: initialization may be finishing, so it gets another joinTimeout (${formatDuration(settings.joinTimeoutMs)}) until ${iso(until)}`,
+        pastDeadline: false,
+        reason: `the control plane answered at its endpoint, so initialization may be finishing: given another joinTimeout until ${iso(until)}`,
       });
       return;
     }

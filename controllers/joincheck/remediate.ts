@@ -125,7 +125,7 @@ function report(w: Work, m: MachineFacts, v: MachineVerdict, why: string): void 
     type: 'MachineEvent',
     machine: target(m),
     reason: 'RemediationSkipped',
-    message: `Machine ${m.name} ${v.reason}; JoinGuard does not remediate it: ${why}. Reported only.`,
+    message: `Machine ${m.name}: ${v.reason}. JoinGuard does not remediate it: ${why}. Reported only.`,
     warning: true,
   });
 }
@@ -160,7 +160,7 @@ function request(w: Work, m: MachineFacts, v: MachineVerdict, choice: Extract<Pa
       type: 'MachineEvent',
       machine: target(m),
       reason: 'RemediationSkipped',
-      message: `dry run: Machine ${m.name} ${v.reason}; JoinGuard would ask for its replacement ${what}.`,
+      message: `dry run: Machine ${m.name}: ${v.reason}. JoinGuard would ask for its replacement ${what}.`,
       warning: false,
     });
     return;
@@ -171,7 +171,7 @@ function request(w: Work, m: MachineFacts, v: MachineVerdict, choice: Extract<Pa
     type: 'MachineEvent',
     machine: target(m),
     reason: 'RemediationRequested',
-    message: `Machine ${m.name} ${v.reason}; JoinGuard asks for its replacement ${what}.`,
+    message: `Machine ${m.name}: ${v.reason}. JoinGuard asks for its replacement ${what}.`,
     warning: true,
   });
 }

@@ -2,7 +2,7 @@
 // a message that names the evidence and points at the runbook section; else True/Remediating while a
 // request is in flight, else True/AsExpected. lastTransitionTime moves only when a condition's status
 // does; every condition carries the check's generation.
-import type { Condition, MachineJoinCheckStatus, ProgressingReason } from '../../api/v1alpha1/types.js';
+import type { Condition, MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
 import { CONDITION_PAUSED, CONDITION_PROGRESSING, CONDITION_READY } from '../../api/v1alpha1/types.js';
 import { listNames } from './connection.js';
 import { addStop, type StopReason, type Work } from './context.js';
@@ -10,7 +10,7 @@ import { failureEvidence, endpointOf, runbook } from './messages.js';
 import { neverJoinedActive } from './guards.js';
 import { isInFlight } from './records.js';
 import { suspicionMessage } from './suspicion.js';
-import { iso } from './time.js';
+import { formatDuration, iso } from './time.js';
 import type { MachineVerdict } from './types.js';
 
 /** Highest first. */
@@ -85,17 +85,19 @@ function stateStops(w: Work, verdicts: MachineVerdict[]): void {
   }
 }
 
-function stopMessage(w: Work, reason: StopReason, notes: string[], verdicts: MachineVerdict[]): string {
+function stopMessage(w: Work, reason: StopReason, notes: string[]): string {
   const { next, settings, cluster } = w;
   switch (reason) {
     case 'FirstControlPlaneReplacementMisconfigured':
       return `JoinGuard stopped remediating the first control-plane Machine: ${notes[0]}. ${runbook(reason)}`;
     case 'ControlPlaneEndpointUnreachable': {
-      const v = verdicts.find((x) => x.hold === 'ConnectionDown' || x.hold === 'ConnectionGrace');
+      const seen = w.connection.down
+        ? `CAPI cannot see the workload cluster: ${w.connection.evidence}`
+        : `${w.connection.evidence ?? 'the workload connection came back'}, less than the grace period (${formatDuration(w.graceMs)}) ago`;
       return (
-        `CAPI cannot see the workload cluster at controlPlaneEndpoint ${endpointOf(cluster)} (${v?.reason ?? 'connection down'}). ` +
-        `${notes.join(', ')} passed their deadline without a Node, but a Machine whose Node CAPI cannot see is never ` +
-        `taken for one that never joined: no verdict until the connection has been back for the grace period. ${runbook(reason)}`
+        `${seen} (controlPlaneEndpoint ${endpointOf(cluster)}). Past their deadline without a Node: ${notes.join(', ')}; ` +
+        `a Machine whose Node CAPI cannot see is never taken for one that never joined, so there is no verdict until ` +
+        `the connection has been back for ${formatDuration(w.graceMs)}. ${runbook(reason)}`
       );
     }
     case 'NeverJoined': {
@@ -125,7 +127,7 @@ export function progressing(w: Work, verdicts: MachineVerdict[]): ConditionInput
   for (const reason of STOP_PRECEDENCE) {
     const notes = w.stops.get(reason);
     if (notes !== undefined) {
-      return { type: CONDITION_PROGRESSING, status: 'False', reason, message: stopMessage(w, reason, notes, verdicts) };
+      return { type: CONDITION_PROGRESSING, status: 'False', reason, message: stopMessage(w, reason, notes) };
     }
   }
   const waits = w.waits.length > 0 ? ` Waiting: ${w.waits.join('; ')}.` : '';
@@ -169,4 +171,3 @@ export function ready(w: Work): ConditionInput {
   return { type: CONDITION_READY, status: 'True', reason: 'AsExpected', message: base + bad };
 }
 
-export type { ProgressingReason };

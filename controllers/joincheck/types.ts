@@ -87,7 +87,8 @@ export type HoldReason =
   | 'FirstControlPlane'
   | 'ControlPlaneNotInitialized'
   | 'PreviousFirstControlPlane'
-  | 'EndpointProbe';
+  | 'EndpointProbe'
+  | 'EndpointAnswered';
 
 export interface MachineTarget {
   name: string;

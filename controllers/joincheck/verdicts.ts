@@ -134,6 +134,14 @@ function clockVerdict(m: MachineFacts, ctx: VerdictContext, isFirst: boolean): M
   const extended = ctx.extension !== undefined && ctx.extension.uid === m.uid && ctx.extension.until > deadline;
   if (extended) deadline = (ctx.extension as { until: number }).until;
   const timed = { ...base, clockStart: start, deadline };
+  if (extended && now < deadline) {
+    return {
+      ...timed,
+      state: 'Held',
+      hold: 'EndpointAnswered',
+      reason: `the control plane answered at its endpoint, so initialization may be finishing: given another joinTimeout until ${iso(deadline)}`,
+    };
+  }
   if (now >= deadline) {
     return {
       ...timed,

@@ -12,5 +12,6 @@ export function wakeAt(w: Work, verdicts: MachineVerdict[], graceUntil: number |
     if (v.state === 'Provisioning' || v.state === 'Joining') times.push(v.deadline);
   }
   if (w.canAct && w.next.suspicion !== undefined) times.push(ms(w.next.suspicion.nextCanaryTime));
+  times.push(ms(w.next.firstControlPlaneExtendedUntil));
   return earliestAfter(w.now, times);
 }

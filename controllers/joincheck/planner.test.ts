@@ -1,0 +1,154 @@
+// The planner as a whole: a restarted controller decides the same from the persisted status alone,
+// output is deterministic whatever the input order, invalid specs and missing Clusters do nothing,
+// malformed Machines are mentioned and never acted on, conditions keep their transition times, join
+// durations and wake-ups.
+import { expect } from 'chai';
+import { plan } from './planner.js';
+import { HOUR, MINUTE, SECOND, T0, bootstrapConfig, check, clusterFacts, configs, cpMachine, kcpFacts, newCluster, snapshot, withNode, worker } from './testing/builders.js';
+import { Scenario, cond, progressingReason } from './testing/scenario.js';
+import type { Snapshot } from './types.js';
+
+/** A snapshot rebuilt from scratch with only the persisted status carried over (a restarted controller). */
+function restarted(s: Snapshot): Snapshot {
+  const fresh = JSON.parse(JSON.stringify({ ...s, bootstrapConfigs: [...s.bootstrapConfigs.entries()] })) as Snapshot & { bootstrapConfigs: [string, never][] };
+  return { ...fresh, bootstrapConfigs: new Map(fresh.bootstrapConfigs) };
+}
+
+describe('planner', () => {
+  it('a restart (a fresh plan from the persisted status only) decides the same at every step', () => {
+    const sc = new Scenario(
+      snapshot({
+        cluster: newCluster(),
+        kcp: kcpFacts(),
+        bootstrapConfigs: configs(bootstrapConfig('cp-0', false), bootstrapConfig('cp-0b', false)),
+        machines: [cpMachine('cp-0'), worker('w-1'), worker('w-2')],
+      }),
+    );
+    const steps: ((s: Scenario) => void)[] = [
+      (s) => s.at(T0 + 21 * MINUTE), // first CP stuck: probe
+      (s) => s.with({ endpointProbe: { reachable: false, at: T0 + 21 * MINUTE } }), // act through KCP
+      (s) => s.remove('cp-0').add(cpMachine('cp-0b', { createdAt: T0 + 23 * MINUTE })).at(T0 + 24 * MINUTE),
+      (s) =>
+        s
+          .update('cp-0b', { nodeName: 'node-cp-0b' })
+          .with({ cluster: newCluster({ controlPlaneInitialized: { value: true, since: T0 + 40 * MINUTE }, remoteConnection: { value: true, since: T0 + 40 * MINUTE } }), kcp: kcpFacts({ initialized: true }) })
+          .at(T0 + 41 * MINUTE), // grace
+      (s) => s.at(T0 + 61 * MINUTE), // workers stuck: first rebuilt, second raises the suspicion
+      (s) => s.remove('w-1').at(T0 + 91 * MINUTE), // canary
+      (s) => s.update('w-2', { nodeName: 'node-w-2' }).at(T0 + 95 * MINUTE), // a join clears it
+    ];
+    for (const [i, step] of steps.entries()) {
+      step(sc);
+      const fresh = plan(restarted(sc.s));
+      const p = sc.plan();
+      expect(JSON.parse(JSON.stringify(fresh)), `step ${i}`).to.deep.equal(JSON.parse(JSON.stringify(p)));
+    }
+    const reasons = sc.plans.map(progressingReason);
+    expect(reasons).to.deep.equal(['AsExpected', 'Remediating', 'AsExpected', 'AsExpected', 'BootstrapCredentialSuspect', 'BootstrapCredentialSuspect', 'AsExpected']);
+    expect(sc.status.suspicion).to.equal(undefined);
+  });
+
+  it('is deterministic: the order of the input does not matter', () => {
+    const ms = ['d', 'b', 'e', 'a', 'c'].map((n) => worker(n, { owner: { kind: 'MachineSet', name: `ms-${n}`, controlPlane: false } }));
+    const base = { settings: { maxInFlight: { count: 2 }, consecutiveJoinFailures: 0 }, now: T0 + HOUR };
+    const p1 = plan(snapshot({ ...base, machines: [withNode(worker('old')), ...ms] }));
+    const p2 = plan(snapshot({ ...base, machines: [...ms].reverse().concat(withNode(worker('old'))) }));
+    expect(p1).to.deep.equal(p2);
+    expect(p1.verdicts.map((v) => v.machine)).to.deep.equal(['a', 'b', 'c', 'd', 'e', 'old']);
+  });
+
+  it('an invalid spec: no actions, Ready=False/InvalidSpec naming it', () => {
+    const p = plan(snapshot({ settings: undefined, settingsError: 'spec.joinTimeout: "20 minutes" is not a duration', machines: [worker('a')], now: T0 + HOUR }));
+    expect(p.actions).to.deep.equal([]);
+    const c = cond(p.status, 'Ready');
+    expect(c).to.include({ status: 'False', reason: 'InvalidSpec', observedGeneration: 1 });
+    expect(c?.message).to.contain('spec.joinTimeout');
+  });
+
+  it('no Cluster: no actions, Ready=False/ClusterNotFound', () => {
+    const p = plan(snapshot({ cluster: undefined, machines: [worker('a')], now: T0 + HOUR }));
+    expect(p.actions).to.deep.equal([]);
+    expect(cond(p.status, 'Ready')).to.include({ status: 'False', reason: 'ClusterNotFound' });
+    expect(p.status.expectedMachines).to.equal(1);
+  });
+
+  it('malformed Machines are counted in Ready and never acted on', () => {
+    const p = plan(snapshot({ malformed: [{ name: 'bad', error: 'status.nodeRef: not an object' }], now: T0 + HOUR }));
+    expect(p.actions).to.deep.equal([]);
+    expect(cond(p.status, 'Ready')).to.include({ status: 'True', reason: 'AsExpected' });
+    expect(cond(p.status, 'Ready')?.message).to.contain('1 Machines could not be read').and.contain('bad (status.nodeRef: not an object)');
+  });
+
+  it('the selector and the cluster choose the Machines; expectedMachines leaves deleting ones out', () => {
+    const p = plan(
+      snapshot({
+        settings: { selector: { matchLabels: { pool: 'a' } } },
+        machines: [worker('in'), worker('gone', { deletingSince: T0 }), worker('other-pool', { labels: { pool: 'b' } }), worker('other-cluster', { clusterName: 'c2' }), worker('other-ns', { namespace: 'x' })],
+        now: T0 + 5 * MINUTE,
+      }),
+    );
+    expect(p.verdicts.map((v) => v.machine)).to.deep.equal(['gone', 'in']);
+    expect(p.status).to.include({ expectedMachines: 1, joiningMachines: 1 });
+  });
+
+  it('conditions: lastTransitionTime moves only when the status does; observedGeneration is the generation', () => {
+    const sc = new Scenario(snapshot({ check: check({ generation: 7 }), settings: { consecutiveJoinFailures: 0 }, machines: [withNode(worker('old')), worker('a'), worker('b')] }));
+    sc.plan();
+    sc.at(T0 + 21 * MINUTE).plan(); // a requested, b waits for the budget: Progressing False
+    const first = cond(sc.status, 'Progressing');
+    expect(first).to.include({ status: 'False', reason: 'RemediationBudgetExhausted', observedGeneration: 7, lastTransitionTime: '2026-03-01T00:21:00Z' });
+    sc.remove('a').update('b', { healthCheckSucceeded: { status: 'False', reason: 'JoinTimeout' } });
+    sc.at(T0 + 25 * MINUTE).plan(); // b requested: True/Remediating
+    sc.update('b', { nodeName: 'node-b' });
+    sc.at(T0 + 26 * MINUTE).plan(); // withdrawn: True/AsExpected
+    const last = cond(sc.status, 'Progressing');
+    expect(last).to.include({ status: 'True', reason: 'AsExpected', lastTransitionTime: '2026-03-01T00:25:00Z' });
+    expect(cond(sc.status, 'Ready')?.lastTransitionTime).to.equal('2026-03-01T00:00:00Z');
+  });
+
+  it('join durations: count, p50, p95, max and a suggested joinTimeout (1.5 x p95, to the minute, at least 2m)', () => {
+    const names = ['a', 'b', 'c', 'd'];
+    const sc = new Scenario(snapshot({ machines: names.map((n) => worker(n)) }));
+    sc.plan();
+    // Ready at T0+1m; they join 2, 4, 6 and 10 minutes later.
+    [3, 5, 7, 11].forEach((min, i) => {
+      sc.update(names[i] as string, { nodeName: `node-${i}` }).at(T0 + min * MINUTE).plan();
+    });
+    expect(sc.status.joinDurations).to.deep.equal({
+      count: 4,
+      p50Seconds: 240,
+      p95Seconds: 600,
+      maxSeconds: 600,
+      suggestedJoinTimeout: '15m',
+      recentSeconds: [120, 240, 360, 600],
+    });
+    expect(sc.status.everJoined).to.equal(true);
+    expect(sc.status.observations).to.deep.equal([]);
+  });
+
+  it('fast joins still suggest at least 2m', () => {
+    const sc = new Scenario(snapshot({ machines: [worker('a')] }));
+    sc.plan();
+    sc.update('a', { nodeName: 'n' }).at(T0 + MINUTE + 10 * SECOND).plan();
+    expect(sc.status.joinDurations?.suggestedJoinTimeout).to.equal('2m');
+  });
+
+  it('wakeAt is the nearest future deadline, undefined when nothing is pending', () => {
+    const p = plan(snapshot({ machines: [worker('a', { createdAt: T0 }), worker('b', { createdAt: T0 + 5 * MINUTE }), withNode(worker('c'))], now: T0 + 2 * MINUTE }));
+    expect(p.wakeAt).to.equal(T0 + 21 * MINUTE);
+    const q = plan(snapshot({ machines: [withNode(worker('c'))], now: T0 }));
+    expect(q.wakeAt).to.equal(undefined);
+  });
+
+  it('while CAPI cannot see the workload cluster, the first control-plane Machine still gets its verdict', () => {
+    const p = plan(
+      snapshot({
+        cluster: clusterFacts({ controlPlaneInitialized: { value: false }, remoteConnection: { value: false } }),
+        bootstrapConfigs: configs(bootstrapConfig('cp-0', false)),
+        machines: [cpMachine('cp-0'), worker('w')],
+        now: T0 + 10 * MINUTE,
+      }),
+    );
+    expect(p.verdicts.find((v) => v.machine === 'cp-0')).to.include({ state: 'Joining', firstControlPlane: true, clockStart: T0 + MINUTE });
+  });
+});
