@@ -97,9 +97,14 @@ export function plan(s: Snapshot): Plan {
   next.remediations = observed.records;
   assign(next, 'refusedOwners', addOwners(next.refusedOwners, observed.newlyRefused));
 
+  // Observations first: a state seen now without a transition time starts its clock now, in this plan too.
+  const seenBefore = observationsByUid(prev.observations);
+  const joinedUids = new Set(inScope.filter((m) => isJoined(m, s.workloadNodes)).map((m) => m.uid));
+  next.observations = nextObservations(inScope, joinedUids, prev.observations, first?.uid, s.now);
+  const observations = observationsByUid(next.observations);
+
   // Verdicts.
   const cpInitAt = controlPlaneInitializedAt(cluster, next);
-  const observations = observationsByUid(prev.observations);
   const extendedUntil = ms(next.firstControlPlaneExtendedUntil);
   const ctx = {
     settings,
@@ -124,7 +129,7 @@ export function plan(s: Snapshot): Plan {
   const joined: JoinedMachine[] = inScope
     .filter((m) => w.verdicts.get(m.uid)?.state === 'Joined')
     .map((m) => {
-      const o = observations.get(m.uid);
+      const o = seenBefore.get(m.uid);
       const wasFirst = o?.firstControlPlane === true;
       const notBefore = wasFirst && prevFirstMemory !== undefined && prevFirstMemory.uid !== m.uid ? ms(prevFirstMemory.finishedTime) : undefined;
       return { machine: m, clockStart: joinClockStart(m, { firstControlPlane: wasFirst, controlPlaneInitializedAt: cpInitAt, readySeen: ms(o?.readySeen), notBefore }) };
@@ -132,7 +137,7 @@ export function plan(s: Snapshot): Plan {
   if (joined.length > 0) next.everJoined = true;
   const je = joinEvents({
     joined,
-    seenNotJoined: new Set(observations.keys()),
+    seenNotJoined: new Set(seenBefore.keys()),
     newestFailureTime: newestFailureTime(prev.recentFailures),
     somethingToReset: (next.consecutiveJoinFailures ?? 0) > 0 || next.suspicion !== undefined,
     durations: next.joinDurations,
@@ -151,7 +156,6 @@ export function plan(s: Snapshot): Plan {
       delete next.suspicion;
     }
   }
-  next.observations = nextObservations(inScope, new Set(inScope.filter((m) => isJoined(m, s.workloadNodes)).map((m) => m.uid)), prev.observations, first?.uid, s.now);
 
   // Actions: withdrawals, the first control-plane probe, then the remediation loop with its guards.
   withdraw(w);

@@ -106,8 +106,16 @@ describe('verdicts', () => {
     const sc = new Scenario(snapshot({ machines: [m], now: T0 + 5 * MINUTE }));
     const p = sc.plan();
     expect(p.status.observations?.[0]).to.deep.equal({ machine: 'm', uid: 'uid-m', readySeen: '2026-03-01T00:05:00Z' });
+    expect(verdictOf(p, 'm')).to.include({ state: 'Joining', clockStart: T0 + 5 * MINUTE });
+    expect(p.wakeAt).to.equal(T0 + 25 * MINUTE);
     const q = sc.at(T0 + 25 * MINUTE).plan();
     expect(verdictOf(q, 'm')).to.include({ state: 'Stuck', clockStart: T0 + 5 * MINUTE });
+  });
+
+  it('seen for the first time long after it was ready, with no transition times: its clock starts now', () => {
+    const m = worker('m', { infrastructureReady: { value: true }, bootstrapReady: { value: true } });
+    const p = plan(snapshot({ machines: [m], now: T0 + 5 * HOUR }));
+    expect(verdictOf(p, 'm')).to.include({ state: 'Joining', clockStart: T0 + 5 * HOUR });
   });
 
   it('Progressing=False/ControlPlaneEndpointUnreachable only when a verdict is actually held', () => {
