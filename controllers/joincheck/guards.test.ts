@@ -4,6 +4,7 @@
 import { expect } from 'chai';
 import type { MachineFacts } from '../../api/capi/model.js';
 import { budgetCheck, maxInFlightLimit } from './budget.js';
+import { STOP_PRECEDENCE } from './status.js';
 import { HOUR, MINUTE, T0, check, clusterFacts, settings, snapshot, withNode, worker } from './testing/builders.js';
 import { Scenario, cond, eventReasons, progressingReason, requested } from './testing/scenario.js';
 
@@ -151,6 +152,35 @@ describe('guards', () => {
     sc.advance(MINUTE).plan();
     expect(sc.plans.flatMap(eventReasons).filter((r) => r === 'RemediationRestricted')).to.have.length(1);
     expect(progressingReason(sc.last!)).to.equal('RemediationBudgetExhausted');
+  });
+
+  it('Progressing precedence: the highest stop met is the reason', () => {
+    expect(STOP_PRECEDENCE).to.deep.equal([
+      'FirstControlPlaneReplacementMisconfigured',
+      'ControlPlaneEndpointUnreachable',
+      'NeverJoined',
+      'BootstrapCredentialSuspect',
+      'RemediationRefusedByOwner',
+      'RemediationBudgetExhausted',
+      'DryRun',
+    ]);
+    // A suspicion in a dry run: the suspicion is what the user must see.
+    const sc = fleet(3, { settings: { dryRun: true } });
+    expect(progressingReason(sc.at(STUCK).plan())).to.equal('BootstrapCredentialSuspect');
+    // Never joined beats the budget.
+    const nj = fleet(4, { settings: { consecutiveJoinFailures: 0, neverJoinedLimit: 2 } }, false);
+    expect(progressingReason(nj.at(STUCK).plan())).to.equal('NeverJoined');
+  });
+
+  it('a resume while paused waits until actions are allowed', () => {
+    const sc = fleet(1, { settings: { paused: true }, check: check({ annotations: { 'joinguard.io/resume': 'now' } }) });
+    const p = sc.at(STUCK).plan();
+    expect(p.actions).to.deep.equal([]);
+    expect(p.status.lastResume).to.equal(undefined);
+    sc.with({ settings: settings() });
+    const q = sc.advance(MINUTE).plan();
+    expect(q.status.lastResume?.value).to.equal('now');
+    expect(q.actions.map((a) => a.type)).to.include('RemoveResumeAnnotation');
   });
 
   it('a check without previous status and no Machines is AsExpected', () => {
