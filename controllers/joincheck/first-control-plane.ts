@@ -53,6 +53,7 @@ type Memory = NonNullable<MachineJoinCheckStatus['firstControlPlaneRemediation']
 export function nextFirstControlPlaneMemory(
   prev: Memory | undefined,
   ofCluster: MachineFacts[],
+  unreadable: ReadonlySet<string>,
   initialized: boolean,
   now: number,
 ): Memory | undefined {
@@ -60,7 +61,7 @@ export function nextFirstControlPlaneMemory(
   if (initialized && ofCluster.some((m) => m.controlPlane && m.deletingSince === undefined && m.nodeName !== undefined)) {
     return undefined;
   }
-  if (prev.finishedTime === undefined && !ofCluster.some((m) => m.uid === prev.uid)) {
+  if (prev.finishedTime === undefined && !ofCluster.some((m) => m.uid === prev.uid) && !unreadable.has(prev.machine)) {
     return { ...prev, finishedTime: iso(now) };
   }
   return prev;

@@ -5,9 +5,12 @@
 // reset. A Machine already joined at first sight only proves that some Machine joined once (everJoined).
 // A Node that appeared and went bad is MHC's business: it is still joined and resets nothing.
 import type { MachineFacts } from '../../api/capi/model.js';
-import type { JoinDurationsStatus } from '../../api/v1alpha1/types.js';
+import type { JoinDurationsStatus, MachineJoinCheckStatus, MachineObservation } from '../../api/v1alpha1/types.js';
 import { STATUS_LIMITS } from '../../api/v1alpha1/types.js';
-import { MINUTE, SECOND, formatDuration } from './time.js';
+import { joinClockStart } from './clocks.js';
+import type { Work } from './context.js';
+import { newestFailureTime } from './failures.js';
+import { MINUTE, SECOND, formatDuration, ms } from './time.js';
 
 export interface JoinedMachine {
   machine: MachineFacts;
@@ -71,4 +74,47 @@ export function addJoinDuration(prev: JoinDurationsStatus | undefined, seconds: 
     suggestedJoinTimeout: suggestedJoinTimeout(p95),
     recentSeconds,
   };
+}
+
+/**
+ * Applies this plan's join events to the next status: everJoined, the consecutive count reset, the
+ * suspicion cleared (with its event), the join durations. `seenBefore` is the previous plan's observations.
+ */
+export function applyJoins(
+  w: Work,
+  seenBefore: ReadonlyMap<string, MachineObservation>,
+  clocks: { controlPlaneInitializedAt?: number; previousFirst?: MachineJoinCheckStatus['firstControlPlaneRemediation'] },
+): void {
+  const { next } = w;
+  const joined: JoinedMachine[] = w.inScope
+    .filter((m) => w.verdicts.get(m.uid)?.state === 'Joined')
+    .map((m) => {
+      const o = seenBefore.get(m.uid);
+      const wasFirst = o?.firstControlPlane === true;
+      const prevFirst = clocks.previousFirst;
+      const notBefore = wasFirst && prevFirst !== undefined && prevFirst.uid !== m.uid ? ms(prevFirst.finishedTime) : undefined;
+      const start = joinClockStart(m, { firstControlPlane: wasFirst, controlPlaneInitializedAt: clocks.controlPlaneInitializedAt, readySeen: ms(o?.readySeen), notBefore });
+      return { machine: m, clockStart: start };
+    });
+  if (joined.length > 0) next.everJoined = true;
+  const r = joinEvents({
+    joined,
+    seenNotJoined: new Set(seenBefore.keys()),
+    newestFailureTime: newestFailureTime(w.prev.recentFailures),
+    somethingToReset: (next.consecutiveJoinFailures ?? 0) > 0 || next.suspicion !== undefined,
+    durations: next.joinDurations,
+    now: w.now,
+  });
+  if (r.durations !== undefined) next.joinDurations = r.durations;
+  if (r.events.length === 0) return;
+  next.consecutiveJoinFailures = 0;
+  if (next.suspicion !== undefined) {
+    w.actions.push({
+      type: 'CheckEvent',
+      reason: 'SuspicionCleared',
+      message: `Machine ${r.events.join(', ')} joined: Machines can join again, so the suspicion raised at ${next.suspicion.since} is cleared.`,
+      warning: false,
+    });
+    delete next.suspicion;
+  }
 }

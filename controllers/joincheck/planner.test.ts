@@ -79,6 +79,16 @@ describe('planner', () => {
     expect(cond(p.status, 'Ready')?.message).to.contain('1 Machines could not be read').and.contain('bad (status.nodeRef: not an object)');
   });
 
+  it('a Machine that becomes unreadable is not taken for gone: its record stays in flight', () => {
+    const sc = new Scenario(snapshot({ machines: [withNode(worker('old')), worker('a')] }));
+    sc.plan();
+    sc.at(T0 + 21 * MINUTE).plan();
+    sc.remove('a').with({ malformed: [{ name: 'a', error: 'bad status' }] });
+    const p = sc.advance(MINUTE).plan();
+    expect(p.status.remediations?.[0]?.outcome).to.equal('Requested');
+    expect(progressingReason(p)).to.equal('Remediating');
+  });
+
   it('the selector and the cluster choose the Machines; expectedMachines leaves deleting ones out', () => {
     const p = plan(
       snapshot({

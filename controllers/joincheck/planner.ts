@@ -4,12 +4,11 @@
 // file. Events and writes are emitted only on transitions, so replanning a snapshot is a no-op.
 import { CONDITION_PROGRESSING, CONDITION_READY } from '../../api/v1alpha1/types.js';
 import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
-import { controlPlaneInitialized, controlPlaneInitializedAt, joinClockStart, nextControlPlaneInitializedSeen, nextObservations, observationsByUid } from './clocks.js';
+import { controlPlaneInitialized, controlPlaneInitializedAt, nextControlPlaneInitializedSeen, nextObservations, observationsByUid } from './clocks.js';
 import { DEFAULT_CONNECTION_GRACE_MS, connectionState } from './connection.js';
 import type { Work } from './context.js';
-import { newestFailureTime } from './failures.js';
 import { findFirstControlPlane, isJoined, nextFirstControlPlaneMemory, replacementMisconfiguration } from './first-control-plane.js';
-import { joinEvents, type JoinedMachine } from './joins.js';
+import { applyJoins } from './joins.js';
 import { settleFirstControlPlane } from './probe.js';
 import { addOwners, isOpen, observeRecords } from './records.js';
 import { remediate } from './remediate.js';
@@ -84,7 +83,8 @@ export function plan(s: Snapshot): Plan {
   // The first control-plane Machine and the memory of its remediation.
   const prevFirstMemory = next.firstControlPlaneRemediation;
   const first = findFirstControlPlane(ofCluster, s.bootstrapConfigs, initialized);
-  assign(next, 'firstControlPlaneRemediation', nextFirstControlPlaneMemory(next.firstControlPlaneRemediation, ofCluster, initialized, s.now));
+  const unreadableNames = new Set(s.malformed.map((x) => x.name));
+  assign(next, 'firstControlPlaneRemediation', nextFirstControlPlaneMemory(next.firstControlPlaneRemediation, ofCluster, unreadableNames, initialized, s.now));
   if (next.firstControlPlaneRemediation === undefined) {
     delete next.firstControlPlaneMisconfigured; // the replacement worked (or a resume started afresh)
   } else if (next.firstControlPlaneMisconfigured === undefined) {
@@ -93,7 +93,7 @@ export function plan(s: Snapshot): Plan {
   }
 
   // Records follow what the Machines show now.
-  const observed = observeRecords(next.remediations ?? [], w.machinesByUid, s.now);
+  const observed = observeRecords(next.remediations ?? [], w.machinesByUid, unreadableNames, s.now);
   next.remediations = observed.records;
   assign(next, 'refusedOwners', addOwners(next.refusedOwners, observed.newlyRefused));
 
@@ -126,36 +126,7 @@ export function plan(s: Snapshot): Plan {
   for (const m of inScope) w.verdicts.set(m.uid, judge(m, ctx));
 
   // Join events: everJoined, the consecutive count, the suspicion, join durations.
-  const joined: JoinedMachine[] = inScope
-    .filter((m) => w.verdicts.get(m.uid)?.state === 'Joined')
-    .map((m) => {
-      const o = seenBefore.get(m.uid);
-      const wasFirst = o?.firstControlPlane === true;
-      const notBefore = wasFirst && prevFirstMemory !== undefined && prevFirstMemory.uid !== m.uid ? ms(prevFirstMemory.finishedTime) : undefined;
-      return { machine: m, clockStart: joinClockStart(m, { firstControlPlane: wasFirst, controlPlaneInitializedAt: cpInitAt, readySeen: ms(o?.readySeen), notBefore }) };
-    });
-  if (joined.length > 0) next.everJoined = true;
-  const je = joinEvents({
-    joined,
-    seenNotJoined: new Set(seenBefore.keys()),
-    newestFailureTime: newestFailureTime(prev.recentFailures),
-    somethingToReset: (next.consecutiveJoinFailures ?? 0) > 0 || next.suspicion !== undefined,
-    durations: next.joinDurations,
-    now: s.now,
-  });
-  assign(next, 'joinDurations', je.durations);
-  if (je.events.length > 0) {
-    next.consecutiveJoinFailures = 0;
-    if (next.suspicion !== undefined) {
-      w.actions.push({
-        type: 'CheckEvent',
-        reason: 'SuspicionCleared',
-        message: `Machine ${je.events.join(', ')} joined: Machines can join again, the suspicion raised at ${next.suspicion.since} is cleared.`,
-        warning: false,
-      });
-      delete next.suspicion;
-    }
-  }
+  applyJoins(w, seenBefore, { controlPlaneInitializedAt: cpInitAt, previousFirst: prevFirstMemory });
 
   // Actions: withdrawals, the first control-plane probe, then the remediation loop with its guards.
   withdraw(w);

@@ -82,11 +82,21 @@ export function observeRecord(r: RemediationRecord, m: MachineFacts | undefined,
   return { record: n, refused };
 }
 
-/** Moves each open record's outcome to what the Machine shows now. */
-export function observeRecords(records: RemediationRecord[], machinesByUid: ReadonlyMap<string, MachineFacts>, now: number): ObservedRecords {
+/**
+ * Moves each open record's outcome to what the Machine shows now. A Machine the reader could not
+ * understand (`unreadable`, by name) is not gone: its record is left as it is.
+ */
+export function observeRecords(
+  records: RemediationRecord[],
+  machinesByUid: ReadonlyMap<string, MachineFacts>,
+  unreadable: ReadonlySet<string>,
+  now: number,
+): ObservedRecords {
   const newlyRefused: OwnerReference[] = [];
   const out = records.map((r) => {
-    const o = observeRecord(r, machinesByUid.get(r.uid), now);
+    const m = machinesByUid.get(r.uid);
+    if (m === undefined && unreadable.has(r.machine)) return r;
+    const o = observeRecord(r, m, now);
     if (o.refused && o.record.owner !== undefined) newlyRefused.push(o.record.owner);
     return o.record;
   });
