@@ -2,6 +2,7 @@
 // down, at least 1) and maxPerOwner requests per owner within the window. A resume restarts the window:
 // only requests after it count. Reports and dry runs ask nothing of CAPI and count for neither.
 import type { CheckSettings, OwnerReference, RemediationRecord } from '../../api/v1alpha1/types.js';
+import { listNames } from './messages.js';
 import { isInFlight, isRequest, sameOwner } from './records.js';
 import { formatDuration, iso, latest, ms } from './time.js';
 
@@ -34,7 +35,7 @@ export function budgetCheck(
       ok: false,
       which: 'maxInFlight',
       message:
-        `maxInFlight ${limit} reached: ${flying.map((r) => r.machine).join(', ')} in flight; ` +
+        `maxInFlight ${limit} reached: ${listNames(flying.map((r) => r.machine))} in flight; ` +
         `it frees when one of their old Machines is gone`,
     };
   }

@@ -5,6 +5,7 @@
 // "not established yet"), so the connection means nothing then and is ignored.
 import type { ClusterFacts, MachineFacts } from '../../api/capi/model.js';
 import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
+import { listNames } from './messages.js';
 import { iso, latest, ms } from './time.js';
 
 export const DEFAULT_CONNECTION_GRACE_MS = 2 * 60 * 1000;
@@ -57,9 +58,4 @@ export function connectionState(
   }
   // Grace over: forget the memory, the objects say the rest.
   return { state: { down: false }, memory: {} };
-}
-
-export function listNames(names: string[], max = 5): string {
-  const shown = names.slice(0, max).join(', ');
-  return names.length > max ? `${shown} and ${names.length - max} more` : shown;
 }

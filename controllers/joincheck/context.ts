@@ -26,8 +26,8 @@ export interface Work {
   inScope: MachineFacts[];
   expected: number;
   verdicts: Map<string, MachineVerdict>;
-  /** Notes for the Progressing=False reasons met in this plan, by reason. */
-  stops: Map<StopReason, string[]>;
+  /** The Progressing=False reasons met in this plan: what was seen, and which Machines it holds back. */
+  stops: Map<StopReason, StopNotes>;
   /** Notes for things that wait without being a stop (KCP retry period, endpoint probe). */
   waits: string[];
   /** Paused MachineHealthChecks that keep a Machine from being remediated. */
@@ -38,8 +38,14 @@ export interface Work {
   graceMs: number;
 }
 
-export function addStop(w: Work, reason: StopReason, note: string): void {
-  const notes = w.stops.get(reason) ?? [];
-  if (!notes.includes(note)) notes.push(note);
-  w.stops.set(reason, notes);
+export interface StopNotes {
+  notes: string[];
+  machines: string[];
+}
+
+export function addStop(w: Work, reason: StopReason, note: string, machine?: string): void {
+  const s = w.stops.get(reason) ?? { notes: [], machines: [] };
+  if (note !== '' && !s.notes.includes(note)) s.notes.push(note);
+  if (machine !== undefined && !s.machines.includes(machine)) s.machines.push(machine);
+  w.stops.set(reason, s);
 }

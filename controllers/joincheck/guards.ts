@@ -27,7 +27,7 @@ export function guard(w: Work, m: MachineFacts, v: MachineVerdict, raisedNow: bo
 
   // 3. Never joined: a cluster misconfigured from the start; rebuilding would repeat it.
   if (neverJoinedActive(next, settings)) {
-    addStop(w, 'NeverJoined', m.name);
+    addStop(w, 'NeverJoined', '', m.name);
     return { go: false };
   }
 
@@ -36,7 +36,7 @@ export function guard(w: Work, m: MachineFacts, v: MachineVerdict, raisedNow: bo
   let canary = false;
   if (v.failureKind === 'JoinTimeout' && next.suspicion !== undefined) {
     if (raisedNow || !canaryDue(next.suspicion, now)) {
-      addStop(w, 'BootstrapCredentialSuspect', m.name);
+      addStop(w, 'BootstrapCredentialSuspect', '', m.name);
       return { go: false };
     }
     canary = true;
@@ -46,7 +46,7 @@ export function guard(w: Work, m: MachineFacts, v: MachineVerdict, raisedNow: bo
   const owner = ownerRef(m.owner);
   const refused = (next.refusedOwners ?? []).find((o) => sameOwner(o, owner));
   if (refused !== undefined) {
-    addStop(w, 'RemediationRefusedByOwner', `${refused.kind}/${refused.name} refused an earlier request (CannotBeRemediated); ${m.name} is not asked for`);
+    addStop(w, 'RemediationRefusedByOwner', `${refused.kind}/${refused.name} refused an earlier request (CannotBeRemediated)`, m.name);
     return { go: false };
   }
   const kcp = w.s.kcp;
@@ -58,7 +58,7 @@ export function guard(w: Work, m: MachineFacts, v: MachineVerdict, raisedNow: bo
       return { go: false };
     }
     if (gate.kind === 'refused') {
-      addStop(w, 'RemediationRefusedByOwner', `${m.name}: ${gate.message}`);
+      addStop(w, 'RemediationRefusedByOwner', gate.message, m.name);
       w.wake.push(gate.until);
       return { go: false };
     }
@@ -67,7 +67,7 @@ export function guard(w: Work, m: MachineFacts, v: MachineVerdict, raisedNow: bo
   // The canary slot is taken by the first join-timeout Machine that gets this far.
   if (canary) {
     if (slot.taken) {
-      addStop(w, 'BootstrapCredentialSuspect', m.name);
+      addStop(w, 'BootstrapCredentialSuspect', '', m.name);
       return { go: false };
     }
     slot.taken = true;
@@ -76,7 +76,7 @@ export function guard(w: Work, m: MachineFacts, v: MachineVerdict, raisedNow: bo
   // 5b. Budgets.
   const b = budgetCheck(next.remediations ?? [], owner, settings, w.expected, now, next.lastResume?.time);
   if (!b.ok) {
-    addStop(w, 'RemediationBudgetExhausted', `${m.name} waits: ${b.message}`);
+    addStop(w, 'RemediationBudgetExhausted', b.message, m.name);
     w.wake.push(b.frees);
     return { go: false };
   }

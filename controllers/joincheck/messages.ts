@@ -26,3 +26,9 @@ export function failureEvidence(failures: FailureRecord[]): string {
     })
     .join('; ');
 }
+
+/** "a, b, c, d, e and 3 more": names in a message stay bounded whatever the fleet size. */
+export function listNames(names: string[], max = 5): string {
+  const shown = names.slice(0, max).join(', ');
+  return names.length > max ? `${shown} and ${names.length - max} more` : shown;
+}

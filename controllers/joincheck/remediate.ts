@@ -28,7 +28,7 @@ export function remediate(w: Work): void {
   for (const { m, v } of candidates) {
     const raisedNow = recordFailure(w, m, v);
     if (v.firstControlPlane && w.next.firstControlPlaneMisconfigured !== undefined) {
-      addStop(w, 'FirstControlPlaneReplacementMisconfigured', m.name);
+      addStop(w, 'FirstControlPlaneReplacementMisconfigured', '', m.name);
       continue;
     }
     const choice = choosePath(m, { settings: w.settings, mhcs: w.s.mhcs, capi: w.s.capi, firstControlPlane: v.firstControlPlane === true });
@@ -100,7 +100,7 @@ function recordFailure(w: Work, m: MachineFacts, v: MachineVerdict): boolean {
   w.actions.push({
     type: 'CheckEvent',
     reason: 'SuspicionRaised',
-    message: suspicionMessage(next.suspicion, next.recentFailures ?? [], w.cluster, settings),
+    message: suspicionMessage(next.suspicion, count, next.recentFailures ?? [], w.cluster, settings),
     warning: true,
   });
   return true;

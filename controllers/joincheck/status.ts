@@ -4,9 +4,8 @@
 // does; every condition carries the check's generation.
 import type { Condition, MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
 import { CONDITION_PAUSED, CONDITION_PROGRESSING, CONDITION_READY } from '../../api/v1alpha1/types.js';
-import { listNames } from './connection.js';
-import { addStop, type StopReason, type Work } from './context.js';
-import { failureEvidence, endpointOf, runbook } from './messages.js';
+import { addStop, type StopNotes, type StopReason, type Work } from './context.js';
+import { endpointOf, failureEvidence, listNames, runbook } from './messages.js';
 import { neverJoinedActive } from './guards.js';
 import { isInFlight } from './records.js';
 import { suspicionMessage } from './suspicion.js';
@@ -75,7 +74,7 @@ function stateStops(w: Work, verdicts: MachineVerdict[]): void {
     addStop(w, 'FirstControlPlaneReplacementMisconfigured', next.firstControlPlaneMisconfigured.message);
   }
   const held = verdicts.filter((v) => (v.hold === 'ConnectionDown' || v.hold === 'ConnectionGrace') && v.pastDeadline === true);
-  if (held.length > 0) addStop(w, 'ControlPlaneEndpointUnreachable', listNames(held.map((v) => v.machine)));
+  for (const v of held) addStop(w, 'ControlPlaneEndpointUnreachable', '', v.machine);
   if (neverJoinedActive(next, settings)) addStop(w, 'NeverJoined', '');
   if (next.suspicion !== undefined) addStop(w, 'BootstrapCredentialSuspect', '');
   for (const o of next.refusedOwners ?? []) addStop(w, 'RemediationRefusedByOwner', `${o.kind}/${o.name} answered CannotBeRemediated`);
@@ -85,17 +84,28 @@ function stateStops(w: Work, verdicts: MachineVerdict[]): void {
   }
 }
 
-function stopMessage(w: Work, reason: StopReason, notes: string[]): string {
+/** Bounded, so that a large fleet cannot make a condition message unbounded. */
+function said(notes: string[]): string {
+  const shown = notes.slice(0, 3).join('; ');
+  return notes.length > 3 ? `${shown}; and ${notes.length - 3} more` : shown;
+}
+
+function held(machines: string[]): string {
+  return machines.length > 0 ? ` Held back: ${listNames(machines)}.` : '';
+}
+
+function stopMessage(w: Work, reason: StopReason, stop: StopNotes): string {
   const { next, settings, cluster } = w;
+  const notes = stop.notes;
   switch (reason) {
     case 'FirstControlPlaneReplacementMisconfigured':
-      return `JoinGuard stopped remediating the first control-plane Machine: ${notes[0]}. ${runbook(reason)}`;
+      return `JoinGuard stopped remediating the first control-plane Machine: ${notes[0] ?? 'its replacement is not an init Machine'}.${held(stop.machines)} ${runbook(reason)}`;
     case 'ControlPlaneEndpointUnreachable': {
       const seen = w.connection.down
         ? `CAPI cannot see the workload cluster: ${w.connection.evidence}`
         : `${w.connection.evidence ?? 'the workload connection came back'}, less than the grace period (${formatDuration(w.graceMs)}) ago`;
       return (
-        `${seen} (controlPlaneEndpoint ${endpointOf(cluster)}). Past their deadline without a Node: ${notes.join(', ')}; ` +
+        `${seen} (controlPlaneEndpoint ${endpointOf(cluster)}). Past their deadline without a Node: ${listNames(stop.machines)}; ` +
         `a Machine whose Node CAPI cannot see is never taken for one that never joined, so there is no verdict until ` +
         `the connection has been back for ${formatDuration(w.graceMs)}. ${runbook(reason)}`
       );
@@ -108,35 +118,34 @@ function stopMessage(w: Work, reason: StopReason, notes: string[]): string {
         `${since !== undefined ? ` since the resume at ${since}` : ''} (neverJoinedLimit ${settings.neverJoinedLimit}): ` +
         `${failureEvidence(failures.slice(-settings.neverJoinedLimit))}. The cluster looks misconfigured from the start ` +
         `(image, bootstrap settings, an endpoint ${endpointOf(cluster)} the Machines cannot reach); rebuilding would repeat ` +
-        `it, so all remediation stopped. Fix the templates, then resume with joinguard.io/resume. ${runbook(reason)}`
+        `it, so all remediation stopped.${held(stop.machines)} Fix the templates, then resume with joinguard.io/resume. ${runbook(reason)}`
       );
     }
     case 'BootstrapCredentialSuspect':
-      return suspicionMessage(next.suspicion!, next.recentFailures ?? [], cluster, settings);
+      return suspicionMessage(next.suspicion!, next.consecutiveJoinFailures ?? 0, next.recentFailures ?? [], cluster, settings) + held(stop.machines);
     case 'RemediationRefusedByOwner':
-      return `An owner refuses remediation, so JoinGuard asks it nothing more until a resume: ${notes.join('; ')}. ${runbook(reason)}`;
+      return `An owner refuses remediation, so JoinGuard does not ask it until a resume: ${said(notes)}.${held(stop.machines)} ${runbook(reason)}`;
     case 'RemediationBudgetExhausted':
-      return `A remediation budget holds back requests: ${notes.join('; ')}. ${runbook(reason)}`;
+      return `A remediation budget holds back requests: ${said(notes)}.${held(stop.machines)} ${runbook(reason)}`;
     case 'DryRun':
-      return `spec.dryRun is true: JoinGuard would ask for the replacement of ${notes.join(', ')}, and changes no Machine. ${runbook(reason)}`;
+      return `spec.dryRun is true: JoinGuard would ask for the replacement of ${listNames(notes)}, and changes no Machine. ${runbook(reason)}`;
   }
 }
 
 export function progressing(w: Work, verdicts: MachineVerdict[]): ConditionInput {
   stateStops(w, verdicts);
   for (const reason of STOP_PRECEDENCE) {
-    const notes = w.stops.get(reason);
-    if (notes !== undefined) {
-      return { type: CONDITION_PROGRESSING, status: 'False', reason, message: stopMessage(w, reason, notes) };
+    const stop = w.stops.get(reason);
+    if (stop !== undefined) {
+      return { type: CONDITION_PROGRESSING, status: 'False', reason, message: stopMessage(w, reason, stop) };
     }
   }
-  const waits = w.waits.length > 0 ? ` Waiting: ${w.waits.join('; ')}.` : '';
+  const waits = w.waits.length > 0 ? ` Waiting: ${said(w.waits)}.` : '';
   const flying = (w.next.remediations ?? []).filter(isInFlight);
   if (flying.length > 0) {
     const list = flying
       .map((r) => `${r.machine} (${r.path}, ${r.outcome}${r.ownerReason !== undefined ? `, owner says ${r.ownerReason}${r.ownerMessage ? `: ${r.ownerMessage}` : ''}` : ''})`)
-      .join('; ');
-    return { type: CONDITION_PROGRESSING, status: 'True', reason: 'Remediating', message: `Replacements in flight: ${list}.${waits} ${runbook('Remediating')}` };
+    return { type: CONDITION_PROGRESSING, status: 'True', reason: 'Remediating', message: `Replacements in flight: ${said(list)}.${waits} ${runbook('Remediating')}` };
   }
   const c = countVerdicts(verdicts);
   return {
@@ -151,7 +160,7 @@ export function paused(w: Work, verdicts: MachineVerdict[]): ConditionInput {
   const t = CONDITION_PAUSED;
   if (w.settings.paused) return { type: t, status: 'True', reason: 'SpecPaused', message: 'spec.paused is true: JoinGuard changes nothing and only reports.' };
   if (w.cluster.paused) return { type: t, status: 'True', reason: 'ClusterPaused', message: `the Cluster ${w.cluster.name} is paused: its Machines are left alone.` };
-  if (w.pausedMhcs.length > 0) return { type: t, status: 'True', reason: 'MachineHealthCheckPaused', message: `${w.pausedMhcs.join('; ')}.` };
+  if (w.pausedMhcs.length > 0) return { type: t, status: 'True', reason: 'MachineHealthCheckPaused', message: `${said(w.pausedMhcs)}.` };
   const skipped = verdicts.filter((v) => v.state === 'Skipped').map((v) => `${v.machine} (${v.reason})`);
   return {
     type: t,

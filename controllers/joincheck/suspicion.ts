@@ -40,12 +40,18 @@ export function addSuspectMachine(s: SuspicionStatus, name: string): SuspicionSt
   return { ...s, machines: [...s.machines, name].slice(-MACHINE_NAMES_LIMIT) };
 }
 
-export function suspicionMessage(s: SuspicionStatus, failures: FailureRecord[], cluster: ClusterFacts | undefined, settings: CheckSettings): string {
+export function suspicionMessage(
+  s: SuspicionStatus,
+  consecutive: number,
+  failures: FailureRecord[],
+  cluster: ClusterFacts | undefined,
+  settings: CheckSettings,
+): string {
   const names = new Set(s.machines);
   const evidence = failures.filter((f) => f.kind === 'JoinTimeout' && names.has(f.machine));
   const controlPlane = evidence.some((f) => f.controlPlane === true);
   const parts = [
-    `${s.machines.length} Machines in a row reached Joining and timed out with no Node ` +
+    `${Math.max(consecutive, s.machines.length)} Machines in a row reached Joining and timed out with no Node ` +
       `(joinTimeout ${formatDuration(settings.joinTimeoutMs)}): ${failureEvidence(evidence) || s.machines.join(', ')}.`,
     `CAPI itself still reaches the Cluster's controlPlaneEndpoint ${endpointOf(cluster)}, so the fault is most likely ` +
       `not in the Machines: the join credential in their bootstrap data (expired or revoked), or the network path ` +
