@@ -158,6 +158,8 @@ export interface MachineObservation {
   clockHeldUntil?: string;
   /** The Machine was ever seen as a first control-plane Machine (never marked again once initialized). */
   firstControlPlane?: boolean;
+  /** When its failure was recorded: once per Machine, even after recentFailures (bounded) dropped it. */
+  failedAt?: string;
 }
 
 export interface MachineJoinCheckStatus {

@@ -1,7 +1,7 @@
 // The planner's working state for one plan: the inputs, the next status being built and what the rules
 // noted on the way (stops, waits, wake-up times). Rule files read and extend it; only planner.ts creates it.
 import type { ClusterFacts, MachineFacts } from '../../api/capi/model.js';
-import type { CheckSettings, MachineJoinCheckStatus, ProgressingReason } from '../../api/v1alpha1/types.js';
+import type { CheckSettings, MachineJoinCheckStatus, MachineObservation, ProgressingReason } from '../../api/v1alpha1/types.js';
 import type { ConnectionState } from './connection.js';
 import type { Action, MachineVerdict, Snapshot } from './types.js';
 
@@ -26,6 +26,8 @@ export interface Work {
   inScope: MachineFacts[];
   expected: number;
   verdicts: Map<string, MachineVerdict>;
+  /** The next status's observations by UID (the same objects: rules may update them in place). */
+  observationsByUid: Map<string, MachineObservation>;
   /** The Progressing=False reasons met in this plan: what was seen, and which Machines it holds back. */
   stops: Map<StopReason, StopNotes>;
   /** Notes for things that wait without being a stop (KCP retry period, endpoint probe). */

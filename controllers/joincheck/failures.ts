@@ -30,7 +30,7 @@ export function failureRecord(m: MachineFacts, v: MachineVerdict, now: number): 
 }
 
 /** Appends and bounds: records of gone Machines are evicted first (oldest first), then the oldest. */
-export function appendFailure(list: FailureRecord[] | undefined, rec: FailureRecord, liveUids: ReadonlySet<string>): FailureRecord[] {
+export function appendFailure(list: FailureRecord[] | undefined, rec: FailureRecord, liveUids: { has(uid: string): boolean }): FailureRecord[] {
   const out = [...(list ?? []), rec];
   while (out.length > STATUS_LIMITS.recentFailures) {
     const gone = out.findIndex((f) => !liveUids.has(f.uid));

@@ -183,6 +183,18 @@ describe('guards', () => {
     expect(q.actions.map((a) => a.type)).to.include('RemoveResumeAnnotation');
   });
 
+  it('a large fleet keeps its messages and status bounded', () => {
+    const sc = fleet(500, { settings: { consecutiveJoinFailures: 0 } });
+    const p = sc.at(STUCK).plan();
+    expect(requested(p)).to.deep.equal(['m0']);
+    const c = cond(p.status, 'Progressing');
+    expect(c?.reason).to.equal('RemediationBudgetExhausted');
+    expect(c?.message.length).to.be.below(1000);
+    expect(c?.message).to.contain('and 494 more');
+    expect(p.status.recentFailures).to.have.length(20);
+    expect(JSON.stringify(p.status).length).to.be.below(200_000);
+  });
+
   it('a check without previous status and no Machines is AsExpected', () => {
     const p = new Scenario(snapshot({ check: check() })).plan();
     expect(progressingReason(p)).to.equal('AsExpected');

@@ -60,6 +60,7 @@ export function plan(s: Snapshot): Plan {
     inScope,
     expected: expectedMachines(inScope),
     verdicts: new Map(),
+    observationsByUid: new Map(),
     stops: new Map(),
     waits: [],
     pausedMhcs: [],
@@ -102,6 +103,7 @@ export function plan(s: Snapshot): Plan {
   const joinedUids = new Set(inScope.filter((m) => isJoined(m, s.workloadNodes)).map((m) => m.uid));
   next.observations = nextObservations(inScope, joinedUids, prev.observations, first?.uid, s.now);
   const observations = observationsByUid(next.observations);
+  w.observationsByUid = observations;
 
   // Verdicts.
   const cpInitAt = controlPlaneInitializedAt(cluster, next);

@@ -80,8 +80,10 @@ const WRITE_OF_PATH: Record<Exclude<RemediationRecord['path'], 'Report'>, WriteA
 /** Records the failure the first time the Machine is Stuck; returns true when it raised the suspicion. */
 function recordFailure(w: Work, m: MachineFacts, v: MachineVerdict): boolean {
   const { next, settings, now } = w;
-  if (hasFailure(next.recentFailures, m.uid)) return false;
-  next.recentFailures = appendFailure(next.recentFailures, failureRecord(m, v, now), new Set(w.machinesByUid.keys()));
+  const obs = w.observationsByUid.get(m.uid);
+  if (obs?.failedAt !== undefined || hasFailure(next.recentFailures, m.uid)) return false;
+  if (obs !== undefined) obs.failedAt = iso(now);
+  next.recentFailures = appendFailure(next.recentFailures, failureRecord(m, v, now), w.machinesByUid);
   w.actions.push(failureEvent(m, v));
   next.failuresSinceResume = (next.failuresSinceResume ?? 0) + 1;
   if (v.failureKind !== 'JoinTimeout') return false; // provision timeouts neither count nor reset
