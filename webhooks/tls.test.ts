@@ -1,23 +1,12 @@
 // Serving certificates reloaded from disk: a rotation the way the kubelet does it (a `..data` symlink swap),
 // a half-written pair that must not replace a good one, and a stop that leaves nothing running.
-import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { X509Certificate } from 'node:crypto';
 import { expect } from 'chai';
 import { CertWatcher, loadKeyPair, type KeyPair } from './tls.js';
-
-const run = promisify(execFile);
-
-export async function selfSigned(dir: string, cn: string): Promise<{ cert: string; key: string }> {
-  const cert = join(dir, `${cn}.crt`);
-  const key = join(dir, `${cn}.key`);
-  await run('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', `/CN=${cn}`,
-    '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert]);
-  return { cert, key };
-}
+import { selfSigned } from './test-certs.js';
 
 const cnOf = (p: KeyPair) => new X509Certificate(p.cert).subject;
 

@@ -1,0 +1,136 @@
+// The validating webhook's decision: everything the CRD schema and CEL cannot say about a MachineJoinCheck.
+// Refusals name the field and say what would be accepted; risky but legal values are admitted with warnings.
+import { isDeepStrictEqual } from 'node:util';
+import type { CapiApiVersion, LabelSelectorModel, MachineHealthCheckFacts } from '../api/capi/model.js';
+import { isObject, type AdmissionRequest, type FieldProblem } from './admission.js';
+import { clusterLabelContradictions, selectorsOverlap } from './selectors.js';
+import type { Lookups, MachineLabels } from './lookups.js';
+
+/** The API's own rules on a spec (api/v1alpha1): errors, and warnings for legal but risky values. */
+export interface SpecRules {
+  validateSpec(spec: unknown): { field: string; message: string }[];
+  /** Only called on a spec validateSpec accepts. */
+  warnings(spec: unknown): string[];
+  /** Label selector matching, for the existing-Machines overlap test. */
+  matches(selector: LabelSelectorModel | undefined, labels: Record<string, string>): boolean;
+  /** api/capi's reader: a raw MachineHealthCheck of the served CAPI version into the model. */
+  readMachineHealthCheck(obj: unknown, version: CapiApiVersion): MachineHealthCheckFacts;
+}
+
+export interface Decision {
+  problems: FieldProblem[];
+  warnings: string[];
+  /** Set when a lookup failed: the request is refused as an internal error, retrying may pass. */
+  internalError?: string;
+}
+
+interface CheckLike {
+  name: string;
+  deleting: boolean;
+  clusterName?: string;
+  selector?: LabelSelectorModel;
+}
+
+function checkLike(obj: unknown): CheckLike {
+  const o = isObject(obj) ? obj : {};
+  const meta = isObject(o['metadata']) ? o['metadata'] : {};
+  const spec = isObject(o['spec']) ? o['spec'] : {};
+  return {
+    name: typeof meta['name'] === 'string' ? meta['name'] : '',
+    deleting: typeof meta['deletionTimestamp'] === 'string',
+    clusterName: typeof spec['clusterName'] === 'string' ? spec['clusterName'] : undefined,
+    selector: isObject(spec['selector']) ? (spec['selector'] as LabelSelectorModel) : undefined,
+  };
+}
+
+/** validateSpec's field names, always rooted at `spec.` as the apiserver's own errors are. */
+function rooted(field: string): string {
+  if (field === 'spec' || field.startsWith('spec.') || field.startsWith('spec[')) return field;
+  return field === '' ? 'spec' : `spec.${field}`;
+}
+
+export async function decide(req: AdmissionRequest, rules: SpecRules, lookups?: Lookups): Promise<Decision> {
+  const obj = req.object;
+  const spec = isObject(obj) ? obj['spec'] : undefined;
+  const self = checkLike(obj);
+
+  if (req.operation === 'UPDATE') {
+    const old = isObject(req.oldObject) ? req.oldObject['spec'] : undefined;
+    // Metadata-only updates (the controller removing `joinguard.io/resume`, finalizers) and deletion must
+    // pass even for a check admitted under older rules; only a changed spec is judged again.
+    if (self.deleting || isDeepStrictEqual(old, spec)) return { problems: [], warnings: [] };
+  }
+
+  const problems: FieldProblem[] = rules.validateSpec(spec).map((e) => ({ field: rooted(e.field), message: e.message }));
+  if (req.operation === 'UPDATE') {
+    const oldCluster = checkLike(req.oldObject).clusterName;
+    if (oldCluster !== undefined && self.clusterName !== oldCluster) {
+      problems.push({
+        field: 'spec.clusterName',
+        message: `is immutable: it was ${JSON.stringify(oldCluster)} and cannot become ${JSON.stringify(self.clusterName ?? null)}; keep ${JSON.stringify(oldCluster)}, or create a new MachineJoinCheck for the other Cluster`,
+      });
+    }
+  }
+  if (self.clusterName !== undefined) problems.push(...clusterLabelContradictions(self.selector, self.clusterName));
+
+  const warnings = problems.length === 0 ? rules.warnings(spec) : [];
+  if (problems.length > 0 || !lookups || self.clusterName === undefined || !req.namespace) {
+    return { problems, warnings };
+  }
+
+  try {
+    const clusterName = self.clusterName;
+    const [checks, rawMhcs, machines] = await Promise.all([
+      lookups.checks(req.namespace),
+      lookups.machineHealthChecks(req.namespace),
+      lookups.machines(req.namespace, clusterName),
+    ]);
+    const mhcs = rawMhcs.objects.map((o) => rules.readMachineHealthCheck(o, rawMhcs.version));
+    for (const other of checks.map(checkLike)) {
+      if (other.name === self.name || other.deleting || other.clusterName !== clusterName) continue;
+      const problem = overlapProblem(self, other, machines, rules.matches);
+      if (problem) problems.push(problem);
+    }
+    for (const mhc of mhcs) {
+      if (mhc.clusterName !== clusterName || mhc.nodeStartupTimeoutSeconds === 0) continue;
+      const shared = bothSelect(self.selector, mhc.selector, machines, rules.matches);
+      if (!selectorsOverlap(self.selector, mhc.selector, clusterName).overlap && shared.length === 0) continue;
+      const timeout =
+        mhc.nodeStartupTimeoutSeconds === undefined ? 'unset (CAPI uses 10m)' : `${mhc.nodeStartupTimeoutSeconds}s`;
+      warnings.push(
+        `MachineHealthCheck ${JSON.stringify(mhc.name)} also selects these Machines and its node startup timeout is ${timeout}: it acts first on Machines that never join; set its nodeStartupTimeout explicitly to 0 to leave them to JoinGuard`,
+      );
+    }
+  } catch (e) {
+    return { problems, warnings, internalError: `could not look up MachineJoinChecks, MachineHealthChecks or Machines in namespace ${JSON.stringify(req.namespace)} to rule out overlaps: ${(e as Error).message}; try again` };
+  }
+  return { problems, warnings };
+}
+
+function bothSelect(
+  a: LabelSelectorModel | undefined,
+  b: LabelSelectorModel | undefined,
+  machines: MachineLabels[],
+  matches: SpecRules['matches'],
+): string[] {
+  return machines.filter((m) => matches(a, m.labels) && matches(b, m.labels)).map((m) => m.name);
+}
+
+function overlapProblem(
+  self: CheckLike,
+  other: CheckLike,
+  machines: MachineLabels[],
+  matches: SpecRules['matches'],
+): FieldProblem | undefined {
+  const shared = bothSelect(self.selector, other.selector, machines, matches);
+  const statically = selectorsOverlap(self.selector, other.selector, self.clusterName!).overlap;
+  if (!statically && shared.length === 0) return undefined;
+  const seen =
+    shared.length > 0
+      ? `both select Machine${shared.length > 1 ? 's' : ''} ${shared.slice(0, 3).map((n) => JSON.stringify(n)).join(', ')}${shared.length > 3 ? ` and ${shared.length - 3} more` : ''}`
+      : 'a Machine could carry labels that satisfy both selectors';
+  return {
+    field: 'spec.selector',
+    message: `overlaps MachineJoinCheck ${JSON.stringify(other.name)} of the same Cluster (${seen}); one Machine may be checked by one MachineJoinCheck only: accepted is a selector that excludes its Machines, e.g. the same label key with a different value, a NotIn or DoesNotExist on a label its selector requires, or cluster.x-k8s.io/control-plane vs cluster.x-k8s.io/deployment-name`,
+  };
+}
