@@ -111,15 +111,37 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
   let api: Apiserver | undefined;
   const managers: CapiManager[] = [];
   let stopping: Promise<void> | undefined;
+  // After a failed start the logs stay (the error names them); only data and keys go.
+  let keepLogs = false;
 
   const stopAll = async () => {
-    untrack(handle);
-    await watchdog.stop(500);
+    // Child processes are unref'd: without a timer of our own Node could exit in the middle of a stop,
+    // and the exit hook (still tracking this env until the end) would have to SIGKILL the rest.
+    const keepAlive = setInterval(() => undefined, 1000);
+    try {
+      await stopProcesses();
+    } finally {
+      clearInterval(keepAlive);
+      untrack(handle);
+    }
+  };
+  const stopProcesses = async () => {
+    // The watchdog holds nothing; SIGKILL it so it cannot clean up behind our back.
+    watchdog.killNow();
+    await watchdog.exited;
     // Managers first (they would log errors about a vanished apiserver), then the apiserver, then etcd.
     const order = (p: ManagedProcess) => (p.name === 'etcd' ? 2 : p.name === 'kube-apiserver' ? 1 : 0);
-    for (const rank of [0, 1, 2]) await Promise.all(procs.filter((p) => order(p) === rank).map((p) => p.stop(5000)));
+    const s = Date.now();
+    for (const rank of [0, 1, 2]) {
+      const group = procs.filter((p) => order(p) === rank && p.running);
+      const r = Date.now();
+      await Promise.all(group.map((p) => p.stop(5000)));
+      if (group.length) log(`[testenv] stopped ${group.map((p) => p.name).join(', ')} in ${seconds(Date.now() - r)}`);
+    }
+    log(`[testenv] stopped in ${seconds(Date.now() - s)}`);
     api?.rest.close();
-    for (const dir of removeOnStop) fs.rmSync(dir, { recursive: true, force: true });
+    const dirs = keepLogs && ownRunDir ? [etcdDataDir, path.join(runDir, 'pki')] : removeOnStop;
+    for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
   };
   const handle = {
     stop: () => (stopping ??= stopAll()),
@@ -204,7 +226,9 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
       memory: () => memoryOf(running),
     };
   } catch (err) {
+    keepLogs = true;
     await handle.stop();
+    log(`[testenv] stopped everything; logs kept in ${runDir}`);
     throw err;
   }
 }
