@@ -68,7 +68,8 @@ export function plan(s: Snapshot): Plan {
     connection: { down: false },
     graceMs: s.connectionGraceMs ?? DEFAULT_CONNECTION_GRACE_MS,
   };
-  if (cluster.deleting) w.waits.push(`the Cluster ${cluster.name} is being deleted: JoinGuard changes nothing`);
+  if (settings.paused || cluster.paused) w.waits.push('paused: JoinGuard changes nothing (see the Paused condition)');
+  else if (cluster.deleting) w.waits.push(`the Cluster ${cluster.name} is being deleted: JoinGuard changes nothing`);
 
   // Resume first: it clears the stops the rules below would otherwise apply.
   resume(w);

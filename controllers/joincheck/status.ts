@@ -122,7 +122,7 @@ function stopMessage(w: Work, reason: StopReason, stop: StopNotes): string {
       );
     }
     case 'BootstrapCredentialSuspect':
-      return suspicionMessage(next.suspicion!, next.consecutiveJoinFailures ?? 0, next.recentFailures ?? [], cluster, settings) + held(stop.machines);
+      return suspicionMessage(next.suspicion!, next.consecutiveJoinFailures ?? 0, next.recentFailures ?? [], cluster, settings, stop.machines);
     case 'RemediationRefusedByOwner':
       return `An owner refuses remediation, so JoinGuard does not ask it until a resume: ${said(notes)}.${held(stop.machines)} ${runbook(reason)}`;
     case 'RemediationBudgetExhausted':

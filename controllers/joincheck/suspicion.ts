@@ -5,7 +5,7 @@
 // nothing here parses a token. Clearing (a join, a resume) lives with the rules that see those.
 import type { ClusterFacts } from '../../api/capi/model.js';
 import type { CheckSettings, FailureRecord, SuspicionStatus } from '../../api/v1alpha1/types.js';
-import { endpointOf, failureEvidence, runbook } from './messages.js';
+import { endpointOf, failureEvidence, listNames, runbook } from './messages.js';
 import { formatDuration, iso, ms } from './time.js';
 
 const MACHINE_NAMES_LIMIT = 10;
@@ -46,6 +46,7 @@ export function suspicionMessage(
   failures: FailureRecord[],
   cluster: ClusterFacts | undefined,
   settings: CheckSettings,
+  heldBack: string[] = [],
 ): string {
   const names = new Set(s.machines);
   const evidence = failures.filter((f) => f.kind === 'JoinTimeout' && names.has(f.machine));
@@ -67,6 +68,7 @@ export function suspicionMessage(
     `Rebuilds stalled since ${s.since}; ${s.canariesSpent} canaries spent, next canary at ${s.nextCanaryTime ?? 'n/a'}. ` +
       `Clears when a Machine joins, or with the joinguard.io/resume annotation.`,
   );
+  if (heldBack.length > 0) parts.push(`Held back: ${listNames(heldBack)}.`);
   parts.push(runbook('BootstrapCredentialSuspect'));
   return parts.join(' ');
 }
