@@ -10,6 +10,8 @@ import { startTestEnv } from '../../hack/testenv/testenv.js';
 import { groupAlive, pidAlive } from '../../hack/testenv/process.js';
 import { isPortFree } from '../../hack/testenv/ports.js';
 import { readCrds } from '../../hack/testenv/crds.js';
+import { issueCert } from '../../hack/testenv/certs.js';
+import { KubeRest } from '../../hack/testenv/kube-rest.js';
 
 const MANAGERS = ['capi-core', 'capi-kubeadm-bootstrap', 'capi-kubeadm-control-plane'];
 const CLUSTER_GROUP = 'cluster.x-k8s.io';
@@ -114,6 +116,23 @@ describe('test control plane (hack/testenv)', function () {
     expect(status.message).to.contain('one of spec.controlPlaneRef, spec.infrastructureRef or spec.topology must be set');
   });
 
+  it('admits a client cert signed by caKeyPem as admin (what KCP-generated kubeconfigs use)', async function () {
+    const dir = fs.mkdtempSync(path.join(env.runDir, 'ca-probe-'));
+    const keyFile = path.join(dir, 'client.key');
+    fs.writeFileSync(path.join(dir, 'ca.crt'), env.caCertPem);
+    fs.writeFileSync(path.join(dir, 'ca.key'), env.caKeyPem, { mode: 0o600 });
+    const pair = await issueCert({ certFile: path.join(dir, 'ca.crt'), keyFile: path.join(dir, 'ca.key') },
+      { commonName: 'kubernetes-admin', organization: 'system:masters', usage: 'client' }, path.join(dir, 'client.crt'), keyFile);
+    const rest = new KubeRest({ server: env.server, caPem: env.caCertPem, certPem: fs.readFileSync(pair.certFile, 'utf8'), keyPem: fs.readFileSync(keyFile, 'utf8') });
+    try {
+      const res = await rest.get('/api/v1/namespaces/kube-system/secrets');
+      expect(res.status, res.body.slice(0, 200)).to.equal(200);
+    } finally {
+      rest.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('reports the memory of the running stack', function () {
     const m = env.memory();
     process.stderr.write(`[testenv] memory: VmRSS ${(m.rssKiB / 1024).toFixed(0)} MiB, VmHWM ${(m.hwmKiB / 1024).toFixed(0)} MiB: ` +
@@ -134,7 +153,7 @@ describe('test control plane (hack/testenv)', function () {
     const started = Date.now();
     if (env.owned) await stopTestEnv();
     else await target.stop();
-    process.stderr.write(`[testenv] stopped in ${((Date.now() - started) / 1000).toFixed(1)}s\n`);
+    process.stderr.write(`[testenv] stop() took ${((Date.now() - started) / 1000).toFixed(1)}s\n`);
     for (const pid of pids) {
       expect(pidAlive(pid), `pid ${pid} alive`).to.equal(false);
       expect(groupAlive(pid), `process group ${pid} not empty`).to.equal(false);
