@@ -1,0 +1,151 @@
+// Machine (cluster.x-k8s.io v1beta2 and v1beta1) -> MachineFacts. Field names are those of the Go
+// types in sigs.k8s.io/cluster-api/api core/v1beta2 and core/v1beta1 (machine_types.go).
+import {
+  ANNOTATION_SKIP,
+  CAPI_ANNOTATION_PAUSED,
+  CAPI_ANNOTATION_REMEDIATE_MACHINE,
+  CAPI_ANNOTATION_SKIP_REMEDIATION,
+  CONDITION_JOINGUARD_JOINED,
+} from '../v1alpha1/types.js';
+import { readConditions, timedFact, toCond, type ParsedCondition } from './conditions.js';
+import { CABPK_GROUP, CAPI_GROUP, KCP_GROUP, type CapiApiVersion, type MachineFacts, type ObjectRef, type OwnerFacts } from './model.js';
+import { isObj, kindOf, ObjectReader } from './reader.js';
+import { CAPI_LABEL_CLUSTER_NAME, CAPI_LABEL_CONTROL_PLANE, CAPI_LABEL_POOL_NAME, groupOf } from './resources.js';
+
+/** CAPI's reason on NodeReady/NodeHealthy (v1beta2 conditions) while the workload cluster cannot be reached. */
+export const REASON_CONNECTION_DOWN = 'ConnectionDown';
+/** v1beta1 NodeHealthy=Unknown reason when the Machine controller failed to look the Node up. */
+export const V1BETA1_REASON_NODE_INSPECTION_FAILED = 'NodeInspectionFailed';
+
+export function readMachine(obj: unknown, v: CapiApiVersion): MachineFacts {
+  const r: ObjectReader = ObjectReader.of(obj, 'Machine');
+  const meta = readMeta(r);
+  const clusterName = r.string('spec.clusterName') || meta.labels[CAPI_LABEL_CLUSTER_NAME];
+  if (!clusterName) r.fail('spec.clusterName', `is required (or the ${CAPI_LABEL_CLUSTER_NAME} label)`);
+  const controlPlane = CAPI_LABEL_CONTROL_PLANE in meta.labels;
+  const owner = readOwner(r, controlPlane);
+
+  // v1beta2: one list of metav1 conditions. v1beta1: CAPI's v1beta1 conditions, which the owners of
+  // v1.8-v1.10 act on, plus (v1.9+) the v1beta2 conditions under status.v1beta2.
+  const conds = readConditions(r, 'status.conditions');
+  const v2 = v === 'v1beta2' ? conds : readConditions(r, 'status.v1beta2.conditions');
+  const infrastructureReady =
+    v === 'v1beta2'
+      ? timedFact(r.bool('status.initialization.infrastructureProvisioned'), conds.get('InfrastructureReady'))
+      : timedFact(r.bool('status.infrastructureReady'), conds.get('InfrastructureReady') ?? v2.get('InfrastructureReady'));
+  const bootstrapReady =
+    v === 'v1beta2'
+      ? timedFact(r.bool('status.initialization.bootstrapDataSecretCreated'), conds.get('BootstrapConfigReady'))
+      : timedFact(r.bool('status.bootstrapReady'), conds.get('BootstrapReady') ?? v2.get('BootstrapConfigReady'));
+
+  const facts: MachineFacts = {
+    ...meta,
+    clusterName,
+    owner,
+    controlPlane,
+    infrastructureReady,
+    bootstrapReady,
+    nodeConnectionDown: connectionDown(v2) || (v === 'v1beta1' && inspectionFailed(conds.get('NodeHealthy'))),
+    remediateAnnotation: CAPI_ANNOTATION_REMEDIATE_MACHINE in meta.annotations,
+    machinePool: CAPI_LABEL_POOL_NAME in meta.labels || owner.kind === 'MachinePool',
+  };
+  const phase = r.string('status.phase');
+  if (phase) facts.phase = phase;
+  const providerID = r.string('spec.providerID');
+  if (providerID) facts.providerID = providerID;
+  const nodeName = r.string('status.nodeRef.name');
+  if (nodeName) facts.nodeName = nodeName;
+  const ref = configRef(r, v);
+  if (ref) facts.bootstrapConfigRef = ref;
+  const dataSecretName = r.string('spec.bootstrap.dataSecretName');
+  if (dataSecretName) facts.dataSecretName = dataSecretName;
+  const hc = toCond(conds.get('HealthCheckSucceeded'));
+  if (hc) facts.healthCheckSucceeded = hc;
+  const or = toCond(conds.get('OwnerRemediated'));
+  if (or) facts.ownerRemediated = or;
+  const jg = toCond(conds.get(CONDITION_JOINGUARD_JOINED));
+  if (jg) facts.joinGuardJoined = jg;
+  const skip = skipReason(meta.annotations);
+  if (skip) facts.skipReason = skip;
+  return facts;
+}
+
+type Meta = Pick<MachineFacts, 'name' | 'namespace' | 'uid' | 'resourceVersion' | 'generation' | 'createdAt' | 'deletingSince' | 'labels' | 'annotations'>;
+
+/** The metadata every reader needs: name, namespace, uid, resourceVersion and creation are required. */
+export function readMeta(r: ObjectReader): Meta {
+  const meta: Meta = {
+    name: r.requiredString('metadata.name'),
+    namespace: r.requiredString('metadata.namespace'),
+    uid: r.requiredString('metadata.uid'),
+    resourceVersion: r.requiredString('metadata.resourceVersion'),
+    createdAt: r.requiredTime('metadata.creationTimestamp'),
+    labels: r.stringMap('metadata.labels'),
+    annotations: r.stringMap('metadata.annotations'),
+  };
+  const generation = r.int('metadata.generation');
+  if (generation !== undefined) meta.generation = generation;
+  const deleting = r.time('metadata.deletionTimestamp');
+  if (deleting !== undefined) meta.deletingSince = deleting;
+  return meta;
+}
+
+/** The controller owner reference (`controller: true`), classified. */
+export function readOwner(r: ObjectReader, controlPlaneLabel: boolean): OwnerFacts {
+  const refs = r.list('metadata.ownerReferences') ?? [];
+  for (const [i, ref] of refs.entries()) {
+    const at = `metadata.ownerReferences[${i}]`;
+    if (!isObj(ref)) r.fail(at, `must be an owner reference object, found ${kindOf(ref)}`);
+    if (ref['controller'] !== true) continue;
+    const field = (k: string): string => {
+      const v = ref[k];
+      if (typeof v !== 'string' || v === '') r.fail(`${at}.${k}`, `is required (a non-empty string), found ${kindOf(v)}`);
+      return v;
+    };
+    const rawKind = field('kind');
+    const group = groupOf(field('apiVersion'));
+    const kind: OwnerFacts['kind'] =
+      group === CAPI_GROUP && rawKind === 'MachineSet'
+        ? 'MachineSet'
+        : group === KCP_GROUP && rawKind === 'KubeadmControlPlane'
+          ? 'KubeadmControlPlane'
+          : group === CAPI_GROUP && rawKind === 'MachinePool'
+            ? 'MachinePool'
+            : 'Other';
+    return {
+      kind,
+      rawKind,
+      name: field('name'),
+      uid: field('uid'),
+      controlPlane: kind === 'KubeadmControlPlane' || (kind === 'Other' && controlPlaneLabel),
+    };
+  }
+  return { kind: 'None', controlPlane: false };
+}
+
+function configRef(r: ObjectReader, v: CapiApiVersion): ObjectRef | undefined {
+  const ref = r.object('spec.bootstrap.configRef');
+  if (!ref) return undefined;
+  const kind = r.string('spec.bootstrap.configRef.kind');
+  const name = r.string('spec.bootstrap.configRef.name');
+  if (!kind || !name) return undefined;
+  // v1beta2 ContractVersionedObjectReference carries apiGroup; v1beta1 corev1.ObjectReference apiVersion.
+  const apiGroup =
+    v === 'v1beta2' ? (r.string('spec.bootstrap.configRef.apiGroup') ?? '') : groupOf(r.string('spec.bootstrap.configRef.apiVersion') ?? '');
+  return { apiGroup: apiGroup || (kind === 'KubeadmConfig' ? CABPK_GROUP : ''), kind, name };
+}
+
+function connectionDown(v2: Map<string, ParsedCondition>): boolean {
+  return ['NodeReady', 'NodeHealthy'].some((t) => v2.get(t)?.reason === REASON_CONNECTION_DOWN);
+}
+
+function inspectionFailed(c: ParsedCondition | undefined): boolean {
+  return c?.status === 'Unknown' && c.reason === V1BETA1_REASON_NODE_INSPECTION_FAILED;
+}
+
+export function skipReason(annotations: Record<string, string>): MachineFacts['skipReason'] {
+  for (const a of [ANNOTATION_SKIP, CAPI_ANNOTATION_SKIP_REMEDIATION, CAPI_ANNOTATION_PAUSED] as const) {
+    if (a in annotations) return a;
+  }
+  return undefined;
+}

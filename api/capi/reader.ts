@@ -1,0 +1,130 @@
+// Typed access to a raw object (plain JSON as the API returns it) by field path. A field of the wrong
+// type is not "absent": it throws MalformedObjectError naming the field, so that a Machine JoinGuard
+// cannot understand is reported and never acted on. `null` counts as absent, as in the API.
+import { MalformedObjectError } from './model.js';
+
+export type Obj = Record<string, unknown>;
+
+export const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+// RFC 3339 as metav1.Time and metav1.MicroTime serialise it.
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+
+export function parseTime(v: string): number | undefined {
+  if (!RFC3339.test(v)) return undefined;
+  const t = Date.parse(v);
+  return Number.isNaN(t) ? undefined : t;
+}
+
+export class ObjectReader {
+  private constructor(
+    readonly kind: string,
+    readonly obj: Obj,
+    readonly objectName: string,
+  ) {}
+
+  /** Wraps `obj`, refusing what is not an object with metadata. */
+  static of(obj: unknown, kind: string): ObjectReader {
+    if (!isObj(obj)) throw new MalformedObjectError(kind, '(unknown)', '.', `is not an object but ${kindOf(obj)}`);
+    const meta = obj['metadata'];
+    const name = isObj(meta) && typeof meta['name'] === 'string' && meta['name'] !== '' ? meta['name'] : undefined;
+    const ns = isObj(meta) && typeof meta['namespace'] === 'string' ? meta['namespace'] : undefined;
+    const r = new ObjectReader(kind, obj, name === undefined ? '(unnamed)' : ns ? `${ns}/${name}` : name);
+    if (!isObj(meta)) r.fail('metadata', `is required, found ${kindOf(meta)}`);
+    if (name === undefined) r.fail('metadata.name', 'is required (a non-empty string)');
+    return r;
+  }
+
+  fail(field: string, problem: string): never {
+    throw new MalformedObjectError(this.kind, this.objectName, field, problem);
+  }
+
+  /** The value at a dot path, undefined when it or a parent is absent; a parent that is not an object throws. */
+  at(path: string, from: Obj = this.obj, prefix = ''): unknown {
+    let cur: unknown = from;
+    let walked = prefix;
+    for (const part of path.split('.')) {
+      if (cur === undefined || cur === null) return undefined;
+      if (!isObj(cur)) this.fail(walked, `must be an object, found ${kindOf(cur)}`);
+      cur = cur[part];
+      walked = walked === '' ? part : `${walked}.${part}`;
+    }
+    return cur === null ? undefined : cur;
+  }
+
+  string(path: string): string | undefined {
+    const v = this.at(path);
+    if (v === undefined) return undefined;
+    if (typeof v !== 'string') this.fail(path, `must be a string, found ${kindOf(v)}`);
+    return v;
+  }
+
+  /** A non-empty string, required. */
+  requiredString(path: string): string {
+    const v = this.string(path);
+    if (v === undefined || v === '') this.fail(path, 'is required (a non-empty string)');
+    return v;
+  }
+
+  bool(path: string): boolean | undefined {
+    const v = this.at(path);
+    if (v === undefined) return undefined;
+    if (typeof v !== 'boolean') this.fail(path, `must be true or false, found ${kindOf(v)}`);
+    return v;
+  }
+
+  int(path: string): number | undefined {
+    const v = this.at(path);
+    if (v === undefined) return undefined;
+    if (typeof v !== 'number' || !Number.isInteger(v)) this.fail(path, `must be an integer, found ${kindOf(v)}`);
+    return v;
+  }
+
+  time(path: string): number | undefined {
+    const v = this.at(path);
+    if (v === undefined) return undefined;
+    const t = typeof v === 'string' ? parseTime(v) : undefined;
+    if (t === undefined) this.fail(path, `must be an RFC 3339 time, found ${kindOf(v)}`);
+    return t;
+  }
+
+  requiredTime(path: string): number {
+    const t = this.time(path);
+    if (t === undefined) this.fail(path, 'is required (an RFC 3339 time)');
+    return t;
+  }
+
+  object(path: string): Obj | undefined {
+    const v = this.at(path);
+    if (v === undefined) return undefined;
+    if (!isObj(v)) this.fail(path, `must be an object, found ${kindOf(v)}`);
+    return v;
+  }
+
+  list(path: string): unknown[] | undefined {
+    const v = this.at(path);
+    if (v === undefined) return undefined;
+    if (!Array.isArray(v)) this.fail(path, `must be a list, found ${kindOf(v)}`);
+    return v;
+  }
+
+  /** A map of strings (labels, annotations); absent is empty. */
+  stringMap(path: string): Record<string, string> {
+    const o = this.object(path);
+    const out: Record<string, string> = {};
+    for (const [k, v] of Object.entries(o ?? {})) {
+      if (typeof v !== 'string') this.fail(`${path}[${JSON.stringify(k)}]`, `must be a string, found ${kindOf(v)}`);
+      out[k] = v;
+    }
+    return out;
+  }
+}
+
+export function kindOf(v: unknown): string {
+  if (v === undefined) return 'nothing';
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'a list';
+  if (typeof v === 'object') return 'an object';
+  if (typeof v === 'string') return `the string ${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)}`;
+  return `the ${typeof v} ${String(v)}`;
+}
