@@ -32,7 +32,8 @@ export function readCluster(obj: unknown, v: CapiApiVersion): ClusterFacts {
   };
   const host = r.string('spec.controlPlaneEndpoint.host');
   const port = r.int('spec.controlPlaneEndpoint.port');
-  if (host) facts.controlPlaneEndpoint = { host, port: port ?? 0 };
+  // CAPI's APIEndpoint.IsValid: a host and a port; half an endpoint is no endpoint to probe.
+  if (host && port !== undefined && port > 0) facts.controlPlaneEndpoint = { host, port };
   const ref = controlPlaneRef(r, v);
   if (ref) facts.controlPlaneRef = ref;
   const probe = remoteConnection(v2.get('RemoteConnectionProbe'));

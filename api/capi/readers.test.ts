@@ -51,7 +51,7 @@ describe('api/capi readCluster', () => {
     o['status'].initialization = { infrastructureProvisioned: true };
     Object.assign(cond(o['status'].conditions, 'ControlPlaneInitialized'), { status: 'False', reason: 'NotInitialized', message: 'Control plane not yet initialized' });
     Object.assign(cond(o['status'].conditions, 'RemoteConnectionProbe'), { status: 'False', reason: 'ProbeFailed', message: 'Remote connection not established yet' });
-    o['spec'].controlPlaneEndpoint = {};
+    o['spec'].controlPlaneEndpoint = { host: '172.18.0.3' };
     const c = readCluster(o, 'v1beta2');
     expect(c.controlPlaneInitialized).to.deep.equal({ value: false });
     expect(c.remoteConnection).to.deep.equal({ value: false });
