@@ -1,21 +1,12 @@
 // The mutating webhook: writes DESIGN.md's defaults into a MachineJoinCheck as a JSON patch, so that what a
 // user reads back (`kubectl get -o yaml`) is what the controller acts on. Only absent fields are written; a
 // value the user wrote, even a bad one, is left for the validating webhook to refuse with its field name.
+import { SPEC_DEFAULTS } from '../api/v1alpha1/defaults.js';
 import { isObject, pointerSegment, type JsonPatchOp } from './admission.js';
 
-const CLUSTER_NAME_LABEL = 'cluster.x-k8s.io/cluster-name';
+export { SPEC_DEFAULTS };
 
-/** DESIGN.md's defaults. `provisionTimeout` has none (unset = off). */
-export const SPEC_DEFAULTS = {
-  joinTimeout: '20m',
-  maxInFlight: 1,
-  remediation: { strategy: 'Auto', maxPerOwner: 5, window: '24h' },
-  suspicion: { consecutiveJoinFailures: 2, probeInterval: '30m', maxProbeInterval: '8h' },
-  neverJoinedLimit: 3,
-  firstControlPlane: 'Remediate',
-  dryRun: false,
-  paused: false,
-} as const;
+const CLUSTER_NAME_LABEL = 'cluster.x-k8s.io/cluster-name';
 
 /**
  * The patch that defaults `obj`. A spec that is not an object gets no patch: validation refuses it with a

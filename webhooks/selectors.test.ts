@@ -46,7 +46,7 @@ describe('webhooks/selectors: contradictions with cluster.x-k8s.io/cluster-name'
   it('matchLabels of another Cluster', () => {
     const p = clusterLabelContradictions({ matchLabels: { [CN]: 'b' } }, 'a');
     expect(p).to.have.length(1);
-    expect(p[0]!.field).to.equal(`spec.selector.matchLabels[${CN}]`);
+    expect(p[0]!.field).to.equal(`spec.selector.matchLabels[${JSON.stringify(CN)}]`);
     expect(p[0]!.message).to.match(/is "b" but spec.clusterName is "a"/).and.match(/remove this requirement/);
   });
   it('NotIn with the Cluster, DoesNotExist, In without it', () => {

@@ -102,7 +102,7 @@ export function clusterLabelContradictions(sel: LabelSelectorModel | undefined, 
   const ml = sel.matchLabels;
   if (ml && typeof ml === 'object' && CLUSTER_NAME_LABEL in ml && ml[CLUSTER_NAME_LABEL] !== clusterName) {
     out.push({
-      field: `spec.selector.matchLabels[${CLUSTER_NAME_LABEL}]`,
+      field: `spec.selector.matchLabels[${JSON.stringify(CLUSTER_NAME_LABEL)}]`,
       message: `is ${JSON.stringify(ml[CLUSTER_NAME_LABEL])} but spec.clusterName is ${JSON.stringify(clusterName)}: ${accept}`,
     });
   }

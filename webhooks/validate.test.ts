@@ -63,7 +63,7 @@ describe('webhooks/validate: decide', () => {
 
   it('refuses a selector that contradicts the Cluster label', async () => {
     const d = await decide(create(mjc('a', { clusterName: 'c1', selector: { matchLabels: { [CN]: 'c2' } } })), rules);
-    expect(d.problems.map((p) => p.field)).to.deep.equal([`spec.selector.matchLabels[${CN}]`]);
+    expect(d.problems.map((p) => p.field)).to.deep.equal([`spec.selector.matchLabels[${JSON.stringify(CN)}]`]);
   });
 
   it('keeps clusterName immutable, and says what is accepted', async () => {

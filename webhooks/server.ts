@@ -1,0 +1,168 @@
+// The HTTPS admission server: one mutating and one validating endpoint for MachineJoinChecks, TLS from files
+// that are reloaded on rotation. cmd/joinguard.ts starts it with --webhook-port and --webhook-cert-dir.
+import { createServer, type Server } from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { KubeConfig } from '@kubernetes/client-node';
+import {
+  allow,
+  denyInternal,
+  denyInvalid,
+  parseReview,
+  reviewOf,
+  type AdmissionResponse,
+  type AdmissionReview,
+} from './admission.js';
+import { defaultingPatch } from './defaults.js';
+import { decide, type SpecRules } from './validate.js';
+import { kubeLookups, type Lookups } from './lookups.js';
+import { CertWatcher } from './tls.js';
+
+export const MUTATE_PATH = '/mutate-joinguard-io-v1alpha1-machinejoincheck';
+export const VALIDATE_PATH = '/validate-joinguard-io-v1alpha1-machinejoincheck';
+/** The apiserver sends at most ~3 MiB per object; two objects plus envelope fit in this. */
+const MAX_BODY = 8 * 1024 * 1024;
+
+export interface WebhookLogger {
+  info(message: string, meta?: Record<string, unknown>): unknown;
+  warn(message: string, meta?: Record<string, unknown>): unknown;
+  error(message: string, meta?: Record<string, unknown>): unknown;
+  debug(message: string, meta?: Record<string, unknown>): unknown;
+}
+
+export interface WebhookServerOptions {
+  port: number;
+  /** Default 0.0.0.0 (in-cluster the Service reaches the pod IP); tests pass 127.0.0.1. */
+  host?: string;
+  certFile: string;
+  keyFile: string;
+  /** For the lookups of other checks, MachineHealthChecks and Machines; without it those checks are skipped. */
+  kubeConfig?: KubeConfig;
+  /** Replaces the lookups made from kubeConfig (tests). */
+  lookups?: Lookups;
+  /** Replaces the API's rules (tests); default: api/v1alpha1's validation and api/capi's readers. */
+  rules?: SpecRules;
+  logger?: WebhookLogger;
+  /** Cert poll interval in ms (default 10 s). */
+  certPollMs?: number;
+}
+
+export interface WebhookServer {
+  port: number;
+  stop(): Promise<void>;
+}
+
+const silent: WebhookLogger = { info: () => {}, warn: () => {}, error: () => {}, debug: () => {} };
+
+export async function startWebhookServer(opts: WebhookServerOptions): Promise<WebhookServer> {
+  const log = opts.logger ?? silent;
+  const lookups = opts.lookups ?? (opts.kubeConfig ? kubeLookups(opts.kubeConfig) : undefined);
+  const rules = opts.rules ?? (await import('./rules.js')).API_RULES;
+  if (!lookups) log.warn('webhook: no kubeconfig, overlap and MachineHealthCheck checks are off');
+
+  let server: Server | undefined;
+  const { watcher, pair } = await CertWatcher.start({
+    certFile: opts.certFile,
+    keyFile: opts.keyFile,
+    pollMs: opts.certPollMs,
+    onChange: (p) => {
+      server?.setSecureContext({ cert: p.cert, key: p.key, minVersion: 'TLSv1.2' });
+      log.info('webhook: serving certificate reloaded', { certFile: opts.certFile });
+    },
+    onError: (e) => log.warn('webhook: serving certificate not reloaded, keeping the current one', { error: e.message }),
+  });
+
+  server = createServer({ cert: pair.cert, key: pair.key, minVersion: 'TLSv1.2' }, (req, res) => {
+    handle(req, res, rules, lookups, log).catch((e: unknown) => {
+      log.error('webhook: request failed', { error: (e as Error).message });
+      if (!res.headersSent) send(res, 500, { error: 'internal error' });
+    });
+  });
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 30_000;
+
+  const s = server;
+  await new Promise<void>((resolve, reject) => {
+    s.once('error', reject);
+    s.listen(opts.port, opts.host ?? '0.0.0.0', () => {
+      s.off('error', reject);
+      resolve();
+    });
+  });
+  const address = s.address();
+  const port = typeof address === 'object' && address ? address.port : opts.port;
+  log.info('webhook: serving', { host: opts.host ?? '0.0.0.0', port });
+
+  return {
+    port,
+    async stop() {
+      await watcher.stop();
+      await new Promise<void>((resolve) => {
+        s.close(() => resolve());
+        s.closeAllConnections();
+      });
+    },
+  };
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse, rules: SpecRules, lookups: Lookups | undefined, log: WebhookLogger) {
+  const path = (req.url ?? '').split('?')[0];
+  if (req.method === 'GET' && (path === '/healthz' || path === '/readyz')) return send(res, 200, { ok: true });
+  if (path !== MUTATE_PATH && path !== VALIDATE_PATH) return send(res, 404, { error: `no webhook at ${path}` });
+  if (req.method !== 'POST') return send(res, 405, { error: 'POST an AdmissionReview' });
+
+  const body = await readBody(req);
+  if (body === undefined) return send(res, 413, { error: 'request body too large' });
+  const parsed = parseReview(body);
+  if ('error' in parsed) return send(res, 400, { error: parsed.error });
+  const review = parsed.review;
+  const request = review.request!;
+
+  let response: AdmissionResponse;
+  if (path === MUTATE_PATH) {
+    response = allow(request.uid, [], request.operation === 'DELETE' ? [] : defaultingPatch(request.object));
+  } else if (request.operation !== 'CREATE' && request.operation !== 'UPDATE') {
+    response = allow(request.uid);
+  } else {
+    const d = await decide(request, rules, lookups);
+    const name = objectName(request.object) ?? request.name;
+    if (d.internalError) response = denyInternal(request.uid, d.internalError);
+    else if (d.problems.length > 0) response = denyInvalid(request.uid, name, d.problems, d.warnings);
+    else response = allow(request.uid, d.warnings);
+  }
+  log.debug('webhook: admission', {
+    path,
+    operation: request.operation,
+    namespace: request.namespace,
+    name: request.name,
+    allowed: response.allowed,
+    warnings: response.warnings?.length ?? 0,
+  });
+  const out: AdmissionReview = reviewOf(review.apiVersion, response);
+  send(res, 200, out);
+}
+
+function objectName(obj: unknown): string | undefined {
+  const meta = (obj as { metadata?: { name?: unknown } } | undefined)?.metadata;
+  return typeof meta?.name === 'string' ? meta.name : undefined;
+}
+
+function readBody(req: IncomingMessage): Promise<string | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = false;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY) tooLarge = true;
+      else chunks.push(c);
+    });
+    req.on('end', () => resolve(tooLarge ? undefined : Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function send(res: ServerResponse, code: number, body: unknown): void {
+  const data = JSON.stringify(body);
+  res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(data) });
+  res.end(data);
+}
