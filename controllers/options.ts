@@ -35,6 +35,10 @@ export interface ControllerOptions {
   userAgent?: string;
   /** Restart a watch that has been silent this long (ms). Default 5 min. */
   watchLivenessMs?: number;
+  /** Called after the controller stopped because another replica took the Lease (the command exits). */
+  onLeadershipLost?: () => void;
+  /** Node.js process metrics on /metrics (off when two controllers share a process in tests). Default true. */
+  collectDefaultMetrics?: boolean;
 }
 
 export interface RunningController {
@@ -49,6 +53,8 @@ export interface RunningController {
   reconciledChecks(): ReadonlySet<string>;
   /** Epoch ms of the first moment every known check had been reconciled once, if reached. */
   firstFullReconcileAt(): number | undefined;
+  /** List+watch restarts per informer since start. */
+  watchRestarts(): Record<string, number>;
 }
 
 export const DEFAULT_USER_AGENT = 'joinguard';
