@@ -6,6 +6,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { ApiextensionsV1Api, ApiException, CoreV1Api, CustomObjectsApi, VersionApi } from '@kubernetes/client-node';
 import { getTestEnv, stopTestEnv, type TestEnv } from '../support/testenv.js';
+import { stopSim } from '../support/shared-sim.js';
 import { startTestEnv } from '../../hack/testenv/testenv.js';
 import { groupAlive, pidAlive } from '../../hack/testenv/process.js';
 import { isPortFree } from '../../hack/testenv/ports.js';
@@ -151,7 +152,10 @@ describe('test control plane (hack/testenv)', function () {
     expect(ports).to.have.length(9);
     for (const port of ports) expect(await isPortFree(port), `port ${port} in use before stop`).to.equal(false);
     const started = Date.now();
-    if (env.owned) await stopTestEnv();
+    if (env.owned) {
+      await stopSim(); // bound to this env
+      await stopTestEnv();
+    }
     else await target.stop();
     process.stderr.write(`[testenv] stop() took ${((Date.now() - started) / 1000).toFixed(1)}s\n`);
     for (const pid of pids) {

@@ -1,0 +1,49 @@
+// SimBootstrapConfig reconciler (test-only): pretend worker bootstrap data. Like CABPK for a joining
+// worker, it waits for the Cluster's control plane to be initialized, then (after `bootstrapDelayMs`)
+// writes the data secret and reports `status.initialization.dataSecretCreated` + `status.dataSecretName`,
+// the v1beta2 bootstrap contract fields that CAPI's Machine controller copies to the Machine.
+import { clusterOf, condition, controlPlaneInitialized, ownerMachine, type Requeue, type SimContext } from './context.js';
+import { SIM_BOOTSTRAP } from './crds.js';
+import { isConflict, pathOf } from './kube.js';
+
+const waitingLogged = new WeakSet<object>();
+
+export async function reconcileSimBootstrap(ctx: SimContext, namespace: string, name: string): Promise<Requeue> {
+  const bc = ctx.caches.simBootstrapConfigs.get(namespace, name);
+  if (!bc || bc.metadata.deletionTimestamp) return undefined;
+  if (bc.status?.initialization?.dataSecretCreated === true) return undefined;
+  const machine = ownerMachine(ctx, bc);
+  if (!machine) return undefined; // CAPI sets the owner reference; the Machine's watch event brings us back
+  const clusterName = machine.spec?.clusterName as string;
+  const cluster = clusterOf(ctx, namespace, clusterName);
+  if (!controlPlaneInitialized(cluster)) {
+    if (!waitingLogged.has(bc)) {
+      waitingLogged.add(bc);
+      ctx.emit({ type: 'WaitingForControlPlane', namespace, name: machine.metadata.name, cluster: clusterName, message: 'join data waits for the control plane to be initialized' });
+    }
+    return undefined; // a Cluster change re-queues every config of its namespace
+  }
+  const waited = Date.now() - Date.parse(bc.metadata.creationTimestamp);
+  if (waited < ctx.opts.bootstrapDelayMs) return ctx.opts.bootstrapDelayMs - waited;
+
+  try {
+    await ctx.kube.create(`/api/v1/namespaces/${namespace}/secrets`, {
+      apiVersion: 'v1', kind: 'Secret', type: 'cluster.x-k8s.io/secret',
+      metadata: {
+        name, namespace,
+        labels: { 'cluster.x-k8s.io/cluster-name': clusterName },
+        ownerReferences: [{ apiVersion: bc.apiVersion, kind: bc.kind, name, uid: bc.metadata.uid, controller: true }],
+      },
+      // Opaque to everyone but the sim: JoinGuard never reads it.
+      stringData: { value: `#cloud-config\n# SIMULATION: join data for ${namespace}/${machine.metadata.name}\n`, format: 'cloud-config' },
+    });
+  } catch (err) {
+    if (!isConflict(err)) throw err;
+  }
+  await ctx.kube.mergePatch(`${pathOf(SIM_BOOTSTRAP, namespace, name)}/status`, {
+    metadata: { resourceVersion: bc.metadata.resourceVersion },
+    status: { initialization: { dataSecretCreated: true }, dataSecretName: name, conditions: [condition('Ready', 'True', 'DataSecretAvailable')] },
+  });
+  ctx.emit({ type: 'BootstrapDataCreated', namespace, name: machine.metadata.name, cluster: clusterName, message: `data secret ${name}` });
+  return undefined;
+}

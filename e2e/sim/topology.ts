@@ -1,0 +1,122 @@
+// The objects of one simulated workload cluster (test-only): a v1beta2 Cluster on a SimCluster, a real
+// KubeadmControlPlane whose Machines run on SimMachines, and MachineDeployments of workers bootstrapped
+// by SimBootstrapConfigs. The cluster CA secret is the test control plane's own CA, so the kubeconfig KCP
+// generates for the "workload cluster" is accepted by the same apiserver.
+import { isConflict, type Json, type Kube } from './kube.js';
+import { BOOTSTRAP_GROUP, INFRA_GROUP, SIM_VERSION } from './crds.js';
+
+export interface WorkerPool {
+  name: string;
+  replicas: number;
+  /** Extra labels on the pool's Machines (a check's selector can use them). */
+  labels?: Record<string, string>;
+}
+
+export interface ClusterShape {
+  namespace: string;
+  name: string;
+  /** KCP replicas; 0 means no control plane object (workers only are then never initialized). */
+  controlPlaneReplicas?: number;
+  workers?: WorkerPool[];
+  version?: string;
+  /** KCP spec.remediation (maxRetry, retryPeriodSeconds, minHealthyPeriodSeconds). */
+  kcpRemediation?: Json;
+  /** The test control plane's CA (TestEnv.caCertPem / caKeyPem). */
+  ca: { certPem: string; keyPem: string };
+}
+
+export const DEFAULT_K8S_VERSION = 'v1.36.3';
+const CAPI = 'cluster.x-k8s.io/v1beta2';
+const infraRef = (kind: string, name: string) => ({ apiGroup: INFRA_GROUP, kind, name });
+
+export function controlPlaneName(cluster: string): string {
+  return `${cluster}-cp`;
+}
+
+/** Every object of the shape, in creation order. */
+export function clusterObjects(s: ClusterShape): Json[] {
+  const version = s.version ?? DEFAULT_K8S_VERSION;
+  const ns = s.namespace;
+  const cn = { 'cluster.x-k8s.io/cluster-name': s.name };
+  const cpReplicas = s.controlPlaneReplicas ?? 1;
+  const objects: Json[] = [
+    {
+      apiVersion: 'v1', kind: 'Secret', type: 'cluster.x-k8s.io/secret',
+      metadata: { name: `${s.name}-ca`, namespace: ns, labels: cn },
+      stringData: { 'tls.crt': s.ca.certPem, 'tls.key': s.ca.keyPem },
+    },
+    { apiVersion: `${INFRA_GROUP}/${SIM_VERSION}`, kind: 'SimCluster', metadata: { name: s.name, namespace: ns }, spec: {} },
+    {
+      apiVersion: CAPI, kind: 'Cluster', metadata: { name: s.name, namespace: ns },
+      spec: {
+        clusterNetwork: { services: { cidrBlocks: ['10.128.0.0/12'] }, pods: { cidrBlocks: ['192.168.0.0/16'] }, serviceDomain: 'cluster.local' },
+        infrastructureRef: infraRef('SimCluster', s.name),
+        ...(cpReplicas > 0 ? { controlPlaneRef: { apiGroup: 'controlplane.cluster.x-k8s.io', kind: 'KubeadmControlPlane', name: controlPlaneName(s.name) } } : {}),
+      },
+    },
+  ];
+  if (cpReplicas > 0) {
+    objects.push(
+      { apiVersion: `${INFRA_GROUP}/${SIM_VERSION}`, kind: 'SimMachineTemplate', metadata: { name: controlPlaneName(s.name), namespace: ns }, spec: { template: { spec: {} } } },
+      {
+        apiVersion: 'controlplane.cluster.x-k8s.io/v1beta2', kind: 'KubeadmControlPlane',
+        metadata: { name: controlPlaneName(s.name), namespace: ns },
+        spec: {
+          replicas: cpReplicas, version,
+          machineTemplate: { spec: { infrastructureRef: infraRef('SimMachineTemplate', controlPlaneName(s.name)) } },
+          // Not empty (the CRD wants a property); the sim ignores it, as it ignores the bootstrap data.
+          kubeadmConfigSpec: { clusterConfiguration: { apiServer: { certSANs: ['127.0.0.1'] } } },
+          ...(s.kcpRemediation ? { remediation: s.kcpRemediation } : {}),
+        },
+      },
+    );
+  }
+  for (const pool of s.workers ?? []) {
+    const md = `${s.name}-${pool.name}`;
+    const labels = { 'cluster.x-k8s.io/deployment-name': md, ...(pool.labels ?? {}) };
+    objects.push(
+      { apiVersion: `${INFRA_GROUP}/${SIM_VERSION}`, kind: 'SimMachineTemplate', metadata: { name: md, namespace: ns }, spec: { template: { spec: {} } } },
+      { apiVersion: `${BOOTSTRAP_GROUP}/${SIM_VERSION}`, kind: 'SimBootstrapConfigTemplate', metadata: { name: md, namespace: ns }, spec: { template: { spec: {} } } },
+      {
+        apiVersion: CAPI, kind: 'MachineDeployment', metadata: { name: md, namespace: ns },
+        spec: {
+          clusterName: s.name, replicas: pool.replicas,
+          selector: { matchLabels: { 'cluster.x-k8s.io/deployment-name': md } },
+          template: {
+            metadata: { labels },
+            spec: {
+              clusterName: s.name, version,
+              bootstrap: { configRef: { apiGroup: BOOTSTRAP_GROUP, kind: 'SimBootstrapConfigTemplate', name: md } },
+              infrastructureRef: infraRef('SimMachineTemplate', md),
+            },
+          },
+        },
+      },
+    );
+  }
+  return objects;
+}
+
+/** REST collection path of an object's kind (the kinds clusterObjects makes, plus Namespace). */
+export function collectionOf(o: Json): string {
+  const [group, version] = String(o.apiVersion).includes('/') ? String(o.apiVersion).split('/') as [string, string] : ['', o.apiVersion as string];
+  const plural = `${String(o.kind).toLowerCase()}s`;
+  const base = group === '' ? `/api/${version}` : `/apis/${group}/${version}`;
+  return o.kind === 'Namespace' ? `${base}/namespaces` : `${base}/namespaces/${o.metadata.namespace}/${plural}`;
+}
+
+/** Creates the namespace (if missing) and every object of the shape; existing objects are kept. */
+export async function createCluster(kube: Kube, s: ClusterShape): Promise<void> {
+  try {
+    await kube.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: s.namespace } });
+  } catch (err) {
+    if (!isConflict(err)) throw err;
+  }
+  for (const o of clusterObjects(s)) {
+    try {
+      await kube.create(collectionOf(o), o);
+    } catch (err) {
+      if (!isConflict(err)) throw err;
+    }
+  }
+}

@@ -1,0 +1,265 @@
+// What a simulated VM makes visible in its workload cluster (test-only): the Node kubelet registers, the
+// static-pod mirror pods of a kubeadm control plane, and the `kube-system/kubeadm-config` ConfigMap that
+// `kubeadm init` uploads (KCP's only evidence that the control plane is initialized:
+// controlplane/kubeadm/reconcilers/kubeadmcontrolplane/status.go setControlPlaneInitialized -> HasKubeadmConfig).
+//
+// Every test cluster's workload cluster is the SAME apiserver, so kube-system is shared. KCP reads
+// kubeadm-config of "its" workload cluster, and any cluster's would do; hence the lease: the sim creates
+// kubeadm-config for one cluster at a time and deletes it as soon as that Cluster reports
+// ControlPlaneInitialized (KCP sets initialized once and never resets it), or when the lease runs out.
+import { isConflict, isNotFound, Kube, KubeError, type Json } from './kube.js';
+
+export const SIM_NODE_ANNOTATION = 'sim.joinguard.io/machine';
+const LEASE_ANNOTATION = 'sim.joinguard.io/cluster';
+const KUBEADM_CONFIG = '/api/v1/namespaces/kube-system/configmaps/kubeadm-config';
+const STATIC_PODS = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'etcd'];
+
+/** Node name of a Machine: unique across the test namespaces that share the apiserver. */
+export function nodeNameOf(namespace: string, machineName: string): string {
+  return `${machineName}.${namespace}`.slice(0, 253).replace(/[.-]+$/, '');
+}
+
+export interface NodeSpec {
+  name: string;
+  providerID: string;
+  controlPlane: boolean;
+  kubeletVersion: string;
+  address: string;
+  hostname: string;
+  machineRef: string;
+}
+
+/** Registers the Node as kubelet would (labels, taints, Ready status); an existing Node of the same providerID is kept. */
+export async function registerNode(kube: Kube, n: NodeSpec): Promise<void> {
+  const labels: Record<string, string> = {
+    'kubernetes.io/hostname': n.hostname.slice(0, 63).replace(/[.-]+$/, ''),
+    'kubernetes.io/os': 'linux',
+    'kubernetes.io/arch': 'amd64',
+    'beta.kubernetes.io/os': 'linux',
+    'beta.kubernetes.io/arch': 'amd64',
+  };
+  if (n.controlPlane) {
+    labels['node-role.kubernetes.io/control-plane'] = '';
+    labels['node.kubernetes.io/exclude-from-external-load-balancers'] = '';
+  }
+  const node: Json = {
+    apiVersion: 'v1', kind: 'Node',
+    metadata: {
+      name: n.name, labels,
+      annotations: {
+        [SIM_NODE_ANNOTATION]: n.machineRef,
+        'kubeadm.alpha.kubernetes.io/cri-socket': 'unix:///var/run/containerd/containerd.sock',
+        'node.alpha.kubernetes.io/ttl': '0',
+        'volumes.kubernetes.io/controller-managed-attach-detach': 'true',
+      },
+    },
+    spec: {
+      providerID: n.providerID,
+      ...(n.controlPlane ? { taints: [{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' }] } : {}),
+    },
+  };
+  try {
+    await kube.create('/api/v1/nodes', node);
+  } catch (err) {
+    if (!isConflict(err)) throw err;
+    const existing = await kube.get(`/api/v1/nodes/${n.name}`);
+    if (existing?.spec?.providerID !== n.providerID) {
+      throw new Error(`Node ${n.name} exists with providerID ${existing?.spec?.providerID}, not ${n.providerID}`);
+    }
+  }
+  const now = new Date().toISOString();
+  const cond = (type: string, status: string, reason: string, message: string) =>
+    ({ type, status, reason, message, lastHeartbeatTime: now, lastTransitionTime: now });
+  await kube.mergePatch(`/api/v1/nodes/${n.name}/status`, {
+    status: {
+      conditions: [
+        cond('MemoryPressure', 'False', 'KubeletHasSufficientMemory', 'kubelet has sufficient memory available'),
+        cond('DiskPressure', 'False', 'KubeletHasNoDiskPressure', 'kubelet has no disk pressure'),
+        cond('PIDPressure', 'False', 'KubeletHasSufficientPID', 'kubelet has sufficient PID available'),
+        cond('Ready', 'True', 'KubeletReady', 'kubelet is posting ready status (simulated)'),
+      ],
+      addresses: [{ type: 'InternalIP', address: n.address }, { type: 'Hostname', address: n.hostname }],
+      // A loopback address and the usual port: anything that dials the "kubelet" is refused at once.
+      daemonEndpoints: { kubeletEndpoint: { Port: 10250 } },
+      nodeInfo: {
+        machineID: simId(n.providerID, 'm'), systemUUID: simId(n.providerID, 's'), bootID: simId(n.providerID, 'b'),
+        kernelVersion: '6.8.0-sim', osImage: 'JoinGuard simulation', containerRuntimeVersion: 'containerd://2.1.0',
+        kubeletVersion: n.kubeletVersion, kubeProxyVersion: n.kubeletVersion, operatingSystem: 'linux', architecture: 'amd64',
+      },
+      capacity: { cpu: '2', memory: '4Gi', pods: '110', 'ephemeral-storage': '20Gi' },
+      allocatable: { cpu: '2', memory: '4Gi', pods: '110', 'ephemeral-storage': '20Gi' },
+    },
+  });
+}
+
+function simId(seed: string, salt: string): string {
+  let h = 2166136261;
+  for (const c of `${salt}${seed}`) h = Math.imul(h ^ c.charCodeAt(0), 16777619) >>> 0;
+  return `${h.toString(16).padStart(8, '0')}${'0'.repeat(24)}`;
+}
+
+/** The mirror pods kubelet would publish for kubeadm's static pods on a control-plane Node, Running and Ready. */
+export async function createMirrorPods(kube: Kube, nodeName: string, nodeUid: string | undefined, version: string, address: string): Promise<void> {
+  const now = new Date().toISOString();
+  for (const component of STATIC_PODS) {
+    const name = `${component}-${nodeName}`;
+    const pod: Json = {
+      apiVersion: 'v1', kind: 'Pod',
+      metadata: {
+        name, namespace: 'kube-system',
+        labels: { component, tier: 'control-plane' },
+        annotations: { 'kubernetes.io/config.mirror': simId(name, 'h'), 'kubernetes.io/config.hash': simId(name, 'h'), 'kubernetes.io/config.source': 'file' },
+        ...(nodeUid ? { ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: nodeName, uid: nodeUid, controller: true }] } : {}),
+      },
+      spec: {
+        nodeName, hostNetwork: true, priorityClassName: 'system-node-critical',
+        containers: [{ name: component, image: `registry.k8s.io/${component === 'etcd' ? 'etcd:3.6.16-0' : `${component}:${version}`}` }],
+      },
+    };
+    try {
+      await kube.create('/api/v1/namespaces/kube-system/pods', pod);
+    } catch (err) {
+      if (!isConflict(err)) throw err;
+    }
+    await kube.mergePatch(`/api/v1/namespaces/kube-system/pods/${name}/status`, {
+      status: {
+        phase: 'Running', hostIP: address, podIP: address, startTime: now,
+        conditions: ['PodScheduled', 'Initialized', 'ContainersReady', 'Ready'].map((type) => ({ type, status: 'True', lastTransitionTime: now })),
+        containerStatuses: [{
+          name: component, ready: true, started: true, restartCount: 0, image: pod.spec.containers[0].image,
+          imageID: '', containerID: `containerd://${simId(name, 'c')}`, state: { running: { startedAt: now } },
+        }],
+      },
+    });
+  }
+}
+
+/** Deletes a sim Node (only if it still has this providerID) and its mirror pods. */
+export async function deleteNode(kube: Kube, nodeName: string, providerID: string): Promise<boolean> {
+  const node = await kube.get(`/api/v1/nodes/${nodeName}`);
+  let deleted = false;
+  if (node && node.spec?.providerID === providerID) {
+    deleted = await kube.delete(`/api/v1/nodes/${nodeName}`, { preconditions: { uid: node.metadata.uid } });
+  }
+  for (const component of STATIC_PODS) {
+    await kube.delete(`/api/v1/namespaces/kube-system/pods/${component}-${nodeName}`, { gracePeriodSeconds: 0 });
+  }
+  return deleted;
+}
+
+/** kubeadm's ClusterConfiguration as `kubeadm init` uploads it (what KCP would parse on upgrades). */
+function clusterConfiguration(clusterName: string, version: string, endpoint: string): string {
+  return [
+    'apiVersion: kubeadm.k8s.io/v1beta4',
+    'kind: ClusterConfiguration',
+    `clusterName: ${clusterName}`,
+    `kubernetesVersion: ${version}`,
+    `controlPlaneEndpoint: ${endpoint}`,
+    'certificatesDir: /etc/kubernetes/pki',
+    'imageRepository: registry.k8s.io',
+    'etcd:',
+    '  local:',
+    '    dataDir: /var/lib/etcd',
+    'networking:',
+    '  dnsDomain: cluster.local',
+    '  serviceSubnet: 10.96.0.0/12',
+    'apiServer: {}',
+    'controllerManager: {}',
+    'scheduler: {}',
+    'dns: {}',
+    'proxy: {}',
+    '',
+  ].join('\n');
+}
+
+export interface LeaseHolder {
+  namespace: string;
+  cluster: string;
+}
+
+/** The shared `kube-system/kubeadm-config`, handed to one initializing cluster at a time. */
+export class KubeadmConfigLease {
+  private held?: { holder: LeaseHolder; since: number; uid?: string };
+
+  constructor(private readonly kube: Kube, private readonly leaseMs: number) {}
+
+  get holder(): LeaseHolder | undefined {
+    return this.held?.holder;
+  }
+
+  /**
+   * Creates kubeadm-config for the cluster. 'busy' while another cluster holds it; 'foreign' when a
+   * kubeadm-config exists that the sim did not make (it is left alone: KCP will see it anyway).
+   */
+  async acquire(holder: LeaseHolder, version: string, endpoint: string): Promise<'acquired' | 'busy' | 'foreign'> {
+    const id = `${holder.namespace}/${holder.cluster}`;
+    const existing = await this.kube.get(KUBEADM_CONFIG);
+    if (existing) {
+      const owner = existing.metadata?.annotations?.[LEASE_ANNOTATION] as string | undefined;
+      if (owner === undefined) return 'foreign';
+      if (owner !== id) {
+        // A lease of an earlier sim (restart) that nobody releases: treat it by its age.
+        const age = Date.now() - Date.parse(existing.metadata.creationTimestamp);
+        if (this.held || age < this.leaseMs) return 'busy';
+        await this.kube.delete(KUBEADM_CONFIG, { preconditions: { uid: existing.metadata.uid } });
+      } else {
+        this.held = { holder, since: this.held?.since ?? Date.now(), uid: existing.metadata.uid };
+        return 'acquired';
+      }
+    }
+    try {
+      const created = await this.kube.create('/api/v1/namespaces/kube-system/configmaps', {
+        apiVersion: 'v1', kind: 'ConfigMap',
+        metadata: { name: 'kubeadm-config', namespace: 'kube-system', annotations: { [LEASE_ANNOTATION]: id } },
+        data: { ClusterConfiguration: clusterConfiguration(holder.cluster, version, endpoint) },
+      });
+      this.held = { holder, since: Date.now(), uid: created.metadata?.uid };
+      return 'acquired';
+    } catch (err) {
+      if (isConflict(err)) return 'busy';
+      throw err;
+    }
+  }
+
+  /** Deletes kubeadm-config when initialized(holder) says so or the lease ran out; returns why, if it did. */
+  async maybeRelease(initialized: (h: LeaseHolder) => boolean | 'gone'): Promise<string | undefined> {
+    if (!this.held) return undefined;
+    const state = initialized(this.held.holder);
+    const expired = Date.now() - this.held.since > this.leaseMs;
+    if (state === false && !expired) return undefined;
+    const why = state === true ? 'its Cluster reports ControlPlaneInitialized' : state === 'gone' ? 'its Cluster is gone' : `the lease of ${this.leaseMs}ms ran out`;
+    try {
+      await this.kube.delete(KUBEADM_CONFIG, this.held.uid ? { preconditions: { uid: this.held.uid } } : undefined);
+    } catch (err) {
+      if (!(err instanceof KubeError && (err.code === 409 || isNotFound(err)))) throw err;
+    }
+    this.held = undefined;
+    return why;
+  }
+}
+
+/** Clients of the workload clusters, from their `<cluster>-kubeconfig` secrets (or the management client). */
+export class WorkloadClients {
+  private readonly cache = new Map<string, { rv: string; kube: Kube }>();
+
+  constructor(private readonly management: Kube, private readonly mode: 'kubeconfig' | 'direct') {}
+
+  async get(namespace: string, cluster: string): Promise<Kube> {
+    if (this.mode === 'direct') return this.management;
+    const secret = await this.management.get(`/api/v1/namespaces/${namespace}/secrets/${cluster}-kubeconfig`);
+    const value = secret?.data?.value as string | undefined;
+    if (!value) throw new Error(`secret ${namespace}/${cluster}-kubeconfig not found (or has no value)`);
+    const key = `${namespace}/${cluster}`;
+    const cached = this.cache.get(key);
+    if (cached && cached.rv === secret!.metadata.resourceVersion) return cached.kube;
+    cached?.kube.close();
+    const kube = await Kube.fromYaml(Buffer.from(value, 'base64').toString('utf8'));
+    this.cache.set(key, { rv: secret!.metadata.resourceVersion, kube });
+    return kube;
+  }
+
+  close(): void {
+    for (const { kube } of this.cache.values()) kube.close();
+    this.cache.clear();
+  }
+}
