@@ -1,0 +1,96 @@
+// Scenario (a): a worker never joins. JoinGuard marks it through CAPI's remediation contract, CAPI's real
+// MachineSet deletes and replaces it, the replacement joins and the cluster completes.
+import { expect } from 'chai';
+import type { MachineJoinCheck } from '../../api/v1alpha1/types.js';
+import type { RunningController } from '../../controllers/manager.js';
+import { conditionOf, describeMachines, hasNode, isControlPlane, joinClockStart, listMachines, waitFor } from '../support/cluster-view.js';
+import { checkCondition, createCheck, describeCheck, getCheck, installJoinGuardCrd, startJoinGuard, type CapturedLog } from '../support/joinguard.js';
+import { getSim } from '../support/shared-sim.js';
+import { getTestEnv, type TestEnv } from '../support/testenv.js';
+import { Kube, type Json } from '../sim/kube.js';
+import type { Sim } from '../sim/sim.js';
+import { createCluster } from '../sim/topology.js';
+
+const JOIN_TIMEOUT_S = 10;
+
+describe('scenario (a): a worker that never joins is replaced through its MachineSet', function () {
+  this.timeout(240_000);
+  const namespace = `jg-a-${process.pid}`;
+  const cluster = 'wa';
+  let env: TestEnv;
+  let kube: Kube;
+  let sim: Sim;
+  let jg: { controller: RunningController; log: CapturedLog } | undefined;
+
+  before(async function () {
+    this.timeout(300_000);
+    env = await getTestEnv();
+    kube = await Kube.from(env.kubeConfig());
+    sim = await getSim();
+    await installJoinGuardCrd(kube);
+    await createCluster(kube, { namespace, name: cluster, workers: [{ name: 'md', replicas: 3, labels: { pool: 'workers' } }], ca: { certPem: env.caCertPem, keyPem: env.caKeyPem } });
+    jg = await startJoinGuard(env.kubeConfig(), namespace);
+  });
+
+  after(async () => {
+    await jg?.controller.stop();
+    kube?.close();
+  });
+
+  const seen = async () => `${describeMachines(await listMachines(kube, namespace, cluster))}\n` +
+    `${describeCheck(await getCheck(kube, namespace, 'workers').catch(() => ({ metadata: { name: 'workers' } }) as MachineJoinCheck))}\nJoinGuard log:\n${jg?.log.tail(15)}`;
+
+  it('marks the stuck worker after joinTimeout, the real MachineSet replaces it, the replacement joins', async () => {
+    const stuckName = await waitFor('the first worker Machine', async () =>
+      (await listMachines(kube, namespace, cluster)).find((m) => !isControlPlane(m))?.metadata.name as string | undefined, { timeoutMs: 60_000, describe: seen });
+    sim.policy.neverJoin({ namespace, name: stuckName });
+    await createCheck(kube, namespace, 'workers', {
+      clusterName: cluster, selector: { matchLabels: { pool: 'workers' } }, joinTimeout: `${JOIN_TIMEOUT_S}s`,
+    });
+
+    // The stuck Machine is Provisioned with no Node; its deadline is joinTimeout after its join clock started.
+    const marked = await waitFor(`${stuckName} marked with HealthCheckSucceeded=False`, async () => {
+      const m = (await listMachines(kube, namespace, cluster)).find((x) => x.metadata.name === stuckName);
+      return conditionOf(m, 'HealthCheckSucceeded')?.status === 'False' && m;
+    }, { timeoutMs: 150_000, describe: seen });
+    const hc = conditionOf(marked, 'HealthCheckSucceeded')!;
+    expect(hc.reason).to.equal('JoinTimeout');
+    expect(conditionOf(marked, 'OwnerRemediated')?.status).to.equal('False');
+    const markedAt = Date.now();
+    const cl = await kube.get(`/apis/cluster.x-k8s.io/v1beta2/namespaces/${namespace}/clusters/${cluster}`);
+    const deadline = joinClockStart(marked, cl) + JOIN_TIMEOUT_S * 1000;
+    const markLatencyS = (Date.parse(hc.lastTransitionTime) - deadline) / 1000;
+    // Not before the deadline (1 s of slack: condition times are whole seconds), and soon after it.
+    expect(markLatencyS).to.be.within(-1, 5);
+
+    const check = await getCheck(kube, namespace, 'workers');
+    const rec = check.status?.remediations?.find((r) => r.uid === marked.metadata.uid);
+    expect(rec, describeCheck(check)).to.include({ machine: stuckName, path: 'OwnerRemediated', kind: 'JoinTimeout' });
+    expect(rec!.owner?.kind).to.equal('MachineSet');
+    // Recorded before the write (write-ahead), never after it.
+    expect(Date.parse(rec!.time)).to.be.at.most(Date.parse(hc.lastTransitionTime) + 1000);
+    // The failure is on record (the evidence a later suspicion would name).
+    const failure = check.status?.recentFailures?.find((f) => f.uid === marked.metadata.uid);
+    expect(failure, describeCheck(check)).to.not.equal(undefined);
+
+    const workers = await waitFor('the marked Machine gone and 3 joined workers', async () => {
+      const ms = await listMachines(kube, namespace, cluster);
+      const w = ms.filter((m) => !isControlPlane(m));
+      return !ms.some((m) => m.metadata.uid === marked.metadata.uid) && w.length === 3 && w.every(hasNode) && w;
+    }, { timeoutMs: 120_000, describe: seen });
+    const replacedAfterS = (Date.now() - markedAt) / 1000;
+    process.stderr.write(`[scenario a] deadline -> mark ${markLatencyS.toFixed(0)}s (whole-second condition times); mark -> replacement joined in ${replacedAfterS.toFixed(1)}s\n`);
+    expect(workers.map((m: Json) => m.metadata.name)).to.not.include(stuckName);
+
+    const done = await waitFor('the check back to Progressing=True/AsExpected with the remediation Replaced', async () => {
+      const c = await getCheck(kube, namespace, 'workers');
+      const p = checkCondition(c, 'Progressing');
+      const r = c.status?.remediations?.find((x) => x.uid === marked.metadata.uid);
+      return p?.status === 'True' && p.reason === 'AsExpected' && r?.outcome === 'Replaced' && c;
+    }, { timeoutMs: 60_000, describe: seen });
+    expect(done.status).to.include({ expectedMachines: 3, joinedMachines: 3, stuckMachines: 0, everJoined: true });
+    expect(done.status?.consecutiveJoinFailures).to.equal(0); // the replacement's join reset the count
+    expect(checkCondition(done, 'Ready')?.status).to.equal('True');
+    expect(done.status?.remediations).to.have.length(1);
+  });
+});
