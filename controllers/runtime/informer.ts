@@ -181,7 +181,9 @@ export class Informer {
         else resolve();
       };
       lines.on('close', finish);
+      // An aborted stream errors on both; stop() and liveness aborts come through here.
       res.on('error', (e) => (failure ??= e));
+      lines.on('error', (e) => (failure ??= e));
     });
   }
 
