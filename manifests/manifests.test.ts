@@ -1,0 +1,195 @@
+// The clusterctl provider files: what `npm run manifests` writes keeps the add-on contract and the
+// Deployment, RBAC and webhook wiring agree with each other and with the webhook server's paths.
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { expect } from 'chai';
+import { checkComponents, MANIFESTS_DIR, objectsOf, renderProviderFiles, type K8sObject } from './render.js';
+import { listVariables } from './substitute.js';
+import { CONTROLLER_NEEDS, grantStrings, ruleStrings } from './rbac-needs.js';
+import { MUTATE_PATH, VALIDATE_PATH } from '../webhooks/server.js';
+
+const root = resolve(MANIFESTS_DIR, '..');
+const version = '0.1.0';
+type Json = Record<string, any>;
+
+function one(objs: K8sObject[], kind: string, name?: string): Json {
+  const found = objs.filter((o) => o.kind === kind && (name === undefined || o.metadata.name === name));
+  expect(found, `${kind} ${name ?? ''}`).to.have.length(1);
+  return found[0] as Json;
+}
+
+describe('manifests: clusterctl provider files', function () {
+  this.timeout(30_000);
+  let components: string;
+  let metadata: string;
+  let objs: K8sObject[];
+
+  before(async () => {
+    const pkg = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as { version: string };
+    expect(pkg.version).to.equal(version);
+    ({ components, metadata } = await renderProviderFiles(version));
+    objs = objectsOf(components);
+  });
+
+  it('npm run manifests writes addon-components.yaml and metadata.yaml', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'joinguard-manifests-'));
+    try {
+      await promisify(execFile)(process.execPath, ['--import', 'tsx', join(root, 'manifests', 'build.ts'), dir], { cwd: root });
+      expect(await readFile(join(dir, 'addon-components.yaml'), 'utf8')).to.equal(components);
+      expect(await readFile(join(dir, 'metadata.yaml'), 'utf8')).to.equal(metadata);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('has exactly one Namespace, ${JOINGUARD_NAMESPACE:=joinguard-system}', () => {
+    expect(objs.filter((o) => o.kind === 'Namespace').map((o) => o.metadata.name)).to.deep.equal(['joinguard-system']);
+  });
+
+  it('every variable has a default, the same at every use', () => {
+    expect(checkComponents(components, version)).to.deep.equal([]);
+    expect(listVariables(components)).to.have.deep.members([
+      { name: 'JOINGUARD_NAMESPACE', default: 'joinguard-system' },
+      { name: 'JOINGUARD_LOG_LEVEL', default: 'info' },
+      { name: 'JOINGUARD_LEADER_ELECT', default: 'true' },
+      { name: 'JOINGUARD_WORKLOAD_NODE_CHECK', default: 'false' },
+    ]);
+  });
+
+  it('metadata.yaml maps release series 0.1 to contract v1beta2', () => {
+    const m = objectsOf(metadata)[0] as Json;
+    expect(m.apiVersion).to.equal('clusterctl.cluster.x-k8s.io/v1alpha3');
+    expect(m.kind).to.equal('Metadata');
+    expect(m.releaseSeries).to.deep.include({ major: 0, minor: 1, contract: 'v1beta2' });
+  });
+
+  it('carries the CRD from manifests/crd/', () => {
+    const crd = one(objs, 'CustomResourceDefinition', 'machinejoinchecks.joinguard.io');
+    expect(crd.spec.group).to.equal('joinguard.io');
+    expect(crd.spec.names.shortNames).to.include('mjc');
+  });
+
+  it('runs a hardened container named manager, two replicas with leader election', () => {
+    const d = one(objs, 'Deployment', 'joinguard-controller-manager');
+    expect(d.spec.replicas).to.equal(2);
+    const pod = d.spec.template.spec;
+    const c = pod.containers.find((x: Json) => x.name === 'manager');
+    expect(c, 'container manager').to.exist;
+    expect(c.image).to.equal(`ghcr.io/joinguard/joinguard:v${version}`);
+    expect(c.args).to.include.members([
+      '--leader-elect=true',
+      '--log-level=info',
+      '--workload-node-check=false',
+      '--webhook-port=9443',
+      '--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs',
+    ]);
+    expect(pod.securityContext.runAsNonRoot).to.equal(true);
+    expect(pod.securityContext.seccompProfile.type).to.equal('RuntimeDefault');
+    expect(c.securityContext).to.deep.include({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true });
+    expect(c.securityContext.capabilities.drop).to.deep.equal(['ALL']);
+    expect(c.resources.requests).to.have.keys('cpu', 'memory');
+    expect(c.livenessProbe.httpGet.path).to.equal('/healthz');
+    expect(c.readinessProbe.httpGet.path).to.equal('/readyz');
+    expect(pod.serviceAccountName).to.equal(one(objs, 'ServiceAccount').metadata.name);
+  });
+
+  it('substitutes the variables into the args', () => {
+    const d = one(
+      objectsOf(components, { JOINGUARD_LOG_LEVEL: 'debug', JOINGUARD_LEADER_ELECT: 'false', JOINGUARD_WORKLOAD_NODE_CHECK: 'true' }),
+      'Deployment',
+    );
+    expect(d.spec.template.spec.containers[0].args).to.include.members([
+      '--log-level=debug',
+      '--leader-elect=false',
+      '--workload-node-check=true',
+    ]);
+  });
+
+  it('has no * in any RBAC rule and grants exactly what the controller needs (rbac-needs.ts)', () => {
+    const role = one(objs, 'ClusterRole', 'joinguard-manager-role');
+    expect(ruleStrings(role.rules)).to.deep.equal(grantStrings(CONTROLLER_NEEDS.filter((g) => !g.namespaced && !g.workloadNodeCheck)));
+    const lease = one(objs, 'Role', 'joinguard-leader-election-role');
+    expect(lease.metadata.namespace).to.equal('joinguard-system');
+    expect(ruleStrings(lease.rules)).to.deep.equal(grantStrings(CONTROLLER_NEEDS.filter((g) => g.namespaced)));
+    const secrets = one(objs, 'ClusterRole', 'joinguard-workload-secrets-true');
+    expect(ruleStrings(secrets.rules)).to.deep.equal(grantStrings(CONTROLLER_NEEDS.filter((g) => g.workloadNodeCheck)));
+    for (const o of objs.filter((x) => x.kind === 'Role' || x.kind === 'ClusterRole') as Json[]) {
+      expect(JSON.stringify(o.rules ?? []), o.metadata.name).not.to.include('*');
+      expect(o, o.metadata.name).not.to.have.property('aggregationRule');
+    }
+    // Every role is bound to the add-on's ServiceAccount, and only to it.
+    const sa = one(objs, 'ServiceAccount');
+    for (const b of objs.filter((x) => x.kind === 'RoleBinding' || x.kind === 'ClusterRoleBinding') as Json[]) {
+      expect(b.subjects, b.metadata.name).to.deep.equal([{ kind: 'ServiceAccount', name: sa.metadata.name, namespace: 'joinguard-system' }]);
+    }
+  });
+
+  it('out/addon-components.yaml as built: no variable without a default, no * verb or resource (grep)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'joinguard-manifests-'));
+    try {
+      await promisify(execFile)(process.execPath, ['--import', 'tsx', join(root, 'manifests', 'build.ts'), dir], { cwd: root });
+      const text = await readFile(join(dir, 'addon-components.yaml'), 'utf8');
+      // The same greps docs/install.md shows: every ${...} carries `:=`, and no rule line names `*`.
+      expect(text.match(/\$\{(?![A-Z0-9_]+:=)[^}]*\}/g) ?? []).to.deep.equal([]);
+      expect(text.split('\n').filter((l) => /^\s*(verbs|resources|apiGroups):.*\*/.test(l) || /^\s*-\s*["']?\*["']?\s*$/.test(l))).to.deep.equal([]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('grants Secrets only with JOINGUARD_WORKLOAD_NODE_CHECK=true', () => {
+    const bindingRole = (vars: Record<string, string>) =>
+      one(objectsOf(components, vars), 'ClusterRoleBinding', 'joinguard-workload-secrets').roleRef.name;
+    expect(bindingRole({})).to.equal('joinguard-workload-secrets-false');
+    expect(one(objs, 'ClusterRole', 'joinguard-workload-secrets-false').rules).to.deep.equal([]);
+    expect(bindingRole({ JOINGUARD_WORKLOAD_NODE_CHECK: 'true' })).to.equal('joinguard-workload-secrets-true');
+    expect(one(objs, 'ClusterRole', 'joinguard-workload-secrets-true').rules).to.deep.equal([
+      { apiGroups: [''], resources: ['secrets'], verbs: ['get'] },
+    ]);
+  });
+
+  it('wires webhooks, Service, Certificate and the mounted Secret together', () => {
+    const svc = one(objs, 'Service', 'joinguard-webhook-service');
+    const cert = one(objs, 'Certificate');
+    const issuer = one(objs, 'Issuer');
+    expect(issuer.spec).to.deep.equal({ selfSigned: {} });
+    expect(cert.spec.issuerRef.name).to.equal(issuer.metadata.name);
+    expect(cert.spec.dnsNames).to.include('joinguard-webhook-service.joinguard-system.svc');
+    const d = one(objs, 'Deployment');
+    const vol = d.spec.template.spec.volumes.find((v: Json) => v.secret);
+    expect(vol.secret.secretName).to.equal(cert.spec.secretName);
+    for (const [kind, path] of [
+      ['MutatingWebhookConfiguration', MUTATE_PATH],
+      ['ValidatingWebhookConfiguration', VALIDATE_PATH],
+    ] as const) {
+      const w = one(objs, kind);
+      expect(w.metadata.annotations['cert-manager.io/inject-ca-from']).to.equal(`joinguard-system/${cert.metadata.name}`);
+      expect(w.webhooks).to.have.length(1);
+      expect(w.webhooks[0].clientConfig.service).to.deep.equal({ name: svc.metadata.name, namespace: 'joinguard-system', path });
+      expect(w.webhooks[0].rules[0]).to.deep.include({ apiGroups: ['joinguard.io'], resources: ['machinejoinchecks'] });
+    }
+  });
+
+  it('moves everything namespaced into JOINGUARD_NAMESPACE', () => {
+    const moved = objectsOf(components, { JOINGUARD_NAMESPACE: 'jg' }) as Json[];
+    expect(moved.filter((o) => o.kind === 'Namespace').map((o) => o.metadata.name)).to.deep.equal(['jg']);
+    expect(JSON.stringify(moved)).not.to.include('joinguard-system');
+  });
+
+  describe('the contract checks catch breakage', () => {
+    const base = 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ns\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n  namespace: ns\nspec:\n  template:\n    spec:\n      containers:\n        - name: manager\n          image: x:v0.1.0\n';
+    it('accepts a minimal good file', () => expect(checkComponents(base, version)).to.deep.equal([]));
+    it('a second Namespace', () =>
+      expect(checkComponents(`${base}---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: other\n`, version).join()).to.match(/2 Namespace/));
+    it('a variable without default', () =>
+      expect(checkComponents(base.replace('name: d', 'name: ${NAME}'), version).join()).to.match(/NAME has no default/));
+    it('a * verb', () =>
+      expect(
+        checkComponents(`${base}---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: r\nrules:\n  - apiGroups: [""]\n    resources: ["pods"]\n    verbs: ["*"]\n`, version).join(),
+      ).to.match(/'\*' in verbs/));
+    it('no manager container', () => expect(checkComponents(base.replace('- name: manager', '- name: other'), version).join()).to.match(/no container named manager/));
+  });
+});
