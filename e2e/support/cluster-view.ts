@@ -91,3 +91,18 @@ export async function deleteClusterNamespace(kube: Kube, namespace: string): Pro
   for (const c of clusters.items) await kube.delete(`${cluster('clusters')}/${c.metadata.name}`).catch(() => false);
   await kube.delete(`/api/v1/namespaces/${namespace}`).catch(() => false);
 }
+
+/**
+ * Epoch ms a worker's join clock started, as DESIGN defines it from v1beta2 conditions: the latest of the
+ * Machine's creation, InfrastructureReady, BootstrapConfigReady and the Cluster's ControlPlaneInitialized
+ * (whole seconds, as conditions store them). Used to measure time from deadline to remediation.
+ */
+export function joinClockStart(machine: Json, cluster: Json | undefined): number {
+  const times = [
+    Date.parse(machine.metadata.creationTimestamp),
+    Date.parse(conditionOf(machine, 'InfrastructureReady')?.lastTransitionTime ?? ''),
+    Date.parse(conditionOf(machine, 'BootstrapConfigReady')?.lastTransitionTime ?? ''),
+    Date.parse(conditionOf(cluster, 'ControlPlaneInitialized')?.lastTransitionTime ?? ''),
+  ].filter((t) => !Number.isNaN(t));
+  return Math.max(...times);
+}
