@@ -6,7 +6,8 @@ import { clusterOf, condition, controlPlaneInitialized, ownerMachine, type Reque
 import { SIM_BOOTSTRAP } from './crds.js';
 import { isConflict, pathOf } from './kube.js';
 
-const waitingLogged = new WeakSet<object>();
+// Configs already reported waiting, by uid (cache objects are replaced on every update).
+const waitingLogged = new Set<string>();
 
 export async function reconcileSimBootstrap(ctx: SimContext, namespace: string, name: string): Promise<Requeue> {
   const bc = ctx.caches.simBootstrapConfigs.get(namespace, name);
@@ -17,8 +18,8 @@ export async function reconcileSimBootstrap(ctx: SimContext, namespace: string, 
   const clusterName = machine.spec?.clusterName as string;
   const cluster = clusterOf(ctx, namespace, clusterName);
   if (!controlPlaneInitialized(cluster)) {
-    if (!waitingLogged.has(bc)) {
-      waitingLogged.add(bc);
+    if (!waitingLogged.has(bc.metadata.uid)) {
+      waitingLogged.add(bc.metadata.uid);
       ctx.emit({ type: 'WaitingForControlPlane', namespace, name: machine.metadata.name, cluster: clusterName, message: 'join data waits for the control plane to be initialized' });
     }
     return undefined; // a Cluster change re-queues every config of its namespace
@@ -44,6 +45,7 @@ export async function reconcileSimBootstrap(ctx: SimContext, namespace: string, 
     metadata: { resourceVersion: bc.metadata.resourceVersion },
     status: { initialization: { dataSecretCreated: true }, dataSecretName: name, conditions: [condition('Ready', 'True', 'DataSecretAvailable')] },
   });
+  waitingLogged.delete(bc.metadata.uid);
   ctx.emit({ type: 'BootstrapDataCreated', namespace, name: machine.metadata.name, cluster: clusterName, message: `data secret ${name}` });
   return undefined;
 }

@@ -1,0 +1,130 @@
+// `npm run demo`: JoinGuard on the local control plane (real kube-apiserver, etcd and CAPI managers) with a
+// simulated infrastructure provider. A demo cluster (1 control plane, 3 workers) comes up; then
+//   act 1: one worker never joins — JoinGuard asks CAPI to replace it, the MachineSet does, it joins;
+//   act 2: the join credential expires — the first failure is rebuilt, the second stalls the check with
+//          BootstrapCredentialSuspect instead of rebuilding forever;
+//   act 3: the credential is rotated — the canary joins, the suspicion clears, the rest is replaced.
+// It ends by itself and stops everything it started. JoinGuard's JSON log goes to a file (path printed).
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startTestEnv } from '../../hack/testenv/testenv.js';
+import type { RunningController } from '../../controllers/manager.js';
+import { conditionOf, hasNode, isControlPlane, listMachines, waitFor } from '../support/cluster-view.js';
+import { checkCondition, createCheck, getCheck, installJoinGuardCrd, startJoinGuard } from '../support/joinguard.js';
+import { Kube, type Json } from '../sim/kube.js';
+import { startSim, type Sim } from '../sim/sim.js';
+import { createCluster } from '../sim/topology.js';
+import { Screen } from './screen.js';
+
+const NS = 'demo';
+const CLUSTER = 'demo';
+const JOIN_TIMEOUT = '15s';
+const PROBE_INTERVAL = '30s';
+
+async function main(): Promise<void> {
+  const t0 = Date.now();
+  const logFile = path.join(os.tmpdir(), `joinguard-demo-${process.pid}.log`);
+  console.log('Starting the local control plane (the first run builds it from Go modules: minutes, with progress) ...');
+  const env = await startTestEnv({ log: (l) => console.log(l) });
+  let sim: Sim | undefined;
+  let jg: RunningController | undefined;
+  let kube: Kube | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    kube = await Kube.from(env.kubeConfig());
+    sim = await startSim(env.kubeConfig(), { provisionDelayMs: 1500, bootDelayMs: 1500 });
+    await installJoinGuardCrd(kube);
+    const log = fs.createWriteStream(logFile);
+    const started = await startJoinGuard(env.kubeConfig(), NS, { logLevel: 'info' });
+    jg = started.controller;
+    const flush = setInterval(() => { for (const l of started.log.lines.splice(0)) log.write(`${l}\n`); }, 500);
+
+    const screen = new Screen();
+    let act = 'the demo cluster comes up (1 control plane, 3 workers)';
+    const draw = async () => {
+      const [machines, sims, check, events] = await Promise.all([
+        listMachines(kube!, NS, CLUSTER),
+        kube!.list(`/apis/infrastructure.sim.joinguard.io/v1alpha1/namespaces/${NS}/simmachines`),
+        getCheck(kube!, NS, 'workers').catch(() => undefined),
+        kube!.list(`/api/v1/namespaces/${NS}/events`),
+      ]);
+      screen.draw({
+        act, elapsedS: (Date.now() - t0) / 1000, machines,
+        simMachines: new Map(sims.items.map((s) => [s.metadata.name as string, s])),
+        check,
+        // Creation order (resourceVersion): events of one second keep the order they were made in.
+        k8sEvents: events.items.filter((e) => e.source?.component === 'joinguard').sort((a, b) => Number(a.metadata.resourceVersion) - Number(b.metadata.resourceVersion)),
+        simEvents: sim!.eventsOf(NS),
+      });
+    };
+    timer = setInterval(() => void draw().catch(() => undefined), 1000);
+    const step = (text: string) => {
+      act = text;
+      screen.say(`\n>>> ${text}`);
+    };
+
+    const workers = async () => (await listMachines(kube!, NS, CLUSTER)).filter((m) => !isControlPlane(m));
+    const firstWorker = await (async () => {
+      await createCluster(kube!, { namespace: NS, name: CLUSTER, workers: [{ name: 'md', replicas: 3, labels: { pool: 'workers' } }], ca: { certPem: env.caCertPem, keyPem: env.caKeyPem } });
+      return waitFor('the first worker', async () => (await workers())[0]?.metadata.name as string | undefined, { timeoutMs: 60_000 });
+    })();
+    sim.policy.neverJoin({ namespace: NS, name: firstWorker });
+    await createCheck(kube, NS, 'workers', {
+      clusterName: CLUSTER, selector: { matchLabels: { pool: 'workers' } }, joinTimeout: JOIN_TIMEOUT,
+      suspicion: { probeInterval: PROBE_INTERVAL, maxProbeInterval: '2m' },
+    });
+
+    step(`act 1: worker ${firstWorker} never joins; joinTimeout is ${JOIN_TIMEOUT}`);
+    await waitFor('the stuck worker replaced and 3 workers joined', async () => {
+      const w = await workers();
+      return !w.some((m) => m.metadata.name === firstWorker) && w.length === 3 && w.every(hasNode);
+    }, { timeoutMs: 180_000 });
+    step('act 1 done: JoinGuard marked it, CAPI\'s MachineSet replaced it, the replacement joined');
+    await pause(4000);
+
+    step('act 2: the join credential expires; the pool scales from 3 to 5 workers');
+    sim.policy.expireCredential({ namespace: NS });
+    await kube.mergePatch(`/apis/cluster.x-k8s.io/v1beta2/namespaces/${NS}/machinedeployments/${CLUSTER}-md`, { spec: { replicas: 5 } });
+    await waitFor('BootstrapCredentialSuspect', async () => checkCondition(await getCheck(kube!, NS, 'workers'), 'Progressing')?.reason === 'BootstrapCredentialSuspect', { timeoutMs: 120_000 });
+    step('act 2: two join failures in a row; rebuilding stalled with BootstrapCredentialSuspect (one canary after 30s)');
+    await pause(12_000);
+
+    step('act 3: the credential is rotated; the canary will join and clear the suspicion');
+    sim.policy.rotateCredential({ namespace: NS });
+    await waitFor('all 5 workers joined and the check back to AsExpected', async () => {
+      const w = await workers();
+      const c = await getCheck(kube!, NS, 'workers');
+      return w.length === 5 && w.every(hasNode) && checkCondition(c, 'Progressing')?.reason === 'AsExpected' && !w.some((m) => conditionOf(m, 'HealthCheckSucceeded')?.status === 'False');
+    }, { timeoutMs: 240_000 });
+    step('done: every worker joined; the check says AsExpected');
+    await draw();
+    clearInterval(timer);
+    timer = undefined;
+    clearInterval(flush);
+    for (const l of started.log.lines.splice(0)) log.write(`${l}\n`);
+    log.end();
+    const c = await getCheck(kube, NS, 'workers');
+    summary(c.status?.remediations ?? [], (Date.now() - t0) / 1000, logFile);
+  } finally {
+    if (timer) clearInterval(timer);
+    await jg?.stop().catch(() => undefined);
+    await sim?.stop().catch(() => undefined);
+    kube?.close();
+    await env.stop();
+  }
+}
+
+function summary(remediations: Json[], elapsedS: number, logFile: string): void {
+  console.log('\nWhat JoinGuard did:');
+  for (const r of remediations) console.log(`  ${r.time}  ${r.machine}  ${r.kind}  ${r.path}  ${r.outcome}${r.canary ? '  (canary)' : ''}`);
+  console.log(`\nDemo finished in ${elapsedS.toFixed(0)}s. JoinGuard's log: ${logFile}. Everything it started has stopped.`);
+}
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+main().then(() => process.exit(0), (err: unknown) => {
+  console.error(`demo failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+  process.exit(1);
+});
+
