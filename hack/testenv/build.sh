@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the local test control plane from Go modules: etcd, kube-apiserver and CAPI's three managers.
+# Builds the local test control plane from Go modules: etcd, kube-apiserver and CAPI's three managers
+# (and clusterctl of the same CAPI version, for the install tests).
 # Binaries go to a cache folder outside git, keyed by the pinned versions (go.mod + go.sum of each tool
 # module); a binary already there is reused. Prints what it builds, how far it is and how long it took.
 #
@@ -20,7 +21,7 @@ for v in kube_version etcd_version capi_version; do
   [[ -n "${!v}" ]] || { echo "[testenv build] cannot read $v from the tool modules" >&2; exit 1; }
 done
 
-key="$(cat "$here"/{kube,etcd,capi}/go.{mod,sum} "$here/build.sh" | sha256sum | cut -c1-12)"
+key="$(cat "$here"/{kube,etcd,capi,clusterctl}/go.{mod,sum} "$here/build.sh" | sha256sum | cut -c1-12)"
 bin="$cache/bin/k8s-${kube_version}_etcd-${etcd_version}_capi-${capi_version}_${key}"
 
 if [[ "${1:-}" == "--print" ]]; then echo "$bin"; exit 0; fi
@@ -41,6 +42,8 @@ targets=(
   "capi-core|capi|sigs.k8s.io/cluster-api/core|${capi_ld}"
   "capi-kubeadm-bootstrap|capi|sigs.k8s.io/cluster-api/bootstrap/kubeadm|${capi_ld}"
   "capi-kubeadm-control-plane|capi|sigs.k8s.io/cluster-api/controlplane/kubeadm|${capi_ld}"
+  # Not part of the control plane: the install tests use it for clusterctl's own substitution and repository.
+  "clusterctl|clusterctl|sigs.k8s.io/cluster-api/cmd/clusterctl|${capi_ld}"
 )
 
 total=${#targets[@]}
