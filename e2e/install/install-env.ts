@@ -184,6 +184,8 @@ export async function install(env: TestEnv, namespace: string, vars: Record<stri
     webhook = await startWebhookServer({ port: 0, host: '127.0.0.1', certFile: pair.certFile, keyFile: pair.keyFile, kubeConfig: sa });
     for (const o of webhookConfigs) await apply(admin, pointedAt(o, `https://127.0.0.1:${webhook.port}`, env.caCertPem));
   } catch (e) {
+    // A webhook configuration left behind (failurePolicy Fail) would refuse every later MachineJoinCheck of the run.
+    for (const o of webhookConfigs) await raw(admin, 'DELETE', await pathOf(admin, o)).catch(() => undefined);
     await webhook?.stop();
     await rm(dir, { recursive: true, force: true });
     throw e;
