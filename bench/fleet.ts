@@ -1,0 +1,207 @@
+// The fleet, in one namespace (`bench`) and watched by both controllers at once — the same Machines, as
+// in a management cluster that runs both: every pool has a MachineJoinCheck (strategy MachineCondition, so
+// JoinGuard writes only its own condition JoinGuardJoined=False) and a MachineHealthCheck (no
+// unhealthyMachineConditions, so it never reads JoinGuard's condition and marks HealthCheckSucceeded=False
+// on its own). The two marks are told apart and neither controller waits for the other.
+// Per Cluster: a BenchCluster and BenchControlPlane (created provisioned/initialized), the
+// `<cluster>-kubeconfig` Secret (CAPI's ClusterCache connects, RemoteConnectionProbe turns True), and two
+// paused MachineSets (CAPI's MachineSet controller leaves paused sets alone, so a remediated Machine is
+// marked but never deleted: the bench measures the mark, without churn):
+//   <cluster>-rest   the resting Machines; joinTimeout / nodeStartupTimeout 24h, nothing happens to them
+//   <cluster>-watch  empty at first; the stuck Machines are added to it at known times; timeout = joinTimeout
+// Every Machine is a worker with bootstrap data set directly (spec.bootstrap.dataSecretName) and a
+// BenchMachine created already provisioned, so CAPI's Machine controller brings it to Provisioned.
+import type { Json, RestClient } from '../controllers/runtime/rest.js';
+import { isConflict } from '../controllers/runtime/rest.js';
+import { BENCH_CLUSTER, BENCH_CONTROL_PLANE, BENCH_MACHINE, BENCH_VERSION } from './crds.js';
+
+export type Side = 'joinguard' | 'mhc';
+export const SIDES: Side[] = ['joinguard', 'mhc'];
+export const NAMESPACE = 'bench';
+const CAPI = '/apis/cluster.x-k8s.io/v1beta2';
+const PAUSED = 'cluster.x-k8s.io/paused';
+export const REST_TIMEOUT_S = 24 * 3600;
+
+export interface FleetShape {
+  machines: number;
+  clusters: number;
+  resting: number;
+  stuck: number;
+  joinTimeoutS: number;
+}
+
+export function fleetShape(machines: number, joinTimeoutS: number, machinesPerCluster = 100): FleetShape {
+  const stuck = Math.max(10, Math.round(machines * 0.05));
+  if (machines <= stuck) throw new Error(`--machines must be more than ${stuck}`);
+  return { machines, clusters: Math.ceil(machines / machinesPerCluster), resting: machines - stuck, stuck, joinTimeoutS };
+}
+
+export const clusterName = (i: number) => `c${String(i).padStart(4, '0')}`;
+
+/** Runs fn over items with at most `limit` in flight (the client has 16 sockets). */
+export async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+async function create(rest: RestClient, path: string, obj: Json): Promise<Json> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await rest.post(path, obj);
+    } catch (e) {
+      // A webhook of a busy CAPI manager can time out under load: retry, an exact duplicate is a 409.
+      if (isConflict(e)) return rest.get(`${path}/${obj.metadata.name}`);
+      if (attempt >= 4) throw e;
+      await new Promise((r) => setTimeout(r, 500 * (attempt + 1)));
+    }
+  }
+}
+
+const benchPath = (r: typeof BENCH_MACHINE, ns: string, name?: string, sub?: string) =>
+  `/apis/${r.group}/${BENCH_VERSION}/namespaces/${ns}/${r.plural}${name ? `/${name}` : ''}${sub ? `/${sub}` : ''}`;
+
+export async function createNamespace(rest: RestClient): Promise<void> {
+  await create(rest, '/api/v1/namespaces', { metadata: { name: NAMESPACE } });
+}
+
+/** Clusters with their infrastructure, control plane, kubeconfig Secret and the two paused MachineSets. */
+export async function createClusters(rest: RestClient, shape: FleetShape, server: URL, kubeconfigYaml: string): Promise<Map<string, string>> {
+  const ns = NAMESPACE;
+  const msUids = new Map<string, string>();
+  const names = Array.from({ length: shape.clusters }, (_, i) => clusterName(i));
+  await pool(names, 8, async (c) => {
+    await create(rest, benchPath(BENCH_CLUSTER, ns), { apiVersion: `${BENCH_CLUSTER.group}/${BENCH_VERSION}`, kind: BENCH_CLUSTER.kind, metadata: { name: c }, spec: { controlPlaneEndpoint: { host: server.hostname, port: Number(server.port) } } });
+    await rest.mergePatch(benchPath(BENCH_CLUSTER, ns, c, 'status'), { status: { initialization: { provisioned: true } } });
+    await create(rest, benchPath(BENCH_CONTROL_PLANE, ns), { apiVersion: `${BENCH_CONTROL_PLANE.group}/${BENCH_VERSION}`, kind: BENCH_CONTROL_PLANE.kind, metadata: { name: c }, spec: {} });
+    await rest.mergePatch(benchPath(BENCH_CONTROL_PLANE, ns, c, 'status'), { status: { initialization: { controlPlaneInitialized: true } } });
+    await create(rest, `/api/v1/namespaces/${ns}/secrets`, {
+      metadata: { name: `${c}-kubeconfig`, labels: { 'cluster.x-k8s.io/cluster-name': c } },
+      type: 'cluster.x-k8s.io/secret',
+      data: { value: Buffer.from(kubeconfigYaml).toString('base64') },
+    });
+    await create(rest, `${CAPI}/namespaces/${ns}/clusters`, {
+      apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', metadata: { name: c },
+      spec: {
+        infrastructureRef: { apiGroup: BENCH_CLUSTER.group, kind: BENCH_CLUSTER.kind, name: c },
+        controlPlaneRef: { apiGroup: BENCH_CONTROL_PLANE.group, kind: BENCH_CONTROL_PLANE.kind, name: c },
+      },
+    });
+    for (const kind of ['rest', 'watch'] as const) {
+      const name = `${c}-${kind}`;
+      const ms = await create(rest, `${CAPI}/namespaces/${ns}/machinesets`, {
+        apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineSet',
+        metadata: { name, annotations: { [PAUSED]: '' }, labels: { 'cluster.x-k8s.io/cluster-name': c } },
+        spec: {
+          clusterName: c, replicas: 0,
+          selector: { matchLabels: { pool: name } },
+          template: {
+            metadata: { labels: { pool: name, 'cluster.x-k8s.io/cluster-name': c } },
+            spec: { clusterName: c, bootstrap: { dataSecretName: 'bench-bootstrap' }, infrastructureRef: { apiGroup: BENCH_MACHINE.group, kind: 'BenchMachineTemplate', name: 'unused' } },
+          },
+        },
+      });
+      msUids.set(name, ms.metadata.uid);
+    }
+  });
+  return msUids;
+}
+
+/** One MachineJoinCheck and one MachineHealthCheck per pool: the resting pool with a 24h timeout, the watch pool with joinTimeout. */
+export async function createChecks(rest: RestClient, shape: FleetShape): Promise<number> {
+  const ns = NAMESPACE;
+  const items = Array.from({ length: shape.clusters }, (_, i) => clusterName(i)).flatMap((c) => [
+    { c, pool: `${c}-rest`, timeoutS: REST_TIMEOUT_S },
+    { c, pool: `${c}-watch`, timeoutS: shape.joinTimeoutS },
+  ]);
+  await pool(items, 8, async ({ c, pool: p, timeoutS }) => {
+    await create(rest, `/apis/joinguard.io/v1alpha1/namespaces/${ns}/machinejoinchecks`, {
+      apiVersion: 'joinguard.io/v1alpha1', kind: 'MachineJoinCheck', metadata: { name: p },
+      spec: {
+        clusterName: c, selector: { matchLabels: { pool: p } }, joinTimeout: `${timeoutS}s`,
+        remediation: { strategy: 'MachineCondition', maxPerOwner: 1_000_000 },
+        // Every Machine of a watch pool is stuck on purpose, so the guards that exist to stop exactly
+        // that are off here (they are measured in the wasted-rebuilds table); budgets open.
+        maxInFlight: '100%', suspicion: { consecutiveJoinFailures: 0 }, neverJoinedLimit: 0,
+      },
+    });
+    await create(rest, `${CAPI}/namespaces/${ns}/machinehealthchecks`, {
+      apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineHealthCheck', metadata: { name: p },
+      spec: { clusterName: c, selector: { matchLabels: { pool: p } }, checks: { nodeStartupTimeoutSeconds: timeoutS } },
+    });
+  });
+  return items.length;
+}
+
+export interface MachineSpec {
+  cluster: string;
+  pool: string;
+  name: string;
+}
+
+export function restingMachines(shape: FleetShape): MachineSpec[] {
+  return spread(shape.resting, shape.clusters, 'rest');
+}
+
+export function stuckMachines(shape: FleetShape): MachineSpec[] {
+  return spread(shape.stuck, shape.clusters, 'watch');
+}
+
+function spread(n: number, clusters: number, kind: string): MachineSpec[] {
+  return Array.from({ length: n }, (_, i) => {
+    const c = clusterName(i % clusters);
+    return { cluster: c, pool: `${c}-${kind}`, name: `${c}-${kind}-${String(Math.floor(i / clusters)).padStart(4, '0')}` };
+  });
+}
+
+/** A BenchMachine, already provisioned, then its Machine (owned by the paused MachineSet). */
+export async function createMachine(rest: RestClient, m: MachineSpec, msUids: Map<string, string>): Promise<void> {
+  const ns = NAMESPACE;
+  await create(rest, benchPath(BENCH_MACHINE, ns), {
+    apiVersion: `${BENCH_MACHINE.group}/${BENCH_VERSION}`, kind: BENCH_MACHINE.kind, metadata: { name: m.name },
+    spec: { providerID: `bench://${ns}/${m.name}` },
+  });
+  await rest.mergePatch(benchPath(BENCH_MACHINE, ns, m.name, 'status'), { status: { initialization: { provisioned: true }, addresses: [{ type: 'InternalIP', address: '127.0.0.1' }] } });
+  await create(rest, `${CAPI}/namespaces/${ns}/machines`, {
+    apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Machine',
+    metadata: {
+      name: m.name,
+      labels: { pool: m.pool, 'cluster.x-k8s.io/cluster-name': m.cluster, 'cluster.x-k8s.io/set-name': m.pool },
+      ownerReferences: [{ apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineSet', name: m.pool, uid: msUids.get(`${m.pool}`)!, controller: true, blockOwnerDeletion: true }],
+    },
+    spec: {
+      clusterName: m.cluster,
+      bootstrap: { dataSecretName: 'bench-bootstrap' },
+      infrastructureRef: { apiGroup: BENCH_MACHINE.group, kind: BENCH_MACHINE.kind, name: m.name },
+    },
+  });
+}
+
+/** Cluster facts the deadlines need: ControlPlaneInitialized and InfrastructureReady transition times. */
+export interface ClusterTimes {
+  ready: boolean;
+  controlPlaneInitializedAt?: number;
+  infrastructureReadyAt?: number;
+  /** RemoteConnectionProbe True since: JoinGuard holds verdicts for a grace period after it. */
+  remoteConnectionAt?: number;
+}
+
+export async function clusterTimes(rest: RestClient): Promise<Map<string, ClusterTimes>> {
+  const list = await rest.get(`${CAPI}/namespaces/${NAMESPACE}/clusters`);
+  const out = new Map<string, ClusterTimes>();
+  for (const c of list.items as Json[]) {
+    const cond = (t: string) => ((c.status?.conditions ?? []) as Json[]).find((x) => x.type === t && x.status === 'True');
+    const cpi = cond('ControlPlaneInitialized');
+    const infra = cond('InfrastructureReady');
+    const probe = cond('RemoteConnectionProbe');
+    out.set(c.metadata.name, {
+      ready: Boolean(cpi && infra && probe),
+      ...(probe ? { remoteConnectionAt: Date.parse(probe.lastTransitionTime) } : {}),
+      ...(cpi ? { controlPlaneInitializedAt: Date.parse(cpi.lastTransitionTime) } : {}),
+      ...(infra ? { infrastructureReadyAt: Date.parse(infra.lastTransitionTime) } : {}),
+    });
+  }
+  return out;
+}

@@ -1,0 +1,52 @@
+// Resident memory and CPU time of a process, from /proc (Linux): what the process itself costs, without
+// the tools around it. CPU is utime + stime in clock ticks (USER_HZ, 100 on Linux).
+import fs from 'node:fs';
+
+export interface ProcSample {
+  at: number;
+  rssKiB: number;
+  hwmKiB: number;
+  cpuSeconds: number;
+}
+
+const CLK_TCK = 100;
+
+export function sampleProc(pid: number): ProcSample | undefined {
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kib = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0);
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may contain spaces) start at ")"; utime and stime are 14 and 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return { at: Date.now(), rssKiB: kib('VmRSS'), hwmKiB: kib('VmHWM'), cpuSeconds: ticks / CLK_TCK };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Samples a process every intervalMs and keeps the peak RSS it saw (VmHWM is the kernel's own peak). */
+export class ProcSampler {
+  last?: ProcSample;
+  peakRssKiB = 0;
+  private timer?: NodeJS.Timeout;
+
+  constructor(readonly pid: number, intervalMs = 1000) {
+    this.take();
+    this.timer = setInterval(() => this.take(), intervalMs);
+    this.timer.unref();
+  }
+
+  take(): ProcSample | undefined {
+    const s = sampleProc(this.pid);
+    if (s) {
+      this.last = s;
+      this.peakRssKiB = Math.max(this.peakRssKiB, s.rssKiB);
+    }
+    return s;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}

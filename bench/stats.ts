@@ -1,0 +1,22 @@
+// Percentiles (nearest-rank, as latency reports usually mean them) and small number helpers.
+export interface Summary {
+  n: number;
+  p50?: number;
+  p99?: number;
+  max?: number;
+  min?: number;
+}
+
+export function percentile(sorted: number[], p: number): number | undefined {
+  if (sorted.length === 0) return undefined;
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1];
+}
+
+export function summarize(values: number[]): Summary {
+  const s = [...values].sort((a, b) => a - b);
+  return { n: s.length, p50: percentile(s, 50), p99: percentile(s, 99), max: s.at(-1), min: s[0] };
+}
+
+export const round = (v: number | undefined, digits = 3): number | undefined => (v === undefined ? undefined : Math.round(v * 10 ** digits) / 10 ** digits);
+export const mib = (kib: number | undefined): number | undefined => (kib === undefined ? undefined : round(kib / 1024, 1));
