@@ -4,63 +4,33 @@
 // the evidence; one canary is rebuilt after probeInterval; the credential is "rotated", the canary joins,
 // the suspicion clears and the remaining stuck Machines are replaced.
 import { expect } from 'chai';
-import type { MachineJoinCheck } from '../../api/v1alpha1/types.js';
-import type { RunningController } from '../../controllers/manager.js';
-import { conditionOf, describeMachines, hasNode, isControlPlane, listMachines, waitFor } from '../support/cluster-view.js';
-import { checkCondition, createCheck, describeCheck, getCheck, installJoinGuardCrd, startJoinGuard, type CapturedLog } from '../support/joinguard.js';
-import { getSim } from '../support/shared-sim.js';
-import { getTestEnv, type TestEnv } from '../support/testenv.js';
-import { Kube, type Json } from '../sim/kube.js';
-import type { Sim } from '../sim/sim.js';
-import { createCluster } from '../sim/topology.js';
+import { conditionOf, hasNode, waitFor } from '../support/cluster-view.js';
+import { checkCondition, createCheck, describeCheck } from '../support/joinguard.js';
+import { useScenario } from '../support/scenario.js';
+import type { Json } from '../sim/kube.js';
 
 const JOIN_TIMEOUT_S = 8;
 const PROBE_INTERVAL_S = 20;
 
 describe('scenario (c): an expired join credential is caught, probed with one canary, and cleared by a rotation', function () {
   this.timeout(400_000);
-  const namespace = `jg-c-${process.pid}`;
-  const cluster = 'cred';
-  const md = `${cluster}-md`;
-  let env: TestEnv;
-  let kube: Kube;
-  let sim: Sim;
-  let jg: { controller: RunningController; log: CapturedLog } | undefined;
+  const s = useScenario({ prefix: 'jg-c', cluster: 'cred', checkName: 'workers', workers: [{ name: 'md', replicas: 2, labels: { pool: 'workers' } }], waitJoined: true });
+  const seen = s.seen();
+  const check = () => s.check();
+  const workers = () => s.workers();
+  const markedUids = async () => new Set((await workers()).filter((m) => conditionOf(m, 'HealthCheckSucceeded')?.status === 'False').map((m) => m.metadata.uid as string));
 
-  before(async function () {
-    this.timeout(300_000);
-    env = await getTestEnv();
-    kube = await Kube.from(env.kubeConfig());
-    sim = await getSim();
-    await installJoinGuardCrd(kube);
-    await createCluster(kube, { namespace, name: cluster, workers: [{ name: 'md', replicas: 2, labels: { pool: 'workers' } }], ca: { certPem: env.caCertPem, keyPem: env.caKeyPem } });
-    await waitFor('the cluster up with 2 joined workers', async () => {
-      const ms = await listMachines(kube, namespace, cluster);
-      return ms.length === 3 && ms.every(hasNode);
-    }, { timeoutMs: 150_000 });
+  it('rebuilds the first failure, stalls on the second with the evidence, sends one canary, clears on rotation', async () => {
+    const { kube, sim, namespace, cluster } = s;
     await createCheck(kube, namespace, 'workers', {
       clusterName: cluster, selector: { matchLabels: { pool: 'workers' } }, joinTimeout: `${JOIN_TIMEOUT_S}s`,
       suspicion: { probeInterval: `${PROBE_INTERVAL_S}s`, maxProbeInterval: `${PROBE_INTERVAL_S * 4}s` },
     });
-    jg = await startJoinGuard(env.kubeConfig(), namespace);
-  });
-
-  after(async () => {
-    await jg?.controller.stop();
-    kube?.close();
-  });
-
-  const check = () => getCheck(kube, namespace, 'workers');
-  const seen = async () => `${describeMachines(await listMachines(kube, namespace, cluster))}\n` +
-    `${describeCheck(await check().catch(() => ({ metadata: { name: 'workers' } }) as MachineJoinCheck))}\nJoinGuard log:\n${jg?.log.tail(15)}`;
-  const workers = async () => (await listMachines(kube, namespace, cluster)).filter((m) => !isControlPlane(m));
-  const markedUids = async () => new Set((await workers()).filter((m) => conditionOf(m, 'HealthCheckSucceeded')?.status === 'False').map((m) => m.metadata.uid as string));
-
-  it('rebuilds the first failure, stalls on the second with the evidence, sends one canary, clears on rotation', async () => {
+    await s.startJoinGuard();
     const healthy = new Set((await workers()).map((m) => m.metadata.uid as string));
     sim.policy.expireCredential({ namespace });
     // Two new workers get bootstrap data with the expired credential.
-    await kube.mergePatch(`/apis/cluster.x-k8s.io/v1beta2/namespaces/${namespace}/machinedeployments/${md}`, { spec: { replicas: 4 } });
+    await kube.mergePatch(`/apis/cluster.x-k8s.io/v1beta2/namespaces/${namespace}/machinedeployments/${cluster}-md`, { spec: { replicas: 4 } });
 
     const stalled = await waitFor('Progressing=False/BootstrapCredentialSuspect', async () => {
       const c = await check();

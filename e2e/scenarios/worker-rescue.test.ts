@@ -1,48 +1,23 @@
 // Scenario (a): a worker never joins. JoinGuard marks it through CAPI's remediation contract, CAPI's real
 // MachineSet deletes and replaces it, the replacement joins and the cluster completes.
 import { expect } from 'chai';
-import type { MachineJoinCheck } from '../../api/v1alpha1/types.js';
-import type { RunningController } from '../../controllers/manager.js';
-import { conditionOf, describeMachines, hasNode, isControlPlane, joinClockStart, listMachines, waitFor } from '../support/cluster-view.js';
-import { checkCondition, createCheck, describeCheck, getCheck, installJoinGuardCrd, startJoinGuard, type CapturedLog } from '../support/joinguard.js';
-import { getSim } from '../support/shared-sim.js';
-import { getTestEnv, type TestEnv } from '../support/testenv.js';
-import { Kube, type Json } from '../sim/kube.js';
-import type { Sim } from '../sim/sim.js';
-import { createCluster } from '../sim/topology.js';
+import { conditionOf, hasNode, joinClockStart, waitFor } from '../support/cluster-view.js';
+import { checkCondition, createCheck, describeCheck } from '../support/joinguard.js';
+import { useScenario } from '../support/scenario.js';
+import type { Json } from '../sim/kube.js';
 
 const JOIN_TIMEOUT_S = 10;
 
 describe('scenario (a): a worker that never joins is replaced through its MachineSet', function () {
   this.timeout(240_000);
-  const namespace = `jg-a-${process.pid}`;
-  const cluster = 'wa';
-  let env: TestEnv;
-  let kube: Kube;
-  let sim: Sim;
-  let jg: { controller: RunningController; log: CapturedLog } | undefined;
-
-  before(async function () {
-    this.timeout(300_000);
-    env = await getTestEnv();
-    kube = await Kube.from(env.kubeConfig());
-    sim = await getSim();
-    await installJoinGuardCrd(kube);
-    await createCluster(kube, { namespace, name: cluster, workers: [{ name: 'md', replicas: 3, labels: { pool: 'workers' } }], ca: { certPem: env.caCertPem, keyPem: env.caKeyPem } });
-    jg = await startJoinGuard(env.kubeConfig(), namespace);
-  });
-
-  after(async () => {
-    await jg?.controller.stop();
-    kube?.close();
-  });
-
-  const seen = async () => `${describeMachines(await listMachines(kube, namespace, cluster))}\n` +
-    `${describeCheck(await getCheck(kube, namespace, 'workers').catch(() => ({ metadata: { name: 'workers' } }) as MachineJoinCheck))}\nJoinGuard log:\n${jg?.log.tail(15)}`;
+  const s = useScenario({ prefix: 'jg-a', cluster: 'wa', checkName: 'workers', workers: [{ name: 'md', replicas: 3, labels: { pool: 'workers' } }] });
+  const seen = s.seen();
 
   it('marks the stuck worker after joinTimeout, the real MachineSet replaces it, the replacement joins', async () => {
+    const { kube, sim, namespace, cluster } = s;
+    await s.startJoinGuard();
     const stuckName = await waitFor('the first worker Machine', async () =>
-      (await listMachines(kube, namespace, cluster)).find((m) => !isControlPlane(m))?.metadata.name as string | undefined, { timeoutMs: 60_000, describe: seen });
+      (await s.workers())[0]?.metadata.name as string | undefined, { timeoutMs: 60_000, describe: seen });
     sim.policy.neverJoin({ namespace, name: stuckName });
     await createCheck(kube, namespace, 'workers', {
       clusterName: cluster, selector: { matchLabels: { pool: 'workers' } }, joinTimeout: `${JOIN_TIMEOUT_S}s`,
@@ -50,7 +25,7 @@ describe('scenario (a): a worker that never joins is replaced through its Machin
 
     // The stuck Machine is Provisioned with no Node; its deadline is joinTimeout after its join clock started.
     const marked = await waitFor(`${stuckName} marked with HealthCheckSucceeded=False`, async () => {
-      const m = (await listMachines(kube, namespace, cluster)).find((x) => x.metadata.name === stuckName);
+      const m = (await s.workers()).find((x) => x.metadata.name === stuckName);
       return conditionOf(m, 'HealthCheckSucceeded')?.status === 'False' && m;
     }, { timeoutMs: 150_000, describe: seen });
     const hc = conditionOf(marked, 'HealthCheckSucceeded')!;
@@ -63,7 +38,7 @@ describe('scenario (a): a worker that never joins is replaced through its Machin
     // Not before the deadline (1 s of slack: condition times are whole seconds), and soon after it.
     expect(markLatencyS).to.be.within(-1, 5);
 
-    const check = await getCheck(kube, namespace, 'workers');
+    const check = await s.check();
     const rec = check.status?.remediations?.find((r) => r.uid === marked.metadata.uid);
     expect(rec, describeCheck(check)).to.include({ machine: stuckName, path: 'OwnerRemediated', kind: 'JoinTimeout' });
     expect(rec!.owner?.kind).to.equal('MachineSet');
@@ -74,16 +49,15 @@ describe('scenario (a): a worker that never joins is replaced through its Machin
     expect(failure, describeCheck(check)).to.not.equal(undefined);
 
     const workers = await waitFor('the marked Machine gone and 3 joined workers', async () => {
-      const ms = await listMachines(kube, namespace, cluster);
-      const w = ms.filter((m) => !isControlPlane(m));
-      return !ms.some((m) => m.metadata.uid === marked.metadata.uid) && w.length === 3 && w.every(hasNode) && w;
+      const w = await s.workers();
+      return !w.some((m) => m.metadata.uid === marked.metadata.uid) && w.length === 3 && w.every(hasNode) && w;
     }, { timeoutMs: 120_000, describe: seen });
     const replacedAfterS = (Date.now() - markedAt) / 1000;
     process.stderr.write(`[scenario a] deadline -> mark ${markLatencyS.toFixed(0)}s (whole-second condition times); mark -> replacement joined in ${replacedAfterS.toFixed(1)}s\n`);
     expect(workers.map((m: Json) => m.metadata.name)).to.not.include(stuckName);
 
     const done = await waitFor('the check back to Progressing=True/AsExpected with the remediation Replaced', async () => {
-      const c = await getCheck(kube, namespace, 'workers');
+      const c = await s.check();
       const p = checkCondition(c, 'Progressing');
       const r = c.status?.remediations?.find((x) => x.uid === marked.metadata.uid);
       return p?.status === 'True' && p.reason === 'AsExpected' && r?.outcome === 'Replaced' && c;

@@ -159,8 +159,13 @@ export function simCrds(): Json[] {
 const CRD_PATH = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 
 /** Creates (or replaces) the sim CRDs and waits until the apiserver serves them. */
-export async function installSimCrds(kube: Kube, timeoutMs = 20_000): Promise<void> {
-  for (const crd of simCrds()) {
+export function installSimCrds(kube: Kube, timeoutMs = 20_000): Promise<void> {
+  return applyCrds(kube, simCrds(), timeoutMs);
+}
+
+/** Creates (or replaces) CRDs and waits until each is Established. */
+export async function applyCrds(kube: Kube, crds: Json[], timeoutMs = 20_000): Promise<void> {
+  for (const crd of crds) {
     try {
       await kube.create(CRD_PATH, crd);
     } catch (err) {
@@ -170,12 +175,12 @@ export async function installSimCrds(kube: Kube, timeoutMs = 20_000): Promise<vo
     }
   }
   const deadline = Date.now() + timeoutMs;
-  for (const crd of simCrds()) {
+  for (const crd of crds) {
     for (;;) {
       const current = await kube.get(`${CRD_PATH}/${crd.metadata.name}`);
       const conds = (current?.status?.conditions ?? []) as Json[];
       if (conds.some((c) => c.type === 'Established' && c.status === 'True')) break;
-      if (Date.now() > deadline) throw new Error(`sim CRD ${crd.metadata.name} not Established after ${timeoutMs}ms`);
+      if (Date.now() > deadline) throw new Error(`CRD ${crd.metadata.name} not Established after ${timeoutMs}ms`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }

@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import { getTestEnv, type TestEnv } from '../support/testenv.js';
 import {
-  controlPlaneInitialized, deleteClusterNamespace, describeMachines, hasNode, isControlPlane, isDeleting,
+  controlPlaneInitialized, deleteClusters, describeMachines, hasNode, isControlPlane, isDeleting,
   listMachines, machinesPath, markForRemediation, waitFor,
 } from '../support/cluster-view.js';
 import { Kube, type Json } from '../sim/kube.js';
@@ -33,7 +33,7 @@ describe('CAPI stack with the infrastructure simulation', function () {
 
   after(async function () {
     this.timeout(60_000);
-    for (const n of namespaces) await deleteClusterNamespace(kube, n).catch(() => undefined);
+    for (const n of namespaces) await deleteClusters(kube, n).catch(() => undefined);
     kube?.close();
   });
 

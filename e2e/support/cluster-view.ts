@@ -84,12 +84,15 @@ export async function markForRemediation(kube: Kube, namespace: string, name: st
   });
 }
 
-/** Deletes a namespace's CAPI objects in an order CAPI can finish without a garbage collector, then the namespace. */
-export async function deleteClusterNamespace(kube: Kube, namespace: string): Promise<void> {
-  const cluster = (plural: string) => `/apis/cluster.x-k8s.io/v1beta2/namespaces/${namespace}/${plural}`;
-  const clusters = await kube.list(cluster('clusters')).catch(() => ({ items: [] as Json[] }));
-  for (const c of clusters.items) await kube.delete(`${cluster('clusters')}/${c.metadata.name}`).catch(() => false);
-  await kube.delete(`/api/v1/namespaces/${namespace}`).catch(() => false);
+/**
+ * Deletes a namespace's Clusters (CAPI deletes their Machines and the sim their VMs), so that later specs do
+ * not share the managers with clusters nobody looks at. The namespace stays: without kube-controller-manager
+ * nothing would finalize it, and a terminating namespace refuses the creates CAPI makes while deleting.
+ */
+export async function deleteClusters(kube: Kube, namespace: string): Promise<void> {
+  const path = `/apis/cluster.x-k8s.io/v1beta2/namespaces/${namespace}/clusters`;
+  const clusters = await kube.list(path).catch(() => ({ items: [] as Json[] }));
+  for (const c of clusters.items) await kube.delete(`${path}/${c.metadata.name}`).catch(() => false);
 }
 
 /**

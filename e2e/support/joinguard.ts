@@ -6,27 +6,14 @@ import winston from 'winston';
 import { buildCrd } from '../../api/v1alpha1/crd.js';
 import type { Condition, MachineJoinCheck, MachineJoinCheckSpec } from '../../api/v1alpha1/types.js';
 import { startController, type ControllerOptions, type RunningController } from '../../controllers/manager.js';
-import { isConflict, type Json, type Kube } from '../sim/kube.js';
+import { applyCrds } from '../sim/crds.js';
+import type { Json, Kube } from '../sim/kube.js';
 
-const CRD_PATH = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 export const checksPath = (namespace: string) => `/apis/joinguard.io/v1alpha1/namespaces/${namespace}/machinejoinchecks`;
 
 /** Creates (or updates) the MachineJoinCheck CRD from api/v1alpha1 and waits until it is served. */
-export async function installJoinGuardCrd(kube: Kube): Promise<void> {
-  const crd = buildCrd() as unknown as Json;
-  try {
-    await kube.create(CRD_PATH, crd);
-  } catch (err) {
-    if (!isConflict(err)) throw err;
-    const current = await kube.get(`${CRD_PATH}/${crd.metadata.name}`);
-    await kube.replace(`${CRD_PATH}/${crd.metadata.name}`, { ...crd, metadata: { ...crd.metadata, resourceVersion: current?.metadata?.resourceVersion } });
-  }
-  for (let i = 0; i < 200; i++) {
-    const current = await kube.get(`${CRD_PATH}/${crd.metadata.name}`);
-    if (((current?.status?.conditions ?? []) as Json[]).some((c) => c.type === 'Established' && c.status === 'True')) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('MachineJoinCheck CRD not Established');
+export function installJoinGuardCrd(kube: Kube): Promise<void> {
+  return applyCrds(kube, [buildCrd() as unknown as Json]);
 }
 
 /** Log lines kept in memory (and printed with JOINGUARD_E2E_LOG=1), so a failing spec can show them. */

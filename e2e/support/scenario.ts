@@ -1,0 +1,85 @@
+// The fixture every JoinGuard scenario shares: the test control plane, the shared simulation, the
+// JoinGuard CRD, a namespace of its own with one simulated cluster, and what a failing wait prints (the
+// Machines, the check, JoinGuard's last log lines). Call useScenario() inside a describe(): it registers
+// the before/after hooks and returns the context they fill in.
+import type { MachineJoinCheck } from '../../api/v1alpha1/types.js';
+import type { ControllerOptions, RunningController } from '../../controllers/manager.js';
+import { Kube, type Json } from '../sim/kube.js';
+import type { Sim } from '../sim/sim.js';
+import { createCluster, type WorkerPool } from '../sim/topology.js';
+import { deleteClusters, describeMachines, hasNode, isControlPlane, listMachines, waitFor } from './cluster-view.js';
+import { describeCheck, getCheck, installJoinGuardCrd, startJoinGuard, type CapturedLog } from './joinguard.js';
+import { getSim } from './shared-sim.js';
+import { getTestEnv, type TestEnv } from './testenv.js';
+
+export interface ScenarioOptions {
+  /** Namespace prefix; the pid is appended so parallel runs never meet. */
+  prefix: string;
+  cluster: string;
+  /** The check the scenario is about (for failure messages). */
+  checkName: string;
+  workers: WorkerPool[];
+  /** Create the cluster in before() (default true); false leaves it to the test (after setting sim rules). */
+  createClusterFirst?: boolean;
+  /** Wait in before() until every Machine joined (default false). */
+  waitJoined?: boolean;
+}
+
+export interface Scenario {
+  env: TestEnv;
+  kube: Kube;
+  sim: Sim;
+  namespace: string;
+  cluster: string;
+  /** JoinGuard in this process, if startJoinGuard() was called. */
+  jg?: { controller: RunningController; log: CapturedLog };
+  /** Creates the namespace's cluster (when createClusterFirst was false). */
+  createCluster(): Promise<void>;
+  startJoinGuard(extra?: Partial<ControllerOptions>): Promise<void>;
+  check(): Promise<MachineJoinCheck>;
+  machines(): Promise<Json[]>;
+  workers(): Promise<Json[]>;
+  /** What a failing wait prints. `extra` adds lines (e.g. a child process's output). */
+  seen(extra?: () => string): () => Promise<string>;
+}
+
+export function useScenario(o: ScenarioOptions): Scenario {
+  const namespace = `${o.prefix}-${process.pid}`;
+  const s = { namespace, cluster: o.cluster } as Scenario;
+  s.createCluster = () => createCluster(s.kube, { namespace, name: o.cluster, workers: o.workers, ca: { certPem: s.env.caCertPem, keyPem: s.env.caKeyPem } });
+  s.startJoinGuard = async (extra = {}) => {
+    s.jg = await startJoinGuard(s.env.kubeConfig(), namespace, extra);
+  };
+  s.check = () => getCheck(s.kube, namespace, o.checkName);
+  s.machines = () => listMachines(s.kube, namespace, o.cluster);
+  s.workers = async () => (await s.machines()).filter((m) => !isControlPlane(m));
+  s.seen = (extra) => async () => `${describeMachines(await s.machines())}\n` +
+    `${describeCheck(await s.check().catch(() => ({ metadata: { name: o.checkName } }) as MachineJoinCheck))}\n` +
+    `${s.jg ? `JoinGuard log:\n${s.jg.log.tail(15)}\n` : ''}${extra ? extra() : ''}sim errors: ${s.sim.errors.slice(-3).join(' | ') || 'none'}`;
+
+  before(async function () {
+    this.timeout(300_000);
+    s.env = await getTestEnv();
+    s.kube = await Kube.from(s.env.kubeConfig());
+    s.sim = await getSim();
+    await installJoinGuardCrd(s.kube);
+    await s.kube.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
+    if (o.createClusterFirst === false) return;
+    await s.createCluster();
+    if (!o.waitJoined) return;
+    const expected = 1 + o.workers.reduce((n, w) => n + w.replicas, 0);
+    await waitFor(`the cluster up with ${expected} joined Machines`, async () => {
+      const ms = await s.machines();
+      return ms.length === expected && ms.every(hasNode);
+    }, { timeoutMs: 150_000, describe: s.seen() });
+  });
+
+  after(async function () {
+    this.timeout(60_000);
+    await s.jg?.controller.stop();
+    if (s.kube) await deleteClusters(s.kube, namespace);
+    s.kube?.close();
+  });
+
+  return s;
+}
