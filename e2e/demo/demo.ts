@@ -19,7 +19,8 @@ import { Screen } from './screen.js';
 
 const NS = 'demo';
 const CLUSTER = 'demo';
-const JOIN_TIMEOUT = '15s';
+const JOIN_TIMEOUT_S = 15;
+const JOIN_TIMEOUT = `${JOIN_TIMEOUT_S}s`;
 const PROBE_INTERVAL = '30s';
 
 async function main(): Promise<void> {
@@ -43,14 +44,15 @@ async function main(): Promise<void> {
     const screen = new Screen();
     let act = 'the demo cluster comes up (1 control plane, 3 workers)';
     const draw = async () => {
-      const [machines, sims, check, events] = await Promise.all([
+      const [machines, cluster, sims, check, events] = await Promise.all([
         listMachines(kube!, NS, CLUSTER),
+        kube!.get(`/apis/cluster.x-k8s.io/v1beta2/namespaces/${NS}/clusters/${CLUSTER}`),
         kube!.list(`/apis/infrastructure.sim.joinguard.io/v1alpha1/namespaces/${NS}/simmachines`),
         getCheck(kube!, NS, 'workers').catch(() => undefined),
         kube!.list(`/api/v1/namespaces/${NS}/events`),
       ]);
       screen.draw({
-        act, elapsedS: (Date.now() - t0) / 1000, machines,
+        act, elapsedS: (Date.now() - t0) / 1000, machines, cluster, joinTimeoutMs: JOIN_TIMEOUT_S * 1000,
         simMachines: new Map(sims.items.map((s) => [s.metadata.name as string, s])),
         check,
         // Creation order (resourceVersion): events of one second keep the order they were made in.

@@ -2,7 +2,7 @@
 // and conditions, and the latest JoinGuard events and simulation events. On a terminal it redraws in
 // place once a second; otherwise (CI logs, a pipe) it prints a frame only when something changed.
 import type { MachineJoinCheck } from '../../api/v1alpha1/types.js';
-import { conditionOf, hasNode, isControlPlane, isDeleting } from '../support/cluster-view.js';
+import { conditionOf, hasNode, isControlPlane, isDeleting, joinClockStart } from '../support/cluster-view.js';
 import type { Json } from '../sim/kube.js';
 import type { SimEvent } from '../sim/context.js';
 
@@ -10,6 +10,8 @@ export interface Frame {
   act: string;
   elapsedS: number;
   machines: Json[];
+  cluster?: Json;
+  joinTimeoutMs: number;
   simMachines: Map<string, Json>;
   check?: MachineJoinCheck;
   k8sEvents: Json[];
@@ -28,7 +30,14 @@ const pad = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` 
 // Visible width ignores colour codes.
 const padc = (s: string, n: number) => s + ' '.repeat(Math.max(0, n - s.replace(/\x1b\[\d+m/g, '').length));
 
-function machineState(m: Json, sm: Json | undefined, now: number): { state: string; clock: string } {
+/** The join clock as DESIGN defines it (from the v1beta2 conditions), as a countdown to the deadline. */
+function joinClock(m: Json, f: Frame, now: number): string {
+  if (conditionOf(m, 'InfrastructureReady')?.status !== 'True' || conditionOf(f.cluster, 'ControlPlaneInitialized')?.status !== 'True') return 'join clock not started';
+  const left = joinClockStart(m, f.cluster) + f.joinTimeoutMs - now;
+  return left >= 0 ? `join deadline in ${secs(left)}` : `${secs(-left)} past its join deadline`;
+}
+
+function machineState(m: Json, sm: Json | undefined, f: Frame, now: number): { state: string; clock: string } {
   const age = now - Date.parse(m.metadata.creationTimestamp);
   if (isDeleting(m)) return { state: yellow('Deleting'), clock: `age ${secs(age)}` };
   if (hasNode(m)) return { state: green('Joined'), clock: `age ${secs(age)}` };
@@ -37,9 +46,9 @@ function machineState(m: Json, sm: Json | undefined, now: number): { state: stri
   const boot = sm?.status?.boot as Json | undefined;
   if (boot?.phase === 'Failed') {
     const since = boot.provisionedAt ? now - Date.parse(boot.provisionedAt) : age;
-    return { state: red(`Not joining (${boot.reason})`), clock: `provisioned ${secs(since)} ago` };
+    return { state: red(`VM: join failed (${boot.reason})`), clock: joinClock(m, f, now) };
   }
-  if (m.status?.phase === 'Provisioned') return { state: 'Joining', clock: `provisioned ${secs(now - Date.parse(boot?.provisionedAt ?? m.metadata.creationTimestamp))} ago` };
+  if (m.status?.phase === 'Provisioned') return { state: 'Joining', clock: joinClock(m, f, now) };
   return { state: m.status?.phase ?? 'Pending', clock: `age ${secs(age)}` };
 }
 
@@ -51,7 +60,7 @@ export function render(f: Frame): string {
   out.push(bold(`${pad('MACHINE', 30)} ${pad('ROLE', 8)} ${pad('PHASE', 12)} ${pad('NODE', 8)} ${pad('STATE', 34)} CLOCK`));
   for (const m of f.machines) {
     const sm = f.simMachines.get(m.spec?.infrastructureRef?.name);
-    const { state, clock } = machineState(m, sm, now);
+    const { state, clock } = machineState(m, sm, f, now);
     out.push(`${pad(m.metadata.name, 30)} ${pad(isControlPlane(m) ? 'cp' : 'worker', 8)} ${pad(m.status?.phase ?? '-', 12)} ${pad(hasNode(m) ? 'yes' : '-', 8)} ${padc(state, 34)} ${clock}`);
   }
   out.push('');
