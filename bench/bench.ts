@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { countAudit } from './audit.js';
-import { compileController, ControllerProcess } from './controller-process.js';
+import { compileController, ControllerProcess, removeCompiledController } from './controller-process.js';
 import { installBenchCrds } from './crds.js';
 import { JOINGUARD_USER_AGENT, scrapeRequestMetricLabels, startBenchEnv, USER_JOINGUARD, type BenchEnv } from './env.js';
 import {
@@ -77,6 +77,7 @@ async function main(): Promise<void> {
     watcher?.stop();
     await jg?.stop().catch(() => undefined);
     await bench?.stop().catch(() => undefined);
+    removeCompiledController();
   };
   const onSignal = (sig: NodeJS.Signals) => {
     log(`${sig}: stopping`);

@@ -9,8 +9,13 @@ import { ProcSampler } from './proc.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, '..');
-// Under bench/runs (git-ignored) so that the compiled files resolve the repository's node_modules.
-const buildDir = path.join(here, 'runs', 'controller');
+// Under bench/runs (git-ignored) so that the compiled files resolve the repository's node_modules; one per
+// run, so that a smoke test and a full run may overlap.
+const buildDir = path.join(here, 'runs', `controller-${process.pid}`);
+
+export function removeCompiledController(): void {
+  fs.rmSync(buildDir, { recursive: true, force: true });
+}
 
 /** tsc of api/, controllers/ and run-controller.ts, tests and test helpers left out (as the Dockerfile). */
 export function compileController(): string {

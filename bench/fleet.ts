@@ -60,6 +60,18 @@ async function create(rest: RestClient, path: string, obj: Json): Promise<Json> 
   }
 }
 
+/** A read that a busy apiserver may leave unanswered once (seen at 10,000 Machines): up to 3 tries. */
+async function getWithRetry(rest: RestClient, path: string): Promise<Json> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await rest.get(path);
+    } catch (e) {
+      if (attempt >= 3) throw e;
+      process.stderr.write(`[bench] GET ${path} failed (${(e as Error).message}); retrying\n`);
+    }
+  }
+}
+
 const benchPath = (r: typeof BENCH_MACHINE, ns: string, name?: string, sub?: string) =>
   `/apis/${r.group}/${BENCH_VERSION}/namespaces/${ns}/${r.plural}${name ? `/${name}` : ''}${sub ? `/${sub}` : ''}`;
 
@@ -189,7 +201,7 @@ export interface ClusterTimes {
 }
 
 export async function clusterTimes(rest: RestClient): Promise<Map<string, ClusterTimes>> {
-  const list = await rest.get(`${CAPI}/namespaces/${NAMESPACE}/clusters`);
+  const list = await getWithRetry(rest, `${CAPI}/namespaces/${NAMESPACE}/clusters`);
   const out = new Map<string, ClusterTimes>();
   for (const c of list.items as Json[]) {
     const cond = (t: string) => ((c.status?.conditions ?? []) as Json[]).find((x) => x.type === t && x.status === 'True');
