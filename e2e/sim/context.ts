@@ -55,7 +55,6 @@ export type Requeue = number | undefined;
 export const SIM_FINALIZER = 'infrastructure.sim.joinguard.io/vm';
 export const CAPI_GROUP = 'cluster.x-k8s.io';
 export const CONTROL_PLANE_LABEL = 'cluster.x-k8s.io/control-plane';
-export const CLUSTER_NAME_LABEL = 'cluster.x-k8s.io/cluster-name';
 
 export const MACHINES = { group: CAPI_GROUP, version: 'v1beta2', plural: 'machines', namespaced: true };
 export const CLUSTERS = { group: CAPI_GROUP, version: 'v1beta2', plural: 'clusters', namespaced: true };
@@ -80,10 +79,6 @@ export const controlPlaneInitialized = (cluster: Json | undefined) =>
 export const isControlPlaneMachine = (machine: Json) => machine.metadata?.labels?.[CONTROL_PLANE_LABEL] !== undefined;
 
 export const epoch = (iso: string | undefined) => (iso ? Date.parse(iso) : NaN);
-
-export function readyCondition(status: 'True' | 'False', reason: string, message = ''): Json {
-  return { type: 'Ready', status, reason, message, lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') };
-}
 
 export function condition(type: string, status: 'True' | 'False', reason: string, message = ''): Json {
   return { type, status, reason, message, lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') };
