@@ -70,7 +70,9 @@ export async function startBenchEnv(log: (line: string) => void): Promise<BenchE
     env = await startTestEnv({
       log,
       // batch mode: audit writes never block a request, so they do not add to the latencies measured.
-      extraApiserverFlags: [`--audit-policy-file=${policy}`, `--audit-log-path=${auditLog}`, '--audit-log-mode=batch', '--audit-log-format=json'],
+      // No rotation (0 means lumberjack's 100 MB): a 10,000-Machine run writes several hundred MB, and the
+      // bench counts one file.
+      extraApiserverFlags: [`--audit-policy-file=${policy}`, `--audit-log-path=${auditLog}`, '--audit-log-mode=batch', '--audit-log-format=json', '--audit-log-maxsize=1000000'],
     });
     const ca = { certFile: env.caCertFile, keyFile: env.caKeyFile };
     const kubeconfigs = {} as BenchEnv['kubeconfigs'];

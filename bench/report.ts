@@ -97,6 +97,7 @@ export function buildResults(r: RawResults) {
       auditLines: r.audit.lines,
       clients: r.audit.userAgents,
       restWindowS: round(restS, 1),
+      windows: { rest: [new Date(r.restWindow.from).toISOString(), new Date(r.restWindow.to).toISOString()], detection: [new Date(r.detectWindow.from).toISOString(), new Date(r.detectWindow.to).toISOString()] },
     },
     joinguard: jg,
     mhc,
