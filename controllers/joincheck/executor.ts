@@ -52,36 +52,7 @@ export async function execute(deps: ExecutorDeps, raw: RawSnapshot): Promise<Res
   const live = new Map<string, Json>();
   let current = raw;
   for (let round = 0; round < 3 && unreadTargets(p, live).length > 0; round++) {
-    const machines = [...current.machines];
-    for (const t of unreadTargets(p, live)) {
-      const i = machines.findIndex((m) => m.metadata?.uid === t.uid);
-      try {
-        const obj = await deps.rest.get(pathOf(machineRes, t.namespace, t.name));
-        deps.remember('machine', obj);
-        live.set(t.uid, obj);
-        if (obj.metadata?.uid !== t.uid) {
-          if (i >= 0) machines.splice(i, 1);
-          machines.push(obj); // a new Machine with the same name
-        } else if (i >= 0) machines[i] = obj;
-        else machines.push(obj);
-      } catch (e) {
-        if (!isNotFound(e)) throw e;
-        live.set(t.uid, {});
-        if (i >= 0) machines.splice(i, 1);
-      }
-    }
-    let cluster = current.cluster;
-    if (cluster?.metadata?.name) {
-      try {
-        const fresh = await deps.rest.get(pathOf(clusterRes, cluster.metadata.namespace, cluster.metadata.name));
-        deps.remember('cluster', fresh);
-        cluster = fresh;
-      } catch (e) {
-        if (!isNotFound(e)) throw e;
-        cluster = undefined;
-      }
-    }
-    current = { ...current, machines, ...(cluster ? { cluster } : { cluster: undefined }) };
+    current = await reread(deps, current, unreadTargets(p, live), live, machineRes, clusterRes);
     built = buildSnapshot(current);
     p = plan(built.snapshot);
   }
@@ -113,7 +84,23 @@ export async function execute(deps: ExecutorDeps, raw: RawSnapshot): Promise<Res
   let probe: Result['probe'];
   for (const a of p.actions) {
     if (MACHINE_WRITES.has(a.type)) {
-      const r = await machineWrite(deps, machineRes, a, live, ref);
+      let action: Action | undefined = a;
+      let r = await machineWrite(deps, machineRes, action, live, ref);
+      // 409: CAPI changed the Machine since it was read (it patches status often). Re-read it and decide
+      // again against the same previous status; if the decision stands, write now rather than leave the
+      // recorded request to the planner's REQUEST_RETRY_MS.
+      for (let retry = 0; r === 'conflict' && retry < CONFLICT_RETRIES; retry++) {
+        const t: MachineTarget = (action as { machine: MachineTarget }).machine;
+        live.delete(t.uid);
+        current = await reread(deps, current, [t], live, machineRes, clusterRes);
+        action = plan(buildSnapshot(current).snapshot).actions.find((x) => x.type === a.type && (x as { machine?: MachineTarget }).machine?.uid === t.uid);
+        if (action === undefined) {
+          r = 'gone';
+          deps.log.info(`${a.type}: decided again on the changed Machine, nothing to write now`, { ...ref, machine: t.name });
+          break;
+        }
+        r = await machineWrite(deps, machineRes, action, live, ref);
+      }
       requeue ||= r === 'conflict';
       continue;
     }
@@ -140,6 +127,42 @@ export async function execute(deps: ExecutorDeps, raw: RawSnapshot): Promise<Res
 }
 
 type WriteResult = 'ok' | 'gone' | 'conflict';
+
+const CONFLICT_RETRIES = 3;
+
+/** Reads the targeted Machines and the Cluster live into `live` and returns the snapshot input with them. */
+async function reread(deps: ExecutorDeps, current: RawSnapshot, targets: MachineTarget[], live: Map<string, Json>, machineRes: Resource, clusterRes: Resource): Promise<RawSnapshot> {
+  const machines = [...current.machines];
+  for (const t of targets) {
+    const i = machines.findIndex((m) => m.metadata?.uid === t.uid);
+    try {
+      const obj = await deps.rest.get(pathOf(machineRes, t.namespace, t.name));
+      deps.remember('machine', obj);
+      live.set(t.uid, obj);
+      if (obj.metadata?.uid !== t.uid) {
+        if (i >= 0) machines.splice(i, 1);
+        machines.push(obj); // a new Machine with the same name
+      } else if (i >= 0) machines[i] = obj;
+      else machines.push(obj);
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+      live.set(t.uid, {});
+      if (i >= 0) machines.splice(i, 1);
+    }
+  }
+  let cluster = current.cluster;
+  if (cluster?.metadata?.name) {
+    try {
+      const fresh = await deps.rest.get(pathOf(clusterRes, cluster.metadata.namespace, cluster.metadata.name));
+      deps.remember('cluster', fresh);
+      cluster = fresh;
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+      cluster = undefined;
+    }
+  }
+  return { ...current, machines, ...(cluster ? { cluster } : { cluster: undefined }) };
+}
 
 async function machineWrite(deps: ExecutorDeps, res: Resource, a: Action, live: Map<string, Json>, ref: Json): Promise<WriteResult> {
   const t = (a as { machine: MachineTarget }).machine;
