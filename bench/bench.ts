@@ -20,6 +20,7 @@ import { ProcSampler } from './proc.js';
 import { wastedRebuilds } from './rebuilds.js';
 import { buildResults, printTable } from './report.js';
 import { MachineWatcher } from './watch.js';
+import type { RestClient } from '../controllers/runtime/rest.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const MAX_PENDING = 200;
@@ -169,6 +170,7 @@ async function main(): Promise<void> {
     const markTimeout = timing.joinTimeoutS * 1000 + 120_000;
     const waits = await Promise.allSettled(SIDES.map((side) => w.until(`every stuck Machine marked by ${side}`, () => w.markedCount[side] >= shape.stuck, markTimeout)));
     for (const w of waits) if (w.status === 'rejected') log(`WARNING: ${(w.reason as Error).message}`);
+    await explainUnmarked(rest, w);
     await sleep(2000); // late marks of resting Machines (there must be none) would show here
     detectWindow.to = Date.now();
     mark('detectionS', t);
@@ -220,3 +222,17 @@ main().catch((e: Error) => {
   log(`FAILED: ${e.stack ?? e.message}`);
   process.exitCode = 1;
 });
+
+/** Why JoinGuard left a stuck Machine unmarked, as its check and the Cluster say (printed, for the docs). */
+async function explainUnmarked(rest: RestClient, w: MachineWatcher): Promise<void> {
+  const pools = new Set([...w.machines.values()].filter((r) => r.pool.endsWith('-watch') && !r.marks.joinguard).map((r) => r.pool));
+  for (const pool of [...pools].slice(0, 10)) {
+    const check = await rest.get(`/apis/joinguard.io/v1alpha1/namespaces/${NAMESPACE}/machinejoinchecks/${pool}`).catch(() => undefined);
+    const cluster = await rest.get(`/apis/cluster.x-k8s.io/v1beta2/namespaces/${NAMESPACE}/clusters/${check?.spec?.clusterName}`).catch(() => undefined);
+    const conds = ((check?.status?.conditions ?? []) as { type: string; status: string; reason: string; message: string }[])
+      .map((c) => `${c.type}=${c.status}/${c.reason}: ${c.message.slice(0, 240)}`).join(' | ');
+    const probe = ((cluster?.status?.conditions ?? []) as { type: string; status: string; lastTransitionTime: string }[]).find((c) => c.type === 'RemoteConnectionProbe');
+    log(`unmarked by JoinGuard in ${pool}: ${conds}; RemoteConnectionProbe ${probe?.status} since ${probe?.lastTransitionTime}; remediations ${JSON.stringify(check?.status?.remediations?.map((r: { machine: string; outcome: string }) => `${r.machine}:${r.outcome}`))}`);
+  }
+}
+
