@@ -31,7 +31,6 @@ export interface JoinCheckControllerOptions {
 }
 
 const CONTROL_PLANE_LABEL = 'cluster.x-k8s.io/control-plane';
-const DEFAULT_WORKERS = 8;
 
 export class JoinCheckController {
   readonly queue: WorkQueue;
@@ -90,10 +89,7 @@ export class JoinCheckController {
   /** Starts the workers (after the caches synced and, with leader election, the Lease is held). */
   startWorkers(): void {
     this.started = true;
-    // A reconcile mostly waits on the apiserver (live re-reads, the status write, the mark, events), and a
-    // key is never run by two workers at once; more workers keep one slow check from delaying the others'
-    // deadlines (measured in the benchmark at 10,000 Machines).
-    this.queue.run(this.o.workers ?? DEFAULT_WORKERS, (key) => this.reconcile(key));
+    this.queue.run(this.o.workers ?? 2, (key) => this.reconcile(key));
     for (const k of this.informers['checks']!.store.keys()) this.queue.add(k);
   }
 
