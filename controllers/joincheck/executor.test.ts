@@ -19,7 +19,7 @@ class FakeApi {
   readonly calls: string[] = [];
   checkWrites = 0;
 
-  constructor(private readonly onMachinePatch: (n: number, api: FakeApi) => 'ok' | 'conflict' | 'joined-meanwhile') {}
+  constructor(private readonly onMachinePatch: (n: number, api: FakeApi) => 'ok' | 'conflict') {}
 
   private patches = 0;
 
@@ -46,7 +46,6 @@ class FakeApi {
           this.machine.metadata.resourceVersion = String(Number(this.machine.metadata.resourceVersion) + 1);
           throw new ApiError(409, 'PATCH', path, 'the object has been modified');
         }
-        if (what === 'joined-meanwhile') throw new Error('unreachable');
         this.machine = { ...this.machine, status: { ...this.machine.status, conditions: body.status.conditions } };
         return structuredClone(this.machine);
       },
