@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
-import type { Json, RestClient } from '../controllers/runtime/rest.js';
+import type { Json, Kube } from './kube.js';
 
 export const BENCH_INFRA_GROUP = 'infrastructure.bench.joinguard.io';
 export const BENCH_CP_GROUP = 'controlplane.bench.joinguard.io';
@@ -56,7 +56,7 @@ export function machineJoinCheckCrd(): Json {
 }
 
 /** Creates the CRDs and waits until each is Established. */
-export async function installBenchCrds(rest: RestClient, timeoutMs = 30_000): Promise<void> {
+export async function installBenchCrds(rest: Kube, timeoutMs = 30_000): Promise<void> {
   const crds = [machineJoinCheckCrd(), benchCrd(BENCH_CLUSTER), benchCrd(BENCH_MACHINE), benchCrd(BENCH_CONTROL_PLANE)];
   for (const crd of crds) await rest.post(CRD_PATH, crd);
   const deadline = Date.now() + timeoutMs;
