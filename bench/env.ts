@@ -90,9 +90,8 @@ export function leaderElectionBinDir(realBin: string, dir: string): string {
 
 export async function startBenchEnv(log: (line: string) => void): Promise<BenchEnv> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'joinguard-bench-'));
-  const policy = path.join(dir, 'audit-policy.yaml');
+  // Outside the env's run dir, which its stop() removes: the log is counted after the apiserver stopped.
   const auditLog = path.join(dir, 'audit.log');
-  fs.writeFileSync(policy, AUDIT_POLICY);
   let env: TestEnv | undefined;
   try {
     const binDir = leaderElectionBinDir(await ensureBuilt(log), dir);
@@ -101,8 +100,7 @@ export async function startBenchEnv(log: (line: string) => void): Promise<BenchE
     env = await startTestEnv({
       log,
       binDir,
-      // No rotation (0 would mean lumberjack's 100 MB): a 10,000-Machine run writes more, counted as one file.
-      extraApiserverFlags: [`--audit-policy-file=${policy}`, `--audit-log-path=${auditLog}`, '--audit-log-mode=blocking', '--audit-log-format=json', '--audit-log-maxsize=1000000'],
+      audit: { policy: AUDIT_POLICY, file: auditLog, mode: 'blocking' },
       // Later flags win: these override testenv's --leader-elect=false and --diagnostics-address=0.
       extraManagerFlags: {
         'capi-core': [...leaderElect, `--diagnostics-address=127.0.0.1:${metricsPort}`, '--insecure-diagnostics=true'],
