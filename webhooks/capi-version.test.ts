@@ -13,6 +13,13 @@ function fakeDiscovery(answers: (() => Promise<CapiVersionFacts>)[]) {
   };
 }
 
+/** Moves the fake clock, asks, and lets a refresh started by the ask settle. */
+async function askAt(w: CapiVersionWatch, setNow: (t: number) => void, t: number): Promise<void> {
+  setNow(t);
+  await w.get();
+  await new Promise((r) => setImmediate(r));
+}
+
 describe('webhooks/capi-version: CapiVersionWatch', () => {
   it('asks once at start and not again until refreshMs has passed', async () => {
     let now = 0;
@@ -20,12 +27,9 @@ describe('webhooks/capi-version: CapiVersionWatch', () => {
     const w = new CapiVersionWatch(d.discover, { refreshMs: 600_000, now: () => now });
     await w.start();
     expect(await w.get()).to.deep.equal({ facts: v14 });
-    now = 599_999;
-    await w.get();
+    await askAt(w, (t) => (now = t), 599_999);
     expect(d.calls()).to.equal(1);
-    now = 600_000;
-    await w.get();
-    await new Promise((r) => setImmediate(r));
+    await askAt(w, (t) => (now = t), 600_000);
     expect(d.calls()).to.equal(2);
   });
 
@@ -34,16 +38,11 @@ describe('webhooks/capi-version: CapiVersionWatch', () => {
     const d = fakeDiscovery([async () => v14, async () => Promise.reject(new Error('apiserver down')), async () => ({ ...v14, minor: 15 })]);
     const w = new CapiVersionWatch(d.discover, { refreshMs: 1000, retryMs: 100, now: () => now });
     await w.start();
-    now = 1000;
-    await w.get(); // starts the failing refresh
-    await new Promise((r) => setImmediate(r));
+    await askAt(w, (t) => (now = t), 1000); // starts the failing refresh
     expect(await w.get()).to.deep.equal({ facts: v14, error: 'apiserver down' });
-    now = 1099;
-    await w.get();
+    await askAt(w, (t) => (now = t), 1099);
     expect(d.calls()).to.equal(2);
-    now = 1100;
-    await w.get();
-    await new Promise((r) => setImmediate(r));
+    await askAt(w, (t) => (now = t), 1100);
     expect(await w.get()).to.deep.equal({ facts: { ...v14, minor: 15 } });
   });
 
@@ -66,11 +65,7 @@ describe('webhooks/capi-version: CapiVersionWatch', () => {
     const d = fakeDiscovery([async () => v14, async () => v14, async () => Promise.reject(new Error('x'))]);
     const w = new CapiVersionWatch(d.discover, { refreshMs: 10, now: () => now, onChange: (f) => changes.push(f), onError: (e) => errors.push(e) });
     await w.start();
-    for (const t of [10, 20]) {
-      now = t;
-      await w.get();
-      await new Promise((r) => setImmediate(r));
-    }
+    for (const t of [10, 20]) await askAt(w, (x) => (now = x), t);
     expect(changes).to.deep.equal([v14]);
     expect(errors).to.deep.equal(['x']);
   });

@@ -245,13 +245,16 @@ describe('install: admission of MachineJoinChecks by the real kube-apiserver', f
       if (dir) await rm(dir, { recursive: true, force: true });
     });
 
-    it('refuses MachineCondition naming spec.remediation.strategy, the release and what is accepted', async () => {
-      const res = await raw(
+    const createThere = (name: string, strategy: string) =>
+      raw(
         env.kubeConfig(),
         'POST',
         `${path}?${STRICT}&dryRun=All`,
-        mjc('mc-old', { clusterName: 'c1', selector: { matchLabels: { [MD]: 'md-old' } }, remediation: { strategy: 'MachineCondition' } }, {}, { labels: { [LABEL]: 'v1.10' } }),
+        mjc(name, { clusterName: 'c1', selector: { matchLabels: { [MD]: 'md-old' } }, remediation: { strategy } }, {}, { labels: { [LABEL]: 'v1.10' } }),
       );
+
+    it('refuses MachineCondition naming spec.remediation.strategy, the release and what is accepted', async () => {
+      const res = await createThere('mc-old', 'MachineCondition');
       expect(res.status, res.body).to.equal(422);
       expect(JSON.parse(res.body).message).to.match(
         /spec\.remediation\.strategy: MachineCondition needs CAPI v1\.12 or later .*runs CAPI v1\.10\.10: use Auto or OwnerRemediated.*\(CAPI found from a test stand-in\)/,
@@ -259,12 +262,7 @@ describe('install: admission of MachineJoinChecks by the real kube-apiserver', f
     });
 
     it('admits OwnerRemediated there', async () => {
-      const res = await raw(
-        env.kubeConfig(),
-        'POST',
-        `${path}?${STRICT}&dryRun=All`,
-        mjc('or-old', { clusterName: 'c1', selector: { matchLabels: { [MD]: 'md-old' } }, remediation: { strategy: 'OwnerRemediated' } }, {}, { labels: { [LABEL]: 'v1.10' } }),
-      );
+      const res = await createThere('or-old', 'OwnerRemediated');
       expect(res.status, res.body).to.equal(201);
     });
   });
