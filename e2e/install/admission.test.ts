@@ -211,6 +211,44 @@ describe('install: admission of MachineJoinChecks by the real kube-apiserver', f
     });
   });
 
+  describe('while the webhook is down (failurePolicy Fail)', () => {
+    // The shipped configuration, pointed at a port nothing listens on, judging only checks labelled for it.
+    const LABEL = 'joinguard.io/e2e-webhook';
+    let config: K8sObject | undefined;
+    const check = `${path}/down-1`;
+    const patch = (body: Json) => raw(env.kubeConfig(), 'PATCH', check, JSON.stringify(body), 'application/merge-patch+json');
+
+    before(async () => {
+      const res = await create('down-1', { clusterName: 'c1', selector: { matchLabels: { [MD]: 'md-down' } } });
+      expect(res.status, res.body).to.equal(201);
+      const { components } = await renderProviderFiles('0.1.0');
+      const original = objectsOf(components, { JOINGUARD_NAMESPACE: ns }).find((o) => o.kind === 'ValidatingWebhookConfiguration')!;
+      const c = pointedAt(original, 'https://127.0.0.1:1', env.caCertPem) as K8sObject & { webhooks: Json[] };
+      c.metadata = { name: `joinguard-e2e-down-${process.pid}` };
+      for (const w of c.webhooks) w['objectSelector'] = { matchLabels: { [LABEL]: 'down' } };
+      config = c;
+      await apply(env.kubeConfig(), c);
+    });
+    after(async () => {
+      if (config) await raw(env.kubeConfig(), 'DELETE', await pathOf(env.kubeConfig(), config));
+    });
+
+    it('passes a metadata-only update without calling it: a label, then joinguard.io/resume', async () => {
+      const labelled = await patch({ metadata: { labels: { [LABEL]: 'down' } } });
+      expect(labelled.status, labelled.body).to.equal(200);
+      const resumed = await patch({ metadata: { annotations: { 'joinguard.io/resume': 'after-outage' } } });
+      expect(resumed.status, resumed.body).to.equal(200);
+    });
+
+    it('refuses a spec change and a create, saying the webhook could not be called', async () => {
+      const changed = await patch({ spec: { joinTimeout: '30m' } });
+      expect(changed.status, changed.body).to.equal(500);
+      expect(JSON.parse(changed.body).message).to.match(/failed calling webhook "validation\.machinejoincheck\.joinguard\.io"/);
+      const created = await raw(env.kubeConfig(), 'POST', `${path}?${STRICT}`, mjc('down-2', { clusterName: 'c1', selector: { matchLabels: { [MD]: 'md-down-2' } } }, {}, { labels: { [LABEL]: 'down' } }));
+      expect(created.status, created.body).to.equal(500);
+    });
+  });
+
   describe('on a CAPI release before v1.12 (the webhook server told so by its discovery)', () => {
     // A second webhook server whose discovery answers v1.10, behind a configuration that judges only checks
     // labelled for it: the real apiserver's refusal path with a release this control plane does not run.
