@@ -68,33 +68,34 @@ export class RuntimeMetrics {
   readonly leader = new Gauge({ name: 'leader_election_master_status', help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.", labelNames: ['name'], registers: [this.registry] });
 
   constructor(o: { processMetrics?: boolean } = {}) {
-    const self = this;
-    this.unfinished = new Gauge({
-      name: 'workqueue_unfinished_work_seconds',
-      help: "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
-      labelNames: ['name', 'controller'],
-      registers: [this.registry],
-      collect() {
-        self.inProgress(this, (ages) => ages.reduce((s, x) => s + x, 0));
-      },
-    });
-    this.longestRunning = new Gauge({
-      name: 'workqueue_longest_running_processor_seconds',
-      help: 'How many seconds has the longest running processor for workqueue been running.',
-      labelNames: ['name', 'controller'],
-      registers: [this.registry],
-      collect() {
-        self.inProgress(this, (ages) => ages.reduce((m, x) => Math.max(m, x), 0));
-      },
-    });
+    this.unfinished = this.inProgressGauge(
+      'workqueue_unfinished_work_seconds',
+      "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
+      (ages) => ages.reduce((s, x) => s + x, 0),
+    );
+    this.longestRunning = this.inProgressGauge(
+      'workqueue_longest_running_processor_seconds',
+      'How many seconds has the longest running processor for workqueue been running.',
+      (ages) => ages.reduce((m, x) => Math.max(m, x), 0),
+    );
     if (o.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 
-  private inProgress(gauge: Gauge, pick: (agesSeconds: number[]) => number): void {
-    const now = performance.now();
-    for (const [name, started] of this.processing) {
-      gauge.set({ name, controller: name }, pick([...started.values()].map((t) => (now - t) / 1000)));
-    }
+  /** A per-queue gauge computed at scrape time from the ages (seconds) of the items being worked on. */
+  private inProgressGauge(name: string, help: string, pick: (agesSeconds: number[]) => number): Gauge {
+    const processing = this.processing;
+    return new Gauge({
+      name,
+      help,
+      labelNames: ['name', 'controller'],
+      registers: [this.registry],
+      collect() {
+        const now = performance.now();
+        for (const [queue, started] of processing) {
+          this.set({ name: queue, controller: queue }, pick([...started.values()].map((t) => (now - t) / 1000)));
+        }
+      },
+    });
   }
 
   /** controller-runtime's initMetrics: every series of the controller exists from the start, at 0. */
@@ -122,6 +123,11 @@ export class RuntimeMetrics {
     const addedAt = new Map<string, number>();
     const started = new Map<string, number>();
     this.processing.set(name, started);
+    // Like the metrics provider's WithLabelValues at queue creation: every series but depth exists at 0.
+    this.adds.inc(labels, 0);
+    this.retries.inc(labels, 0);
+    this.queueLatency.zero(labels);
+    this.workDuration.zero(labels);
     this.unfinished.set(labels, 0);
     this.longestRunning.set(labels, 0);
     const seen = new Set<number>();

@@ -27,6 +27,16 @@ function recorder() {
   };
 }
 
+/** One worker, held on the key `busy`: what is added next waits in the lanes. */
+async function busyWorker(queue: WorkQueue) {
+  const r = recorder();
+  r.hold('busy');
+  queue.run(1, r.work);
+  queue.add('busy');
+  await tick();
+  return r;
+}
+
 async function value(m: RuntimeMetrics, name: string, labels: Record<string, string> = {}): Promise<number> {
   const got = await m.registry.getSingleMetric(name)!.get();
   const hits = got.values.filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x) && !('le' in v.labels));
@@ -56,12 +66,7 @@ describe('WorkQueue', () => {
   });
 
   it('works a fired deadline before event work queued earlier', async () => {
-    q = new WorkQueue();
-    const r = recorder();
-    r.hold('busy');
-    q.run(1, r.work);
-    q.add('busy');
-    await tick();
+    const r = await busyWorker((q = new WorkQueue()));
     for (const k of ['e1', 'e2', 'e3']) q.add(k);
     q.addAfter('d1', 1); // fires while the only worker is busy
     await tick(20);
@@ -71,12 +76,7 @@ describe('WorkQueue', () => {
   });
 
   it('moves a queued key to the deadline lane without running it twice', async () => {
-    q = new WorkQueue();
-    const r = recorder();
-    r.hold('busy');
-    q.run(1, r.work);
-    q.add('busy');
-    await tick();
+    const r = await busyWorker((q = new WorkQueue()));
     q.add('e1');
     q.add('late');
     q.add('late', Priority.deadline);
@@ -111,11 +111,7 @@ describe('WorkQueue', () => {
           runs++;
           adds += ops.length;
           const queue = new WorkQueue();
-          const r = recorder();
-          r.hold('busy');
-          queue.run(1, r.work);
-          queue.add('busy');
-          await tick();
+          const r = await busyWorker(queue);
           // The model: where each key stands.
           const lane = new Map<string, { p: number; at: number }>();
           ops.forEach((op, i) => {
