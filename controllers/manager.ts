@@ -143,7 +143,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     if (opts.leaderElect) {
       const ns = opts.leaderElectionNamespace ?? opts.namespace ?? process.env['POD_NAMESPACE'] ?? 'joinguard-system';
       const name = opts.leaderElectionId ?? 'joinguard-leader';
-      metrics.leaderStatus(name, false);
+      // As client-go's leader metric: no series until this replica first leads, 0 once it stopped leading.
       elector = new LeaderElector({
         rest: ungated,
         namespace: ns,
