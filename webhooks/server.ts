@@ -3,6 +3,7 @@
 // cmd/joinguard.ts starts it with --webhook-port and --webhook-cert-dir.
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { SecureContextOptions } from 'node:tls';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { discoverCapi } from '../controllers/runtime/discovery.js';
 import { RestClient } from '../controllers/runtime/rest.js';
@@ -55,6 +56,8 @@ export interface WebhookServerOptions {
   logger?: WebhookLogger;
   /** Cert poll interval in ms (default 10 s). */
   certPollMs?: number;
+  /** --tls-min-version and --tls-cipher-suites as Node options (default TLS 1.2, Node's suites). */
+  tls?: { minVersion?: SecureContextOptions['minVersion']; ciphers?: string };
 }
 
 export interface WebhookServer {
@@ -86,18 +89,19 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
   if (!lookups) log.warn('webhook: no API access, overlap and MachineHealthCheck checks are off');
 
   let server: Server | undefined;
+  const tls = { minVersion: opts.tls?.minVersion ?? 'TLSv1.2', ...(opts.tls?.ciphers ? { ciphers: opts.tls.ciphers } : {}) } as const;
   const { watcher, pair } = await CertWatcher.start({
     certFile: opts.certFile,
     keyFile: opts.keyFile,
     pollMs: opts.certPollMs,
     onChange: (p) => {
-      server?.setSecureContext({ cert: p.cert, key: p.key, minVersion: 'TLSv1.2' });
+      server?.setSecureContext({ cert: p.cert, key: p.key, ...tls });
       log.info('webhook: serving certificate reloaded', { certFile: opts.certFile });
     },
     onError: (e) => log.warn('webhook: serving certificate not reloaded, keeping the current one', { error: e.message }),
   });
 
-  server = createServer({ cert: pair.cert, key: pair.key, minVersion: 'TLSv1.2' }, (req, res) => {
+  server = createServer({ cert: pair.cert, key: pair.key, ...tls }, (req, res) => {
     handle(req, res, rules, ctx, log).catch((e: unknown) => {
       log.error('webhook: request failed', { error: (e as Error).message });
       if (!res.headersSent) send(res, 500, { error: 'internal error' });
