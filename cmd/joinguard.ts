@@ -1,13 +1,15 @@
 // The `joinguard` command: flags -> startController (+ the admission webhooks when --webhook-port is set).
 // SIGTERM/SIGINT stop it gracefully: workers finish the reconcile they are in, the Lease is handed back.
 import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import { parseDuration } from '../api/v1alpha1/duration.js';
 import { startController } from '../controllers/manager.js';
+import { loadClusterAccess } from '../controllers/runtime/kubeconfig.js';
 import { makeLogger } from '../controllers/runtime/logger.js';
 import { parseFlags, usage, type Flags } from './flags.js';
 
-function loadKubeConfig(flags: Flags): KubeConfig {
+/** The webhook's lookups (webhooks/lookups.ts) still take a client-node KubeConfig: loaded only with --webhook-port. */
+async function loadKubeConfig(flags: Flags) {
+  const { KubeConfig } = await import('@kubernetes/client-node');
   const kc = new KubeConfig();
   if (flags.kubeconfig) kc.loadFromFile(flags.kubeconfig);
   else if (process.env['KUBERNETES_SERVICE_HOST']) kc.loadFromCluster();
@@ -28,13 +30,13 @@ async function main(): Promise<number> {
     return 0;
   }
   const log = makeLogger(flags.logLevel);
-  const kc = loadKubeConfig(flags);
+  const access = loadClusterAccess(flags.kubeconfig ? { kubeconfigPath: flags.kubeconfig } : {});
 
   let exitCode = 0;
   let resolveDone!: () => void;
   const done = new Promise<void>((r) => (resolveDone = r));
   const controller = await startController({
-    kubeConfig: kc,
+    access,
     ...(flags.namespace ? { namespace: flags.namespace } : {}),
     leaderElect: flags.leaderElect,
     ...(flags.leaderElectionNamespace ? { leaderElectionNamespace: flags.leaderElectionNamespace } : {}),
@@ -57,7 +59,7 @@ async function main(): Promise<number> {
       port: flags.webhookPort,
       certFile: join(flags.webhookCertDir, 'tls.crt'),
       keyFile: join(flags.webhookCertDir, 'tls.key'),
-      kubeConfig: kc,
+      kubeConfig: await loadKubeConfig(flags),
       logger: log,
     });
   }

@@ -21,7 +21,11 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   const log: Logger = opts.logger ?? makeLogger(opts.logLevel ?? 'info');
   const clock = opts.clock ?? Date.now;
   const identity = opts.identity ?? `${hostname()}_${randomBytes(4).toString('hex')}`;
-  const rest = new RestClient(opts.kubeConfig, opts.userAgent ?? DEFAULT_USER_AGENT);
+  const rest = new RestClient(opts.access, {
+    userAgent: opts.userAgent ?? DEFAULT_USER_AGENT,
+    ...(opts.kubeApiQps !== undefined ? { qps: opts.kubeApiQps } : {}),
+    ...(opts.kubeApiBurst !== undefined ? { burst: opts.kubeApiBurst } : {}),
+  });
   const servers: BoundServer[] = [];
   let controller: JoinCheckController | undefined;
   let elector: LeaderElector | undefined;

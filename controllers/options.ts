@@ -1,11 +1,15 @@
 // What the JoinGuard controller is started with, and what a started controller offers. The `joinguard`
 // command (cmd/joinguard.ts), the e2e scenarios, the install tests, the demo and the benchmark all start
 // it through controllers/manager.ts `startController(opts)` with these options.
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { ClusterAccess } from './runtime/kubeconfig.js';
 import type { Logger } from 'winston';
 
 export interface ControllerOptions {
-  kubeConfig: KubeConfig;
+  /** The apiserver and credentials: controllers/runtime/kubeconfig.ts loadClusterAccess or clusterAccessFromKubeconfig. */
+  access: ClusterAccess;
+  /** Client-side rate limit of the controller's client (CAPI's --kube-api-qps / --kube-api-burst). Default 100 / 200. */
+  kubeApiQps?: number;
+  kubeApiBurst?: number;
   /** Watch only this namespace (checks, Machines, Clusters, MHCs). Default: all namespaces. */
   namespace?: string;
   /** Take part in leader election on a coordination.k8s.io Lease before reconciling. Default false. */
