@@ -5,6 +5,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'winston';
 import { discoverCapi } from './runtime/discovery.js';
+import { DEFAULT_LIVENESS_MS } from './runtime/informer.js';
 import { LeaderElector } from './runtime/leader.js';
 import { makeLogger } from './runtime/logger.js';
 import { RestClient } from './runtime/rest.js';
@@ -62,7 +63,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       metrics,
       events: new EventRecorder(rest, log, identity, clock),
       clock,
-      livenessMs: opts.watchLivenessMs ?? 5 * 60_000,
+      livenessMs: opts.watchLivenessMs ?? DEFAULT_LIVENESS_MS,
       ...(opts.connectionGraceMs !== undefined ? { connectionGraceMs: opts.connectionGraceMs } : {}),
       ...(workloadNodes ? { workloadNodes } : {}),
     });

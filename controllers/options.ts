@@ -37,7 +37,7 @@ export interface ControllerOptions {
   capiApiVersion?: 'v1beta2' | 'v1beta1';
   /** HTTP User-Agent on every request, so the apiserver's metrics can tell JoinGuard apart. */
   userAgent?: string;
-  /** Restart a watch that has been silent this long (ms). Default 5 min. */
+  /** Restart a watch that has been silent this long (ms). Default 3 min (controllers/runtime/informer.ts). */
   watchLivenessMs?: number;
   /** Called after the controller stopped because another replica took the Lease (the command exits). */
   onLeadershipLost?: () => void;
