@@ -33,6 +33,7 @@ async function main(): Promise<number> {
   const access = loadClusterAccess(flags.kubeconfig ? { kubeconfigPath: flags.kubeconfig } : {});
 
   let exitCode = 0;
+  let leadershipLost = false;
   let resolveDone!: () => void;
   const done = new Promise<void>((r) => (resolveDone = r));
   const controller = await startController({
@@ -47,6 +48,7 @@ async function main(): Promise<number> {
     ...(flags.connectionGraceMs !== undefined ? { connectionGraceMs: flags.connectionGraceMs } : {}),
     logger: log,
     onLeadershipLost: () => {
+      leadershipLost = true;
       exitCode = 1;
       resolveDone();
     },
@@ -77,6 +79,8 @@ async function main(): Promise<number> {
   });
 
   await done;
+  // controller-runtime: no graceful shutdown after an unintended loss of the Lease; exit 1 now.
+  if (leadershipLost) return exitCode;
   await webhook?.stop();
   await controller.stop();
   return exitCode;

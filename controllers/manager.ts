@@ -22,14 +22,19 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   const log: Logger = opts.logger ?? makeLogger(opts.logLevel ?? 'info');
   const clock = opts.clock ?? Date.now;
   const identity = opts.identity ?? `${hostname()}_${randomBytes(4).toString('hex')}`;
+  const userAgent = opts.userAgent ?? DEFAULT_USER_AGENT;
+  let elector: LeaderElector | undefined;
+  // The one choke point of "no write after leadership is lost": every non-GET of the controller's client.
+  const writeGate = opts.leaderElect ? () => elector?.canWrite() ?? false : undefined;
   const rest = new RestClient(opts.access, {
-    userAgent: opts.userAgent ?? DEFAULT_USER_AGENT,
+    userAgent,
     ...(opts.kubeApiQps !== undefined ? { qps: opts.kubeApiQps } : {}),
     ...(opts.kubeApiBurst !== undefined ? { burst: opts.kubeApiBurst } : {}),
+    ...(writeGate ? { writeGate } : {}),
   });
+  let electorRest: RestClient | undefined;
   const servers: BoundServer[] = [];
   let controller: JoinCheckController | undefined;
-  let elector: LeaderElector | undefined;
   let workloadNodes: WorkloadNodeReader | undefined;
   let stopping: Promise<void> | undefined;
 
@@ -40,6 +45,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       workloadNodes?.close();
       await Promise.all(servers.map((s) => s.close()));
       rest.close();
+      electorRest?.close();
       log.info('stopped');
     })());
 
@@ -85,14 +91,19 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     let leading: Promise<void> = Promise.resolve();
     if (opts.leaderElect) {
       const ns = opts.leaderElectionNamespace ?? opts.namespace ?? process.env['POD_NAMESPACE'] ?? 'joinguard-system';
+      // Its own client, without the gate (controller-runtime: a separate client, User-Agent suffix leader-election).
+      electorRest = new RestClient(opts.access, { userAgent: `${userAgent}/leader-election` });
       elector = new LeaderElector({
-        rest,
+        rest: electorRest,
         namespace: ns,
         name: opts.leaderElectionId ?? 'joinguard-leader',
         identity,
         log,
+        // As controller-runtime's manager: no graceful shutdown after an unintended loss; the command exits 1 at
+        // once. The gate already refuses every write; stop() only releases what it can.
         onLost: () => {
-          void stop().then(() => opts.onLeadershipLost?.());
+          opts.onLeadershipLost?.();
+          void stop();
         },
       });
       elector.start();

@@ -39,7 +39,7 @@ export interface ControllerOptions {
   userAgent?: string;
   /** Restart a watch that has been silent this long (ms). Default 3 min (controllers/runtime/informer.ts). */
   watchLivenessMs?: number;
-  /** Called after the controller stopped because another replica took the Lease (the command exits). */
+  /** Called at once when the Lease is lost (writes are already refused); the command exits 1 without waiting. */
   onLeadershipLost?: () => void;
   /** Node.js process metrics on /metrics (off when two controllers share a process in tests). Default true. */
   collectDefaultMetrics?: boolean;
