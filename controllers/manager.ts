@@ -55,9 +55,9 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     const probeAddr = parseBindAddress('--health-probe-bind-address', opts.healthProbeBindAddress ?? ':8081');
 
     const capi = opts.capiApiVersion
-      ? { apiVersion: opts.capiApiVersion, kubeadmControlPlane: true, kubeadmBootstrap: true, served: [opts.capiApiVersion] }
+      ? { apiVersion: opts.capiApiVersion, kubeadmControlPlane: true, kubeadmBootstrap: true, served: [opts.capiApiVersion], source: 'capiApiVersion option (tests)' }
       : await discoverCapi(rest);
-    log.info('CAPI found', { apiVersion: capi.apiVersion, served: capi.served, kubeadmControlPlane: capi.kubeadmControlPlane, kubeadmBootstrap: capi.kubeadmBootstrap });
+    log.info('CAPI found', { apiVersion: capi.apiVersion, served: capi.served, minor: capi.minor, version: capi.version, source: capi.source, kubeadmControlPlane: capi.kubeadmControlPlane, kubeadmBootstrap: capi.kubeadmBootstrap });
 
     if (opts.workloadNodeCheck) workloadNodes = new WorkloadNodeReader(rest, log, 30_000, clock);
     controller = new JoinCheckController({

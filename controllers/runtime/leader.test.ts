@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LeaderElector, type LeaderOptions } from './leader.js';
 import { RestClient, WritesForbiddenError, type Json } from './rest.js';
-import { capturingLogger, sendJson, serve, sleep, until, type TestServer } from './testing/http-server.js';
+import { capturingLogger, schemaWith, sendJson, serve, sleep, until, type TestServer } from './testing/http-server.js';
 
 const LEASE = '/apis/coordination.k8s.io/v1/namespaces/ns/leases/lock';
 const TIMING = { leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 300 };
@@ -244,7 +244,8 @@ describe('the joinguard command on a lost Lease (fake apiserver, real process)',
         return; // a write in flight that never ends: the reconcile holding it would never finish
       }
       if (url.pathname === '/apis/cluster.x-k8s.io') return sendJson(res, 200, { versions: [{ groupVersion: 'cluster.x-k8s.io/v1beta2', version: 'v1beta2' }] });
-      if (url.pathname.startsWith('/apis/controlplane') || url.pathname.startsWith('/apis/bootstrap')) return sendJson(res, 404, {});
+      if (url.pathname.startsWith('/apis/controlplane') || url.pathname.startsWith('/apis/bootstrap') || url.pathname.startsWith('/apis/clusterctl')) return sendJson(res, 404, {});
+      if (url.pathname === '/openapi/v3/apis/cluster.x-k8s.io/v1beta2') return sendJson(res, 200, schemaWith('v1beta2', ['Machine:status.deletion.waitForPreDrainHookStartTime']));
       if (url.searchParams.get('watch') === 'true') return void res.writeHead(200).flushHeaders();
       const items = url.pathname.endsWith('/machinejoinchecks') ? [check] : [];
       sendJson(res, 200, { metadata: { resourceVersion: '10' }, items });

@@ -63,6 +63,20 @@ export const obj = (name: string, rv: string, extra: Json = {}): Json => ({
 
 export const list = (rv: string, items: Json[], cont?: string): Json => ({ kind: 'List', metadata: { resourceVersion: rv, ...(cont ? { continue: cont } : {}) }, items });
 
+/** A published schema (OpenAPI v3 components) of cluster.x-k8s.io holding exactly the given `Kind:path` fields. */
+export function schemaWith(apiVersion: string, fields: string[]): Json {
+  const schemas: Record<string, Json> = {};
+  for (const f of fields) {
+    const [kind, path] = f.split(':') as [string, string];
+    let s = (schemas[`io.x-k8s.cluster.${apiVersion}.${kind}`] ??= { type: 'object', properties: {} });
+    for (const part of path.replace(/\[\]/g, '.[]').split('.')) {
+      if (part === '[]') s = s.items ??= { type: 'object', properties: {} };
+      else s = (s.properties ??= {})[part] ??= { type: 'object', properties: {} };
+    }
+  }
+  return { openapi: '3.0.0', components: { schemas } };
+}
+
 /** A winston logger whose lines (JSON objects) stay in `lines`. */
 export function capturingLogger(): { logger: winston.Logger; lines: Json[] } {
   const lines: Json[] = [];
