@@ -4,22 +4,16 @@
 import { expect } from 'chai';
 import { discoverCapi, hasPath, SCHEMA_MARKERS } from './discovery.js';
 import { RestClient, type Json } from './rest.js';
-import { schemaWith, sendJson, serve, type TestServer } from './testing/http-server.js';
+import { closedAfterEach, schemaWith, sendJson, serve } from './testing/http-server.js';
 
 const fieldsOf = (minor: number, apiVersion: string) =>
   SCHEMA_MARKERS.filter((m) => m.minor <= minor && m.version === apiVersion).map((m) => `${m.kind}:${m.path}`).concat('Machine:spec', 'MachineHealthCheck:spec');
 
 describe('discoverCapi (fake apiserver)', () => {
-  let server: TestServer | undefined;
-  let rest: RestClient | undefined;
-  afterEach(async () => {
-    rest?.close();
-    await server?.close();
-    rest = server = undefined;
-  });
+  const keep = closedAfterEach();
 
   async function discover(o: { served?: string[]; inventory?: Json[] | 403; schema?: Json; kubeadm?: boolean }) {
-    server = await serve((_req, res, url) => {
+    const server = keep(await serve((_req, res, url) => {
       const p = url.pathname;
       if (p === '/apis/cluster.x-k8s.io') return o.served ? sendJson(res, 200, { versions: o.served.map((version) => ({ version })) }) : sendJson(res, 404, {});
       if (p === '/apis/controlplane.cluster.x-k8s.io' || p === '/apis/bootstrap.cluster.x-k8s.io') {
@@ -31,9 +25,8 @@ describe('discoverCapi (fake apiserver)', () => {
       }
       if (p.startsWith('/openapi/v3/apis/cluster.x-k8s.io/') && o.schema) return sendJson(res, 200, o.schema);
       sendJson(res, 404, { message: `no ${p}` });
-    });
-    rest = new RestClient(server.access, { userAgent: 'test' });
-    return discoverCapi(rest);
+    }));
+    return discoverCapi(keep(new RestClient(server.access, { userAgent: 'test' })));
   }
 
   it('clusterctl inventory: the exact release of the core provider', async () => {
@@ -60,8 +53,6 @@ describe('discoverCapi (fake apiserver)', () => {
 
   it('v1beta1 only: v1.10 and v1.9 from the v1beta1 schema', async () => {
     expect((await discover({ served: ['v1beta1'], schema: schemaWith('v1beta1', fieldsOf(10, 'v1beta1')) })).minor).to.equal(10);
-    rest!.close();
-    await server!.close();
     const nine = await discover({ served: ['v1beta1'], schema: schemaWith('v1beta1', fieldsOf(9, 'v1beta1')) });
     expect([nine.apiVersion, nine.minor]).to.deep.equal(['v1beta1', 9]);
   });
@@ -69,16 +60,12 @@ describe('discoverCapi (fake apiserver)', () => {
   it('refuses v1.8 (no status.v1beta2) and a clusterctl inventory saying v1.8, naming the reason', async () => {
     const e = await discover({ served: ['v1beta1'], schema: schemaWith('v1beta1', ['Machine:spec']) }).catch((err: Error) => err);
     expect((e as Error).message).to.match(/unsupported CAPI: found v1.8 or older .*Machine has no status.v1beta2.*supports CAPI v1.9 and later: v1.8 and older set no condition when the workload cluster cannot be reached/);
-    rest!.close();
-    await server!.close();
     const e2 = await discover({ served: ['v1beta1'], inventory: [{ metadata: { namespace: 'capi-system', name: 'cluster-api' }, providerName: 'cluster-api', type: 'CoreProvider', version: 'v1.8.4' }] }).catch((err: Error) => err);
     expect((e2 as Error).message).to.match(/unsupported CAPI: found v1.8 \(v1.8.4\) from clusterctl inventory/);
   });
 
   it('not installed, or only pre-v1beta1 versions: a clear error', async () => {
     expect(((await discover({}).catch((e: Error) => e)) as Error).message).to.match(/CAPI is not installed/);
-    rest!.close();
-    await server!.close();
     expect(((await discover({ served: ['v1alpha4'] }).catch((e: Error) => e)) as Error).message).to.match(/serves v1alpha4 only/);
   });
 

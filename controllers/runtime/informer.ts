@@ -12,7 +12,7 @@
 import type { IncomingMessage } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
 import type { Logger } from 'winston';
-import { ApiError, pathOf, type Json, type Resource, type RestClient } from './rest.js';
+import { ApiError, pathOf, reasonOf, statusMessage, type Json, type Resource, type RestClient } from './rest.js';
 
 export type InformerEvent = 'add' | 'update' | 'delete';
 
@@ -367,28 +367,14 @@ export class Informer<T = Json> {
   }
 }
 
-function reasonOf(signal: AbortSignal): Error {
-  return signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason ?? 'aborted'));
-}
-
 /** Up to 200 characters of an error body, for the message; never waits past the response's own end. */
 function readSome(res: IncomingMessage): Promise<string> {
   return new Promise((resolve) => {
     let text = '';
-    const done = () => resolve(statusText(text));
+    const done = () => resolve(statusMessage(text));
     res.on('data', (c: Buffer) => (text.length < 4096 ? (text += c.toString('utf8')) : undefined));
     res.once('end', done);
     res.once('error', done);
     res.once('close', done);
   });
-}
-
-function statusText(text: string): string {
-  try {
-    const s = JSON.parse(text) as Json;
-    if (typeof s.message === 'string') return s.message;
-  } catch {
-    // not a Status
-  }
-  return text.slice(0, 200);
 }

@@ -263,7 +263,8 @@ export function readAll(res: IncomingMessage): Promise<string> {
   });
 }
 
-function reasonOf(signal: AbortSignal): Error {
+/** An AbortSignal's reason as an Error. */
+export function reasonOf(signal: AbortSignal): Error {
   return signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason ?? 'aborted'));
 }
 
@@ -281,7 +282,8 @@ function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-function statusMessage(text: string): string {
+/** The message of a Status body, else the start of the text. */
+export function statusMessage(text: string): string {
   try {
     const s = JSON.parse(text) as Json;
     if (typeof s.message === 'string') return s.message;

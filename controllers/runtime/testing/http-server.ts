@@ -45,6 +45,18 @@ export async function serve(handler: Handler): Promise<TestServer> {
   };
 }
 
+/** Call inside a describe: what is passed to the returned function is closed after each test, last first. */
+export function closedAfterEach(): <T extends { close(): unknown }>(x: T) => T {
+  const open: { close(): unknown }[] = [];
+  afterEach(async () => {
+    for (const x of open.splice(0).reverse()) await x.close();
+  });
+  return (x) => {
+    open.push(x);
+    return x;
+  };
+}
+
 export function sendJson(res: http.ServerResponse, code: number, body: Json): void {
   const data = JSON.stringify(body);
   res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(data) });
