@@ -7,15 +7,6 @@ import { loadClusterAccess } from '../controllers/runtime/kubeconfig.js';
 import { makeLogger } from '../controllers/runtime/logger.js';
 import { parseFlags, usage, type Flags } from './flags.js';
 
-/** The webhook's lookups (webhooks/lookups.ts) still take a client-node KubeConfig: loaded only with --webhook-port. */
-async function loadKubeConfig(flags: Flags) {
-  const { KubeConfig } = await import('@kubernetes/client-node');
-  const kc = new KubeConfig();
-  if (flags.kubeconfig) kc.loadFromFile(flags.kubeconfig);
-  else if (process.env['KUBERNETES_SERVICE_HOST']) kc.loadFromCluster();
-  else kc.loadFromDefault();
-  return kc;
-}
 
 async function main(): Promise<number> {
   let flags: Flags;
@@ -61,7 +52,7 @@ async function main(): Promise<number> {
       port: flags.webhookPort,
       certFile: join(flags.webhookCertDir, 'tls.crt'),
       keyFile: join(flags.webhookCertDir, 'tls.key'),
-      kubeConfig: await loadKubeConfig(flags),
+      access,
       logger: log,
     });
   }
