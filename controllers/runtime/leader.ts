@@ -56,8 +56,8 @@ export class LeaderElector {
   private observed?: { record: string; at: number };
   private lastRenew = -Infinity;
   private wake?: () => void;
+  /** Aborts the requests of the current acquisition try or renewal round (stop, deadline). */
   private round?: AbortController;
-  private readonly stopping = new AbortController();
   private leadResolve!: () => void;
   /** Resolves when this process holds the Lease. */
   readonly leading$: Promise<void>;
@@ -96,7 +96,10 @@ export class LeaderElector {
   private async run(): Promise<void> {
     this.o.log.info('leader election: attempting to acquire the lease', { lease: this.lock, identity: this.o.identity });
     while (!this.stopped) {
-      if (await this.attempt(this.stopping.signal)) break;
+      this.round = new AbortController();
+      const acquired = await this.attempt(this.round.signal);
+      this.round = undefined;
+      if (acquired) break;
       await this.sleep(this.retryMs * (1 + (this.o.random ?? Math.random)() * JITTER));
     }
     if (this.stopped) return;
@@ -263,7 +266,6 @@ export class LeaderElector {
     if (this.stopped && !this.leading) return;
     const release = this.canWrite() && this.lease !== undefined;
     this.stopped = true;
-    this.stopping.abort(new Error('stopping'));
     this.round?.abort(new Error('stopping'));
     this.wake?.();
     if (this.leading) {
