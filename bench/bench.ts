@@ -1,5 +1,6 @@
 // `npm run bench -- [--machines N] [--smoke] [--runs joinguard,mhc,both] [--quiet-min M] [--parallel]
 //                   [--node-options "..."] [--out FILE]`
+// `npm run bench -- --micro ...` (bench/micro/micro.ts) and `npm run bench -- --heap ...` (bench/micro/heap.ts).
 // JoinGuard alone, CAPI's MachineHealthCheck alone, and both together, each on a control plane and a fleet
 // of its own built afresh (bench/run.ts), measured from the apiserver's side; then the results JSON and the
 // tables. See docs/benchmarks.md.
@@ -8,6 +9,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { compileController, removeCompiledController } from './controller-process.js';
 import { fleetShape } from './fleet.js';
+import { heapSettings, parseHeapArgs } from './micro/heap.js';
+import { micro, parseMicroArgs } from './micro/micro.js';
 import { wastedRebuilds } from './rebuilds.js';
 import { buildResults } from './report.js';
 import { RUN_SIDES, runOne, type RunName, type RunResult, type RunTiming } from './run.js';
@@ -66,12 +69,14 @@ export function timingFor(a: BenchArgs): RunTiming {
 const log = (line: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 
 async function main(): Promise<void> {
+  process.on('exit', removeCompiledController);
+  if (process.argv.includes('--micro')) return micro(parseMicroArgs(process.argv.slice(2)));
+  if (process.argv.includes('--heap')) return heapSettings(parseHeapArgs(process.argv.slice(2)));
   const args = parseArgs(process.argv.slice(2));
   const t0 = Date.now();
   const timing = timingFor(args);
   const shape = fleetShape(args.machines, timing.joinTimeoutS);
   log(`fleet per run: ${shape.machines} Machines (${shape.resting} resting + ${shape.stuck} stuck) over ${shape.clusters} Clusters; runs ${args.runs.join(', ')}${args.parallel ? ' at once' : ' one after another'}; quiet ${timing.quietMs / 60_000} min`);
-  process.on('exit', removeCompiledController);
   let t = Date.now();
   compileController();
   log(`JoinGuard compiled with tsc in ${(Date.now() - t) / 1000} s`);

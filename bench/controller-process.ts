@@ -1,6 +1,6 @@
 // JoinGuard as deployed: the `joinguard` command compiled the way the image is (tsc of api, controllers,
 // webhooks and cmd; plain `node`, NODE_ENV=production) and started with the Deployment's flags
-// (--leader-elect with its default lease timings, metrics, probes, the webhook server), in a process of its
+// (--leader-elect with its default lease timings, diagnostics, probes, the webhook server), in a process of its
 // own so that /proc gives its own RSS and CPU. Milestones come from outside: /readyz for the caches,
 // the apiserver for the first reconcile (bench/watch.ts CheckWatcher).
 import { execFileSync } from 'node:child_process';
@@ -86,8 +86,9 @@ export class JoinGuardProcess {
         compiled('cmd/joinguard.ts'),
         `--kubeconfig=${o.kubeconfig}`,
         '--leader-elect=true',
-        `--leader-election-namespace=${JOINGUARD_LEASE_NAMESPACE}`,
-        `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+        // Plain HTTP, as the bench serves CAPI's: the scrapes then cost no TokenReview or SubjectAccessReview.
+        `--diagnostics-address=127.0.0.1:${metricsPort}`,
+        '--insecure-diagnostics=true',
         `--health-probe-bind-address=127.0.0.1:${healthPort}`,
         `--webhook-port=${webhookPort}`,
         `--webhook-cert-dir=${o.webhookCertDir}`,
@@ -123,10 +124,10 @@ export class JoinGuardProcess {
     untrack(this.tracked);
   }
 
-  /** Log lines written (JSON, level info as deployed). */
+  /** Log lines written (at the default verbosity, as deployed). */
   logLines(): number {
     try {
-      return fs.readFileSync(this.proc.logFile, 'utf8').split('\n').filter((l) => l.startsWith('{')).length;
+      return fs.readFileSync(this.proc.logFile, 'utf8').split('\n').filter((l) => l !== '' && !l.startsWith('# ')).length;
     } catch {
       return 0;
     }
