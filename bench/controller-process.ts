@@ -52,7 +52,7 @@ export interface JoinGuardStart {
   kubeconfig: string;
   webhookCertDir: string;
   logFile: string;
-  /** NODE_OPTIONS of the process (V8 heap settings); '' = Node's defaults. */
+  /** Node and V8 flags before the script, as an image's ENTRYPOINT would put them ('' = Node's defaults). */
   nodeOptions: string;
   /** Flags beyond the Deployment's (e.g. --connection-grace for the smoke size). */
   extraFlags?: string[];
@@ -83,6 +83,7 @@ export class JoinGuardProcess {
       name: 'joinguard',
       command: process.execPath,
       args: [
+        ...o.nodeOptions.split(/\s+/).filter(Boolean),
         compiled('cmd/joinguard.ts'),
         `--kubeconfig=${o.kubeconfig}`,
         '--leader-elect=true',
@@ -94,7 +95,7 @@ export class JoinGuardProcess {
         `--webhook-cert-dir=${o.webhookCertDir}`,
         ...(o.extraFlags ?? []),
       ],
-      env: { ...process.env, NODE_ENV: 'production', NODE_OPTIONS: o.nodeOptions, POD_NAMESPACE: JOINGUARD_LEASE_NAMESPACE },
+      env: { ...process.env, NODE_ENV: 'production', NODE_OPTIONS: '', POD_NAMESPACE: JOINGUARD_LEASE_NAMESPACE },
       logFile: o.logFile,
     });
     if (o.pgidFile) fs.appendFileSync(o.pgidFile, `${proc.pid}\n`);

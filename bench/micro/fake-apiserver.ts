@@ -1,7 +1,7 @@
 // A small in-memory Kubernetes API server for the micro-benchmark (bench/micro/micro.ts): HTTPS, the
 // list/watch/get/create/update/patch/delete verbs of the resources JoinGuard reads and writes, with
-// resourceVersions, preconditions (409), label selectors, watch replay from a resourceVersion and
-// bookmarks. It exists so that JoinGuard's event path and its requests per mark can be measured at
+// resourceVersions, preconditions (409), label selectors, paged lists, watch replay from a resourceVersion
+// and bookmarks. It exists so that JoinGuard's event path and its requests per mark can be measured at
 // 10,000 Machines per Cluster in seconds, with objects captured from CAPI's real managers
 // (bench/micro/fixtures.json), and without an apiserver or CAPI sharing the 2 cores. Not a conformance
 // fake: no field validation, no admission, no server-side apply.
@@ -150,9 +150,14 @@ export class FakeApiserver {
     const conflict = () => [409, status(409, 'Conflict', `Operation cannot be fulfilled on ${kind.plural} "${r.name}": the object has been modified; please apply your changes to the latest version and try again`)] as [number, Json];
     switch (verb) {
       case 'list': {
+        // Pages as the apiserver serves them (limit/continue): the client parses one page at a time.
         const sel = selector(q.get('labelSelector'));
-        const items = [...objs.values()].filter((o) => (r.namespace === undefined || o.metadata.namespace === r.namespace) && sel(o));
-        return [200, { apiVersion, kind: `${kind.kind}List`, metadata: { resourceVersion: String(this.rv) }, items }];
+        const all = [...objs.values()].filter((o) => (r.namespace === undefined || o.metadata.namespace === r.namespace) && sel(o));
+        const [from, rv] = (q.get('continue') ?? `0:${this.rv}`).split(':').map(Number) as [number, number];
+        const limit = Number(q.get('limit')) || all.length;
+        const items = all.slice(from, from + limit);
+        const more = from + limit < all.length;
+        return [200, { apiVersion, kind: `${kind.kind}List`, metadata: { resourceVersion: String(rv), ...(more ? { continue: `${from + limit}:${rv}` } : {}) }, items }];
       }
       case 'get':
         return cur ? [200, cur] : notFound();
