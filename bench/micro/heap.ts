@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { tailFile } from '../../hack/testenv/process.js';
 import { compileController, JoinGuardProcess } from '../controller-process.js';
 import { byLabel, sum } from '../prom.js';
 import { percentile, round } from '../stats.js';
@@ -81,7 +82,7 @@ async function runSetting(setting: string, machines: number, tls: { cert: string
     return {
       setting: setting || '(Node defaults)',
       survived: jg.proc.running,
-      error: jg.proc.running ? undefined : jg.proc.describeExit(),
+      error: jg.proc.running ? undefined : `${jg.proc.describeExit()}: ${tailFile(jg.proc.logFile, 3)}`,
       firstReconcileS,
       rssAfterStartMiB: round((afterStart?.rssKiB ?? 0) / 1024, 1),
       peakRssMiB: round(Math.max(jg.sampler.peakRssKiB, last?.hwmKiB ?? 0) / 1024, 1),
