@@ -36,5 +36,5 @@ COPY --from=build /src/dist ./dist
 COPY package.json ./
 # The numeric uid matches the Deployment's runAsUser, so runAsNonRoot can verify it.
 USER 65532:65532
-EXPOSE 8080 8081 9443
+EXPOSE 8443 8081 9443
 ENTRYPOINT ["node", "/app/dist/cmd/joinguard.js"]

@@ -40,6 +40,9 @@ describe('manifests: clusterctl provider files', function () {
       await promisify(execFile)(process.execPath, ['--import', 'tsx', join(root, 'manifests', 'build.ts'), dir], { cwd: root });
       expect(await readFile(join(dir, 'addon-components.yaml'), 'utf8')).to.equal(components);
       expect(await readFile(join(dir, 'metadata.yaml'), 'utf8')).to.equal(metadata);
+      const files = await renderProviderFiles(version);
+      expect(await readFile(join(dir, 'observability-components.yaml'), 'utf8')).to.equal(files.observability);
+      expect(await readFile(join(dir, 'grafana-dashboard.json'), 'utf8')).to.equal(files.dashboard);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -66,6 +69,27 @@ describe('manifests: clusterctl provider files', function () {
     expect(m.releaseSeries).to.deep.include({ major: 0, minor: 1, contract: 'v1beta2' });
   });
 
+  it("labels every object as clusterctl does (provider addon-joinguard), so a kubectl install moves and upgrades the same", () => {
+    for (const o of objs) {
+      expect(o.metadata.labels, `${o.kind} ${o.metadata.name}`).to.include({ 'cluster.x-k8s.io/provider': 'addon-joinguard', 'clusterctl.cluster.x-k8s.io': '' });
+    }
+  });
+
+  it('labels the CRD for clusterctl move: every MachineJoinCheck moves with its namespace', () => {
+    const crd = one(objs, 'CustomResourceDefinition', 'machinejoinchecks.joinguard.io');
+    expect(crd.metadata.labels).to.have.property('clusterctl.cluster.x-k8s.io/move', '');
+    // move-hierarchy would also move what a check owns; it owns nothing.
+    expect(crd.metadata.labels).not.to.have.property('clusterctl.cluster.x-k8s.io/move-hierarchy');
+  });
+
+  it("tags the manager image with the release's version", async () => {
+    const next = await renderProviderFiles('0.2.0', { metadata: `${metadata}  - major: 0\n    minor: 2\n    contract: v1beta2\n` });
+    expect(one(objectsOf(next.components), 'Deployment').spec.template.spec.containers[0].image).to.equal('ghcr.io/joinguard/joinguard:v0.2.0');
+    let err: Error | undefined;
+    await renderProviderFiles('0.2.0').catch((e: Error) => (err = e));
+    expect(err?.message).to.match(/no releaseSeries for 0\.2/);
+  });
+
   it('carries the CRD from manifests/crd/', () => {
     const crd = one(objs, 'CustomResourceDefinition', 'machinejoinchecks.joinguard.io');
     expect(crd.spec.group).to.equal('joinguard.io');
@@ -85,6 +109,7 @@ describe('manifests: clusterctl provider files', function () {
       '--workload-node-check=false',
       '--webhook-port=9443',
       '--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs',
+      '--diagnostics-address=:8443',
     ]);
     expect(pod.securityContext.runAsNonRoot).to.equal(true);
     expect(pod.securityContext.seccompProfile.type).to.equal('RuntimeDefault');
