@@ -148,6 +148,21 @@ export async function checkOf(mc: ManagementCluster, f: Fleet): Promise<Json | u
   return getJson(mc.admin, `${MJC}/namespaces/${f.namespace}/machinejoinchecks/${f.check}`);
 }
 
+/**
+ * What the infrastructure and control-plane providers of a real target would do after a move: report their
+ * objects' state again (clusterctl creates them without status).
+ */
+export async function reportProviderState(mc: ManagementCluster, f: Fleet): Promise<void> {
+  const at = (group: string, plural: string) => `/apis/${group}/v1alpha1/namespaces/${f.namespace}/${plural}/${f.cluster}/status`;
+  for (const [path, status] of [
+    [at('infrastructure.install.joinguard.io', 'installclusters'), { initialization: { provisioned: true } }],
+    [at('controlplane.install.joinguard.io', 'installcontrolplanes'), { initialization: { controlPlaneInitialized: true } }],
+  ] as const) {
+    const res = await raw(mc.admin, 'PATCH', path, { status }, 'application/merge-patch+json');
+    if (res.status !== 200) throw new Error(`PATCH ${path}: ${res.status} ${res.body.slice(0, 300)}`);
+  }
+}
+
 export async function scaleMachineSet(mc: ManagementCluster, f: Fleet, replicas: number): Promise<void> {
   const res = await raw(mc.admin, 'PATCH', `${CAPI}/namespaces/${f.namespace}/machinesets/${f.pool}`, { spec: { replicas } }, 'application/merge-patch+json');
   if (res.status !== 200) throw new Error(`scale MachineSet: ${res.status} ${res.body.slice(0, 300)}`);
