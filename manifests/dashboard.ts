@@ -25,104 +25,58 @@ interface Panel {
   bars?: boolean;
 }
 
-/** Every PromQL expression of the dashboard, so that tests can check the metric names it reads. */
+/** A time series panel of one query. */
+function series(title: string, w: number, h: number, expr: string, legend: string, more: Partial<Panel> = {}): Panel {
+  return { title, type: 'timeseries', w, h, targets: [{ expr, legend }], ...more };
+}
+
+/** A stat panel of one instant query. */
+function stat(title: string, w: number, h: number, expr: string, more: Partial<Panel> = {}): Panel {
+  return { title, type: 'stat', w, h, targets: [{ expr, instant: true }], ...more };
+}
+
+const cr = (metric: string) => `${metric}{job=~"$job", controller="machinejoincheck"}`;
+
+/** Every panel of the dashboard; tests check the metric names their queries read. */
 export function dashboardPanels(): Panel[] {
+  const byCheck = '{{namespace}}/{{check}} ({{cluster}})';
   return [
     { title: 'Checks', type: 'row', w: 24, h: 1 },
-    {
-      title: 'Checks not progressing',
-      type: 'stat',
+    stat('Checks not progressing', 6, 5, `count(joinguard_check_condition{type="Progressing", status="False", reason!="DryRun", ${sel}} == 1) or vector(0)`, {
       description: 'Checks whose Progressing condition is False, dry runs left out. Each reason has a runbook section.',
-      w: 6, h: 5,
-      targets: [{ expr: `count(joinguard_check_condition{type="Progressing", status="False", reason!="DryRun", ${sel}} == 1) or vector(0)`, instant: true }],
-    },
-    {
-      title: 'Checks suspecting the join credential',
-      type: 'stat',
-      w: 6, h: 5,
-      targets: [{ expr: `count(joinguard_check_condition{type="Progressing", status="False", reason="BootstrapCredentialSuspect", ${sel}} == 1) or vector(0)`, instant: true }],
-    },
-    {
-      title: 'Stuck Machines',
-      type: 'stat',
-      w: 6, h: 5,
-      targets: [{ expr: `sum(joinguard_machines{state="Stuck", ${sel}}) or vector(0)`, instant: true }],
-    },
-    {
-      title: 'Longest time past a deadline',
-      type: 'stat',
-      unit: 's',
-      w: 6, h: 5,
-      targets: [{ expr: `max(joinguard_seconds_past_deadline{${sel}}) or vector(0)`, instant: true }],
-    },
+    }),
+    stat('Checks suspecting the join credential', 6, 5, `count(joinguard_check_condition{type="Progressing", status="False", reason="BootstrapCredentialSuspect", ${sel}} == 1) or vector(0)`),
+    stat('Stuck Machines', 6, 5, `sum(joinguard_machines{state="Stuck", ${sel}}) or vector(0)`),
+    stat('Longest time past a deadline', 6, 5, `max(joinguard_seconds_past_deadline{${sel}}) or vector(0)`, { unit: 's' }),
     {
       title: 'Progressing reason per check',
       type: 'table',
       w: 24, h: 7,
       targets: [{ expr: `joinguard_check_condition{type="Progressing", ${sel}} == 1`, instant: true, format: 'table' }],
     },
-    {
-      title: 'Stuck Machines per check',
-      type: 'timeseries',
+    series('Stuck Machines per check', 12, 8, `sum by (namespace, check, cluster) (joinguard_machines{state="Stuck", ${sel}})`, byCheck, {
       description: 'Machines past their join or provision deadline with no Node.',
-      w: 12, h: 8,
-      targets: [{ expr: `sum by (namespace, check, cluster) (joinguard_machines{state="Stuck", ${sel}})`, legend: '{{namespace}}/{{check}} ({{cluster}})' }],
-    },
-    {
-      title: 'Joined Machines per check',
-      type: 'timeseries',
-      w: 12, h: 8,
-      targets: [{ expr: `sum by (namespace, check, cluster) (joinguard_machines{state="Joined", ${sel}})`, legend: '{{namespace}}/{{check}} ({{cluster}})' }],
-    },
-    {
-      title: 'Machines by state',
-      type: 'timeseries',
-      w: 12, h: 8,
-      stack: true,
-      targets: [{ expr: `sum by (state) (joinguard_machines{${sel}})`, legend: '{{state}}' }],
-    },
-    {
-      title: 'Time past deadline per check',
-      type: 'timeseries',
+    }),
+    series('Joined Machines per check', 12, 8, `sum by (namespace, check, cluster) (joinguard_machines{state="Joined", ${sel}})`, byCheck),
+    series('Machines by state', 12, 8, `sum by (state) (joinguard_machines{${sel}})`, '{{state}}', { stack: true }),
+    series('Time past deadline per check', 12, 8, `max by (namespace, check, cluster) (joinguard_seconds_past_deadline{${sel}})`, byCheck, {
       description: 'The longest any stuck Machine of the check is past its deadline (0 when none).',
       unit: 's',
-      w: 12, h: 8,
-      targets: [{ expr: `max by (namespace, check, cluster) (joinguard_seconds_past_deadline{${sel}})`, legend: '{{namespace}}/{{check}}' }],
-    },
+    }),
     { title: 'Remediations and suspicions', type: 'row', w: 24, h: 1 },
-    {
-      title: 'Remediations by outcome',
-      type: 'timeseries',
-      w: 12, h: 8,
-      bars: true,
-      stack: true,
-      targets: [{ expr: `sum by (outcome) (increase(joinguard_remediations_total{${sel}}[$__rate_interval]))`, legend: '{{outcome}}' }],
-    },
-    {
-      title: 'Remediations by path',
-      type: 'timeseries',
-      w: 12, h: 8,
-      bars: true,
-      stack: true,
-      targets: [{ expr: `sum by (path) (increase(joinguard_remediations_total{${sel}}[$__rate_interval]))`, legend: '{{path}}' }],
-    },
-    {
-      title: 'Suspicions raised',
-      type: 'timeseries',
-      w: 12, h: 8,
-      bars: true,
-      targets: [{ expr: `sum by (namespace, check, cluster) (increase(joinguard_suspicions_raised_total{${sel}}[$__rate_interval]))`, legend: '{{namespace}}/{{check}}' }],
-    },
+    series('Remediations by outcome', 12, 8, `sum by (outcome) (increase(joinguard_remediations_total{${sel}}[$__rate_interval]))`, '{{outcome}}', { bars: true, stack: true }),
+    series('Remediations by path', 12, 8, `sum by (path) (increase(joinguard_remediations_total{${sel}}[$__rate_interval]))`, '{{path}}', { bars: true, stack: true }),
+    series('Suspicions raised', 12, 8, `sum by (namespace, check, cluster) (increase(joinguard_suspicions_raised_total{${sel}}[$__rate_interval]))`, byCheck, { bars: true }),
     {
       title: 'Join duration (p50, p95)',
       type: 'timeseries',
       description: 'From the join clock start to the Node, for Machines that joined. Compare with joinTimeout.',
       unit: 's',
       w: 12, h: 8,
-      targets: [
-        { expr: `histogram_quantile(0.5, sum by (le) (rate(joinguard_join_duration_seconds_bucket{${sel}}[$__rate_interval])))`, legend: 'p50' },
-        { expr: `histogram_quantile(0.95, sum by (le) (rate(joinguard_join_duration_seconds_bucket{${sel}}[$__rate_interval])))`, legend: 'p95' },
-      ],
+      targets: [0.5, 0.95].map((q) => ({
+        expr: `histogram_quantile(${q}, sum by (le) (rate(joinguard_join_duration_seconds_bucket{${sel}}[$__rate_interval])))`,
+        legend: `p${q * 100}`,
+      })),
     },
     {
       title: 'Join duration histogram',
@@ -131,44 +85,12 @@ export function dashboardPanels(): Panel[] {
       targets: [{ expr: `sum by (le) (increase(joinguard_join_duration_seconds_bucket{${sel}}[$__rate_interval]))`, legend: '{{le}}', format: 'heatmap' }],
     },
     { title: 'Controller', type: 'row', w: 24, h: 1 },
-    {
-      title: 'Leader',
-      type: 'stat',
-      description: '1 while a replica holds the Lease.',
-      w: 6, h: 6,
-      targets: [{ expr: 'sum(leader_election_master_status{job=~"$job"}) or vector(0)', instant: true }],
-    },
-    {
-      title: 'Reconciles by result',
-      type: 'timeseries',
-      w: 9, h: 6,
-      targets: [{ expr: 'sum by (result) (rate(controller_runtime_reconcile_total{job=~"$job", controller="machinejoincheck"}[$__rate_interval]))', legend: '{{result}}' }],
-    },
-    {
-      title: 'Reconcile errors',
-      type: 'timeseries',
-      w: 9, h: 6,
-      targets: [{ expr: 'sum(rate(controller_runtime_reconcile_errors_total{job=~"$job", controller="machinejoincheck"}[$__rate_interval]))', legend: 'errors' }],
-    },
-    {
-      title: 'Reconcile time (p99)',
-      type: 'timeseries',
-      unit: 's',
-      w: 8, h: 6,
-      targets: [{ expr: 'histogram_quantile(0.99, sum by (le) (rate(controller_runtime_reconcile_time_seconds_bucket{job=~"$job", controller="machinejoincheck"}[$__rate_interval])))', legend: 'p99' }],
-    },
-    {
-      title: 'Work queue depth',
-      type: 'timeseries',
-      w: 8, h: 6,
-      targets: [{ expr: 'sum by (name) (workqueue_depth{job=~"$job"})', legend: '{{name}}' }],
-    },
-    {
-      title: 'API requests by code',
-      type: 'timeseries',
-      w: 8, h: 6,
-      targets: [{ expr: 'sum by (code, method) (rate(rest_client_requests_total{job=~"$job"}[$__rate_interval]))', legend: '{{method}} {{code}}' }],
-    },
+    stat('Leader', 6, 6, 'sum(leader_election_master_status{job=~"$job"}) or vector(0)', { description: '1 while a replica holds the Lease.' }),
+    series('Reconciles by result', 9, 6, `sum by (result) (rate(${cr('controller_runtime_reconcile_total')}[$__rate_interval]))`, '{{result}}'),
+    series('Reconcile errors', 9, 6, `sum(rate(${cr('controller_runtime_reconcile_errors_total')}[$__rate_interval]))`, 'errors'),
+    series('Reconcile time (p99)', 8, 6, `histogram_quantile(0.99, sum by (le) (rate(${cr('controller_runtime_reconcile_time_seconds_bucket')}[$__rate_interval])))`, 'p99', { unit: 's' }),
+    series('Work queue depth', 8, 6, 'sum by (name) (workqueue_depth{job=~"$job"})', '{{name}}'),
+    series('API requests by code', 8, 6, 'sum by (code, method) (rate(rest_client_requests_total{job=~"$job"}[$__rate_interval]))', '{{method}} {{code}}'),
   ];
 }
 

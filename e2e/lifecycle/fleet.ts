@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import winston from 'winston';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { startTestEnv } from '../../hack/testenv/testenv.js';
+import { poll } from '../../hack/testenv/kube-rest.js';
 import { startController, type RunningController } from '../../controllers/manager.js';
 import type { WebhookServer } from '../../webhooks/server.js';
 import { raw } from '../install/install-env.js';
@@ -18,15 +19,8 @@ export type Json = Record<string, any>;
 export const CAPI = '/apis/cluster.x-k8s.io/v1beta2';
 export const MJC = '/apis/joinguard.io/v1alpha1';
 
-export async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
-}
+/** Polls every half second until `probe` gives a value (a probe that throws is tried again). */
+export const until = <T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> => poll(what, timeoutMs, probe, undefined, 500);
 
 export async function getJson(kc: KubeConfig, path: string): Promise<Json | undefined> {
   const res = await raw(kc, 'GET', path);
