@@ -91,4 +91,13 @@ describe('lifecycle: clusterctl upgrade apply v0.1.0 -> v0.2.0 keeps checks and 
     }
     expect(c.status.recentFailures?.length ?? 0).to.be.at.least(recorded.status.recentFailures?.length ?? 0);
   });
+
+  it('clusterctl delete --addon joinguard removes the add-on and keeps the CRD and the checks (docs/install.md)', async () => {
+    await mc.stopJoinGuard();
+    await clusterctl(repo, ['delete', '--kubeconfig', mc.env.kubeconfigPath, '--addon', 'joinguard']);
+    expect(await inventory(mc.admin)).not.to.include('addon-joinguard@v0.2.0');
+    expect(await getJson(mc.admin, '/apis/apps/v1/namespaces/joinguard-system/deployments/joinguard-controller-manager')).to.equal(undefined);
+    expect(await getJson(mc.admin, '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/joinguard-validating-webhook-configuration')).to.equal(undefined);
+    expect((await checkOf(mc, fleet))?.metadata.uid).to.equal(recorded.metadata.uid);
+  });
 });
