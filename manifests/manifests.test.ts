@@ -10,6 +10,8 @@ import { checkComponents, MANIFESTS_DIR, objectsOf, renderProviderFiles, type K8
 import { listVariables } from './substitute.js';
 import { CONTROLLER_NEEDS, grantStrings, ruleStrings } from './rbac-needs.js';
 import { VALIDATE_PATH } from '../webhooks/server.js';
+import { parseFlags } from '../cmd/flags.js';
+import { parseDuration } from '../api/v1alpha1/duration.js';
 
 const root = resolve(MANIFESTS_DIR, '..');
 const version = '0.1.0';
@@ -56,7 +58,11 @@ describe('manifests: clusterctl provider files', function () {
     expect(checkComponents(components, version)).to.deep.equal([]);
     expect(listVariables(components)).to.have.deep.members([
       { name: 'JOINGUARD_NAMESPACE', default: 'joinguard-system' },
-      { name: 'JOINGUARD_LOG_LEVEL', default: 'info' },
+      { name: 'JOINGUARD_LOG_VERBOSITY', default: '0' },
+      { name: 'JOINGUARD_LOGGING_FORMAT', default: 'text' },
+      { name: 'JOINGUARD_CONCURRENCY', default: '2' },
+      { name: 'JOINGUARD_DIAGNOSTICS_ADDRESS', default: ':8443' },
+      { name: 'JOINGUARD_INSECURE_DIAGNOSTICS', default: 'false' },
       { name: 'JOINGUARD_LEADER_ELECT', default: 'true' },
       { name: 'JOINGUARD_WORKLOAD_NODE_CHECK', default: 'false' },
     ]);
@@ -105,7 +111,8 @@ describe('manifests: clusterctl provider files', function () {
     expect(c.image).to.equal(`ghcr.io/joinguard/joinguard:v${version}`);
     expect(c.args).to.include.members([
       '--leader-elect=true',
-      '--log-level=info',
+      '--v=0',
+      '--logging-format=text',
       '--workload-node-check=false',
       '--webhook-port=9443',
       '--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs',
@@ -123,14 +130,25 @@ describe('manifests: clusterctl provider files', function () {
 
   it('substitutes the variables into the args', () => {
     const d = one(
-      objectsOf(components, { JOINGUARD_LOG_LEVEL: 'debug', JOINGUARD_LEADER_ELECT: 'false', JOINGUARD_WORKLOAD_NODE_CHECK: 'true' }),
+      objectsOf(components, { JOINGUARD_LOG_VERBOSITY: '4', JOINGUARD_LEADER_ELECT: 'false', JOINGUARD_WORKLOAD_NODE_CHECK: 'true' }),
       'Deployment',
     );
     expect(d.spec.template.spec.containers[0].args).to.include.members([
-      '--log-level=debug',
+      '--v=4',
       '--leader-elect=false',
       '--workload-node-check=true',
     ]);
+  });
+
+  it("the args are the manager's current flags: they parse, with no deprecation warning, defaults or set", () => {
+    const settings: Record<string, string>[] = [{}, { JOINGUARD_LOG_VERBOSITY: '4', JOINGUARD_LOGGING_FORMAT: 'json', JOINGUARD_INSECURE_DIAGNOSTICS: 'true' }];
+    for (const vars of settings) {
+      const args = one(objectsOf(components, vars), 'Deployment').spec.template.spec.containers[0].args as string[];
+      const warnings: string[] = [];
+      const f = parseFlags(args, parseDuration, warnings);
+      expect(warnings, JSON.stringify(vars)).to.deep.equal([]);
+      expect(f.diagnosticsAddress).to.equal(':8443');
+    }
   });
 
   it('has no * in any RBAC rule and grants exactly what the controller needs (rbac-needs.ts)', () => {

@@ -15,7 +15,7 @@ export const METRICS_SERVICE = 'joinguard-controller-manager-metrics-service';
 export const JOB = METRICS_SERVICE;
 export const DIAGNOSTICS_PORT = 8443;
 export const CONTROLLER = 'machinejoincheck';
-const WEBHOOKS = '(default|validation)[.]machinejoincheck[.]joinguard[.]io';
+const WEBHOOK = 'validation.machinejoincheck.joinguard.io';
 
 /** Where a release's runbook lives: the same URL the controller's condition messages use. */
 export function runbookBase(version: string): string {
@@ -74,24 +74,24 @@ export function alertRules(version: string): AlertRule[] {
     },
     {
       alert: 'JoinGuardWebhookUnavailable',
-      // The webhooks run in the same process as the metrics: no replica scraped means none serves admission.
+      // The webhook runs in the same process as the metrics: no replica scraped means none serves admission.
       expr: `(sum(up{job="${JOB}"}) or on() vector(0)) < 1`,
       for: '5m',
       labels: { severity: 'critical' },
       annotations: {
-        summary: 'No JoinGuard replica is up: MachineJoinCheck admission fails (failurePolicy Fail)',
-        description: 'Creating or changing a MachineJoinCheck, including adding joinguard.io/resume, fails until a replica serves the webhooks again.',
+        summary: 'No JoinGuard replica is up: MachineJoinChecks cannot be created or their spec changed (failurePolicy Fail)',
+        description: 'Creating a MachineJoinCheck or changing its spec fails until a replica serves the webhook again (annotations such as joinguard.io/resume still work); no stuck Machine is replaced either.',
         runbook_url: `${rb}#webhook-unavailable`,
       },
     },
     {
       alert: 'JoinGuardWebhookCallsFailing',
       // Seen from the kube-apiserver (its own metrics): a replica may be up and still unreachable (Service, certificate).
-      expr: `sum(rate(apiserver_admission_webhook_rejection_count{name=~"${WEBHOOKS}", error_type=~"calling_webhook_error|apiserver_internal_error"}[5m])) > 0`,
+      expr: `sum(rate(apiserver_admission_webhook_rejection_count{name="${WEBHOOK}", error_type=~"calling_webhook_error|apiserver_internal_error"}[5m])) > 0`,
       for: '5m',
       labels: { severity: 'warning' },
       annotations: {
-        summary: 'The kube-apiserver cannot call the JoinGuard admission webhooks',
+        summary: 'The kube-apiserver cannot call the JoinGuard admission webhook',
         description: 'MachineJoinCheck writes are refused because the webhook call itself fails (connection, TLS or timeout), not because a check is invalid.',
         runbook_url: `${rb}#webhook-unavailable`,
       },

@@ -164,8 +164,14 @@ export async function serveWebhooks(env: TestEnv, admin: KubeConfig, dir: string
 
 /** After clusterctl (re)installed the webhook configurations: `url:` and the test CA instead of the Service. */
 export async function repointWebhooks(env: TestEnv, admin: KubeConfig, server: WebhookServer): Promise<void> {
+  const selector = encodeURIComponent(`${PROVIDER_LABEL}=addon-joinguard`);
+  const found: { kind: string; name: string }[] = [];
   for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']) {
-    const name = kind === 'MutatingWebhookConfiguration' ? 'joinguard-mutating-webhook-configuration' : 'joinguard-validating-webhook-configuration';
+    const list = await ok(raw(admin, 'GET', `/apis/admissionregistration.k8s.io/v1/${kind.toLowerCase()}s?labelSelector=${selector}`), `list ${kind}`);
+    for (const o of list.items as Json[]) found.push({ kind, name: o.metadata.name as string });
+  }
+  if (found.length === 0) throw new Error('clusterctl installed no webhook configuration of addon-joinguard');
+  for (const { kind, name } of found) {
     const path = await pathOf(admin, { apiVersion: 'admissionregistration.k8s.io/v1', kind, metadata: { name } });
     const current = await ok(raw(admin, 'GET', path), `${kind} ${name}`);
     const pointed = pointedAt(current as K8sObject, `https://127.0.0.1:${server.port}`, env.caCertPem) as Json;
