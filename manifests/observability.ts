@@ -134,7 +134,8 @@ export function observabilityObjects(version: string): K8sObject[] {
           // Prometheus's own ServiceAccount token; the manager checks it with a TokenReview and a
           // SubjectAccessReview (get on the non-resource URL /metrics), as controller-runtime's filter does.
           bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token',
-          // The manager serves a self-signed certificate unless one is mounted (docs/install.md).
+          // The manager serves the webhook's certificate (issued for the webhook Service's name, its CA known only
+          // to cert-manager's injection), which Prometheus cannot verify for this Service.
           tlsConfig: { insecureSkipVerify: true },
           // JoinGuard's families carry the check's `namespace`; without this Prometheus would rename it
           // exported_namespace and put the add-on's namespace in its place.
