@@ -20,6 +20,7 @@ import { renderProviderFiles } from '../../manifests/render.js';
 import { findClusterctl } from '../../manifests/clusterctl.js';
 import { issueServingCert } from '../../hack/testenv/certs.js';
 import { startWebhookServer, type WebhookServer } from '../../webhooks/server.js';
+import { clusterAccessFromKubeconfig } from '../../controllers/runtime/kubeconfig.js';
 import { apply, pathOf, pointedAt, raw, serviceAccountKubeConfig, waitEstablished } from '../install/install-env.js';
 import { CP_GROUP, ensureStandInCrds, INFRA_GROUP } from '../install/stand-in-providers.js';
 import type { TestEnv } from '../support/testenv.js';
@@ -157,7 +158,7 @@ export async function clusterctl(repo: Repository, args: string[], timeoutMs = 2
 export async function serveWebhooks(env: TestEnv, admin: KubeConfig, dir: string): Promise<WebhookServer> {
   const sa = await serviceAccountKubeConfig(admin, ADDON_NAMESPACE, 'joinguard-controller-manager');
   const pair = await issueServingCert(env.caCertFile, env.caKeyFile, dir);
-  const server = await startWebhookServer({ port: 0, host: '127.0.0.1', certFile: pair.certFile, keyFile: pair.keyFile, kubeConfig: sa });
+  const server = await startWebhookServer({ port: 0, host: '127.0.0.1', certFile: pair.certFile, keyFile: pair.keyFile, access: clusterAccessFromKubeconfig(sa.exportConfig()) });
   await repointWebhooks(env, admin, server);
   return server;
 }

@@ -9,6 +9,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { startTestEnv } from '../../hack/testenv/testenv.js';
 import { poll } from '../../hack/testenv/kube-rest.js';
 import { startController, type RunningController } from '../../controllers/manager.js';
+import { clusterAccessFromKubeconfig } from '../../controllers/runtime/kubeconfig.js';
 import type { WebhookServer } from '../../webhooks/server.js';
 import { raw } from '../install/install-env.js';
 import { createMachineSet, createReadyCluster, machinesOf, provisionInfrastructure } from '../install/stand-in-providers.js';
@@ -55,7 +56,7 @@ export async function startManagementCluster(name: string, log: (line: string) =
     async startJoinGuard() {
       await mc.stopJoinGuard();
       mc.joinguard = await startController({
-        kubeConfig: admin,
+        access: clusterAccessFromKubeconfig(admin.exportConfig()),
         leaderElect: false,
         // The Cluster connected moments ago; verdicts wait this long after a (re)connection (default 2m).
         connectionGraceMs: 2_000,
