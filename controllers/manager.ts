@@ -12,7 +12,7 @@ import { parseBindAddress, startMetricsServer, startProbeServer, type BoundServe
 import { JoinCheckController } from './joincheck/controller.js';
 import { EventRecorder } from './joincheck/events.js';
 import { ControllerMetrics } from './joincheck/metrics.js';
-import { WorkloadNodeReader } from './joincheck/workload-nodes.js';
+import { WorkloadNodeReader } from './joincheck/workload-access.js';
 import { DEFAULT_USER_AGENT, type ControllerOptions, type RunningController } from './options.js';
 
 export type { ControllerOptions, RunningController } from './options.js';
@@ -69,7 +69,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       servers.push(
         await startProbeServer(probeAddr, {
           healthy: () => (stopping ? { ok: false, why: 'stopping' } : { ok: true }),
-          ready: () => (c.hasSynced() ? { ok: true } : { ok: false, why: 'caches not synced yet' }),
+          ready: () => c.health(),
         }),
       );
     }

@@ -76,6 +76,8 @@ export interface MachineFacts {
   remediateAnnotation: boolean;
   /** `joinguard.io/skip`, `cluster.x-k8s.io/skip-remediation`, `cluster.x-k8s.io/paused`. */
   skipReason?: 'joinguard.io/skip' | 'cluster.x-k8s.io/skip-remediation' | 'cluster.x-k8s.io/paused';
+  /** KCP's `controlplane.cluster.x-k8s.io/remediation-for` annotation (RemediationData), parsed when it is JSON. */
+  remediationFor?: { machine?: string; timestamp?: number; retryCount?: number };
   /** `machine.cluster.x-k8s.io/...` pool membership: label `cluster.x-k8s.io/pool-name` or a MachinePool owner. */
   machinePool: boolean;
 }

@@ -44,7 +44,7 @@ describe('scenario (b): the first control-plane Machine never initializes', func
     expect(rec, describeCheck(check)).to.include({ path: 'OwnerRemediated', firstControlPlane: true });
     expect(rec!.owner?.kind).to.equal('KubeadmControlPlane');
     // The endpoint answered (the test apiserver stands in for it), so the Machine got one more joinTimeout first.
-    expect(check.status?.firstControlPlaneExtendedFor).to.equal(first.metadata.uid);
+    expect(check.status?.firstControlPlane?.extendedFor).to.equal(first.metadata.uid);
     const markedAt = Date.now();
 
     const replacement = await waitFor('a new control-plane Machine from KCP', async () => {
