@@ -14,7 +14,7 @@ import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
 import { isConflict, isNotFound, pathOf, type Json, type Resource, type RestClient } from '../runtime/rest.js';
 import { causedMarks } from './marks.js';
 import { plan } from './planner.js';
-import type { MarkIntent, Plan, PlannedEvent, Snapshot } from './types.js';
+import type { MachineTarget, MarkIntent, Plan, PlannedEvent, Snapshot } from './types.js';
 
 /** Objects read live in this reconcile (null: read as gone). */
 export interface Live {
@@ -63,9 +63,13 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
   if (s === undefined) return {};
   let p = plan(s);
 
-  // Read live what a write targets (and the Cluster), in parallel, and decide again on it.
+  // Read live what a write targets, and the Machines whose state this plan decides without a write (a failure
+  // counted, a request withdrawn), with the Cluster, in parallel; then decide again on them.
   for (let round = 0; round < ROUNDS; round++) {
-    const unread = p.intents.filter((i) => !live.machines.has(i.machine.uid) && needsWrite(i, factsOf(s!, i.machine.uid)));
+    const unread = [
+      ...p.intents.filter((i) => needsWrite(i, factsOf(s!, i.machine.uid))).map((i) => i.machine),
+      ...p.confirm,
+    ].filter((t, n, all) => !live.machines.has(t.uid) && all.findIndex((x) => x.uid === t.uid) === n);
     if (unread.length === 0) break;
     await readLive(deps, machineRes, s, unread, live);
     s = src.build(live);
@@ -91,7 +95,7 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
       if (r !== 'conflict' && r !== 'unread') break;
       // Not read yet, or CAPI changed it since: read it and decide again against the written status.
       live.machines.delete(current.machine.uid);
-      await readLive(deps, machineRes, s, [current], live);
+      await readLive(deps, machineRes, s, [current.machine], live);
       const again = src.build(live);
       if (again === undefined) break;
       s = again;
@@ -139,7 +143,7 @@ export function needsWrite(i: MarkIntent, m: MachineFacts | undefined): boolean 
   }
 }
 
-async function readLive(deps: ExecutorDeps, res: Resource, s: Snapshot, targets: MarkIntent[], live: Live): Promise<void> {
+async function readLive(deps: ExecutorDeps, res: Resource, s: Snapshot, targets: MachineTarget[], live: Live): Promise<void> {
   const clusterRes = resource(capiResource('Cluster', deps.apiVersion));
   const ns = s.check.metadata.namespace;
   const clusterName = s.check.spec.clusterName;
@@ -151,13 +155,13 @@ async function readLive(deps: ExecutorDeps, res: Resource, s: Snapshot, targets:
       throw e;
     }
   };
-  const [cluster, ...machines] = await Promise.all([get(pathOf(clusterRes, ns, clusterName)), ...targets.map((t) => get(pathOf(res, t.machine.namespace, t.machine.name)))]);
+  const [cluster, ...machines] = await Promise.all([get(pathOf(clusterRes, ns, clusterName)), ...targets.map((t) => get(pathOf(res, t.namespace, t.name)))]);
   live.cluster = cluster ?? null;
   if (cluster) deps.remember('cluster', cluster);
   targets.forEach((t, i) => {
     const m = machines[i] ?? null;
     // A Machine of the same name but another uid is a new Machine: the one decided on is gone.
-    live.machines.set(t.machine.uid, m !== null && m.metadata?.uid === t.machine.uid ? m : null);
+    live.machines.set(t.uid, m !== null && m.metadata?.uid === t.uid ? m : null);
     if (m !== null) deps.remember('machine', m);
   });
 }

@@ -208,6 +208,7 @@ export function inFlight(inScope: readonly MachineFacts[], requests: readonly Re
     const r = byUid.get(m.uid);
     if (r?.state === 'Open' && r.path !== 'Report') return true;
     if (r?.state === 'Reported' || r?.state === 'DryRun') return false;
+    if (r?.path === 'Delete' && m.deletingSince !== undefined) return true; // being deleted because JoinGuard asked
     return anyMark(causedMarks(m, r?.path));
   });
   const unread = requests.filter((r) => r.state === 'Open' && (unreadable.has(r.uid) || unreadable.has(r.machine)));

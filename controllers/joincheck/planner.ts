@@ -42,7 +42,7 @@ import {
 import { appendHistory, choosePath, followRequests, markIntents, ownerRef, target, UNANSWERED_AFTER_MS } from './marks.js';
 import { carriedMemory, readMemory } from './memory.js';
 import { earliestAfter, iso, ms } from './time.js';
-import type { CheckMetadataIntent, MachineVerdict, Plan, PlannedEvent, Snapshot } from './types.js';
+import type { CheckMetadataIntent, MachineTarget, MachineVerdict, Plan, PlannedEvent, Snapshot } from './types.js';
 
 export function plan(s: Snapshot): Plan {
   const meta = s.check.metadata;
@@ -77,7 +77,7 @@ export function plan(s: Snapshot): Plan {
       : { reason: 'ClusterNotFound', message: `Cluster ${meta.namespace}/${settings.clusterName} not found: nothing is judged or changed until it exists.` };
     next.conditions = setCondition(next.conditions, { type: CONDITION_READY, status: 'False', ...why }, s.now, meta.generation);
     const intents = markIntents(next.requests ?? [], ofCluster, s.workloadNodes, meta.name).filter((i) => i.want === 'withdraw');
-    return { ...base, status: next, intents, check: {} };
+    return { ...base, status: next, intents, confirm: [], check: {} };
   }
 
   const canAct = !settings.paused && !cluster.paused && !cluster.deleting;
@@ -182,6 +182,9 @@ export function plan(s: Snapshot): Plan {
     .filter(({ m, v }) => v.state === 'Stuck' && !handled.has(m.uid))
     .sort((a, b) => (a.v.deadline ?? 0) - (b.v.deadline ?? 0) || byName(a.m, b.m));
   const requests = [...(next.requests ?? [])];
+  // Request changes decided here (withdrawn, unanswered) are confirmed live like failures counted below.
+  const prevState = new Map((prev.requests ?? []).map((r) => [r.uid, r.state]));
+  const confirm: MachineTarget[] = (next.requests ?? []).filter((r) => prevState.get(r.uid) !== r.state && byUid.has(r.uid)).map((r) => target(byUid.get(r.uid)!));
   let history = next.remediations ?? [];
   let ownerWindows = windows;
   let canaryTaken = false;
@@ -190,6 +193,7 @@ export function plan(s: Snapshot): Plan {
     let raisedNow = false;
     const fresh = !failed.has(m.uid);
     if (fresh) {
+      confirm.push(target(m));
       failed.set(m.uid, iso(s.now));
       raisedNow = countFailure(next, m, v, live, settings, cluster, s.now, events);
     }
@@ -335,6 +339,7 @@ export function plan(s: Snapshot): Plan {
     verdicts: verdictList,
     status: next,
     intents,
+    confirm,
     events: canAct ? events : events.filter((e) => e.on === 'Check' && e.reason === 'SuspicionCleared'),
     check,
     ...(probe ? { probe } : {}),

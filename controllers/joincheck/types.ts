@@ -140,6 +140,11 @@ export interface Plan {
   /** Events owed by this plan's status change, sent once the status is written. */
   events: PlannedEvent[];
   check: CheckMetadataIntent;
+  /**
+   * Machines whose new state this plan decides without writing to them — a failure counted (it can raise a
+   * suspicion), a request withdrawn or unanswered: the executor reads them live before the status says so.
+   */
+  confirm: MachineTarget[];
   /** Ask the executor to probe the Cluster's endpoint (first control-plane Machine). */
   probe?: { host: string; port: number };
   /** Epoch ms of the next moment the plan would change with no event (the nearest deadline). */
