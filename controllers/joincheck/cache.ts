@@ -322,7 +322,7 @@ export class Caches {
   anyUnjoined(key: string): { namespace: string; cluster: string } | undefined {
     const raw = this.checks.store.get(key)?.raw;
     const cluster = raw?.spec?.clusterName;
-    if (typeof cluster !== 'string') return undefined;
+    if (raw === undefined || typeof cluster !== 'string') return undefined;
     const ck = clusterKey(raw.metadata.namespace, cluster);
     for (const k of this.byCluster.machines.keys(ck)) if (this.machines.store.get(k)?.facts?.nodeName === undefined) return { namespace: raw.metadata.namespace, cluster };
     return undefined;

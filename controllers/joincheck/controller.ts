@@ -2,16 +2,18 @@
 // enqueue their keys; a worker takes a key, builds the check's snapshot and hands it to the executor, which
 // converges the world to the plan. Work is level-triggered: each reconcile ends by arming a timer at the plan's
 // next deadline (deadline wake-ups go ahead of event work), and every check is reconciled again each sync period.
-import { randomUUID } from 'node:crypto';
 import type { Logger } from 'winston';
 import type { CapiApiVersion } from '../../api/capi/model.js';
 import { API_VERSION, KIND } from '../../api/v1alpha1/types.js';
+import { machineLogger, reconcileLogger } from '../runtime/logger.js';
+import type { ReconcileResult, RuntimeMetrics } from '../runtime/metrics.js';
 import { WorkQueue } from '../runtime/queue.js';
 import type { Json, RestClient } from '../runtime/rest.js';
+import { MACHINEJOINCHECK_CONTROLLER } from '../options.js';
 import { Caches } from './cache.js';
 import type { EventRecorder } from './events.js';
 import { execute } from './executor.js';
-import type { ControllerMetrics } from './metrics.js';
+import type { JoinGuardMetrics } from './metrics.js';
 import type { CapiInfo, PlannedEvent, PreviousView } from './types.js';
 import { tlsAnswers, type WorkloadNodeReader } from './workload-access.js';
 
@@ -25,7 +27,9 @@ export interface JoinCheckControllerOptions {
   /** Only Clusters labelled cluster.x-k8s.io/watch-filter=<value>, and what belongs to them. */
   watchFilter?: string;
   log: Logger;
-  metrics: ControllerMetrics;
+  metrics: JoinGuardMetrics;
+  /** controller-runtime's families: reconcile counts and times, the queue's. */
+  runtimeMetrics?: RuntimeMetrics;
   events: EventRecorder;
   clock: () => number;
   livenessMs: number;
@@ -36,7 +40,7 @@ export interface JoinCheckControllerOptions {
   syncPeriodMs?: number;
 }
 
-const CONTROLLER = { controller: 'machinejoincheck', controllerGroup: 'joinguard.io', controllerKind: 'MachineJoinCheck' } as const;
+const CONTROLLER_NAME = MACHINEJOINCHECK_CONTROLLER.name;
 const PROBE_TIMEOUT_MS = 3_000;
 
 export class JoinCheckController {
@@ -54,7 +58,7 @@ export class JoinCheckController {
   private resync?: NodeJS.Timeout;
 
   constructor(private readonly o: JoinCheckControllerOptions) {
-    this.queue = new WorkQueue(o.clock);
+    this.queue = new WorkQueue(o.clock, o.runtimeMetrics?.queue(CONTROLLER_NAME));
     this.capi = { apiVersion: o.apiVersion, ...(o.capiMinor !== undefined ? { minor: o.capiMinor } : {}) };
     this.caches = new Caches({
       rest: o.rest,
@@ -65,7 +69,7 @@ export class JoinCheckController {
       log: o.log,
       livenessMs: o.livenessMs,
       enqueue: (key) => this.queue.add(key),
-      onRestart: (informer) => o.metrics.watchRestarts.inc({ informer }),
+      onRestart: (informer) => o.metrics.watchRestart(informer),
     });
   }
 
@@ -130,17 +134,13 @@ export class JoinCheckController {
     const started = process.hrtime.bigint();
     const [ns, name] = key.split('/') as [string, string];
     const entry = this.caches.checks.store.get(key);
-    let result = 'ok';
-    const log = this.o.log.child({
-      ...CONTROLLER,
-      reconcileID: randomUUID(),
-      MachineJoinCheck: { namespace: ns, name },
-      namespace: ns,
-      name,
-      ...(typeof entry?.raw?.spec?.clusterName === 'string' ? { Cluster: { namespace: ns, name: entry.raw.spec.clusterName } } : {}),
-    });
+    const cluster = typeof entry?.raw?.spec?.clusterName === 'string' ? entry.raw.spec.clusterName : '';
+    const ref = { namespace: ns, check: name, cluster };
+    let result: ReconcileResult = 'success';
+    this.o.runtimeMetrics?.reconcileStarted(CONTROLLER_NAME);
+    const log = reconcileLogger(this.o.log, MACHINEJOINCHECK_CONTROLLER, { namespace: ns, name, ...(cluster ? { cluster } : {}) });
     try {
-      if (entry === undefined) return this.forget(key, ns, name);
+      if (entry === undefined) return this.forget(key, ref);
       if (this.caches.filteredOut(key)) {
         log.debug('the Cluster is outside --watch-filter: left alone');
         return;
@@ -153,7 +153,7 @@ export class JoinCheckController {
           apiVersion: this.o.apiVersion,
           log,
           emit: (e, check) => this.emit(e, check, log),
-          writeMetric: (write, res) => this.o.metrics.writes.inc({ write, result: res }),
+          writeMetric: (write, res) => this.o.metrics.write(write, res),
           remember: (kind, raw) => this.caches.remember(kind, raw),
           ...(this.statusWrites.has(key) ? { lastStatusWrite: this.statusWrites.get(key)! } : {}),
           now: this.o.clock,
@@ -174,27 +174,28 @@ export class JoinCheckController {
         this.views.set(key, p.view);
         this.logOnce(key, log, p.memoryNotes);
         if (p.probe !== undefined) this.probe(key, p.probe.host, p.probe.port, log);
-        this.o.metrics.observe(ns, name, p.verdicts, entry.raw.status ?? {}, p.status, this.o.clock());
+        this.o.metrics.observe(ref, p.verdicts, entry.raw.status ?? {}, p.status, this.o.clock());
       }
       if (r.statusWrittenAt !== undefined) this.statusWrites.set(key, r.statusWrittenAt);
       this.queue.succeeded(key);
       if (r.requeueAfterMs !== undefined) this.queue.addAfter(key, r.requeueAfterMs);
       if (r.wakeAt !== undefined) this.queue.addAfter(key, Math.max(0, r.wakeAt - this.o.clock()) + 5);
+      if (r.requeueAfterMs !== undefined || r.wakeAt !== undefined) result = 'requeue_after';
       this.markReconciled(key);
     } catch (e) {
       result = 'error';
       const delay = this.queue.retry(key);
-      log.error('reconcile failed, retrying', { error: (e as Error).message, retryInMs: delay });
+      log.error('Reconciler error, retrying', { err: (e as Error).message, retryInMs: delay });
     } finally {
-      this.o.metrics.reconcileDuration.observe({ result }, Number(process.hrtime.bigint() - started) / 1e9);
+      this.o.runtimeMetrics?.reconcileDone(CONTROLLER_NAME, result, Number(process.hrtime.bigint() - started) / 1e9);
     }
   }
 
-  private forget(key: string, ns: string, name: string): void {
+  private forget(key: string, ref: { namespace: string; check: string; cluster: string }): void {
     this.queue.forget(key);
     for (const m of [this.views, this.probes, this.statusWrites, this.loggedProblems]) m.delete(key);
     this.reconciled.delete(key);
-    this.o.metrics.forget(ns, name);
+    this.o.metrics.forget(ref);
   }
 
   /** The endpoint probe runs off the worker; its answer reconciles the check again. */
@@ -215,7 +216,7 @@ export class JoinCheckController {
         ? { apiVersion: `cluster.x-k8s.io/${this.o.apiVersion}`, kind: 'Machine', name: e.machine.name, namespace: e.machine.namespace, uid: e.machine.uid }
         : { apiVersion: API_VERSION, kind: KIND, name: check.metadata.name, namespace: check.metadata.namespace, uid: check.metadata.uid };
     this.o.events.record(target, e.reason, e.message, e.warning);
-    log.info(e.message, { event: e.reason, ...(e.on === 'Machine' ? { Machine: { namespace: e.machine.namespace, name: e.machine.name } } : {}) });
+    (e.on === 'Machine' ? machineLogger(log, e.machine.namespace, e.machine.name) : log).info(e.message, { event: e.reason });
   }
 
   private markReconciled(key: string): void {

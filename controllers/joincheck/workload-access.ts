@@ -5,9 +5,9 @@
 // read only while some Machine of the Cluster has no nodeRef, at most once per TTL per Cluster; nothing from
 // the Secret is ever logged.
 import { connect } from 'node:tls';
-import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'winston';
 import type { WorkloadNodeFacts } from '../../api/capi/model.js';
+import { clusterAccessFromKubeconfig } from '../runtime/kubeconfig.js';
 import { RestClient, type Json } from '../runtime/rest.js';
 
 interface Entry {
@@ -39,9 +39,8 @@ export class WorkloadNodeReader {
         e.client?.close();
         const value = secret.data?.value;
         if (typeof value !== 'string') throw new Error(`Secret ${cluster}-kubeconfig has no data.value`);
-        const kc = new KubeConfig();
-        kc.loadFromString(Buffer.from(value, 'base64').toString('utf8'));
-        e.client = new RestClient(kc, this.rest.userAgent);
+        const access = clusterAccessFromKubeconfig(Buffer.from(value, 'base64').toString('utf8'));
+        e.client = new RestClient(access, { userAgent: this.rest.userAgent, qps: 20, burst: 30 });
         e.secretVersion = secret.metadata?.resourceVersion;
       }
       const nodes: WorkloadNodeFacts[] = [];

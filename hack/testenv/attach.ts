@@ -3,8 +3,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { pidAlive, tailFile } from './process.js';
-import type { TestEnv } from './testenv.js';
+import { pauseGroup, pidAlive, tailFile } from './process.js';
+import type { TestEnv, TestEnvComponent } from './testenv.js';
 
 export const DESCRIPTOR_FILE = 'testenv.json';
 
@@ -74,7 +74,18 @@ export function attachedTestEnv(d: TestEnvDescriptor, caCertPem: string, caKeyPe
     async stop() {
       // Not ours to stop.
     },
+    async restartApiserver() {
+      throw new Error('restartApiserver: this env was started by another process (attached); it cannot restart its apiserver');
+    },
+    pause: (component: TestEnvComponent) => pauseGroup(pidOf(d, component), 'SIGSTOP'),
+    resume: (component: TestEnvComponent) => pauseGroup(pidOf(d, component), 'SIGCONT'),
   };
+}
+
+function pidOf(d: TestEnvDescriptor, component: string): number {
+  const pid = d.pids[component];
+  if (!pid) throw new Error(`no component ${component} in this test env (${Object.keys(d.pids).join(', ')})`);
+  return pid;
 }
 
 export function readDescriptor(runDir: string): TestEnvDescriptor | undefined {

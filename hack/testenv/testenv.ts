@@ -34,6 +34,19 @@ export interface TestEnv {
   logTail(component: string, lines?: number): string;
   components: string[];
   stop(): Promise<void>;
+  /**
+   * Stops kube-apiserver (SIGTERM, its graceful shutdown), keeps it down for downMs (default 0), and starts
+   * it again on the same port with the same certificates and the same etcd (no data lost). Resolves once
+   * /readyz answers again. Clients see refused connections and broken watches meanwhile.
+   */
+  restartApiserver(opts?: { downMs?: number }): Promise<void>;
+  /**
+   * SIGSTOP to a component's process group: it keeps its sockets open and answers nothing (a hung
+   * process). Resolves once the process is seen stopped.
+   */
+  pause(component: TestEnvComponent): Promise<void>;
+  /** SIGCONT: a paused component carries on where it stopped. stop() ends paused components too. */
+  resume(component: TestEnvComponent): Promise<void>;
 
   // Additions beyond the agreed interface.
   /** Files of the CA (for openssl, or certs.ts issueServingCert). */
@@ -51,6 +64,22 @@ export interface TestEnv {
   memory(): { rssKiB: number; hwmKiB: number; byComponent: Record<string, { rssKiB: number; hwmKiB: number }> };
   /** False for an env attached through JOINGUARD_TESTENV_KUBECONFIG: stop() leaves it running. */
   owned: boolean;
+  /** The apiserver's audit log (JSON lines) when started with `audit`. */
+  auditLog?: string;
+}
+
+export type TestEnvComponent = 'etcd' | 'kube-apiserver' | 'capi-core' | 'capi-kubeadm-bootstrap' | 'capi-kubeadm-control-plane';
+
+export interface AuditOptions {
+  /** The audit Policy (audit.k8s.io/v1) as YAML text. */
+  policy: string;
+  /** Where the log goes; default <runDir>/audit.log (removed with the run dir by stop()). */
+  file?: string;
+  /**
+   * blocking (default): every request waits for its event to be written, so no event is ever dropped.
+   * batch: buffered; the apiserver drops events silently when the buffer is full.
+   */
+  mode?: 'blocking' | 'batch';
 }
 
 export interface StartTestEnvOptions {
@@ -64,6 +93,23 @@ export interface StartTestEnvOptions {
   extraManagerFlags?: Partial<Record<string, string[]>>;
   /** Folder with the binaries and crds/; default: the output of hack/testenv/build.sh (built if missing). */
   binDir?: string;
+  /** An apiserver audit log with the caller's policy (off by default). */
+  audit?: AuditOptions;
+}
+
+/** The apiserver flags of an audit log: JSON lines, never rotated (tests count one file). */
+export function auditFlags(runDir: string, audit: AuditOptions): { flags: string[]; file: string } {
+  const policyFile = path.join(runDir, 'audit-policy.yaml');
+  fs.writeFileSync(policyFile, audit.policy);
+  const file = audit.file ?? path.join(runDir, 'audit.log');
+  return {
+    file,
+    flags: [
+      `--audit-policy-file=${policyFile}`, `--audit-log-path=${file}`, `--audit-log-mode=${audit.mode ?? 'blocking'}`,
+      // 0 would mean lumberjack's default of 100 MB, after which it rotates.
+      '--audit-log-format=json', '--audit-log-maxsize=1000000',
+    ],
+  };
 }
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -175,8 +221,10 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
     const certs = await step('', 'certificates (openssl)', () => makeCertSet(path.join(runDir, 'pki')));
     etcd = await step('etcd', 'etcd', () => startEtcd({ binDir, runDir, dataDir: etcdDataDir, log, onStart: remember }));
     const etcdUrl = etcd.clientUrl;
+    const audit = opts.audit ? auditFlags(runDir, opts.audit) : undefined;
+    const extraFlags = [...(audit?.flags ?? []), ...(opts.extraApiserverFlags ?? [])];
     api = await step('kube-apiserver', 'kube-apiserver', () =>
-      startApiserver({ binDir, runDir, etcdUrl, certs, extraFlags: opts.extraApiserverFlags, log, onStart: remember }));
+      startApiserver({ binDir, runDir, etcdUrl, certs, extraFlags, log, onStart: remember }));
     const kubeconfigPath = path.join(runDir, 'kubeconfig');
     writeKubeconfig(kubeconfigPath, api.server, certs);
     const rest = api.rest;
@@ -211,26 +259,46 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
       ports[`${m.provider.component}-health`] = m.healthPort;
       healthUrls[m.provider.component] = m.healthUrl;
     }
-    const running = [etcd.proc, api.proc, ...managers.map((m) => m.proc)];
+    const apiserver = api;
+    const running = () => [etcd!.proc, apiserver.proc, ...managers.map((m) => m.proc)];
     const descriptor: TestEnvDescriptor = {
       server: api.server, kubeconfigPath, runDir, caCertFile: certs.ca.certFile, caKeyFile: certs.ca.keyFile,
-      components: running.map((p) => p.name), ports, healthUrls, binDir,
-      pids: Object.fromEntries(running.map((p) => [p.name, p.pid])), ownerPid: process.pid,
+      components: running().map((p) => p.name), ports, healthUrls, binDir,
+      pids: Object.fromEntries(running().map((p) => [p.name, p.pid])), ownerPid: process.pid,
     };
-    fs.writeFileSync(path.join(runDir, DESCRIPTOR_FILE), JSON.stringify(descriptor, null, 2));
+    const writeDescriptor = () => fs.writeFileSync(path.join(runDir, DESCRIPTOR_FILE), JSON.stringify(descriptor, null, 2));
+    writeDescriptor();
     log(`[testenv] ready in ${seconds(Date.now() - t0)}: ${api.server} (kubeconfig ${kubeconfigPath})`);
-    return {
+    const env: TestEnv = {
       ...attachedTestEnv(descriptor, certs.caCertPem, certs.caKeyPem),
       owned: true,
+      auditLog: audit?.file,
       stop: handle.stop,
-      memory: () => memoryOf(running),
+      memory: () => memoryOf(running()),
+      async restartApiserver(o = {}) {
+        const s = Date.now();
+        log(`[testenv] restarting kube-apiserver (down ${seconds(o.downMs ?? 0)}) ...`);
+        await apiserver.restart(o.downMs ?? 0);
+        env.pids['kube-apiserver'] = descriptor.pids['kube-apiserver'] = apiserver.proc.pid;
+        writeDescriptor();
+        log(`[testenv] kube-apiserver back in ${seconds(Date.now() - s)}`);
+      },
+      pause: async (component) => componentProc(running(), component).signal('SIGSTOP'),
+      resume: async (component) => componentProc(running(), component).signal('SIGCONT'),
     };
+    return env;
   } catch (err) {
     keepLogs = true;
     await handle.stop();
     log(`[testenv] stopped everything; logs kept in ${runDir}`);
     throw err;
   }
+}
+
+function componentProc(procs: ManagedProcess[], component: TestEnvComponent): ManagedProcess {
+  const p = procs.find((x) => x.name === component);
+  if (!p) throw new Error(`no component ${component} in this test env (${procs.map((x) => x.name).join(', ')})`);
+  return p;
 }
 
 export function memoryOf(procs: { name: string; memory(): { rssKiB: number; hwmKiB: number } }[]): ReturnType<TestEnv['memory']> {
