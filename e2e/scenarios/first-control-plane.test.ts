@@ -61,10 +61,11 @@ describe('scenario (b): the first control-plane Machine never initializes', func
     process.stderr.write(`[scenario b] mark -> cluster complete in ${((Date.now() - markedAt) / 1000).toFixed(1)}s\n`);
     expect(sim.eventsOf(namespace, 'NodeJoined').filter((e) => e.message.endsWith('(init)')).map((e) => e.name)).to.deep.equal([replacement.metadata.name]);
 
-    const done = await waitFor('the check at AsExpected with one remediation, Replaced', async () => {
+    // Counts are written at most every 5 s (decisions at once): wait for them too.
+    const done = await waitFor('the check at AsExpected with one remediation, Replaced, 3 joined', async () => {
       const c = await s.check();
       const p = checkCondition(c, 'Progressing');
-      return p?.reason === 'AsExpected' && c.status?.remediations?.[0]?.outcome === 'Replaced' && c;
+      return p?.reason === 'AsExpected' && c.status?.remediations?.[0]?.outcome === 'Replaced' && c.status?.joinedMachines === 3 && c;
     }, { timeoutMs: 60_000, describe: seen });
     expect(done.status?.remediations).to.have.length(1);
     expect(done.status).to.include({ expectedMachines: 3, joinedMachines: 3, everJoined: true });
