@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { parseAllDocuments } from 'yaml';
 import { objectsOf, renderProviderFiles } from './render.js';
-import { alertRules, DIAGNOSTICS_PORT, METRICS_SERVICE } from './observability.js';
+import { alertRules, DIAGNOSTICS_PORT, METRICS_SERVICE, runbookBase } from './observability.js';
 import { dashboard, dashboardPanels } from './dashboard.js';
 import { RuntimeMetrics } from '../controllers/runtime/metrics.js';
 import { JoinGuardMetrics } from '../controllers/joincheck/metrics.js';
@@ -110,5 +110,15 @@ describe('manifests: the observability file', () => {
     expect([...used].filter((v) => !defined.has(v))).to.deep.equal([]);
     const ids = (d.panels as Json[]).map((p) => p.id);
     expect(new Set(ids).size).to.equal(ids.length);
+  });
+});
+
+describe('one runbook address', () => {
+  it("the controller's condition messages and the alerts link the same release-pinned runbook, of package.json's version", async () => {
+    const { RUNBOOK_URL, RELEASE } = await import('../api/v1alpha1/types.js');
+    const { readFileSync } = await import('node:fs');
+    const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+    expect(RELEASE).to.equal(`v${version}`);
+    expect(RUNBOOK_URL).to.equal(runbookBase(version));
   });
 });
