@@ -36,7 +36,7 @@ export function failureRecord(m: MachineFacts, v: MachineVerdict, now: number): 
  * count, which raises the suspicion at its threshold. Returns true when this failure raised it (the failure
  * that reaches the threshold is not rebuilt).
  */
-export function countFailure(next: MachineJoinCheckStatus, m: MachineFacts, v: MachineVerdict, live: ReadonlySet<string>, settings: CheckSettings, cluster: ClusterFacts, now: number, events: PlannedEvent[]): boolean {
+export function countFailure(next: MachineJoinCheckStatus, m: MachineFacts, v: MachineVerdict, live: { has(uid: string): boolean }, settings: CheckSettings, cluster: ClusterFacts, now: number, events: PlannedEvent[]): boolean {
   const list = [...(next.recentFailures ?? []), failureRecord(m, v, now)];
   while (list.length > STATUS_LIMITS.recentFailures) {
     const gone = list.findIndex((f) => !live.has(f.uid));
@@ -209,6 +209,7 @@ export function inFlight(inScope: readonly MachineFacts[], requests: readonly Re
     if (r?.state === 'Open' && r.path !== 'Report') return true;
     if (r?.state === 'Reported' || r?.state === 'DryRun') return false;
     if (r?.path === 'Delete' && m.deletingSince !== undefined) return true; // being deleted because JoinGuard asked
+    if (r === undefined && m.healthCheckSucceeded?.status !== 'False' && m.joinGuardJoined?.status !== 'False') return false; // most of a fleet
     return anyMark(causedMarks(m, r?.path));
   });
   const unread = requests.filter((r) => r.state === 'Open' && (unreadable.has(r.uid) || unreadable.has(r.machine)));
@@ -244,7 +245,7 @@ export type BudgetGate = { ok: true } | { ok: false; frees?: number; message: st
 export function budgetGate(flying: readonly string[], windows: readonly OwnerWindow[], owner: OwnerReference | undefined, settings: CheckSettings, expected: number): BudgetGate {
   const limit = maxInFlightLimit(settings, expected);
   if (flying.length >= limit) {
-    return { ok: false, message: `maxInFlight ${limit} reached: ${listNames(flying)} in flight; it frees when one of their old Machines is gone` };
+    return { ok: false, message: `maxInFlight ${limit} reached: ${listNames([...flying].sort())} in flight; it frees when one of their old Machines is gone` };
   }
   if (owner === undefined) return { ok: true };
   const w = windows.find((x) => x.kind === owner.kind && x.name === owner.name);

@@ -20,9 +20,18 @@ export function byName<T extends { name: string }>(a: T, b: T): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }
 
+/** Facts objects are immutable (a new one per update, from the informer): per-object answers are kept by identity. */
+const inScopeOf = new WeakMap<MachineFacts, { selector: CheckSettings['selector']; ok: boolean }>();
+
 /** The Machines a check judges: its Cluster's Machines (all given, sorted by name) that its selector matches. */
 export function machinesInScope(ofCluster: readonly MachineFacts[], settings: CheckSettings): MachineFacts[] {
-  return ofCluster.filter((m) => matchesSelector(settings.selector, m.labels));
+  return ofCluster.filter((m) => {
+    const known = inScopeOf.get(m);
+    if (known !== undefined && known.selector === settings.selector) return known.ok;
+    const ok = matchesSelector(settings.selector, m.labels);
+    inScopeOf.set(m, { selector: settings.selector, ok });
+    return ok;
+  });
 }
 
 export function isJoined(m: MachineFacts, nodes: readonly WorkloadNodeFacts[] | undefined): boolean {
@@ -168,10 +177,20 @@ export interface VerdictContext {
 }
 
 /** One Machine -> one verdict: Deleting, Joined, Skipped, Remediating, then the clock verdicts and the holds. */
+/** Deleting and joined-by-nodeRef verdicts depend on the Machine alone (most of a large fleet): made once per facts. */
+const settled = new WeakMap<MachineFacts, MachineVerdict>();
+
 export function judge(m: MachineFacts, ctx: VerdictContext): MachineVerdict {
   const v = (state: MachineVerdict['state'], reason: string): MachineVerdict => ({ machine: m.name, uid: m.uid, state, reason });
-  if (m.deletingSince !== undefined) return v('Deleting', `being deleted since ${iso(m.deletingSince)}`);
-  if (isJoined(m, ctx.nodes)) return v('Joined', m.nodeName !== undefined ? `Node ${m.nodeName}` : `a workload Node has its providerID ${m.providerID}`);
+  if (m.deletingSince !== undefined || m.nodeName !== undefined) {
+    let known = settled.get(m);
+    if (known === undefined) {
+      known = m.deletingSince !== undefined ? v('Deleting', `being deleted since ${iso(m.deletingSince)}`) : v('Joined', `Node ${m.nodeName}`);
+      settled.set(m, known);
+    }
+    return known;
+  }
+  if (isJoined(m, ctx.nodes)) return v('Joined', `a workload Node has its providerID ${m.providerID}`);
   if (ctx.cluster.paused) return v('Skipped', `the Cluster ${ctx.cluster.name} is paused`);
   if (m.skipReason !== undefined) return v('Skipped', `annotation ${m.skipReason}`);
   const marked = remediationMark(m, ctx.openRequests);

@@ -265,6 +265,8 @@ export function markIntents(requests: readonly RequestRecord[], machines: readon
   for (const m of machines) {
     if (m.deletingSince !== undefined) continue;
     const r = byUid.get(m.uid);
+    // Most of a fleet: asked nothing, carrying no mark at all.
+    if (r === undefined && m.healthCheckSucceeded?.status !== 'False' && !m.remediateAnnotation && m.joinGuardJoined?.status !== 'False') continue;
     const t = target(m);
     if (r?.state === 'Open') {
       const message = `JoinGuard (MachineJoinCheck ${m.namespace}/${checkName}): ${r.kind}, requested at ${r.time}`;

@@ -25,7 +25,7 @@ import {
   windowStart,
 } from './guards.js';
 import {
-  byName,
+  byName as byNameOrder,
   connectionState,
   controlPlaneInitialized,
   controlPlaneInitializedAt,
@@ -52,7 +52,8 @@ export function plan(s: Snapshot): Plan {
   next.observedGeneration = meta.generation;
   const events: PlannedEvent[] = [];
   const clusterName = s.settings?.clusterName ?? s.check.spec?.clusterName;
-  const ofCluster = s.machines.filter((m) => m.clusterName === clusterName && m.namespace === meta.namespace).sort(byName);
+  // In the order given: every rule that picks among Machines orders what it picks (no sort of the whole fleet).
+  const ofCluster = s.machines.filter((m) => m.clusterName === clusterName && m.namespace === meta.namespace);
   const byUid = new Map(ofCluster.map((m) => [m.uid, m]));
   const unreadable = new Set(s.malformed.flatMap((x) => (x.uid !== undefined ? [x.name, x.uid] : [x.name])));
   const followed = followRequests({
@@ -131,10 +132,11 @@ export function plan(s: Snapshot): Plan {
     openRequests: new Set((next.requests ?? []).filter((r) => r.state === 'Open').map((r) => r.uid)),
     readyAt,
   };
-  const verdicts = new Map<string, MachineVerdict>(inScope.map((m) => [m.uid, judge(m, ctx)]));
+  // One verdict per Machine in scope, by index (the first control-plane Machine's may be replaced below).
+  const verdictList = inScope.map((m) => judge(m, ctx));
 
   // Join events: everJoined, the consecutive count, the suspicion.
-  const joinedNow = inScope.filter((m) => verdicts.get(m.uid)?.state === 'Joined');
+  const joinedNow = inScope.filter((_, i) => verdictList[i]!.state === 'Joined');
   if (joinedNow.length > 0) next.everJoined = true;
   const newestFailure = Math.max(...(prev.recentFailures ?? []).map((f) => ms(f.time) ?? 0), 0);
   const somethingToReset = (next.consecutiveJoinFailures ?? 0) > 0 || next.suspicion !== undefined;
@@ -150,7 +152,8 @@ export function plan(s: Snapshot): Plan {
 
   // The first control-plane Machine: probe its endpoint before acting on it.
   const handled = new Set((next.requests ?? []).map((r) => r.uid));
-  const firstVerdict = first !== undefined ? verdicts.get(first.uid) : undefined;
+  const firstIndex = first !== undefined ? inScope.indexOf(first) : -1;
+  const firstVerdict = firstIndex >= 0 ? verdictList[firstIndex] : undefined;
   let probe: Plan['probe'];
   if (first !== undefined && firstVerdict?.state === 'Stuck' && firstVerdict.failureKind === 'JoinTimeout' && canAct && settings.firstControlPlane === 'Remediate' && next.firstControlPlane?.misconfigured === undefined && !handled.has(first.uid)) {
     const d = probeDecision(firstVerdict, cluster, next.firstControlPlane, s.endpointProbe, settings.joinTimeoutMs, s.now);
@@ -162,11 +165,11 @@ export function plan(s: Snapshot): Plan {
       }
       wake.push(d.retryAt);
       stops.wait(`probing the control-plane endpoint ${d.host}:${d.port} before acting on the first control-plane Machine ${first.name}`);
-      verdicts.set(first.uid, { ...firstVerdict, state: 'Held', hold: 'EndpointProbe', pastDeadline: true, reason: `${firstVerdict.reason}; probing the control-plane endpoint before acting` });
+      verdictList[firstIndex] = { ...firstVerdict, state: 'Held', hold: 'EndpointProbe', pastDeadline: true, reason: `${firstVerdict.reason}; probing the control-plane endpoint before acting` };
     } else if (d.kind === 'extend') {
       delete memory.probeRequested;
       Object.assign(memory, { extendedFor: first.uid, extendedUntil: iso(d.until) });
-      verdicts.set(first.uid, { ...firstVerdict, state: 'Held', hold: 'EndpointAnswered', deadline: d.until, pastDeadline: false, reason: `the control plane answered at its endpoint, so initialization may be finishing: given another joinTimeout until ${iso(d.until)}` });
+      verdictList[firstIndex] = { ...firstVerdict, state: 'Held', hold: 'EndpointAnswered', deadline: d.until, pastDeadline: false, reason: `the control plane answered at its endpoint, so initialization may be finishing: given another joinTimeout until ${iso(d.until)}` };
     } else delete memory.probeRequested;
   } else if (next.firstControlPlane?.probeRequested !== undefined) {
     delete next.firstControlPlane.probeRequested;
@@ -175,12 +178,11 @@ export function plan(s: Snapshot): Plan {
   // The remediation loop: every Stuck Machine not handled before, oldest deadline first, through the guards.
   const windows = trimWindows(next.ownerWindows, windowStart(s.now, settings, next.lastResume?.time), settings.maxPerOwner);
   const flying = inFlight(inScope, next.requests ?? [], unreadable);
-  const live = new Set(ofCluster.map((m) => m.uid));
   const failed = new Map<string, string>([...prevObs].flatMap(([uid, o]) => (o.failedAt !== undefined ? [[uid, o.failedAt]] : [])));
   const candidates = inScope
-    .map((m) => ({ m, v: verdicts.get(m.uid)! }))
+    .map((m, i) => ({ m, v: verdictList[i]! }))
     .filter(({ m, v }) => v.state === 'Stuck' && !handled.has(m.uid))
-    .sort((a, b) => (a.v.deadline ?? 0) - (b.v.deadline ?? 0) || byName(a.m, b.m));
+    .sort((a, b) => (a.v.deadline ?? 0) - (b.v.deadline ?? 0) || byNameOrder(a.m, b.m));
   const requests = [...(next.requests ?? [])];
   // Request changes decided here (withdrawn, unanswered) are confirmed live like failures counted below.
   const prevState = new Map((prev.requests ?? []).map((r) => [r.uid, r.state]));
@@ -195,7 +197,7 @@ export function plan(s: Snapshot): Plan {
     if (fresh) {
       confirm.push(target(m));
       failed.set(m.uid, iso(s.now));
-      raisedNow = countFailure(next, m, v, live, settings, cluster, s.now, events);
+      raisedNow = countFailure(next, m, v, byUid, settings, cluster, s.now, events);
     }
     const stuckEvent = (): void => {
       if (fresh) events.push({ on: 'Machine', machine: target(m), reason: v.failureKind === 'ProvisionTimeout' ? 'ProvisionTimedOut' : 'JoinTimedOut', warning: true, message: `Machine ${m.name}: ${v.reason}` });
@@ -271,35 +273,37 @@ export function plan(s: Snapshot): Plan {
   // while there is a count or a suspicion that a join would reset.
   const watchAll = (next.consecutiveJoinFailures ?? 0) > 0 || next.suspicion !== undefined;
   const observations: MachineObservation[] = [];
-  for (const m of inScope) {
-    if (m.deletingSince !== undefined || verdicts.get(m.uid)?.state === 'Joined') continue;
+  for (const [i, m] of inScope.entries()) {
+    if (m.deletingSince !== undefined || verdictList[i]!.state === 'Joined') continue;
     const pin = pins.get(m.uid);
     const failedAt = failed.get(m.uid);
     if (pin === undefined && failedAt === undefined && !watchAll) continue;
     observations.push({ machine: m.name, uid: m.uid, ...(pin !== undefined ? { readySeen: pin } : {}), ...(failedAt !== undefined ? { failedAt } : {}) });
   }
+  observations.sort((a, b) => (a.machine < b.machine ? -1 : a.machine > b.machine ? 1 : 0));
   assign(next, 'observations', observations.length > 0 ? observations.slice(0, STATUS_LIMITS.observations) : undefined);
 
   // Stops whose evidence is state, not this plan's candidates.
   if (next.firstControlPlane?.misconfigured !== undefined) stops.add('FirstControlPlaneReplacementMisconfigured', next.firstControlPlane.misconfigured.message);
-  for (const v of verdicts.values()) if ((v.hold === 'ConnectionDown' || v.hold === 'ConnectionGrace') && v.pastDeadline) stops.add('ControlPlaneEndpointUnreachable', '', v.machine);
+  for (const v of verdictList) if ((v.hold === 'ConnectionDown' || v.hold === 'ConnectionGrace') && v.pastDeadline) stops.add('ControlPlaneEndpointUnreachable', '', v.machine);
   if (neverJoinedActive(next, settings)) stops.add('NeverJoined', '');
   if (next.suspicion !== undefined) stops.add('BootstrapCredentialSuspect', '');
   if (settings.dryRun) {
-    for (const r of requests) if (r.state === 'DryRun' && verdicts.get(r.uid)?.state === 'Stuck' && !wouldAsk.includes(`${r.machine} via ${r.path}`)) wouldAsk.push(`${r.machine} via ${r.path}`);
+    const stuck = new Set(verdictList.filter((v) => v.state === 'Stuck').map((v) => v.uid));
+    for (const r of requests) if (r.state === 'DryRun' && stuck.has(r.uid) && !wouldAsk.includes(`${r.machine} via ${r.path}`)) wouldAsk.push(`${r.machine} via ${r.path}`);
     stops.add('DryRun', '');
     for (const w of wouldAsk) stops.add('DryRun', w);
   }
 
   // Status: counts, conditions, the event that says a stop began.
-  const verdictList = inScope.map((m) => verdicts.get(m.uid)!);
   const c = countVerdicts(verdictList);
   const held = new Set([...stops.machinesHeld(), ...verdictList.filter((v) => v.state === 'Held' || v.state === 'Unobservable').map((v) => v.machine)]);
   Object.assign(next, { expectedMachines: expected, joinedMachines: c.joined, joiningMachines: c.joining, stuckMachines: c.stuck, heldMachines: held.size });
   next.consecutiveJoinFailures ??= 0;
   next.everJoined ??= false;
+  const byName = new Map(flying.map((name) => [name, ofCluster.find((x) => x.name === name)]));
   const flyingNames = [...flying].sort().map((name) => {
-    const m = ofCluster.find((x) => x.name === name);
+    const m = byName.get(name);
     const r = requests.find((x) => x.machine === name);
     const or = m?.ownerRemediated;
     return `${name} (${r?.path ?? 'mark'}${m === undefined ? ', unreadable' : ''}${or?.status === 'False' && or.reason ? `, owner says ${or.reason}` : ''})`;
@@ -326,7 +330,9 @@ export function plan(s: Snapshot): Plan {
   next.conditions = setCondition(conditions, pausedCondition({ specPaused: settings.paused, cluster, pausedMhcs, verdicts: verdictList }), s.now, meta.generation);
 
   // What every Machine must carry now: marks only while actions are allowed; withdrawals always.
-  const intents = markIntents(requests, ofCluster, s.workloadNodes, meta.name).filter((i) => canAct || i.want === 'withdraw');
+  const intents = markIntents(requests, ofCluster, s.workloadNodes, meta.name)
+    .filter((i) => canAct || i.want === 'withdraw')
+    .sort((a, b) => (a.machine.name < b.machine.name ? -1 : a.machine.name > b.machine.name ? 1 : 0));
   checkMetadata(s, next, check);
 
   // The next moment the plan changes with no event.
