@@ -90,7 +90,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
 );
 
 const SEED = process.env['PROPERTY_SEED'] !== undefined ? Number(process.env['PROPERTY_SEED']) : Math.floor(Math.random() * 2 ** 31);
-const RUNS = Number(process.env['PROPERTY_RUNS'] ?? 1500);
+const RUNS = Number(process.env['PROPERTY_RUNS'] ?? 2000);
 let histories = 0;
 let steps = 0;
 /** What the histories exercised (so a green run can be told from an idle one). */
