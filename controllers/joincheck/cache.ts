@@ -15,6 +15,7 @@ import { CHECK_RESOURCE, type CheckSettings, type MachineJoinCheck } from '../..
 import { Informer, keyOf, type InformerEvent } from '../runtime/informer.js';
 import type { Json, Resource, RestClient } from '../runtime/rest.js';
 import type { Live } from './executor.js';
+import { Index, MachineIndex, namedUids } from './machine-index.js';
 import type { CapiInfo, PreviousView, Snapshot } from './types.js';
 
 const CLUSTER_LABEL = 'cluster.x-k8s.io/cluster-name';
@@ -67,7 +68,11 @@ export class Caches {
   readonly mhcs: Informer<Entry<MachineHealthCheckFacts>>;
   readonly kcps?: Informer<Entry<KcpFacts>>;
   readonly configs?: Informer<Entry<BootstrapConfigFacts>>;
-  private readonly byCluster = { checks: new Index(), machines: new Index(), mhcs: new Index(), configs: new Index() };
+  private readonly byCluster = { checks: new Index(), mhcs: new Index(), configs: new Index() };
+  /** The Machines of each Cluster: those a plan reads, and the settled ones counted per check. */
+  private readonly machineIndex = new MachineIndex((key) => this.machines.store.get(key)?.facts);
+  /** The just-settled Machines each check's last snapshot included (consumed once its reconcile succeeded). */
+  private readonly lastRecent = new Map<string, string[]>();
   private readonly all: { name: string; inf: Informer<unknown> }[] = [];
 
   constructor(private readonly o: CacheOptions) {
@@ -181,17 +186,23 @@ export class Caches {
     const key = keyOf(e.raw);
     if (old !== undefined) this.byCluster.checks.remove(key);
     const cluster = clusterOf(e.raw);
-    if (t !== 'delete' && cluster !== undefined) this.byCluster.checks.set(key, clusterKey(e.raw.metadata.namespace, cluster));
+    if (t !== 'delete' && cluster !== undefined) {
+      const ck = clusterKey(e.raw.metadata.namespace, cluster);
+      this.byCluster.checks.set(key, ck);
+      this.machineIndex.watch(key, ck, e.settings?.selector);
+    } else {
+      this.machineIndex.forget(key);
+      this.lastRecent.delete(key);
+    }
     this.o.enqueue(key);
   }
 
   private onMachine(t: InformerEvent, e: Entry<MachineFacts>, old?: Entry<MachineFacts>): void {
     const ns = e.key.slice(0, e.key.indexOf('/'));
-    const before = this.byCluster.machines.filedUnder(e.key);
-    if (t === 'delete') this.byCluster.machines.remove(e.key);
-    else if (e.cluster !== undefined) this.byCluster.machines.set(e.key, clusterKey(ns, e.cluster));
-    else this.byCluster.machines.remove(e.key);
-    const now = this.byCluster.machines.filedUnder(e.key);
+    const before = this.machineIndex.all.filedUnder(e.key);
+    const ck = t === 'delete' || e.cluster === undefined ? undefined : clusterKey(ns, e.cluster);
+    this.machineIndex.update(e.key, ck, e.facts, e.malformed !== undefined);
+    const now = ck;
     for (const ck of new Set([before, now])) {
       if (ck === undefined) continue;
       for (const c of this.byCluster.checks.keys(ck)) if (this.concerns(c, e) || (old !== undefined && this.concerns(c, old))) this.o.enqueue(c);
@@ -258,7 +269,10 @@ export class Caches {
 
     const machines: MachineFacts[] = [];
     const seen = new Set<string>();
-    for (const k of this.byCluster.machines.keys(ck)) {
+    const planned = this.machineIndex.planned(key, ck, namedUids(raw.status));
+    this.lastRecent.set(key, planned);
+    const included: string[] = [];
+    for (const k of planned) {
       const e = this.machines.store.get(k);
       if (e === undefined) continue;
       if (e.malformed) {
@@ -269,6 +283,7 @@ export class Caches {
       seen.add(uid);
       const l = live.machines.get(uid);
       if (l === null) continue; // read live as gone
+      included.push(k);
       if (l === undefined) {
         machines.push(e.facts);
         continue;
@@ -281,6 +296,8 @@ export class Caches {
     }
     for (const [uid, l] of live.machines) {
       if (seen.has(uid) || l === null || clusterOf(l) !== clusterName || l.metadata?.namespace !== ns) continue;
+      const k = this.machineIndex.keyOf(uid);
+      if (k !== undefined) included.push(k);
       try {
         machines.push(readMachine(l, v));
       } catch (err) {
@@ -311,6 +328,7 @@ export class Caches {
       mhcs,
       capi,
       ...(extra.previous ? { previous: extra.previous } : {}),
+      settled: this.machineIndex.settled(key, ck, included),
       ...(extra.endpointProbe ? { endpointProbe: extra.endpointProbe } : {}),
       ...(extra.workloadNodes ? { workloadNodes: extra.workloadNodes } : {}),
       ...(extra.connectionGraceMs !== undefined ? { connectionGraceMs: extra.connectionGraceMs } : {}),
@@ -323,43 +341,13 @@ export class Caches {
     const raw = this.checks.store.get(key)?.raw;
     const cluster = raw?.spec?.clusterName;
     if (raw === undefined || typeof cluster !== 'string') return undefined;
-    const ck = clusterKey(raw.metadata.namespace, cluster);
-    for (const k of this.byCluster.machines.keys(ck)) if (this.machines.store.get(k)?.facts?.nodeName === undefined) return { namespace: raw.metadata.namespace, cluster };
-    return undefined;
+    return this.machineIndex.anyUnjoined(clusterKey(raw.metadata.namespace, cluster)) ? { namespace: raw.metadata.namespace, cluster } : undefined;
+  }
+
+  /** The check's reconcile succeeded: the just-settled Machines its snapshot included are counted from now on. */
+  consumed(key: string): void {
+    this.machineIndex.consumed(key, this.lastRecent.get(key) ?? []);
+    this.lastRecent.delete(key);
   }
 }
 
-/** A multimap from a Cluster key to object keys, updated from informer events. */
-class Index {
-  private readonly byCluster = new Map<string, Set<string>>();
-  private readonly clusterOfKey = new Map<string, string>();
-
-  set(key: string, ck: string): void {
-    const old = this.clusterOfKey.get(key);
-    if (old === ck) return;
-    if (old !== undefined) this.remove(key);
-    let s = this.byCluster.get(ck);
-    if (!s) this.byCluster.set(ck, (s = new Set()));
-    s.add(key);
-    this.clusterOfKey.set(key, ck);
-  }
-
-  remove(key: string): void {
-    const ck = this.clusterOfKey.get(key);
-    if (ck === undefined) return;
-    this.clusterOfKey.delete(key);
-    const s = this.byCluster.get(ck);
-    s?.delete(key);
-    if (s && s.size === 0) this.byCluster.delete(ck);
-  }
-
-  filedUnder(key: string): string | undefined {
-    return this.clusterOfKey.get(key);
-  }
-
-  keys(ck: string): ReadonlySet<string> {
-    return this.byCluster.get(ck) ?? EMPTY;
-  }
-}
-
-const EMPTY: ReadonlySet<string> = new Set();

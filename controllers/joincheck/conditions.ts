@@ -92,7 +92,8 @@ export function failureEvidence(failures: readonly FailureRecord[]): string {
 
 /** "a, b, c, d, e and 3 more": names in a message stay bounded whatever the fleet size. */
 export function listNames(names: readonly string[], max = 5): string {
-  const shown = names.slice(0, max).join(', ');
+  // Sorted: a message must not depend on the order the caches list Machines in (it would rewrite status for nothing).
+  const shown = [...names].sort().slice(0, max).join(', ');
   return names.length > max ? `${shown} and ${names.length - max} more` : shown;
 }
 
@@ -181,6 +182,8 @@ export interface ProgressingInput {
   settings: { neverJoinedLimit: number; joinTimeoutMs: number; consecutiveJoinFailures: number; probeIntervalMs: number; maxProbeIntervalMs: number } & Record<string, unknown>;
   expected: number;
   verdicts: readonly MachineVerdict[];
+  /** Joined Machines in scope left out of `verdicts` (settled). */
+  settledJoined: number;
   /** Requests in flight: "name (path, what the owner says)". */
   flying: string[];
   connection: { down: boolean; evidence?: string };
@@ -241,7 +244,7 @@ export function progressing(i: ProgressingInput): ConditionInput {
     type: CONDITION_PROGRESSING,
     status: 'True',
     reason: 'AsExpected',
-    message: `${c.joined} of ${i.expected} Machines joined, ${c.joining} on their way, ${c.stuck} stuck.${held}${waits}`,
+    message: `${c.joined + i.settledJoined} of ${i.expected} Machines joined, ${c.joining} on their way, ${c.stuck} stuck.${held}${waits}`,
   };
 }
 

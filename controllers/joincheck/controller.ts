@@ -174,7 +174,8 @@ export class JoinCheckController {
         this.views.set(key, p.view);
         this.logOnce(key, log, p.memoryNotes);
         if (p.probe !== undefined) this.probe(key, p.probe.host, p.probe.port, log);
-        this.o.metrics.observe(ref, p.verdicts, entry.raw.status ?? {}, p.status, this.o.clock());
+        this.o.metrics.observe(ref, p.verdicts, entry.raw.status ?? {}, p.status, this.o.clock(), p.settledInScope);
+        this.caches.consumed(key);
       }
       if (r.statusWrittenAt !== undefined) this.statusWrites.set(key, r.statusWrittenAt);
       this.queue.succeeded(key);

@@ -173,7 +173,7 @@ export function kcpGate(kcp: KcpFacts, m: MachineFacts, kcpMachines: number, ini
  * An owner that answered CannotBeRemediated to one of JoinGuard's requests, or left one unanswered, is asked
  * nothing more while that Machine is there and has not joined (from the world; a resume does not bring it back).
  */
-export function ownerRefusal(owner: OwnerReference | undefined, requests: readonly RequestRecord[], machinesByUid: ReadonlyMap<string, MachineFacts>): string | undefined {
+export function ownerRefusal(owner: OwnerReference | undefined, requests: readonly RequestRecord[], machinesByUid: { get(uid: string): MachineFacts | undefined }): string | undefined {
   if (owner === undefined) return undefined;
   for (const r of requests) {
     if (!sameOwner(r.owner, owner)) continue;

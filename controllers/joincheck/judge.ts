@@ -39,6 +39,24 @@ export function isJoined(m: MachineFacts, nodes: readonly WorkloadNodeFacts[] | 
   return m.providerID !== undefined && m.providerID !== '' && (nodes ?? []).some((n) => n.providerID === m.providerID);
 }
 
+/**
+ * Settled: joined for good (nodeRef is never cleared), not being deleted, carrying no remediation mark of anyone,
+ * not opted out, not a control-plane Machine (the first control-plane rules look at those), and CAPI sees its Node.
+ * Nothing can come of such a Machine for JoinGuard but a count, until it changes.
+ */
+export function isSettled(m: MachineFacts): boolean {
+  return (
+    m.nodeName !== undefined &&
+    m.deletingSince === undefined &&
+    !m.controlPlane &&
+    !m.nodeConnectionDown &&
+    m.skipReason === undefined &&
+    m.healthCheckSucceeded?.status !== 'False' &&
+    !m.remediateAnnotation &&
+    m.joinGuardJoined?.status !== 'False'
+  );
+}
+
 export function isProvisioned(m: MachineFacts): boolean {
   return m.infrastructureReady.value && m.bootstrapReady.value;
 }

@@ -154,7 +154,7 @@ function answered(path: RemediationPath, m: MachineFacts): boolean {
 export interface FollowInput {
   requests: readonly RequestRecord[];
   history: readonly RemediationRecord[];
-  machinesByUid: ReadonlyMap<string, MachineFacts>;
+  machinesByUid: { get(uid: string): MachineFacts | undefined };
   /** Machines the readers could not understand (by uid or name): never taken for gone. */
   unreadable: ReadonlySet<string>;
   nodes?: readonly WorkloadNodeFacts[];

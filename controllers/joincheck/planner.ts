@@ -55,11 +55,14 @@ export function plan(s: Snapshot): Plan {
   // In the order given: every rule that picks among Machines orders what it picks (no sort of the whole fleet).
   const ofCluster = s.machines.filter((m) => m.clusterName === clusterName && m.namespace === meta.namespace);
   const byUid = new Map(ofCluster.map((m) => [m.uid, m]));
+  // Any Machine of the Cluster by uid, settled ones included (they are not in `machines`).
+  const anyMachine = { get: (uid: string) => byUid.get(uid) ?? s.settled?.get(uid), has: (uid: string) => byUid.has(uid) || s.settled?.get(uid) !== undefined };
+  const settledInScope = s.settled?.inScope ?? 0;
   const unreadable = new Set(s.malformed.flatMap((x) => (x.uid !== undefined ? [x.name, x.uid] : [x.name])));
   const followed = followRequests({
     requests: prev.requests ?? [],
     history: prev.remediations ?? [],
-    machinesByUid: byUid,
+    machinesByUid: anyMachine,
     unreadable,
     ...(s.workloadNodes ? { nodes: s.workloadNodes } : {}),
     dryRun: s.settings?.dryRun ?? false,
@@ -69,7 +72,7 @@ export function plan(s: Snapshot): Plan {
   assign(next, 'remediations', followed.history);
   const settings = s.settingsError === undefined ? s.settings : undefined;
   const cluster = s.cluster;
-  const base = { verdicts: [], events, memoryNotes: mem.notes, view: { readyAt: new Map<string, number>(), pending: new Set<string>() } };
+  const base = { verdicts: [], settledInScope, events, memoryNotes: mem.notes, view: { readyAt: new Map<string, number>(), pending: new Set<string>() } };
 
   if (settings === undefined || cluster === undefined) {
     // Nothing is judged; only JoinGuard's own marks on joined Machines are withdrawn (that never waits).
@@ -105,7 +108,7 @@ export function plan(s: Snapshot): Plan {
 
   // Verdicts, for the Machines in scope.
   const inScope = machinesInScope(ofCluster, settings);
-  const expected = inScope.filter((m) => m.deletingSince === undefined).length;
+  const expected = inScope.filter((m) => m.deletingSince === undefined).length + settledInScope;
   const prevObs = new Map((prev.observations ?? []).map((o) => [o.uid, o]));
   const readyAt = new Map<string, number>();
   const pins = new Map<string, string>();
@@ -137,14 +140,15 @@ export function plan(s: Snapshot): Plan {
 
   // Join events: everJoined, the consecutive count, the suspicion.
   const joinedNow = inScope.filter((_, i) => verdictList[i]!.state === 'Joined');
-  if (joinedNow.length > 0) next.everJoined = true;
+  if (joinedNow.length > 0 || settledInScope > 0) next.everJoined = true;
   const newestFailure = Math.max(...(prev.recentFailures ?? []).map((f) => ms(f.time) ?? 0), 0);
   const somethingToReset = (next.consecutiveJoinFailures ?? 0) > 0 || next.suspicion !== undefined;
   const joinEvents = joinedNow.filter((m) => prevObs.has(m.uid) || (somethingToReset && newestFailure > 0 && m.createdAt > newestFailure));
   if (joinEvents.length > 0 && somethingToReset) joinSeen(next, joinEvents.map((m) => m.name), events);
   // Join durations of the joins seen happen (by this process, or remembered as not joined).
-  for (const m of joinedNow) {
-    if (!joinEvents.includes(m) && s.previous?.pending.has(m.uid) !== true) continue;
+  // By name: the samples kept must not depend on the order the caches list Machines in.
+  const timedJoins = joinedNow.filter((m) => joinEvents.includes(m) || s.previous?.pending.has(m.uid) === true).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  for (const m of timedJoins) {
     const readyAt = Math.max(trusted(m.infrastructureReady.since, s.now) ?? m.createdAt, trusted(m.bootstrapReady.since, s.now) ?? m.createdAt);
     const start = joinClockStart(m, { firstControlPlane: m.controlPlane, readyAt, ...(cpInit.at !== undefined ? { controlPlaneInitializedAt: cpInit.at } : {}) });
     next.joinDurations = addJoinDuration(next.joinDurations, Math.max(0, Math.round((s.now - start) / 1000)));
@@ -191,13 +195,14 @@ export function plan(s: Snapshot): Plan {
   let ownerWindows = windows;
   let canaryTaken = false;
   const wouldAsk: string[] = [];
+  const budgetHeld: MachineFacts[] = [];
   for (const { m, v } of canAct ? candidates : []) {
     let raisedNow = false;
     const fresh = !failed.has(m.uid);
     if (fresh) {
       confirm.push(target(m));
       failed.set(m.uid, iso(s.now));
-      raisedNow = countFailure(next, m, v, byUid, settings, cluster, s.now, events);
+      raisedNow = countFailure(next, m, v, anyMachine, settings, cluster, s.now, events);
     }
     const stuckEvent = (): void => {
       if (fresh) events.push({ on: 'Machine', machine: target(m), reason: v.failureKind === 'ProvisionTimeout' ? 'ProvisionTimedOut' : 'JoinTimedOut', warning: true, message: `Machine ${m.name}: ${v.reason}` });
@@ -247,7 +252,7 @@ export function plan(s: Snapshot): Plan {
     const sg = suspicionGate(next, v, raisedNow, canaryTaken, settings!, s.now);
     if (!sg.go) return void stops.add('BootstrapCredentialSuspect', '', m.name);
     const owner = ownerRef(m);
-    const refused = ownerRefusal(owner, (next.requests ?? []).filter((r) => r.time >= (next.lastResume?.time ?? '')), byUid);
+    const refused = ownerRefusal(owner, (next.requests ?? []).filter((r) => r.time >= (next.lastResume?.time ?? '')), anyMachine);
     if (refused !== undefined) return void stops.add('RemediationRefusedByOwner', refused, m.name);
     const kcp = s.kcp;
     if (m.owner.kind === 'KubeadmControlPlane' && kcp !== undefined && kcp.name === m.owner.name) {
@@ -258,11 +263,17 @@ export function plan(s: Snapshot): Plan {
       if (g.kind === 'refused') return void stops.add('RemediationRefusedByOwner', g.message, m.name);
     }
     const b = budgetGate(flying, ownerWindows, owner, settings!, expected);
-    if (!b.ok) {
-      wake.push(b.frees);
-      return void stops.add('RemediationBudgetExhausted', b.message, m.name);
-    }
+    if (!b.ok) return void budgetHeld.push(m);
     return { canary: sg.canary };
+  }
+
+  // A budget stop says what holds the Machine once this plan's requests are made (budgets only fill within a
+  // plan): the same words the next plan will find, whatever order the Machines were decided in.
+  for (const m of budgetHeld) {
+    const b = budgetGate(flying, ownerWindows, ownerRef(m), settings, expected);
+    if (b.ok) continue;
+    wake.push(b.frees);
+    stops.add('RemediationBudgetExhausted', b.message, m.name);
   }
 
   assign(next, 'requests', requests);
@@ -298,7 +309,7 @@ export function plan(s: Snapshot): Plan {
   // Status: counts, conditions, the event that says a stop began.
   const c = countVerdicts(verdictList);
   const held = new Set([...stops.machinesHeld(), ...verdictList.filter((v) => v.state === 'Held' || v.state === 'Unobservable').map((v) => v.machine)]);
-  Object.assign(next, { expectedMachines: expected, joinedMachines: c.joined, joiningMachines: c.joining, stuckMachines: c.stuck, heldMachines: held.size });
+  Object.assign(next, { expectedMachines: expected, joinedMachines: c.joined + settledInScope, joiningMachines: c.joining, stuckMachines: c.stuck, heldMachines: held.size });
   next.consecutiveJoinFailures ??= 0;
   next.everJoined ??= false;
   const byName = new Map(flying.map((name) => [name, ofCluster.find((x) => x.name === name)]));
@@ -315,6 +326,7 @@ export function plan(s: Snapshot): Plan {
     settings: settings as CheckSettings & Record<string, unknown>,
     expected,
     verdicts: verdictList,
+    settledJoined: settledInScope,
     flying: flyingNames,
     connection: conn.state,
     graceMs,
@@ -325,7 +337,7 @@ export function plan(s: Snapshot): Plan {
   if (canAct && prog.status === 'False' && RESTRICTING[prog.reason as keyof typeof RESTRICTING] && conditionOf(prev, CONDITION_PROGRESSING)?.reason !== prog.reason) {
     events.push({ on: 'Check', reason: 'RemediationRestricted', message: prog.message, warning: true });
   }
-  let conditions = setCondition(next.conditions, readyCondition({ inScope: inScope.length, ofCluster: ofCluster.length, cluster: cluster.name, malformed: s.malformed }), s.now, meta.generation);
+  let conditions = setCondition(next.conditions, readyCondition({ inScope: inScope.length + settledInScope, ofCluster: ofCluster.length + (s.settled?.total ?? 0), cluster: cluster.name, malformed: s.malformed }), s.now, meta.generation);
   conditions = setCondition(conditions, prog, s.now, meta.generation);
   next.conditions = setCondition(conditions, pausedCondition({ specPaused: settings.paused, cluster, pausedMhcs, verdicts: verdictList }), s.now, meta.generation);
 
@@ -343,6 +355,7 @@ export function plan(s: Snapshot): Plan {
   const wakeAt = earliestAfter(s.now, wake);
   return {
     verdicts: verdictList,
+    settledInScope,
     status: next,
     intents,
     confirm,

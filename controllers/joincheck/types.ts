@@ -51,7 +51,22 @@ export interface Snapshot {
   /** Grace after the workload connection is back before verdicts resume (default 2m; tests and demo shorten it). */
   connectionGraceMs?: number;
   previous?: PreviousView;
+  /** Machines of the Cluster left out of `machines` (absent: every Machine is in `machines`). */
+  settled?: SettledMachines;
   now: number;
+}
+
+/**
+ * The Cluster's Machines that are settled (judge.ts `isSettled`: joined for good, nothing on them for JoinGuard): a
+ * large fleet's steady state. The planner needs only their count, and any one of them by uid (a request's Machine),
+ * so the cache keeps them out of every plan: a Machine event costs the same whatever the Cluster's size.
+ */
+export interface SettledMachines {
+  /** Settled Machines the check's selector chooses. */
+  inScope: number;
+  /** All settled Machines of the Cluster. */
+  total: number;
+  get(uid: string): MachineFacts | undefined;
 }
 
 export type MachineState =
@@ -149,6 +164,8 @@ export interface Plan {
   probe?: { host: string; port: number };
   /** Epoch ms of the next moment the plan would change with no event (the nearest deadline). */
   wakeAt?: number;
+  /** Settled Machines in scope (joined), counted but not in `verdicts`. */
+  settledInScope: number;
   /** Values read from the persisted status that could not be trusted (a user wrote them): logged. */
   memoryNotes: string[];
   /** The view to hand to the next plan of this check in this process. */

@@ -5,12 +5,13 @@
 // every write, from which the invariants are judged.
 import { readCluster, readMachine } from '../../../api/capi/readers.js';
 import { clusterV1beta2 } from '../../../api/capi/testdata/fixtures.js';
-import type { MachineHealthCheckFacts } from '../../../api/capi/model.js';
+import type { MachineFacts, MachineHealthCheckFacts } from '../../../api/capi/model.js';
 import { parseSettings } from '../../../api/v1alpha1/settings.js';
 import type { MachineJoinCheck, MachineJoinCheckSpec } from '../../../api/v1alpha1/types.js';
 import { ApiError, type Json, type RestClient } from '../../runtime/rest.js';
 import type { Live, SnapshotSource } from '../executor.js';
 import { causedMarks } from '../marks.js';
+import { MachineIndex, namedUids } from '../machine-index.js';
 import { iso } from '../time.js';
 import type { PreviousView, Snapshot } from '../types.js';
 
@@ -299,36 +300,73 @@ export class World {
   }
 }
 
-/** The controller's caches: a copy of the world as of the last sync; live reads replace what they read. */
+/**
+ * The controller's caches: a copy of the world as of the last sync; live reads replace what they read. Machines go
+ * through the product's MachineIndex, so the settled partition is exercised by every history.
+ */
 export class Cache implements SnapshotSource {
   machines: Json[] = [];
   cluster: Json = {};
   check: Json = {};
   previous?: PreviousView;
   lastStatusWrite?: number;
+  private readonly facts = new Map<string, MachineFacts>();
+  private readonly index = new MachineIndex((key) => this.facts.get(key));
+  private lastPlanned: string[] = [];
 
   constructor(private readonly w: World) {
     this.sync();
   }
 
   sync(): void {
+    const before = new Set(this.facts.keys());
     this.machines = structuredClone(this.w.live());
     this.cluster = structuredClone(this.w.cluster);
     this.check = structuredClone(this.w.check);
+    for (const m of this.machines) {
+      before.delete(keyOf(m));
+      this.indexMachine(m);
+    }
+    for (const key of before) {
+      this.facts.delete(key);
+      this.index.update(key, undefined, undefined, false);
+    }
   }
 
   /** What the executor read or wrote goes back into the cache (as the informers' upsert does). */
   remember(kind: 'check' | 'machine' | 'cluster', raw: Json): void {
     if (kind === 'check') this.check = structuredClone(raw);
     else if (kind === 'cluster') this.cluster = structuredClone(raw);
-    else this.machines = [...this.machines.filter((m) => m.metadata.uid !== raw.metadata.uid), structuredClone(raw)];
+    else {
+      this.machines = [...this.machines.filter((m) => m.metadata.uid !== raw.metadata.uid), structuredClone(raw)];
+      this.indexMachine(raw);
+    }
   }
 
-  build(live: Live): Snapshot | undefined {
+  /** The reconcile succeeded: the newly settled Machines its snapshot read are counted from now on. */
+  consumed(): void {
+    this.index.consumed(keyOf(this.check), this.lastPlanned);
+  }
+
+  private indexMachine(m: Json): void {
+    const f = readMachine(m, 'v1beta2');
+    this.facts.set(keyOf(m), f);
+    this.index.update(keyOf(m), `${m.metadata.namespace}/${f.clusterName}`, f, false);
+  }
+
+  /** The snapshot a plan reads; `partitioned` false: every Machine in `machines` (what the partition must equal). */
+  build(live: Live, partitioned = true): Snapshot | undefined {
     const check = (live.check ?? this.check) as MachineJoinCheck;
     const parsed = parseSettings(check.spec);
-    const machines = this.machines.filter((m) => live.machines.get(m.metadata.uid) !== null).map((m) => live.machines.get(m.metadata.uid) ?? m);
+    const ck = `${check.metadata.namespace}/${check.spec.clusterName}`;
+    this.index.watch(keyOf(check), ck, parsed.settings?.selector);
+    const planned = partitioned ? this.index.planned(keyOf(check), ck, namedUids(check.status)) : this.machines.map(keyOf);
+    if (partitioned) this.lastPlanned = planned;
+    const byKey = new Map(this.machines.map((m) => [keyOf(m), m]));
+    const cached = planned.map((k) => byKey.get(k)).filter((m): m is Json => m !== undefined);
+    const machines = cached.filter((m) => live.machines.get(m.metadata.uid) !== null).map((m) => live.machines.get(m.metadata.uid) ?? m);
     for (const [uid, m] of live.machines) if (m !== null && !machines.some((x) => x.metadata.uid === uid)) machines.push(m);
+    const included = machines.map(keyOf);
     const cluster = live.cluster === undefined ? this.cluster : live.cluster;
     return {
       check,
@@ -340,10 +378,15 @@ export class Cache implements SnapshotSource {
       mhcs: this.w.mhc ? [this.w.mhc] : [],
       capi: { apiVersion: 'v1beta2', minor: 14 },
       ...(this.previous ? { previous: this.previous } : {}),
+      ...(partitioned ? { settled: this.index.settled(keyOf(check), ck, included) } : {}),
       connectionGraceMs: 60_000,
       now: this.w.t,
     };
   }
+}
+
+function keyOf(o: Json): string {
+  return `${o.metadata.namespace}/${o.metadata.name}`;
 }
 
 function getCondition(o: Json, type: string): Json | undefined {
