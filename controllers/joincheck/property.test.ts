@@ -293,7 +293,6 @@ function checkPlanning(c: Controller, w: World): void {
   const p = plan(s);
   const again = plan({ ...s, check: { ...s.check, status: JSON.parse(JSON.stringify(p.status)) }, previous: p.view });
   expect(again.events, 'planning twice emits nothing').to.deep.equal([]);
-  if (process.env['PROPERTY_DEBUG2'] && !isDeepStrictEqual(JSON.parse(JSON.stringify(again.status)), JSON.parse(JSON.stringify(p.status)))) console.log(JSON.stringify({ prevReq: s.check.status?.requests, req: p.status.requests, again: again.status.requests, intents: p.intents, machines: s.machines.map((m) => [m.name, m.uid, m.nodeName, m.deletingSince, m.healthCheckSucceeded, m.skipReason]), settled: s.settled?.inScope }, null, 1));
   expect(JSON.parse(JSON.stringify(again.status)), 'planning twice changes no status').to.deep.equal(JSON.parse(JSON.stringify(p.status)));
   const { previous: _view, ...fresh } = s;
   const r = plan(fresh);
