@@ -1,9 +1,7 @@
 // CAPI's three managers (core, kubeadm bootstrap, kubeadm control plane) as local processes against
 // the test apiserver, each with its own webhook port, wired into the apiserver before it starts.
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { CAPI_RELEASES, type BuiltRelease } from './capi-releases.js';
 import { createOrReplace } from './crds.js';
 import { httpGet, KubeRest, poll } from './kube-rest.js';
 import { freePorts } from './ports.js';
@@ -15,8 +13,6 @@ type Json = Record<string, any>;
 export interface CapiProvider {
   /** Component name: the binary's name and the log file's base name. */
   component: 'capi-core' | 'capi-kubeadm-bootstrap' | 'capi-kubeadm-control-plane';
-  /** Folder of the provider inside the CAPI module. */
-  moduleSubdir: string;
   namePrefix: string;
   crdGroups: string[];
   crdLabels: Record<string, string>;
@@ -36,14 +32,18 @@ export interface CapiProvider {
   };
 }
 
-// The contract labels kustomize adds to the kubeadm providers' CRDs (see their config/crd/kustomization.yaml).
-const CONTRACT_LABELS = { 'cluster.x-k8s.io/v1beta1': 'v1beta1', 'cluster.x-k8s.io/v1beta2': 'v1beta2' };
 const PROBE_NAME = 'testenv-webhook-probe';
 
-export const CAPI_PROVIDERS: CapiProvider[] = [
+/** The three providers of a release; the kubeadm ones carry the release's contract labels. */
+export function capiProviders(built: BuiltRelease): CapiProvider[] {
+  const contract = CAPI_RELEASES[built.release].kubeadmContractLabels;
+  return PROVIDERS.map((p) => (p.component === 'capi-core' ? p : { ...p, crdLabels: { ...p.crdLabels, ...contract } }));
+}
+
+// Probes go through v1beta1, which every release serves (v1.10 stores it; v1.11+ converts it).
+const PROVIDERS: CapiProvider[] = [
   {
     component: 'capi-core',
-    moduleSubdir: 'core',
     namePrefix: 'capi-',
     crdGroups: ['cluster.x-k8s.io', 'addons.cluster.x-k8s.io', 'ipam.cluster.x-k8s.io', 'runtime.cluster.x-k8s.io'],
     crdLabels: { 'cluster.x-k8s.io/provider': 'cluster-api' },
@@ -58,10 +58,9 @@ export const CAPI_PROVIDERS: CapiProvider[] = [
   },
   {
     component: 'capi-kubeadm-bootstrap',
-    moduleSubdir: 'bootstrap/kubeadm',
     namePrefix: 'capi-kubeadm-bootstrap-',
     crdGroups: ['bootstrap.cluster.x-k8s.io'],
-    crdLabels: { 'cluster.x-k8s.io/provider': 'bootstrap-kubeadm', ...CONTRACT_LABELS },
+    crdLabels: { 'cluster.x-k8s.io/provider': 'bootstrap-kubeadm' },
     probe: {
       collection: '/apis/bootstrap.cluster.x-k8s.io/v1beta1/namespaces/default/kubeadmconfigs',
       object: { apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta1', kind: 'KubeadmConfig', metadata: { name: PROBE_NAME }, spec: {} },
@@ -69,10 +68,9 @@ export const CAPI_PROVIDERS: CapiProvider[] = [
   },
   {
     component: 'capi-kubeadm-control-plane',
-    moduleSubdir: 'controlplane/kubeadm',
     namePrefix: 'capi-kubeadm-control-plane-',
     crdGroups: ['controlplane.cluster.x-k8s.io'],
-    crdLabels: { 'cluster.x-k8s.io/provider': 'control-plane-kubeadm', ...CONTRACT_LABELS },
+    crdLabels: { 'cluster.x-k8s.io/provider': 'control-plane-kubeadm' },
     probe: {
       collection: '/apis/controlplane.cluster.x-k8s.io/v1beta1/namespaces/default/kubeadmcontrolplanetemplates',
       object: {
@@ -85,26 +83,14 @@ export const CAPI_PROVIDERS: CapiProvider[] = [
   },
 ];
 
-/** The CAPI module of the version the binaries were built from (for the webhook manifests). */
-export function capiModuleDir(): string {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const gomod = fs.readFileSync(path.join(here, 'capi', 'go.mod'), 'utf8');
-  const version = /^\s*(?:require\s+)?sigs\.k8s\.io\/cluster-api\s+(v\S+)/m.exec(gomod)?.[1];
-  if (!version) throw new Error('cannot read the sigs.k8s.io/cluster-api version from hack/testenv/capi/go.mod');
-  const modCache = process.env.GOMODCACHE || path.join(process.env.GOPATH?.split(':')[0] || path.join(os.homedir(), 'go'), 'pkg', 'mod');
-  const dir = path.join(modCache, 'sigs.k8s.io', `cluster-api@${version}`);
-  if (!fs.existsSync(path.join(dir, 'core', 'config', 'webhook', 'manifests.yaml'))) {
-    throw new Error(`CAPI module ${version} not found at ${dir}: run hack/testenv/build.sh (it downloads it)`);
-  }
-  return dir;
-}
-
-export function webhookTarget(provider: CapiProvider, port: number, moduleDir: string): WebhookTarget {
+export function webhookTarget(provider: CapiProvider, port: number, built: BuiltRelease): WebhookTarget {
+  const dir = built.providerDirs[provider.component];
+  if (!dir) throw new Error(`${built.version}: no provider folder for ${provider.component} in release.json`);
   return {
     component: provider.component,
     port,
     crdGroups: provider.crdGroups,
-    manifestsFile: path.join(moduleDir, provider.moduleSubdir, 'config', 'webhook', 'manifests.yaml'),
+    manifestsFile: path.join(dir, 'config', 'webhook', 'manifests.yaml'),
     namePrefix: provider.namePrefix,
     crdLabels: provider.crdLabels,
   };
