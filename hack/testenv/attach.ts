@@ -3,6 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
+import { KubeClient } from './kube-client.js';
 import { pauseGroup, pidAlive, tailFile } from './process.js';
 import type { TestEnv, TestEnvComponent } from './testenv.js';
 import type { CapiRelease } from './capi-releases.js';
@@ -63,6 +64,7 @@ export function attachedTestEnv(d: TestEnvDescriptor, caCertPem: string, caKeyPe
       kc.loadFromFile(d.kubeconfigPath);
       return kc;
     },
+    kube: () => KubeClient.fromKubeconfigFile(d.kubeconfigPath),
     logTail(component: string, lines = 40) {
       return tailFile(path.join(d.runDir, `${component}.log`), lines);
     },

@@ -2,8 +2,8 @@
 // the test apiserver, each with its own webhook port, wired into the apiserver before it starts.
 import path from 'node:path';
 import { CAPI_RELEASES, type BuiltRelease } from './capi-releases.js';
-import { createOrReplace } from './crds.js';
-import { httpGet, KubeRest, poll } from './kube-rest.js';
+import { httpGet, type KubeClient } from './kube-client.js';
+import { waitFor } from './wait.js';
 import { freePorts } from './ports.js';
 import { launchWithRetry, ManagedProcess } from './process.js';
 import { webhookConfigurationPath, webhookConfigurations, wireCrd, type WebhookTarget } from './webhooks-wiring.js';
@@ -97,11 +97,11 @@ export function webhookTarget(provider: CapiProvider, port: number, built: Built
 }
 
 /** Installs (or re-points) a provider's CRDs and webhook configurations at the given webhook port. */
-export async function wireProvider(rest: KubeRest, target: WebhookTarget, crds: Json[], caBundleB64: string): Promise<void> {
+export async function wireProvider(rest: KubeClient, target: WebhookTarget, crds: Json[], caBundleB64: string): Promise<void> {
   const own = crds.filter((c) => target.crdGroups.includes(c.spec?.group));
-  await Promise.all(own.map((crd) => createOrReplace(rest, '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', wireCrd(crd, [target], caBundleB64))));
+  await Promise.all(own.map((crd) => rest.createOrReplace('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', wireCrd(crd, [target], caBundleB64))));
   for (const cfg of webhookConfigurations(target, caBundleB64)) {
-    await createOrReplace(rest, webhookConfigurationPath(cfg.kind), cfg);
+    await rest.createOrReplace(webhookConfigurationPath(cfg.kind), cfg);
   }
 }
 
@@ -119,7 +119,7 @@ export interface ManagerStartOptions {
   runDir: string;
   kubeconfigPath: string;
   webhookCertDir: string;
-  rest: KubeRest;
+  rest: KubeClient;
   /** The webhook port the provider was wired to before start (see wireProvider). */
   webhookPort: number;
   /** To re-wire at a new port when the first one was taken meanwhile. */
@@ -144,8 +144,8 @@ function managerArgs(o: ManagerStartOptions, webhookPort: number, healthPort: nu
 }
 
 /** Dry-run create through v1beta1: succeeds only when conversion and admission webhooks answer. */
-export async function probeWebhooks(rest: KubeRest, provider: CapiProvider): Promise<void> {
-  const res = await rest.post(`${provider.probe.collection}?dryRun=All`, provider.probe.object);
+export async function probeWebhooks(rest: KubeClient, provider: CapiProvider): Promise<void> {
+  const res = await rest.send('POST', `${provider.probe.collection}?dryRun=All`, provider.probe.object);
   if (provider.probe.deniedBy) {
     if (res.body.includes(`admission webhook \\"${provider.probe.deniedBy}\\" denied the request`)) return;
     throw new Error(`dry-run create: expected a denial by ${provider.probe.deniedBy}, got ${res.status} ${res.body.slice(0, 400)}`);
@@ -178,9 +178,9 @@ export async function startCapiManager(provider: CapiProvider, o: ManagerStartOp
     const healthUrl = `http://127.0.0.1:${healthPort}`;
     const wait = async (): Promise<CapiManager> => {
       const timeoutMs = o.timeoutMs ?? 40_000;
-      const died = () => (proc.running ? undefined : `${provider.component} ${proc.describeExit()}`);
-      await poll(`${provider.component} /readyz`, timeoutMs, async () => ((await httpGet(`${healthUrl}/readyz`)).status === 200 ? true : undefined), died, 200);
-      await poll(`${provider.component} webhooks`, 20_000, async () => (await probeWebhooks(o.rest, provider), true), died, 200);
+      const abort = () => (proc.running ? undefined : `${provider.component} ${proc.describeExit()}`);
+      await waitFor(`${provider.component} /readyz`, async () => (await httpGet(`${healthUrl}/readyz`)).status === 200, { timeoutMs, abort, intervalMs: 200 });
+      await waitFor(`${provider.component} webhooks`, async () => (await probeWebhooks(o.rest, provider), true), { timeoutMs: 20_000, abort, intervalMs: 200 });
       return { provider, proc, webhookPort, healthPort, healthUrl };
     };
     return { proc, wait };

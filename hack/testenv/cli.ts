@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { VersionApi } from '@kubernetes/client-node';
 import { attachTestEnv, deadComponents, readDescriptor } from './attach.js';
-import { httpGet } from './kube-rest.js';
+import { httpGet } from './kube-client.js';
 import { groupAlive, pidAlive, tailFile } from './process.js';
 import { ensureBuilt, startTestEnv } from './testenv.js';
 import { capiReleaseFromEnv, CAPI_RELEASE_NAMES, type CapiRelease } from './capi-releases.js';

@@ -14,7 +14,8 @@ import { capiProviders, startCapiManager, webhookTarget, wireProvider, type Capi
 import { CAPI_RELEASES, DEFAULT_CAPI_RELEASE, readBuiltRelease, type CapiRelease } from './capi-releases.js';
 import { makeCertSet } from './certs.js';
 import { startWatchdog, track, untrack, writePgids } from './cleanup.js';
-import { createOrReplace, installCrds, readCrds } from './crds.js';
+import { installCrds, readCrds } from './crds.js';
+import type { KubeClient } from './kube-client.js';
 import { startEtcd, type Etcd } from './etcd.js';
 import { freePorts } from './ports.js';
 import { ManagedProcess, tailFile } from './process.js';
@@ -31,6 +32,8 @@ export interface TestEnv {
   caKeyPem: string;
   /** A fresh @kubernetes/client-node KubeConfig for the admin user. */
   kubeConfig(): KubeConfig;
+  /** A fresh harness client (hack/testenv/kube-client.ts) for the admin user; close() it when done. */
+  kube(): KubeClient;
   /** The last lines of <runDir>/<component>.log. */
   logTail(component: string, lines?: number): string;
   components: string[];
@@ -247,7 +250,7 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
       const rawCrds = readCrds(path.join(binDir, 'crds'));
       await step('kube-apiserver', `CAPI ${built.version} CRDs (${rawCrds.length}) and webhook configurations`, async () => {
         await installCrds(rest, rawCrds.map((c) => wireCrd(c, targets, caB64)));
-        for (const t of targets) for (const cfg of webhookConfigurations(t, caB64)) await createOrReplace(rest, webhookConfigurationPath(cfg.kind), cfg);
+        for (const t of targets) for (const cfg of webhookConfigurations(t, caB64)) await rest.createOrReplace(webhookConfigurationPath(cfg.kind), cfg);
       });
       const started = await Promise.allSettled(providers.map((provider, i) =>
         step(provider.component, provider.component, () => startCapiManager(provider, {
