@@ -53,21 +53,8 @@ const codeOf = (err: unknown) => (err instanceof Error && err.name === 'KubeErro
 export const isNotFound = (err: unknown) => codeOf(err) === 404;
 export const isConflict = (err: unknown) => codeOf(err) === 409;
 
-/** Where a resource lives: core (`group: ''`) or a named group. */
-export interface Resource {
-  group: string;
-  version: string;
-  plural: string;
-  namespaced: boolean;
-}
-
-/** The REST path of a collection, an object, or an object's subresource. */
-export function pathOf(r: Resource, namespace?: string, name?: string, sub?: string): string {
-  const base = r.group === '' ? `/api/${r.version}` : `/apis/${r.group}/${r.version}`;
-  const ns = r.namespaced && namespace ? `/namespaces/${encodeURIComponent(namespace)}` : '';
-  const obj = name ? `/${encodeURIComponent(name)}` : '';
-  return `${base}${ns}/${r.plural}${obj}${name && sub ? `/${sub}` : ''}`;
-}
+// The pure path builder is the product's: a wrong path fails both sides alike, it hides nothing.
+export { pathOf, type Resource } from '../../controllers/runtime/rest.js';
 
 export interface WatchEvent {
   type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
