@@ -65,6 +65,13 @@ export interface WatchEvent {
 export interface RawResponse {
   status: number;
   body: string;
+  /** The texts of the apiserver's `Warning: 299 - "..."` headers (deprecations, admission warnings). */
+  warnings: string[];
+}
+
+function warningsOf(header: string | string[] | undefined): string[] {
+  const list = header === undefined ? [] : Array.isArray(header) ? header : [header];
+  return list.flatMap((h) => h.split(/,(?=\s*299 )/)).map((h) => h.replace(/^\s*299 - "/, '').replace(/"\s*$/, '').replace(/\\"/g, '"'));
 }
 
 /** The credentials of a kubeconfig's current (or named) context; data fields only (what the harness writes). */
@@ -124,7 +131,7 @@ export class KubeClient {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('error', reject);
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), warnings: warningsOf(res.headers['warning']) }));
       });
       req.on('timeout', () => req.destroy(new Error(`${method} ${path}: timed out after ${timeoutMs}ms`)));
       req.on('error', reject);
@@ -262,10 +269,10 @@ export function httpGet(url: string, timeoutMs = 2000): Promise<RawResponse> {
     const req = http.get(url, { timeout: timeoutMs, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', (err) => resolve({ status: 0, body: String(err) }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), warnings: [] }));
+      res.on('error', (err) => resolve({ status: 0, body: String(err), warnings: [] }));
     });
     req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', (err) => resolve({ status: 0, body: String(err) }));
+    req.on('error', (err) => resolve({ status: 0, body: String(err), warnings: [] }));
   });
 }
