@@ -1,20 +1,12 @@
 // The `joinguard` command: flags -> startController (+ the admission webhooks unless --webhook-port=0).
 // SIGTERM/SIGINT stop it gracefully: workers finish the reconcile they are in, the Lease is handed back.
 import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import { parseDuration } from '../api/v1alpha1/duration.js';
 import { startController } from '../controllers/manager.js';
+import { loadClusterAccess } from '../controllers/runtime/kubeconfig.js';
 import { makeLogger } from '../controllers/runtime/logger.js';
 import { servingTls } from '../controllers/runtime/serving-tls.js';
 import { parseFlags, usage, type Flags } from './flags.js';
-
-function loadKubeConfig(flags: Flags): KubeConfig {
-  const kc = new KubeConfig();
-  if (flags.kubeconfig) kc.loadFromFile(flags.kubeconfig);
-  else if (process.env['KUBERNETES_SERVICE_HOST']) kc.loadFromCluster();
-  else kc.loadFromDefault();
-  return kc;
-}
 
 async function main(): Promise<number> {
   let flags: Flags;
@@ -31,16 +23,17 @@ async function main(): Promise<number> {
   }
   const log = makeLogger({ format: flags.loggingFormat, verbosity: flags.verbosity });
   for (const d of deprecations) log.warn(d);
-  const kc = loadKubeConfig(flags);
+  const access = loadClusterAccess(flags.kubeconfig ? { kubeconfigPath: flags.kubeconfig } : {});
   const tls = servingTls(flags.tlsMinVersion, flags.tlsCipherSuites);
   const certFile = join(flags.webhookCertDir, flags.webhookCertName);
   const keyFile = join(flags.webhookCertDir, flags.webhookKeyName);
 
   let exitCode = 0;
+  let leadershipLost = false;
   let resolveDone!: () => void;
   const done = new Promise<void>((r) => (resolveDone = r));
   const controller = await startController({
-    kubeConfig: kc,
+    access,
     ...(flags.namespace ? { namespace: flags.namespace } : {}),
     ...(flags.watchFilter ? { watchFilter: flags.watchFilter } : {}),
     syncPeriodMs: flags.syncPeriodMs,
@@ -60,6 +53,7 @@ async function main(): Promise<number> {
     connectionGraceMs: flags.connectionGraceMs,
     logger: log,
     onLeadershipLost: () => {
+      leadershipLost = true;
       exitCode = 1;
       resolveDone();
     },
@@ -68,7 +62,7 @@ async function main(): Promise<number> {
   let webhook: { stop(): Promise<void> } | undefined;
   if (flags.webhookPort > 0) {
     const { startWebhookServer } = await import('../webhooks/server.js');
-    webhook = await startWebhookServer({ port: flags.webhookPort, certFile, keyFile, tls, kubeConfig: kc, logger: log });
+    webhook = await startWebhookServer({ port: flags.webhookPort, certFile, keyFile, tls, access, logger: log });
   }
 
   const onSignal = (sig: string) => {
@@ -84,6 +78,8 @@ async function main(): Promise<number> {
   });
 
   await done;
+  // controller-runtime: no graceful shutdown after an unintended loss of the Lease; exit 1 now.
+  if (leadershipLost) return exitCode;
   await webhook?.stop();
   await controller.stop();
   return exitCode;

@@ -6,10 +6,11 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'winston';
 import { discoverCapi } from './runtime/discovery.js';
 import { DelegatingAuth } from './runtime/diagnostics-auth.js';
+import { DEFAULT_LIVENESS_MS } from './runtime/informer.js';
 import { LeaderElector } from './runtime/leader.js';
 import { makeLogger, setVerbosity } from './runtime/logger.js';
-import { RuntimeMetrics, type RestRequest } from './runtime/metrics.js';
-import { RestClient } from './runtime/rest.js';
+import { RuntimeMetrics } from './runtime/metrics.js';
+import { RestClient, type RequestRecord } from './runtime/rest.js';
 import { parseBindAddress, startDiagnosticsServer, startProbeServer, type BoundServer } from './runtime/servers.js';
 import { JoinCheckController } from './joincheck/controller.js';
 import { EventRecorder } from './joincheck/events.js';
@@ -22,27 +23,6 @@ export type { ControllerOptions, RunningController } from './options.js';
 const DEFAULT_WORKERS = 2;
 
 type Health = { ok: boolean; why?: string };
-
-/**
- * Reports every request a client opens to client-go's request metrics (rest_client_*). A bridge until the
- * RestClient takes `onRequest` itself (runtime's change): it times `open`, which every request and watch uses.
- */
-function metered(rest: RestClient, onRequest: (r: RestRequest) => void): RestClient {
-  const open = rest.open.bind(rest);
-  const host = rest.server.host;
-  rest.open = async (method, path, opts) => {
-    const t0 = performance.now();
-    try {
-      const r = await open(method, path, opts);
-      onRequest({ method, host, code: r.res.statusCode ?? 0, seconds: (performance.now() - t0) / 1000 });
-      return r;
-    } catch (e) {
-      onRequest({ method, host, code: 0, seconds: (performance.now() - t0) / 1000 });
-      throw e;
-    }
-  };
-  return rest;
-}
 
 /** Readiness as controller-runtime's healthz checks see it: every cache synced, every watch live. */
 function readiness(c: JoinCheckController): Health {
@@ -58,13 +38,23 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   const identity = opts.identity ?? `${hostname()}_${randomBytes(4).toString('hex')}`;
   const userAgent = opts.userAgent ?? DEFAULT_USER_AGENT;
   const metrics = new RuntimeMetrics({ processMetrics: opts.collectDefaultMetrics ?? true });
-  const rest = metered(new RestClient(opts.kubeConfig, userAgent), metrics.restRequest);
-  // Leader election and the diagnostics' reviews must not wait on (or be gated like) the controller's writes.
-  const ungated = metered(new RestClient(opts.kubeConfig, userAgent), metrics.restRequest);
+  const onRequest = (r: RequestRecord) => metrics.restRequest({ method: r.method, host: r.host, code: r.code === '<error>' ? 0 : Number(r.code), seconds: r.seconds });
+  let elector: LeaderElector | undefined;
+  // The one choke point of "no write after leadership is lost": every non-GET of the controller's client.
+  const writeGate = opts.leaderElect ? () => elector?.canWrite() ?? false : undefined;
+  const rest = new RestClient(opts.access, {
+    userAgent,
+    ...(opts.qps !== undefined ? { qps: opts.qps } : {}),
+    ...(opts.burst !== undefined ? { burst: opts.burst } : {}),
+    ...(writeGate ? { writeGate } : {}),
+    onRequest,
+  });
+  // Leader election and the diagnostics' reviews must not wait on (or be gated like) the controller's writes
+  // (controller-runtime: a separate client, User-Agent suffix leader-election).
+  const ungated = new RestClient(opts.access, { userAgent: `${userAgent}/leader-election`, onRequest });
   const joinguardMetrics = new JoinGuardMetrics(metrics.registry);
   const servers: BoundServer[] = [];
   let controller: JoinCheckController | undefined;
-  let elector: LeaderElector | undefined;
   let workloadNodes: WorkloadNodeReader | undefined;
   let stopping: Promise<void> | undefined;
 
@@ -87,9 +77,9 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     if (opts.watchFilter) throw new Error('--watch-filter is not supported by this build of the controller yet');
 
     const capi = opts.capiApiVersion
-      ? { apiVersion: opts.capiApiVersion, kubeadmControlPlane: true, kubeadmBootstrap: true, served: [opts.capiApiVersion] }
+      ? { apiVersion: opts.capiApiVersion, kubeadmControlPlane: true, kubeadmBootstrap: true, served: [opts.capiApiVersion], source: 'capiApiVersion option (tests)' }
       : await discoverCapi(rest);
-    log.info('CAPI found', { apiVersion: capi.apiVersion, served: capi.served, kubeadmControlPlane: capi.kubeadmControlPlane, kubeadmBootstrap: capi.kubeadmBootstrap });
+    log.info('CAPI found', { apiVersion: capi.apiVersion, served: capi.served, minor: capi.minor, version: capi.version, source: capi.source, kubeadmControlPlane: capi.kubeadmControlPlane, kubeadmBootstrap: capi.kubeadmBootstrap });
 
     if (opts.workloadNodeCheck) workloadNodes = new WorkloadNodeReader(rest, log, 30_000, clock);
     metrics.registerController(MACHINEJOINCHECK_CONTROLLER.name, workers);
@@ -103,7 +93,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       runtimeMetrics: metrics,
       events: new EventRecorder(rest, log, identity, clock),
       clock,
-      livenessMs: opts.watchLivenessMs ?? 5 * 60_000,
+      livenessMs: opts.watchLivenessMs ?? DEFAULT_LIVENESS_MS,
       workers,
       ...(opts.connectionGraceMs !== undefined ? { connectionGraceMs: opts.connectionGraceMs } : {}),
       ...(workloadNodes ? { workloadNodes } : {}),
@@ -153,13 +143,16 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
         ...(opts.leaseDurationMs !== undefined ? { leaseDurationMs: opts.leaseDurationMs } : {}),
         ...(opts.renewDeadlineMs !== undefined ? { renewDeadlineMs: opts.renewDeadlineMs } : {}),
         ...(opts.retryPeriodMs !== undefined ? { retryPeriodMs: opts.retryPeriodMs } : {}),
+        onStatus: (leading) => metrics.leaderStatus(name, leading),
+        // As controller-runtime's manager: no graceful shutdown after an unintended loss; the command exits 1 at
+        // once. The gate already refuses every write; stop() only releases what it can.
         onLost: () => {
-          metrics.leaderStatus(name, false);
-          void stop().then(() => opts.onLeadershipLost?.());
+          opts.onLeadershipLost?.();
+          void stop();
         },
       });
       elector.start();
-      leading = elector.leading$.then(() => metrics.leaderStatus(name, true));
+      leading = elector.leading$;
       log.info('Waiting for leadership', { Lease: { name, namespace: ns }, identity });
     }
 

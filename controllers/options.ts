@@ -1,7 +1,7 @@
 // What the JoinGuard controller is started with, and what a started controller offers. The `joinguard`
 // command (cmd/joinguard.ts), the e2e scenarios, the install tests, the demo and the benchmark all start
 // it through controllers/manager.ts `startController(opts)` with these options. Defaults are CAPI's.
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { ClusterAccess } from './runtime/kubeconfig.js';
 import type { Logger } from 'winston';
 import type { ControllerIdentity } from './runtime/logger.js';
 import type { RuntimeMetrics } from './runtime/metrics.js';
@@ -11,7 +11,8 @@ import type { ServingTls } from './runtime/serving-tls.js';
 export const MACHINEJOINCHECK_CONTROLLER: ControllerIdentity = { name: 'machinejoincheck', group: 'joinguard.io', kind: 'MachineJoinCheck' };
 
 export interface ControllerOptions {
-  kubeConfig: KubeConfig;
+  /** The apiserver and credentials: controllers/runtime/kubeconfig.ts loadClusterAccess or clusterAccessFromKubeconfig. */
+  access: ClusterAccess;
   /** Watch only this namespace (checks, Machines, Clusters, MHCs). Default: all namespaces. */
   namespace?: string;
   /** Only Clusters labelled `cluster.x-k8s.io/watch-filter=<value>` and what belongs to them (--watch-filter). */
@@ -61,9 +62,9 @@ export interface ControllerOptions {
   capiApiVersion?: 'v1beta2' | 'v1beta1';
   /** HTTP User-Agent on every request, so the apiserver's metrics can tell JoinGuard apart. */
   userAgent?: string;
-  /** Restart a watch that has been silent this long (ms). Default 5 min. */
+  /** Restart a watch that has been silent this long (ms). Default 3 min (controllers/runtime/informer.ts). */
   watchLivenessMs?: number;
-  /** Called after the controller stopped because another replica took the Lease (the command exits). */
+  /** Called at once when the Lease is lost (writes are already refused); the command exits 1 without waiting. */
   onLeadershipLost?: () => void;
   /** process_* and nodejs_* on /metrics (off when two controllers share a process in tests). Default true. */
   collectDefaultMetrics?: boolean;

@@ -4,8 +4,8 @@
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SecureContextOptions } from 'node:tls';
-import type { KubeConfig } from '@kubernetes/client-node';
 import { discoverCapi } from '../controllers/runtime/discovery.js';
+import type { ClusterAccess } from '../controllers/runtime/kubeconfig.js';
 import { RestClient } from '../controllers/runtime/rest.js';
 import {
   allow,
@@ -40,11 +40,11 @@ export interface WebhookServerOptions {
   keyFile: string;
   /**
    * The product's REST client for the lookups of other checks, MachineHealthChecks and Machines and for CAPI
-   * discovery; without it (and without kubeConfig) those checks are skipped.
+   * discovery; without it (and without access) those checks are skipped.
    */
   rest?: RestClient;
-  /** Builds `rest` from a kubeconfig when none is given. */
-  kubeConfig?: KubeConfig;
+  /** Builds `rest` from this (controllers/runtime/kubeconfig.ts) when none is given. */
+  access?: ClusterAccess;
   /** Replaces the lookups made through `rest` (tests). */
   lookups?: Lookups;
   /** Replaces discoverCapi(rest) (tests). */
@@ -72,7 +72,7 @@ const silent: WebhookLogger = { info: () => {}, warn: () => {}, error: () => {},
 
 export async function startWebhookServer(opts: WebhookServerOptions): Promise<WebhookServer> {
   const log = opts.logger ?? silent;
-  const ownRest = !opts.rest && opts.kubeConfig ? new RestClient(opts.kubeConfig, WEBHOOK_USER_AGENT) : undefined;
+  const ownRest = !opts.rest && opts.access ? new RestClient(opts.access, { userAgent: WEBHOOK_USER_AGENT }) : undefined;
   const rest = opts.rest ?? ownRest;
   const discover = opts.discoverCapi ?? (rest ? () => discoverCapi(rest) : undefined);
   const capi = discover

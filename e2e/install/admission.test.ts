@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BAD_CHECKS, CP, CPN, EXISTING_CHECKS, EXISTING_MACHINE, MD, type BadCheck } from '../../api/v1alpha1/testdata/bad-checks.js';
 import { discoverCapi } from '../../controllers/runtime/discovery.js';
+import { loadClusterAccess } from '../../controllers/runtime/kubeconfig.js';
 import { RestClient } from '../../controllers/runtime/rest.js';
 import { issueServingCert } from '../../hack/testenv/certs.js';
 import { objectsOf, renderProviderFiles, type K8sObject } from '../../manifests/render.js';
@@ -156,7 +157,7 @@ describe('install: admission of MachineJoinChecks by the real kube-apiserver', f
     });
 
     it('admits MachineCondition on this CAPI (v1.14), warning only if discovery cannot tell the minor', async () => {
-      const rest = new RestClient(env.kubeConfig(), 'joinguard-e2e');
+      const rest = new RestClient(loadClusterAccess({ kubeconfigPath: env.kubeconfigPath }), { userAgent: 'joinguard-e2e' });
       const found = (await discoverCapi(rest)) as { minor?: number };
       rest.close();
       const res = await create('mc', { clusterName: 'c1', selector: { matchLabels: { [MD]: 'md-mc' } }, remediation: { strategy: 'MachineCondition' } });

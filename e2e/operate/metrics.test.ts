@@ -2,6 +2,7 @@
 // ServiceAccount token the real kube-apiserver authenticates (TokenReview) and authorizes (SubjectAccessReview)
 // through the shipped joinguard-metrics-reader ClusterRole; 401 without a token, 403 with a token lacking the
 // role; controller-runtime's families with their labels, and JoinGuard's for a check.
+import { clusterAccessFromKubeconfig } from '../../controllers/runtime/kubeconfig.js';
 import https from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { readFile } from 'node:fs/promises';
@@ -78,7 +79,7 @@ describe('operate: /metrics over HTTPS behind TokenReview and SubjectAccessRevie
     otherToken = await token('other');
 
     controller = await startController({
-      kubeConfig: env.kubeConfig(), namespace: ns, logger: log.logger,
+      access: clusterAccessFromKubeconfig(env.kubeConfig().exportConfig()), namespace: ns, logger: log.logger,
       metricsBindAddress: '127.0.0.1:0', healthProbeBindAddress: '127.0.0.1:0',
       leaderElect: true, leaderElectionNamespace: ns, leaderElectionId: lease,
     });
