@@ -10,12 +10,14 @@
 // JoinGuard's webhook configurations, once clusterctl has installed them, are pointed at a webhook server
 // run by the test (the Service has no endpoints without kubelets), as e2e/install does.
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { capiModuleDir } from '../../hack/testenv/capi-managers.js';
 import { renderProviderFiles } from '../../manifests/render.js';
 import { findClusterctl } from '../../manifests/clusterctl.js';
 import { issueServingCert } from '../../hack/testenv/certs.js';
@@ -37,6 +39,15 @@ async function ok(res: Promise<{ status: number; body: string }>, what: string, 
   const r = await res;
   if (r.status >= 300 && !also.includes(r.status)) throw new Error(`${what}: ${r.status} ${r.body.slice(0, 400)}`);
   return r.body ? (JSON.parse(r.body) as Json) : {};
+}
+
+/** The module of the CAPI release the lifecycle specs run on (testenv's default, v1.14; build.sh downloads it). */
+function capiModuleDir(): string {
+  const gomod = readFileSync(fileURLToPath(new URL('../../hack/testenv/capi-v1.14/go.mod', import.meta.url)), 'utf8');
+  const version = /^\s*(?:require\s+)?sigs\.k8s\.io\/cluster-api\s+(v\S+)/m.exec(gomod)?.[1];
+  if (!version) throw new Error('cannot read the sigs.k8s.io/cluster-api version from hack/testenv/capi-v1.14/go.mod');
+  const modCache = process.env['GOMODCACHE'] || join(process.env['GOPATH']?.split(':')[0] || join(homedir(), 'go'), 'pkg', 'mod');
+  return join(modCache, 'sigs.k8s.io', `cluster-api@${version}`);
 }
 
 /** The CAPI version testenv runs (its Provider record says the same). */

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import winston from 'winston';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { startTestEnv } from '../../hack/testenv/testenv.js';
-import { poll } from '../../hack/testenv/kube-rest.js';
+import { waitFor } from '../../hack/testenv/wait.js';
 import { startController, type RunningController } from '../../controllers/manager.js';
 import { clusterAccessFromKubeconfig } from '../../controllers/runtime/kubeconfig.js';
 import type { WebhookServer } from '../../webhooks/server.js';
@@ -21,7 +21,7 @@ export const CAPI = '/apis/cluster.x-k8s.io/v1beta2';
 export const MJC = '/apis/joinguard.io/v1alpha1';
 
 /** Polls every half second until `probe` gives a value (a probe that throws is tried again). */
-export const until = <T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> => poll(what, timeoutMs, probe, undefined, 500);
+export const until = <T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> => waitFor(what, probe, { timeoutMs, intervalMs: 500 });
 
 export async function getJson(kc: KubeConfig, path: string): Promise<Json | undefined> {
   const res = await raw(kc, 'GET', path);

@@ -14,7 +14,7 @@ describe('scenario (b): the first control-plane Machine never initializes', func
   const seen = s.seen();
 
   it('replaces it through KCP as an init Machine; workers wait, then join', async () => {
-    const { kube, sim, namespace, cluster } = s;
+    const { kube, capi, sim, namespace, cluster } = s;
     sim.policy.neverJoinInitControlPlane({ namespace }, { limit: 1 });
     // One check over every Machine of the Cluster, as a user guarding a cluster's bring-up would write.
     await createCheck(kube, namespace, 'all', {
@@ -51,12 +51,12 @@ describe('scenario (b): the first control-plane Machine never initializes', func
       const cp = (await s.machines()).filter((m) => isControlPlane(m) && !isDeleting(m));
       return cp.find((m) => m.metadata.uid !== first.metadata.uid);
     }, { timeoutMs: 90_000, describe: seen });
-    const config = await kube.get(`/apis/bootstrap.cluster.x-k8s.io/v1beta2/namespaces/${namespace}/kubeadmconfigs/${replacement.spec.bootstrap.configRef.name}`);
+    const config = await kube.get(capi.path('KubeadmConfig', namespace, replacement.spec.bootstrap.configRef.name));
     expect(config?.spec?.joinConfiguration?.controlPlane, 'replacement must be an init Machine').to.equal(undefined);
 
     await waitFor('the cluster initialized and all 3 Machines joined', async () => {
       const ms = await s.machines();
-      return (await controlPlaneInitialized(kube, namespace, cluster)) && ms.length === 3 && ms.every(hasNode);
+      return (await controlPlaneInitialized(kube, capi, namespace, cluster)) && ms.length === 3 && ms.every(hasNode);
     }, { timeoutMs: 120_000, describe: seen });
     process.stderr.write(`[scenario b] mark -> cluster complete in ${((Date.now() - markedAt) / 1000).toFixed(1)}s\n`);
     expect(sim.eventsOf(namespace, 'NodeJoined').filter((e) => e.message.endsWith('(init)')).map((e) => e.name)).to.deep.equal([replacement.metadata.name]);

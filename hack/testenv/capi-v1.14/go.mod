@@ -1,5 +1,6 @@
-// Tool module: builds CAPI's core, kubeadm bootstrap and kubeadm control-plane managers. Not product code.
-module joinguard.io/hack/testenv/capi
+// Tool module: builds CAPI v1.14's core, kubeadm bootstrap and kubeadm control-plane managers (the default
+// release of the test control plane). Not product code.
+module joinguard.io/hack/testenv/capi-v1.14
 
 go 1.26.0
 
