@@ -72,11 +72,8 @@ export async function startApiserver(opts: ApiserverOptions): Promise<Apiserver>
     opts.onStart?.(proc);
     const rest = new KubeRest({ server, ...creds });
     const wait = async (): Promise<Apiserver> => {
-      const timeoutMs = opts.timeoutMs ?? 45_000;
-      const died = () => (proc.running ? undefined : `kube-apiserver ${proc.describeExit()}`);
       try {
-        await poll('kube-apiserver /readyz', timeoutMs, async () => ((await rest.get('/readyz')).status === 200 ? true : undefined), died, 200);
-        await poll('namespace default', timeoutMs, async () => ((await rest.get('/api/v1/namespaces/default')).status === 200 ? true : undefined), died);
+        await waitUntilServing(proc, rest, opts.timeoutMs ?? 45_000);
       } catch (err) {
         rest.close();
         throw err;
@@ -85,6 +82,32 @@ export async function startApiserver(opts: ApiserverOptions): Promise<Apiserver>
     };
     return { proc, wait };
   });
+}
+
+async function waitUntilServing(proc: ManagedProcess, rest: KubeRest, timeoutMs: number): Promise<void> {
+  const died = () => (proc.running ? undefined : `kube-apiserver ${proc.describeExit()}`);
+  await poll('kube-apiserver /readyz', timeoutMs, async () => ((await rest.get('/readyz')).status === 200 ? true : undefined), died, 200);
+  await poll('namespace default', timeoutMs, async () => ((await rest.get('/api/v1/namespaces/default')).status === 200 ? true : undefined), died);
+}
+
+/**
+ * Stops a running apiserver (SIGTERM to its process group, SIGKILL after 5 s; `kill`: SIGKILL at once, as a
+ * crash), waits downMs, starts it again with the same flags on the same port and waits until it serves.
+ * etcd keeps the data; clients see their connections end and their requests refused meanwhile.
+ */
+export async function restartApiserver(api: Apiserver, opts: ApiserverOptions, o: { downMs: number; kill?: boolean }): Promise<Apiserver> {
+  if (o.kill) api.proc.killNow();
+  await api.proc.stop(5000);
+  await new Promise((r) => setTimeout(r, o.downMs));
+  const proc = ManagedProcess.start({
+    name: 'kube-apiserver',
+    command: path.join(opts.binDir, 'kube-apiserver'),
+    args: apiserverArgs(opts, api.port),
+    logFile: path.join(opts.runDir, 'kube-apiserver.log'),
+  });
+  opts.onStart?.(proc);
+  await waitUntilServing(proc, api.rest, opts.timeoutMs ?? 45_000);
+  return { ...api, proc };
 }
 
 /** The admin kubeconfig (client certificate, everything embedded so the file stands alone). */

@@ -74,6 +74,9 @@ export function attachedTestEnv(d: TestEnvDescriptor, caCertPem: string, caKeyPe
     async stop() {
       // Not ours to stop.
     },
+    async restartApiserver() {
+      throw new Error(`the test env at ${d.runDir} was started by another process: restart its apiserver there`);
+    },
   };
 }
 

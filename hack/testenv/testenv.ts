@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
-import { startApiserver, writeKubeconfig, type Apiserver } from './apiserver.js';
+import { restartApiserver, startApiserver, writeKubeconfig, type Apiserver, type ApiserverOptions } from './apiserver.js';
 import { CAPI_PROVIDERS, capiModuleDir, startCapiManager, webhookTarget, wireProvider, type CapiManager } from './capi-managers.js';
 import { makeCertSet } from './certs.js';
 import { startWatchdog, track, untrack, writePgids } from './cleanup.js';
@@ -51,6 +51,11 @@ export interface TestEnv {
   memory(): { rssKiB: number; hwmKiB: number; byComponent: Record<string, { rssKiB: number; hwmKiB: number }> };
   /** False for an env attached through JOINGUARD_TESTENV_KUBECONFIG: stop() leaves it running. */
   owned: boolean;
+  /**
+   * Stops the kube-apiserver, keeps it down downMs (default 20 s), starts it again on the same port and
+   * resolves once it serves (`kill`: SIGKILL instead of a graceful stop). Only for an env this process owns.
+   */
+  restartApiserver(opts?: { downMs?: number; kill?: boolean }): Promise<void>;
 }
 
 export interface StartTestEnvOptions {
@@ -175,8 +180,8 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
     const certs = await step('', 'certificates (openssl)', () => makeCertSet(path.join(runDir, 'pki')));
     etcd = await step('etcd', 'etcd', () => startEtcd({ binDir, runDir, dataDir: etcdDataDir, log, onStart: remember }));
     const etcdUrl = etcd.clientUrl;
-    api = await step('kube-apiserver', 'kube-apiserver', () =>
-      startApiserver({ binDir, runDir, etcdUrl, certs, extraFlags: opts.extraApiserverFlags, log, onStart: remember }));
+    const apiOpts: ApiserverOptions = { binDir, runDir, etcdUrl, certs, extraFlags: opts.extraApiserverFlags, log, onStart: remember };
+    api = await step('kube-apiserver', 'kube-apiserver', () => startApiserver(apiOpts));
     const kubeconfigPath = path.join(runDir, 'kubeconfig');
     writeKubeconfig(kubeconfigPath, api.server, certs);
     const rest = api.rest;
@@ -219,12 +224,23 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
     };
     fs.writeFileSync(path.join(runDir, DESCRIPTOR_FILE), JSON.stringify(descriptor, null, 2));
     log(`[testenv] ready in ${seconds(Date.now() - t0)}: ${api.server} (kubeconfig ${kubeconfigPath})`);
-    return {
+    const env: TestEnv = {
       ...attachedTestEnv(descriptor, certs.caCertPem, certs.caKeyPem),
       owned: true,
       stop: handle.stop,
       memory: () => memoryOf(running),
+      restartApiserver: async ({ downMs = 20_000, kill = false } = {}) => {
+        if (stopping || !api) throw new Error('the test env is stopped');
+        const s = Date.now();
+        log(`[testenv] kube-apiserver: ${kill ? 'killed' : 'stopped'}, down for ${seconds(downMs)} ...`);
+        api = await restartApiserver(api, apiOpts, { downMs, kill });
+        running[1] = api.proc;
+        env.pids['kube-apiserver'] = descriptor.pids['kube-apiserver'] = api.proc.pid;
+        fs.writeFileSync(path.join(runDir, DESCRIPTOR_FILE), JSON.stringify(descriptor, null, 2));
+        log(`[testenv] kube-apiserver: serving again after ${seconds(Date.now() - s)}`);
+      },
     };
+    return env;
   } catch (err) {
     keepLogs = true;
     await handle.stop();
