@@ -25,7 +25,8 @@ export function getTestEnv(): Promise<TestEnv> {
         logToStderr(`[testenv] using the running env of JOINGUARD_TESTENV_KUBECONFIG=${external}`);
         return attachTestEnv(external);
       }
-      return startTestEnv({ log: logToStderr });
+      // The audit log (writes only) is the judge of the fault-injection specs (e2e/faults).
+      return startTestEnv({ log: logToStderr, auditLog: true });
     })();
     pending.catch(() => (pending = undefined));
   }

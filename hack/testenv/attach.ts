@@ -23,6 +23,8 @@ export interface TestEnvDescriptor {
   binDir: string;
   /** The process that started the env (the CLI's supervisor, or a test run). */
   ownerPid: number;
+  /** The apiserver's audit log, when the env was started with one. */
+  auditLogPath?: string;
 }
 
 function memoryOfPid(pid: number): { rssKiB: number; hwmKiB: number } {
@@ -51,6 +53,7 @@ export function attachedTestEnv(d: TestEnvDescriptor, caCertPem: string, caKeyPe
     healthUrls: { ...d.healthUrls },
     binDir: d.binDir,
     owned: false,
+    ...(d.auditLogPath ? { auditLogPath: d.auditLogPath } : {}),
     kubeConfig() {
       const kc = new KubeConfig();
       kc.loadFromFile(d.kubeconfigPath);

@@ -56,6 +56,8 @@ export interface TestEnv {
    * resolves once it serves (`kill`: SIGKILL instead of a graceful stop). Only for an env this process owns.
    */
   restartApiserver(opts?: { downMs?: number; kill?: boolean }): Promise<void>;
+  /** The apiserver's audit log (JSON lines, blocking mode), when started with `auditLog`. */
+  auditLogPath?: string;
 }
 
 export interface StartTestEnvOptions {
@@ -69,7 +71,21 @@ export interface StartTestEnvOptions {
   extraManagerFlags?: Partial<Record<string, string[]>>;
   /** Folder with the binaries and crds/; default: the output of hack/testenv/build.sh (built if missing). */
   binDir?: string;
+  /**
+   * Write the apiserver's audit log to <runDir>/audit.log: every write (create, update, patch, delete) at
+   * level Metadata, in blocking mode (batch mode drops events when its buffer fills). Reads are not logged.
+   */
+  auditLog?: boolean;
 }
+
+const WRITES_AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: None
+    verbs: ["get", "list", "watch"]
+  - level: Metadata
+`;
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
@@ -178,9 +194,17 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
   try {
     const binDir = opts.binDir ?? process.env.JOINGUARD_TESTENV_BIN ?? (await step('', 'binaries (hack/testenv/build.sh)', () => ensureBuilt(log)));
     const certs = await step('', 'certificates (openssl)', () => makeCertSet(path.join(runDir, 'pki')));
+    const auditLogPath = opts.auditLog ? path.join(runDir, 'audit.log') : undefined;
+    const auditFlags: string[] = [];
+    if (auditLogPath) {
+      const policy = path.join(runDir, 'audit-policy.yaml');
+      fs.writeFileSync(policy, WRITES_AUDIT_POLICY);
+      auditFlags.push(`--audit-policy-file=${policy}`, `--audit-log-path=${auditLogPath}`, '--audit-log-mode=blocking',
+        '--audit-log-format=json', '--audit-log-maxsize=1000000');
+    }
     etcd = await step('etcd', 'etcd', () => startEtcd({ binDir, runDir, dataDir: etcdDataDir, log, onStart: remember }));
     const etcdUrl = etcd.clientUrl;
-    const apiOpts: ApiserverOptions = { binDir, runDir, etcdUrl, certs, extraFlags: opts.extraApiserverFlags, log, onStart: remember };
+    const apiOpts: ApiserverOptions = { binDir, runDir, etcdUrl, certs, extraFlags: [...auditFlags, ...(opts.extraApiserverFlags ?? [])], log, onStart: remember };
     api = await step('kube-apiserver', 'kube-apiserver', () => startApiserver(apiOpts));
     const kubeconfigPath = path.join(runDir, 'kubeconfig');
     writeKubeconfig(kubeconfigPath, api.server, certs);
@@ -221,6 +245,7 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
       server: api.server, kubeconfigPath, runDir, caCertFile: certs.ca.certFile, caKeyFile: certs.ca.keyFile,
       components: running.map((p) => p.name), ports, healthUrls, binDir,
       pids: Object.fromEntries(running.map((p) => [p.name, p.pid])), ownerPid: process.pid,
+      ...(auditLogPath ? { auditLogPath } : {}),
     };
     fs.writeFileSync(path.join(runDir, DESCRIPTOR_FILE), JSON.stringify(descriptor, null, 2));
     log(`[testenv] ready in ${seconds(Date.now() - t0)}: ${api.server} (kubeconfig ${kubeconfigPath})`);
