@@ -67,7 +67,7 @@ describe('faults (f): the leader frozen past its lease and thawed', function () 
 
   it('the deposed leader makes no write after the other replica took the Lease, and exits non-zero', async () => {
     const { kube, sim, namespace, env } = s;
-    if (!env.auditLogPath) throw new Error('the test env has no audit log (start it with auditLog: true; an attached env must have one)');
+    if (!env.auditLog) throw new Error('the test env has no audit log (e2e/support/testenv.ts starts it with one; an attached env must have one too)');
     await createCheck(kube, namespace, 'workers', {
       clusterName: cluster, selector: { matchLabels: { role: 'worker' } }, joinTimeout: `${JOIN_TIMEOUT_S}s`, suspicion: { consecutiveJoinFailures: 0 },
     });
@@ -103,7 +103,7 @@ describe('faults (f): the leader frozen past its lease and thawed', function () 
     const exit = await Promise.race([a.replica.exited, sleep(60_000).then(() => undefined)]);
     await sleep(3_000); // what the thawed replica was still going to send has reached the apiserver
 
-    const writes = readAuditWrites(env.auditLogPath).filter((w) => w.namespace === namespace || w.resource === 'leases');
+    const writes = readAuditWrites(env.auditLog).filter((w) => w.namespace === namespace || w.resource === 'leases');
     const byA = writes.filter((w) => w.user === 'joinguard-a');
     const acquiredB = writes.find((w) => w.user === 'joinguard-b' && w.resource === 'leases' && w.name === LEASE_ID && w.code < 300);
     const lastRenewA = byA.filter((w) => w.resource === 'leases' && w.code < 300 && w.at < (acquiredB?.at ?? Infinity)).at(-1);

@@ -141,6 +141,47 @@ describe('test control plane (hack/testenv)', function () {
     expect(m.rssKiB).to.be.greaterThan(0);
   });
 
+  it('restartApiserver keeps etcd, port and certificates; pause/resume hangs and frees a component; the audit log blocks', async function () {
+    this.timeout(120_000);
+    // Its own small env (no CAPI), so the shared one's managers are not disturbed.
+    const own = await startTestEnv({
+      capi: false,
+      audit: { policy: 'apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: ["RequestReceived"]\nrules:\n  - level: Metadata\n' },
+    });
+    const rest = new KubeRest({ server: own.server, caPem: own.caCertPem, certPem: '', keyPem: '' });
+    const admin = own.kubeConfig().makeApiClient(CoreV1Api);
+    try {
+      await admin.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'survives-restart' }, data: { a: '1' } } });
+      const oldPid = own.pids['kube-apiserver']!;
+      const restarted = own.restartApiserver({ downMs: 1500 });
+      // While it is down, connections are refused.
+      await new Promise((r) => setTimeout(r, 1200));
+      const during = await rest.get('/readyz').then((r) => r.status, () => 0);
+      await restarted;
+      expect(during, 'the apiserver answered while down').to.equal(0);
+      expect(own.pids['kube-apiserver']).to.not.equal(oldPid);
+      expect(pidAlive(oldPid)).to.equal(false);
+      // Same URL, same kubeconfig, same etcd data.
+      const cm = await own.kubeConfig().makeApiClient(CoreV1Api).readNamespacedConfigMap({ namespace: 'default', name: 'survives-restart' });
+      expect(cm.data).to.deep.equal({ a: '1' });
+
+      await own.pause('kube-apiserver');
+      const hung = await rest.request('GET', '/readyz', undefined, 'application/json', 1000).then((r) => r.status, (e: Error) => e.message);
+      expect(String(hung)).to.contain('timed out');
+      await own.resume('kube-apiserver');
+      expect((await rest.get('/readyz')).status).to.equal(200); // anonymous may read /readyz
+    } finally {
+      rest.close();
+      await own.pause('etcd'); // stop() must still end a paused component
+      const pids = Object.values(own.pids);
+      const auditLog = fs.readFileSync(own.auditLog!, 'utf8');
+      await own.stop();
+      for (const pid of pids) expect(groupAlive(pid), `process group ${pid} not empty`).to.equal(false);
+      // Blocking mode writes each event before the answer: the create above is there.
+      expect(auditLog).to.contain('"verb":"create"').and.contain('survives-restart');
+    }
+  });
+
   // Last: stops the shared env (a later getTestEnv() starts a fresh one); an attached env is not ours,
   // so a separate instance is started and stopped instead.
   it('stop() leaves no process alive, no port held and no run dir', async function () {

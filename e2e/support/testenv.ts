@@ -10,6 +10,19 @@ export type { TestEnv } from '../../hack/testenv/testenv.js';
 
 let pending: Promise<TestEnv> | undefined;
 
+/**
+ * Every write at level Metadata (blocking mode, the default): the judge of the fault-injection specs
+ * (e2e/faults), e.g. "no write from a deposed leader". Reads are not logged, to keep the file small.
+ */
+const WRITES_AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: None
+    verbs: ["get", "list", "watch"]
+  - level: Metadata
+`;
+
 function logToStderr(line: string): void {
   process.stderr.write(`${line}\n`);
 }
@@ -25,8 +38,7 @@ export function getTestEnv(): Promise<TestEnv> {
         logToStderr(`[testenv] using the running env of JOINGUARD_TESTENV_KUBECONFIG=${external}`);
         return attachTestEnv(external);
       }
-      // The audit log (writes only) is the judge of the fault-injection specs (e2e/faults).
-      return startTestEnv({ log: logToStderr, auditLog: true });
+      return startTestEnv({ log: logToStderr, audit: { policy: WRITES_AUDIT_POLICY } });
     })();
     pending.catch(() => (pending = undefined));
   }

@@ -10,10 +10,17 @@ import { launchWithRetry, ManagedProcess } from './process.js';
 export const SERVICE_CLUSTER_IP_RANGE = '10.0.0.0/24';
 
 export interface Apiserver {
+  /** The running process (a new one after restart()). */
   proc: ManagedProcess;
   port: number;
   server: string;
   rest: KubeRest;
+  /**
+   * Stops the apiserver (SIGTERM, its graceful shutdown), waits downMs, and starts it again with the same
+   * flags: same port, certificates and etcd, so every client's kubeconfig stays valid. Resolves when
+   * /readyz answers again; the new process is in `proc` (and handed to onStart).
+   */
+  restart(downMs: number): Promise<void>;
 }
 
 export interface ApiserverOptions {
@@ -60,9 +67,7 @@ export async function startApiserver(opts: ApiserverOptions): Promise<Apiserver>
     certPem: fs.readFileSync(opts.certs.admin.certFile, 'utf8'),
     keyPem: fs.readFileSync(opts.certs.admin.keyFile, 'utf8'),
   };
-  return launchWithRetry('kube-apiserver', opts.log, async () => {
-    const port = await freePort();
-    const server = `https://127.0.0.1:${port}`;
+  const launch = (port: number) => {
     const proc = ManagedProcess.start({
       name: 'kube-apiserver',
       command: path.join(opts.binDir, 'kube-apiserver'),
@@ -70,44 +75,41 @@ export async function startApiserver(opts: ApiserverOptions): Promise<Apiserver>
       logFile: path.join(opts.runDir, 'kube-apiserver.log'),
     });
     opts.onStart?.(proc);
+    return proc;
+  };
+  const ready = async (proc: ManagedProcess, rest: KubeRest) => {
+    const timeoutMs = opts.timeoutMs ?? 45_000;
+    const died = () => (proc.running ? undefined : `kube-apiserver ${proc.describeExit()}`);
+    await poll('kube-apiserver /readyz', timeoutMs, async () => ((await rest.get('/readyz')).status === 200 ? true : undefined), died, 200);
+    await poll('namespace default', timeoutMs, async () => ((await rest.get('/api/v1/namespaces/default')).status === 200 ? true : undefined), died);
+  };
+  return launchWithRetry('kube-apiserver', opts.log, async () => {
+    const port = await freePort();
+    const server = `https://127.0.0.1:${port}`;
+    const proc = launch(port);
     const rest = new KubeRest({ server, ...creds });
     const wait = async (): Promise<Apiserver> => {
       try {
-        await waitUntilServing(proc, rest, opts.timeoutMs ?? 45_000);
+        await ready(proc, rest);
       } catch (err) {
         rest.close();
         throw err;
       }
-      return { proc, port, server, rest };
+      const api: Apiserver = {
+        proc, port, server, rest,
+        async restart(downMs) {
+          await api.proc.stop(10_000);
+          if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
+          // The port was ours a moment ago; another process taking it in between is not retried (the
+          // clients would need a new kubeconfig), it fails with the apiserver's log.
+          api.proc = launch(port);
+          await ready(api.proc, rest);
+        },
+      };
+      return api;
     };
     return { proc, wait };
   });
-}
-
-async function waitUntilServing(proc: ManagedProcess, rest: KubeRest, timeoutMs: number): Promise<void> {
-  const died = () => (proc.running ? undefined : `kube-apiserver ${proc.describeExit()}`);
-  await poll('kube-apiserver /readyz', timeoutMs, async () => ((await rest.get('/readyz')).status === 200 ? true : undefined), died, 200);
-  await poll('namespace default', timeoutMs, async () => ((await rest.get('/api/v1/namespaces/default')).status === 200 ? true : undefined), died);
-}
-
-/**
- * Stops a running apiserver (SIGTERM to its process group, SIGKILL after 5 s; `kill`: SIGKILL at once, as a
- * crash), waits downMs, starts it again with the same flags on the same port and waits until it serves.
- * etcd keeps the data; clients see their connections end and their requests refused meanwhile.
- */
-export async function restartApiserver(api: Apiserver, opts: ApiserverOptions, o: { downMs: number; kill?: boolean }): Promise<Apiserver> {
-  if (o.kill) api.proc.killNow();
-  await api.proc.stop(5000);
-  await new Promise((r) => setTimeout(r, o.downMs));
-  const proc = ManagedProcess.start({
-    name: 'kube-apiserver',
-    command: path.join(opts.binDir, 'kube-apiserver'),
-    args: apiserverArgs(opts, api.port),
-    logFile: path.join(opts.runDir, 'kube-apiserver.log'),
-  });
-  opts.onStart?.(proc);
-  await waitUntilServing(proc, api.rest, opts.timeoutMs ?? 45_000);
-  return { ...api, proc };
 }
 
 /** The admin kubeconfig (client certificate, everything embedded so the file stands alone). */

@@ -3,8 +3,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { pidAlive, tailFile } from './process.js';
-import type { TestEnv } from './testenv.js';
+import { pauseGroup, pidAlive, tailFile } from './process.js';
+import type { TestEnv, TestEnvComponent } from './testenv.js';
 
 export const DESCRIPTOR_FILE = 'testenv.json';
 
@@ -23,8 +23,6 @@ export interface TestEnvDescriptor {
   binDir: string;
   /** The process that started the env (the CLI's supervisor, or a test run). */
   ownerPid: number;
-  /** The apiserver's audit log, when the env was started with one. */
-  auditLogPath?: string;
 }
 
 function memoryOfPid(pid: number): { rssKiB: number; hwmKiB: number } {
@@ -53,7 +51,6 @@ export function attachedTestEnv(d: TestEnvDescriptor, caCertPem: string, caKeyPe
     healthUrls: { ...d.healthUrls },
     binDir: d.binDir,
     owned: false,
-    ...(d.auditLogPath ? { auditLogPath: d.auditLogPath } : {}),
     kubeConfig() {
       const kc = new KubeConfig();
       kc.loadFromFile(d.kubeconfigPath);
@@ -78,9 +75,17 @@ export function attachedTestEnv(d: TestEnvDescriptor, caCertPem: string, caKeyPe
       // Not ours to stop.
     },
     async restartApiserver() {
-      throw new Error(`the test env at ${d.runDir} was started by another process: restart its apiserver there`);
+      throw new Error('restartApiserver: this env was started by another process (attached); it cannot restart its apiserver');
     },
+    pause: (component: TestEnvComponent) => pauseGroup(pidOf(d, component), 'SIGSTOP'),
+    resume: (component: TestEnvComponent) => pauseGroup(pidOf(d, component), 'SIGCONT'),
   };
+}
+
+function pidOf(d: TestEnvDescriptor, component: string): number {
+  const pid = d.pids[component];
+  if (!pid) throw new Error(`no component ${component} in this test env (${Object.keys(d.pids).join(', ')})`);
+  return pid;
 }
 
 export function readDescriptor(runDir: string): TestEnvDescriptor | undefined {

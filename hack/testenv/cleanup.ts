@@ -67,7 +67,7 @@ parent="$1"; pgids="$2"; shift 2
 while kill -0 "$parent" 2>/dev/null; do sleep 1; done
 groups="$(cat "$pgids" 2>/dev/null)"
 echo "$(date -u +%FT%TZ) parent $parent is gone; stopping process groups: $groups"
-for g in $groups; do kill -TERM -- "-$g" 2>/dev/null; done
+for g in $groups; do kill -TERM -- "-$g" 2>/dev/null; kill -CONT -- "-$g" 2>/dev/null; done
 for i in 1 2 3 4 5 6 7 8 9 10; do
   alive=""
   for g in $groups; do kill -0 -- "-$g" 2>/dev/null && alive=1; done

@@ -26,19 +26,37 @@ export function groupAlive(pgid: number): boolean {
   }
 }
 
-/** Whether a process with this pid exists and is not a zombie. */
-export function pidAlive(pid: number): boolean {
+/** The state letter of /proc/<pid>/stat (R, S, T, Z, ...), '' when there is no such process. */
+function procState(pid: number): string {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The state letter follows the parenthesised command name.
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return state !== 'Z' && state !== 'X';
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
   } catch {
-    return false;
+    return '';
   }
 }
 
-function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+/** Whether a process with this pid exists and is not a zombie. */
+export function pidAlive(pid: number): boolean {
+  const state = procState(pid);
+  return state !== '' && state !== 'Z' && state !== 'X';
+}
+
+/**
+ * SIGSTOP or SIGCONT to a process group, resolved once its leader is seen stopped (or running again):
+ * the kernel delivers the signal when the process is next scheduled, and on two busy cores a request
+ * already in flight could still be answered in between.
+ */
+export async function pauseGroup(pgid: number, signal: 'SIGSTOP' | 'SIGCONT', timeoutMs = 5000): Promise<void> {
+  signalGroup(pgid, signal);
+  const done = () => (procState(pgid) === 'T') === (signal === 'SIGSTOP') || !pidAlive(pgid);
+  for (const deadline = Date.now() + timeoutMs; !done(); await sleep(10)) {
+    if (Date.now() > deadline) throw new Error(`process group ${pgid}: not ${signal === 'SIGSTOP' ? 'stopped' : 'running'} after ${timeoutMs}ms`);
+  }
+}
+
+export function signalGroup(pgid: number, signal: NodeJS.Signals): void {
   try {
     process.kill(-pgid, signal);
   } catch {
@@ -118,6 +136,8 @@ export class ManagedProcess {
   private async doStop(graceMs: number): Promise<void> {
     if (this.pid <= 0) return;
     signalGroup(this.pid, 'SIGTERM');
+    // A paused group (pause()) would hold SIGTERM pending forever; let it act on it.
+    signalGroup(this.pid, 'SIGCONT');
     const termed = await Promise.race([this.exited.then(() => true), sleep(graceMs).then(() => false)]);
     if (!termed || groupAlive(this.pid)) signalGroup(this.pid, 'SIGKILL');
     await this.exited;
@@ -125,6 +145,11 @@ export class ManagedProcess {
       signalGroup(this.pid, 'SIGKILL');
       await sleep(20);
     }
+  }
+
+  /** SIGSTOP (pause) or SIGCONT (resume) to the whole group: it keeps its sockets but answers nothing. */
+  async signal(signal: 'SIGSTOP' | 'SIGCONT'): Promise<void> {
+    if (this.pid > 0 && this.running) await pauseGroup(this.pid, signal);
   }
 
   /** For process 'exit' hooks, which cannot wait: SIGKILL the whole group now. */

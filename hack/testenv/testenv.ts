@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
-import { restartApiserver, startApiserver, writeKubeconfig, type Apiserver, type ApiserverOptions } from './apiserver.js';
+import { startApiserver, writeKubeconfig, type Apiserver } from './apiserver.js';
 import { CAPI_PROVIDERS, capiModuleDir, startCapiManager, webhookTarget, wireProvider, type CapiManager } from './capi-managers.js';
 import { makeCertSet } from './certs.js';
 import { startWatchdog, track, untrack, writePgids } from './cleanup.js';
@@ -34,6 +34,19 @@ export interface TestEnv {
   logTail(component: string, lines?: number): string;
   components: string[];
   stop(): Promise<void>;
+  /**
+   * Stops kube-apiserver (SIGTERM, its graceful shutdown), keeps it down for downMs (default 0), and starts
+   * it again on the same port with the same certificates and the same etcd (no data lost). Resolves once
+   * /readyz answers again. Clients see refused connections and broken watches meanwhile.
+   */
+  restartApiserver(opts?: { downMs?: number }): Promise<void>;
+  /**
+   * SIGSTOP to a component's process group: it keeps its sockets open and answers nothing (a hung
+   * process). Resolves once the process is seen stopped.
+   */
+  pause(component: TestEnvComponent): Promise<void>;
+  /** SIGCONT: a paused component carries on where it stopped. stop() ends paused components too. */
+  resume(component: TestEnvComponent): Promise<void>;
 
   // Additions beyond the agreed interface.
   /** Files of the CA (for openssl, or certs.ts issueServingCert). */
@@ -51,13 +64,22 @@ export interface TestEnv {
   memory(): { rssKiB: number; hwmKiB: number; byComponent: Record<string, { rssKiB: number; hwmKiB: number }> };
   /** False for an env attached through JOINGUARD_TESTENV_KUBECONFIG: stop() leaves it running. */
   owned: boolean;
+  /** The apiserver's audit log (JSON lines) when started with `audit`. */
+  auditLog?: string;
+}
+
+export type TestEnvComponent = 'etcd' | 'kube-apiserver' | 'capi-core' | 'capi-kubeadm-bootstrap' | 'capi-kubeadm-control-plane';
+
+export interface AuditOptions {
+  /** The audit Policy (audit.k8s.io/v1) as YAML text. */
+  policy: string;
+  /** Where the log goes; default <runDir>/audit.log (removed with the run dir by stop()). */
+  file?: string;
   /**
-   * Stops the kube-apiserver, keeps it down downMs (default 20 s), starts it again on the same port and
-   * resolves once it serves (`kill`: SIGKILL instead of a graceful stop). Only for an env this process owns.
+   * blocking (default): every request waits for its event to be written, so no event is ever dropped.
+   * batch: buffered; the apiserver drops events silently when the buffer is full.
    */
-  restartApiserver(opts?: { downMs?: number; kill?: boolean }): Promise<void>;
-  /** The apiserver's audit log (JSON lines, blocking mode), when started with `auditLog`. */
-  auditLogPath?: string;
+  mode?: 'blocking' | 'batch';
 }
 
 export interface StartTestEnvOptions {
@@ -71,21 +93,24 @@ export interface StartTestEnvOptions {
   extraManagerFlags?: Partial<Record<string, string[]>>;
   /** Folder with the binaries and crds/; default: the output of hack/testenv/build.sh (built if missing). */
   binDir?: string;
-  /**
-   * Write the apiserver's audit log to <runDir>/audit.log: every write (create, update, patch, delete) at
-   * level Metadata, in blocking mode (batch mode drops events when its buffer fills). Reads are not logged.
-   */
-  auditLog?: boolean;
+  /** An apiserver audit log with the caller's policy (off by default). */
+  audit?: AuditOptions;
 }
 
-const WRITES_AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-  - level: None
-    verbs: ["get", "list", "watch"]
-  - level: Metadata
-`;
+/** The apiserver flags of an audit log: JSON lines, never rotated (tests count one file). */
+export function auditFlags(runDir: string, audit: AuditOptions): { flags: string[]; file: string } {
+  const policyFile = path.join(runDir, 'audit-policy.yaml');
+  fs.writeFileSync(policyFile, audit.policy);
+  const file = audit.file ?? path.join(runDir, 'audit.log');
+  return {
+    file,
+    flags: [
+      `--audit-policy-file=${policyFile}`, `--audit-log-path=${file}`, `--audit-log-mode=${audit.mode ?? 'blocking'}`,
+      // 0 would mean lumberjack's default of 100 MB, after which it rotates.
+      '--audit-log-format=json', '--audit-log-maxsize=1000000',
+    ],
+  };
+}
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
@@ -194,18 +219,12 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
   try {
     const binDir = opts.binDir ?? process.env.JOINGUARD_TESTENV_BIN ?? (await step('', 'binaries (hack/testenv/build.sh)', () => ensureBuilt(log)));
     const certs = await step('', 'certificates (openssl)', () => makeCertSet(path.join(runDir, 'pki')));
-    const auditLogPath = opts.auditLog ? path.join(runDir, 'audit.log') : undefined;
-    const auditFlags: string[] = [];
-    if (auditLogPath) {
-      const policy = path.join(runDir, 'audit-policy.yaml');
-      fs.writeFileSync(policy, WRITES_AUDIT_POLICY);
-      auditFlags.push(`--audit-policy-file=${policy}`, `--audit-log-path=${auditLogPath}`, '--audit-log-mode=blocking',
-        '--audit-log-format=json', '--audit-log-maxsize=1000000');
-    }
     etcd = await step('etcd', 'etcd', () => startEtcd({ binDir, runDir, dataDir: etcdDataDir, log, onStart: remember }));
     const etcdUrl = etcd.clientUrl;
-    const apiOpts: ApiserverOptions = { binDir, runDir, etcdUrl, certs, extraFlags: [...auditFlags, ...(opts.extraApiserverFlags ?? [])], log, onStart: remember };
-    api = await step('kube-apiserver', 'kube-apiserver', () => startApiserver(apiOpts));
+    const audit = opts.audit ? auditFlags(runDir, opts.audit) : undefined;
+    const extraFlags = [...(audit?.flags ?? []), ...(opts.extraApiserverFlags ?? [])];
+    api = await step('kube-apiserver', 'kube-apiserver', () =>
+      startApiserver({ binDir, runDir, etcdUrl, certs, extraFlags, log, onStart: remember }));
     const kubeconfigPath = path.join(runDir, 'kubeconfig');
     writeKubeconfig(kubeconfigPath, api.server, certs);
     const rest = api.rest;
@@ -240,30 +259,32 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
       ports[`${m.provider.component}-health`] = m.healthPort;
       healthUrls[m.provider.component] = m.healthUrl;
     }
-    const running = [etcd.proc, api.proc, ...managers.map((m) => m.proc)];
+    const apiserver = api;
+    const running = () => [etcd!.proc, apiserver.proc, ...managers.map((m) => m.proc)];
     const descriptor: TestEnvDescriptor = {
       server: api.server, kubeconfigPath, runDir, caCertFile: certs.ca.certFile, caKeyFile: certs.ca.keyFile,
-      components: running.map((p) => p.name), ports, healthUrls, binDir,
-      pids: Object.fromEntries(running.map((p) => [p.name, p.pid])), ownerPid: process.pid,
-      ...(auditLogPath ? { auditLogPath } : {}),
+      components: running().map((p) => p.name), ports, healthUrls, binDir,
+      pids: Object.fromEntries(running().map((p) => [p.name, p.pid])), ownerPid: process.pid,
     };
-    fs.writeFileSync(path.join(runDir, DESCRIPTOR_FILE), JSON.stringify(descriptor, null, 2));
+    const writeDescriptor = () => fs.writeFileSync(path.join(runDir, DESCRIPTOR_FILE), JSON.stringify(descriptor, null, 2));
+    writeDescriptor();
     log(`[testenv] ready in ${seconds(Date.now() - t0)}: ${api.server} (kubeconfig ${kubeconfigPath})`);
     const env: TestEnv = {
       ...attachedTestEnv(descriptor, certs.caCertPem, certs.caKeyPem),
       owned: true,
+      auditLog: audit?.file,
       stop: handle.stop,
-      memory: () => memoryOf(running),
-      restartApiserver: async ({ downMs = 20_000, kill = false } = {}) => {
-        if (stopping || !api) throw new Error('the test env is stopped');
+      memory: () => memoryOf(running()),
+      async restartApiserver(o = {}) {
         const s = Date.now();
-        log(`[testenv] kube-apiserver: ${kill ? 'killed' : 'stopped'}, down for ${seconds(downMs)} ...`);
-        api = await restartApiserver(api, apiOpts, { downMs, kill });
-        running[1] = api.proc;
-        env.pids['kube-apiserver'] = descriptor.pids['kube-apiserver'] = api.proc.pid;
-        fs.writeFileSync(path.join(runDir, DESCRIPTOR_FILE), JSON.stringify(descriptor, null, 2));
-        log(`[testenv] kube-apiserver: serving again after ${seconds(Date.now() - s)}`);
+        log(`[testenv] restarting kube-apiserver (down ${seconds(o.downMs ?? 0)}) ...`);
+        await apiserver.restart(o.downMs ?? 0);
+        env.pids['kube-apiserver'] = descriptor.pids['kube-apiserver'] = apiserver.proc.pid;
+        writeDescriptor();
+        log(`[testenv] kube-apiserver back in ${seconds(Date.now() - s)}`);
       },
+      pause: async (component) => componentProc(running(), component).signal('SIGSTOP'),
+      resume: async (component) => componentProc(running(), component).signal('SIGCONT'),
     };
     return env;
   } catch (err) {
@@ -272,6 +293,12 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
     log(`[testenv] stopped everything; logs kept in ${runDir}`);
     throw err;
   }
+}
+
+function componentProc(procs: ManagedProcess[], component: TestEnvComponent): ManagedProcess {
+  const p = procs.find((x) => x.name === component);
+  if (!p) throw new Error(`no component ${component} in this test env (${procs.map((x) => x.name).join(', ')})`);
+  return p;
 }
 
 export function memoryOf(procs: { name: string; memory(): { rssKiB: number; hwmKiB: number } }[]): ReturnType<TestEnv['memory']> {
