@@ -20,7 +20,8 @@ import { figure, scaleDeployment, secs, sleep } from './harness.js';
 import { Replica } from './replica.js';
 
 const JOIN_TIMEOUT_S = 20;
-const LEASE_ID = 'faults-failover';
+/** The command's default Lease name, in its --namespace. */
+const LEASE_ID = 'joinguard-leader';
 /** Short lease timings when the command has controller-runtime's flags for them (client-go's ratios). */
 const LEASE = { 'leader-elect-lease-duration': '8s', 'leader-elect-renew-deadline': '6s', 'leader-elect-retry-period': '1s' };
 
@@ -54,10 +55,10 @@ describe('faults (f): the leader frozen past its lease and thawed', function () 
     proxies.push(proxy);
     const kubeconfig = path.join(dir, `${name}.kubeconfig`);
     fs.writeFileSync(kubeconfig, proxy.kubeconfigYaml(name));
-    const lease = Object.entries(LEASE).filter(([flag]) => flag in FLAGS).map(([flag, v]) => `--${flag}=${v}`);
-    const replica = new Replica(name, [`--kubeconfig=${kubeconfig}`, `--namespace=${namespace}`, '--leader-elect',
-      `--leader-election-namespace=${namespace}`, `--leader-election-id=${LEASE_ID}`, '--metrics-bind-address=0',
-      '--health-probe-bind-address=0', '--connection-grace=2s', '--log-level=debug', ...lease]);
+    const offered = (flags: Record<string, string>) => Object.entries(flags).filter(([flag]) => flag in FLAGS).map(([flag, v]) => `--${flag}=${v}`);
+    const replica = new Replica(name, [`--kubeconfig=${kubeconfig}`, `--namespace=${namespace}`, '--leader-elect', '--health-probe-bind-address=0',
+      '--connection-grace=2s', '--webhook-port=0', ...offered(LEASE),
+      ...('diagnostics-address' in FLAGS ? ['--diagnostics-address=0', '-v=4'] : ['--metrics-bind-address=0', '--log-level=debug'])]);
     replicas.push(replica);
     return { replica, proxy };
   }

@@ -153,10 +153,16 @@ describe('fault proxy (against a fake apiserver)', function () {
     expect(w2.ended()).to.equal('open');
     expect((await call(proxy.url, 'GET', '/apis/x/v1/things')).code).to.equal(200);
     expect(rule.matched.map((r) => r.path)).to.deep.equal(['/apis/x/v1/things', '/apis/x/v1/others']);
-    // Only a list answered since: the watched path's last evidence is that list, not the silent stream.
+    // Only a list answered since: the watched path's last evidence is that list, not the silent stream; a
+    // watch silenced from its start is no evidence at all.
     const evidence = proxy.watchEvidence();
     expect(evidence.get('/apis/x/v1/things')).to.equal(proxy.requests.at(-1)!.endedAt);
     expect(evidence.get('/apis/x/v1/others')).to.equal(0);
+    rule.remove();
+    const w3 = openWatch(proxy.url, '/apis/x/v1/others');
+    await sleep(100);
+    expect(proxy.watchEvidence().get('/apis/x/v1/others'), 'a watch opened (200) and forwarded').to.be.greaterThan(0);
+    w3.close();
     w.close();
     w2.close();
   });

@@ -66,6 +66,8 @@ export interface ProxiedRequest {
   code: number;
   /** The fault applied, if any: `status 500`, `hold`, `reset`, `silence`. */
   fault?: string;
+  /** When a watch stopped being forwarded (silence). */
+  silencedAt?: number;
   answeredAt?: number;
   endedAt?: number;
   end?: RequestEnd;
@@ -171,15 +173,17 @@ export class FaultProxy {
   }
 
   /**
-   * For every path the client has watched: the last time it had evidence that its view was current — body
-   * bytes delivered on a watch of that path, or a successful list of it.
+   * For every path the client has watched: the last time it had evidence that its view was current — a
+   * successful list of that path, a watch of it answered 200 and not silenced from the start (the apiserver
+   * replays from the client's resourceVersion, and a quiet resource sends nothing more), or bytes delivered.
    */
   watchEvidence(): Map<string, number> {
     const watched = new Set(this.requests.filter((r) => r.watch).map((r) => r.path));
     const out = new Map<string, number>();
     for (const r of this.requests) {
       if (!watched.has(r.path)) continue;
-      const t = r.watch ? r.lastByteAt : r.method === 'GET' && r.code === 200 && r.end === 'complete' ? r.endedAt : undefined;
+      const opened = r.code === 200 && r.answeredAt !== undefined && !(r.silencedAt !== undefined && r.silencedAt <= r.answeredAt) ? r.answeredAt : undefined;
+      const t = r.watch ? Math.max(opened ?? 0, r.lastByteAt ?? 0) || undefined : r.method === 'GET' && r.code === 200 && r.end === 'complete' ? r.endedAt : undefined;
       if (t !== undefined && t > (out.get(r.path) ?? 0)) out.set(r.path, t);
       else if (!out.has(r.path)) out.set(r.path, 0);
     }
@@ -328,6 +332,7 @@ export class FaultProxy {
   private silence(entry: { req: ProxiedRequest; silenced: boolean }, rule?: ActiveRule): void {
     entry.silenced = true;
     entry.req.fault = 'silence';
+    entry.req.silencedAt ??= Date.now();
     if (rule && !rule.matched.includes(entry.req)) rule.matched.push(entry.req);
   }
 }
