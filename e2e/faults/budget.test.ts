@@ -4,11 +4,9 @@
 // reconstructed from a watch on the Machines (every change, in the apiserver's order), not a sampled poll.
 import { expect } from 'chai';
 import { waitFor } from '../support/cluster-view.js';
-import type { FaultProxy } from '../support/fault-proxy.js';
 import { createCheck } from '../support/joinguard.js';
-import { useScenario } from '../support/scenario.js';
-import { carriesJoinGuardMark, MachineHistory } from './machine-history.js';
-import { describeTraffic, figure, kubeConfigOf, scaleDeployment, secs, startProxy } from './harness.js';
+import { carriesJoinGuardMark } from './machine-history.js';
+import { figure, scaleDeployment, secs, useFaultScenario } from './harness.js';
 
 const JOIN_TIMEOUT_S = 20;
 const WORKERS = 40;
@@ -17,18 +15,8 @@ const MAX_IN_FLIGHT = 25;
 describe('faults (d): 40 stuck workers, maxInFlight 25', function () {
   this.timeout(420_000);
   const cluster = 'fd';
-  const s = useScenario({ prefix: 'jg-fd', cluster, checkName: 'workers', waitJoined: true, workers: [{ name: 'md', replicas: 0, labels: { role: 'worker' } }] });
-  let proxy: FaultProxy | undefined;
-  let history: MachineHistory | undefined;
-  const seen = s.seen(() => (proxy ? `${describeTraffic(proxy, 0)}\n` : ''));
-
-  afterEach(async function () {
-    this.timeout(60_000);
-    await s.jg?.controller.stop();
-    await proxy?.stop();
-    await history?.stop();
-    await scaleDeployment(s.kube, s.namespace, `${cluster}-md`, 0).catch(() => undefined);
-  });
+  const f = useFaultScenario({ prefix: 'jg-fd', cluster, checkName: 'workers', waitJoined: true, workers: [{ name: 'md', replicas: 0, labels: { role: 'worker' } }] });
+  const { s, seen } = f;
 
   it(`never has more than ${MAX_IN_FLIGHT} Machines marked at once, and reuses the budget as marked Machines go`, async () => {
     const { kube, sim, namespace } = s;
@@ -37,10 +25,8 @@ describe('faults (d): 40 stuck workers, maxInFlight 25', function () {
       clusterName: cluster, selector: { matchLabels: { role: 'worker' } }, joinTimeout: `${JOIN_TIMEOUT_S}s`,
       maxInFlight: MAX_IN_FLIGHT, remediation: { maxPerOwner: 1000 }, suspicion: { consecutiveJoinFailures: 0 }, neverJoinedLimit: 0,
     });
-    history = await MachineHistory.start(kube, namespace);
-    proxy = await startProxy(s.env);
-    await s.startJoinGuard({ kubeConfig: kubeConfigOf(proxy) });
-    const h = history;
+    const h = await f.recordMachines();
+    await f.startBehindProxy();
     const t0 = Date.now();
     await scaleDeployment(kube, namespace, `${cluster}-md`, WORKERS);
 

@@ -3,10 +3,14 @@
 // MachineDeployments scaled, and the figures printed (test-only).
 import fs from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import { KubeConfig } from '@kubernetes/client-node';
+import type { ControllerOptions } from '../../controllers/manager.js';
 import type { Kube } from '../sim/kube.js';
 import { FaultProxy, upstreamFromKubeconfig, type ProxiedRequest } from '../support/fault-proxy.js';
+import { useScenario, type Scenario, type ScenarioOptions } from '../support/scenario.js';
 import type { TestEnv } from '../support/testenv.js';
+import { MachineHistory } from './machine-history.js';
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
 export const secs = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
@@ -21,6 +25,51 @@ export function kubeConfigOf(proxy: FaultProxy): KubeConfig {
   const kc = new KubeConfig();
   kc.loadFromString(proxy.kubeconfigYaml());
   return kc;
+}
+
+export interface FaultScenario {
+  s: Scenario;
+  proxy?: FaultProxy;
+  history?: MachineHistory;
+  /** What a failing wait prints: the scenario's account and JoinGuard's traffic through the proxy. */
+  seen: () => Promise<string>;
+  /** JoinGuard in this process behind a new fault proxy (the previous one, if any, stopped first). */
+  startBehindProxy(extra?: Partial<ControllerOptions>): Promise<FaultProxy>;
+  /** Starts recording every change to the namespace's Machines. */
+  recordMachines(): Promise<MachineHistory>;
+  /** Stops JoinGuard, its proxy and the recording (also done after each test). */
+  stopAll(): Promise<void>;
+}
+
+/** useScenario plus a fault proxy in front of JoinGuard and a Machine recording, all stopped after each test. */
+export function useFaultScenario(o: ScenarioOptions): FaultScenario {
+  const f: FaultScenario = {
+    s: useScenario(o),
+    seen: () => f.s.seen(() => (f.proxy ? `${describeTraffic(f.proxy, 0)}\n` : ''))(),
+    async startBehindProxy(extra = {}) {
+      await f.s.jg?.controller.stop();
+      await f.proxy?.stop();
+      f.proxy = await startProxy(f.s.env);
+      await f.s.startJoinGuard({ kubeConfig: kubeConfigOf(f.proxy), ...extra });
+      return f.proxy;
+    },
+    async recordMachines() {
+      f.history = await MachineHistory.start(f.s.kube, f.s.namespace);
+      return f.history;
+    },
+    async stopAll() {
+      await f.s.jg?.controller.stop();
+      await f.proxy?.stop();
+      await f.history?.stop();
+      f.proxy = undefined;
+      f.history = undefined;
+    },
+  };
+  afterEach(async function () {
+    this.timeout(60_000);
+    await f.stopAll();
+  });
+  return f;
 }
 
 /** Prints one figure line of a spec (collected for the report from the test output). */
@@ -119,4 +168,53 @@ export function describeTraffic(proxy: FaultProxy, since: number): string {
   const lists = reqs.filter((r) => !r.watch && proxy.watchEvidence().has(r.path));
   const last = (rs: ProxiedRequest[]) => (rs.length ? `last ${secs(Date.now() - rs.at(-1)!.at)} ago` : 'none');
   return `JoinGuard since then: ${lists.length} lists (${last(lists)}), ${watches.length} watches opened (${last(watches)})`;
+}
+
+/**
+ * Polls the apiserver (GET /api as the test admin, every 200 ms) to time an outage as clients see it: from
+ * the first request it did not answer to the first it answered again.
+ */
+export class ApiserverAvailability {
+  readonly samples: { at: number; ok: boolean }[] = [];
+  private readonly agent: https.Agent;
+  private readonly server: URL;
+  private timer?: NodeJS.Timeout;
+
+  constructor(env: TestEnv) {
+    const up = upstreamFromKubeconfig(fs.readFileSync(env.kubeconfigPath, 'utf8'));
+    this.server = new URL(up.server);
+    this.agent = new https.Agent({ ca: up.ca, cert: up.cert, key: up.key, keepAlive: false });
+  }
+
+  start(): this {
+    const tick = () => {
+      const at = Date.now();
+      const req = https.get({ host: this.server.hostname, port: this.server.port, path: '/api', agent: this.agent, timeout: 1000 }, (res) => {
+        res.resume();
+        this.samples.push({ at, ok: res.statusCode === 200 });
+        this.timer = setTimeout(tick, 200);
+      });
+      req.on('timeout', () => req.destroy());
+      req.on('error', () => {
+        this.samples.push({ at, ok: false });
+        this.timer = setTimeout(tick, 200);
+      });
+    };
+    tick();
+    return this;
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.agent.destroy();
+  }
+
+  /** The first outage seen: first unanswered request, first answered one after it. */
+  outage(): { downAt?: number; backAt?: number } {
+    const down = this.samples.findIndex((x) => !x.ok);
+    if (down < 0) return {};
+    const back = this.samples.slice(down).find((x) => x.ok);
+    return { downAt: this.samples[down]!.at, ...(back ? { backAt: back.at } : {}) };
+  }
 }

@@ -8,11 +8,9 @@
 import { expect } from 'chai';
 import { createCluster } from '../sim/topology.js';
 import { isControlPlane, joinClockStart, markForRemediation, waitFor } from '../support/cluster-view.js';
-import type { FaultProxy } from '../support/fault-proxy.js';
 import { checkCondition, createCheck } from '../support/joinguard.js';
-import { useScenario } from '../support/scenario.js';
-import { carriesJoinGuardMark, MachineHistory } from './machine-history.js';
-import { describeTraffic, figure, kubeConfigOf, secs, sleep, startProxy } from './harness.js';
+import { carriesJoinGuardMark } from './machine-history.js';
+import { figure, secs, sleep, useFaultScenario } from './harness.js';
 
 const JOIN_TIMEOUT_S = 10;
 const REMEDIATION_FOR = 'controlplane.cluster.x-k8s.io/remediation-for';
@@ -20,18 +18,9 @@ const REMEDIATION_FOR = 'controlplane.cluster.x-k8s.io/remediation-for';
 describe('faults (e): a KubeadmControlPlane with remediation.maxRetry 1', function () {
   this.timeout(360_000);
   const cluster = 'fe';
-  const s = useScenario({ prefix: 'jg-fe', cluster, checkName: 'control-plane', workers: [], createClusterFirst: false });
-  let proxy: FaultProxy | undefined;
-  let history: MachineHistory | undefined;
-  const seen = s.seen(() => (proxy ? `${describeTraffic(proxy, 0)}\n` : ''));
-
-  afterEach(async function () {
-    this.timeout(60_000);
-    s.sim.policy.allowInitControlPlane();
-    await s.jg?.controller.stop();
-    await proxy?.stop();
-    await history?.stop();
-  });
+  const f = useFaultScenario({ prefix: 'jg-fe', cluster, checkName: 'control-plane', workers: [], createClusterFirst: false });
+  const { s, seen } = f;
+  afterEach(() => s.sim.policy.allowInitControlPlane());
 
   it('counts a remediation it did not ask for as KCP does: marks the one retry left, never the Machine KCP would refuse', async () => {
     const { kube, sim, namespace, env } = s;
@@ -40,10 +29,8 @@ describe('faults (e): a KubeadmControlPlane with remediation.maxRetry 1', functi
       clusterName: cluster, selector: { matchLabels: { 'cluster.x-k8s.io/control-plane': '' } }, joinTimeout: `${JOIN_TIMEOUT_S}s`,
       suspicion: { consecutiveJoinFailures: 0 }, neverJoinedLimit: 0,
     });
-    history = await MachineHistory.start(kube, namespace);
-    proxy = await startProxy(env);
-    await s.startJoinGuard({ kubeConfig: kubeConfigOf(proxy) });
-    const h = history;
+    const h = await f.recordMachines();
+    await f.startBehindProxy();
     const t0 = Date.now();
     await createCluster(kube, { namespace, name: cluster, workers: [], kcpRemediation: { maxRetry: 1 }, ca: { certPem: env.caCertPem, keyPem: env.caKeyPem } });
 

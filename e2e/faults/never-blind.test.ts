@@ -8,27 +8,26 @@ import type { Json } from '../sim/kube.js';
 import { conditionOf, joinClockStart, waitFor } from '../support/cluster-view.js';
 import type { FaultProxy } from '../support/fault-proxy.js';
 import { createCheck } from '../support/joinguard.js';
-import { useScenario } from '../support/scenario.js';
-import { describeTraffic, figure, kubeConfigOf, machineWrites, ReadyzSampler, scaleDeployment, secs, sleep, startProxy } from './harness.js';
+import { ApiserverAvailability, describeTraffic, figure, machineWrites, ReadyzSampler, scaleDeployment, secs, sleep, useFaultScenario } from './harness.js';
 
 const JOIN_TIMEOUT_S = 20;
 const LIVENESS_MS = 10_000;
 /** Condition times are whole seconds; a reconcile, a re-list and a back-off step take some too. */
 const SLACK_MS = 5_000;
-const DOWN_MS = 20_000;
+/** With the stop and the start around it, clients see the apiserver unanswering for about 20-25 s. */
+const DOWN_MS = 12_000;
 const SILENCE_MS = 60_000;
 
 describe('faults (a, b): JoinGuard is never blind', function () {
   this.timeout(420_000);
   const cluster = 'fb';
   const stuckPool = `${cluster}-stuck`;
-  const s = useScenario({
+  const f = useFaultScenario({
     prefix: 'jg-fb', cluster, checkName: 'workers', waitJoined: true,
     workers: [{ name: 'md', replicas: 1, labels: { role: 'worker' } }, { name: 'stuck', replicas: 0, labels: { role: 'worker' } }],
   });
-  let proxy: FaultProxy | undefined;
+  const { s, seen } = f;
   let sampler: ReadyzSampler | undefined;
-  const seen = s.seen(() => (proxy ? `${describeTraffic(proxy, 0)}\n` : ''));
 
   before(async function () {
     this.timeout(60_000);
@@ -43,9 +42,7 @@ describe('faults (a, b): JoinGuard is never blind', function () {
   afterEach(async function () {
     this.timeout(120_000);
     sampler?.stop();
-    await s.jg?.controller.stop();
-    await proxy?.stop();
-    proxy = undefined;
+    await f.stopAll();
     await scaleDeployment(s.kube, s.namespace, stuckPool, 0);
     await waitFor('the stuck pool empty', async () => (await stuckMachines()).length === 0, { timeoutMs: 90_000, describe: seen });
   });
@@ -54,9 +51,7 @@ describe('faults (a, b): JoinGuard is never blind', function () {
 
   /** JoinGuard in this process behind a fresh proxy, reconciling, with its /readyz sampled. */
   async function startBehindProxy(): Promise<{ proxy: FaultProxy; sampler: ReadyzSampler }> {
-    proxy = await startProxy(s.env);
-    await s.startJoinGuard({ kubeConfig: kubeConfigOf(proxy), watchLivenessMs: LIVENESS_MS });
-    const p = proxy;
+    const p = await f.startBehindProxy({ watchLivenessMs: LIVENESS_MS });
     await waitFor('JoinGuard watching through the proxy', async () => p.find({ watch: true }).length >= 4, { timeoutMs: 30_000, describe: seen });
     sampler = new ReadyzSampler(s.jg!.controller.healthPort!, p).start();
     return { proxy: p, sampler };
@@ -92,10 +87,16 @@ describe('faults (a, b): JoinGuard is never blind', function () {
     await scaleDeployment(s.kube, s.namespace, stuckPool, 1);
     const m0 = await nextStuck(t0);
     await sleep(m0.deadline - DOWN_MS / 2 - Date.now());
-    const downAt = Date.now();
+    const availability = new ApiserverAvailability(s.env).start();
+    const restartAt = Date.now();
     await s.env.restartApiserver({ downMs: DOWN_MS });
-    const backAt = Date.now();
-    figure('a', `apiserver restart took ${secs(backAt - downAt)} (stop, ${secs(DOWN_MS)} down, start until serving); M0 ${m0.m.metadata.name} deadline at +${secs(m0.deadline - downAt)}`);
+    const restarted = Date.now();
+    await sleep(1_000);
+    availability.stop();
+    // The outage as clients saw it (the restart call also waits for the stop and for /readyz).
+    const { downAt = restartAt, backAt = restarted } = availability.outage();
+    figure('a', `apiserver unanswering for ${secs(backAt - downAt)} (restart call ${secs(restarted - restartAt)}, ${secs(DOWN_MS)} of it down); ` +
+      `M0 ${m0.m.metadata.name} deadline ${secs(m0.deadline - downAt)} into the outage`);
 
     // M1 becomes stuck after the restart.
     await scaleDeployment(s.kube, s.namespace, stuckPool, 2);
@@ -107,7 +108,7 @@ describe('faults (a, b): JoinGuard is never blind', function () {
     const marks = [mark0?.answeredAt, mark1].filter((x): x is number => x !== undefined && x >= backAt);
     figure('a', `apiserver back -> JoinGuard's first list ${firstList ? secs(firstList.at - backAt) : 'never'}; -> /readyz 200 again ${readyAgain ? secs(readyAgain.at - backAt) : 'never'}; ` +
       `-> first mark ${marks.length ? secs(Math.min(...marks) - backAt) : 'none'} (M0, deadline passed while down: ${mark0?.answeredAt ? `${secs(mark0.answeredAt - backAt)} after back` : 'not marked'}); ` +
-      `M1 ${m1.m.metadata.name}: deadline ${secs(m1.deadline - backAt)} after back, mark ${mark1 ? `${secs(mark1 - m1.deadline)} after its deadline` : 'never'}`);
+      `M1 ${m1.m.metadata.name}: created ${secs(Date.parse(m1.m.metadata.creationTimestamp) - backAt)} after back, deadline ${secs(m1.deadline - backAt)} after back, mark ${mark1 ? `${secs(mark1 - m1.deadline)} after its deadline` : 'never'}`);
     figure('a', rz.describe(downAt, backAt));
 
     if (mark1 === undefined) problems.push(`M1 ${m1.m.metadata.name} (stuck after the restart) never marked; ${describeTraffic(p, backAt)}`);

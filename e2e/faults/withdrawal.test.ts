@@ -6,11 +6,9 @@
 import { expect } from 'chai';
 import type { Json, Kube } from '../sim/kube.js';
 import { machinesPath, waitFor } from '../support/cluster-view.js';
-import type { FaultProxy } from '../support/fault-proxy.js';
 import { createCheck } from '../support/joinguard.js';
-import { useScenario } from '../support/scenario.js';
-import { carriesJoinGuardMark, MachineHistory } from './machine-history.js';
-import { describeTraffic, figure, kubeConfigOf, machineWrites, scaleDeployment, secs, sleep, startProxy } from './harness.js';
+import { carriesJoinGuardMark } from './machine-history.js';
+import { figure, machineWrites, scaleDeployment, secs, sleep, useFaultScenario } from './harness.js';
 
 const JOIN_TIMEOUT_S = 15;
 const HOLD_FINALIZER = 'faults.joinguard.io/hold';
@@ -29,17 +27,11 @@ describe('faults (c): a withdrawal whose first write fails is made again', funct
   this.timeout(360_000);
   const cluster = 'fc';
   const pool = `${cluster}-md`;
-  const s = useScenario({ prefix: 'jg-fc', cluster, checkName: 'workers', waitJoined: true, workers: [{ name: 'md', replicas: 0, labels: { role: 'worker' } }] });
-  let proxy: FaultProxy | undefined;
-  let history: MachineHistory | undefined;
-  const seen = s.seen(() => (proxy ? `${describeTraffic(proxy, 0)}\n` : ''));
-
+  const f = useFaultScenario({ prefix: 'jg-fc', cluster, checkName: 'workers', waitJoined: true, workers: [{ name: 'md', replicas: 0, labels: { role: 'worker' } }] });
+  const { s, seen } = f;
   afterEach(async function () {
     this.timeout(60_000);
     for (const m of await s.machines()) await setHoldFinalizer(s.kube, s.namespace, m.metadata.name, false).catch(() => undefined);
-    await s.jg?.controller.stop();
-    await proxy?.stop();
-    await history?.stop();
   });
 
   it('never deletes the joined Machine, which ends HealthCheckSucceeded=True', async () => {
@@ -49,10 +41,8 @@ describe('faults (c): a withdrawal whose first write fails is made again', funct
       clusterName: cluster, selector: { matchLabels: { role: 'worker' } }, joinTimeout: `${JOIN_TIMEOUT_S}s`,
       maxInFlight: 2, suspicion: { consecutiveJoinFailures: 0 }, neverJoinedLimit: 0,
     });
-    history = await MachineHistory.start(kube, namespace);
-    proxy = await startProxy(s.env);
-    const p = proxy;
-    await s.startJoinGuard({ kubeConfig: kubeConfigOf(p) });
+    const history = await f.recordMachines();
+    const p = await f.startBehindProxy();
 
     // M1 never joins and is held deleting once its owner acts; M2, created a little later, is held before joining.
     sim.policy.neverJoin({ namespace }, { limit: 1 });
@@ -67,11 +57,11 @@ describe('faults (c): a withdrawal whose first write fails is made again', funct
     const n2 = m2.metadata.name as string;
 
     await waitFor(`${n1} marked and deleting (held by ${HOLD_FINALIZER})`, async () => {
-      const st = history!.last(n1);
-      return st?.deleting && history!.where((x) => x.name === n1 && carriesJoinGuardMark(x)).length > 0;
+      const st = history.last(n1);
+      return st?.deleting && history.where((x) => x.name === n1 && carriesJoinGuardMark(x)).length > 0;
     }, { timeoutMs: 120_000, describe: seen });
     const deferred = await waitFor(`${n2} marked and its remediation deferred by maxInFlight`, async () => {
-      const st = history!.last(n2);
+      const st = history.last(n2);
       return st && carriesJoinGuardMark(st) && st.ownerRemediated === 'False/RemediationDeferred' && st;
     }, { timeoutMs: 120_000, describe: seen });
     figure('c', `${n1} deleting (held); ${n2} marked, owner says ${deferred.ownerRemediated}: ${deferred.ownerMessage}`);
@@ -80,19 +70,19 @@ describe('faults (c): a withdrawal whose first write fails is made again', funct
     const fail = p.addRule({ method: /^(PATCH|PUT)$/, path: new RegExp(`/machines/${n2}(/status)?$`), times: 1, fault: { status: 500 } });
     const releasedAt = Date.now();
     sim.policy.releaseHold(n2);
-    const joined = await waitFor(`${n2} joined`, async () => history!.where((x) => x.name === n2 && x.node !== undefined)[0], { timeoutMs: 60_000, describe: seen });
+    const joined = await waitFor(`${n2} joined`, async () => history.where((x) => x.name === n2 && x.node !== undefined)[0], { timeoutMs: 60_000, describe: seen });
     const problems: string[] = [];
     await waitFor('JoinGuard\'s first withdrawal write (answered 500)', async () => fail.matched.length > 0, { timeoutMs: 60_000, describe: seen })
       .catch(() => problems.push(`JoinGuard never wrote to ${n2} after it joined (no withdrawal attempted)`));
     const failedAt = fail.matched[0]?.at;
     // A withdrawal made again lands within a few seconds; the owner's deferral lifts 20 s after the failure at the latest.
-    await waitFor(`${n2} HealthCheckSucceeded=True`, async () => history!.last(n2)?.healthCheck?.startsWith('True/'), { timeoutMs: 20_000 }).catch(() => undefined);
+    await waitFor(`${n2} HealthCheckSucceeded=True`, async () => history.last(n2)?.healthCheck?.startsWith('True/'), { timeoutMs: 20_000 }).catch(() => undefined);
     const retried = machineWrites(p, namespace, n2).find((w) => failedAt !== undefined && w.at > failedAt);
     const liftedAt = Date.now();
     await setHoldFinalizer(kube, namespace, n1, false);
-    await waitFor(`${n1} gone`, async () => history!.last(n1)?.gone, { timeoutMs: 60_000, describe: seen });
+    await waitFor(`${n1} gone`, async () => history.last(n1)?.gone, { timeoutMs: 60_000, describe: seen });
     // The owner has its remediation slot back: give it time to act on whatever M2 still carries.
-    await waitFor(`${n2} deleted by its owner`, async () => history!.last(n2)?.deleting || history!.last(n2)?.gone, { timeoutMs: 25_000 }).catch(() => undefined);
+    await waitFor(`${n2} deleted by its owner`, async () => history.last(n2)?.deleting || history.last(n2)?.gone, { timeoutMs: 25_000 }).catch(() => undefined);
 
     const end = history.last(n2)!;
     const deletions = history.where((x) => x.name === n2 && (x.deleting || x.gone));
