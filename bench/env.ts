@@ -12,6 +12,7 @@ import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { issueCert } from '../hack/testenv/certs.js';
 import { startTestEnv, type TestEnv } from '../hack/testenv/testenv.js';
+import { loadClusterAccess } from '../controllers/runtime/kubeconfig.js';
 import { RestClient } from '../controllers/runtime/rest.js';
 
 export const USER_DRIVER = 'bench-driver';
@@ -85,7 +86,8 @@ export async function startBenchEnv(log: (line: string) => void): Promise<BenchE
       kubeconfigs[user] = path.join(dir, `${user}.kubeconfig`);
       fs.writeFileSync(kubeconfigs[user], yamls[user]!, { mode: 0o600 });
     }
-    const driver = new RestClient(loadKubeConfig(kubeconfigs[USER_DRIVER]), DRIVER_USER_AGENT);
+    // qps 0: the driver is not rate-limited client-side (it builds the fleet as fast as the apiserver takes it).
+    const driver = new RestClient(loadClusterAccess({ kubeconfigPath: kubeconfigs[USER_DRIVER] }), { userAgent: DRIVER_USER_AGENT, qps: 0 });
     const started = env;
     return {
       env: started, dir, auditLog, kubeconfigs, workloadKubeconfigYaml: yamls[USER_WORKLOAD]!, driver,
@@ -104,7 +106,7 @@ export async function startBenchEnv(log: (line: string) => void): Promise<BenchE
 
 /** The label names of apiserver_request_total, from the apiserver's own /metrics (admin client). */
 export async function scrapeRequestMetricLabels(env: TestEnv): Promise<string[]> {
-  const rest = new RestClient(env.kubeConfig(), DRIVER_USER_AGENT);
+  const rest = new RestClient(loadClusterAccess({ kubeconfigPath: env.kubeconfigPath }), { userAgent: DRIVER_USER_AGENT, qps: 0 });
   try {
     const { res } = await rest.open('GET', '/metrics', { timeoutMs: 30_000 });
     let text = '';

@@ -3,8 +3,8 @@
 // channel: argv = kubeconfig path, namespace, user agent. Imports only what the shipped controller does.
 // Reports 'started' (before startController), 'ready' (caches synced) and 'fullReconcile' (every check
 // reconciled once) with epoch-ms times; stops on a 'stop' message, SIGTERM/SIGINT, or a lost parent.
-import { KubeConfig } from '@kubernetes/client-node';
 import { startController } from '../controllers/manager.js';
+import { loadClusterAccess } from '../controllers/runtime/kubeconfig.js';
 
 const [kubeconfig, namespace, userAgent] = process.argv.slice(2);
 if (!kubeconfig || !namespace || !userAgent || !process.send) {
@@ -16,10 +16,8 @@ const grace = process.env.JOINGUARD_BENCH_CONNECTION_GRACE_MS;
 
 const startedAt = Date.now();
 send({ type: 'started', at: startedAt });
-const kc = new KubeConfig();
-kc.loadFromFile(kubeconfig);
 const controller = await startController({
-  kubeConfig: kc,
+  access: loadClusterAccess({ kubeconfigPath: kubeconfig }),
   namespace,
   userAgent,
   metricsBindAddress: '127.0.0.1:0',

@@ -1,24 +1,18 @@
-// The `joinguard` command: flags -> startController (+ the admission webhooks when --webhook-port is set).
+// The `joinguard` command: flags -> startController (+ the admission webhooks unless --webhook-port=0).
 // SIGTERM/SIGINT stop it gracefully: workers finish the reconcile they are in, the Lease is handed back.
 import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import { parseDuration } from '../api/v1alpha1/duration.js';
 import { startController } from '../controllers/manager.js';
+import { loadClusterAccess } from '../controllers/runtime/kubeconfig.js';
 import { makeLogger } from '../controllers/runtime/logger.js';
+import { servingTls } from '../controllers/runtime/serving-tls.js';
 import { parseFlags, usage, type Flags } from './flags.js';
-
-function loadKubeConfig(flags: Flags): KubeConfig {
-  const kc = new KubeConfig();
-  if (flags.kubeconfig) kc.loadFromFile(flags.kubeconfig);
-  else if (process.env['KUBERNETES_SERVICE_HOST']) kc.loadFromCluster();
-  else kc.loadFromDefault();
-  return kc;
-}
 
 async function main(): Promise<number> {
   let flags: Flags;
+  const deprecations: string[] = [];
   try {
-    flags = parseFlags(process.argv.slice(2), parseDuration);
+    flags = parseFlags(process.argv.slice(2), parseDuration, deprecations);
   } catch (e) {
     process.stderr.write(`joinguard: ${(e as Error).message}\n`);
     return 2;
@@ -27,24 +21,39 @@ async function main(): Promise<number> {
     process.stdout.write(usage());
     return 0;
   }
-  const log = makeLogger(flags.logLevel);
-  const kc = loadKubeConfig(flags);
+  const log = makeLogger({ format: flags.loggingFormat, verbosity: flags.verbosity });
+  for (const d of deprecations) log.warn(d);
+  const access = loadClusterAccess(flags.kubeconfig ? { kubeconfigPath: flags.kubeconfig } : {});
+  const tls = servingTls(flags.tlsMinVersion, flags.tlsCipherSuites);
+  const certFile = join(flags.webhookCertDir, flags.webhookCertName);
+  const keyFile = join(flags.webhookCertDir, flags.webhookKeyName);
 
   let exitCode = 0;
+  let leadershipLost = false;
   let resolveDone!: () => void;
   const done = new Promise<void>((r) => (resolveDone = r));
   const controller = await startController({
-    kubeConfig: kc,
+    access,
     ...(flags.namespace ? { namespace: flags.namespace } : {}),
+    ...(flags.watchFilter ? { watchFilter: flags.watchFilter } : {}),
+    syncPeriodMs: flags.syncPeriodMs,
+    workers: flags.concurrency,
+    qps: flags.kubeApiQps,
+    burst: flags.kubeApiBurst,
     leaderElect: flags.leaderElect,
-    ...(flags.leaderElectionNamespace ? { leaderElectionNamespace: flags.leaderElectionNamespace } : {}),
-    leaderElectionId: flags.leaderElectionId,
-    metricsBindAddress: flags.metricsBindAddress,
+    leaseDurationMs: flags.leaderElectLeaseDurationMs,
+    renewDeadlineMs: flags.leaderElectRenewDeadlineMs,
+    retryPeriodMs: flags.leaderElectRetryPeriodMs,
+    metricsBindAddress: flags.diagnosticsAddress,
+    insecureDiagnostics: flags.insecureDiagnostics,
+    tls,
+    diagnosticsCert: { certFile, keyFile },
     healthProbeBindAddress: flags.healthProbeBindAddress,
     workloadNodeCheck: flags.workloadNodeCheck,
-    ...(flags.connectionGraceMs !== undefined ? { connectionGraceMs: flags.connectionGraceMs } : {}),
+    connectionGraceMs: flags.connectionGraceMs,
     logger: log,
     onLeadershipLost: () => {
+      leadershipLost = true;
       exitCode = 1;
       resolveDone();
     },
@@ -53,28 +62,24 @@ async function main(): Promise<number> {
   let webhook: { stop(): Promise<void> } | undefined;
   if (flags.webhookPort > 0) {
     const { startWebhookServer } = await import('../webhooks/server.js');
-    webhook = await startWebhookServer({
-      port: flags.webhookPort,
-      certFile: join(flags.webhookCertDir, 'tls.crt'),
-      keyFile: join(flags.webhookCertDir, 'tls.key'),
-      kubeConfig: kc,
-      logger: log,
-    });
+    webhook = await startWebhookServer({ port: flags.webhookPort, certFile, keyFile, tls, access, logger: log });
   }
 
   const onSignal = (sig: string) => {
-    log.info(`${sig}: stopping`);
+    log.info('Stopping', { signal: sig });
     resolveDone();
   };
   process.once('SIGTERM', () => onSignal('SIGTERM'));
   process.once('SIGINT', () => onSignal('SIGINT'));
   controller.ready().catch((e: Error) => {
-    log.error('could not start reconciling', { error: e.message });
+    log.error('Could not start reconciling', { err: e.message });
     exitCode = 1;
     resolveDone();
   });
 
   await done;
+  // controller-runtime: no graceful shutdown after an unintended loss of the Lease; exit 1 now.
+  if (leadershipLost) return exitCode;
   await webhook?.stop();
   await controller.stop();
   return exitCode;

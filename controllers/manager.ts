@@ -1,30 +1,60 @@
-// Starts JoinGuard: discovery of CAPI's API version, the metrics and probe servers, the caches, leader
+// Starts JoinGuard: discovery of CAPI's API version, the diagnostics and probe servers, the caches, leader
 // election on a Lease, then the workers. Informers start before leadership so a standby is warm and can
 // take over at once; only the leader reconciles.
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'winston';
 import { discoverCapi } from './runtime/discovery.js';
+import { DelegatingAuth } from './runtime/diagnostics-auth.js';
+import { DEFAULT_LIVENESS_MS } from './runtime/informer.js';
 import { LeaderElector } from './runtime/leader.js';
-import { makeLogger } from './runtime/logger.js';
-import { RestClient } from './runtime/rest.js';
-import { parseBindAddress, startMetricsServer, startProbeServer, type BoundServer } from './runtime/servers.js';
+import { makeLogger, setVerbosity } from './runtime/logger.js';
+import { RuntimeMetrics } from './runtime/metrics.js';
+import { RestClient, type RequestRecord } from './runtime/rest.js';
+import { parseBindAddress, startDiagnosticsServer, startProbeServer, type BoundServer } from './runtime/servers.js';
 import { JoinCheckController } from './joincheck/controller.js';
 import { EventRecorder } from './joincheck/events.js';
-import { ControllerMetrics } from './joincheck/metrics.js';
+import { JoinGuardMetrics } from './joincheck/metrics.js';
 import { WorkloadNodeReader } from './joincheck/workload-nodes.js';
-import { DEFAULT_USER_AGENT, type ControllerOptions, type RunningController } from './options.js';
+import { DEFAULT_USER_AGENT, MACHINEJOINCHECK_CONTROLLER, type ControllerOptions, type RunningController } from './options.js';
 
 export type { ControllerOptions, RunningController } from './options.js';
 
+const DEFAULT_WORKERS = 2;
+
+type Health = { ok: boolean; why?: string };
+
+/** Readiness as controller-runtime's healthz checks see it: every cache synced, every watch live. */
+function readiness(c: JoinCheckController): Health {
+  if (!c.hasSynced()) return { ok: false, why: 'caches not synced yet' };
+  // Informer.health() (runtime) reaches the probe through the controller's health(), where it has one.
+  const h = (c as unknown as { health?: () => Health }).health?.();
+  return h ?? { ok: true };
+}
+
 export async function startController(opts: ControllerOptions): Promise<RunningController> {
-  const log: Logger = opts.logger ?? makeLogger(opts.logLevel ?? 'info');
+  const log: Logger = opts.logger ?? withLevel(makeLogger({ format: 'json' }), opts.logLevel);
   const clock = opts.clock ?? Date.now;
   const identity = opts.identity ?? `${hostname()}_${randomBytes(4).toString('hex')}`;
-  const rest = new RestClient(opts.kubeConfig, opts.userAgent ?? DEFAULT_USER_AGENT);
+  const userAgent = opts.userAgent ?? DEFAULT_USER_AGENT;
+  const metrics = new RuntimeMetrics({ processMetrics: opts.collectDefaultMetrics ?? true });
+  const onRequest = (r: RequestRecord) => metrics.restRequest({ method: r.method, host: r.host, code: r.code === '<error>' ? 0 : Number(r.code), seconds: r.seconds });
+  let elector: LeaderElector | undefined;
+  // The one choke point of "no write after leadership is lost": every non-GET of the controller's client.
+  const writeGate = opts.leaderElect ? () => elector?.canWrite() ?? false : undefined;
+  const rest = new RestClient(opts.access, {
+    userAgent,
+    ...(opts.qps !== undefined ? { qps: opts.qps } : {}),
+    ...(opts.burst !== undefined ? { burst: opts.burst } : {}),
+    ...(writeGate ? { writeGate } : {}),
+    onRequest,
+  });
+  // Leader election and the diagnostics' reviews must not wait on (or be gated like) the controller's writes
+  // (controller-runtime: a separate client, User-Agent suffix leader-election).
+  const ungated = new RestClient(opts.access, { userAgent: `${userAgent}/leader-election`, onRequest });
+  const joinguardMetrics = new JoinGuardMetrics(metrics.registry);
   const servers: BoundServer[] = [];
   let controller: JoinCheckController | undefined;
-  let elector: LeaderElector | undefined;
   let workloadNodes: WorkloadNodeReader | undefined;
   let stopping: Promise<void> | undefined;
 
@@ -35,78 +65,110 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       workloadNodes?.close();
       await Promise.all(servers.map((s) => s.close()));
       rest.close();
-      log.info('stopped');
+      ungated.close();
+      log.info('Stopped');
     })());
 
   try {
-    const metrics = new ControllerMetrics(opts.collectDefaultMetrics ?? true);
-    const metricsAddr = parseBindAddress('--metrics-bind-address', opts.metricsBindAddress ?? ':8080');
+    const metricsAddr = parseBindAddress('--diagnostics-address', opts.metricsBindAddress ?? ':8443');
     const probeAddr = parseBindAddress('--health-probe-bind-address', opts.healthProbeBindAddress ?? ':8081');
+    const workers = opts.workers ?? DEFAULT_WORKERS;
+    // Acting on Clusters an operator filtered out (another instance's) would be worse than not starting.
+    if (opts.watchFilter) throw new Error('--watch-filter is not supported by this build of the controller yet');
 
     const capi = opts.capiApiVersion
-      ? { apiVersion: opts.capiApiVersion, kubeadmControlPlane: true, kubeadmBootstrap: true, served: [opts.capiApiVersion] }
+      ? { apiVersion: opts.capiApiVersion, kubeadmControlPlane: true, kubeadmBootstrap: true, served: [opts.capiApiVersion], source: 'capiApiVersion option (tests)' }
       : await discoverCapi(rest);
-    log.info('CAPI found', { apiVersion: capi.apiVersion, served: capi.served, kubeadmControlPlane: capi.kubeadmControlPlane, kubeadmBootstrap: capi.kubeadmBootstrap });
+    log.info('CAPI found', { apiVersion: capi.apiVersion, served: capi.served, minor: capi.minor, version: capi.version, source: capi.source, kubeadmControlPlane: capi.kubeadmControlPlane, kubeadmBootstrap: capi.kubeadmBootstrap });
 
     if (opts.workloadNodeCheck) workloadNodes = new WorkloadNodeReader(rest, log, 30_000, clock);
+    metrics.registerController(MACHINEJOINCHECK_CONTROLLER.name, workers);
     controller = new JoinCheckController({
       rest,
       apiVersion: capi.apiVersion,
       kubeadm: { controlPlane: capi.kubeadmControlPlane, bootstrap: capi.kubeadmBootstrap },
       ...(opts.namespace ? { namespace: opts.namespace } : {}),
       log,
-      metrics,
+      metrics: joinguardMetrics,
+      runtimeMetrics: metrics,
       events: new EventRecorder(rest, log, identity, clock),
       clock,
-      livenessMs: opts.watchLivenessMs ?? 5 * 60_000,
+      livenessMs: opts.watchLivenessMs ?? DEFAULT_LIVENESS_MS,
+      workers,
       ...(opts.connectionGraceMs !== undefined ? { connectionGraceMs: opts.connectionGraceMs } : {}),
       ...(workloadNodes ? { workloadNodes } : {}),
     });
     const c = controller;
 
-    if (metricsAddr) servers.push(await startMetricsServer(metricsAddr, metrics.registry));
+    let metricsPort: number | undefined;
+    if (metricsAddr) {
+      const secure = !opts.insecureDiagnostics;
+      const server = await startDiagnosticsServer({
+        addr: metricsAddr,
+        registry: metrics.registry,
+        log,
+        secure,
+        ...(secure ? { auth: new DelegatingAuth({ post: (path, body) => ungated.post(path, body) }) } : {}),
+        ...(opts.tls ? { tls: opts.tls } : {}),
+        ...(opts.diagnosticsCert ?? {}),
+        setVerbosity: (v) => setVerbosity(log, v),
+      });
+      servers.push(server);
+      metricsPort = server.port;
+    }
+    let healthPort: number | undefined;
     if (probeAddr) {
-      servers.push(
-        await startProbeServer(probeAddr, {
-          healthy: () => (stopping ? { ok: false, why: 'stopping' } : { ok: true }),
-          ready: () => (c.hasSynced() ? { ok: true } : { ok: false, why: 'caches not synced yet' }),
-        }),
-      );
+      const server = await startProbeServer(probeAddr, {
+        healthy: () => (stopping ? { ok: false, why: 'stopping' } : { ok: true }),
+        ready: () => readiness(c),
+      });
+      servers.push(server);
+      healthPort = server.port;
     }
 
     c.startInformers();
-    const synced = c.synced().then(() => log.info('caches synced'));
+    const synced = c.synced().then(() => log.info('Caches synced'));
 
     let leading: Promise<void> = Promise.resolve();
     if (opts.leaderElect) {
       const ns = opts.leaderElectionNamespace ?? opts.namespace ?? process.env['POD_NAMESPACE'] ?? 'joinguard-system';
+      const name = opts.leaderElectionId ?? 'joinguard-leader';
+      // As client-go's leader metric: no series until this replica first leads, 0 once it stopped leading.
       elector = new LeaderElector({
-        rest,
+        rest: ungated,
         namespace: ns,
-        name: opts.leaderElectionId ?? 'joinguard-leader',
+        name,
         identity,
         log,
+        ...(opts.leaseDurationMs !== undefined ? { leaseDurationMs: opts.leaseDurationMs } : {}),
+        ...(opts.renewDeadlineMs !== undefined ? { renewDeadlineMs: opts.renewDeadlineMs } : {}),
+        ...(opts.retryPeriodMs !== undefined ? { retryPeriodMs: opts.retryPeriodMs } : {}),
+        onStatus: (leading) => metrics.leaderStatus(name, leading),
+        // As controller-runtime's manager: no graceful shutdown after an unintended loss; the command exits 1 at
+        // once. The gate already refuses every write; stop() only releases what it can.
         onLost: () => {
-          void stop().then(() => opts.onLeadershipLost?.());
+          opts.onLeadershipLost?.();
+          void stop();
         },
       });
       elector.start();
       leading = elector.leading$;
-      log.info('waiting for leadership', { lease: `${ns}/${opts.leaderElectionId ?? 'joinguard-leader'}`, identity });
+      log.info('Waiting for leadership', { Lease: { name, namespace: ns }, identity });
     }
 
     const ready = Promise.all([synced, leading]).then(() => {
       if (stopping) return;
       c.startWorkers();
-      log.info('reconciling', { namespace: opts.namespace ?? '(all)', workloadNodeCheck: opts.workloadNodeCheck ?? false });
+      log.info('Starting workers', { controller: MACHINEJOINCHECK_CONTROLLER.name, 'worker count': workers, namespace: opts.namespace ?? '(all)', workloadNodeCheck: opts.workloadNodeCheck ?? false });
     });
     ready.catch(() => undefined);
 
     return {
       ready: () => ready,
       stop,
-      ...(metricsAddr ? { metricsPort: servers[0]!.port } : {}),
-      ...(probeAddr ? { healthPort: servers[servers.length - 1]!.port } : {}),
+      metrics,
+      ...(metricsPort !== undefined ? { metricsPort } : {}),
+      ...(healthPort !== undefined ? { healthPort } : {}),
       reconciledChecks: () => c.reconciled,
       firstFullReconcileAt: () => c.firstFullReconcileAt(),
       watchRestarts: () => c.watchRestarts(),
@@ -115,4 +177,9 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     await stop();
     throw e;
   }
+}
+
+function withLevel(log: Logger, level: string | undefined): Logger {
+  if (level !== undefined) log.level = level;
+  return log;
 }

@@ -1,30 +1,59 @@
 // What the JoinGuard controller is started with, and what a started controller offers. The `joinguard`
 // command (cmd/joinguard.ts), the e2e scenarios, the install tests, the demo and the benchmark all start
-// it through controllers/manager.ts `startController(opts)` with these options.
-import type { KubeConfig } from '@kubernetes/client-node';
+// it through controllers/manager.ts `startController(opts)` with these options. Defaults are CAPI's.
+import type { ClusterAccess } from './runtime/kubeconfig.js';
 import type { Logger } from 'winston';
+import type { ControllerIdentity } from './runtime/logger.js';
+import type { RuntimeMetrics } from './runtime/metrics.js';
+import type { ServingTls } from './runtime/serving-tls.js';
+
+/** The controller as controller-runtime would name it in metrics and logs. */
+export const MACHINEJOINCHECK_CONTROLLER: ControllerIdentity = { name: 'machinejoincheck', group: 'joinguard.io', kind: 'MachineJoinCheck' };
 
 export interface ControllerOptions {
-  kubeConfig: KubeConfig;
+  /** The apiserver and credentials: controllers/runtime/kubeconfig.ts loadClusterAccess or clusterAccessFromKubeconfig. */
+  access: ClusterAccess;
   /** Watch only this namespace (checks, Machines, Clusters, MHCs). Default: all namespaces. */
   namespace?: string;
+  /** Only Clusters labelled `cluster.x-k8s.io/watch-filter=<value>` and what belongs to them (--watch-filter). */
+  watchFilter?: string;
+  /** Every check is reconciled at least this often (--sync-period). Default 10m. */
+  syncPeriodMs?: number;
+  /** Concurrent reconciles (--machinejoincheck-concurrency). Default: the controller's. */
+  workers?: number;
+  /** Client-side rate limit towards the apiserver (--kube-api-qps, --kube-api-burst). Default 100 and 200. */
+  qps?: number;
+  burst?: number;
   /** Take part in leader election on a coordination.k8s.io Lease before reconciling. Default false. */
   leaderElect?: boolean;
   /** Namespace of the Lease. Default: `namespace`, else the pod's namespace, else `joinguard-system`. */
   leaderElectionNamespace?: string;
   /** Name of the Lease. Default `joinguard-leader`. */
   leaderElectionId?: string;
+  /** Lease timings (--leader-elect-lease-duration, -renew-deadline, -retry-period). Default 15s, 10s, 2s. */
+  leaseDurationMs?: number;
+  renewDeadlineMs?: number;
+  retryPeriodMs?: number;
   /** Holder identity; default `<hostname>_<random>`. */
   identity?: string;
-  /** `host:port` for /metrics; port 0 picks a free port; `0` (the string) turns it off. Default `:8080`. */
+  /**
+   * `host:port` of the diagnostics endpoint (/metrics): controller-runtime's Metrics.BindAddress, which CAPI's
+   * --diagnostics-address sets. Port 0 picks a free port; `0` (the string) turns it off. Default `:8443`.
+   */
   metricsBindAddress?: string;
+  /** Plain HTTP without authentication (--insecure-diagnostics). Default false: HTTPS, TokenReview, SAR. */
+  insecureDiagnostics?: boolean;
+  /** --tls-min-version and --tls-cipher-suites, as Node options. Default TLS 1.2, Node's suites. */
+  tls?: ServingTls;
+  /** A certificate and key for the diagnostics endpoint (the webhook's); absent files mean a self-signed one. */
+  diagnosticsCert?: { certFile: string; keyFile: string };
   /** `host:port` for /healthz and /readyz; same rules. Default `:8081`. */
   healthProbeBindAddress?: string;
   /** Read `<cluster>-kubeconfig` Secrets and count a Node with the Machine's providerID as joined. */
   workloadNodeCheck?: boolean;
   /** Grace after the workload connection is back before verdicts resume. Default 2m. */
   connectionGraceMs?: number;
-  /** winston level when no logger is given. Default `info`. */
+  /** winston level (npm levels) of the JSON logger made when no logger is given. Default `info`. */
   logLevel?: string;
   logger?: Logger;
   /** Epoch-ms clock (tests may shift it); default Date.now. */
@@ -33,11 +62,11 @@ export interface ControllerOptions {
   capiApiVersion?: 'v1beta2' | 'v1beta1';
   /** HTTP User-Agent on every request, so the apiserver's metrics can tell JoinGuard apart. */
   userAgent?: string;
-  /** Restart a watch that has been silent this long (ms). Default 5 min. */
+  /** Restart a watch that has been silent this long (ms). Default 3 min (controllers/runtime/informer.ts). */
   watchLivenessMs?: number;
-  /** Called after the controller stopped because another replica took the Lease (the command exits). */
+  /** Called at once when the Lease is lost (writes are already refused); the command exits 1 without waiting. */
   onLeadershipLost?: () => void;
-  /** Node.js process metrics on /metrics (off when two controllers share a process in tests). Default true. */
+  /** process_* and nodejs_* on /metrics (off when two controllers share a process in tests). Default true. */
   collectDefaultMetrics?: boolean;
 }
 
@@ -49,6 +78,8 @@ export interface RunningController {
   /** Ports actually bound (useful with port 0). */
   metricsPort?: number;
   healthPort?: number;
+  /** The registry behind /metrics (controller-runtime's families and JoinGuard's). */
+  metrics: RuntimeMetrics;
   /** Checks reconciled at least once since start (key `namespace/name`). */
   reconciledChecks(): ReadonlySet<string>;
   /** Epoch ms of the first moment every known check had been reconciled once, if reached. */

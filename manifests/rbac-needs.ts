@@ -35,6 +35,9 @@ export const CONTROLLER_NEEDS: Grant[] = [
   { group: 'bootstrap.cluster.x-k8s.io', resource: 'kubeadmconfigs', verbs: WATCH },
   // events.ts creates core/v1 Events and never updates them (repeats are de-duplicated in memory).
   { group: '', resource: 'events', verbs: ['create'] },
+  // runtime/diagnostics-auth.ts: who a scraper of /metrics is, and whether it may `get /metrics`.
+  { group: 'authentication.k8s.io', resource: 'tokenreviews', verbs: ['create'] },
+  { group: 'authorization.k8s.io', resource: 'subjectaccessreviews', verbs: ['create'] },
   // leader.ts: get, create, and an update guarded by resourceVersion (renewal and hand-back).
   { group: 'coordination.k8s.io', resource: 'leases', verbs: ['get', 'create', 'update'], namespaced: true },
   // workload-nodes.ts reads `<cluster>-kubeconfig` by name; no list or watch of Secrets.

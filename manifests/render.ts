@@ -18,6 +18,7 @@ export const SOURCES = [
   'rbac/role.yaml',
   'rbac/leader_election.yaml',
   'rbac/workload_secrets.yaml',
+  'rbac/metrics_reader.yaml',
   'certmanager/certificate.yaml',
   'webhook/service.yaml',
   'manager/manager.yaml',

@@ -4,7 +4,9 @@
 import { matchesSelector, readMachineHealthCheck } from '../api/capi/readers.js';
 import type { LabelSelectorModel } from '../api/capi/model.js';
 import { parseSettings } from '../api/v1alpha1/settings.js';
-import { riskWarnings, validateSpec } from '../api/v1alpha1/validation.js';
+import { STRATEGY_MIN_CAPI_MINOR } from '../api/v1alpha1/defaults.js';
+import type { RemediationStrategy } from '../api/v1alpha1/types.js';
+import { riskWarnings, strategyCapiProblem, validateSpec } from '../api/v1alpha1/validation.js';
 import type { SpecRules } from './validate.js';
 
 export const API_RULES: SpecRules = {
@@ -18,4 +20,7 @@ export const API_RULES: SpecRules = {
   matches: (selector: LabelSelectorModel | undefined, labels: Record<string, string>) =>
     selector !== undefined && matchesSelector(selector, labels),
   readMachineHealthCheck,
+  // Only called with a strategy the schema admitted.
+  strategyCapiProblem: (strategy, capi) => strategyCapiProblem(strategy as RemediationStrategy, capi),
+  strategyMinCapiMinor: (strategy) => STRATEGY_MIN_CAPI_MINOR[strategy as RemediationStrategy],
 };

@@ -1,8 +1,12 @@
-// The HTTPS admission server: one mutating and one validating endpoint for MachineJoinChecks, TLS from files
-// that are reloaded on rotation. cmd/joinguard.ts starts it with --webhook-port and --webhook-cert-dir.
+// The HTTPS admission server: the validating endpoint for MachineJoinChecks (defaults are the CRD schema's; see
+// docs/decisions.md for why there is no mutating webhook), TLS from files that are reloaded on rotation.
+// cmd/joinguard.ts starts it with --webhook-port and --webhook-cert-dir.
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { SecureContextOptions } from 'node:tls';
+import { discoverCapi } from '../controllers/runtime/discovery.js';
+import type { ClusterAccess } from '../controllers/runtime/kubeconfig.js';
+import { RestClient } from '../controllers/runtime/rest.js';
 import {
   allow,
   denyInternal,
@@ -12,12 +16,11 @@ import {
   type AdmissionResponse,
   type AdmissionReview,
 } from './admission.js';
-import { defaultingPatch } from './defaults.js';
-import { decide, type SpecRules } from './validate.js';
-import { kubeLookups, type Lookups } from './lookups.js';
+import { CapiVersionWatch, type CapiVersionFacts } from './capi-version.js';
+import { decide, type DecideContext, type SpecRules } from './validate.js';
+import { restLookups, type Lookups } from './lookups.js';
 import { CertWatcher } from './tls.js';
 
-export const MUTATE_PATH = '/mutate-joinguard-io-v1alpha1-machinejoincheck';
 export const VALIDATE_PATH = '/validate-joinguard-io-v1alpha1-machinejoincheck';
 /** The apiserver sends at most ~3 MiB per object; two objects plus envelope fit in this. */
 const MAX_BODY = 8 * 1024 * 1024;
@@ -35,15 +38,26 @@ export interface WebhookServerOptions {
   host?: string;
   certFile: string;
   keyFile: string;
-  /** For the lookups of other checks, MachineHealthChecks and Machines; without it those checks are skipped. */
-  kubeConfig?: KubeConfig;
-  /** Replaces the lookups made from kubeConfig (tests). */
+  /**
+   * The product's REST client for the lookups of other checks, MachineHealthChecks and Machines and for CAPI
+   * discovery; without it (and without access) those checks are skipped.
+   */
+  rest?: RestClient;
+  /** Builds `rest` from this (controllers/runtime/kubeconfig.ts) when none is given. */
+  access?: ClusterAccess;
+  /** Replaces the lookups made through `rest` (tests). */
   lookups?: Lookups;
+  /** Replaces discoverCapi(rest) (tests). */
+  discoverCapi?: () => Promise<CapiVersionFacts>;
+  /** How often the CAPI release is discovered again (default 10 min). */
+  capiRefreshMs?: number;
   /** Replaces the API's rules (tests); default: api/v1alpha1's validation and api/capi's readers. */
   rules?: SpecRules;
   logger?: WebhookLogger;
   /** Cert poll interval in ms (default 10 s). */
   certPollMs?: number;
+  /** --tls-min-version and --tls-cipher-suites as Node options (default TLS 1.2, Node's suites). */
+  tls?: { minVersion?: SecureContextOptions['minVersion']; ciphers?: string };
 }
 
 export interface WebhookServer {
@@ -51,28 +65,44 @@ export interface WebhookServer {
   stop(): Promise<void>;
 }
 
+/** The webhook's own User-Agent, so the apiserver's audit log tells its reads from the controller's. */
+export const WEBHOOK_USER_AGENT = 'joinguard-webhook';
+
 const silent: WebhookLogger = { info: () => {}, warn: () => {}, error: () => {}, debug: () => {} };
 
 export async function startWebhookServer(opts: WebhookServerOptions): Promise<WebhookServer> {
   const log = opts.logger ?? silent;
-  const lookups = opts.lookups ?? (opts.kubeConfig ? kubeLookups(opts.kubeConfig) : undefined);
+  const ownRest = !opts.rest && opts.access ? new RestClient(opts.access, { userAgent: WEBHOOK_USER_AGENT }) : undefined;
+  const rest = opts.rest ?? ownRest;
+  const discover = opts.discoverCapi ?? (rest ? () => discoverCapi(rest) : undefined);
+  const capi = discover
+    ? new CapiVersionWatch(discover, {
+        ...(opts.capiRefreshMs !== undefined ? { refreshMs: opts.capiRefreshMs } : {}),
+        onChange: (f) => log.info('webhook: CAPI found', { apiVersion: f.apiVersion, minor: f.minor, version: f.version, source: f.source }),
+        onError: (e) => log.warn('webhook: CAPI discovery failed', { error: e }),
+      })
+    : undefined;
+  void capi?.start();
+  const lookups = opts.lookups ?? (rest && capi ? restLookups(rest, capi) : undefined);
+  const ctx: DecideContext = { ...(lookups ? { lookups } : {}), ...(capi ? { capi: () => capi.get() } : {}) };
   const rules = opts.rules ?? (await import('./rules.js')).API_RULES;
-  if (!lookups) log.warn('webhook: no kubeconfig, overlap and MachineHealthCheck checks are off');
+  if (!lookups) log.warn('webhook: no API access, overlap and MachineHealthCheck checks are off');
 
   let server: Server | undefined;
+  const tls = { minVersion: opts.tls?.minVersion ?? 'TLSv1.2', ...(opts.tls?.ciphers ? { ciphers: opts.tls.ciphers } : {}) } as const;
   const { watcher, pair } = await CertWatcher.start({
     certFile: opts.certFile,
     keyFile: opts.keyFile,
     pollMs: opts.certPollMs,
     onChange: (p) => {
-      server?.setSecureContext({ cert: p.cert, key: p.key, minVersion: 'TLSv1.2' });
+      server?.setSecureContext({ cert: p.cert, key: p.key, ...tls });
       log.info('webhook: serving certificate reloaded', { certFile: opts.certFile });
     },
     onError: (e) => log.warn('webhook: serving certificate not reloaded, keeping the current one', { error: e.message }),
   });
 
-  server = createServer({ cert: pair.cert, key: pair.key, minVersion: 'TLSv1.2' }, (req, res) => {
-    handle(req, res, rules, lookups, log).catch((e: unknown) => {
+  server = createServer({ cert: pair.cert, key: pair.key, ...tls }, (req, res) => {
+    handle(req, res, rules, ctx, log).catch((e: unknown) => {
       log.error('webhook: request failed', { error: (e as Error).message });
       if (!res.headersSent) send(res, 500, { error: 'internal error' });
     });
@@ -96,6 +126,7 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
     port,
     async stop() {
       await watcher.stop();
+      ownRest?.close();
       await new Promise<void>((resolve) => {
         s.close(() => resolve());
         s.closeAllConnections();
@@ -104,10 +135,10 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
   };
 }
 
-async function handle(req: IncomingMessage, res: ServerResponse, rules: SpecRules, lookups: Lookups | undefined, log: WebhookLogger) {
+async function handle(req: IncomingMessage, res: ServerResponse, rules: SpecRules, ctx: DecideContext, log: WebhookLogger) {
   const path = (req.url ?? '').split('?')[0];
   if (req.method === 'GET' && (path === '/healthz' || path === '/readyz')) return send(res, 200, { ok: true });
-  if (path !== MUTATE_PATH && path !== VALIDATE_PATH) return send(res, 404, { error: `no webhook at ${path}` });
+  if (path !== VALIDATE_PATH) return send(res, 404, { error: `no webhook at ${path}` });
   if (req.method !== 'POST') return send(res, 405, { error: 'POST an AdmissionReview' });
 
   const body = await readBody(req);
@@ -118,12 +149,10 @@ async function handle(req: IncomingMessage, res: ServerResponse, rules: SpecRule
   const request = review.request!;
 
   let response: AdmissionResponse;
-  if (path === MUTATE_PATH) {
-    response = allow(request.uid, [], request.operation === 'DELETE' ? [] : defaultingPatch(request.object));
-  } else if (request.operation !== 'CREATE' && request.operation !== 'UPDATE') {
+  if (request.operation !== 'CREATE' && request.operation !== 'UPDATE') {
     response = allow(request.uid);
   } else {
-    const d = await decide(request, rules, lookups);
+    const d = await decide(request, rules, ctx);
     const name = objectName(request.object) ?? request.name;
     if (d.internalError) response = denyInternal(request.uid, d.internalError);
     else if (d.problems.length > 0) response = denyInvalid(request.uid, name, d.problems, d.warnings);

@@ -3,6 +3,7 @@
 import { expect } from 'chai';
 import type { CapiApiVersion, LabelSelectorModel, MachineHealthCheckFacts } from '../api/capi/model.js';
 import type { AdmissionRequest } from './admission.js';
+import type { CapiKnowledge } from './capi-version.js';
 import type { Lookups, MachineLabels } from './lookups.js';
 import { decide, type SpecRules } from './validate.js';
 
@@ -29,6 +30,8 @@ const rules: SpecRules = {
   warnings: (spec) => ((spec as { joinTimeout?: string }).joinTimeout === '90s' ? ['joinTimeout 90s is under 2m'] : []),
   matches,
   readMachineHealthCheck: (obj: unknown, _v: CapiApiVersion) => obj as MachineHealthCheckFacts,
+  strategyCapiProblem: (strategy, capi) => (strategy === 'MachineCondition' && capi.minor !== undefined && capi.minor < 12 ? `too old: ${capi.version}` : undefined),
+  strategyMinCapiMinor: (strategy) => (strategy === 'MachineCondition' ? 12 : undefined),
 };
 
 function mjc(name: string, spec: Record<string, unknown>, meta: Record<string, unknown> = {}) {
@@ -89,12 +92,12 @@ describe('webhooks/validate: decide', () => {
       object: mjc('a', bad, { annotations: {} }),
       oldObject: mjc('a', bad, { annotations: { 'joinguard.io/resume': '1' } }),
     };
-    expect((await decide(req, rules, lookups([mjc('b', { clusterName: 'c1', selector: {} })]))).problems).to.deep.equal([]);
+    expect((await decide(req, rules, { lookups: lookups([mjc('b', { clusterName: 'c1', selector: {} })]) })).problems).to.deep.equal([]);
   });
 
   it('refuses a second check of the Cluster whose selector can meet the first', async () => {
     const other = mjc('all', { clusterName: 'c1', selector: {} });
-    const d = await decide(create(workers), rules, lookups([other]));
+    const d = await decide(create(workers), rules, { lookups: lookups([other]) });
     expect(d.problems).to.have.length(1);
     expect(d.problems[0]!.field).to.equal('spec.selector');
     expect(d.problems[0]!.message).to.match(/overlaps MachineJoinCheck "all"/).and.match(/accepted is a selector that excludes/);
@@ -108,13 +111,13 @@ describe('webhooks/validate: decide', () => {
       mjc('workers', { clusterName: 'c1', selector: {} }),
       mjc('going', { clusterName: 'c1', selector: {} }, { deletionTimestamp: '2026-01-01T00:00:00Z' }),
     ]);
-    expect((await decide(create(workers), rules, l)).problems).to.deep.equal([]);
+    expect((await decide(create(workers), rules, { lookups: l })).problems).to.deep.equal([]);
   });
 
   it('refuses when an existing Machine is selected by both, naming it, even if CAPI labels say they cannot meet', async () => {
     const cp = mjc('cp', { clusterName: 'c1', selector: { matchExpressions: [{ key: 'cluster.x-k8s.io/control-plane', operator: 'Exists' }] } });
     const odd: MachineLabels = { name: 'odd-1', labels: { [CN]: 'c1', [MD]: 'md-0', 'cluster.x-k8s.io/control-plane': '' } };
-    const d = await decide(create(workers), rules, lookups([cp], [], [odd]));
+    const d = await decide(create(workers), rules, { lookups: lookups([cp], [], [odd]) });
     expect(d.problems[0]!.message).to.match(/both select Machine "odd-1"/);
   });
 
@@ -128,7 +131,7 @@ describe('webhooks/validate: decide', () => {
     const d = await decide(
       create(workers),
       rules,
-      lookups([], [mhc('unset', {}), mhc('ten', { matchLabels: { [MD]: 'md-0' } }, 600), mhc('zero', {}, 0), mhc('other', { matchLabels: { [MD]: 'md-1' } })]),
+      { lookups: lookups([], [mhc('unset', {}), mhc('ten', { matchLabels: { [MD]: 'md-0' } }, 600), mhc('zero', {}, 0), mhc('other', { matchLabels: { [MD]: 'md-1' } })]) },
     );
     expect(d.problems).to.deep.equal([]);
     expect(d.warnings).to.have.length(2);
@@ -139,7 +142,40 @@ describe('webhooks/validate: decide', () => {
 
   it('refuses as an internal error when the lookups fail', async () => {
     const failing: Lookups = { ...lookups(), checks: async () => Promise.reject(new Error('connection refused')) };
-    const d = await decide(create(workers), rules, failing);
+    const d = await decide(create(workers), rules, { lookups: failing });
     expect(d.internalError).to.match(/could not look up .*connection refused; try again/);
+  });
+
+  describe('MachineCondition against the CAPI release found', () => {
+    const mc = mjc('mc', { clusterName: 'c1', selector: { matchLabels: { [MD]: 'md-0' } }, remediation: { strategy: 'MachineCondition' } });
+    const capi = (k: CapiKnowledge) => async () => k;
+
+    it('refuses it below v1.12, naming spec.remediation.strategy and where the release was found', async () => {
+      const d = await decide(create(mc), rules, { capi: capi({ facts: { apiVersion: 'v1beta1', minor: 10, version: 'v1.10.10', source: 'the core CRD label' } }) });
+      expect(d.problems).to.deep.equal([{ field: 'spec.remediation.strategy', message: 'too old: v1.10.10 (CAPI found from the core CRD label)' }]);
+    });
+
+    it('admits it from v1.12 on, and other strategies on any release', async () => {
+      expect(await decide(create(mc), rules, { capi: capi({ facts: { apiVersion: 'v1beta2', minor: 12 } }) })).to.deep.equal({ problems: [], warnings: [] });
+      const auto = mjc('a', { clusterName: 'c1', selector: { matchLabels: { [MD]: 'md-0' } }, remediation: { strategy: 'Auto' } });
+      expect(await decide(create(auto), rules, { capi: capi({ facts: { apiVersion: 'v1beta1', minor: 9 } }) })).to.deep.equal({ problems: [], warnings: [] });
+    });
+
+    it('admits it with a warning when the minor is not known, saying why', async () => {
+      const unknownMinor = await decide(create(mc), rules, { capi: capi({ facts: { apiVersion: 'v1beta2', source: 'no provider label' } }) });
+      expect(unknownMinor.problems).to.deep.equal([]);
+      expect(unknownMinor.warnings).to.have.length(1);
+      expect(unknownMinor.warnings[0]).to.match(/^spec\.remediation\.strategy: MachineCondition needs CAPI v1\.12 or later, .*not known \(discovery did not report it \(no provider label\)\)/);
+      const failed = await decide(create(mc), rules, { capi: capi({ error: 'connection refused' }) });
+      expect(failed.warnings[0]).to.match(/not known \(connection refused\)/);
+    });
+
+    it('does not ask for the release when the spec is refused anyway or the strategy needs none', async () => {
+      let asked = 0;
+      const counting = async () => (asked++, {});
+      await decide(create(mjc('b', { clusterName: 'c1', selector: {}, joinTimeout: 'bad', remediation: { strategy: 'MachineCondition' } })), rules, { capi: counting });
+      await decide(create(workers), rules, { capi: counting });
+      expect(asked).to.equal(0);
+    });
   });
 });

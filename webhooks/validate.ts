@@ -3,6 +3,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { CapiApiVersion, LabelSelectorModel, MachineHealthCheckFacts } from '../api/capi/model.js';
 import { isObject, type AdmissionRequest, type FieldProblem } from './admission.js';
+import type { CapiKnowledge } from './capi-version.js';
 import { clusterLabelContradictions, selectorsOverlap } from './selectors.js';
 import type { Lookups, MachineLabels } from './lookups.js';
 
@@ -15,6 +16,16 @@ export interface SpecRules {
   matches(selector: LabelSelectorModel | undefined, labels: Record<string, string>): boolean;
   /** api/capi's reader: a raw MachineHealthCheck of the served CAPI version into the model. */
   readMachineHealthCheck(obj: unknown, version: CapiApiVersion): MachineHealthCheckFacts;
+  /** Why a strategy cannot work on the CAPI release found; undefined when it can or the minor is unknown. */
+  strategyCapiProblem(strategy: string, capi: { minor?: number; version?: string }): string | undefined;
+  /** The CAPI minor a strategy needs, if any (for the warning when the release is not known). */
+  strategyMinCapiMinor(strategy: string): number | undefined;
+}
+
+/** What decide may read beyond the request: the cluster lookups and the CAPI release (both optional). */
+export interface DecideContext {
+  lookups?: Lookups;
+  capi?: () => Promise<CapiKnowledge>;
 }
 
 export interface Decision {
@@ -49,7 +60,8 @@ function rooted(field: string): string {
   return field === '' ? 'spec' : `spec.${field}`;
 }
 
-export async function decide(req: AdmissionRequest, rules: SpecRules, lookups?: Lookups): Promise<Decision> {
+export async function decide(req: AdmissionRequest, rules: SpecRules, ctx: DecideContext = {}): Promise<Decision> {
+  const { lookups } = ctx;
   const obj = req.object;
   const spec = isObject(obj) ? obj['spec'] : undefined;
   const self = checkLike(obj);
@@ -74,6 +86,11 @@ export async function decide(req: AdmissionRequest, rules: SpecRules, lookups?: 
   if (self.clusterName !== undefined) problems.push(...clusterLabelContradictions(self.selector, self.clusterName));
 
   const warnings = problems.length === 0 ? rules.warnings(spec) : [];
+  if (ctx.capi && problems.length === 0) {
+    const r = await strategyOnThisCapi(spec, rules, ctx.capi);
+    if (r.problem) problems.push(r.problem);
+    if (r.warning) warnings.push(r.warning);
+  }
   if (problems.length > 0 || !lookups || self.clusterName === undefined || !req.namespace) {
     return { problems, warnings };
   }
@@ -106,6 +123,26 @@ export async function decide(req: AdmissionRequest, rules: SpecRules, lookups?: 
     return { problems, warnings, internalError: `could not look up MachineJoinChecks, MachineHealthChecks or Machines in namespace ${JSON.stringify(req.namespace)} to rule out overlaps: ${(e as Error).message}; try again` };
   }
   return { problems, warnings };
+}
+
+/** The strategy against the CAPI release found: refused when too old, admitted with a warning when unknown. */
+async function strategyOnThisCapi(spec: unknown, rules: SpecRules, capi: () => Promise<CapiKnowledge>): Promise<{ problem?: FieldProblem; warning?: string }> {
+  const remediation = isObject(spec) && isObject(spec['remediation']) ? spec['remediation'] : {};
+  const strategy = typeof remediation['strategy'] === 'string' ? remediation['strategy'] : undefined;
+  const need = strategy === undefined ? undefined : rules.strategyMinCapiMinor(strategy);
+  if (strategy === undefined || need === undefined) return {};
+  const known = await capi();
+  const facts = known.facts;
+  if (facts?.minor !== undefined) {
+    const problem = rules.strategyCapiProblem(strategy, facts);
+    return problem ? { problem: { field: 'spec.remediation.strategy', message: `${problem} (CAPI found from ${facts.source ?? 'discovery'})` } } : {};
+  }
+  const why = known.error ?? (facts ? `discovery did not report it${facts.source ? ` (${facts.source})` : ''}` : 'discovery has not answered');
+  return {
+    warning:
+      `spec.remediation.strategy: ${strategy} needs CAPI v1.${need} or later, and the CAPI release of this management cluster is not known (${why}): ` +
+      `on an older release no MachineHealthCheck acts on JoinGuardJoined, and the controller reports it; check with: kubectl get deployment -A -l cluster.x-k8s.io/provider=cluster-api -o wide`,
+  };
 }
 
 function bothSelect(

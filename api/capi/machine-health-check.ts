@@ -1,16 +1,17 @@
-// MachineHealthCheck (cluster.x-k8s.io v1beta2 and v1beta1) -> MachineHealthCheckFacts. Field names from
-// core/v1beta2 machinehealthcheck_types.go (spec.checks.nodeStartupTimeoutSeconds,
-// spec.checks.unhealthyMachineConditions) and core/v1beta1 (spec.nodeStartupTimeout, a metav1.Duration,
-// and spec.unhealthyMachineConditions). Unset startup timeout stays undefined: CAPI then uses 600 s.
-import { DurationError, parseDuration } from '../v1alpha1/duration.js';
+// MachineHealthCheck (cluster.x-k8s.io v1beta2 and v1beta1) -> MachineHealthCheckFacts, through the table
+// of fields per API version (fields.ts: v1beta2 spec.checks.nodeStartupTimeoutSeconds and
+// spec.checks.unhealthyMachineConditions; v1beta1 spec.nodeStartupTimeout, a metav1.Duration, and
+// spec.unhealthyMachineConditions). Unset startup timeout stays undefined: CAPI then uses 600 s.
 import { CAPI_ANNOTATION_PAUSED, CONDITION_JOINGUARD_JOINED } from '../v1alpha1/types.js';
+import { CAPI_FIELDS, readPeriodSeconds } from './fields.js';
 import type { CapiApiVersion, LabelSelectorModel, MachineHealthCheckFacts } from './model.js';
 import { isObj, kindOf, ObjectReader } from './reader.js';
 
 export function readMachineHealthCheck(obj: unknown, v: CapiApiVersion): MachineHealthCheckFacts {
   const r: ObjectReader = ObjectReader.of(obj, 'MachineHealthCheck');
+  const f = CAPI_FIELDS[v].machineHealthCheck;
   const annotations = r.stringMap('metadata.annotations');
-  const conditionsPath = v === 'v1beta2' ? 'spec.checks.unhealthyMachineConditions' : 'spec.unhealthyMachineConditions';
+  const conditionsPath = f.unhealthyMachineConditions;
   const unhealthy = r.list(conditionsPath) ?? [];
   const watches = unhealthy.some((c, i) => {
     if (!isObj(c)) r.fail(`${conditionsPath}[${i}]`, `must be an object {type, status, timeout}, found ${kindOf(c)}`);
@@ -25,19 +26,9 @@ export function readMachineHealthCheck(obj: unknown, v: CapiApiVersion): Machine
     paused: CAPI_ANNOTATION_PAUSED in annotations,
     watchesJoinGuardCondition: watches,
   };
-  const timeout = v === 'v1beta2' ? r.int('spec.checks.nodeStartupTimeoutSeconds') : durationSeconds(r, 'spec.nodeStartupTimeout');
+  const timeout = readPeriodSeconds(r, f.nodeStartupTimeout);
   if (timeout !== undefined) facts.nodeStartupTimeoutSeconds = timeout;
   return facts;
-}
-
-function durationSeconds(r: ObjectReader, path: string): number | undefined {
-  const s = r.string(path);
-  if (s === undefined) return undefined;
-  try {
-    return parseDuration(s) / 1000;
-  } catch (e) {
-    r.fail(path, e instanceof DurationError ? e.message : String(e));
-  }
 }
 
 const OPERATORS = new Set(['In', 'NotIn', 'Exists', 'DoesNotExist']);

@@ -58,6 +58,37 @@ describe('api/capi readMachine', () => {
         expect(m.joinGuardJoined).to.deep.equal({ status: 'False', reason: 'JoinTimeout', since: ms(T2) });
       });
 
+      it('keeps only the annotations JoinGuard reads (joinguard.io/, cluster.x-k8s.io/, controlplane.cluster.x-k8s.io/)', () => {
+        const o = fixtures[v]();
+        o.metadata.annotations = {
+          'joinguard.io/skip': '',
+          'cluster.x-k8s.io/remediate-machine': '',
+          'controlplane.cluster.x-k8s.io/remediation-for': '{}',
+          'machine.cluster.x-k8s.io/exclude-node-draining': '',
+          'kubectl.kubernetes.io/last-applied-configuration': 'x'.repeat(10_000),
+          'example.com/cluster.x-k8s.io/paused': '',
+        };
+        expect(readMachine(o, v).annotations).to.deep.equal({
+          'joinguard.io/skip': '',
+          'cluster.x-k8s.io/remediate-machine': '',
+          'controlplane.cluster.x-k8s.io/remediation-for': '{}',
+        });
+        expect(readMachine(o, v).labels).to.deep.equal(o.metadata.labels); // labels whole: selectors need them
+      });
+
+      it("parses KCP's remediation-for annotation (RemediationData), and notes one it cannot parse", () => {
+        const o = fixtures[v]();
+        expect(readMachine(o, v)).not.to.have.property('remediationFor');
+        // As KCP's RemediationData.Marshal writes it (metav1.Time in RFC 3339, UTC).
+        o.metadata.annotations['controlplane.cluster.x-k8s.io/remediation-for'] = JSON.stringify({ machine: 'c1-cp-old', timestamp: T1, retryCount: 2 });
+        expect(readMachine(o, v).remediationFor).to.deep.equal({ machine: 'c1-cp-old', timestamp: ms(T1), retryCount: 2 });
+        // The zero time marshals as null: KCP then treats its periods as expired.
+        o.metadata.annotations['controlplane.cluster.x-k8s.io/remediation-for'] = '{"machine":"c1-cp-old","timestamp":null,"retryCount":0}';
+        expect(readMachine(o, v).remediationFor).to.deep.equal({ machine: 'c1-cp-old', retryCount: 0 });
+        o.metadata.annotations['controlplane.cluster.x-k8s.io/remediation-for'] = 'not json';
+        expect(readMachine(o, v).remediationFor).to.deep.equal({});
+      });
+
       it('has no time for a fact whose condition is not True, and falls back to the condition without the flag', () => {
         const o = fixtures[v]();
         const infra = cond(o, 'InfrastructureReady');

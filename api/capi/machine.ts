@@ -1,5 +1,6 @@
-// Machine (cluster.x-k8s.io v1beta2 and v1beta1) -> MachineFacts. Field names are those of the Go
-// types in sigs.k8s.io/cluster-api/api core/v1beta2 and core/v1beta1 (machine_types.go).
+// Machine (cluster.x-k8s.io v1beta2 and v1beta1) -> MachineFacts, through the table of fields per API
+// version (fields.ts). Field names are those of the Go types in sigs.k8s.io/cluster-api/api core/v1beta2
+// and core/v1beta1 (machine_types.go).
 import {
   ANNOTATION_SKIP,
   CAPI_ANNOTATION_PAUSED,
@@ -7,45 +8,42 @@ import {
   CAPI_ANNOTATION_SKIP_REMEDIATION,
   CONDITION_JOINGUARD_JOINED,
 } from '../v1alpha1/types.js';
-import { readConditions, timedFact, toCond, type ParsedCondition } from './conditions.js';
+import { toCond, type ParsedCondition } from './conditions.js';
+import { readRemediationData } from './control-plane.js';
+import { CAPI_FIELDS, ConditionLists, readRefGroup, readTimedFact, type CapiFields } from './fields.js';
 import { CABPK_GROUP, CAPI_GROUP, KCP_GROUP, type CapiApiVersion, type MachineFacts, type ObjectRef, type OwnerFacts } from './model.js';
 import { isObj, kindOf, ObjectReader } from './reader.js';
-import { CAPI_LABEL_CLUSTER_NAME, CAPI_LABEL_CONTROL_PLANE, CAPI_LABEL_POOL_NAME, groupOf } from './resources.js';
+import {
+  CAPI_LABEL_CLUSTER_NAME,
+  CAPI_LABEL_CONTROL_PLANE,
+  CAPI_LABEL_POOL_NAME,
+  groupOf,
+  KCP_ANNOTATION_REMEDIATION_FOR,
+  KEPT_ANNOTATION_PREFIXES,
+} from './resources.js';
 
 /** CAPI's reason on NodeReady/NodeHealthy (v1beta2 conditions) while the workload cluster cannot be reached. */
 export const REASON_CONNECTION_DOWN = 'ConnectionDown';
-/** v1beta1 NodeHealthy=Unknown reason when the Machine controller failed to look the Node up. */
-export const V1BETA1_REASON_NODE_INSPECTION_FAILED = 'NodeInspectionFailed';
 
 export function readMachine(obj: unknown, v: CapiApiVersion): MachineFacts {
   const r: ObjectReader = ObjectReader.of(obj, 'Machine');
-  const meta = readMeta(r);
+  const f = CAPI_FIELDS[v].machine;
+  const meta = readMeta(r, KEPT_ANNOTATION_PREFIXES);
   const clusterName = r.string('spec.clusterName') || meta.labels[CAPI_LABEL_CLUSTER_NAME];
   if (!clusterName) r.fail('spec.clusterName', `is required (or the ${CAPI_LABEL_CLUSTER_NAME} label)`);
   const controlPlane = CAPI_LABEL_CONTROL_PLANE in meta.labels;
   const owner = readOwner(r, controlPlane);
 
-  // v1beta2: one list of metav1 conditions. v1beta1: CAPI's v1beta1 conditions, which the owners of
-  // v1.8-v1.10 act on, plus (v1.9+) the v1beta2 conditions under status.v1beta2.
-  const conds = readConditions(r, 'status.conditions');
-  const v2 = v === 'v1beta2' ? conds : readConditions(r, 'status.v1beta2.conditions');
-  const infrastructureReady =
-    v === 'v1beta2'
-      ? timedFact(r.bool('status.initialization.infrastructureProvisioned'), conds.get('InfrastructureReady'))
-      : timedFact(r.bool('status.infrastructureReady'), conds.get('InfrastructureReady') ?? v2.get('InfrastructureReady'));
-  const bootstrapReady =
-    v === 'v1beta2'
-      ? timedFact(r.bool('status.initialization.bootstrapDataSecretCreated'), conds.get('BootstrapConfigReady'))
-      : timedFact(r.bool('status.bootstrapReady'), conds.get('BootstrapReady') ?? v2.get('BootstrapConfigReady'));
-
+  const lists = new ConditionLists(r);
+  const conds = lists.list(f.ownerConditions);
   const facts: MachineFacts = {
     ...meta,
     clusterName,
     owner,
     controlPlane,
-    infrastructureReady,
-    bootstrapReady,
-    nodeConnectionDown: connectionDown(v2) || (v === 'v1beta1' && inspectionFailed(conds.get('NodeHealthy'))),
+    infrastructureReady: readTimedFact(r, lists, f.infrastructureReady),
+    bootstrapReady: readTimedFact(r, lists, f.bootstrapReady),
+    nodeConnectionDown: connectionDown(lists.list(f.connectionConditions)) || inspectionFailed(lists, f),
     remediateAnnotation: CAPI_ANNOTATION_REMEDIATE_MACHINE in meta.annotations,
     machinePool: CAPI_LABEL_POOL_NAME in meta.labels || owner.kind === 'MachinePool',
   };
@@ -55,7 +53,7 @@ export function readMachine(obj: unknown, v: CapiApiVersion): MachineFacts {
   if (providerID) facts.providerID = providerID;
   const nodeName = r.string('status.nodeRef.name');
   if (nodeName) facts.nodeName = nodeName;
-  const ref = configRef(r, v);
+  const ref = configRef(r, f);
   if (ref) facts.bootstrapConfigRef = ref;
   const dataSecretName = r.string('spec.bootstrap.dataSecretName');
   if (dataSecretName) facts.dataSecretName = dataSecretName;
@@ -67,13 +65,19 @@ export function readMachine(obj: unknown, v: CapiApiVersion): MachineFacts {
   if (jg) facts.joinGuardJoined = jg;
   const skip = skipReason(meta.annotations);
   if (skip) facts.skipReason = skip;
+  const remediationFor = meta.annotations[KCP_ANNOTATION_REMEDIATION_FOR];
+  if (remediationFor !== undefined) facts.remediationFor = readRemediationData(remediationFor);
   return facts;
 }
 
 type Meta = Pick<MachineFacts, 'name' | 'namespace' | 'uid' | 'resourceVersion' | 'generation' | 'createdAt' | 'deletingSince' | 'labels' | 'annotations'>;
 
-/** The metadata every reader needs: name, namespace, uid, resourceVersion and creation are required. */
-export function readMeta(r: ObjectReader): Meta {
+/**
+ * The metadata every reader needs: name, namespace, uid, resourceVersion and creation are required. With
+ * `keepAnnotations`, only annotations whose key starts with one of those prefixes are kept.
+ */
+export function readMeta(r: ObjectReader, keepAnnotations?: readonly string[]): Meta {
+  const annotations = r.stringMap('metadata.annotations');
   const meta: Meta = {
     name: r.requiredString('metadata.name'),
     namespace: r.requiredString('metadata.namespace'),
@@ -81,7 +85,7 @@ export function readMeta(r: ObjectReader): Meta {
     resourceVersion: r.requiredString('metadata.resourceVersion'),
     createdAt: r.requiredTime('metadata.creationTimestamp'),
     labels: r.stringMap('metadata.labels'),
-    annotations: r.stringMap('metadata.annotations'),
+    annotations: keepAnnotations ? keepOnly(annotations, keepAnnotations) : annotations,
   };
   const generation = r.int('metadata.generation');
   if (generation !== undefined) meta.generation = generation;
@@ -123,24 +127,30 @@ export function readOwner(r: ObjectReader, controlPlaneLabel: boolean): OwnerFac
   return { kind: 'None', controlPlane: false };
 }
 
-function configRef(r: ObjectReader, v: CapiApiVersion): ObjectRef | undefined {
+function keepOnly(annotations: Record<string, string>, prefixes: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(annotations)) if (prefixes.some((p) => k.startsWith(p))) out[k] = v;
+  return out;
+}
+
+function configRef(r: ObjectReader, f: CapiFields['machine']): ObjectRef | undefined {
   const ref = r.object('spec.bootstrap.configRef');
   if (!ref) return undefined;
   const kind = r.string('spec.bootstrap.configRef.kind');
   const name = r.string('spec.bootstrap.configRef.name');
   if (!kind || !name) return undefined;
-  // v1beta2 ContractVersionedObjectReference carries apiGroup; v1beta1 corev1.ObjectReference apiVersion.
-  const apiGroup =
-    v === 'v1beta2' ? (r.string('spec.bootstrap.configRef.apiGroup') ?? '') : groupOf(r.string('spec.bootstrap.configRef.apiVersion') ?? '');
+  const apiGroup = readRefGroup(r, f.configRefGroup);
   return { apiGroup: apiGroup || (kind === 'KubeadmConfig' ? CABPK_GROUP : ''), kind, name };
 }
 
-function connectionDown(v2: Map<string, ParsedCondition>): boolean {
-  return ['NodeReady', 'NodeHealthy'].some((t) => v2.get(t)?.reason === REASON_CONNECTION_DOWN);
+function connectionDown(conds: Map<string, ParsedCondition>): boolean {
+  return ['NodeReady', 'NodeHealthy'].some((t) => conds.get(t)?.reason === REASON_CONNECTION_DOWN);
 }
 
-function inspectionFailed(c: ParsedCondition | undefined): boolean {
-  return c?.status === 'Unknown' && c.reason === V1BETA1_REASON_NODE_INSPECTION_FAILED;
+function inspectionFailed(lists: ConditionLists, f: CapiFields['machine']): boolean {
+  if (!f.nodeInspectionFailed) return false;
+  const c = lists.get(f.nodeInspectionFailed);
+  return c?.status === 'Unknown' && c.reason === f.nodeInspectionFailed.reason;
 }
 
 export function skipReason(annotations: Record<string, string>): MachineFacts['skipReason'] {

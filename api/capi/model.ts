@@ -52,6 +52,11 @@ export interface MachineFacts {
   deletingSince?: number;
   clusterName: string;
   labels: Record<string, string>;
+  /**
+   * Only the annotations JoinGuard reads: keys under joinguard.io/, cluster.x-k8s.io/ and
+   * controlplane.cluster.x-k8s.io/ (KEPT_ANNOTATION_PREFIXES), so 10,000 cached Machines do not hold every
+   * tool's annotations. Labels are kept whole: selectors need them.
+   */
   annotations: Record<string, string>;
   owner: OwnerFacts;
   /** Label `cluster.x-k8s.io/control-plane` present. */
@@ -78,6 +83,19 @@ export interface MachineFacts {
   skipReason?: 'joinguard.io/skip' | 'cluster.x-k8s.io/skip-remediation' | 'cluster.x-k8s.io/paused';
   /** `machine.cluster.x-k8s.io/...` pool membership: label `cluster.x-k8s.io/pool-name` or a MachinePool owner. */
   machinePool: boolean;
+  /**
+   * KCP's `controlplane.cluster.x-k8s.io/remediation-for` annotation on a replacement control-plane Machine (its
+   * RemediationData: the Machine it replaced, when, and the retry count KCP's checkRetryLimits reads). `{}` when
+   * the annotation is there but is not that JSON.
+   */
+  remediationFor?: RemediationData;
+}
+
+/** KCP's RemediationData (controlplane/kubeadm remediation.go), as its annotations carry it; timestamp in epoch ms. */
+export interface RemediationData {
+  machine?: string;
+  timestamp?: number;
+  retryCount?: number;
 }
 
 export interface ClusterFacts {
@@ -115,7 +133,7 @@ export interface KcpFacts {
   replicas?: number;
   remediation: KcpRemediationSpec;
   /** `controlplane.cluster.x-k8s.io/remediation-in-progress` annotation, parsed when it is JSON. */
-  remediationInProgress?: { machine?: string; timestamp?: number; retryCount?: number };
+  remediationInProgress?: RemediationData;
 }
 
 /** What JoinGuard needs of a Machine's bootstrap config (KubeadmConfig, or another provider's). */

@@ -1,7 +1,6 @@
 import { expect } from 'chai';
 import { readFile } from 'node:fs/promises';
 import { parse } from 'yaml';
-import { SPEC_DEFAULTS as WEBHOOK_DEFAULTS } from '../../webhooks/defaults.js';
 import { buildCrd, CRD_NAME, renderCrdYaml } from './crd.js';
 import { SPEC_DEFAULTS } from './defaults.js';
 import { CRD_PATH } from './gen-crd.js';
@@ -55,12 +54,11 @@ describe('api/v1alpha1 CRD', () => {
     });
   });
 
-  it('(c) the schema defaults are the defaults parseSettings applies, and the webhook writes', () => {
+  it('(c) the schema defaults are the defaults parseSettings applies', () => {
     const minimal = { clusterName: 'c1', selector: { matchLabels: { a: 'b' } } };
     const defaulted = applyDefaults(structuredClone(minimal), specSchema);
     expect(defaulted).to.deep.equal({ ...minimal, ...SPEC_DEFAULTS });
     expect(parseSettings(defaulted)).to.deep.equal(parseSettings(minimal));
-    expect(WEBHOOK_DEFAULTS).to.deep.equal(SPEC_DEFAULTS);
     // A default never breaks a rule: a partly written nested object is completed, not refused.
     expect(validateSpec(applyDefaults({ ...minimal, suspicion: { probeInterval: '1h' } }, specSchema))).to.deep.equal([]);
   });
@@ -83,6 +81,26 @@ describe('api/v1alpha1 CRD', () => {
       if (s.default !== undefined && path.startsWith('.status')) problems.push(`${path}: status has no defaults`);
     }
     expect(problems).to.deep.equal([]);
+  });
+
+  it('every defaulted field says its default in its description (kubectl explain), from SPEC_DEFAULTS', () => {
+    const said: Record<string, unknown> = {};
+    for (const [path, s] of nodes(specSchema)) {
+      if (s.default === undefined || typeof s.default === 'object') continue;
+      expect(s.description, path).to.match(new RegExp(` Defaults to ${String(s.default)}\\.$`));
+      said[path] = s.default;
+    }
+    // Every leaf of the one defaults table, and nothing else.
+    const leaves = (o: object, at = ''): [string, unknown][] =>
+      Object.entries(o).flatMap(([k, v]) => (typeof v === 'object' && v !== null ? leaves(v, `${at}.${k}`) : [[`${at}.${k}`, v] as [string, unknown]]));
+    expect(said).to.deep.equal(Object.fromEntries(leaves(SPEC_DEFAULTS)));
+  });
+
+  it('every duration field says its bound, and every count its int32 maximum', () => {
+    for (const [path, s] of nodes(specSchema)) {
+      if (s['x-kubernetes-validations']?.some((r) => r.rule.includes('duration(self)'))) expect(s.description, path).to.match(/at most 8760h\./);
+      if (s.type === 'integer') expect(s.maximum, path).to.equal(2147483647);
+    }
   });
 
   it('says nothing clusterctl would read as a variable (`${X}`, `$X`, `$$`)', () => {

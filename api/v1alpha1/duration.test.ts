@@ -1,5 +1,16 @@
 import { expect } from 'chai';
-import { DURATION_PATTERN, DurationError, formatDuration, parseDuration, parseDurationNs, tryParseDuration } from './duration.js';
+import fc from 'fast-check';
+import {
+  DURATION_BOUNDED_PATTERN,
+  DURATION_MAX_LENGTH,
+  DURATION_PATTERN,
+  DURATION_UNBOUNDED_FLOOR_MS,
+  DurationError,
+  formatDuration,
+  parseDuration,
+  parseDurationNs,
+  tryParseDuration,
+} from './duration.js';
 
 describe('api/v1alpha1 duration', () => {
   const ok: [string, number][] = [
@@ -83,5 +94,52 @@ describe('api/v1alpha1 duration', () => {
 
   it('refuses to format what is not a number', () => {
     expect(() => formatDuration(Number.NaN)).to.throw(RangeError);
+  });
+
+  describe('the bounded pattern (what the CRD lets CEL convert with duration())', () => {
+    const full = new RegExp(DURATION_PATTERN);
+    const bounded = new RegExp(DURATION_BOUNDED_PATTERN);
+    const examples: [string, boolean][] = [
+      ['99999h', true],
+      ['100000h', false],
+      ['0000099999h', true],
+      ['999999m', true],
+      ['1000000m', false],
+      ['99999999s', true],
+      ['1000000ms', true],
+      ['9999999h', false],
+      ['99999h99999h99999h99999h99999h', true],
+    ];
+    for (const [s, ok] of examples) it(`${s}: ${ok ? 'bounded' : 'not bounded'}`, () => expect(bounded.test(s)).to.equal(ok));
+
+    // Random texts of the full language up to DURATION_MAX_LENGTH: a bounded one never overflows Go's
+    // int64 of nanoseconds, and one that is not bounded is at least DURATION_UNBOUNDED_FLOOR_MS.
+    it('never overflows, and what it leaves out is at least 10^6 m (fast-check, seeded)', () => {
+      const seed = 20261;
+      const digits = fc.stringMatching(/^[0-9]{1,20}$/);
+      const termArb = fc
+        .tuple(digits, fc.option(fc.stringMatching(/^[0-9]{0,4}$/), { nil: undefined }), fc.constantFrom('ns', 'us', 'µs', 'μs', 'ms', 's', 'm', 'h'))
+        .map(([w, f, u]) => `${w}${f === undefined ? '' : `.${f}`}${u}`);
+      const text = fc.array(termArb, { minLength: 1, maxLength: 6 }).map((t) => t.join('')).filter((t) => t.length <= DURATION_MAX_LENGTH);
+      let boundedSeen = 0;
+      let unboundedSeen = 0;
+      fc.assert(
+        fc.property(text, (t) => {
+          expect(full.test(t), t).to.equal(true);
+          if (bounded.test(t)) {
+            boundedSeen++;
+            expect(tryParseDuration(t).error, t).to.equal(undefined);
+          } else {
+            unboundedSeen++;
+            const r = tryParseDuration(t);
+            if (r.error === undefined) expect(r.ms, t).to.be.at.least(DURATION_UNBOUNDED_FLOOR_MS);
+          }
+        }),
+        { seed, numRuns: 5000 },
+      );
+      console.log(`      seed ${seed}: 5000 texts, ${boundedSeen} bounded, ${unboundedSeen} not`);
+      expect(boundedSeen).to.be.greaterThan(100);
+      expect(unboundedSeen).to.be.greaterThan(100);
+    });
   });
 });

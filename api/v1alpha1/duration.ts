@@ -29,6 +29,23 @@ export const DURATION_PATTERN = '^(0|(([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ns|us|µs|�
 /** Longest duration text the schema admits; bounds CEL's cost estimate and keeps values readable. */
 export const DURATION_MAX_LENGTH = 32;
 
+// The same language with at most as many significant digits per unit as keep one term under 100000h, so
+// that no text of DURATION_MAX_LENGTH characters (at most 5 such terms) reaches Go's 2562047h limit: CEL's
+// duration() fails with a type-conversion error naming no field on a value past it, so the schema calls
+// duration() only on text that matches this. Text that matches DURATION_PATTERN and not this one has a term
+// of at least 10^6 m (16666h), so it is above any bound below that and refused as "too long".
+const term = (digits: number, units: string) => `(0*[0-9]{1,${digits}}(\\.[0-9]*)?|\\.[0-9]+)(${units})`;
+export const DURATION_BOUNDED_PATTERN = `^(0|(${[
+  term(17, 'ns'),
+  term(14, 'us|µs|μs'),
+  term(11, 'ms'),
+  term(8, 's'),
+  term(6, 'm'),
+  term(5, 'h'),
+].join('|')})+)$`;
+/** A duration of DURATION_PATTERN that DURATION_BOUNDED_PATTERN does not admit is at least this (10^6 m). */
+export const DURATION_UNBOUNDED_FLOOR_MS = 1_000_000 * 60_000;
+
 export class DurationError extends Error {
   constructor(
     readonly input: string,

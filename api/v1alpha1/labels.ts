@@ -11,6 +11,11 @@ const DNS1123_SUBDOMAIN = '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[
 export const LABEL_KEY_PATTERN = `^(${DNS1123_SUBDOMAIN}/)?${NAME}$`;
 /** A label value: empty, or a name. */
 export const LABEL_VALUE_PATTERN = `^(${NAME})?$`;
+/**
+ * A Cluster's name: a DNS-1123 subdomain (the apiserver's rule for every custom resource's name) that is also a
+ * label value (CAPI's Cluster webhook refuses other names), so at most 63 characters (CLUSTER_NAME_MAX_LENGTH).
+ */
+export const CLUSTER_NAME_PATTERN = `^${DNS1123_SUBDOMAIN}$`;
 
 const NAME_RE = new RegExp(`^${NAME}$`);
 const PREFIX_RE = new RegExp(`^${DNS1123_SUBDOMAIN}$`);

@@ -1,8 +1,8 @@
 // Building blocks of the MachineJoinCheck OpenAPI v3 schema: the subset of JSONSchemaProps a structural
 // CRD schema uses, small constructors that make a description mandatory (so `kubectl explain` works on
 // every field), and the shared shapes (durations, label selectors, metav1.Condition).
-import { DURATION_MAX_LENGTH, DURATION_PATTERN } from './duration.js';
-import { SELECTOR_OPERATORS } from './defaults.js';
+import { DURATION_BOUNDED_PATTERN, DURATION_MAX_LENGTH, DURATION_PATTERN, DURATION_UNBOUNDED_FLOOR_MS, parseDuration } from './duration.js';
+import { INT32_MAX, SELECTOR_OPERATORS } from './defaults.js';
 import { LABEL_KEY_PATTERN, LABEL_NAME_MAX_LENGTH, LABEL_PREFIX_MAX_LENGTH, LABEL_VALUE_PATTERN } from './labels.js';
 
 export interface ValidationRule {
@@ -42,6 +42,16 @@ export const str = (description: string, extra: Extra = {}): JSONSchemaProps => 
 export const bool = (description: string, extra: Extra = {}): JSONSchemaProps => ({ description, type: 'boolean', ...extra });
 export const num = (description: string, extra: Extra = {}): JSONSchemaProps => ({ description, type: 'number', ...extra });
 export const int32 = (description: string, extra: Extra = {}): JSONSchemaProps => ({ description, type: 'integer', format: 'int32', ...extra });
+/**
+ * An int32 of the spec, bounded by `maximum` instead of `format: int32`: the apiserver's format error on an
+ * overflow names no field (`<nil>: ... must be of type integer with format int32`), the maximum's does.
+ */
+export const count = (description: string, extra: Extra & { minimum: number }): JSONSchemaProps => ({
+  description,
+  type: 'integer',
+  maximum: INT32_MAX,
+  ...extra,
+});
 export const int64 = (description: string, extra: Extra = {}): JSONSchemaProps => ({ description, type: 'integer', format: 'int64', ...extra });
 export const time = (description: string): JSONSchemaProps => ({ description, type: 'string', format: 'date-time' });
 export const obj = (description: string, properties: Record<string, JSONSchemaProps>, extra: Extra = {}): JSONSchemaProps => ({
@@ -57,35 +67,55 @@ export const arr = (description: string, items: JSONSchemaProps, extra: Extra = 
   ...extra,
 });
 
-/** CEL's duration() accepts exactly DURATION_PATTERN; the guard keeps a malformed value to the pattern's error. */
-// A raw CEL string (r'...'): the pattern's backslashes reach RE2 as written.
-const durationOk = (expr: string) => `${expr}.matches(r'${DURATION_PATTERN}')`;
+// CEL rules use raw strings (r'...'): the patterns' backslashes reach RE2 as written.
+const durationSyntax = (expr: string) => `${expr}.matches(r'${DURATION_PATTERN}')`;
+/** duration() is only called on text that cannot overflow it (a type-conversion error names no field). */
+const durationBounded = (expr: string) => `${expr}.matches(r'${DURATION_BOUNDED_PATTERN}')`;
 
-/** A positive duration string, e.g. `20m`; a pattern for the syntax, CEL for "above 0". */
-export function duration(description: string, def?: string): JSONSchemaProps {
+/**
+ * A duration string above 0 and at most `max`, e.g. `20m`. CEL, not `pattern`, so that each refusal says in
+ * words what is accepted; one rule for the syntax, one for the range.
+ */
+export function duration(description: string, o: { max: string; default?: string }): JSONSchemaProps {
+  if (parseDuration(o.max) >= DURATION_UNBOUNDED_FLOOR_MS) throw new Error(`duration bound ${o.max} is beyond what the bounded pattern can tell`);
   return {
-    description,
+    description: `${description} A duration above 0 and at most ${o.max}.`,
     type: 'string',
-    pattern: DURATION_PATTERN,
     maxLength: DURATION_MAX_LENGTH,
-    ...(def !== undefined ? { default: def } : {}),
+    ...(o.default !== undefined ? { default: o.default } : {}),
     'x-kubernetes-validations': [
       {
-        rule: `!${durationOk('self')} || duration(self) > duration('0s')`,
-        message: 'must be a duration longer than 0, such as "90s", "20m" or "1h30m"',
+        rule: durationSyntax('self'),
+        message: 'must be a duration such as "90s", "20m" or "1h30m": numbers with a unit (ns, us, ms, s, m, h), no spaces or sign',
+      },
+      {
+        rule: `!${durationSyntax('self')} || (${durationBounded('self')} && duration(self) > duration('0s') && duration(self) <= duration('${o.max}'))`,
+        message: `must be longer than 0 and at most ${o.max}`,
       },
     ],
   };
 }
 
-/** `a >= b` for two optional duration fields of `self`, only once both are well-formed. */
+/** `a >= b` for two optional duration fields of `self`, only once both are well-formed and in range. */
 export function durationAtLeast(a: string, b: string, message: string): ValidationRule {
   return {
-    rule: `!has(self.${a}) || !has(self.${b}) || !${durationOk(`self.${a}`)} || !${durationOk(`self.${b}`)} || duration(self.${a}) >= duration(self.${b})`,
+    rule: `!has(self.${a}) || !has(self.${b}) || !${durationBounded(`self.${a}`)} || !${durationBounded(`self.${b}`)} || duration(self.${a}) >= duration(self.${b})`,
     message,
     fieldPath: `.${a}`,
     reason: 'FieldValueInvalid',
   };
+}
+
+/** Appends "Defaults to X." to the description of every node with a scalar default, so `kubectl explain` says it. */
+export function describeDefaults(s: JSONSchemaProps): JSONSchemaProps {
+  const out: JSONSchemaProps = { ...s };
+  const d = s.default;
+  if (d !== undefined && (typeof d === 'string' || typeof d === 'number' || typeof d === 'boolean')) {
+    out.description = `${s.description ?? ''} Defaults to ${String(d)}.`.trimStart();
+  }
+  if (s.properties) out.properties = Object.fromEntries(Object.entries(s.properties).map(([k, p]) => [k, describeDefaults(p)]));
+  if (s.items) out.items = describeDefaults(s.items);
+  return out;
 }
 
 const LABEL_KEY_MAX_LENGTH = LABEL_PREFIX_MAX_LENGTH + 1 + LABEL_NAME_MAX_LENGTH;

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { parseSettings } from './settings.js';
-import { riskWarnings, validateSpec, type FieldError } from './validation.js';
+import { riskWarnings, strategyCapiProblem, validateSpec, type FieldError } from './validation.js';
+import { BAD_CHECKS } from './testdata/bad-checks.js';
 
 const sel = { matchLabels: { 'cluster.x-k8s.io/deployment-name': 'md-0' } };
 const spec = (extra: Record<string, unknown> = {}) => ({ clusterName: 'c1', selector: sel, ...extra });
@@ -34,39 +35,45 @@ describe('api/v1alpha1 validateSpec', () => {
   // Each row: a spec change, the field named, and a phrase of what would be accepted.
   const table: [string, Record<string, unknown>, string, RegExp][] = [
     ['missing clusterName', { clusterName: undefined }, 'spec.clusterName', /is required/],
-    ['empty clusterName', { clusterName: '' }, 'spec.clusterName', /1 to 63 characters/],
+    ['empty clusterName', { clusterName: '' }, 'spec.clusterName', /1 to 63 lower-case letters/],
     ['long clusterName', { clusterName: 'x'.repeat(64) }, 'spec.clusterName', /1 to 63/],
+    ['clusterName UPPER', { clusterName: 'UPPER' }, 'spec.clusterName', /lower-case letters, digits, "-" and ".".*not "UPPER"/],
     ['missing selector', { selector: undefined }, 'spec.selector', /is required/],
     ['empty selector', { selector: {} }, 'spec.selector', /must not be empty/],
     ['selector not an object', { selector: 'app=x' }, 'spec.selector', /label selector object/],
     ['bad label key', { selector: { matchLabels: { 'a/b/c': 'x' } } }, 'spec.selector.matchLabels["a/b/c"]', /not a label key/],
-    ['bad label value', { selector: { matchLabels: { a: 'x y' } } }, 'spec.selector.matchLabels["a"]', /letters, digits/],
-    ['non-string label value', { selector: { matchLabels: { a: 1 } } }, 'spec.selector.matchLabels["a"]', /a string/],
+    ['bad label value', { selector: { matchLabels: { a: 'x y' } } }, 'spec.selector.matchLabels.a', /letters, digits/],
+    ['non-string label value', { selector: { matchLabels: { a: 1 } } }, 'spec.selector.matchLabels.a', /a string/],
     ['In without values', { selector: { matchExpressions: [{ key: 'a', operator: 'In' }] } }, 'spec.selector.matchExpressions[0].values', /at least one value/],
     ['Exists with values', { selector: { matchExpressions: [{ key: 'a', operator: 'Exists', values: ['x'] }] } }, 'spec.selector.matchExpressions[0].values', /must be empty/],
     ['bad operator', { selector: { matchExpressions: [{ key: 'a', operator: 'Equals', values: ['x'] }] } }, 'spec.selector.matchExpressions[0].operator', /In, NotIn, Exists, DoesNotExist/],
     ['missing key', { selector: { matchExpressions: [{ operator: 'Exists' }] } }, 'spec.selector.matchExpressions[0].key', /is required/],
-    ['unit-less joinTimeout', { joinTimeout: '20' }, 'spec.joinTimeout', /needs a unit .*accepted: a duration above 0/],
+    ['unit-less joinTimeout', { joinTimeout: '20' }, 'spec.joinTimeout', /needs a unit .*accepted: a duration above 0 and at most 8760h/],
+    ['joinTimeout past int64', { joinTimeout: '9999999h' }, 'spec.joinTimeout', /must be at most 8760h, not "9999999h"/],
+    ['joinTimeout above a year', { joinTimeout: '8761h' }, 'spec.joinTimeout', /must be at most 8760h, not "8761h" \(8761h\)/],
+    ['probeInterval past int64', { suspicion: { probeInterval: '9999999h' } }, 'spec.suspicion.probeInterval', /must be at most 8760h/],
     ['days', { joinTimeout: '1d' }, 'spec.joinTimeout', /unknown unit/],
     ['zero joinTimeout', { joinTimeout: '0s' }, 'spec.joinTimeout', /longer than 0/],
     ['numeric joinTimeout', { joinTimeout: 1200 }, 'spec.joinTimeout', /duration string/],
     ['long duration text', { joinTimeout: '1'.repeat(30) + 'ms' + 's' }, 'spec.joinTimeout', /longer than 32/],
     ['zero provisionTimeout', { provisionTimeout: '0' }, 'spec.provisionTimeout', /leave it unset to turn the provision check off/],
-    ['maxInFlight 0', { maxInFlight: 0 }, 'spec.maxInFlight', /at least 1/],
-    ['maxInFlight 1.5', { maxInFlight: 1.5 }, 'spec.maxInFlight', /at least 1/],
+    ['maxInFlight 0', { maxInFlight: 0 }, 'spec.maxInFlight', /from 1 to 2147483647, not 0/],
+    ['maxInFlight 1.5', { maxInFlight: 1.5 }, 'spec.maxInFlight', /whole number/],
+    ['maxInFlight past int32', { maxInFlight: 2147483648 }, 'spec.maxInFlight', /from 1 to 2147483647/],
     ['maxInFlight "3"', { maxInFlight: '3' }, 'spec.maxInFlight', /not a percent/],
     ['maxInFlight 0%', { maxInFlight: '0%' }, 'spec.maxInFlight', /"1%" to "100%"/],
     ['maxInFlight 101%', { maxInFlight: '101%' }, 'spec.maxInFlight', /not a percent/],
     ['maxInFlight true', { maxInFlight: true }, 'spec.maxInFlight', /integer or a percent/],
     ['remediation list', { remediation: [] }, 'spec.remediation', /must be an object/],
     ['bad strategy', { remediation: { strategy: 'Rebuild' } }, 'spec.remediation.strategy', /Auto, OwnerRemediated, MachineCondition, Delete/],
-    ['maxPerOwner 0', { remediation: { maxPerOwner: 0 } }, 'spec.remediation.maxPerOwner', /at least 1/],
+    ['maxPerOwner 0', { remediation: { maxPerOwner: 0 } }, 'spec.remediation.maxPerOwner', /from 1 to 2147483647/],
+    ['maxPerOwner past int32', { remediation: { maxPerOwner: 2147483648 } }, 'spec.remediation.maxPerOwner', /from 1 to 2147483647, not number 2147483648/],
     ['bad window', { remediation: { window: '1w' } }, 'spec.remediation.window', /unknown unit/],
-    ['negative failures', { suspicion: { consecutiveJoinFailures: -1 } }, 'spec.suspicion.consecutiveJoinFailures', /at least 0; 0 turns the suspicion off/],
+    ['negative failures', { suspicion: { consecutiveJoinFailures: -1 } }, 'spec.suspicion.consecutiveJoinFailures', /from 0 to 2147483647; 0 turns the suspicion off/],
     ['max below probe', { suspicion: { probeInterval: '2h', maxProbeInterval: '1h' } }, 'spec.suspicion.maxProbeInterval', /at least suspicion.probeInterval \(2h\)/],
     ['probe above default max', { suspicion: { probeInterval: '10h' } }, 'spec.suspicion.maxProbeInterval', /at least suspicion.probeInterval \(10h\).*it is 8h \(the default\)/],
     ['max below default probe', { suspicion: { maxProbeInterval: '10m' } }, 'spec.suspicion.maxProbeInterval', /\(30m\)/],
-    ['neverJoinedLimit string', { neverJoinedLimit: '3' }, 'spec.neverJoinedLimit', /integer of at least 0/],
+    ['neverJoinedLimit string', { neverJoinedLimit: '3' }, 'spec.neverJoinedLimit', /whole number from 0 to 2147483647.*not "3"/],
     ['bad firstControlPlane', { firstControlPlane: 'Skip' }, 'spec.firstControlPlane', /Remediate, Report/],
     ['dryRun string', { dryRun: 'yes' }, 'spec.dryRun', /true or false/],
     ['paused number', { paused: 1 }, 'spec.paused', /true or false/],
@@ -77,6 +84,19 @@ describe('api/v1alpha1 validateSpec', () => {
       const hit = errs.find((e) => e.field === field);
       expect(hit, JSON.stringify(errs)).to.exist;
       expect(hit!.message).to.match(msg);
+    });
+  }
+
+  // The shared table of bad checks: every row the CRD schema refuses, validateSpec refuses naming the same field
+  // (the code says again what the schema says). Webhook rows are webhooks/table.test.ts's.
+  const schemaRows = BAD_CHECKS.filter((r) => r.refusedBy === 'schema' && !r.update);
+  it(`the shared table has at least 78 rows (${BAD_CHECKS.length}), ${schemaRows.length} of them the schema's`, () => {
+    expect(BAD_CHECKS.length).to.be.at.least(78);
+  });
+  for (const row of schemaRows) {
+    it(`table: ${row.name}: names ${row.field}`, () => {
+      const errs = validateSpec(row.spec);
+      expect(fields(errs), JSON.stringify(errs)).to.include(row.field);
     });
   }
 
@@ -168,5 +188,18 @@ describe('api/v1alpha1 riskWarnings', () => {
   it('is quiet from 2m up', () => {
     expect(riskWarnings(settings('2m'))).to.deep.equal([]);
     expect(riskWarnings(settings('20m'))).to.deep.equal([]);
+  });
+});
+
+describe('api/v1alpha1 strategyCapiProblem', () => {
+  it('refuses MachineCondition below CAPI v1.12, naming the release and what is accepted', () => {
+    expect(strategyCapiProblem('MachineCondition', { minor: 11, version: 'v1.11.5' })).to.match(/^MachineCondition needs CAPI v1\.12 or later .*runs CAPI v1\.11\.5: use Auto or OwnerRemediated/);
+    expect(strategyCapiProblem('MachineCondition', { minor: 10 })).to.match(/runs CAPI v1\.10:/);
+  });
+  it('says nothing from v1.12 on, for other strategies, or when the minor is unknown', () => {
+    expect(strategyCapiProblem('MachineCondition', { minor: 12 })).to.equal(undefined);
+    expect(strategyCapiProblem('MachineCondition', { minor: 14 })).to.equal(undefined);
+    expect(strategyCapiProblem('Auto', { minor: 9 })).to.equal(undefined);
+    expect(strategyCapiProblem('MachineCondition', {})).to.equal(undefined);
   });
 });

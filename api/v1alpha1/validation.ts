@@ -3,7 +3,7 @@
 // rules, a webhook that failed open), plus what a schema cannot say (label keys in matchLabels).
 // Messages name the field and say what would be accepted. `null` counts as absent, as the apiserver
 // drops nulls before defaulting.
-import type { CheckSettings } from './types.js';
+import type { CheckSettings, RemediationStrategy } from './types.js';
 import {
   CLUSTER_NAME_MAX_LENGTH,
   FIRST_CONTROL_PLANE_POLICIES,
@@ -12,10 +12,12 @@ import {
   RISKY_JOIN_TIMEOUT_MS,
   SELECTOR_OPERATORS,
   SPEC_DEFAULTS,
+  SPEC_DURATION_MAX,
   STRATEGIES,
+  STRATEGY_MIN_CAPI_MINOR,
 } from './defaults.js';
-import { DURATION_MAX_LENGTH, formatDuration, tryParseDuration } from './duration.js';
-import { labelKeyProblem, labelValueProblem } from './labels.js';
+import { DURATION_MAX_LENGTH, DURATION_PATTERN, formatDuration, parseDuration, tryParseDuration } from './duration.js';
+import { CLUSTER_NAME_PATTERN, labelKeyProblem, labelValueProblem } from './labels.js';
 
 export interface FieldError {
   /** The field's path from the object's root, e.g. `spec.joinTimeout`, `spec.selector.matchExpressions[0].key`. */
@@ -29,6 +31,9 @@ type Obj = Record<string, unknown>;
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const present = (v: unknown): boolean => v !== undefined && v !== null;
 const PERCENT_RE = new RegExp(PERCENT_PATTERN);
+const CLUSTER_NAME_RE = new RegExp(CLUSTER_NAME_PATTERN);
+const DURATION_RE = new RegExp(DURATION_PATTERN);
+const DURATION_MAX_MS = parseDuration(SPEC_DURATION_MAX);
 
 export function validateSpec(spec: unknown): FieldError[] {
   if (!isObject(spec)) {
@@ -39,8 +44,11 @@ export function validateSpec(spec: unknown): FieldError[] {
 
   const clusterName = spec['clusterName'];
   if (!present(clusterName)) add('spec.clusterName', 'is required: the name of the Cluster whose Machines are checked');
-  else if (typeof clusterName !== 'string' || clusterName === '' || clusterName.length > CLUSTER_NAME_MAX_LENGTH) {
-    add('spec.clusterName', `must be the name of a Cluster in this namespace, 1 to ${CLUSTER_NAME_MAX_LENGTH} characters, not ${describe(clusterName)}`);
+  else if (typeof clusterName !== 'string' || clusterName === '' || clusterName.length > CLUSTER_NAME_MAX_LENGTH || !CLUSTER_NAME_RE.test(clusterName)) {
+    add(
+      'spec.clusterName',
+      `must be the name of a Cluster in this namespace: 1 to ${CLUSTER_NAME_MAX_LENGTH} lower-case letters, digits, "-" and ".", starting and ending with a letter or digit, not ${describe(clusterName)}`,
+    );
   }
 
   validateSelector(spec['selector'], 'spec.selector', add);
@@ -97,6 +105,19 @@ export function riskWarnings(settings: CheckSettings): string[] {
   return warnings;
 }
 
+/**
+ * Why `strategy` cannot work on the CAPI release found (undefined when it can, or when the minor is unknown):
+ * one message for the webhook's refusal and the controller's condition.
+ */
+export function strategyCapiProblem(strategy: RemediationStrategy, capi: { minor?: number; version?: string }): string | undefined {
+  const need = STRATEGY_MIN_CAPI_MINOR[strategy];
+  if (need === undefined || capi.minor === undefined || capi.minor >= need) return undefined;
+  return (
+    `${strategy} needs CAPI v1.${need} or later (a MachineHealthCheck with checks.unhealthyMachineConditions on JoinGuardJoined does the marking), ` +
+    `and this management cluster runs CAPI ${capi.version ?? `v1.${capi.minor}`}: use Auto or OwnerRemediated, or upgrade CAPI first`
+  );
+}
+
 type Add = (field: string, message: string) => void;
 
 function validateSelector(sel: unknown, field: string, add: Add): void {
@@ -114,9 +135,10 @@ function validateSelector(sel: unknown, field: string, add: Add): void {
   else if (isObject(labels)) {
     for (const [k, v] of Object.entries(labels)) {
       terms++;
-      const f = `${field}.matchLabels[${JSON.stringify(k)}]`;
+      // A key's problem is named as `matchLabels["key"]`, a value's as the apiserver names it: `matchLabels.key`.
       const keyProblem = labelKeyProblem(k);
-      if (keyProblem) add(f, `is not a label key: it ${keyProblem}`);
+      if (keyProblem) add(`${field}.matchLabels[${JSON.stringify(k)}]`, `is not a label key: it ${keyProblem}`);
+      const f = `${field}.matchLabels.${k}`;
       if (typeof v !== 'string') add(f, `must be a label value (a string), not ${describe(v)}`);
       else {
         const p = labelValueProblem(v);
@@ -168,9 +190,9 @@ function validateExpression(e: unknown, field: string, add: Add): void {
 
 function validateMaxInFlight(v: unknown, add: Add): void {
   if (!present(v)) return;
-  const accepted = 'accepted: an integer of at least 1, or a percent of the expected Machines from "1%" to "100%"';
+  const accepted = `accepted: an integer from 1 to ${INT32_MAX}, or a percent of the expected Machines from "1%" to "100%"`;
   if (typeof v === 'number') {
-    if (!Number.isInteger(v) || v < 1 || v > INT32_MAX) add('spec.maxInFlight', `must be at least 1, not ${v}; ${accepted}`);
+    if (!Number.isInteger(v) || v < 1 || v > INT32_MAX) add('spec.maxInFlight', `must be a whole number from 1 to ${INT32_MAX}, not ${v}; ${accepted}`);
   } else if (typeof v === 'string') {
     if (!PERCENT_RE.test(v)) add('spec.maxInFlight', `${JSON.stringify(v)} is not a percent; ${accepted}`);
   } else add('spec.maxInFlight', `must be an integer or a percent, not ${describe(v)}; ${accepted}`);
@@ -180,18 +202,23 @@ function validateMaxInFlight(v: unknown, add: Add): void {
 function durationField(o: Obj, key: string, field: string, add: Add, hint = ''): number | undefined {
   const v = o[key];
   if (!present(v)) return undefined;
-  const accepted = `accepted: a duration above 0 such as "90s", "20m" or "1h30m"${hint}`;
+  const accepted = `accepted: a duration above 0 and at most ${SPEC_DURATION_MAX}, such as "90s", "20m" or "1h30m"${hint}`;
   if (typeof v === 'string' && v.length > DURATION_MAX_LENGTH) {
     add(field, `is longer than ${DURATION_MAX_LENGTH} characters; ${accepted}`);
     return undefined;
   }
   const r = tryParseDuration(v);
   if (r.error !== undefined) {
-    add(field, `${r.error}; ${accepted}`);
+    // Well-formed but past Go's int64 of nanoseconds: a range problem, said as one.
+    add(field, typeof v === 'string' && DURATION_RE.test(v) ? `must be at most ${SPEC_DURATION_MAX}, not ${JSON.stringify(v)}; ${accepted}` : `${r.error}; ${accepted}`);
     return undefined;
   }
   if (r.ms <= 0) {
     add(field, `must be longer than 0; ${accepted}`);
+    return undefined;
+  }
+  if (r.ms > DURATION_MAX_MS) {
+    add(field, `must be at most ${SPEC_DURATION_MAX}, not ${JSON.stringify(v)} (${formatDuration(r.ms)}); ${accepted}`);
     return undefined;
   }
   return r.ms;
@@ -201,7 +228,7 @@ function intField(o: Obj, key: string, field: string, min: number, add: Add, hin
   const v = o[key];
   if (!present(v)) return;
   if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > INT32_MAX) {
-    add(field, `must be an integer of at least ${min}${hint}, not ${describe(v)}`);
+    add(field, `must be a whole number from ${min} to ${INT32_MAX}${hint}, not ${describe(v)}`);
   }
 }
 

@@ -11,7 +11,9 @@ import type { Json, Resource, RestClient } from '../runtime/rest.js';
 import type { EventRecorder } from './events.js';
 import { CHECKS, execute } from './executor.js';
 import { ClusterIndex, clusterKey, clusterOf } from './indexes.js';
-import type { ControllerMetrics } from './metrics.js';
+import type { JoinGuardMetrics } from './metrics.js';
+import type { ReconcileResult, RuntimeMetrics } from '../runtime/metrics.js';
+import { MACHINEJOINCHECK_CONTROLLER } from '../options.js';
 import type { RawSnapshot } from './snapshot.js';
 import type { WorkloadNodeReader } from './workload-nodes.js';
 
@@ -21,7 +23,9 @@ export interface JoinCheckControllerOptions {
   kubeadm: { controlPlane: boolean; bootstrap: boolean };
   namespace?: string;
   log: Logger;
-  metrics: ControllerMetrics;
+  metrics: JoinGuardMetrics;
+  /** controller-runtime's families: reconcile counts and times, the queue's. */
+  runtimeMetrics?: RuntimeMetrics;
   events: EventRecorder;
   clock: () => number;
   livenessMs: number;
@@ -31,6 +35,7 @@ export interface JoinCheckControllerOptions {
 }
 
 const CONTROL_PLANE_LABEL = 'cluster.x-k8s.io/control-plane';
+const CONTROLLER_NAME = MACHINEJOINCHECK_CONTROLLER.name;
 
 export class JoinCheckController {
   readonly queue: WorkQueue;
@@ -46,7 +51,7 @@ export class JoinCheckController {
   private started = false;
 
   constructor(private readonly o: JoinCheckControllerOptions) {
-    this.queue = new WorkQueue(o.clock);
+    this.queue = new WorkQueue(o.clock, o.runtimeMetrics?.queue(CONTROLLER_NAME));
     const capi = (k: CapiKind): Resource => ({ ...capiResource(k, o.apiVersion), namespaced: true });
     this.add('checks', CHECKS, (t, obj) => this.onCheck(t, obj));
     this.add('machines', capi('Machine'), (t, obj) => this.onClusterObject(this.machinesByCluster, t, obj));
@@ -170,15 +175,16 @@ export class JoinCheckController {
 
   async reconcile(key: string): Promise<void> {
     const started = process.hrtime.bigint();
-    let result = 'ok';
+    let result: ReconcileResult = 'success';
+    this.o.runtimeMetrics?.reconcileStarted(CONTROLLER_NAME);
     try {
       const raw = this.rawSnapshot(key);
       if (!raw) {
         this.queue.forget(key);
         this.probes.delete(key);
         this.reconciled.delete(key);
-        const [ns, name] = key.split('/');
-        this.o.metrics.forget(ns!, name!);
+        const [namespace, check] = key.split('/');
+        this.o.metrics.forget({ namespace: namespace!, check: check! });
         return;
       }
       if (this.o.workloadNodes) {
@@ -194,13 +200,15 @@ export class JoinCheckController {
       this.queue.succeeded(key);
       if (r.requeue) this.queue.addAfter(key, r.probe ? 0 : 100);
       if (r.wakeAt !== undefined) this.queue.addAfter(key, Math.max(0, r.wakeAt - this.o.clock()) + 5);
+      if (r.requeue) result = 'requeue';
+      else if (r.wakeAt !== undefined) result = 'requeue_after';
       this.markReconciled(key);
     } catch (e) {
       result = 'error';
       const delay = this.queue.retry(key);
       this.o.log.error('reconcile failed, retrying', { check: key, error: (e as Error).message, retryInMs: delay });
     } finally {
-      this.o.metrics.reconcileDuration.observe({ result }, Number(process.hrtime.bigint() - started) / 1e9);
+      this.o.runtimeMetrics?.reconcileDone(CONTROLLER_NAME, result, Number(process.hrtime.bigint() - started) / 1e9);
     }
   }
 

@@ -6,7 +6,8 @@ import { ApiError, type Json, type RestClient } from '../runtime/rest.js';
 import { silentLogger } from '../runtime/logger.js';
 import type { EventRecorder } from './events.js';
 import { execute, type ExecutorDeps } from './executor.js';
-import { ControllerMetrics } from './metrics.js';
+import { Registry } from 'prom-client';
+import { JoinGuardMetrics } from './metrics.js';
 import type { RawSnapshot } from './snapshot.js';
 
 const MACHINE = '/apis/cluster.x-k8s.io/v1beta2/namespaces/default/machines/md-0-abc-xyz';
@@ -57,7 +58,7 @@ function deps(api: FakeApi): ExecutorDeps {
   return {
     rest: api.rest(), apiVersion: 'v1beta2', log: silentLogger(),
     events: { record: async () => undefined } as unknown as EventRecorder,
-    metrics: new ControllerMetrics(false),
+    metrics: new JoinGuardMetrics(new Registry()),
     remember: () => undefined,
   };
 }

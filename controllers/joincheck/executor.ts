@@ -13,7 +13,7 @@ import type { CapiApiVersion } from '../../api/capi/model.js';
 import { ANNOTATION_RESUME, API_VERSION, CAPI_ANNOTATION_REMEDIATE_MACHINE, KIND, PLURAL, GROUP, VERSION } from '../../api/v1alpha1/types.js';
 import { isConflict, isNotFound, pathOf, type Json, type Resource, type RestClient } from '../runtime/rest.js';
 import type { EventRecorder } from './events.js';
-import type { ControllerMetrics } from './metrics.js';
+import type { JoinGuardMetrics } from './metrics.js';
 import { plan } from './planner.js';
 import { buildSnapshot, type Problem, type RawSnapshot } from './snapshot.js';
 import { MACHINE_WRITES, type Action, type MachineTarget, type Plan } from './types.js';
@@ -25,7 +25,7 @@ export interface ExecutorDeps {
   apiVersion: CapiApiVersion;
   log: Logger;
   events: EventRecorder;
-  metrics: ControllerMetrics;
+  metrics: JoinGuardMetrics;
   /** Fresher objects read or written by the executor go back into the caches. */
   remember: (kind: 'check' | 'machine' | 'cluster', obj: Json) => void;
 }
@@ -67,10 +67,10 @@ export async function execute(deps: ExecutorDeps, raw: RawSnapshot): Promise<Res
       // everything else in the body is ignored by the apiserver; the resourceVersion guards it.
       const written = await deps.rest.put(pathOf(CHECKS, ref.namespace, ref.check, 'status'), { ...check, status: next });
       deps.remember('check', written);
-      deps.metrics.writes.inc({ write: 'status', result: 'ok' });
+      deps.metrics.write('status', 'ok');
     } catch (e) {
       if (isConflict(e)) {
-        deps.metrics.writes.inc({ write: 'status', result: 'conflict' });
+        deps.metrics.write('status', 'conflict');
         deps.log.debug('status conflict, deciding again', ref);
         return { requeue: true, problems: built.problems, plan: p };
       }
@@ -78,7 +78,7 @@ export async function execute(deps: ExecutorDeps, raw: RawSnapshot): Promise<Res
       throw e;
     }
   }
-  deps.metrics.observe(ref.namespace, ref.check, p.verdicts, check.status ?? {}, p.status, raw.now);
+  deps.metrics.observe({ namespace: ref.namespace, check: ref.check, cluster: ref.cluster ?? '' }, p.verdicts, check.status ?? {}, p.status, raw.now);
 
   let requeue = false;
   let probe: Result['probe'];
@@ -200,21 +200,21 @@ async function machineWrite(deps: ExecutorDeps, res: Resource, a: Action, live: 
         }
         break;
     }
-    deps.metrics.writes.inc({ write: a.type, result: 'ok' });
+    deps.metrics.write(a.type, 'ok');
     deps.log.info(`${a.type} written`, log);
     return 'ok';
   } catch (e) {
     if (isNotFound(e)) {
-      deps.metrics.writes.inc({ write: a.type, result: 'gone' });
+      deps.metrics.write(a.type, 'gone');
       deps.log.info(`${a.type}: the Machine is already gone`, log);
       return 'gone';
     }
     if (isConflict(e)) {
-      deps.metrics.writes.inc({ write: a.type, result: 'conflict' });
+      deps.metrics.write(a.type, 'conflict');
       deps.log.info(`${a.type}: the Machine changed since the decision, deciding again`, log);
       return 'conflict';
     }
-    deps.metrics.writes.inc({ write: a.type, result: 'error' });
+    deps.metrics.write(a.type, 'error');
     throw e;
   }
 }

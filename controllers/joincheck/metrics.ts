@@ -1,71 +1,179 @@
-// Prometheus metrics, prefix `joinguard_`, on a registry of their own (so tests can run two controllers).
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { MachineJoinCheckStatus, RemediationRecord } from '../../api/v1alpha1/types.js';
-import type { MachineVerdict } from './types.js';
+// JoinGuard's own metric families, on the process's registry beside controller-runtime's (runtime/metrics.ts).
+// Per-check families carry namespace, check and cluster; counters count transitions between the status read
+// and the status written, so a restart neither loses nor repeats an increment beyond the counter's reset.
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
 
-export class ControllerMetrics {
-  readonly registry = new Registry();
-  readonly machines = new Gauge({ name: 'joinguard_machines', help: 'Machines in scope of a check, by state', labelNames: ['namespace', 'check', 'state'], registers: [this.registry] });
-  readonly remediations = new Counter({ name: 'joinguard_remediations_total', help: 'Remediation records by path and outcome (each outcome counted once per Machine)', labelNames: ['path', 'outcome'], registers: [this.registry] });
-  readonly suspicions = new Counter({ name: 'joinguard_suspicions_raised_total', help: 'BootstrapCredentialSuspect suspicions raised', labelNames: ['namespace', 'check'], registers: [this.registry] });
-  readonly joinDuration = new Histogram({
-    name: 'joinguard_join_duration_seconds',
-    help: 'Time from the join clock start to the Node, of Machines that joined while watched',
-    buckets: [15, 30, 60, 120, 180, 300, 450, 600, 900, 1200, 1800, 3600],
-    registers: [this.registry],
-  });
-  readonly reconcileDuration = new Histogram({
-    name: 'joinguard_reconcile_duration_seconds',
-    help: 'Time of one reconcile of a check',
-    labelNames: ['result'],
-    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-    registers: [this.registry],
-  });
-  readonly writes = new Counter({ name: 'joinguard_api_writes_total', help: 'Writes made, by kind and result', labelNames: ['write', 'result'], registers: [this.registry] });
-  readonly watchRestarts = new Gauge({ name: 'joinguard_watch_restarts', help: 'List+watch restarts after errors or silence, by informer', labelNames: ['informer'], registers: [this.registry] });
-  private readonly states = new Map<string, Set<string>>();
-  private readonly seenOutcomes = new Set<string>();
-  private readonly watching = new Map<string, { start: number }>();
+export interface CheckRef {
+  namespace: string;
+  check: string;
+  cluster: string;
+}
 
-  constructor(defaults = true) {
-    if (defaults) collectDefaultMetrics({ register: this.registry, prefix: 'joinguard_process_' });
+/** What observe needs of a planner verdict. */
+export interface ObservedVerdict {
+  uid: string;
+  state: string;
+  clockStart?: number;
+  deadline?: number;
+}
+
+export type WriteResult = 'ok' | 'conflict' | 'gone' | 'error' | 'forbidden';
+
+const CHECK_LABELS = ['namespace', 'check', 'cluster'] as const;
+const JOIN_BUCKETS = [15, 30, 60, 120, 180, 300, 450, 600, 900, 1200, 1800, 3600];
+
+interface CheckMemory {
+  ref: CheckRef;
+  states: Set<string>;
+  conditions: Map<string, { type: string; status: string; reason: string }>;
+  /** Machines seen Joining in this process (uid -> clock start), for join durations. */
+  joining: Map<string, number>;
+  /** `path|outcome` of the remediation series this check has. */
+  remediations: Set<string>;
+  /** The earliest deadline among stuck Machines, and the clocks when it was observed. */
+  pastDeadline?: { deadline: number; observedAt: number; wallAt: number };
+}
+
+const keyOf = (r: CheckRef) => `${r.namespace}/${r.check}`;
+
+export class JoinGuardMetrics {
+  readonly machines: Gauge;
+  readonly remediations: Counter;
+  readonly suspicions: Counter;
+  readonly joinDuration: Histogram;
+  readonly secondsPastDeadline: Gauge;
+  readonly condition: Gauge;
+  readonly watchRestarts: Counter;
+  readonly writes: Counter;
+  private readonly checks = new Map<string, CheckMemory>();
+
+  constructor(registry: Registry) {
+    const registers = [registry];
+    const self = this;
+    this.machines = new Gauge({ name: 'joinguard_machines', help: 'Machines in scope of a check, by state', labelNames: [...CHECK_LABELS, 'state'], registers });
+    this.remediations = new Counter({ name: 'joinguard_remediations_total', help: 'Remediation outcomes reached, by path and outcome (each outcome once per Machine)', labelNames: [...CHECK_LABELS, 'path', 'outcome'], registers });
+    this.suspicions = new Counter({ name: 'joinguard_suspicions_raised_total', help: 'BootstrapCredentialSuspect suspicions raised', labelNames: [...CHECK_LABELS], registers });
+    this.joinDuration = new Histogram({
+      name: 'joinguard_join_duration_seconds',
+      help: 'Time from the join clock start to the Node, of Machines that joined while this process watched',
+      labelNames: [...CHECK_LABELS],
+      buckets: JOIN_BUCKETS,
+      registers,
+    });
+    this.secondsPastDeadline = new Gauge({
+      name: 'joinguard_seconds_past_deadline',
+      help: 'How long the stuck Machine of a check furthest past its deadline has been past it (0 when none)',
+      labelNames: [...CHECK_LABELS],
+      registers,
+      collect() {
+        self.collectPastDeadline(this);
+      },
+    });
+    this.condition = new Gauge({ name: 'joinguard_check_condition', help: "The check's current conditions (1 for the current type, status and reason)", labelNames: [...CHECK_LABELS, 'type', 'status', 'reason'], registers });
+    this.watchRestarts = new Counter({ name: 'joinguard_watch_restarts_total', help: 'List+watch restarts after errors or silence, by informer', labelNames: ['informer'], registers });
+    this.writes = new Counter({ name: 'joinguard_api_writes_total', help: 'Writes made, by kind and result', labelNames: ['write', 'result'], registers });
   }
 
-  /** Updates gauges and counters from one applied plan. */
-  observe(ns: string, check: string, verdicts: MachineVerdict[], prev: MachineJoinCheckStatus, next: MachineJoinCheckStatus, now: number): void {
+  /** Updates the check's series from one applied plan: `prev` the status read, `next` the status written. */
+  observe(ref: CheckRef, verdicts: ObservedVerdict[], prev: MachineJoinCheckStatus, next: MachineJoinCheckStatus, now: number): void {
+    const m = this.memory(ref);
+    const labels = { ...m.ref };
+
     const counts = new Map<string, number>();
     for (const v of verdicts) counts.set(v.state, (counts.get(v.state) ?? 0) + 1);
-    const key = `${ns}/${check}`;
-    const had = this.states.get(key) ?? new Set();
-    for (const s of had) if (!counts.has(s)) this.machines.set({ namespace: ns, check, state: s }, 0);
-    for (const [s, n] of counts) this.machines.set({ namespace: ns, check, state: s }, n);
-    this.states.set(key, new Set(counts.keys()));
+    for (const s of m.states) if (!counts.has(s)) this.machines.set({ ...labels, state: s }, 0);
+    for (const [state, n] of counts) this.machines.set({ ...labels, state }, n);
+    m.states = new Set([...m.states, ...counts.keys()]);
 
-    for (const r of next.remediations ?? []) this.countOutcome(r);
-    if (next.suspicion && next.suspicion.since !== prev.suspicion?.since) this.suspicions.inc({ namespace: ns, check });
+    const before = new Set((prev.remediations ?? []).map((r) => `${r.uid}|${r.outcome}`));
+    for (const r of next.remediations ?? []) {
+      if (before.has(`${r.uid}|${r.outcome}`)) continue;
+      this.remediations.inc({ ...labels, path: r.path, outcome: r.outcome });
+      m.remediations.add(`${r.path}|${r.outcome}`);
+    }
+    if (next.suspicion && next.suspicion.since !== prev.suspicion?.since) this.suspicions.inc(labels);
 
-    // Join durations of Machines this process saw joining.
+    const stuck = verdicts.filter((v) => v.state === 'Stuck' && v.deadline !== undefined).map((v) => v.deadline!);
+    if (stuck.length > 0) m.pastDeadline = { deadline: Math.min(...stuck), observedAt: now, wallAt: Date.now() };
+    else delete m.pastDeadline;
+
+    this.observeJoins(m, verdicts, now);
+    this.observeConditions(m, next);
+  }
+
+  private observeJoins(m: CheckMemory, verdicts: ObservedVerdict[], now: number): void {
+    const present = new Set<string>();
     for (const v of verdicts) {
-      const id = v.uid;
-      if (v.state === 'Joining' && v.clockStart !== undefined) this.watching.set(id, { start: v.clockStart });
+      present.add(v.uid);
+      if (v.state === 'Joining' && v.clockStart !== undefined) m.joining.set(v.uid, v.clockStart);
       else if (v.state === 'Joined') {
-        const w = this.watching.get(id);
-        if (w) this.joinDuration.observe(Math.max(0, (now - w.start) / 1000));
-        this.watching.delete(id);
-      } else if (v.state !== 'Stuck' && v.state !== 'Held') this.watching.delete(id);
+        const start = m.joining.get(v.uid);
+        if (start !== undefined) this.joinDuration.observe({ ...m.ref }, Math.max(0, (now - start) / 1000));
+        m.joining.delete(v.uid);
+      } else if (v.state !== 'Stuck' && v.state !== 'Held') m.joining.delete(v.uid);
+    }
+    for (const uid of m.joining.keys()) if (!present.has(uid)) m.joining.delete(uid);
+  }
+
+  private observeConditions(m: CheckMemory, next: MachineJoinCheckStatus): void {
+    const current = new Map<string, { type: string; status: string; reason: string }>();
+    for (const c of next.conditions ?? []) {
+      const l = { type: c.type, status: c.status, reason: c.reason ?? '' };
+      current.set(`${l.type}|${l.status}|${l.reason}`, l);
+    }
+    for (const [k, l] of m.conditions) if (!current.has(k)) this.condition.remove({ ...m.ref, ...l });
+    for (const l of current.values()) this.condition.set({ ...m.ref, ...l }, 1);
+    m.conditions = current;
+  }
+
+  private collectPastDeadline(gauge: Gauge): void {
+    const wall = Date.now();
+    for (const m of this.checks.values()) {
+      const p = m.pastDeadline;
+      // The planner's clock may be shifted (tests); age it by the wall time since it was observed.
+      const seconds = p ? Math.max(0, (p.observedAt - p.deadline + (wall - p.wallAt)) / 1000) : 0;
+      gauge.set({ ...m.ref }, seconds);
     }
   }
 
-  private countOutcome(r: RemediationRecord): void {
-    const k = `${r.uid}|${r.outcome}`;
-    if (this.seenOutcomes.has(k)) return;
-    this.seenOutcomes.add(k);
-    if (this.seenOutcomes.size > 100_000) this.seenOutcomes.clear();
-    this.remediations.inc({ path: r.path, outcome: r.outcome });
+  /** Drops every series of a check that is gone. */
+  forget(ref: Pick<CheckRef, 'namespace' | 'check'>): void {
+    const m = this.checks.get(keyOf(ref as CheckRef));
+    if (!m) return;
+    this.checks.delete(keyOf(m.ref));
+    const labels = { ...m.ref };
+    for (const state of m.states) this.machines.remove({ ...labels, state });
+    for (const l of m.conditions.values()) this.condition.remove({ ...labels, ...l });
+    this.secondsPastDeadline.remove(labels);
+    this.suspicions.remove(labels);
+    this.joinDuration.remove(labels);
+    for (const po of m.remediations) {
+      const [path, outcome] = po.split('|') as [string, string];
+      this.remediations.remove({ ...labels, path, outcome });
+    }
   }
 
-  forget(ns: string, check: string): void {
-    for (const s of this.states.get(`${ns}/${check}`) ?? []) this.machines.remove({ namespace: ns, check, state: s });
-    this.states.delete(`${ns}/${check}`);
+  write(kind: string, result: WriteResult): void {
+    this.writes.inc({ write: kind, result });
+  }
+
+  watchRestart(informer: string): void {
+    this.watchRestarts.inc({ informer });
+  }
+
+  private memory(ref: CheckRef): CheckMemory {
+    const k = keyOf(ref);
+    let m = this.checks.get(k);
+    if (m && m.ref.cluster !== ref.cluster) {
+      // spec.clusterName is immutable in practice; if it changed, start the series afresh.
+      this.forget(ref);
+      m = undefined;
+    }
+    if (!m) {
+      m = { ref: { namespace: ref.namespace, check: ref.check, cluster: ref.cluster }, states: new Set(), conditions: new Map(), joining: new Map(), remediations: new Set() };
+      this.checks.set(k, m);
+    }
+    return m;
   }
 }

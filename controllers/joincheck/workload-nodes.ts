@@ -2,9 +2,9 @@
 // and lists the workload cluster's Nodes, so that a Node with the Machine's providerID counts as joined
 // before CAPI sets nodeRef, and a Node without a providerID holds the verdict. Read only while some Machine
 // of the Cluster has no nodeRef, at most once per TTL per Cluster; nothing from the Secret is ever logged.
-import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'winston';
 import type { WorkloadNodeFacts } from '../../api/capi/model.js';
+import { clusterAccessFromKubeconfig } from '../runtime/kubeconfig.js';
 import { RestClient, type Json } from '../runtime/rest.js';
 import type { RawSnapshot } from './snapshot.js';
 
@@ -41,9 +41,9 @@ export class WorkloadNodeReader {
         e.client?.close();
         const value = secret.data?.value;
         if (typeof value !== 'string') throw new Error(`Secret ${cluster}-kubeconfig has no data.value`);
-        const kc = new KubeConfig();
-        kc.loadFromString(Buffer.from(value, 'base64').toString('utf8'));
-        e.client = new RestClient(kc, this.rest.userAgent);
+        const access = clusterAccessFromKubeconfig(Buffer.from(value, 'base64').toString('utf8'));
+        // CAPI's ClusterCache clients of workload clusters: --clustercache-client-qps=20, -burst=30.
+        e.client = new RestClient(access, { userAgent: this.rest.userAgent, qps: 20, burst: 30 });
         e.secretVersion = secret.metadata?.resourceVersion;
       }
       const nodes: WorkloadNodeFacts[] = [];

@@ -1,16 +1,22 @@
-// A list+watch cache of one resource. Why not client-node's informer: it stops for good on any error but
-// 410 and has been seen to go silent; it also keeps `managedFields`, which at thousands of Machines is most
-// of the memory. This one re-lists on 410 and after any error (with back-off), re-watches when the server
-// closes the stream, restarts a watch that stays silent past a liveness limit (the apiserver sends
-// bookmarks about once a minute, so silence means a dead stream), and strips what the controller never reads.
-import { createInterface } from 'node:readline';
+// A list+watch cache of one resource that cannot go blind. Why not client-node's informer: it stops for good
+// on any error but 410, has been seen to go silent, and keeps whole objects. Here:
+// - a watch ends on ANY end of its response or request (end, close, error, abort, the liveness abort), once;
+//   it never waits on a readline `close` (Node 24 does not emit it for an aborted response);
+// - then it re-watches from the last resourceVersion with client-go's back-off (0.8 s doubling to 30 s,
+//   jitter x1-2, reset after 2 min without failure); a 410 re-lists at once; a LIST has a request timeout;
+// - a watch with no bytes for `livenessMs` is aborted and restarted (kube-apiserver v1.36 sends a bookmark
+//   about every 60 s to a watch that asks for them, so silence past the bound means a dead stream);
+// - health() is not ok while the informer has been without a live watch for longer than `livenessMs`;
+// - each object is turned into its cached form once, here (`transform`), and an update that changes nothing
+//   the controller reads (`same`) emits nothing.
+import type { IncomingMessage } from 'node:http';
+import { StringDecoder } from 'node:string_decoder';
 import type { Logger } from 'winston';
-import { ApiError, pathOf, type Json, type Resource, type RestClient } from './rest.js';
+import { ApiError, pathOf, reasonOf, statusMessage, type Json, type Resource, type RestClient } from './rest.js';
 
 export type InformerEvent = 'add' | 'update' | 'delete';
-export type InformerHandler = (type: InformerEvent, obj: Json, old?: Json) => void;
 
-export interface InformerOptions {
+export interface InformerOptions<T> {
   rest: RestClient;
   resource: Resource;
   /** Human name for logs and metrics (e.g. `machines`). */
@@ -18,15 +24,32 @@ export interface InformerOptions {
   namespace?: string;
   labelSelector?: string;
   log: Logger;
-  /** Restart a watch with no bytes for this long. */
+  /** A watch silent this long (no event, no bookmark) is restarted; health() fails past it without a live watch. */
   livenessMs: number;
-  onEvent: InformerHandler;
+  /** Parse once at the informer; must not throw. Default: `slim` (the JSON without managedFields). */
+  transform?: (raw: Json) => T;
+  /** An update whose value is `same` as the cached one emits nothing. */
+  same?: (a: T, b: T) => boolean;
+  onEvent: (type: InformerEvent, obj: T, old?: T) => void;
+  /** Called on every restart of the list/watch (for joinguard_watch_restarts_total). */
+  onRestart?: (why: string) => void;
   pageSize?: number;
+  /** Timeout of each LIST page request. Default 60 s (kube-apiserver's own --request-timeout). */
+  listTimeoutMs?: number;
+  /** Monotonic ms; default performance.now. */
+  monotonic?: () => number;
 }
+
+/** A watch that gets no byte for this long is dead: 3 missed bookmarks of kube-apiserver (~60 s each). */
+export const DEFAULT_LIVENESS_MS = 3 * 60_000;
+
+/** client-go's reflector back-off and watch timeout. */
+const BACKOFF = { initialMs: 800, capMs: 30_000, resetMs: 120_000 } as const;
+const MIN_WATCH_TIMEOUT_S = 300;
 
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 
-/** What the cache keeps of an object: everything but managedFields and the last-applied copy. */
+/** What the cache keeps of an object by default: everything but managedFields and the last-applied copy. */
 export function slim(obj: Json): Json {
   const meta = obj.metadata;
   if (meta) {
@@ -38,56 +61,99 @@ export function slim(obj: Json): Json {
 
 export const keyOf = (obj: Json): string => `${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`;
 
-export class Informer {
-  readonly store = new Map<string, Json>();
+/** etcd revisions as numbers (compact, comparable); anything else kept as its string. */
+type Version = number | string;
+const versionOf = (obj: Json): Version | undefined => {
+  const rv = obj?.metadata?.resourceVersion;
+  if (typeof rv !== 'string' || rv === '') return undefined;
+  return /^\d{1,15}$/.test(rv) ? Number(rv) : rv;
+};
+/** True when `a` is known to be older than `b` (not comparable: false). */
+const older = (a: Version | undefined, b: Version | undefined): boolean => typeof a === 'number' && typeof b === 'number' && a < b;
+
+class WatchEnded extends Error {}
+
+export class Informer<T = Json> {
+  readonly store = new Map<string, T>();
+  /** key -> resourceVersion of the cached value (the value itself may no longer carry it). */
+  private readonly versions = new Map<string, Version>();
   private rv?: string;
   private stopped = false;
-  private abortWatch?: () => void;
+  private abortWatch?: (why: Error) => void;
   private wake?: () => void;
   private syncedResolve!: () => void;
   readonly synced: Promise<void>;
   hasSynced = false;
-  /** Times the list+watch had to start over after an error or a silent stream. */
+  /** Times the list/watch had to start over after an error, an expiry or a silent stream. */
   restarts = 0;
+  /** Last evidence that the cache is current: a byte on the watch, a watch opened, a LIST page. */
+  private liveAt: number;
+  private readonly now: () => number;
+  private readonly transform: (raw: Json) => T;
 
-  constructor(private readonly o: InformerOptions) {
+  constructor(private readonly o: InformerOptions<T>) {
     this.synced = new Promise((r) => (this.syncedResolve = r));
+    this.now = o.monotonic ?? (() => performance.now());
+    this.liveAt = this.now();
+    this.transform = o.transform ?? ((raw) => slim(raw) as T);
   }
 
   start(): void {
+    this.liveAt = this.now();
     void this.loop();
   }
 
   stop(): void {
     this.stopped = true;
-    this.abortWatch?.();
+    this.abortWatch?.(new WatchEnded('informer stopped'));
     this.wake?.();
   }
 
-  list(): Json[] {
+  list(): T[] {
     return [...this.store.values()];
   }
 
+  /** ok=false when the watch has not been live (open and heard from, or just re-listed) for longer than livenessMs. */
+  health(): { ok: boolean; why?: string } {
+    const silentMs = this.now() - this.liveAt;
+    if (silentMs <= this.o.livenessMs) return { ok: true };
+    return { ok: false, why: `informer ${this.o.name}: no live watch for ${Math.round(silentMs / 1000)} s (bound ${Math.round(this.o.livenessMs / 1000)} s)` };
+  }
+
   private async loop(): Promise<void> {
-    let backoff = 500;
+    let failures = 0;
+    let lastFailure = -Infinity;
     while (!this.stopped) {
       try {
         if (this.rv === undefined) await this.relist();
-        backoff = 500;
         await this.watch();
+        continue; // the server ended the watch (its timeout): watch again from rv
       } catch (e) {
         if (this.stopped) return;
-        const gone = e instanceof ApiError && e.code === 410;
-        this.rv = undefined;
-        this.restarts++;
-        if (gone) {
-          this.o.log.debug('watch expired, re-listing', { informer: this.o.name });
+        const err = e as Error;
+        if (err instanceof ApiError && err.code === 410) {
+          this.rv = undefined;
+          this.restart(`expired: ${err.reason}`, 'info', {});
           continue;
         }
-        this.o.log.warn('list/watch failed, restarting', { informer: this.o.name, error: (e as Error).message, retryInMs: backoff });
-        await this.sleep(backoff);
-        backoff = Math.min(backoff * 2, 30_000);
+        if (this.now() - lastFailure > BACKOFF.resetMs) failures = 0;
+        lastFailure = this.now();
+        const base = Math.min(BACKOFF.initialMs * 2 ** failures, BACKOFF.capMs);
+        const delay = Math.round(base * (1 + Math.random()));
+        failures++;
+        this.restart(err.message, 'warn', { retryInMs: delay });
+        await this.sleep(delay);
       }
+    }
+  }
+
+  private restart(why: string, level: 'info' | 'warn', fields: Json): void {
+    this.restarts++;
+    this.o.log[level]('list/watch restarting', { informer: this.o.name, reason: why, ...fields });
+    try {
+      this.o.onRestart?.(why);
+    } catch (e) {
+      this.o.log.error('informer onRestart threw', { informer: this.o.name, error: (e as Error).message });
     }
   }
 
@@ -105,29 +171,44 @@ export class Informer {
     return pathOf(this.o.resource, this.o.namespace);
   }
 
+  private convert(raw: Json): T | undefined {
+    try {
+      return this.transform(raw);
+    } catch (e) {
+      this.o.log.error('informer transform threw; object left out of the cache', { informer: this.o.name, object: keyOf(raw), error: (e as Error).message });
+      return undefined;
+    }
+  }
+
   private async relist(): Promise<void> {
-    const seen = new Map<string, Json>();
+    const seen = new Map<string, { value: T; version: Version | undefined }>();
     let cont: string | undefined;
     let rv = '';
     do {
-      const page = await this.o.rest.get(this.path(), {
-        limit: this.o.pageSize ?? 500,
-        continue: cont,
-        labelSelector: this.o.labelSelector,
-      });
-      for (const item of (page.items ?? []) as Json[]) seen.set(keyOf(item), slim(item));
+      const page = await this.o.rest.get(
+        this.path(),
+        { limit: this.o.pageSize ?? 500, continue: cont, labelSelector: this.o.labelSelector },
+        { timeoutMs: this.o.listTimeoutMs ?? 60_000 },
+      );
+      this.liveAt = this.now();
+      for (const item of (page.items ?? []) as Json[]) {
+        const version = versionOf(item);
+        const key = keyOf(item);
+        const value = this.convert(item);
+        if (value !== undefined) seen.set(key, { value, version });
+      }
       cont = page.metadata?.continue || undefined;
       rv = page.metadata?.resourceVersion ?? rv;
     } while (cont && !this.stopped);
+    if (this.stopped) return;
     // Tell the handlers what changed while no watch was open.
-    for (const [k, old] of this.store) if (!seen.has(k)) this.emit('delete', old);
-    for (const [k, obj] of seen) {
-      const old = this.store.get(k);
-      this.store.set(k, obj);
-      if (!old) this.emit('add', obj);
-      else if (old.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.emit('update', obj, old);
+    for (const [k, old] of this.store) {
+      if (seen.has(k)) continue;
+      this.store.delete(k);
+      this.versions.delete(k);
+      this.emit('delete', old);
     }
-    for (const k of [...this.store.keys()]) if (!seen.has(k)) this.store.delete(k);
+    for (const [k, { value, version }] of seen) this.put(k, value, version, true);
     this.rv = rv;
     if (!this.hasSynced) {
       this.hasSynced = true;
@@ -135,55 +216,100 @@ export class Informer {
     }
   }
 
+  /** Caches a value and emits add/update, unless an upsert already cached a newer version. */
+  private put(key: string, value: T, version: Version | undefined, relisted: boolean): void {
+    const old = this.store.get(key);
+    const had = this.versions.get(key);
+    if (old !== undefined && older(version, had)) return;
+    this.store.set(key, value);
+    if (version === undefined) this.versions.delete(key);
+    else this.versions.set(key, version);
+    if (old === undefined) this.emit('add', value);
+    else if (relisted && version !== undefined && version === had) return;
+    else if (!this.o.same?.(old, value)) this.emit('update', value, old);
+  }
+
   private async watch(): Promise<void> {
-    // Server-side timeouts spread over 4-6 minutes, so that many informers do not re-watch at once.
-    const timeoutSeconds = 240 + Math.floor(Math.random() * 120);
-    const { res, abort } = await this.o.rest.open('GET', this.path(), {
-      query: {
-        watch: true,
-        resourceVersion: this.rv,
-        allowWatchBookmarks: true,
-        timeoutSeconds,
-        labelSelector: this.o.labelSelector,
-      },
-    });
-    if (res.statusCode !== 200) {
-      res.resume();
-      throw new ApiError(res.statusCode ?? 0, 'WATCH', this.path(), res.statusMessage ?? '');
+    // client-go's watch timeout: random in [5, 10] minutes, so informers do not all re-watch at once.
+    const timeoutSeconds = MIN_WATCH_TIMEOUT_S + Math.floor(Math.random() * MIN_WATCH_TIMEOUT_S);
+    const ac = new AbortController();
+    const opened = this.now();
+    let events = 0;
+    // One timer bounds the wait for the response headers and then each silence on the stream.
+    let liveness: NodeJS.Timeout | undefined;
+    const arm = () => {
+      clearTimeout(liveness);
+      liveness = setTimeout(() => ac.abort(new Error(`watch silent for ${this.o.livenessMs} ms`)), this.o.livenessMs);
+    };
+    this.abortWatch = (why) => ac.abort(why);
+    arm();
+    let res: IncomingMessage;
+    try {
+      ({ res } = await this.o.rest.open('GET', this.path(), {
+        query: { watch: true, resourceVersion: this.rv, allowWatchBookmarks: true, timeoutSeconds, labelSelector: this.o.labelSelector },
+        signal: ac.signal,
+      }));
+    } catch (e) {
+      clearTimeout(liveness);
+      this.abortWatch = undefined;
+      throw ac.signal.aborted ? reasonOf(ac.signal) : e;
     }
-    this.abortWatch = abort;
+    if (res.statusCode !== 200) {
+      clearTimeout(liveness);
+      this.abortWatch = undefined;
+      const body = await readSome(res);
+      throw new ApiError(res.statusCode ?? 0, 'WATCH', this.path(), body);
+    }
+    this.liveAt = this.now();
+    arm();
     await new Promise<void>((resolve, reject) => {
-      let failure: Error | undefined;
-      let liveness: NodeJS.Timeout | undefined;
-      const arm = () => {
-        clearTimeout(liveness);
-        liveness = setTimeout(() => {
-          failure = new Error(`watch silent for ${this.o.livenessMs} ms`);
-          abort();
-        }, this.o.livenessMs);
-      };
-      arm();
-      res.on('data', arm);
-      const lines = createInterface({ input: res });
-      lines.on('line', (line) => {
-        if (failure || line.trim() === '') return;
-        try {
-          this.onWatchEvent(JSON.parse(line) as Json);
-        } catch (e) {
-          failure = e as Error;
-          abort();
-        }
-      });
-      const finish = () => {
+      let settled = false;
+      let buffered = '';
+      const decoder = new StringDecoder('utf8');
+      const finish = (failure?: Error) => {
+        if (settled) return;
+        settled = true;
         clearTimeout(liveness);
         this.abortWatch = undefined;
+        if (!res.destroyed) res.destroy();
         if (failure) reject(failure);
         else resolve();
       };
-      lines.on('close', finish);
-      // An aborted stream errors on both; stop() and liveness aborts come through here.
-      res.on('error', (e) => (failure ??= e));
-      lines.on('error', (e) => (failure ??= e));
+      const onLine = (line: string) => {
+        if (line.trim() === '') return;
+        events++;
+        this.onWatchEvent(JSON.parse(line) as Json);
+      };
+      res.on('data', (chunk: Buffer) => {
+        if (settled) return;
+        this.liveAt = this.now();
+        arm();
+        buffered += decoder.write(chunk);
+        let nl: number;
+        try {
+          while (!settled && (nl = buffered.indexOf('\n')) >= 0) {
+            const line = buffered.slice(0, nl);
+            buffered = buffered.slice(nl + 1);
+            onLine(line);
+          }
+        } catch (e) {
+          finish(e as Error);
+        }
+      });
+      res.once('end', () => {
+        try {
+          onLine(buffered + decoder.end());
+        } catch (e) {
+          return finish(e as Error);
+        }
+        // client-go's VeryShortWatchError: a watch closed at once with nothing in it is a failure (back-off).
+        if (events === 0 && this.now() - opened < 1_000) finish(new Error('very short watch: closed within a second with no event'));
+        else finish();
+      });
+      res.once('error', (e) => finish(ac.signal.aborted ? reasonOf(ac.signal) : e));
+      res.once('aborted', () => finish(new Error('watch response aborted')));
+      res.once('close', () => finish(ac.signal.aborted ? reasonOf(ac.signal) : new Error('watch stream closed before its end')));
+      ac.signal.addEventListener('abort', () => finish(reasonOf(ac.signal)), { once: true });
     });
   }
 
@@ -199,26 +325,26 @@ export class Informer {
       }
       case 'ADDED':
       case 'MODIFIED': {
-        slim(obj);
-        const k = keyOf(obj);
-        const old = this.store.get(k);
-        this.store.set(k, obj);
+        const version = versionOf(obj);
+        const key = keyOf(obj);
         this.rv = obj.metadata?.resourceVersion ?? this.rv;
-        this.emit(old ? 'update' : 'add', obj, old);
+        const value = this.convert(obj);
+        if (value !== undefined) this.put(key, value, version, false);
         return;
       }
       case 'DELETED': {
         const k = keyOf(obj);
-        const old = this.store.get(k) ?? slim(obj);
-        this.store.delete(k);
         this.rv = obj.metadata?.resourceVersion ?? this.rv;
-        this.emit('delete', old);
+        const old = this.store.get(k) ?? this.convert(obj);
+        this.store.delete(k);
+        this.versions.delete(k);
+        if (old !== undefined) this.emit('delete', old);
         return;
       }
     }
   }
 
-  private emit(type: InformerEvent, obj: Json, old?: Json): void {
+  private emit(type: InformerEvent, obj: T, old?: T): void {
     try {
       this.o.onEvent(type, obj, old);
     } catch (e) {
@@ -227,11 +353,28 @@ export class Informer {
     }
   }
 
-  /** Puts a fresher copy (from a write's response or a live read) into the cache. */
-  upsert(obj: Json): void {
-    const k = keyOf(obj);
-    const old = this.store.get(k);
-    if (old && Number(old.metadata?.resourceVersion) > Number(obj.metadata?.resourceVersion)) return;
-    this.store.set(k, slim(obj));
+  /** A fresher raw object (a write's response, a live read) into the cache if its resourceVersion is newer. */
+  upsert(raw: Json): void {
+    const key = keyOf(raw);
+    const version = versionOf(raw);
+    const had = this.versions.get(key);
+    if (this.store.has(key) && (version === undefined || version === had || older(version, had))) return;
+    const value = this.convert(raw);
+    if (value === undefined) return;
+    this.store.set(key, value);
+    if (version === undefined) this.versions.delete(key);
+    else this.versions.set(key, version);
   }
+}
+
+/** Up to 200 characters of an error body, for the message; never waits past the response's own end. */
+function readSome(res: IncomingMessage): Promise<string> {
+  return new Promise((resolve) => {
+    let text = '';
+    const done = () => resolve(statusMessage(text));
+    res.on('data', (c: Buffer) => (text.length < 4096 ? (text += c.toString('utf8')) : undefined));
+    res.once('end', done);
+    res.once('error', done);
+    res.once('close', done);
+  });
 }

@@ -1,12 +1,14 @@
-// The controller's REST client: JSON over node:https with the credentials of a @kubernetes/client-node
-// KubeConfig (every auth kind it supports), one keep-alive agent, a User-Agent so the apiserver's metrics
-// and audit can tell JoinGuard apart, and status codes as values. Written here rather than through the
-// generated client because the controller needs exact control of patch content types, preconditions,
-// subresources and long-lived watch streams (and their timeouts), which the generated API hides.
+// The controller's REST client: JSON over node:https with a ClusterAccess's credentials, one keep-alive agent,
+// a User-Agent so the apiserver's metrics and audit can tell JoinGuard apart, and status codes as values.
+// Written here rather than through a generated client because the controller needs exact control of patch
+// content types, preconditions, subresources and long-lived watch streams (and their timeouts). Like
+// client-go's rest client it has a client-side token bucket (qps/burst), a hook per request for
+// controller-runtime's rest_client_* metrics, and a write gate: the one place where "no write after
+// leadership is lost" is enforced.
 import https from 'node:https';
 import http from 'node:http';
-import type { IncomingMessage } from 'node:http';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { ClientRequest, IncomingMessage } from 'node:http';
+import type { ClusterAccess } from './kubeconfig.js';
 
 export type Json = Record<string, any>;
 
@@ -20,6 +22,17 @@ export class ApiError extends Error {
   ) {
     super(`${method} ${path}: ${code === 0 ? 'no answer' : code} ${reason}`);
     this.name = 'ApiError';
+  }
+}
+
+/** A write refused before it was sent, because the write gate (leadership) said no. */
+export class WritesForbiddenError extends Error {
+  constructor(
+    readonly method: string,
+    readonly path: string,
+  ) {
+    super(`${method} ${path}: not sent, writes are forbidden (leadership lost or not held)`);
+    this.name = 'WritesForbiddenError';
   }
 }
 
@@ -51,89 +64,180 @@ export interface RequestOptions {
   body?: unknown;
   contentType?: string;
   query?: Record<string, string | number | boolean | undefined>;
+  /** `request`: the whole exchange, body included (default 30 s). `open`: until the response headers. */
   timeoutMs?: number;
+  /** Aborts the request (and, for `open`, the stream) when it fires. */
+  signal?: AbortSignal;
+}
+
+/** One request as controller-runtime's rest_client_* metrics see it. */
+export interface RequestRecord {
+  method: string;
+  /** host:port of the server. */
+  host: string;
+  /** The HTTP status as a string, or "<error>" when no response came (client-go's label values). */
+  code: string;
+  /** Until the response headers (client-go's request latency). */
+  seconds: number;
+}
+
+export interface RestClientOptions {
+  userAgent: string;
+  /** Client-side rate limit, as client-go's token bucket; <= 0 or Infinity turns it off. Default 100/s. */
+  qps?: number;
+  /** Tokens the bucket holds (the burst allowed at once). Default 200. */
+  burst?: number;
+  /** Checked right before every request that is not a GET is sent: false => WritesForbiddenError, nothing sent. */
+  writeGate?: () => boolean;
+  onRequest?: (r: RequestRecord) => void;
+  /** Default whole-request timeout of `request` (ms). Default 30 s. */
+  timeoutMs?: number;
+}
+
+/** CAPI v1.14's managers: --kube-api-qps=100, --kube-api-burst=200 (core/main.go). */
+export const DEFAULT_QPS = 100;
+export const DEFAULT_BURST = 200;
+const DEFAULT_TIMEOUT_MS = 30_000;
+
+/** client-go's flowcontrol token bucket: full at start, refilled at qps, waiters served in order. */
+export class TokenBucket {
+  private tokens: number;
+  private last: number;
+
+  constructor(
+    private readonly qps: number,
+    private readonly burst: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    this.tokens = burst;
+    this.last = now();
+  }
+
+  /** Ms to wait for the token just taken (reserved now, so later callers queue behind). */
+  take(): number {
+    const t = this.now();
+    this.tokens = Math.min(this.burst, this.tokens + ((t - this.last) * this.qps) / 1000);
+    this.last = t;
+    this.tokens -= 1;
+    return this.tokens >= 0 ? 0 : (-this.tokens * 1000) / this.qps;
+  }
 }
 
 export class RestClient {
   readonly server: URL;
+  readonly userAgent: string;
   private readonly agent: https.Agent | http.Agent;
-  private base?: Promise<https.RequestOptions>;
-  /** Requests made, by verb (for the benchmark and the debug log). */
+  private readonly limiter?: TokenBucket;
+  /** Requests sent, by verb (for the benchmark and the debug log). */
   readonly counts = new Map<string, number>();
 
   constructor(
-    private readonly kc: KubeConfig,
-    readonly userAgent: string,
+    private readonly access: ClusterAccess,
+    private readonly o: RestClientOptions,
   ) {
-    const cluster = kc.getCurrentCluster();
-    if (!cluster) throw new Error('the kubeconfig has no current cluster');
-    this.server = new URL(cluster.server);
-    this.agent = this.server.protocol === 'http:' ? new http.Agent({ keepAlive: true }) : new https.Agent({ keepAlive: true, maxSockets: 16 });
-  }
-
-  private options(): Promise<https.RequestOptions> {
-    this.base ??= (async () => {
-      const o: https.RequestOptions = {};
-      await this.kc.applyToHTTPSOptions(o);
-      return o;
-    })();
-    return this.base;
+    this.server = access.server;
+    this.userAgent = o.userAgent;
+    if (this.server.protocol === 'http:') {
+      this.agent = new http.Agent({ keepAlive: true });
+    } else {
+      this.agent = new https.Agent({
+        keepAlive: true,
+        maxSockets: 16,
+        ...(access.ca ? { ca: access.ca } : {}),
+        ...(access.cert && access.key ? { cert: access.cert, key: access.key } : {}),
+        ...(access.tlsServerName ? { servername: access.tlsServerName } : {}),
+        rejectUnauthorized: !access.insecureSkipTLSVerify,
+      });
+    }
+    const qps = o.qps ?? DEFAULT_QPS;
+    if (qps > 0 && Number.isFinite(qps)) this.limiter = new TokenBucket(qps, Math.max(1, o.burst ?? DEFAULT_BURST));
   }
 
   /** Opens a request; the caller reads the response stream. Used by `request` and by watches. */
-  async open(method: string, path: string, opts: RequestOptions = {}): Promise<{ res: IncomingMessage; abort: () => void }> {
-    const base = await this.options();
+  async open(method: string, path: string, opts: RequestOptions = {}): Promise<{ res: IncomingMessage; req: ClientRequest; abort: (why?: Error) => void }> {
     const url = new URL(path, this.server);
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const data = opts.body === undefined ? undefined : JSON.stringify(opts.body);
-    const headers: Record<string, string | number> = {
-      ...(base.headers as Record<string, string>),
-      Accept: CONTENT.json,
-      'User-Agent': this.userAgent,
-    };
+    const headers: Record<string, string | number> = { Accept: CONTENT.json, 'User-Agent': this.userAgent };
+    const token = await this.access.token?.();
+    if (token) headers['Authorization'] = `Bearer ${token}`;
     if (data !== undefined) {
       headers['Content-Type'] = opts.contentType ?? CONTENT.json;
       headers['Content-Length'] = Buffer.byteLength(data);
     }
+    const wait = this.limiter?.take() ?? 0;
+    try {
+      if (wait > 0) await abortableSleep(wait, opts.signal);
+      opts.signal?.throwIfAborted();
+    } catch (e) {
+      throw new ApiError(0, method, path, `not sent: ${(e as Error).message}`);
+    }
+    // After every wait: leadership may have been lost while this request queued.
+    if (method !== 'GET' && this.o.writeGate && !this.o.writeGate()) throw new WritesForbiddenError(method, path);
     this.counts.set(method, (this.counts.get(method) ?? 0) + 1);
     const lib = this.server.protocol === 'http:' ? http : https;
+    const started = performance.now();
+    const record = (code: string) => this.o.onRequest?.({ method, host: this.server.host, code, seconds: (performance.now() - started) / 1000 });
     return new Promise((resolve, reject) => {
-      const req = lib.request(url, { ...base, method, headers, agent: this.agent }, (res) => resolve({ res, abort: () => req.destroy() }));
-      if (opts.timeoutMs !== undefined) req.setTimeout(opts.timeoutMs, () => req.destroy(new Error(`timed out after ${opts.timeoutMs} ms`)));
-      req.on('error', (e) => reject(new ApiError(0, method, path, e.message)));
+      let timer: NodeJS.Timeout | undefined;
+      let answered = false;
+      const req = lib.request(url, { method, headers, agent: this.agent }, (res) => {
+        answered = true;
+        clearTimeout(timer);
+        opts.signal?.removeEventListener('abort', onAbort);
+        opts.signal?.addEventListener('abort', () => req.destroy(reasonOf(opts.signal!)), { once: true });
+        record(String(res.statusCode ?? 0));
+        resolve({ res, req, abort: (why) => req.destroy(why ?? new Error('aborted by the client')) });
+      });
+      const onAbort = () => req.destroy(reasonOf(opts.signal!));
+      if (opts.signal?.aborted) onAbort();
+      else opts.signal?.addEventListener('abort', onAbort, { once: true });
+      if (opts.timeoutMs !== undefined) timer = setTimeout(() => req.destroy(new Error(`no answer within ${opts.timeoutMs} ms`)), opts.timeoutMs);
+      req.on('error', (e) => {
+        clearTimeout(timer);
+        opts.signal?.removeEventListener('abort', onAbort);
+        if (!answered) record('<error>');
+        reject(new ApiError(0, method, path, e.message));
+      });
       if (data !== undefined) req.write(data);
       req.end();
     });
   }
 
+  /** One request, its whole answer read within `timeoutMs` (default 30 s); non-2xx throws ApiError. */
   async request<T = Json>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
-    const { res } = await this.open(method, path, { timeoutMs: 30_000, ...opts });
+    const timeoutMs = opts.timeoutMs ?? this.o.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const deadline = AbortSignal.timeout(timeoutMs);
+    const signal = opts.signal ? AbortSignal.any([opts.signal, deadline]) : deadline;
+    const { res } = await this.open(method, path, { ...opts, timeoutMs: undefined, signal }).catch((e: Error) => {
+      throw deadline.aborted && e instanceof ApiError ? new ApiError(0, method, path, `no answer within ${timeoutMs} ms`) : e;
+    });
     const text = await readAll(res).catch((e: Error) => {
-      throw new ApiError(0, method, path, e.message);
+      throw new ApiError(0, method, path, deadline.aborted ? `no answer within ${timeoutMs} ms` : e.message);
     });
     const code = res.statusCode ?? 0;
-    if (code < 200 || code >= 300) throw new ApiError(code, method, path, reasonOf(text));
+    if (code < 200 || code >= 300) throw new ApiError(code, method, path, statusMessage(text));
     return (text === '' ? {} : JSON.parse(text)) as T;
   }
 
-  get<T = Json>(path: string, query?: RequestOptions['query']): Promise<T> {
-    return this.request<T>('GET', path, { query });
+  get<T = Json>(path: string, query?: RequestOptions['query'], opts: Omit<RequestOptions, 'query' | 'body'> = {}): Promise<T> {
+    return this.request<T>('GET', path, { ...opts, query });
   }
 
-  mergePatch<T = Json>(path: string, body: unknown): Promise<T> {
-    return this.request<T>('PATCH', path, { body, contentType: CONTENT.merge });
+  mergePatch<T = Json>(path: string, body: unknown, opts: RequestOptions = {}): Promise<T> {
+    return this.request<T>('PATCH', path, { ...opts, body, contentType: CONTENT.merge });
   }
 
-  jsonPatch<T = Json>(path: string, ops: unknown[]): Promise<T> {
-    return this.request<T>('PATCH', path, { body: ops, contentType: CONTENT.jsonPatch });
+  jsonPatch<T = Json>(path: string, ops: unknown[], opts: RequestOptions = {}): Promise<T> {
+    return this.request<T>('PATCH', path, { ...opts, body: ops, contentType: CONTENT.jsonPatch });
   }
 
-  post<T = Json>(path: string, body: unknown): Promise<T> {
-    return this.request<T>('POST', path, { body });
+  post<T = Json>(path: string, body: unknown, opts: RequestOptions = {}): Promise<T> {
+    return this.request<T>('POST', path, { ...opts, body });
   }
 
-  put<T = Json>(path: string, body: unknown): Promise<T> {
-    return this.request<T>('PUT', path, { body });
+  put<T = Json>(path: string, body: unknown, opts: RequestOptions = {}): Promise<T> {
+    return this.request<T>('PUT', path, { ...opts, body });
   }
 
   /** DELETE with uid and resourceVersion preconditions: a mismatch is 409, a missing object 404. */
@@ -148,17 +252,38 @@ export class RestClient {
   }
 }
 
-function readAll(res: IncomingMessage): Promise<string> {
+/** The whole body; any end but `end` (reset, abort, destroy) rejects, once. */
+export function readAll(res: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     res.on('data', (c: Buffer) => chunks.push(c));
-    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    res.on('error', reject);
-    res.on('aborted', () => reject(new Error('response aborted')));
+    res.once('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    res.once('error', reject);
+    res.once('close', () => reject(new Error('the response ended before its body')));
   });
 }
 
-function reasonOf(text: string): string {
+/** An AbortSignal's reason as an Error. */
+export function reasonOf(signal: AbortSignal): Error {
+  return signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason ?? 'aborted'));
+}
+
+function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(reasonOf(signal!));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** The message of a Status body, else the start of the text. */
+export function statusMessage(text: string): string {
   try {
     const s = JSON.parse(text) as Json;
     if (typeof s.message === 'string') return s.message;

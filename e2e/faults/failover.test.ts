@@ -9,7 +9,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { FLAGS } from '../../cmd/flags.js';
 import { issueCert } from '../../hack/testenv/certs.js';
 import { waitFor } from '../support/cluster-view.js';
 import { FaultProxy, type ProxiedRequest } from '../support/fault-proxy.js';
@@ -22,8 +21,8 @@ import { Replica } from './replica.js';
 const JOIN_TIMEOUT_S = 20;
 /** The command's default Lease name, in its --namespace. */
 const LEASE_ID = 'joinguard-leader';
-/** Short lease timings when the command has controller-runtime's flags for them (client-go's ratios). */
-const LEASE = { 'leader-elect-lease-duration': '8s', 'leader-elect-renew-deadline': '6s', 'leader-elect-retry-period': '1s' };
+/** Short lease timings (client-go's ratios: renew deadline 3/4 of the lease, retry well below it). */
+const LEASE = { durationS: 8, renewDeadlineS: 6, retryPeriodS: 1 };
 
 describe('faults (f): the leader frozen past its lease and thawed', function () {
   this.timeout(360_000);
@@ -55,10 +54,9 @@ describe('faults (f): the leader frozen past its lease and thawed', function () 
     proxies.push(proxy);
     const kubeconfig = path.join(dir, `${name}.kubeconfig`);
     fs.writeFileSync(kubeconfig, proxy.kubeconfigYaml(name));
-    const offered = (flags: Record<string, string>) => Object.entries(flags).filter(([flag]) => flag in FLAGS).map(([flag, v]) => `--${flag}=${v}`);
-    const replica = new Replica(name, [`--kubeconfig=${kubeconfig}`, `--namespace=${namespace}`, '--leader-elect', '--health-probe-bind-address=0',
-      '--connection-grace=2s', '--webhook-port=0', ...offered(LEASE),
-      ...('diagnostics-address' in FLAGS ? ['--diagnostics-address=0', '-v=4'] : ['--metrics-bind-address=0', '--log-level=debug'])]);
+    const replica = new Replica(name, [`--kubeconfig=${kubeconfig}`, `--namespace=${namespace}`, '--leader-elect',
+      `--leader-elect-lease-duration=${LEASE.durationS}s`, `--leader-elect-renew-deadline=${LEASE.renewDeadlineS}s`, `--leader-elect-retry-period=${LEASE.retryPeriodS}s`,
+      '--diagnostics-address=0', '--health-probe-bind-address=0', '--webhook-port=0', '--connection-grace=2s', '--logging-format=json', '-v=4']);
     replicas.push(replica);
     return { replica, proxy };
   }
@@ -111,7 +109,7 @@ describe('faults (f): the leader frozen past its lease and thawed', function () 
     const lost = acquiredB?.at ?? takeoverSeenAt;
     const afterLoss = byA.filter((w) => w.at >= lost);
     const line = (w: AuditWrite) => `${new Date(w.at).toISOString()} ${w.verb} ${w.resource}${w.subresource ? `/${w.subresource}` : ''} ${w.name ?? ''} -> ${w.code}`;
-    figure('f', `lease ${Object.values(LEASE).join('/')} ${Object.keys(LEASE).every((f) => f in FLAGS) ? '(flags)' : '(flags not offered: the command\'s defaults 15s/10s/2s)'}; ` +
+    figure('f', `lease ${LEASE.durationS}s, renew deadline ${LEASE.renewDeadlineS}s, retry ${LEASE.retryPeriodS}s; ` +
       `${leaderA} frozen on ${frozen!.request.method} ${frozen!.request.path}; joinguard-b (${leaderB}) acquired the Lease ` +
       `${acquiredB ? `${secs(acquiredB.at - frozen!.at)} after the freeze (${lastRenewA ? `${secs(acquiredB.at - lastRenewA.at)} after A's last renewal` : 'A\'s last renewal not found'})` : 'NOT in the audit log'}; ` +
       `A thawed ${secs(thawedAt - lost)} after the loss, exited ${exit ? `${exit.code ?? exit.signal} after ${secs(exit.at - thawedAt)}` : 'NOT within 60s'}; writes by A after the loss: ${afterLoss.length}`);

@@ -4,8 +4,8 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import { KubeConfig } from '@kubernetes/client-node';
 import type { ControllerOptions } from '../../controllers/manager.js';
+import { clusterAccessFromKubeconfig, type ClusterAccess } from '../../controllers/runtime/kubeconfig.js';
 import type { Kube } from '../sim/kube.js';
 import { FaultProxy, upstreamFromKubeconfig, type ProxiedRequest } from '../support/fault-proxy.js';
 import { useScenario, type Scenario, type ScenarioOptions } from '../support/scenario.js';
@@ -20,11 +20,9 @@ export async function startProxy(env: TestEnv, kubeconfigYaml?: string): Promise
   return FaultProxy.start(upstreamFromKubeconfig(kubeconfigYaml ?? fs.readFileSync(env.kubeconfigPath, 'utf8')));
 }
 
-/** A client-node KubeConfig whose server is the proxy (what startController takes today). */
-export function kubeConfigOf(proxy: FaultProxy): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromString(proxy.kubeconfigYaml());
-  return kc;
+/** JoinGuard's access to the apiserver through the proxy. */
+export function accessThrough(proxy: FaultProxy): ClusterAccess {
+  return clusterAccessFromKubeconfig(proxy.kubeconfigYaml());
 }
 
 export interface FaultScenario {
@@ -50,7 +48,7 @@ export function useFaultScenario(o: ScenarioOptions): FaultScenario {
       await f.s.jg?.controller.stop();
       await f.proxy?.stop();
       f.proxy = await startProxy(f.s.env);
-      await f.s.startJoinGuard({ kubeConfig: kubeConfigOf(f.proxy), ...extra });
+      await f.s.startJoinGuard({ access: accessThrough(f.proxy), ...extra });
       return f.proxy;
     },
     async recordMachines() {

@@ -12,6 +12,7 @@ import { clusterctlSubstitute, findClusterctl } from '../../manifests/clusterctl
 import { substitute } from '../../manifests/substitute.js';
 import { issueServingCert } from '../../hack/testenv/certs.js';
 import { startWebhookServer, type WebhookServer } from '../../webhooks/server.js';
+import { clusterAccessFromKubeconfig } from '../../controllers/runtime/kubeconfig.js';
 import type { TestEnv } from '../support/testenv.js';
 
 export const FIELD_MANAGER = 'clusterctl';
@@ -181,7 +182,7 @@ export async function install(env: TestEnv, namespace: string, vars: Record<stri
     // The webhook's lookups run under the add-on's identity too, as in the pod.
     sa = await serviceAccountKubeConfig(admin, namespace, 'joinguard-controller-manager');
     const pair = await issueServingCert(env.caCertFile, env.caKeyFile, dir);
-    webhook = await startWebhookServer({ port: 0, host: '127.0.0.1', certFile: pair.certFile, keyFile: pair.keyFile, kubeConfig: sa });
+    webhook = await startWebhookServer({ port: 0, host: '127.0.0.1', certFile: pair.certFile, keyFile: pair.keyFile, access: clusterAccessFromKubeconfig(sa.exportConfig()) });
     for (const o of webhookConfigs) await apply(admin, pointedAt(o, `https://127.0.0.1:${webhook.port}`, env.caCertPem));
   } catch (e) {
     // A webhook configuration left behind (failurePolicy Fail) would refuse every later MachineJoinCheck of the run.

@@ -9,6 +9,7 @@ import winston from 'winston';
 import { Watch } from '@kubernetes/client-node';
 import { getTestEnv, type TestEnv } from '../support/testenv.js';
 import { startController, type RunningController } from '../../controllers/manager.js';
+import { clusterAccessFromKubeconfig } from '../../controllers/runtime/kubeconfig.js';
 import { install, raw, type Installed } from './install-env.js';
 import { createMachineSet, createReadyCluster, ensureStandInCrds, machinesOf, provisionInfrastructure } from './stand-in-providers.js';
 
@@ -103,7 +104,7 @@ describe('install: the controller under the add-on ServiceAccount completes a re
       stream: new Writable({ objectMode: true, write: (info: Json, _enc, done) => (logged.push(info), done()) }),
     });
     controller = await startController({
-      kubeConfig: installed.sa,
+      access: clusterAccessFromKubeconfig(installed.sa.exportConfig()),
       namespace: fleet,
       leaderElect: true,
       leaderElectionNamespace: ns,

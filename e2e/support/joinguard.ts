@@ -3,6 +3,7 @@
 import { Writable } from 'node:stream';
 import type { KubeConfig } from '@kubernetes/client-node';
 import winston from 'winston';
+import { clusterAccessFromKubeconfig } from '../../controllers/runtime/kubeconfig.js';
 import { buildCrd } from '../../api/v1alpha1/crd.js';
 import type { Condition, MachineJoinCheck, MachineJoinCheckSpec } from '../../api/v1alpha1/types.js';
 import { startController, type ControllerOptions, type RunningController } from '../../controllers/manager.js';
@@ -43,7 +44,7 @@ export class CapturedLog {
 export async function startJoinGuard(kubeConfig: KubeConfig, namespace: string, extra: Partial<ControllerOptions> = {}): Promise<{ controller: RunningController; log: CapturedLog }> {
   const log = new CapturedLog();
   const controller = await startController({
-    kubeConfig, namespace, logger: log.logger,
+    access: clusterAccessFromKubeconfig(kubeConfig.exportConfig()), namespace, logger: log.logger,
     metricsBindAddress: '127.0.0.1:0', healthProbeBindAddress: '127.0.0.1:0',
     collectDefaultMetrics: false, connectionGraceMs: 2000,
     ...extra,

@@ -1,0 +1,126 @@
+// The REST client against a FAKE apiserver (a plain node:http server): the write gate, the token bucket,
+// the per-request hook's labels, timeouts that bound the whole exchange, bearer tokens.
+import { expect } from 'chai';
+import { ApiError, RestClient, TokenBucket, WritesForbiddenError, type RequestRecord } from './rest.js';
+import { closedAfterEach, sendJson, serve, type TestServer } from './testing/http-server.js';
+
+describe('RestClient (fake apiserver)', function () {
+  this.timeout(10_000);
+  const keep = closedAfterEach();
+  let server: TestServer;
+  let rest: RestClient;
+
+  it('write gate: a refused write is not sent; GETs pass', async () => {
+    let open = true;
+    server = keep(await serve((_req, res) => sendJson(res, 200, { ok: true })));
+    rest = keep(new RestClient(server.access, { userAgent: 'test', writeGate: () => open }));
+    await rest.put('/api/v1/things/a', {});
+    open = false;
+    for (const write of [() => rest.put('/api/v1/things/a', {}), () => rest.post('/api/v1/things', {}), () => rest.mergePatch('/api/v1/things/a', {}), () => rest.deleteWithPreconditions('/api/v1/things/a', 'u', '1')]) {
+      const e = await write().then(() => undefined, (err: Error) => err);
+      expect(e).to.be.instanceOf(WritesForbiddenError);
+    }
+    await rest.get('/api/v1/things/a');
+    expect(server.requests.map((r) => r.method)).to.deep.equal(['PUT', 'GET']);
+  });
+
+  it('write gate: checked after the rate-limit wait, so leadership lost while queued stops the write', async () => {
+    let open = true;
+    server = keep(await serve((_req, res) => sendJson(res, 200, {})));
+    rest = keep(new RestClient(server.access, { userAgent: 'test', qps: 5, burst: 1, writeGate: () => open }));
+    await rest.get('/a'); // takes the only token
+    const queued = rest.put('/a', {}).then(() => undefined, (e: Error) => e); // waits ~200 ms for a token
+    setTimeout(() => (open = false), 50);
+    expect(await queued).to.be.instanceOf(WritesForbiddenError);
+    expect(server.requests).to.have.length(1);
+  });
+
+  it('token bucket: full at start (burst), then qps', () => {
+    let t = 0;
+    const b = new TokenBucket(10, 3, () => t);
+    expect([b.take(), b.take(), b.take()]).to.deep.equal([0, 0, 0]);
+    expect(b.take()).to.be.closeTo(100, 1e-9); // one token every 100 ms
+    expect(b.take()).to.be.closeTo(200, 1e-9); // queued behind the previous one
+    t = 1_000;
+    expect(b.take()).to.equal(0); // refilled (but never above the burst)
+    expect(b.take()).to.equal(0);
+  });
+
+  it('rate limits requests at qps after the burst', async () => {
+    server = keep(await serve((_req, res) => sendJson(res, 200, {})));
+    rest = keep(new RestClient(server.access, { userAgent: 'test', qps: 20, burst: 2 }));
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: 6 }, () => rest.get('/x')));
+    expect(performance.now() - t0).to.be.at.least(190); // 4 beyond the burst at 20/s: >= 200 ms
+  });
+
+  it('onRequest: method, host, the status as a string, "<error>" when no answer came', async () => {
+    const seen: RequestRecord[] = [];
+    server = keep(await serve((req, res) => (req.url === '/reset' ? req.socket.destroy() : sendJson(res, req.url === '/missing' ? 404 : 200, {}))));
+    rest = keep(new RestClient(server.access, { userAgent: 'test', onRequest: (r) => seen.push(r) }));
+    await rest.get('/ok');
+    await rest.get('/missing').catch(() => undefined);
+    await rest.get('/reset').catch(() => undefined);
+    expect(seen.map((r) => [r.method, r.host, r.code])).to.deep.equal([
+      ['GET', server.access.server.host, '200'],
+      ['GET', server.access.server.host, '404'],
+      ['GET', server.access.server.host, '<error>'],
+    ]);
+    expect(seen.every((r) => r.seconds >= 0 && r.seconds < 5)).to.equal(true);
+  });
+
+  it('a request timeout bounds the whole exchange, also a body that trickles', async () => {
+    server = keep(await serve((_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      const t = setInterval(() => res.write(' '), 20); // never idle, never done
+      res.on('close', () => clearInterval(t));
+    }));
+    rest = keep(new RestClient(server.access, { userAgent: 'test' }));
+    const t0 = performance.now();
+    const e = await rest.get('/slow', undefined, { timeoutMs: 200 }).then(() => undefined, (err: Error) => err);
+    expect(e).to.be.instanceOf(ApiError);
+    expect((e as ApiError).code).to.equal(0);
+    expect(e!.message).to.match(/no answer within 200 ms/);
+    expect(performance.now() - t0).to.be.below(1_000);
+  });
+
+  it('a caller signal aborts a request in flight', async () => {
+    server = keep(await serve(() => undefined)); // never answers
+    rest = keep(new RestClient(server.access, { userAgent: 'test' }));
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(new Error('renew deadline passed')), 50);
+    const e = await rest.get('/hang', undefined, { signal: ac.signal }).then(() => undefined, (err: Error) => err);
+    expect(e!.message).to.match(/renew deadline passed/);
+  });
+
+  it('a response cut mid-body is an error, not a hang', async () => {
+    server = keep(await serve((req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': 1000 });
+      res.write('{"items": [');
+      setTimeout(() => req.socket.destroy(), 20);
+    }));
+    rest = keep(new RestClient(server.access, { userAgent: 'test' }));
+    const e = await rest.get('/cut').then(() => undefined, (err: Error) => err);
+    expect(e).to.be.instanceOf(ApiError);
+  });
+
+  it('sends the bearer token of the access, asked for on every request (it may rotate)', async () => {
+    const tokens = ['one', 'two'];
+    const seen: (string | undefined)[] = [];
+    server = keep(await serve((req, res) => {
+      seen.push(req.headers.authorization);
+      sendJson(res, 200, {});
+    }));
+    rest = keep(new RestClient({ ...server.access, token: async () => tokens.shift() }, { userAgent: 'jg-test' }));
+    await rest.get('/a');
+    await rest.get('/b');
+    expect(seen).to.deep.equal(['Bearer one', 'Bearer two']);
+  });
+
+  it('non-2xx answers throw ApiError with the Status message', async () => {
+    server = keep(await serve((_req, res) => sendJson(res, 409, { kind: 'Status', message: 'the object has been modified' })));
+    rest = keep(new RestClient(server.access, { userAgent: 'test' }));
+    const e = (await rest.put('/a', {}).catch((err: Error) => err)) as ApiError;
+    expect([e.code, e.reason]).to.deep.equal([409, 'the object has been modified']);
+  });
+});
