@@ -113,7 +113,13 @@ describe('faults (f): the leader frozen past its lease and thawed', function () 
       `${leaderA} frozen on ${frozen!.request.method} ${frozen!.request.path}; joinguard-b (${leaderB}) acquired the Lease ` +
       `${acquiredB ? `${secs(acquiredB.at - frozen!.at)} after the freeze (${lastRenewA ? `${secs(acquiredB.at - lastRenewA.at)} after A's last renewal` : 'A\'s last renewal not found'})` : 'NOT in the audit log'}; ` +
       `A thawed ${secs(thawedAt - lost)} after the loss, exited ${exit ? `${exit.code ?? exit.signal} after ${secs(exit.at - thawedAt)}` : 'NOT within 60s'}; writes by A after the loss: ${afterLoss.length}`);
-    for (const w of afterLoss) figure('f', `  write after loss: ${line(w)}`);
+    for (const w of afterLoss.slice(0, 10)) figure('f', `  write after loss: ${line(w)}`);
+    if (afterLoss.length) {
+      const leaseTraffic = (p: FaultProxy) => p.find({ path: /\/leases\//, since: frozen!.at - 3_000 }).slice(0, 14)
+        .map((r) => `${new Date(r.at).toISOString().slice(17)} ${r.method} ${r.code}${r.answeredAt ? ` (+${r.answeredAt - r.at}ms)` : ''}`).join(', ');
+      figure('f', `  A's Lease requests from 3s before the freeze: ${leaseTraffic(a.proxy)}`);
+      figure('f', `  B's Lease requests from 3s before the freeze: ${leaseTraffic(b.proxy)}`);
+    }
 
     const problems: string[] = [];
     if (!acquiredB) problems.push('the audit log shows no Lease write by joinguard-b');
