@@ -88,6 +88,8 @@ export function machineWrites(proxy: FaultProxy, namespace: string, name: string
 export interface ReadyzSample {
   at: number;
   code: number;
+  /** The body of a failing answer (what JoinGuard says is not ready). */
+  why?: string;
   /** The longest any watched path had been without evidence of a current view (proxy's watchEvidence). */
   staleMs: number;
   stalePath: string;
@@ -107,7 +109,7 @@ export class ReadyzSampler {
   start(): this {
     const tick = async () => {
       if (this.stopped) return;
-      const code = await readyz(this.port);
+      const { code, why } = await readyz(this.port);
       const at = Date.now();
       let staleMs = 0;
       let stalePath = '';
@@ -117,7 +119,7 @@ export class ReadyzSampler {
           stalePath = path;
         }
       }
-      this.samples.push({ at, code, staleMs, stalePath });
+      this.samples.push({ at, code, staleMs, stalePath, ...(code !== 200 && why ? { why } : {}) });
       this.timer = setTimeout(() => void tick(), this.intervalMs);
     };
     void tick();
@@ -143,19 +145,23 @@ export class ReadyzSampler {
     const codes = new Map<number, number>();
     for (const s of inWindow) codes.set(s.code, (codes.get(s.code) ?? 0) + 1);
     const worst = inWindow.reduce((a, s) => (s.staleMs > a.staleMs ? s : a), { staleMs: 0, stalePath: '-', at: 0, code: 0 });
+    const lastWhy = inWindow.findLast((s) => s.why)?.why;
     return `/readyz samples: ${[...codes].map(([c, n]) => `${c || 'no answer'}×${n}`).join(', ') || 'none'}; ` +
-      `longest without watch evidence ${secs(worst.staleMs)} (${worst.stalePath}, /readyz said ${worst.code || 'nothing'})`;
+      `longest without watch evidence ${secs(worst.staleMs)} (${worst.stalePath}, /readyz said ${worst.code || 'nothing'})` +
+      `${lastWhy ? `; last reason given: ${lastWhy}` : ''}`;
   }
 }
 
-function readyz(port: number): Promise<number> {
+function readyz(port: number): Promise<{ code: number; why: string }> {
   return new Promise((resolve) => {
     const req = http.get({ host: '127.0.0.1', port, path: '/readyz', timeout: 1000 }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ code: res.statusCode ?? 0, why: body.trim().slice(0, 300) }));
+      res.on('error', () => resolve({ code: res.statusCode ?? 0, why: body }));
     });
     req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve(0));
+    req.on('error', () => resolve({ code: 0, why: '' }));
   });
 }
 
@@ -214,5 +220,57 @@ export class ApiserverAvailability {
     if (down < 0) return {};
     const back = this.samples.slice(down).find((x) => x.ok);
     return { downAt: this.samples[down]!.at, ...(back ? { backAt: back.at } : {}) };
+  }
+}
+
+/**
+ * Keeps every watch JoinGuard holds in a namespace busy: an annotation patched on one object of each kind it
+ * watches (the check, the Cluster, a Machine, the KubeadmControlPlane, its KubeadmConfigs and a
+ * MachineHealthCheck that selects nothing) every intervalMs. The apiserver sends a bookmark about once a
+ * minute; with the specs' liveness bound of seconds a quiet but healthy watch would look dead, so the
+ * heartbeat makes "silent past the bound" mean what it means in production: a dead stream.
+ */
+export class Heartbeat {
+  private timer?: NodeJS.Timeout;
+  private beats = 0;
+
+  private constructor(private readonly kube: Kube, private readonly paths: string[], private readonly intervalMs: number) {}
+
+  static async start(kube: Kube, namespace: string, cluster: string, check: string, intervalMs = 3_000): Promise<Heartbeat> {
+    const capi = `/apis/cluster.x-k8s.io/v1beta2/namespaces/${namespace}`;
+    const mhc = `${capi}/machinehealthchecks`;
+    if (!(await kube.get(`${mhc}/faults-heartbeat`))) {
+      await kube.create(mhc, {
+        apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineHealthCheck', metadata: { name: 'faults-heartbeat', namespace },
+        spec: { clusterName: cluster, selector: { matchLabels: { 'faults.joinguard.io/selects': 'nothing' } } },
+      });
+    }
+    const first = async (path: string, selector?: string) => (await kube.list(path, selector)).items[0]?.metadata?.name as string | undefined;
+    const kcp = await first(`/apis/controlplane.cluster.x-k8s.io/v1beta2/namespaces/${namespace}/kubeadmcontrolplanes`);
+    const config = await first(`/apis/bootstrap.cluster.x-k8s.io/v1beta2/namespaces/${namespace}/kubeadmconfigs`, 'cluster.x-k8s.io/control-plane');
+    const machine = await first(`${capi}/machines`, 'cluster.x-k8s.io/control-plane');
+    const paths = [
+      `/apis/joinguard.io/v1alpha1/namespaces/${namespace}/machinejoinchecks/${check}`, `${capi}/clusters/${cluster}`, `${mhc}/faults-heartbeat`,
+      ...(kcp ? [`/apis/controlplane.cluster.x-k8s.io/v1beta2/namespaces/${namespace}/kubeadmcontrolplanes/${kcp}`] : []),
+      ...(config ? [`/apis/bootstrap.cluster.x-k8s.io/v1beta2/namespaces/${namespace}/kubeadmconfigs/${config}`] : []),
+      ...(machine ? [`${capi}/machines/${machine}`] : []),
+    ];
+    const h = new Heartbeat(kube, paths, intervalMs);
+    h.tick();
+    return h;
+  }
+
+  private tick(): void {
+    const beat = String(++this.beats);
+    // An apiserver that is down misses a beat; the next one tries again.
+    void Promise.allSettled(this.paths.map((p) => this.kube.mergePatch(p, { metadata: { annotations: { 'faults.joinguard.io/heartbeat': beat } } })))
+      .then(() => {
+        if (this.beats > 0) this.timer = setTimeout(() => this.tick(), this.intervalMs);
+      });
+  }
+
+  stop(): void {
+    this.beats = -Infinity;
+    clearTimeout(this.timer);
   }
 }

@@ -3,12 +3,13 @@
 // open, nothing forwarded). Either way a Machine that becomes stuck afterwards must be marked within
 // joinTimeout + the informer liveness bound, and /readyz must not say ready while a watch has been
 // without evidence of a current view (bytes delivered, or a list answered) for longer than that bound.
+// The bound is seconds here, so a heartbeat keeps every healthy watch busy (see Heartbeat).
 import { expect } from 'chai';
 import type { Json } from '../sim/kube.js';
 import { conditionOf, joinClockStart, waitFor } from '../support/cluster-view.js';
 import type { FaultProxy } from '../support/fault-proxy.js';
 import { createCheck } from '../support/joinguard.js';
-import { ApiserverAvailability, describeTraffic, figure, machineWrites, ReadyzSampler, scaleDeployment, secs, sleep, useFaultScenario } from './harness.js';
+import { ApiserverAvailability, describeTraffic, figure, Heartbeat, machineWrites, ReadyzSampler, scaleDeployment, secs, sleep, useFaultScenario } from './harness.js';
 
 const JOIN_TIMEOUT_S = 20;
 const LIVENESS_MS = 10_000;
@@ -28,6 +29,7 @@ describe('faults (a, b): JoinGuard is never blind', function () {
   });
   const { s, seen } = f;
   let sampler: ReadyzSampler | undefined;
+  let heartbeat: Heartbeat | undefined;
 
   before(async function () {
     this.timeout(60_000);
@@ -37,7 +39,10 @@ describe('faults (a, b): JoinGuard is never blind', function () {
       clusterName: cluster, selector: { matchLabels: { role: 'worker' } }, joinTimeout: `${JOIN_TIMEOUT_S}s`,
       maxInFlight: 5, remediation: { maxPerOwner: 50 }, suspicion: { consecutiveJoinFailures: 0 }, neverJoinedLimit: 0,
     });
+    heartbeat = await Heartbeat.start(s.kube, s.namespace, cluster, 'workers');
   });
+
+  after(() => heartbeat?.stop());
 
   afterEach(async function () {
     this.timeout(120_000);
@@ -103,13 +108,17 @@ describe('faults (a, b): JoinGuard is never blind', function () {
     const m1 = await nextStuck(backAt, [m0.m.metadata.name]);
     const mark1 = await markOf(p, m1.m.metadata.name, m1.deadline);
     const mark0 = machineWrites(p, s.namespace, m0.m.metadata.name)[0];
+    // For the figure: when /readyz said ready again (the informers' back-off decides; not judged).
+    const readyBy = (mark1 ?? Date.now()) + LIVENESS_MS + SLACK_MS;
+    while (Date.now() < readyBy && !rz.samples.some((x) => x.at > backAt && x.code === 200)) await sleep(250);
     const firstList = p.find({ since: backAt, method: 'GET', watch: false }).find((r) => r.code === 200 && p.watchEvidence().has(r.path));
     const readyAgain = rz.samples.find((x) => x.at > backAt && x.code === 200);
     const marks = [mark0?.answeredAt, mark1].filter((x): x is number => x !== undefined && x >= backAt);
     figure('a', `apiserver back -> JoinGuard's first list ${firstList ? secs(firstList.at - backAt) : 'never'}; -> /readyz 200 again ${readyAgain ? secs(readyAgain.at - backAt) : 'never'}; ` +
       `-> first mark ${marks.length ? secs(Math.min(...marks) - backAt) : 'none'} (M0, deadline passed while down: ${mark0?.answeredAt ? `${secs(mark0.answeredAt - backAt)} after back` : 'not marked'}); ` +
       `M1 ${m1.m.metadata.name}: created ${secs(Date.parse(m1.m.metadata.creationTimestamp) - backAt)} after back, deadline ${secs(m1.deadline - backAt)} after back, mark ${mark1 ? `${secs(mark1 - m1.deadline)} after its deadline` : 'never'}`);
-    figure('a', rz.describe(downAt, backAt));
+    figure('a', `during the outage: ${rz.describe(downAt, backAt)}`);
+    figure('a', `after it: ${rz.describe(backAt)}`);
 
     if (mark1 === undefined) problems.push(`M1 ${m1.m.metadata.name} (stuck after the restart) never marked; ${describeTraffic(p, backAt)}`);
     else if (mark1 > m1.deadline + LIVENESS_MS + SLACK_MS) problems.push(`M1 marked ${secs(mark1 - m1.deadline)} after its deadline (bound ${secs(LIVENESS_MS + SLACK_MS)})`);
