@@ -44,7 +44,7 @@ describe('scenario (b): the first control-plane Machine never initializes', func
     expect(rec, describeCheck(check)).to.include({ path: 'OwnerRemediated', firstControlPlane: true });
     expect(rec!.owner?.kind).to.equal('KubeadmControlPlane');
     // The endpoint answered (the test apiserver stands in for it), so the Machine got one more joinTimeout first.
-    expect(check.status?.firstControlPlaneExtendedFor).to.equal(first.metadata.uid);
+    expect(check.status?.firstControlPlane?.extendedFor).to.equal(first.metadata.uid);
     const markedAt = Date.now();
 
     const replacement = await waitFor('a new control-plane Machine from KCP', async () => {
@@ -61,10 +61,11 @@ describe('scenario (b): the first control-plane Machine never initializes', func
     process.stderr.write(`[scenario b] mark -> cluster complete in ${((Date.now() - markedAt) / 1000).toFixed(1)}s\n`);
     expect(sim.eventsOf(namespace, 'NodeJoined').filter((e) => e.message.endsWith('(init)')).map((e) => e.name)).to.deep.equal([replacement.metadata.name]);
 
-    const done = await waitFor('the check at AsExpected with one remediation, Replaced', async () => {
+    // Counts are written at most every 5 s (decisions at once): wait for them too.
+    const done = await waitFor('the check at AsExpected with one remediation, Replaced, 3 joined', async () => {
       const c = await s.check();
       const p = checkCondition(c, 'Progressing');
-      return p?.reason === 'AsExpected' && c.status?.remediations?.[0]?.outcome === 'Replaced' && c;
+      return p?.reason === 'AsExpected' && c.status?.remediations?.[0]?.outcome === 'Replaced' && c.status?.joinedMachines === 3 && c;
     }, { timeoutMs: 60_000, describe: seen });
     expect(done.status?.remediations).to.have.length(1);
     expect(done.status).to.include({ expectedMachines: 3, joinedMachines: 3, everJoined: true });

@@ -20,8 +20,8 @@ class JoinGuardProcess {
 
   constructor(kubeconfig: string, namespace: string) {
     this.child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'cmd/joinguard.ts'),
-      `--kubeconfig=${kubeconfig}`, `--namespace=${namespace}`, '--metrics-bind-address=0', '--health-probe-bind-address=0',
-      '--connection-grace=2s', '--log-level=debug'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+      `--kubeconfig=${kubeconfig}`, `--namespace=${namespace}`, '--diagnostics-address=0', '--health-probe-bind-address=0', '--webhook-port=0',
+      '--connection-grace=2s', '--v=4'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     const keep = (b: Buffer) => {
       this.lines.push(...b.toString().split('\n').filter(Boolean));
       if (this.lines.length > 3000) this.lines.splice(0, 1000);

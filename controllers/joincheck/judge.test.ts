@@ -1,10 +1,10 @@
-// One Machine -> one verdict, as a table: the order (Deleting, Joined, Skipped, Remediating, then the
-// clocks), the clocks, the holds (connection, workload Node without providerID), and the connection grace.
+// How a Machine is judged, as a table: the order (Deleting, Joined, Skipped, Remediating, then the clocks), the
+// clocks and which times are trusted, the holds (connection, workload Node without providerID), the grace.
 import { expect } from 'chai';
 import type { MachineFacts } from '../../api/capi/model.js';
 import { plan } from './planner.js';
 import { HOUR, MINUTE, SECOND, T0, check, clusterFacts, provisioning, snapshot, withNode, worker, type SnapshotOverrides } from './testing/builders.js';
-import { Scenario, cond, progressingReason, requested, verdictOf } from './testing/scenario.js';
+import { Scenario, cond, intentOf, progressingReason, requested, verdictOf } from './testing/scenario.js';
 import type { MachineVerdict } from './types.js';
 
 interface Row {
@@ -92,7 +92,7 @@ const rows: Row[] = [
   },
 ];
 
-describe('verdicts', () => {
+describe('judge: how a Machine is judged', () => {
   for (const r of rows) {
     it(r.name, () => {
       const p = plan(snapshot({ machines: [withNode(worker('old', { createdAt: T0 - HOUR })), r.machine], now: r.at, ...r.s }));
@@ -125,8 +125,8 @@ describe('verdicts', () => {
     const late = plan(snapshot({ machines: [worker('m')], now: AFTER, ...down }));
     const c = cond(late.status, 'Progressing');
     expect(c?.reason).to.equal('ControlPlaneEndpointUnreachable');
-    expect(c?.message).to.contain('10.0.0.10:6443').and.contain('RemoteConnectionProbe').and.contain('docs/runbook.md#controlplaneendpointunreachable');
-    expect(late.actions).to.deep.equal([]);
+    expect(c?.message).to.contain('10.0.0.10:6443').and.contain('RemoteConnectionProbe').and.contain('/docs/runbook.md#controlplaneendpointunreachable');
+    expect(late.intents).to.deep.equal([]);
   });
 
   it('without a probe transition time, the grace starts when the controller saw the connection back', () => {
@@ -141,11 +141,69 @@ describe('verdicts', () => {
     const q = sc.at(AFTER + MINUTE + 30 * SECOND).plan();
     expect(verdictOf(q, 'm').state).to.equal('Stuck');
     expect(requested(q)).to.deep.equal(['m']);
+    expect(intentOf(q, 'm')?.want).to.equal('mark');
     expect(q.status.connectionRestoredSeen).to.equal(undefined);
   });
 
   it('before the control plane is initialized the connection is not a reason for anything', () => {
     const p = plan(snapshot({ check: check(), cluster: clusterFacts({ controlPlaneInitialized: { value: false }, remoteConnection: { value: false } }), machines: [worker('m')], now: AFTER }));
     expect(progressingReason(p)).to.equal('AsExpected');
+  });
+
+  it('no per-Machine memory while the conditions carry trustworthy times', () => {
+    const p = plan(snapshot({ machines: [worker('a'), worker('b'), withNode(worker('c'))], now: T0 + 5 * MINUTE }));
+    expect(p.status.observations).to.equal(undefined);
+  });
+
+  it('a condition time in the future (year 2999) is not trusted: the first time seen stands, and the Machine is judged', () => {
+    const future = Date.parse('2999-01-01T00:00:00Z');
+    const sc = new Scenario(snapshot({ machines: [worker('m', { infrastructureReady: { value: true, since: future } })], now: T0 + 5 * MINUTE }));
+    const p = sc.plan();
+    expect(verdictOf(p, 'm')).to.include({ state: 'Joining', clockStart: T0 + 5 * MINUTE });
+    expect(p.status.observations?.[0]).to.include({ uid: 'uid-m', readySeen: '2026-03-01T00:05:00Z' });
+    expect(verdictOf(sc.at(T0 + 25 * MINUTE).plan(), 'm').state).to.equal('Stuck');
+  });
+
+  it('a time a little ahead of the controller clock (skew under a minute) is believed', () => {
+    const p = plan(snapshot({ machines: [worker('m', { infrastructureReady: { value: true, since: T0 + 5 * MINUTE + 30 * SECOND } })], now: T0 + 5 * MINUTE }));
+    expect(verdictOf(p, 'm').clockStart).to.equal(T0 + 5 * MINUTE + 30 * SECOND);
+    expect(p.status.observations).to.equal(undefined);
+  });
+
+  it('a flicker (InfrastructureReady briefly not True, flag still true) does not move the deadline, during or after', () => {
+    const sc = new Scenario(snapshot({ machines: [worker('m')], now: T0 + 5 * MINUTE }));
+    expect(verdictOf(sc.plan(), 'm').deadline).to.equal(T0 + 21 * MINUTE);
+    sc.update('m', { infrastructureReady: { value: true } }); // condition False: no time while the flag holds
+    const during = sc.at(T0 + 10 * MINUTE).plan();
+    expect(verdictOf(during, 'm').deadline).to.equal(T0 + 21 * MINUTE);
+    sc.update('m', { infrastructureReady: { value: true, since: T0 + 11 * MINUTE } }); // True again, a new time
+    const after = sc.at(T0 + 12 * MINUTE).plan();
+    expect(verdictOf(after, 'm').deadline).to.equal(T0 + 21 * MINUTE);
+    expect(verdictOf(sc.at(T0 + 21 * MINUTE).plan(), 'm').state).to.equal('Stuck');
+  });
+
+  it('a moved time, once seen, is kept in status: a restarted controller keeps the first deadline', () => {
+    const sc = new Scenario(snapshot({ machines: [worker('m')], now: T0 + 5 * MINUTE }));
+    sc.plan();
+    sc.update('m', { infrastructureReady: { value: true, since: T0 + 11 * MINUTE } });
+    sc.at(T0 + 12 * MINUTE).plan();
+    const restarted = plan({ ...sc.s, previous: undefined });
+    expect(verdictOf(restarted, 'm').deadline).to.equal(T0 + 21 * MINUTE);
+  });
+
+  it('the Cluster\'s ControlPlaneInitialized time in the future falls back to the first time seen', () => {
+    const future = Date.parse('2999-01-01T00:00:00Z');
+    const p = plan(snapshot({ cluster: clusterFacts({ controlPlaneInitialized: { value: true, since: future } }), machines: [worker('m')], now: T0 + 5 * MINUTE }));
+    expect(verdictOf(p, 'm').clockStart).to.equal(T0 + 5 * MINUTE);
+    expect(p.status.controlPlaneInitializedSeen).to.equal('2026-03-01T00:05:00Z');
+  });
+
+  it('a RemoteConnectionProbe transition time in the future does not hold verdicts forever', () => {
+    const future = Date.parse('2999-01-01T00:00:00Z');
+    const sc = new Scenario(snapshot({ cluster: clusterFacts({ remoteConnection: { value: false } }), machines: [worker('m')], now: AFTER }));
+    sc.plan();
+    sc.with({ cluster: clusterFacts({ remoteConnection: { value: true, since: future } }) });
+    expect(verdictOf(sc.at(AFTER + MINUTE).plan(), 'm').hold).to.equal('ConnectionGrace');
+    expect(verdictOf(sc.at(AFTER + 4 * MINUTE).plan(), 'm').state).to.equal('Stuck');
   });
 });

@@ -1,12 +1,14 @@
-// The opt-in workload-node check (--workload-node-check): reads a Cluster's `<cluster>-kubeconfig` Secret
-// and lists the workload cluster's Nodes, so that a Node with the Machine's providerID counts as joined
-// before CAPI sets nodeRef, and a Node without a providerID holds the verdict. Read only while some Machine
-// of the Cluster has no nodeRef, at most once per TTL per Cluster; nothing from the Secret is ever logged.
+// What JoinGuard learns from a workload cluster itself, both opt-in or rare: its Nodes (--workload-node-check),
+// read through the Cluster's `<cluster>-kubeconfig` Secret, so that a Node with the Machine's providerID counts
+// as joined before CAPI sets nodeRef and a Node without a providerID holds the verdict; and whether the
+// control-plane endpoint completes a TLS handshake (before acting on the first control-plane Machine). Nodes are
+// read only while some Machine of the Cluster has no nodeRef, at most once per TTL per Cluster; nothing from
+// the Secret is ever logged.
+import { connect } from 'node:tls';
 import type { Logger } from 'winston';
 import type { WorkloadNodeFacts } from '../../api/capi/model.js';
 import { clusterAccessFromKubeconfig } from '../runtime/kubeconfig.js';
 import { RestClient, type Json } from '../runtime/rest.js';
-import type { RawSnapshot } from './snapshot.js';
 
 interface Entry {
   at: number;
@@ -25,11 +27,7 @@ export class WorkloadNodeReader {
     private readonly now: () => number = Date.now,
   ) {}
 
-  async nodesFor(raw: RawSnapshot): Promise<WorkloadNodeFacts[] | undefined> {
-    if (!raw.machines.some((m) => !m.status?.nodeRef?.name)) return undefined;
-    const ns: string = raw.check.metadata.namespace;
-    const cluster: string = raw.check.spec?.clusterName;
-    if (typeof cluster !== 'string' || !raw.cluster) return undefined;
+  async nodesFor(ns: string, cluster: string): Promise<WorkloadNodeFacts[] | undefined> {
     const key = `${ns}/${cluster}`;
     const e = this.entries.get(key) ?? { at: 0 };
     if (this.now() - e.at < this.ttlMs) return e.nodes;
@@ -42,7 +40,6 @@ export class WorkloadNodeReader {
         const value = secret.data?.value;
         if (typeof value !== 'string') throw new Error(`Secret ${cluster}-kubeconfig has no data.value`);
         const access = clusterAccessFromKubeconfig(Buffer.from(value, 'base64').toString('utf8'));
-        // CAPI's ClusterCache clients of workload clusters: --clustercache-client-qps=20, -burst=30.
         e.client = new RestClient(access, { userAgent: this.rest.userAgent, qps: 20, burst: 30 });
         e.secretVersion = secret.metadata?.resourceVersion;
       }
@@ -57,7 +54,7 @@ export class WorkloadNodeReader {
     } catch (err) {
       // Not readable is not "no Node": the planner then judges on nodeRef alone.
       e.nodes = undefined;
-      this.log.debug('workload cluster Nodes not read', { namespace: ns, cluster, error: (err as Error).message });
+      this.log.debug('workload cluster Nodes not read', { Cluster: { namespace: ns, name: cluster }, error: (err as Error).message });
     }
     return e.nodes;
   }
@@ -66,4 +63,18 @@ export class WorkloadNodeReader {
     for (const e of this.entries.values()) e.client?.close();
     this.entries.clear();
   }
+}
+
+/** Whether something completes a TLS handshake at host:port (any certificate: this asks "is it up"). */
+export function tlsAnswers(host: string, port: number, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port, servername: /^[\d.]+$|:/.test(host) ? undefined : host, rejectUnauthorized: false, timeout: timeoutMs });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.once('secureConnect', () => done(true));
+    socket.once('timeout', () => done(false));
+    socket.once('error', () => done(false));
+  });
 }
