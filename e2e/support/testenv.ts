@@ -11,6 +11,19 @@ export type { TestEnv } from '../../hack/testenv/testenv.js';
 
 let pending: Promise<TestEnv> | undefined;
 
+/**
+ * Every write at level Metadata (blocking mode, the default): the judge of the fault-injection specs
+ * (e2e/faults), e.g. "no write from a deposed leader". Reads are not logged, to keep the file small.
+ */
+const WRITES_AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: None
+    verbs: ["get", "list", "watch"]
+  - level: Metadata
+`;
+
 function logToStderr(line: string): void {
   process.stderr.write(`${line}\n`);
 }
@@ -30,7 +43,7 @@ export function getTestEnv(): Promise<TestEnv> {
         if (env.capiRelease !== capiRelease) throw new Error(`the running env runs CAPI ${env.capiRelease}, not ${capiRelease} (JOINGUARD_CAPI_RELEASE)`);
         return env;
       }
-      return startTestEnv({ log: logToStderr, capiRelease });
+      return startTestEnv({ log: logToStderr, capiRelease, audit: { policy: WRITES_AUDIT_POLICY } });
     })();
     pending.catch(() => (pending = undefined));
   }
