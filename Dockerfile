@@ -1,11 +1,16 @@
 # syntax=docker/dockerfile:1
 # JoinGuard's image: the controller and its admission webhook (`node dist/cmd/joinguard.js`).
-# Build: hack/docker-build.sh (or `docker build -t ghcr.io/joinguard/joinguard:v0.1.0 .`).
+# Build: hack/release.sh VERSION (linux/amd64 and linux/arm64 with buildx), or hack/docker-build.sh.
 ARG NODE_IMAGE=node:24-bookworm
-ARG RUNTIME_IMAGE=node:24-bookworm-slim
+# Runtime: distroless Node 24 (no shell, no package manager), tag `nonroot` (uid 65532, as the Deployment's
+# runAsUser), pinned by digest. The digest is the one public Dockerfiles pin for this tag (found by code
+# search, December 2026); it was not pulled here (no registry access). hack/release.sh prints the digest
+# the tag resolves to at release time, so a stale pin shows; moving the pin is a reviewed commit.
+ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot@sha256:14d42e2511532589a7c7e01a753667a74fcc96266e137e8125006b87b0c32d0a
 
 # --- compile: all dependencies, only the product's sources (no tests, test helpers, e2e or bench) ---
-FROM ${NODE_IMAGE} AS build
+# Both build stages run on the builder's own platform (pure JavaScript: nothing to compile per architecture).
+FROM --platform=$BUILDPLATFORM ${NODE_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --ignore-scripts
@@ -22,19 +27,23 @@ RUN printf '%s\n' '{"extends":"./tsconfig.json","compilerOptions":{"sourceMap":f
  && test -f dist/cmd/joinguard.js
 
 # --- production node_modules only ---
-FROM ${NODE_IMAGE} AS deps
+FROM --platform=$BUILDPLATFORM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
 
-# --- runtime: slim Node 24, non-root, nothing but dist and production modules ---
+# --- runtime: distroless Node 24, non-root, nothing but dist and production modules ---
+# Nothing is written to the image's filesystem at run time: the Deployment mounts it read-only, with an
+# emptyDir at /tmp and the webhook certificate from a Secret.
 FROM ${RUNTIME_IMAGE}
 ENV NODE_ENV=production
 WORKDIR /app
-COPY --from=deps /app/node_modules ./node_modules
-COPY --from=build /src/dist ./dist
-COPY package.json ./
-# The numeric uid matches the Deployment's runAsUser, so runAsNonRoot can verify it.
+COPY --from=deps --chown=0:0 /app/node_modules ./node_modules
+COPY --from=build --chown=0:0 /src/dist ./dist
+COPY --chown=0:0 package.json ./
+# The numeric uid matches the Deployment's runAsUser, so runAsNonRoot can verify it; files stay root-owned
+# and read-only to it.
 USER 65532:65532
-EXPOSE 8080 8081 9443
-ENTRYPOINT ["node", "/app/dist/cmd/joinguard.js"]
+EXPOSE 8443 8081 9443
+# distroless keeps node at /nodejs/bin/node; no shell resolves a bare `node`.
+ENTRYPOINT ["/nodejs/bin/node", "/app/dist/cmd/joinguard.js"]

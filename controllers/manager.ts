@@ -15,7 +15,7 @@ import { parseBindAddress, startDiagnosticsServer, startProbeServer, type BoundS
 import { JoinCheckController } from './joincheck/controller.js';
 import { EventRecorder } from './joincheck/events.js';
 import { JoinGuardMetrics } from './joincheck/metrics.js';
-import { WorkloadNodeReader } from './joincheck/workload-nodes.js';
+import { WorkloadNodeReader } from './joincheck/workload-access.js';
 import { DEFAULT_USER_AGENT, MACHINEJOINCHECK_CONTROLLER, type ControllerOptions, type RunningController } from './options.js';
 
 export type { ControllerOptions, RunningController } from './options.js';
@@ -73,8 +73,6 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     const metricsAddr = parseBindAddress('--diagnostics-address', opts.metricsBindAddress ?? ':8443');
     const probeAddr = parseBindAddress('--health-probe-bind-address', opts.healthProbeBindAddress ?? ':8081');
     const workers = opts.workers ?? DEFAULT_WORKERS;
-    // Acting on Clusters an operator filtered out (another instance's) would be worse than not starting.
-    if (opts.watchFilter) throw new Error('--watch-filter is not supported by this build of the controller yet');
 
     const capi = opts.capiApiVersion
       ? { apiVersion: opts.capiApiVersion, kubeadmControlPlane: true, kubeadmBootstrap: true, served: [opts.capiApiVersion], source: 'capiApiVersion option (tests)' }
@@ -86,8 +84,11 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     controller = new JoinCheckController({
       rest,
       apiVersion: capi.apiVersion,
+      ...(capi.minor !== undefined ? { capiMinor: capi.minor } : {}),
       kubeadm: { controlPlane: capi.kubeadmControlPlane, bootstrap: capi.kubeadmBootstrap },
       ...(opts.namespace ? { namespace: opts.namespace } : {}),
+      ...(opts.watchFilter ? { watchFilter: opts.watchFilter } : {}),
+      ...(opts.syncPeriodMs !== undefined ? { syncPeriodMs: opts.syncPeriodMs } : {}),
       log,
       metrics: joinguardMetrics,
       runtimeMetrics: metrics,

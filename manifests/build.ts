@@ -1,6 +1,8 @@
 // `npm run manifests`: writes clusterctl's provider files to out/ (or the folder given as the first argument):
 //   out/addon-components.yaml  every object of the add-on, with ${VAR:=default} variables
 //   out/metadata.yaml          the release series and the Cluster API contract they support
+//   out/observability-components.yaml  optional: metrics Service, ServiceMonitor, PrometheusRule, dashboard
+//   out/grafana-dashboard.json         the same dashboard, for a Grafana import
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { MANIFESTS_DIR, objectsOf, renderProviderFiles } from './render.js';
@@ -15,8 +17,11 @@ try {
   await mkdir(outDir, { recursive: true });
   await writeFile(join(outDir, 'addon-components.yaml'), files.components);
   await writeFile(join(outDir, 'metadata.yaml'), files.metadata);
+  await writeFile(join(outDir, 'observability-components.yaml'), files.observability);
+  await writeFile(join(outDir, 'grafana-dashboard.json'), files.dashboard);
   const kinds = objectsOf(files.components).map((o) => o.kind);
   console.log(`manifests: ${outDir}/addon-components.yaml (${kinds.length} objects), ${outDir}/metadata.yaml`);
+  console.log(`manifests: ${outDir}/observability-components.yaml (optional), ${outDir}/grafana-dashboard.json`);
   for (const v of listVariables(files.components)) console.log(`  \${${v.name}:=${v.default}}`);
 } catch (e) {
   console.error((e as Error).message);

@@ -10,6 +10,8 @@ import { checkComponents, MANIFESTS_DIR, objectsOf, renderProviderFiles, type K8
 import { listVariables } from './substitute.js';
 import { CONTROLLER_NEEDS, grantStrings, ruleStrings } from './rbac-needs.js';
 import { VALIDATE_PATH } from '../webhooks/server.js';
+import { parseFlags } from '../cmd/flags.js';
+import { parseDuration } from '../api/v1alpha1/duration.js';
 
 const root = resolve(MANIFESTS_DIR, '..');
 const version = '0.1.0';
@@ -40,6 +42,9 @@ describe('manifests: clusterctl provider files', function () {
       await promisify(execFile)(process.execPath, ['--import', 'tsx', join(root, 'manifests', 'build.ts'), dir], { cwd: root });
       expect(await readFile(join(dir, 'addon-components.yaml'), 'utf8')).to.equal(components);
       expect(await readFile(join(dir, 'metadata.yaml'), 'utf8')).to.equal(metadata);
+      const files = await renderProviderFiles(version);
+      expect(await readFile(join(dir, 'observability-components.yaml'), 'utf8')).to.equal(files.observability);
+      expect(await readFile(join(dir, 'grafana-dashboard.json'), 'utf8')).to.equal(files.dashboard);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -53,7 +58,11 @@ describe('manifests: clusterctl provider files', function () {
     expect(checkComponents(components, version)).to.deep.equal([]);
     expect(listVariables(components)).to.have.deep.members([
       { name: 'JOINGUARD_NAMESPACE', default: 'joinguard-system' },
-      { name: 'JOINGUARD_LOG_LEVEL', default: 'info' },
+      { name: 'JOINGUARD_LOG_VERBOSITY', default: '0' },
+      { name: 'JOINGUARD_LOGGING_FORMAT', default: 'text' },
+      { name: 'JOINGUARD_CONCURRENCY', default: '2' },
+      { name: 'JOINGUARD_DIAGNOSTICS_ADDRESS', default: ':8443' },
+      { name: 'JOINGUARD_INSECURE_DIAGNOSTICS', default: 'false' },
       { name: 'JOINGUARD_LEADER_ELECT', default: 'true' },
       { name: 'JOINGUARD_WORKLOAD_NODE_CHECK', default: 'false' },
     ]);
@@ -64,6 +73,27 @@ describe('manifests: clusterctl provider files', function () {
     expect(m.apiVersion).to.equal('clusterctl.cluster.x-k8s.io/v1alpha3');
     expect(m.kind).to.equal('Metadata');
     expect(m.releaseSeries).to.deep.include({ major: 0, minor: 1, contract: 'v1beta2' });
+  });
+
+  it("labels every object as clusterctl does (provider addon-joinguard), so a kubectl install moves and upgrades the same", () => {
+    for (const o of objs) {
+      expect(o.metadata.labels, `${o.kind} ${o.metadata.name}`).to.include({ 'cluster.x-k8s.io/provider': 'addon-joinguard', 'clusterctl.cluster.x-k8s.io': '' });
+    }
+  });
+
+  it('labels the CRD for clusterctl move: every MachineJoinCheck moves with its namespace', () => {
+    const crd = one(objs, 'CustomResourceDefinition', 'machinejoinchecks.joinguard.io');
+    expect(crd.metadata.labels).to.have.property('clusterctl.cluster.x-k8s.io/move', '');
+    // move-hierarchy would also move what a check owns; it owns nothing.
+    expect(crd.metadata.labels).not.to.have.property('clusterctl.cluster.x-k8s.io/move-hierarchy');
+  });
+
+  it("tags the manager image with the release's version", async () => {
+    const next = await renderProviderFiles('0.2.0', { metadata: `${metadata}  - major: 0\n    minor: 2\n    contract: v1beta2\n` });
+    expect(one(objectsOf(next.components), 'Deployment').spec.template.spec.containers[0].image).to.equal('ghcr.io/joinguard/joinguard:v0.2.0');
+    let err: Error | undefined;
+    await renderProviderFiles('0.2.0').catch((e: Error) => (err = e));
+    expect(err?.message).to.match(/no releaseSeries for 0\.2/);
   });
 
   it('carries the CRD from manifests/crd/', () => {
@@ -81,10 +111,12 @@ describe('manifests: clusterctl provider files', function () {
     expect(c.image).to.equal(`ghcr.io/joinguard/joinguard:v${version}`);
     expect(c.args).to.include.members([
       '--leader-elect=true',
-      '--log-level=info',
+      '--v=0',
+      '--logging-format=text',
       '--workload-node-check=false',
       '--webhook-port=9443',
       '--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs',
+      '--diagnostics-address=:8443',
     ]);
     expect(pod.securityContext.runAsNonRoot).to.equal(true);
     expect(pod.securityContext.seccompProfile.type).to.equal('RuntimeDefault');
@@ -98,14 +130,25 @@ describe('manifests: clusterctl provider files', function () {
 
   it('substitutes the variables into the args', () => {
     const d = one(
-      objectsOf(components, { JOINGUARD_LOG_LEVEL: 'debug', JOINGUARD_LEADER_ELECT: 'false', JOINGUARD_WORKLOAD_NODE_CHECK: 'true' }),
+      objectsOf(components, { JOINGUARD_LOG_VERBOSITY: '4', JOINGUARD_LEADER_ELECT: 'false', JOINGUARD_WORKLOAD_NODE_CHECK: 'true' }),
       'Deployment',
     );
     expect(d.spec.template.spec.containers[0].args).to.include.members([
-      '--log-level=debug',
+      '--v=4',
       '--leader-elect=false',
       '--workload-node-check=true',
     ]);
+  });
+
+  it("the args are the manager's current flags: they parse, with no deprecation warning, defaults or set", () => {
+    const settings: Record<string, string>[] = [{}, { JOINGUARD_LOG_VERBOSITY: '4', JOINGUARD_LOGGING_FORMAT: 'json', JOINGUARD_INSECURE_DIAGNOSTICS: 'true' }];
+    for (const vars of settings) {
+      const args = one(objectsOf(components, vars), 'Deployment').spec.template.spec.containers[0].args as string[];
+      const warnings: string[] = [];
+      const f = parseFlags(args, parseDuration, warnings);
+      expect(warnings, JSON.stringify(vars)).to.deep.equal([]);
+      expect(f.diagnosticsAddress).to.equal(':8443');
+    }
   });
 
   it('has no * in any RBAC rule and grants exactly what the controller needs (rbac-needs.ts)', () => {

@@ -62,14 +62,24 @@ export function markForRemediation(
 
 /** HealthCheckSucceeded=True; OwnerRemediated is left for the owner to drop (CAPI's cleanup path). */
 export function withdrawMark(machine: unknown, v: CapiApiVersion, now: Date): ConditionsWrite {
-  const m = current(machine, v);
-  return {
-    conditions: upsert(
-      m,
-      { type: CONDITION_HEALTH_CHECK_SUCCEEDED, status: 'True', reason: v === 'v1beta2' ? REASON_HEALTH_CHECK_SUCCEEDED : '', message: WITHDRAW_MESSAGE },
-      now,
-    ),
-  };
+  return withdrawConditions(machine, v, now, { healthCheck: true, condition: false });
+}
+
+/**
+ * The withdrawal of JoinGuard's conditions in one list: HealthCheckSucceeded=True where JoinGuard caused the
+ * False (the owners then drop OwnerRemediated), and JoinGuardJoined=True (its MachineHealthCheck stops matching).
+ */
+export function withdrawConditions(machine: unknown, v: CapiApiVersion, now: Date, parts: { healthCheck: boolean; condition: boolean }): ConditionsWrite {
+  let m = current(machine, v);
+  if (parts.healthCheck) {
+    const list = upsert(m, { type: CONDITION_HEALTH_CHECK_SUCCEEDED, status: 'True', reason: v === 'v1beta2' ? REASON_HEALTH_CHECK_SUCCEEDED : '', message: WITHDRAW_MESSAGE }, now);
+    m = { ...m, list };
+  }
+  if (parts.condition) {
+    const list = upsert(m, { type: CONDITION_JOINGUARD_JOINED, status: 'True', reason: v === 'v1beta2' ? 'NodeJoined' : '', message: WITHDRAW_MESSAGE }, now);
+    m = { ...m, list };
+  }
+  return { conditions: m.list };
 }
 
 /** JoinGuard's own condition JoinGuardJoined, for the MachineCondition strategy's MachineHealthCheck. */

@@ -49,7 +49,10 @@ describe('api/v1alpha1 CRD', () => {
       Expected: '.status.expectedMachines',
       Joined: '.status.joinedMachines',
       Stuck: '.status.stuckMachines',
+      Held: '.status.heldMachines',
+      'Held By': '.status.heldReason',
       Progressing: '.status.conditions[?(@.type=="Progressing")].reason',
+      'Dry Run': '.spec.dryRun',
       Age: '.metadata.creationTimestamp',
     });
   });

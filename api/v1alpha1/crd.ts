@@ -39,12 +39,15 @@ export const PRINTER_COLUMNS: PrinterColumn[] = [
   { name: 'Joined', type: 'integer', jsonPath: '.status.joinedMachines', description: 'Machines with a Node' },
   { name: 'Joining', type: 'integer', jsonPath: '.status.joiningMachines', description: 'Machines waiting for their Node', priority: 1 },
   { name: 'Stuck', type: 'integer', jsonPath: '.status.stuckMachines', description: 'Machines past their deadline with no Node' },
+  { name: 'Held', type: 'integer', jsonPath: '.status.heldMachines', description: 'Machines without a verdict yet, or held back from a request' },
+  { name: 'Held By', type: 'string', jsonPath: '.status.heldReason', description: 'Why Machines are held (a Progressing reason, or what a verdict waits for)' },
   {
     name: 'Progressing',
     type: 'string',
     jsonPath: '.status.conditions[?(@.type=="Progressing")].reason',
     description: 'Reason of the Progressing condition',
   },
+  { name: 'Dry Run', type: 'boolean', jsonPath: '.spec.dryRun', description: 'JoinGuard decides and reports, and changes no Machine' },
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp', description: 'Time since creation' },
 ];
 

@@ -1,16 +1,26 @@
-// The status part of the MachineJoinCheck schema: all of MachineJoinCheckStatus (types.ts), persisted so
-// that a restarted controller decides the same way. Written only by the controller, so it carries types
-// and descriptions but no enums: a value list here would turn a new outcome into a failed status write.
+// The status part of the MachineJoinCheck schema: all of MachineJoinCheckStatus (types.ts), persisted so that a
+// restarted controller decides the same way. The schema holds the bounds the controller keeps (counts >= 0 and
+// int32, lists bounded, enums from the same code as the controller's values), so a hand-edited status out of
+// those bounds is refused by the apiserver; the controller still reads status with suspicion (memory.ts).
 import { STATUS_LIMITS } from './types.js';
 import { arr, bool, conditions, int32, int64, num, obj, str, time, type JSONSchemaProps } from './schema-parts.js';
+
+const count = (description: string): JSONSchemaProps => int32(description, { minimum: 0 });
+const bounded = (description: string, items: JSONSchemaProps, max: number): JSONSchemaProps => arr(`${description} (at most ${max}).`, items, { maxItems: max });
 
 const owner = (what: string): JSONSchemaProps =>
   obj(`${what}: the Machine's controlling owner.`, {
     kind: str('kind of the owner, e.g. MachineSet or KubeadmControlPlane.'),
-    name: str('name of the owner, in the check\'s namespace.'),
+    name: str("name of the owner, in the check's namespace."),
   });
 
-const failureKind = str('kind of failure: JoinTimeout (no Node within joinTimeout) or ProvisionTimeout (infrastructure or bootstrap data not ready within provisionTimeout).');
+const failureKind = str('kind of failure: JoinTimeout (no Node within joinTimeout) or ProvisionTimeout (infrastructure or bootstrap data not ready within provisionTimeout).', {
+  enum: ['JoinTimeout', 'ProvisionTimeout'],
+});
+const path = str(
+  'path is how the replacement was asked: OwnerRemediated (remediation-contract conditions), RemediateAnnotation (cluster.x-k8s.io/remediate-machine for a MachineHealthCheck), MachineCondition (JoinGuardJoined=False), Delete, or Report (no owner can re-create it: reported only).',
+  { enum: ['OwnerRemediated', 'RemediateAnnotation', 'MachineCondition', 'Delete', 'Report'] },
+);
 
 const failure = obj('A Machine that timed out.', {
   machine: str('machine is the name of the Machine.'),
@@ -23,105 +33,119 @@ const failure = obj('A Machine that timed out.', {
   controlPlane: bool('controlPlane is true for a control-plane Machine.'),
 });
 
-const remediation = obj('A replacement JoinGuard asked of CAPI (or would have, in dry-run), recorded before the request was made.', {
+const remediation = obj('A replacement JoinGuard asked of CAPI (or would have, in dry run): the history shown to users.', {
   machine: str('machine is the name of the Machine to be replaced.'),
   uid: str('uid of the Machine.'),
   owner: owner('owner'),
   time: time('time the request was recorded.'),
-  path: str(
-    'path is how the replacement was asked: OwnerRemediated (remediation-contract conditions), RemediateAnnotation (cluster.x-k8s.io/remediate-machine for a MachineHealthCheck), MachineCondition (JoinGuardJoined=False), Delete, or Report (no owner can re-create it: reported only).',
-  ),
+  path,
   outcome: str(
-    "outcome so far: Requested (recorded, write made or about to be), Marked (visible on the Machine), Deferred (the owner said RemediationDeferred), Refused (the owner said CannotBeRemediated), Withdrawn (the Machine joined first; mark removed), Replaced (old Machine gone), Reported, or DryRun.",
+    'outcome so far: Requested (recorded, the mark being made), Marked (visible on the Machine), Deferred (the owner said RemediationDeferred), Refused (the owner said CannotBeRemediated), Withdrawn (the Machine joined or was opted out first; mark removed), Cancelled (it joined before the mark was made), Unanswered (nobody acted on it in time; withdrawn and reported), Replaced (old Machine gone), Reported, or DryRun.',
+    { enum: ['Requested', 'Marked', 'Deferred', 'Refused', 'Withdrawn', 'Cancelled', 'Unanswered', 'Replaced', 'Reported', 'DryRun'] },
   ),
   kind: failureKind,
   ownerReason: str("ownerReason is the owner's OwnerRemediated reason as last seen, e.g. RemediationDeferred, CannotBeRemediated, MachineDeleting."),
   ownerMessage: str("ownerMessage is the owner's OwnerRemediated message as last seen."),
   finishedTime: time('finishedTime is when the remediation stopped being in flight (old Machine gone, or the mark withdrawn).'),
   canary: bool('canary is true for the one Machine rebuilt to test a suspicion.'),
-  firstControlPlane: bool("firstControlPlane is true when the Machine was the first control-plane Machine: its replacement's join clock waits until it is gone."),
-  lastAttempt: time('lastAttempt is when the write was last made; a write not visible on the Machine a minute later is made again.'),
+  firstControlPlane: bool('firstControlPlane is true when the Machine was the first control-plane Machine.'),
+});
+
+const request = obj("What JoinGuard asked about one Machine that still exists: the memory that decides (never asked twice, the mark it keeps, the mark it withdraws).", {
+  machine: str('machine is the name of the Machine.'),
+  uid: str('uid of the Machine.'),
+  owner: owner('owner'),
+  path,
+  kind: failureKind,
+  time: time('time the request was recorded (before it was made).'),
+  state: str('state: Open (the mark stays until the Machine is gone), Withdrawn (every mark JoinGuard caused is removed), Reported or DryRun (nothing written).', {
+    enum: ['Open', 'Withdrawn', 'Reported', 'DryRun'],
+  }),
+  withdrawn: str('withdrawn says why: Joined, OptedOut (a skip annotation) or Unanswered.', { enum: ['Joined', 'OptedOut', 'Unanswered'] }),
+  marked: bool('marked is true once the mark was seen on the Machine.'),
+  answered: bool('answered is true once the owner (or the MachineHealthCheck asked) acted on it.'),
+  canary: bool('canary is true for a canary rebuild.'),
+  firstControlPlane: bool('firstControlPlane is true when the Machine was the first control-plane Machine.'),
 });
 
 export const statusSchema: JSONSchemaProps = obj(
   'status is what JoinGuard observed and decided; all of it is kept so that a restarted controller decides the same way.',
   {
     observedGeneration: int64('observedGeneration is the metadata.generation of the spec this status was computed from.', { minimum: 0 }),
-    expectedMachines: int32('expectedMachines is how many Machines of the Cluster the selector chooses.'),
-    joinedMachines: int32('joinedMachines is how many of them have a Node (status.nodeRef).'),
-    joiningMachines: int32('joiningMachines is how many have infrastructure and bootstrap data ready and wait for their Node.'),
-    stuckMachines: int32('stuckMachines is how many are past their deadline with no Node.'),
+    expectedMachines: count('expectedMachines is how many Machines of the Cluster the selector chooses (not being deleted).'),
+    joinedMachines: count('joinedMachines is how many of them have a Node (status.nodeRef).'),
+    joiningMachines: count('joiningMachines is how many are provisioning or waiting for their Node.'),
+    stuckMachines: count('stuckMachines is how many are past their deadline with no Node (or asked to be replaced).'),
+    heldMachines: count('heldMachines is how many have no verdict yet, or are held back from a request (see heldReason and Progressing).'),
+    heldReason: str('heldReason is the main reason Machines are held: a Progressing reason, or why a verdict waits (e.g. FirstControlPlane, ConnectionDown).'),
     everJoined: bool('everJoined is true once any Machine in scope has joined; until then neverJoinedLimit applies.'),
-    consecutiveJoinFailures: int32('consecutiveJoinFailures is how many Machines in a row timed out joining with no Machine joining in between.'),
-    recentFailures: arr(`recentFailures are the latest timeouts, newest last (at most ${STATUS_LIMITS.recentFailures}).`, failure),
-    remediations: arr(`remediations are the latest replacements asked of CAPI, newest last (at most ${STATUS_LIMITS.remediations}).`, remediation),
+    consecutiveJoinFailures: count('consecutiveJoinFailures is how many Machines in a row timed out joining with no Machine joining in between.'),
+    failuresSinceResume: count('failuresSinceResume is how many failures were recorded since the last joinguard.io/resume: what neverJoinedLimit counts.'),
+    recentFailures: bounded('recentFailures are the latest timeouts, newest last', failure, STATUS_LIMITS.recentFailures),
+    remediations: bounded('remediations are the latest replacements asked of CAPI, newest last', remediation, STATUS_LIMITS.remediations),
+    requests: bounded('requests are, for every Machine JoinGuard asked about that still exists, what it asked and where that stands', request, STATUS_LIMITS.requests),
+    ownerWindows: bounded(
+      'ownerWindows are, per owner, the times of its requests inside remediation.window (the newest maxPerOwner): the exact per-owner budget',
+      obj('One owner\'s requests inside the window.', {
+        kind: str('kind of the owner.'),
+        name: str('name of the owner.'),
+        times: arr('times of the requests, oldest first.', time('A request time.')),
+      }),
+      STATUS_LIMITS.ownerWindows,
+    ),
     suspicion: obj(
       'suspicion is set while join failures in a row point at the join credential or the network path to the control-plane endpoint; only canaries are rebuilt meanwhile.',
       {
-        reason: str('reason of the suspicion: BootstrapCredentialSuspect.'),
+        reason: str('reason of the suspicion: BootstrapCredentialSuspect.', { enum: ['BootstrapCredentialSuspect'] }),
         since: time('since is when the suspicion was raised.'),
         nextCanaryTime: time('nextCanaryTime is when the next canary Machine may be rebuilt.'),
-        canariesSpent: int32('canariesSpent is how many canaries were rebuilt under this suspicion.'),
-        machines: arr('machines are the names of the Machines whose failures raised the suspicion.', str('A Machine name.')),
+        canariesSpent: count('canariesSpent is how many canaries were rebuilt under this suspicion.'),
+        machines: bounded('machines are the names of the Machines whose failures raised the suspicion', str('A Machine name.'), STATUS_LIMITS.suspectMachines),
       },
     ),
     joinDurations: obj('joinDurations summarises how long the Machines that did join took, from their join clock start to their Node.', {
-      count: int32('count of join durations measured.'),
-      p50Seconds: num('p50Seconds is the median join duration in seconds.'),
-      p95Seconds: num('p95Seconds is the 95th percentile join duration in seconds.'),
-      maxSeconds: num('maxSeconds is the longest join duration in seconds.'),
+      count: count('count of join durations measured.'),
+      p50Seconds: num('p50Seconds is the median join duration in seconds.', { minimum: 0 }),
+      p95Seconds: num('p95Seconds is the 95th percentile join duration in seconds.', { minimum: 0 }),
+      maxSeconds: num('maxSeconds is the longest join duration in seconds.', { minimum: 0 }),
       suggestedJoinTimeout: str('suggestedJoinTimeout is a joinTimeout the observed joins fit in: p95 × 1.5, rounded up to a minute, at least 2m.'),
-      recentSeconds: arr(
-        `recentSeconds are the latest join durations in seconds (at most ${STATUS_LIMITS.joinDurationSamples}), from which the figures above are computed.`,
-        num('A join duration in seconds.'),
-      ),
+      recentSeconds: bounded('recentSeconds are the latest join durations in seconds, from which the figures above are computed', num('A join duration in seconds.', { minimum: 0 }), STATUS_LIMITS.joinDurationSamples),
     }),
-    observations: arr(
-      'observations are times no object carries, kept per Machine: the first time the controller saw a state.',
-      obj('What the controller saw of one Machine.', {
+    observations: bounded(
+      'observations are kept per Machine only where no object carries it: a readiness time that was missing, in the future or moved (the first time seen stands), that its failure was counted, and — while a join would reset a count or a suspicion — that it had not joined',
+      obj('What the controller keeps of one Machine.', {
         machine: str('machine is the name of the Machine.'),
         uid: str('uid of the Machine.'),
-        readySeen: time('readySeen is the first time the Machine was seen with infrastructure and bootstrap data ready (used when its conditions carry no time).'),
-        clockHeldUntil: time("clockHeldUntil is, for the first control-plane Machine's replacement, when the old Machine's infrastructure was seen gone: its join clock starts then."),
-        firstControlPlane: bool('firstControlPlane is true when the Machine was ever seen as the first control-plane Machine.'),
-        failedAt: time('failedAt is when its failure was recorded: a failure is counted once per Machine, even after recentFailures dropped it.'),
+        readySeen: time('readySeen is the readiness time its join clock uses when the conditions\' times cannot be trusted.'),
+        failedAt: time('failedAt is when its failure was counted: a failure counts once per Machine.'),
       }),
+      STATUS_LIMITS.observations,
     ),
+    firstControlPlane: obj('firstControlPlane is the memory of the first control-plane Machine and its replacement.', {
+      replaced: obj("replaced is the last first control-plane Machine JoinGuard had replaced; its replacement's join clock starts once it is gone.", {
+        machine: str('machine is the name of the replaced Machine.'),
+        uid: str('uid of the replaced Machine.'),
+        time: time('time the replacement was requested.'),
+        goneTime: time('goneTime is when the old Machine was seen gone.'),
+      }),
+      extendedFor: str('extendedFor is the uid of the Machine given one more joinTimeout because the control plane answered at its endpoint (once per Machine).'),
+      extendedUntil: time('extendedUntil is that extended deadline.'),
+      probeRequested: time("probeRequested is when the Cluster's controlPlaneEndpoint was last probed; it is probed again only after a minute without an answer."),
+      misconfigured: obj(
+        'misconfigured is set when the replacement is not an init Machine (it has a join configuration), or the Cluster reports initialized with no control-plane Machine left: no more first control-plane remediation until a resume.',
+        { since: time('since is when it was seen.'), message: str('message says what was seen.') },
+      ),
+    }),
+    connectionDownSeen: time('connectionDownSeen is when the workload connection was seen down, after the control plane was initialized.'),
     connectionRestoredSeen: time('connectionRestoredSeen is when the workload connection was seen back, when no condition says; verdicts resume a grace period later.'),
+    controlPlaneInitializedSeen: time('controlPlaneInitializedSeen is the first time the control plane was seen initialized, when the Cluster condition carries no trusted time.'),
     lastResume: obj('lastResume is the last joinguard.io/resume annotation acted on.', {
       value: str('value of the annotation.'),
       time: time('time it was acted on.'),
+      removed: bool('removed is true once the annotation was seen removed (the same value written again then acts again).'),
     }),
-    refusedOwners: arr(
-      'refusedOwners are owners that said CannotBeRemediated: no more requests go to them until a joinguard.io/resume.',
-      obj('An owner that refused.', {
-        kind: str('kind of the owner.'),
-        name: str('name of the owner.'),
-      }),
-    ),
-    firstControlPlaneExtendedUntil: time(
-      "firstControlPlaneExtendedUntil is the first control-plane Machine's extended deadline: the control plane answered at the endpoint, so initialization may be finishing.",
-    ),
-    firstControlPlaneExtendedFor: str('firstControlPlaneExtendedFor is the uid of the Machine the extension was given to (once per Machine).'),
-    endpointProbeRequested: time("endpointProbeRequested is when the Cluster's controlPlaneEndpoint was last probed; it is probed again only after a minute without an answer."),
-    firstControlPlaneRemediation: obj("firstControlPlaneRemediation is the last first control-plane replacement requested; its replacement's join clock waits for finishedTime.", {
-      machine: str('machine is the name of the replaced Machine.'),
-      uid: str('uid of the replaced Machine.'),
-      time: time('time the replacement was requested.'),
-      finishedTime: time("finishedTime is when the old Machine's infrastructure was gone."),
-    }),
-    firstControlPlaneMisconfigured: obj(
-      'firstControlPlaneMisconfigured is set when the first control-plane replacement is not an init Machine (it has a join configuration), or the Cluster reports initialized with no control-plane Machine left: no more first control-plane remediation (Progressing=False/FirstControlPlaneReplacementMisconfigured).',
-      {
-        since: time('since is when it was seen.'),
-        message: str('message says what was seen.'),
-      },
-    ),
-    connectionDownSeen: time('connectionDownSeen is when the workload connection was seen down, after the control plane was initialized.'),
-    controlPlaneInitializedSeen: time('controlPlaneInitializedSeen is the first time the control plane was seen initialized, when the Cluster condition carries no time.'),
-    failuresSinceResume: int32('failuresSinceResume is how many failures were recorded since the last joinguard.io/resume: what neverJoinedLimit counts.'),
     conditions: conditions(
-      'conditions are Ready (the check works and its view is current), Progressing (True/AsExpected or True/Remediating; False with BootstrapCredentialSuspect, ControlPlaneEndpointUnreachable, NeverJoined, RemediationBudgetExhausted, RemediationRefusedByOwner, FirstControlPlaneReplacementMisconfigured or DryRun, each with a runbook section in docs/runbook.md) and Paused.',
+      'conditions are Ready (the check works and its view is current), Progressing (True/AsExpected or True/Remediating; False with BootstrapCredentialSuspect, ControlPlaneEndpointUnreachable, NeverJoined, RemediationBudgetExhausted, RemediationRefusedByOwner, FirstControlPlaneReplacementMisconfigured or DryRun, each with a runbook section) and Paused.',
     ),
   },
 );

@@ -98,16 +98,20 @@ export type RemediationPath =
   | 'Delete'
   | 'Report';
 
+/** What became of a request, as shown in the bounded history `status.remediations`. */
 export type RemediationOutcome =
-  | 'Requested' // recorded, write about to be made or made
-  | 'Marked' // the write is visible on the Machine
-  | 'Deferred' // owner said RemediationDeferred (still in flight)
-  | 'Refused' // owner said CannotBeRemediated
-  | 'Withdrawn' // the Machine joined before it was deleted; mark removed
+  | 'Requested' // recorded; the mark is being made
+  | 'Marked' // the mark is visible on the Machine
+  | 'Deferred' // the owner said RemediationDeferred (still in flight)
+  | 'Refused' // the owner said CannotBeRemediated
+  | 'Withdrawn' // the Machine joined (or was opted out) before it was deleted; JoinGuard's mark removed
+  | 'Cancelled' // the Machine joined before the mark was ever made: nothing was written
+  | 'Unanswered' // nobody acted on the mark within the bound: withdrawn and reported
   | 'Replaced' // old Machine gone
   | 'Reported' // no owner that can re-create it; reported only
   | 'DryRun'; // what would have been done
 
+/** One entry of the bounded history of requests (display; the decisions come from `requests`). */
 export interface RemediationRecord {
   machine: string;
   uid: string;
@@ -119,13 +123,45 @@ export interface RemediationRecord {
   /** The owner's OwnerRemediated reason/message, as last seen. */
   ownerReason?: string;
   ownerMessage?: string;
-  /** When the remediation stopped being in flight (old Machine gone, or withdrawn). */
+  /** When the remediation stopped being in flight (old Machine gone, or the mark withdrawn). */
   finishedTime?: string;
   canary?: boolean;
-  /** The request was for the first control-plane Machine (its replacement's clock waits for it to be gone). */
   firstControlPlane?: boolean;
-  /** When the write was last retried: a Requested write not visible on the Machine a minute later is made again. */
-  lastAttempt?: string;
+}
+
+/**
+ * JoinGuard's exact memory of what it asked about a Machine that still exists: never asked twice, the mark
+ * it keeps converging, the mark it withdraws. Dropped once the Machine is gone, or once it has a Node and
+ * carries no mark JoinGuard caused.
+ */
+export interface RequestRecord {
+  machine: string;
+  uid: string;
+  owner?: OwnerReference;
+  path: RemediationPath;
+  kind: FailureKind;
+  /** When the request was recorded (before it was made). */
+  time: string;
+  /**
+   * Open: the mark must be on the Machine until it is gone. Withdrawn: every mark JoinGuard caused must be
+   * removed. Reported / DryRun: nothing is written, the Machine is not asked again.
+   */
+  state: 'Open' | 'Withdrawn' | 'Reported' | 'DryRun';
+  /** Why a request was withdrawn. */
+  withdrawn?: 'Joined' | 'OptedOut' | 'Unanswered';
+  /** The mark was seen on the Machine at least once. */
+  marked?: boolean;
+  /** The owner (or the MachineHealthCheck asked) acted on it. */
+  answered?: boolean;
+  canary?: boolean;
+  firstControlPlane?: boolean;
+}
+
+/** Request times of one owner inside `remediation.window` (the newest `maxPerOwner`): exact per-owner budget. */
+export interface OwnerWindow {
+  kind: string;
+  name: string;
+  times: string[];
 }
 
 export interface SuspicionStatus {
@@ -148,18 +184,31 @@ export interface JoinDurationsStatus {
   recentSeconds?: number[];
 }
 
-/** Per-Machine memory for times no object carries ("the first time the controller saw the state"). */
+/**
+ * Per-Machine memory, kept only where no object carries it: a readiness time that is missing, in the
+ * future or moved while its flag stayed true (the first time seen stands), and that the Machine's failure
+ * was counted. Dropped when the Machine is gone or has joined.
+ */
 export interface MachineObservation {
   machine: string;
   uid: string;
-  /** First time seen with infrastructure and bootstrap data ready (fallback when conditions lack times). */
+  /** The join clock's readiness time JoinGuard trusts when the conditions' times cannot be trusted. */
   readySeen?: string;
-  /** For the first control-plane replacement: when the old Machine's infrastructure was seen gone. */
-  clockHeldUntil?: string;
-  /** The Machine was ever seen as a first control-plane Machine (never marked again once initialized). */
-  firstControlPlane?: boolean;
-  /** When its failure was recorded: once per Machine, even after recentFailures (bounded) dropped it. */
+  /** When its failure was counted: a Machine's failure counts once. */
   failedAt?: string;
+}
+
+/** The memory of the first control-plane Machine's replacement. */
+export interface FirstControlPlaneStatus {
+  /** The last first control-plane Machine JoinGuard had replaced; its replacement's join clock starts once it is gone. */
+  replaced?: { machine: string; uid: string; time: string; goneTime?: string };
+  /** The endpoint answered: this Machine (UID) was given one more joinTimeout, until `extendedUntil`. */
+  extendedFor?: string;
+  extendedUntil?: string;
+  /** When the endpoint probe was last asked for; asked again only after a minute without an answer. */
+  probeRequested?: string;
+  /** Set when the replacement is not an init Machine: no more first control-plane remediation until a resume. */
+  misconfigured?: { since: string; message: string };
 }
 
 export interface MachineJoinCheckStatus {
@@ -168,35 +217,29 @@ export interface MachineJoinCheckStatus {
   joinedMachines?: number;
   joiningMachines?: number;
   stuckMachines?: number;
+  /** Machines held back from a verdict or a request, and the main reason (for `kubectl get`). */
+  heldMachines?: number;
+  heldReason?: string;
   everJoined?: boolean;
   consecutiveJoinFailures?: number;
+  /** Failures counted since the last resume: what `neverJoinedLimit` counts. */
+  failuresSinceResume?: number;
   recentFailures?: FailureRecord[];
   remediations?: RemediationRecord[];
+  requests?: RequestRecord[];
+  ownerWindows?: OwnerWindow[];
   suspicion?: SuspicionStatus;
   joinDurations?: JoinDurationsStatus;
   observations?: MachineObservation[];
-  /** When the workload connection was last seen coming back (for the 2m grace), when no condition says. */
-  connectionRestoredSeen?: string;
-  /** The last `joinguard.io/resume` value acted on, and when. */
-  lastResume?: { value: string; time: string };
-  /** Owners that refused (CannotBeRemediated): no more requests to them until a resume. */
-  refusedOwners?: OwnerReference[];
-  /** Endpoint probe before acting on the first control-plane Machine: the deadline was extended once. */
-  firstControlPlaneExtendedUntil?: string;
-  /** The Machine (UID) that firstControlPlaneExtendedUntil belongs to: the extension is given once per Machine. */
-  firstControlPlaneExtendedFor?: string;
-  /** When the endpoint probe was last asked for; asked again only after a minute without an answer. */
-  endpointProbeRequested?: string;
-  /** The last first control-plane remediation requested; its replacement's join clock waits for finishedTime. */
-  firstControlPlaneRemediation?: { machine: string; uid: string; time: string; finishedTime?: string };
-  /** Set when the first control-plane replacement is not an init Machine: no more first-CP remediation. */
-  firstControlPlaneMisconfigured?: { since: string; message: string };
+  firstControlPlane?: FirstControlPlaneStatus;
   /** When the workload connection was seen down (after initialization), to start the grace once it is back. */
   connectionDownSeen?: string;
+  /** When the workload connection was seen coming back, when no condition says. */
+  connectionRestoredSeen?: string;
   /** First time the control plane was seen initialized, when the Cluster's condition carries no time. */
   controlPlaneInitializedSeen?: string;
-  /** Failures recorded since the last resume: what `neverJoinedLimit` counts. */
-  failuresSinceResume?: number;
+  /** The last `joinguard.io/resume` value acted on, when, and whether its annotation has been seen removed. */
+  lastResume?: { value: string; time: string; removed?: boolean };
   conditions?: Condition[];
 }
 
@@ -210,6 +253,7 @@ export interface ObjectMeta {
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
   deletionTimestamp?: string;
+  ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string; controller?: boolean; blockOwnerDeletion?: boolean }[];
 }
 
 export interface MachineJoinCheck {
@@ -245,7 +289,21 @@ export const STATUS_LIMITS = {
   recentFailures: 20,
   remediations: 20,
   joinDurationSamples: 50,
+  /** Requests and observations are exact, one per live Machine: bounded like CAPI's own lists of Machines. */
+  requests: 10000,
+  observations: 10000,
+  ownerWindows: 1000,
+  suspectMachines: 10,
+  /** int32, like every count in the Kubernetes API. */
+  count: 2147483647,
 } as const;
 
-/** The runbook's sections, one per Progressing reason; messages point here. */
-export const RUNBOOK_URL = 'docs/runbook.md';
+/** This release, as clusterctl and the image know it. */
+export const RELEASE = 'v0.1.0';
+/** The runbook's sections, one per Progressing reason; condition messages link here (pinned to the release, readable from a cluster). */
+export const RUNBOOK_URL = `https://github.com/joinguard/joinguard/blob/${RELEASE}/docs/runbook.md`;
+/** Annotations on a check: the memory carried across `clusterctl move`, and clusterctl's block-move. */
+export const ANNOTATION_MEMORY = 'joinguard.io/memory';
+export const CLUSTERCTL_ANNOTATION_BLOCK_MOVE = 'clusterctl.cluster.x-k8s.io/block-move';
+/** The checks' resource, for REST paths. */
+export const CHECK_RESOURCE = { group: GROUP, version: VERSION, plural: PLURAL, namespaced: true } as const;

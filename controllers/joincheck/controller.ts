@@ -1,27 +1,31 @@
-// The MachineJoinCheck controller: informers on checks, Machines, Clusters, MachineHealthChecks,
-// KubeadmControlPlanes and control-plane KubeadmConfigs; callbacks that only map an object to the checks
-// it concerns and enqueue their keys; and a reconcile that snapshots the caches and hands them to the
-// executor. Work is level-triggered: each reconcile ends by arming a timer at the plan's next deadline.
+// The MachineJoinCheck controller: the caches (cache.ts) map each object event to the checks it concerns and
+// enqueue their keys; a worker takes a key, builds the check's snapshot and hands it to the executor, which
+// converges the world to the plan. Work is level-triggered: each reconcile ends by arming a timer at the plan's
+// next deadline (deadline wake-ups go ahead of event work), and every check is reconciled again each sync period.
 import type { Logger } from 'winston';
-import { capiResource, type CapiKind } from '../../api/capi/resources.js';
 import type { CapiApiVersion } from '../../api/capi/model.js';
-import { Informer, keyOf, type InformerEvent } from '../runtime/informer.js';
-import { WorkQueue } from '../runtime/queue.js';
-import type { Json, Resource, RestClient } from '../runtime/rest.js';
-import type { EventRecorder } from './events.js';
-import { CHECKS, execute } from './executor.js';
-import { ClusterIndex, clusterKey, clusterOf } from './indexes.js';
-import type { JoinGuardMetrics } from './metrics.js';
+import { API_VERSION, KIND } from '../../api/v1alpha1/types.js';
+import { machineLogger, reconcileLogger } from '../runtime/logger.js';
 import type { ReconcileResult, RuntimeMetrics } from '../runtime/metrics.js';
+import { WorkQueue } from '../runtime/queue.js';
+import type { Json, RestClient } from '../runtime/rest.js';
 import { MACHINEJOINCHECK_CONTROLLER } from '../options.js';
-import type { RawSnapshot } from './snapshot.js';
-import type { WorkloadNodeReader } from './workload-nodes.js';
+import { Caches } from './cache.js';
+import type { EventRecorder } from './events.js';
+import { execute } from './executor.js';
+import type { JoinGuardMetrics } from './metrics.js';
+import type { CapiInfo, PlannedEvent, PreviousView } from './types.js';
+import { tlsAnswers, type WorkloadNodeReader } from './workload-access.js';
 
 export interface JoinCheckControllerOptions {
   rest: RestClient;
   apiVersion: CapiApiVersion;
+  /** The CAPI minor release, when discovery found it (features such as MachineCondition need one). */
+  capiMinor?: number;
   kubeadm: { controlPlane: boolean; bootstrap: boolean };
   namespace?: string;
+  /** Only Clusters labelled cluster.x-k8s.io/watch-filter=<value>, and what belongs to them. */
+  watchFilter?: string;
   log: Logger;
   metrics: JoinGuardMetrics;
   /** controller-runtime's families: reconcile counts and times, the queue's. */
@@ -32,203 +36,202 @@ export interface JoinCheckControllerOptions {
   connectionGraceMs?: number;
   workloadNodes?: WorkloadNodeReader;
   workers?: number;
+  /** Every check is reconciled again this often (CAPI's managers: 10m). */
+  syncPeriodMs?: number;
 }
 
-const CONTROL_PLANE_LABEL = 'cluster.x-k8s.io/control-plane';
 const CONTROLLER_NAME = MACHINEJOINCHECK_CONTROLLER.name;
+const PROBE_TIMEOUT_MS = 3_000;
 
 export class JoinCheckController {
   readonly queue: WorkQueue;
-  private readonly informers: Record<string, Informer> = {};
-  private readonly checksByCluster = new ClusterIndex();
-  private readonly machinesByCluster = new ClusterIndex();
-  private readonly mhcsByCluster = new ClusterIndex();
-  private readonly configsByCluster = new ClusterIndex();
+  readonly caches: Caches;
+  private readonly capi: CapiInfo;
+  private readonly views = new Map<string, PreviousView>();
   private readonly probes = new Map<string, { reachable: boolean; at: number }>();
+  private readonly probing = new Set<string>();
+  private readonly statusWrites = new Map<string, number>();
   private readonly loggedProblems = new Map<string, string>();
   readonly reconciled = new Set<string>();
   private fullAt?: number;
   private started = false;
+  private resync?: NodeJS.Timeout;
 
   constructor(private readonly o: JoinCheckControllerOptions) {
     this.queue = new WorkQueue(o.clock, o.runtimeMetrics?.queue(CONTROLLER_NAME));
-    const capi = (k: CapiKind): Resource => ({ ...capiResource(k, o.apiVersion), namespaced: true });
-    this.add('checks', CHECKS, (t, obj) => this.onCheck(t, obj));
-    this.add('machines', capi('Machine'), (t, obj) => this.onClusterObject(this.machinesByCluster, t, obj));
-    this.add('clusters', capi('Cluster'), (_t, obj) => this.enqueueCluster(obj.metadata?.namespace, obj.metadata?.name));
-    this.add('machinehealthchecks', capi('MachineHealthCheck'), (t, obj) => this.onClusterObject(this.mhcsByCluster, t, obj));
-    if (o.kubeadm.controlPlane) this.add('kubeadmcontrolplanes', capi('KubeadmControlPlane'), (_t, obj) => this.enqueueNamespace(obj.metadata?.namespace));
-    // Only control-plane configs matter (the first control-plane rules); workers' configs are not cached.
-    if (o.kubeadm.bootstrap) this.add('kubeadmconfigs', capi('KubeadmConfig'), (t, obj) => this.onClusterObject(this.configsByCluster, t, obj), CONTROL_PLANE_LABEL);
-  }
-
-  private add(name: string, resource: Resource, handler: (t: InformerEvent, obj: Json, old?: Json) => void, labelSelector?: string): void {
-    this.informers[name] = new Informer({
-      rest: this.o.rest,
-      resource,
-      name,
-      ...(this.o.namespace ? { namespace: this.o.namespace } : {}),
-      ...(labelSelector ? { labelSelector } : {}),
-      log: this.o.log,
-      livenessMs: this.o.livenessMs,
-      onEvent: handler,
+    this.capi = { apiVersion: o.apiVersion, ...(o.capiMinor !== undefined ? { minor: o.capiMinor } : {}) };
+    this.caches = new Caches({
+      rest: o.rest,
+      apiVersion: o.apiVersion,
+      kubeadm: o.kubeadm,
+      ...(o.namespace ? { namespace: o.namespace } : {}),
+      ...(o.watchFilter !== undefined ? { watchFilter: o.watchFilter } : {}),
+      log: o.log,
+      livenessMs: o.livenessMs,
+      enqueue: (key) => this.queue.add(key),
+      onRestart: (informer) => o.metrics.watchRestart(informer),
     });
   }
 
   startInformers(): void {
-    for (const i of Object.values(this.informers)) i.start();
+    this.caches.start();
   }
 
   async synced(): Promise<void> {
-    await Promise.all(Object.values(this.informers).map((i) => i.synced));
+    await this.caches.synced();
   }
 
   hasSynced(): boolean {
-    return Object.values(this.informers).every((i) => i.hasSynced);
+    return this.caches.hasSynced();
+  }
+
+  /** Readiness: caches synced and no informer without a live watch past its liveness bound. */
+  health(): { ok: boolean; why?: string } {
+    if (!this.caches.hasSynced()) return { ok: false, why: 'caches not synced yet' };
+    return this.caches.health();
   }
 
   watchRestarts(): Record<string, number> {
-    return Object.fromEntries(Object.entries(this.informers).map(([k, i]) => [k, i.restarts]));
+    return this.caches.restarts();
   }
 
   /** Starts the workers (after the caches synced and, with leader election, the Lease is held). */
   startWorkers(): void {
     this.started = true;
     this.queue.run(this.o.workers ?? 2, (key) => this.reconcile(key));
-    for (const k of this.informers['checks']!.store.keys()) this.queue.add(k);
+    this.enqueueAll();
+    const period = this.o.syncPeriodMs;
+    if (period !== undefined && period > 0) {
+      const tick = () => {
+        this.enqueueAll();
+        // Jittered like controller-runtime's resync, so that replicas and restarts spread out.
+        this.resync = setTimeout(tick, period * (0.9 + Math.random() * 0.2));
+      };
+      this.resync = setTimeout(tick, period);
+    }
+  }
+
+  private enqueueAll(): void {
+    for (const k of this.caches.checkKeys()) this.queue.add(k);
   }
 
   async stop(): Promise<void> {
-    for (const i of Object.values(this.informers)) i.stop();
+    clearTimeout(this.resync);
+    this.caches.stop();
     await this.queue.shutdown();
+    await this.o.events.flush();
   }
 
   firstFullReconcileAt(): number | undefined {
     return this.fullAt;
   }
 
-  // ---- event mapping: look up keys, enqueue, nothing else ----
-
-  private onCheck(t: InformerEvent, obj: Json): void {
-    const key = keyOf(obj);
-    if (t === 'delete') this.checksByCluster.remove(key);
-    else this.checksByCluster.set(key, obj);
-    this.queue.add(key);
-  }
-
-  private onClusterObject(index: ClusterIndex, t: InformerEvent, obj: Json): void {
-    const key = keyOf(obj);
-    const before = index.filedUnder(key);
-    const now = t === 'delete' ? index.remove(key) : index.set(key, obj);
-    for (const ck of new Set([before, now])) if (ck !== undefined) for (const c of this.checksByCluster.keys(ck)) this.queue.add(c);
-  }
-
-  private enqueueCluster(ns: string | undefined, name: string | undefined): void {
-    if (ns === undefined || name === undefined) return;
-    for (const c of this.checksByCluster.keys(clusterKey(ns, name))) this.queue.add(c);
-  }
-
-  private enqueueNamespace(ns: string | undefined): void {
-    for (const k of this.informers['checks']!.store.keys()) if (k.startsWith(`${ns}/`)) this.queue.add(k);
-  }
-
-  /** Puts an object read or written by the executor back into its cache. */
-  private remember(kind: 'check' | 'machine' | 'cluster', obj: Json): void {
-    const inf = this.informers[kind === 'check' ? 'checks' : kind === 'machine' ? 'machines' : 'clusters'];
-    if (obj?.metadata?.name) inf?.upsert(obj);
-  }
-
-  // ---- reconcile ----
-
-  rawSnapshot(key: string): RawSnapshot | undefined {
-    const check = this.informers['checks']!.store.get(key);
-    if (!check) return undefined;
-    const ns: string = check.metadata.namespace;
-    const cluster = typeof check.spec?.clusterName === 'string' ? check.spec.clusterName : '';
-    const ck = clusterKey(ns, cluster);
-    const pick = (inf: string, keys: ReadonlySet<string>) => {
-      const store = this.informers[inf]?.store;
-      const out: Json[] = [];
-      if (store) for (const k of keys) {
-        const o = store.get(k);
-        if (o) out.push(o);
-      }
-      return out;
-    };
-    const clusterObj = this.informers['clusters']!.store.get(ck);
-    const cpName = clusterObj?.spec?.controlPlaneRef?.name;
-    const kcp = typeof cpName === 'string' ? this.informers['kubeadmcontrolplanes']?.store.get(`${ns}/${cpName}`) : undefined;
-    const probe = this.probes.get(key);
-    return {
-      check,
-      ...(clusterObj ? { cluster: clusterObj } : {}),
-      machines: pick('machines', this.machinesByCluster.keys(ck)),
-      mhcs: pick('machinehealthchecks', this.mhcsByCluster.keys(ck)),
-      kcps: kcp ? [kcp] : [],
-      bootstrapConfigs: pick('kubeadmconfigs', this.configsByCluster.keys(ck)),
-      capi: { apiVersion: this.o.apiVersion },
-      now: this.o.clock(),
-      ...(probe ? { endpointProbe: probe } : {}),
-      ...(this.o.connectionGraceMs !== undefined ? { connectionGraceMs: this.o.connectionGraceMs } : {}),
-    };
+  get isStarted(): boolean {
+    return this.started;
   }
 
   async reconcile(key: string): Promise<void> {
     const started = process.hrtime.bigint();
+    const [ns, name] = key.split('/') as [string, string];
+    const entry = this.caches.checks.store.get(key);
+    const cluster = typeof entry?.raw?.spec?.clusterName === 'string' ? entry.raw.spec.clusterName : '';
+    const ref = { namespace: ns, check: name, cluster };
     let result: ReconcileResult = 'success';
     this.o.runtimeMetrics?.reconcileStarted(CONTROLLER_NAME);
+    const log = reconcileLogger(this.o.log, MACHINEJOINCHECK_CONTROLLER, { namespace: ns, name, ...(cluster ? { cluster } : {}) });
     try {
-      const raw = this.rawSnapshot(key);
-      if (!raw) {
-        this.queue.forget(key);
-        this.probes.delete(key);
-        this.reconciled.delete(key);
-        const [namespace, check] = key.split('/');
-        this.o.metrics.forget({ namespace: namespace!, check: check! });
+      if (entry === undefined) return this.forget(key, ref);
+      if (this.caches.filteredOut(key)) {
+        log.debug('the Cluster is outside --watch-filter: left alone');
         return;
       }
-      if (this.o.workloadNodes) {
-        const nodes = await this.o.workloadNodes.nodesFor(raw);
-        if (nodes) raw.workloadNodes = nodes;
-      }
+      const target = this.o.workloadNodes ? this.caches.anyUnjoined(key) : undefined;
+      const workloadNodes = target ? await this.o.workloadNodes!.nodesFor(target.namespace, target.cluster) : undefined;
       const r = await execute(
-        { rest: this.o.rest, apiVersion: this.o.apiVersion, log: this.o.log, events: this.o.events, metrics: this.o.metrics, remember: (k, obj) => this.remember(k, obj) },
-        raw,
+        {
+          rest: this.o.rest,
+          apiVersion: this.o.apiVersion,
+          log,
+          emit: (e, check) => this.emit(e, check, log),
+          writeMetric: (write, res) => this.o.metrics.write(write, res),
+          remember: (kind, raw) => this.caches.remember(kind, raw),
+          ...(this.statusWrites.has(key) ? { lastStatusWrite: this.statusWrites.get(key)! } : {}),
+          now: this.o.clock,
+        },
+        {
+          build: (live) =>
+            this.caches.snapshot(key, live, this.capi, {
+              ...(this.views.has(key) ? { previous: this.views.get(key)! } : {}),
+              ...(this.probes.has(key) ? { endpointProbe: this.probes.get(key)! } : {}),
+              ...(workloadNodes ? { workloadNodes } : {}),
+              ...(this.o.connectionGraceMs !== undefined ? { connectionGraceMs: this.o.connectionGraceMs } : {}),
+              now: this.o.clock(),
+            }),
+        },
       );
-      this.logProblems(key, r.problems, raw.check);
-      if (r.probe) this.probes.set(key, r.probe);
+      const p = r.plan;
+      if (p !== undefined) {
+        this.views.set(key, p.view);
+        this.logOnce(key, log, p.memoryNotes);
+        if (p.probe !== undefined) this.probe(key, p.probe.host, p.probe.port, log);
+        this.o.metrics.observe(ref, p.verdicts, entry.raw.status ?? {}, p.status, this.o.clock(), p.settledInScope);
+        this.caches.consumed(key);
+      }
+      if (r.statusWrittenAt !== undefined) this.statusWrites.set(key, r.statusWrittenAt);
       this.queue.succeeded(key);
-      if (r.requeue) this.queue.addAfter(key, r.probe ? 0 : 100);
+      if (r.requeueAfterMs !== undefined) this.queue.addAfter(key, r.requeueAfterMs);
       if (r.wakeAt !== undefined) this.queue.addAfter(key, Math.max(0, r.wakeAt - this.o.clock()) + 5);
-      if (r.requeue) result = 'requeue';
-      else if (r.wakeAt !== undefined) result = 'requeue_after';
+      if (r.requeueAfterMs !== undefined || r.wakeAt !== undefined) result = 'requeue_after';
       this.markReconciled(key);
     } catch (e) {
       result = 'error';
       const delay = this.queue.retry(key);
-      this.o.log.error('reconcile failed, retrying', { check: key, error: (e as Error).message, retryInMs: delay });
+      log.error('Reconciler error, retrying', { err: (e as Error).message, retryInMs: delay });
     } finally {
       this.o.runtimeMetrics?.reconcileDone(CONTROLLER_NAME, result, Number(process.hrtime.bigint() - started) / 1e9);
     }
   }
 
+  private forget(key: string, ref: { namespace: string; check: string; cluster: string }): void {
+    this.queue.forget(key);
+    for (const m of [this.views, this.probes, this.statusWrites, this.loggedProblems]) m.delete(key);
+    this.reconciled.delete(key);
+    this.o.metrics.forget(ref);
+  }
+
+  /** The endpoint probe runs off the worker; its answer reconciles the check again. */
+  private probe(key: string, host: string, port: number, log: Logger): void {
+    if (this.probing.has(key)) return;
+    this.probing.add(key);
+    void tlsAnswers(host, port, PROBE_TIMEOUT_MS).then((reachable) => {
+      this.probing.delete(key);
+      this.probes.set(key, { reachable, at: this.o.clock() });
+      log.info(`control-plane endpoint ${host}:${port} ${reachable ? 'answers' : 'does not answer'}`, { endpoint: `${host}:${port}` });
+      this.queue.add(key);
+    });
+  }
+
+  private emit(e: PlannedEvent, check: Json, log: Logger): void {
+    const target =
+      e.on === 'Machine'
+        ? { apiVersion: `cluster.x-k8s.io/${this.o.apiVersion}`, kind: 'Machine', name: e.machine.name, namespace: e.machine.namespace, uid: e.machine.uid }
+        : { apiVersion: API_VERSION, kind: KIND, name: check.metadata.name, namespace: check.metadata.namespace, uid: check.metadata.uid };
+    this.o.events.record(target, e.reason, e.message, e.warning);
+    (e.on === 'Machine' ? machineLogger(log, e.machine.namespace, e.machine.name) : log).info(e.message, { event: e.reason });
+  }
+
   private markReconciled(key: string): void {
     this.reconciled.add(key);
     if (this.fullAt !== undefined) return;
-    for (const k of this.informers['checks']!.store.keys()) if (!this.reconciled.has(k)) return;
+    for (const k of this.caches.checkKeys()) if (!this.reconciled.has(k)) return;
     this.fullAt = this.o.clock();
   }
 
-  private logProblems(key: string, problems: { kind: string; name: string; error: string }[], check: Json): void {
-    const text = problems.map((p) => p.error).join(' | ');
-    if (this.loggedProblems.get(key) === text) return;
+  /** What could not be read (objects, status values) is logged once per change, never acted on. */
+  private logOnce(key: string, log: Logger, notes: string[]): void {
+    const text = notes.join(' | ');
+    if ((this.loggedProblems.get(key) ?? '') === text) return;
     this.loggedProblems.set(key, text);
-    for (const p of problems) {
-      this.o.log.warn(`ignored an object JoinGuard cannot understand: ${p.error}`, { check: check.metadata.name, namespace: check.metadata.namespace, cluster: clusterOf(check), object: `${p.kind}/${p.name}` });
-    }
-  }
-
-  get isStarted(): boolean {
-    return this.started;
+    for (const n of notes) log.warn(`status value not trusted: ${n}`);
   }
 }

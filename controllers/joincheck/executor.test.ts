@@ -1,28 +1,48 @@
-// The executor against a FAKE apiserver (unit test): write-ahead order, and what a 409 on a Machine write
-// does. The real apiserver and CAPI's controllers are in e2e/.
+// The executor against a FAKE apiserver (unit test; the real apiserver and CAPI's controllers are in e2e/): the
+// live re-read before any write, write-ahead order, convergence of marks and withdrawals (again after a failed
+// write), what a 409 does, no write once leadership is lost, count-only status writes coalesced, the check's
+// own metadata.
 import { expect } from 'chai';
+import { readCluster, readMachine } from '../../api/capi/readers.js';
 import { clusterV1beta2, machineV1beta2, ms, T3 } from '../../api/capi/testdata/fixtures.js';
-import { ApiError, type Json, type RestClient } from '../runtime/rest.js';
+import { parseSettings } from '../../api/v1alpha1/settings.js';
+import type { MachineJoinCheck } from '../../api/v1alpha1/types.js';
 import { silentLogger } from '../runtime/logger.js';
-import type { EventRecorder } from './events.js';
-import { execute, type ExecutorDeps } from './executor.js';
-import { Registry } from 'prom-client';
-import { JoinGuardMetrics } from './metrics.js';
-import type { RawSnapshot } from './snapshot.js';
+import { ApiError, type Json, type RestClient } from '../runtime/rest.js';
+import { execute, type ExecutorDeps, type Live, type SnapshotSource } from './executor.js';
+import type { PlannedEvent, Snapshot } from './types.js';
 
 const MACHINE = '/apis/cluster.x-k8s.io/v1beta2/namespaces/default/machines/md-0-abc-xyz';
 const CLUSTER = '/apis/cluster.x-k8s.io/v1beta2/namespaces/default/clusters/c1';
-const CHECK_STATUS = '/apis/joinguard.io/v1alpha1/namespaces/default/machinejoinchecks/workers/status';
+const CHECK = '/apis/joinguard.io/v1alpha1/namespaces/default/machinejoinchecks/workers';
+const NOW = ms(T3) + 30 * 60_000; // the worker's join clock started at T3: 10 minutes past its deadline
 
-/** An apiserver of one Machine and one Cluster; `onMachinePatch` decides each status patch of the Machine. */
+type Outcome = 'ok' | 'conflict' | 'fail';
+
+/** An apiserver of one check, one Machine and one Cluster; `onMachineWrite` decides each write of the Machine. */
 class FakeApi {
   machine = machineV1beta2();
+  check: Json = {
+    apiVersion: 'joinguard.io/v1alpha1',
+    kind: 'MachineJoinCheck',
+    metadata: { name: 'workers', namespace: 'default', uid: 'uid-check', resourceVersion: '1', generation: 1 },
+    spec: { clusterName: 'c1', selector: { matchLabels: { 'cluster.x-k8s.io/deployment-name': 'md-0' } }, joinTimeout: '20m' },
+  };
   readonly calls: string[] = [];
-  checkWrites = 0;
+  writesAllowed = true;
+  private machineWrites = 0;
 
-  constructor(private readonly onMachinePatch: (n: number, api: FakeApi) => 'ok' | 'conflict') {}
+  constructor(private readonly onMachineWrite: (n: number, api: FakeApi) => Outcome = () => 'ok') {}
 
-  private patches = 0;
+  /** What the caches hold: the objects as they were when this was called. */
+  cached(): { machine: Json; check: Json } {
+    return { machine: structuredClone(this.machine), check: structuredClone(this.check) };
+  }
+
+  private write(method: string, path: string): void {
+    if (!this.writesAllowed) throw Object.assign(new Error('leadership lost'), { name: 'WritesForbiddenError' });
+    this.calls.push(`${method} ${path}`);
+  }
 
   rest(): RestClient {
     return {
@@ -30,91 +50,170 @@ class FakeApi {
         this.calls.push(`GET ${path}`);
         if (path === MACHINE) return structuredClone(this.machine);
         if (path === CLUSTER) return clusterV1beta2();
+        if (path === CHECK) return structuredClone(this.check);
         throw new ApiError(404, 'GET', path, 'not found');
       },
       put: async (path: string, body: Json) => {
-        this.calls.push(`PUT ${path}`);
-        expect(path).to.equal(CHECK_STATUS);
-        this.checkWrites++;
-        return { ...body, metadata: { ...body.metadata, resourceVersion: `c${this.checkWrites}` } };
+        this.write('PUT', path);
+        expect(path).to.equal(`${CHECK}/status`);
+        if (body.metadata.resourceVersion !== this.check.metadata.resourceVersion) throw new ApiError(409, 'PUT', path, 'modified');
+        this.check = { ...this.check, status: body.status, metadata: { ...this.check.metadata, resourceVersion: String(Number(this.check.metadata.resourceVersion) + 1) } };
+        return structuredClone(this.check);
       },
       mergePatch: async (path: string, body: Json) => {
-        this.calls.push(`PATCH ${path}`);
-        expect(path).to.equal(`${MACHINE}/status`);
-        const what = this.onMachinePatch(++this.patches, this);
+        this.write('PATCH', path);
+        if (path === CHECK) {
+          const meta = this.check.metadata;
+          const annotations = { ...(meta.annotations ?? {}), ...(body.metadata.annotations ?? {}) };
+          for (const [k, v] of Object.entries(annotations)) if (v === null) delete annotations[k];
+          this.check = { ...this.check, metadata: { ...meta, annotations, ...(body.metadata.ownerReferences ? { ownerReferences: body.metadata.ownerReferences } : {}), resourceVersion: String(Number(meta.resourceVersion) + 1) } };
+          return structuredClone(this.check);
+        }
+        const what = this.onMachineWrite(++this.machineWrites, this);
+        if (what === 'fail') throw new ApiError(500, 'PATCH', path, 'etcd timeout');
         if (body.metadata?.resourceVersion !== this.machine.metadata.resourceVersion || what === 'conflict') {
           // CAPI wrote the Machine in between: a new resourceVersion, the patch refused.
           this.machine.metadata.resourceVersion = String(Number(this.machine.metadata.resourceVersion) + 1);
           throw new ApiError(409, 'PATCH', path, 'the object has been modified');
         }
-        this.machine = { ...this.machine, status: { ...this.machine.status, conditions: body.status.conditions } };
+        if (path === `${MACHINE}/status`) this.machine = { ...this.machine, status: { ...this.machine.status, conditions: body.status.conditions } };
+        this.machine.metadata.resourceVersion = String(Number(this.machine.metadata.resourceVersion) + 1);
         return structuredClone(this.machine);
       },
     } as unknown as RestClient;
   }
 }
 
-function deps(api: FakeApi): ExecutorDeps {
+/** A SnapshotSource like the controller's: cached objects, with the live ones in their place. */
+function source(api: FakeApi, cached = api.cached()): SnapshotSource {
   return {
-    rest: api.rest(), apiVersion: 'v1beta2', log: silentLogger(),
-    events: { record: async () => undefined } as unknown as EventRecorder,
-    metrics: new JoinGuardMetrics(new Registry()),
-    remember: () => undefined,
+    build: (live: Live): Snapshot | undefined => {
+      const check = (live.check ?? cached.check) as MachineJoinCheck;
+      const raw = live.machines.has(cached.machine.metadata.uid) ? live.machines.get(cached.machine.metadata.uid) : cached.machine;
+      const cluster = live.cluster === undefined ? clusterV1beta2() : live.cluster;
+      return {
+        check,
+        settings: parseSettings(check.spec).settings!,
+        ...(cluster ? { cluster: readCluster(cluster, 'v1beta2') } : {}),
+        machines: raw ? [readMachine(raw, 'v1beta2')] : [],
+        malformed: [],
+        bootstrapConfigs: new Map(),
+        mhcs: [],
+        capi: { apiVersion: 'v1beta2', minor: 14 },
+        now: NOW,
+      };
+    },
   };
 }
 
-function snapshot(api: FakeApi): RawSnapshot {
-  return {
-    check: {
-      apiVersion: 'joinguard.io/v1alpha1', kind: 'MachineJoinCheck',
-      metadata: { name: 'workers', namespace: 'default', uid: 'uid-check', resourceVersion: 'c0', generation: 1 },
-      spec: { clusterName: 'c1', selector: { matchLabels: { 'cluster.x-k8s.io/deployment-name': 'md-0' } }, joinTimeout: '20m' },
-    },
-    cluster: clusterV1beta2(),
-    machines: [structuredClone(api.machine)],
-    mhcs: [], kcps: [], bootstrapConfigs: [],
-    capi: { apiVersion: 'v1beta2' },
-    now: ms(T3) + 30 * 60_000, // the worker's join clock started at T3: 10 minutes past its deadline
-  };
+function deps(api: FakeApi, o: Partial<ExecutorDeps> = {}): ExecutorDeps & { events: PlannedEvent[] } {
+  const events: PlannedEvent[] = [];
+  return { rest: api.rest(), apiVersion: 'v1beta2', log: silentLogger(), emit: (e) => events.push(e), writeMetric: () => undefined, remember: () => undefined, now: () => NOW, events, ...o };
 }
 
 const healthCheck = (m: Json) => (m.status.conditions as Json[]).find((c) => c.type === 'HealthCheckSucceeded');
+const count = (api: FakeApi, call: string) => api.calls.filter((c) => c === call).length;
 
 describe('executor (fake apiserver)', () => {
-  it('records the request in the check status before it marks the Machine', async () => {
-    const api = new FakeApi(() => 'ok');
-    const r = await execute(deps(api), snapshot(api));
-    const put = api.calls.indexOf(`PUT ${CHECK_STATUS}`);
-    const patch = api.calls.indexOf(`PATCH ${MACHINE}/status`);
-    expect(put).to.be.greaterThan(-1);
-    expect(patch).to.be.greaterThan(put);
+  it('reads the Machine and the Cluster live, records the request in status, then marks the Machine', async () => {
+    const api = new FakeApi();
+    const d = deps(api);
+    const r = await execute(d, source(api));
+    const i = (c: string) => api.calls.indexOf(c);
+    expect(i(`GET ${MACHINE}`)).to.be.greaterThan(-1);
+    expect(i(`GET ${CLUSTER}`)).to.be.greaterThan(-1);
+    expect(i(`PUT ${CHECK}/status`)).to.be.greaterThan(Math.max(i(`GET ${MACHINE}`), i(`GET ${CLUSTER}`)));
+    expect(i(`PATCH ${MACHINE}/status`)).to.be.greaterThan(i(`PUT ${CHECK}/status`));
     expect(healthCheck(api.machine)).to.include({ status: 'False', reason: 'JoinTimeout' });
-    expect(r.requeue).to.equal(false);
+    expect(d.events.map((e) => e.reason)).to.deep.equal(['RemediationRequested']);
+    expect(r.requeueAfterMs).to.equal(undefined);
+    // A mark costs: 2 live reads, the status write, the mark, the check's own metadata (owner, block-move) once.
+    expect(api.calls.filter((c) => !c.startsWith(`PATCH ${CHECK}`))).to.have.length(4);
   });
 
-  it('on a 409 from the Machine write, re-reads the Machine, decides again and marks it at once', async () => {
+  it('on a 409 from the Machine write, re-reads the Machine, decides again and marks it at once; the request is recorded once', async () => {
     const api = new FakeApi((n) => (n === 1 ? 'conflict' : 'ok'));
-    const r = await execute(deps(api), snapshot(api));
-    expect(api.calls.filter((c) => c === `PATCH ${MACHINE}/status`)).to.have.length(2);
+    const r = await execute(deps(api), source(api));
+    expect(count(api, `PATCH ${MACHINE}/status`)).to.equal(2);
     expect(healthCheck(api.machine)).to.include({ status: 'False', reason: 'JoinTimeout' });
-    expect(api.checkWrites).to.equal(1); // the request was recorded once
-    expect(r.requeue).to.equal(false);
+    expect(count(api, `PUT ${CHECK}/status`)).to.equal(1);
+    expect(r.requeueAfterMs).to.equal(undefined);
   });
 
-  it('does not write when the Machine, re-read after a 409, joined in the meantime', async () => {
+  it('a Machine that joined by the time of the re-read after a 409 is not written, and no RemediationRequested is sent', async () => {
     const api = new FakeApi((n, a) => {
       if (n === 1) a.machine.status = { ...a.machine.status, nodeRef: { name: 'node-1' } };
       return 'conflict';
     });
-    await execute(deps(api), snapshot(api));
-    expect(api.calls.filter((c) => c === `PATCH ${MACHINE}/status`)).to.have.length(1);
+    const d = deps(api);
+    await execute(d, source(api));
+    expect(count(api, `PATCH ${MACHINE}/status`)).to.equal(1);
     expect(healthCheck(api.machine)).to.equal(undefined);
+    expect(d.events.map((e) => e.reason)).to.deep.equal([]);
   });
 
-  it('gives up after a bounded number of conflicts and asks to be run again', async () => {
+  it('gives up after a bounded number of conflicts and asks to be run again soon', async () => {
     const api = new FakeApi(() => 'conflict');
-    const r = await execute(deps(api), snapshot(api));
-    expect(api.calls.filter((c) => c === `PATCH ${MACHINE}/status`)).to.have.length(4);
-    expect(r.requeue).to.equal(true);
+    const r = await execute(deps(api), source(api));
+    expect(count(api, `PATCH ${MACHINE}/status`)).to.equal(3);
+    expect(r.requeueAfterMs).to.equal(1000);
+  });
+
+  it('withdraws the mark of a Machine that joined; a failed withdrawal is made again on the next pass', async () => {
+    const api = new FakeApi();
+    await execute(deps(api), source(api)); // marked
+    api.machine.status = { ...api.machine.status, nodeRef: { name: 'node-1' } };
+    let fail = true;
+    const failing = new FakeApi((_n) => (fail ? 'fail' : 'ok'));
+    Object.assign(failing, { machine: api.machine, check: api.check });
+    const d1 = deps(failing);
+    await execute(d1, source(failing)).then(
+      () => expect.fail('a 500 fails the reconcile (it is retried)'),
+      (e: Error) => expect(e.message).to.contain('500'),
+    );
+    expect(failing.check.status.requests[0]).to.include({ state: 'Withdrawn', withdrawn: 'Joined' });
+    expect(healthCheck(failing.machine)).to.include({ status: 'False' });
+    expect(d1.events.map((e) => e.reason)).to.deep.equal([]);
+    fail = false;
+    const d2 = deps(failing);
+    await execute(d2, source(failing));
+    expect(healthCheck(failing.machine)).to.include({ status: 'True', reason: 'HealthCheckSucceeded' });
+    expect(d2.events.map((e) => e.reason)).to.deep.equal(['RemediationWithdrawn']);
+    // Clean and joined: the next pass writes nothing at all (the request is forgotten in status).
+    const before = failing.calls.length;
+    await execute(deps(failing), source(failing));
+    expect(failing.calls.slice(before).filter((c) => !c.startsWith('GET') && c !== `PUT ${CHECK}/status`)).to.deep.equal([]);
+  });
+
+  it('no write of any kind once leadership is lost: the status write is refused and nothing follows', async () => {
+    const api = new FakeApi();
+    api.writesAllowed = false;
+    await execute(deps(api), source(api)).then(
+      () => expect.fail('the reconcile fails'),
+      (e: Error) => expect(e.name).to.equal('WritesForbiddenError'),
+    );
+    expect(api.calls.filter((c) => !c.startsWith('GET'))).to.deep.equal([]);
+  });
+
+  it('a status that differs only in counts is written at most every 5 s; decisions at once', async () => {
+    const api = new FakeApi();
+    await execute(deps(api), source(api));
+    await execute(deps(api), source(api)); // the mark seen: the request says so
+    api.check.status = { ...api.check.status, joinedMachines: 7 };
+    const r = await execute(deps(api, { lastStatusWrite: NOW - 1000 }), source(api));
+    expect(r.requeueAfterMs).to.equal(4000);
+    expect(api.check.status.joinedMachines).to.equal(7);
+    await execute(deps(api, { lastStatusWrite: NOW - 6000 }), source(api));
+    expect(api.check.status.joinedMachines).to.equal(0);
+  });
+
+  it("the check's own metadata: its Cluster as owner and clusterctl's block-move, in one patch after the status", async () => {
+    const api = new FakeApi();
+    await execute(deps(api), source(api));
+    expect(api.check.metadata.ownerReferences).to.deep.equal([{ apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', name: 'c1', uid: clusterV1beta2().metadata.uid }]);
+    expect(api.check.metadata.annotations).to.deep.equal({ 'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io' });
+    expect(count(api, `PATCH ${CHECK}`)).to.equal(1);
+    await execute(deps(api), source(api));
+    expect(count(api, `PATCH ${CHECK}`)).to.equal(1);
   });
 });

@@ -1,263 +1,310 @@
-// The thin executor: performs one check's Plan. Before any Machine write it re-reads the targeted Machines
-// and the Cluster live and plans again against the same previous status (a Machine that joined in the
-// meantime is left alone, cluster-api #12870). It writes the check's status first (write-ahead: every
-// request is recorded before it is made), then the Machine writes, each guarded by the resourceVersion
-// the decision was made on (and the uid, for deletes). 404 on delete is done; 409 anywhere means
-// "re-read and decide again". Events never fail a reconcile.
+// The thin executor: converges the world to one check's Plan. It plans from the caches; before any write it reads
+// live, in parallel, the Cluster and the Machines a write targets, and plans again on them (a Machine that joined
+// meanwhile is left alone, cluster-api #12870). It writes the check's status first (write-ahead: every request is
+// recorded before it is made), then converges each Machine to its intent — writing only what is missing, guarded
+// by the resourceVersion the decision was made on — then the check's own metadata. 404 on delete is done; 409
+// re-reads and decides again; a lost leadership forbids every write (the REST client refuses them).
 import { isDeepStrictEqual } from 'node:util';
-import { connect } from 'node:tls';
 import type { Logger } from 'winston';
-import { markForRemediation, removeJoinGuardCondition, setJoinGuardCondition, statusPatch, withdrawMark } from '../../api/capi/remediation-writes.js';
+import { markForRemediation, setJoinGuardCondition, statusPatch, withdrawConditions } from '../../api/capi/remediation-writes.js';
 import { capiResource } from '../../api/capi/resources.js';
-import type { CapiApiVersion } from '../../api/capi/model.js';
-import { ANNOTATION_RESUME, API_VERSION, CAPI_ANNOTATION_REMEDIATE_MACHINE, KIND, PLURAL, GROUP, VERSION } from '../../api/v1alpha1/types.js';
+import type { CapiApiVersion, MachineFacts } from '../../api/capi/model.js';
+import { ANNOTATION_MEMORY, ANNOTATION_RESUME, CAPI_ANNOTATION_REMEDIATE_MACHINE, CHECK_RESOURCE, CLUSTERCTL_ANNOTATION_BLOCK_MOVE } from '../../api/v1alpha1/types.js';
+import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
 import { isConflict, isNotFound, pathOf, type Json, type Resource, type RestClient } from '../runtime/rest.js';
-import type { EventRecorder } from './events.js';
-import type { JoinGuardMetrics } from './metrics.js';
+import { causedMarks } from './marks.js';
 import { plan } from './planner.js';
-import { buildSnapshot, type Problem, type RawSnapshot } from './snapshot.js';
-import { MACHINE_WRITES, type Action, type MachineTarget, type Plan } from './types.js';
+import type { MachineTarget, MarkIntent, Plan, PlannedEvent, Snapshot } from './types.js';
 
-export const CHECKS: Resource = { group: GROUP, version: VERSION, plural: PLURAL, namespaced: true };
+/** Objects read live in this reconcile (null: read as gone). */
+export interface Live {
+  machines: Map<string, Json | null>;
+  cluster?: Json | null;
+  check?: Json;
+}
+
+/** The controller's view of one check: a snapshot from its caches, with the live objects in place of cached ones. */
+export interface SnapshotSource {
+  build(live: Live): Snapshot | undefined;
+}
 
 export interface ExecutorDeps {
   rest: RestClient;
   apiVersion: CapiApiVersion;
   log: Logger;
-  events: EventRecorder;
-  metrics: JoinGuardMetrics;
-  /** Fresher objects read or written by the executor go back into the caches. */
-  remember: (kind: 'check' | 'machine' | 'cluster', obj: Json) => void;
+  /** Sends events off the worker (never fails a reconcile). */
+  emit: (e: PlannedEvent, check: Json) => void;
+  writeMetric: (kind: string, result: 'ok' | 'conflict' | 'gone' | 'error' | 'forbidden') => void;
+  /** Fresher objects read or written go back into the caches. */
+  remember: (kind: 'check' | 'machine' | 'cluster', raw: Json) => void;
+  /** When this process last wrote the check's status (epoch ms), for coalescing count-only changes. */
+  lastStatusWrite?: number;
+  now: () => number;
 }
 
 export interface Result {
+  plan?: Plan;
   /** Epoch ms of the next deadline, if any. */
   wakeAt?: number;
-  /** Run again now (a conflict, or an answer the plan waits for). */
-  requeue: boolean;
-  /** The endpoint probe's answer, for the next snapshot. */
-  probe?: { reachable: boolean; at: number };
-  problems: Problem[];
-  plan?: Plan;
+  /** Run again after this long (a conflict, a coalesced status write). */
+  requeueAfterMs?: number;
+  /** The status was written now (epoch ms). */
+  statusWrittenAt?: number;
 }
 
-/** What the executor does: plan from the cache, re-read and re-plan live, write status, then act. */
-export async function execute(deps: ExecutorDeps, raw: RawSnapshot): Promise<Result> {
-  const machineRes = toResource(capiResource('Machine', deps.apiVersion));
-  const clusterRes = toResource(capiResource('Cluster', deps.apiVersion));
-  let built = buildSnapshot(raw);
-  let p = plan(built.snapshot);
+/** Count-only changes to the status are written at most this often; decisions are written at once. */
+export const STATUS_COALESCE_MS = 5_000;
+const ROUNDS = 3;
 
-  // Re-read live whatever a Machine write targets, and decide again on what is true now.
-  const live = new Map<string, Json>();
-  let current = raw;
-  for (let round = 0; round < 3 && unreadTargets(p, live).length > 0; round++) {
-    current = await reread(deps, current, unreadTargets(p, live), live, machineRes, clusterRes);
-    built = buildSnapshot(current);
-    p = plan(built.snapshot);
-  }
-  if (unreadTargets(p, live).length > 0) return { requeue: true, problems: built.problems, plan: p };
+export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<Result> {
+  const machineRes = resource(capiResource('Machine', deps.apiVersion));
+  const live: Live = { machines: new Map() };
+  let s = src.build(live);
+  if (s === undefined) return {};
+  let p = plan(s);
 
-  const check = raw.check;
-  const ref = { check: check.metadata.name, namespace: check.metadata.namespace, cluster: check.spec?.clusterName };
-  const next = JSON.parse(JSON.stringify(p.status)) as Json;
-  if (!isDeepStrictEqual(next, check.status ?? {})) {
-    try {
-      // PUT on /status: the status stanza is replaced exactly (a merge patch could not remove fields),
-      // everything else in the body is ignored by the apiserver; the resourceVersion guards it.
-      const written = await deps.rest.put(pathOf(CHECKS, ref.namespace, ref.check, 'status'), { ...check, status: next });
-      deps.remember('check', written);
-      deps.metrics.write('status', 'ok');
-    } catch (e) {
-      if (isConflict(e)) {
-        deps.metrics.write('status', 'conflict');
-        deps.log.debug('status conflict, deciding again', ref);
-        return { requeue: true, problems: built.problems, plan: p };
-      }
-      if (isNotFound(e)) return { requeue: false, problems: built.problems, plan: p };
-      throw e;
-    }
+  // Read live what a write targets, and the Machines whose state this plan decides without a write (a failure
+  // counted, a request withdrawn), with the Cluster, in parallel; then decide again on them.
+  for (let round = 0; round < ROUNDS; round++) {
+    const unread = [
+      ...p.intents.filter((i) => needsWrite(i, factsOf(s!, i.machine.uid))).map((i) => i.machine),
+      ...p.confirm,
+    ].filter((t, n, all) => !live.machines.has(t.uid) && all.findIndex((x) => x.uid === t.uid) === n);
+    if (unread.length === 0) break;
+    await readLive(deps, machineRes, s, unread, live);
+    s = src.build(live);
+    if (s === undefined) return {};
+    p = plan(s);
   }
-  deps.metrics.observe({ namespace: ref.namespace, check: ref.check, cluster: ref.cluster ?? '' }, p.verdicts, check.status ?? {}, p.status, raw.now);
 
-  let requeue = false;
-  let probe: Result['probe'];
-  for (const a of p.actions) {
-    if (MACHINE_WRITES.has(a.type)) {
-      let action: Action | undefined = a;
-      let r = await machineWrite(deps, machineRes, action, live, ref);
-      // 409: CAPI changed the Machine since it was read (it patches status often). Re-read it and decide
-      // again against the same previous status; if the decision stands, write now rather than leave the
-      // recorded request to the planner's REQUEST_RETRY_MS.
-      for (let retry = 0; r === 'conflict' && retry < CONFLICT_RETRIES; retry++) {
-        const t: MachineTarget = (action as { machine: MachineTarget }).machine;
-        live.delete(t.uid);
-        current = await reread(deps, current, [t], live, machineRes, clusterRes);
-        action = plan(buildSnapshot(current).snapshot).actions.find((x) => x.type === a.type && (x as { machine?: MachineTarget }).machine?.uid === t.uid);
-        if (action === undefined) {
-          r = 'gone';
-          deps.log.info(`${a.type}: decided again on the changed Machine, nothing to write now`, { ...ref, machine: t.name });
-          break;
-        }
-        r = await machineWrite(deps, machineRes, action, live, ref);
-      }
-      requeue ||= r === 'conflict';
-      continue;
+  // Write-ahead: the status that records every request, before any Machine write.
+  const written = await writeStatus(deps, s, p, live, src);
+  if (written.outcome === 'gone') return { plan: p };
+  if (written.outcome === 'conflict') return { plan: p, requeueAfterMs: 100 };
+  ({ s, p } = written);
+  if (written.outcome !== 'deferred') for (const e of p.events) deps.emit(e, s.check);
+
+  // Converge every Machine to its intent.
+  let requeue = written.outcome === 'deferred' ? Math.max(0, (deps.lastStatusWrite ?? 0) + STATUS_COALESCE_MS - deps.now()) : undefined;
+  for (const intent of p.intents) {
+    let current: MarkIntent | undefined = intent;
+    let r: Converged = 'none';
+    for (let attempt = 0; current !== undefined && attempt < ROUNDS; attempt++) {
+      r = await converge(deps, machineRes, current, live, s);
+      if (r === 'ok') deps.emit(current.event, s.check);
+      if (r !== 'conflict' && r !== 'unread') break;
+      // Not read yet, or CAPI changed it since: read it and decide again against the written status.
+      live.machines.delete(current.machine.uid);
+      await readLive(deps, machineRes, s, [current.machine], live);
+      const again = src.build(live);
+      if (again === undefined) break;
+      s = again;
+      current = plan(s).intents.find((x) => x.machine.uid === intent.machine.uid);
+      if (current === undefined) deps.log.info('decided again on the changed Machine: nothing to write now', { Machine: ref(intent.machine) });
     }
-    switch (a.type) {
-      case 'RemoveResumeAnnotation':
-        requeue ||= (await removeResume(deps, check, a.value, ref)) === 'conflict';
-        break;
-      case 'ProbeEndpoint':
-        probe = { reachable: await tlsAnswers(a.host, a.port, 3000), at: Date.now() };
-        deps.log.info(`control-plane endpoint ${a.host}:${a.port} ${probe.reachable ? 'answers' : 'does not answer'}`, { ...ref, endpoint: `${a.host}:${a.port}` });
-        requeue = true;
-        break;
-      case 'MachineEvent':
-        await deps.events.record({ apiVersion: machineRes.group + '/' + machineRes.version, kind: 'Machine', name: a.machine.name, namespace: a.machine.namespace, uid: a.machine.uid }, a.reason, a.message, a.warning);
-        deps.log.info(a.message, { ...ref, machine: a.machine.name, event: a.reason });
-        break;
-      case 'CheckEvent':
-        await deps.events.record({ apiVersion: API_VERSION, kind: KIND, name: ref.check, namespace: ref.namespace, uid: check.metadata.uid }, a.reason, a.message, a.warning);
-        deps.log.info(a.message, { ...ref, event: a.reason });
-        break;
-    }
+    if (current !== undefined && (r === 'conflict' || r === 'unread')) requeue = Math.min(requeue ?? 1000, 1000);
   }
-  return { ...(p.wakeAt !== undefined ? { wakeAt: p.wakeAt } : {}), requeue, ...(probe ? { probe } : {}), problems: built.problems, plan: p };
+
+  await writeCheckMetadata(deps, s, p);
+  return {
+    plan: p,
+    ...(p.wakeAt !== undefined ? { wakeAt: p.wakeAt } : {}),
+    ...(requeue !== undefined ? { requeueAfterMs: requeue } : {}),
+    ...(written.outcome === 'written' ? { statusWrittenAt: deps.now() } : {}),
+  };
 }
 
-type WriteResult = 'ok' | 'gone' | 'conflict';
-
-const CONFLICT_RETRIES = 3;
-
-/** Reads the targeted Machines and the Cluster live into `live` and returns the snapshot input with them. */
-async function reread(deps: ExecutorDeps, current: RawSnapshot, targets: MachineTarget[], live: Map<string, Json>, machineRes: Resource, clusterRes: Resource): Promise<RawSnapshot> {
-  const machines = [...current.machines];
-  for (const t of targets) {
-    const i = machines.findIndex((m) => m.metadata?.uid === t.uid);
-    try {
-      const obj = await deps.rest.get(pathOf(machineRes, t.namespace, t.name));
-      deps.remember('machine', obj);
-      live.set(t.uid, obj);
-      if (obj.metadata?.uid !== t.uid) {
-        if (i >= 0) machines.splice(i, 1);
-        machines.push(obj); // a new Machine with the same name
-      } else if (i >= 0) machines[i] = obj;
-      else machines.push(obj);
-    } catch (e) {
-      if (!isNotFound(e)) throw e;
-      live.set(t.uid, {});
-      if (i >= 0) machines.splice(i, 1);
-    }
-  }
-  let cluster = current.cluster;
-  if (cluster?.metadata?.name) {
-    try {
-      const fresh = await deps.rest.get(pathOf(clusterRes, cluster.metadata.namespace, cluster.metadata.name));
-      deps.remember('cluster', fresh);
-      cluster = fresh;
-    } catch (e) {
-      if (!isNotFound(e)) throw e;
-      cluster = undefined;
-    }
-  }
-  return { ...current, machines, ...(cluster ? { cluster } : { cluster: undefined }) };
-}
-
-async function machineWrite(deps: ExecutorDeps, res: Resource, a: Action, live: Map<string, Json>, ref: Json): Promise<WriteResult> {
-  const t = (a as { machine: MachineTarget }).machine;
-  const obj = live.get(t.uid);
-  const log = { ...ref, machine: t.name, action: a.type };
-  if (!obj || obj.metadata?.uid !== t.uid) return 'gone';
-  if (obj.metadata?.resourceVersion !== t.resourceVersion) return 'conflict';
-  const now = new Date();
-  const path = pathOf(res, t.namespace, t.name);
-  try {
-    switch (a.type) {
-      case 'MarkOwnerRemediated': {
-        const w = markForRemediation(obj, deps.apiVersion, { kind: a.kind, message: a.message, now, setOwnerRemediated: a.setOwnerRemediated });
-        deps.remember('machine', await deps.rest.mergePatch(`${path}/status`, statusPatch(obj, w)));
-        break;
-      }
-      case 'SetJoinGuardCondition': {
-        const w = setJoinGuardCondition(obj, deps.apiVersion, { status: 'False', reason: a.kind, message: a.message, now });
-        deps.remember('machine', await deps.rest.mergePatch(`${path}/status`, statusPatch(obj, w)));
-        break;
-      }
-      case 'AnnotateRemediate':
-        deps.remember('machine', await deps.rest.mergePatch(path, { metadata: { resourceVersion: t.resourceVersion, annotations: { [CAPI_ANNOTATION_REMEDIATE_MACHINE]: '' } } }));
-        break;
-      case 'DeleteMachine':
-        await deps.rest.deleteWithPreconditions(path, t.uid, t.resourceVersion);
-        break;
-      case 'Withdraw':
-        if (a.path === 'OwnerRemediated') {
-          deps.remember('machine', await deps.rest.mergePatch(`${path}/status`, statusPatch(obj, withdrawMark(obj, deps.apiVersion, now))));
-        } else if (a.path === 'MachineCondition') {
-          deps.remember('machine', await deps.rest.mergePatch(`${path}/status`, statusPatch(obj, removeJoinGuardCondition(obj, deps.apiVersion))));
-        } else if (a.path === 'RemediateAnnotation') {
-          deps.remember('machine', await deps.rest.mergePatch(path, { metadata: { resourceVersion: t.resourceVersion, annotations: { [CAPI_ANNOTATION_REMEDIATE_MACHINE]: null } } }));
-        }
-        break;
-    }
-    deps.metrics.write(a.type, 'ok');
-    deps.log.info(`${a.type} written`, log);
-    return 'ok';
-  } catch (e) {
-    if (isNotFound(e)) {
-      deps.metrics.write(a.type, 'gone');
-      deps.log.info(`${a.type}: the Machine is already gone`, log);
-      return 'gone';
-    }
-    if (isConflict(e)) {
-      deps.metrics.write(a.type, 'conflict');
-      deps.log.info(`${a.type}: the Machine changed since the decision, deciding again`, log);
-      return 'conflict';
-    }
-    deps.metrics.write(a.type, 'error');
-    throw e;
-  }
-}
-
-async function removeResume(deps: ExecutorDeps, check: Json, value: string, ref: Json): Promise<WriteResult> {
-  const p = `/metadata/annotations/${ANNOTATION_RESUME.replace(/~/g, '~0').replace(/\//g, '~1')}`;
-  try {
-    // `test` first: a value written after the one acted on is left for the next reconcile.
-    deps.remember('check', await deps.rest.jsonPatch(pathOf(CHECKS, ref.namespace, ref.check), [{ op: 'test', path: p, value }, { op: 'remove', path: p }]));
-    deps.log.info('resume annotation acted on and removed', ref);
-    return 'ok';
-  } catch (e) {
-    if (isNotFound(e)) return 'gone';
-    // A failed `test` is 422 (Invalid): the annotation changed; decide again.
-    if (isConflict(e) || (e as { code?: number }).code === 422) return 'conflict';
-    throw e;
-  }
-}
-
-function unreadTargets(p: Plan, live: Map<string, Json>): MachineTarget[] {
-  const out: MachineTarget[] = [];
-  for (const a of p.actions) {
-    if (!MACHINE_WRITES.has(a.type)) continue;
-    const t = (a as { machine: MachineTarget }).machine;
-    if (!live.has(t.uid)) out.push(t);
-  }
-  return out;
-}
-
-function toResource(r: { group: string; version: string; plural: string }): Resource {
+function resource(r: { group: string; version: string; plural: string }): Resource {
   return { group: r.group, version: r.version, plural: r.plural, namespaced: true };
 }
 
-/** Whether something completes a TLS handshake at host:port (any certificate: this asks "is it up"). */
-export function tlsAnswers(host: string, port: number, timeoutMs: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host, port, servername: /^[\d.]+$|:/.test(host) ? undefined : host, rejectUnauthorized: false, timeout: timeoutMs });
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.once('secureConnect', () => done(true));
-    socket.once('timeout', () => done(false));
-    socket.once('error', () => done(false));
+function ref(t: { name: string; namespace: string }) {
+  return { namespace: t.namespace, name: t.name };
+}
+
+function factsOf(s: Snapshot, uid: string): MachineFacts | undefined {
+  return s.machines.find((m) => m.uid === uid);
+}
+
+/** Whether the Machine, as these facts show it, still misses what the intent wants. */
+export function needsWrite(i: MarkIntent, m: MachineFacts | undefined): boolean {
+  if (m === undefined || m.deletingSince !== undefined) return false;
+  switch (i.want) {
+    case 'delete':
+      return true;
+    case 'withdraw': {
+      const c = causedMarks(m, i.path);
+      return c.healthCheck || c.annotation || c.condition;
+    }
+    case 'mark':
+      // Only where the Machine carries no mark at all: never over someone else's, never re-asserting an owner's.
+      if (m.healthCheckSucceeded?.status === 'False' || m.remediateAnnotation || m.joinGuardJoined?.status === 'False') return false;
+      return true;
+  }
+}
+
+async function readLive(deps: ExecutorDeps, res: Resource, s: Snapshot, targets: MachineTarget[], live: Live): Promise<void> {
+  const clusterRes = resource(capiResource('Cluster', deps.apiVersion));
+  const ns = s.check.metadata.namespace;
+  const clusterName = s.check.spec.clusterName;
+  const get = async (path: string): Promise<Json | null> => {
+    try {
+      return await deps.rest.get(path);
+    } catch (e) {
+      if (isNotFound(e)) return null;
+      throw e;
+    }
+  };
+  const [cluster, ...machines] = await Promise.all([get(pathOf(clusterRes, ns, clusterName)), ...targets.map((t) => get(pathOf(res, t.namespace, t.name)))]);
+  live.cluster = cluster ?? null;
+  if (cluster) deps.remember('cluster', cluster);
+  targets.forEach((t, i) => {
+    const m = machines[i] ?? null;
+    // A Machine of the same name but another uid is a new Machine: the one decided on is gone.
+    live.machines.set(t.uid, m !== null && m.metadata?.uid === t.uid ? m : null);
+    if (m !== null) deps.remember('machine', m);
   });
+}
+
+/** Count-only differences (what `kubectl get` shows and messages) are coalesced; every other field is a decision. */
+function decisive(status: MachineJoinCheckStatus | undefined): unknown {
+  if (status === undefined) return {};
+  const { expectedMachines, joinedMachines, joiningMachines, stuckMachines, heldMachines, heldReason, joinDurations, remediations, conditions, ...rest } = status;
+  return { ...rest, conditions: (conditions ?? []).map((c) => [c.type, c.status, c.reason, c.observedGeneration]) };
+}
+
+type Converged = 'ok' | 'none' | 'gone' | 'conflict' | 'unread';
+
+async function writeStatus(
+  deps: ExecutorDeps,
+  s: Snapshot,
+  p: Plan,
+  live: Live,
+  src: SnapshotSource,
+): Promise<{ outcome: 'written' | 'same' | 'deferred' | 'conflict' | 'gone'; s: Snapshot; p: Plan }> {
+  const ns = s.check.metadata.namespace;
+  const name = s.check.metadata.name;
+  for (let attempt = 0; attempt < ROUNDS; attempt++) {
+    const next = JSON.parse(JSON.stringify(p.status)) as MachineJoinCheckStatus;
+    const prev = s.check.status;
+    if (isDeepStrictEqual(next, prev ?? {})) return { outcome: 'same', s, p };
+    const countsOnly = isDeepStrictEqual(decisive(next), decisive(prev));
+    if (countsOnly && deps.lastStatusWrite !== undefined && deps.now() - deps.lastStatusWrite < STATUS_COALESCE_MS) return { outcome: 'deferred', s, p };
+    try {
+      // PUT on /status: the status stanza is replaced exactly; the resourceVersion guards it.
+      const written = await deps.rest.put(pathOf(CHECK_RESOURCE, ns, name, 'status'), { ...s.check, status: next });
+      live.check = written;
+      deps.remember('check', written);
+      deps.writeMetric('status', 'ok');
+      return { outcome: 'written', s: src.build(live) ?? s, p };
+    } catch (e) {
+      if (isNotFound(e)) return { outcome: 'gone', s, p };
+      if (!isConflict(e)) throw e;
+      deps.writeMetric('status', 'conflict');
+      // The check changed (a user edit, an annotation): read it and decide again before anything else.
+      try {
+        const fresh = await deps.rest.get(pathOf(CHECK_RESOURCE, ns, name));
+        live.check = fresh;
+        deps.remember('check', fresh);
+      } catch (err) {
+        if (isNotFound(err)) return { outcome: 'gone', s, p };
+        throw err;
+      }
+      const again = src.build(live);
+      if (again === undefined) return { outcome: 'gone', s, p };
+      s = again;
+      p = plan(s);
+    }
+  }
+  return { outcome: 'conflict', s, p };
+}
+
+/** Writes what the live Machine misses of its intent; each write guarded by the resourceVersion it was built from. */
+async function converge(deps: ExecutorDeps, res: Resource, i: MarkIntent, live: Live, s: Snapshot): Promise<Converged> {
+  const raw = live.machines.get(i.machine.uid);
+  const facts = factsOf(s, i.machine.uid);
+  if (raw === null) return 'gone';
+  if (!needsWrite(i, facts)) return 'none';
+  if (raw === undefined) return 'unread'; // never written from the cache alone
+  const path = pathOf(res, i.machine.namespace, i.machine.name);
+  const rv: string = raw.metadata.resourceVersion;
+  const now = new Date(deps.now());
+  const log = { Machine: ref(i.machine), write: i.want };
+  try {
+    switch (i.want) {
+      case 'delete':
+        await deps.rest.deleteWithPreconditions(path, i.machine.uid, rv);
+        break;
+      case 'mark':
+        if (i.path === 'RemediateAnnotation') {
+          deps.remember('machine', await deps.rest.mergePatch(path, { metadata: { resourceVersion: rv, annotations: { [CAPI_ANNOTATION_REMEDIATE_MACHINE]: '' } } }));
+        } else {
+          const write =
+            i.path === 'MachineCondition'
+              ? setJoinGuardCondition(raw, deps.apiVersion, { status: 'False', reason: i.kind, message: i.message, now })
+              : markForRemediation(raw, deps.apiVersion, { kind: i.kind, message: i.message, now, setOwnerRemediated: true });
+          deps.remember('machine', await deps.rest.mergePatch(`${path}/status`, statusPatch(raw, write)));
+        }
+        break;
+      case 'withdraw': {
+        const c = causedMarks(facts!, i.path);
+        let current = raw;
+        if (c.annotation) {
+          // First the annotation, so the MachineHealthCheck stops marking it; then the conditions.
+          current = await deps.rest.mergePatch(path, { metadata: { resourceVersion: rv, annotations: { [CAPI_ANNOTATION_REMEDIATE_MACHINE]: null } } });
+          deps.remember('machine', current);
+        }
+        if (c.healthCheck || c.condition) {
+          const write = withdrawConditions(current, deps.apiVersion, now, { healthCheck: c.healthCheck, condition: c.condition });
+          deps.remember('machine', await deps.rest.mergePatch(`${path}/status`, statusPatch(current, write)));
+        }
+        break;
+      }
+    }
+    deps.writeMetric(i.want, 'ok');
+    deps.log.info(`${i.want} written`, log);
+    return 'ok';
+  } catch (e) {
+    if (isNotFound(e)) {
+      deps.writeMetric(i.want, 'gone');
+      return 'gone';
+    }
+    if (isConflict(e)) {
+      deps.writeMetric(i.want, 'conflict');
+      deps.log.debug(`${i.want}: the Machine changed since the decision, deciding again`, log);
+      return 'conflict';
+    }
+    deps.writeMetric(i.want, (e as Error).name === 'WritesForbiddenError' ? 'forbidden' : 'error');
+    throw e;
+  }
+}
+
+/** The check's own metadata: resume acted on, the Cluster as owner, clusterctl move's block-move and memory. */
+async function writeCheckMetadata(deps: ExecutorDeps, s: Snapshot, p: Plan): Promise<void> {
+  const c = p.check;
+  const meta = s.check.metadata;
+  const annotations: Record<string, string | null> = {};
+  const have = meta.annotations ?? {};
+  if (c.removeResume !== undefined && have[ANNOTATION_RESUME] === c.removeResume) annotations[ANNOTATION_RESUME] = null;
+  if (c.carryMemory !== undefined) {
+    if (have[ANNOTATION_MEMORY] !== c.carryMemory) annotations[ANNOTATION_MEMORY] = c.carryMemory;
+    if (CLUSTERCTL_ANNOTATION_BLOCK_MOVE in have) annotations[CLUSTERCTL_ANNOTATION_BLOCK_MOVE] = null;
+  }
+  if (c.blockMove) {
+    if (!(CLUSTERCTL_ANNOTATION_BLOCK_MOVE in have)) annotations[CLUSTERCTL_ANNOTATION_BLOCK_MOVE] = 'joinguard.io';
+    if (ANNOTATION_MEMORY in have) annotations[ANNOTATION_MEMORY] = null;
+  }
+  const body: Json = { metadata: { resourceVersion: meta.resourceVersion } };
+  if (Object.keys(annotations).length > 0) body['metadata'].annotations = annotations;
+  // A merge patch replaces a list whole: the Cluster is added to the owners the check already has.
+  if (c.ownerCluster !== undefined) body['metadata'].ownerReferences = [...(meta.ownerReferences ?? []), { ...c.ownerCluster, kind: 'Cluster' }];
+  if (Object.keys(body['metadata']).length === 1) return;
+  try {
+    deps.remember('check', await deps.rest.mergePatch(pathOf(CHECK_RESOURCE, meta.namespace, meta.name), body));
+    deps.writeMetric('check-metadata', 'ok');
+  } catch (e) {
+    // The check changed since: the next reconcile (its watch event) decides again.
+    if (isConflict(e) || isNotFound(e)) return deps.writeMetric('check-metadata', isConflict(e) ? 'conflict' : 'gone');
+    throw e;
+  }
 }

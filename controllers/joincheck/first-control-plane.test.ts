@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import type { MachineFacts } from '../../api/capi/model.js';
 import { HOUR, MINUTE, SECOND, T0, bootstrapConfig, configs, cpMachine, kcpFacts, mhcFacts, newCluster, snapshot, withNode, worker, type SnapshotOverrides } from './testing/builders.js';
-import { Scenario, cond, eventReasons, progressingReason, requested, verdictOf } from './testing/scenario.js';
+import { Scenario, cond, eventReasons, intentOf, progressingReason, requested, requestOf, verdictOf } from './testing/scenario.js';
 import { ms } from './time.js';
 
 const DEADLINE = T0 + 21 * MINUTE; // ready at T0+1m, joinTimeout 20m
@@ -25,7 +25,7 @@ function creating(o: SnapshotOverrides = {}, machines: MachineFacts[] = []): Sce
 function actOnFirst(sc: Scenario) {
   sc.plan();
   const asked = sc.at(DEADLINE).plan();
-  expect(asked.actions.filter((a) => a.type === 'ProbeEndpoint')).to.have.length(1);
+  expect(asked.probe).to.deep.equal({ host: '10.0.0.10', port: 6443 });
   return sc.with({ endpointProbe: { reachable: false, at: DEADLINE } }).plan();
 }
 
@@ -61,24 +61,24 @@ describe('first control-plane Machine', () => {
 
   it('is never deleted directly, even with strategy Delete: the control-plane provider replaces it', () => {
     const p = actOnFirst(creating({ settings: { strategy: 'Delete' } }));
-    const writes = p.actions.filter((a) => a.type !== 'MachineEvent' && a.type !== 'CheckEvent');
-    expect(writes.map((a) => a.type)).to.deep.equal(['MarkOwnerRemediated']);
+    expect(p.intents.map((i) => [i.machine.name, i.want, i.want === 'mark' ? i.path : ''])).to.deep.equal([['cp-0', 'mark', 'OwnerRemediated']]);
     expect(requested(p)).to.deep.equal(['cp-0']);
     const rec = p.status.remediations?.[0];
     expect(rec).to.include({ machine: 'cp-0', path: 'OwnerRemediated', outcome: 'Requested', firstControlPlane: true });
-    expect(p.status.firstControlPlaneRemediation).to.include({ machine: 'cp-0', uid: 'uid-cp-0' });
+    expect(p.status.firstControlPlane?.replaced).to.include({ machine: 'cp-0', uid: 'uid-cp-0' });
   });
 
   it('probes the endpoint before acting, once per minute while unanswered', () => {
     const sc = creating();
     sc.plan();
     const p = sc.at(DEADLINE).plan();
-    expect(p.actions).to.deep.equal([{ type: 'ProbeEndpoint', host: '10.0.0.10', port: 6443 }]);
+    expect(p.probe).to.deep.equal({ host: '10.0.0.10', port: 6443 });
+    expect(p.intents).to.deep.equal([]);
     expect(verdictOf(p, 'cp-0')).to.include({ state: 'Held', hold: 'EndpointProbe' });
     expect(p.status.recentFailures ?? []).to.deep.equal([]);
     expect(p.wakeAt).to.equal(DEADLINE + MINUTE);
-    expect(sc.at(DEADLINE + 30 * SECOND).plan().actions).to.deep.equal([]);
-    expect(sc.at(DEADLINE + MINUTE).plan().actions.map((a) => a.type)).to.deep.equal(['ProbeEndpoint']);
+    expect(sc.at(DEADLINE + 30 * SECOND).plan().probe).to.equal(undefined);
+    expect(sc.at(DEADLINE + MINUTE).plan().probe).to.deep.equal({ host: '10.0.0.10', port: 6443 });
   });
 
   it('a control plane that answers gives it one more joinTimeout, then it is acted on without probing', () => {
@@ -89,11 +89,11 @@ describe('first control-plane Machine', () => {
     expect(requested(p)).to.deep.equal([]);
     expect(verdictOf(p, 'cp-0')).to.include({ state: 'Held', hold: 'EndpointAnswered', deadline: DEADLINE + 20 * MINUTE });
     expect(verdictOf(sc.at(DEADLINE + 10 * MINUTE).plan(), 'cp-0')).to.include({ state: 'Held', hold: 'EndpointAnswered' });
-    expect(ms(p.status.firstControlPlaneExtendedUntil)).to.equal(DEADLINE + 20 * MINUTE);
+    expect(ms(p.status.firstControlPlane?.extendedUntil)).to.equal(DEADLINE + 20 * MINUTE);
     expect(p.wakeAt).to.equal(DEADLINE + 20 * MINUTE);
     expect(sc.last?.wakeAt).to.equal(DEADLINE + 20 * MINUTE);
     const q = sc.at(DEADLINE + 20 * MINUTE).plan();
-    expect(q.actions.some((a) => a.type === 'ProbeEndpoint')).to.equal(false);
+    expect(q.probe).to.equal(undefined);
     expect(requested(q)).to.deep.equal(['cp-0']);
   });
 
@@ -102,34 +102,51 @@ describe('first control-plane Machine', () => {
     sc.plan();
     const p = sc.at(DEADLINE).plan();
     expect(requested(p)).to.deep.equal([]);
-    expect(eventReasons(p)).to.deep.equal(['JoinTimedOut', 'RemediationSkipped']);
+    expect(eventReasons(p)).to.deep.equal(['RemediationSkipped']);
     expect(p.status.remediations?.[0]).to.include({ machine: 'cp-0', path: 'Report', outcome: 'Reported' });
-    expect(sc.plan().actions).to.deep.equal([]);
+    expect(sc.plan().intents).to.deep.equal([]);
   });
 
   it('with strategy Auto and an MHC that selects it, the remediate annotation is used', () => {
     const p = actOnFirst(creating({ mhcs: [mhcFacts('cp-mhc', { selector: { matchExpressions: [{ key: 'cluster.x-k8s.io/control-plane', operator: 'Exists' }] } })] }));
-    expect(p.actions.filter((a) => a.type === 'AnnotateRemediate').map((a) => ('machine' in a ? a.machine.name : ''))).to.deep.equal(['cp-0']);
+    expect(intentOf(p, 'cp-0')).to.include({ want: 'mark', path: 'RemediateAnnotation' });
   });
 
-  it("does not ask what KCP would refuse (maxRetry used up): RemediationRefusedByOwner with KCP's reason", () => {
-    const kcp = kcpFacts({ remediation: { maxRetry: 1 }, remediationInProgress: { machine: 'cp-old', timestamp: T0, retryCount: 1 } });
-    const p = actOnFirst(creating({ kcp }));
+  it("does not ask what KCP would refuse (its remediation-for says maxRetry is used up): RemediationRefusedByOwner, until KCP would act again", () => {
+    const sc = creating({ kcp: kcpFacts({ remediation: { maxRetry: 1 } }) });
+    sc.update('cp-0', { remediationFor: { machine: 'cp-old', timestamp: T0, retryCount: 1 } });
+    const p = actOnFirst(sc);
     expect(requested(p)).to.deep.equal([]);
     const c = cond(p.status, 'Progressing');
     expect(c?.reason).to.equal('RemediationRefusedByOwner');
-    expect(c?.message).to.contain("can't remediate this machine because the operation already failed 1 times (MaxRetry 1)");
-    expect(c?.message).to.contain('docs/runbook.md#remediationrefusedbyowner');
-    expect(p.wakeAt).to.equal(T0 + HOUR); // a new retry sequence after minHealthyPeriodSeconds
+    expect(c?.message).to.contain('already failed 1 times (maxRetry 1)').and.contain('acts again after minHealthyPeriodSeconds, at 2026-03-01T01:00:00Z');
+    expect(c?.message).to.contain('/docs/runbook.md#remediationrefusedbyowner');
+    expect(p.wakeAt).to.equal(T0 + HOUR);
+    // Past minHealthyPeriodSeconds KCP starts a new retry sequence: JoinGuard asks then.
+    expect(requested(sc.at(T0 + HOUR).plan())).to.deep.equal(['cp-0']);
   });
 
-  it("waits for KCP's retryPeriodSeconds and wakes then", () => {
-    const kcp = kcpFacts({ remediation: { retryPeriodSeconds: 1800 }, remediationInProgress: { machine: 'cp-old', timestamp: T0 + 10 * MINUTE, retryCount: 0 } });
-    const p = actOnFirst(creating({ kcp }));
+  it('a retry within maxRetry is asked (KCP counts it as retry 1 of 2)', () => {
+    const sc = creating({ kcp: kcpFacts({ remediation: { maxRetry: 2 } }) });
+    sc.update('cp-0', { remediationFor: { machine: 'cp-old', timestamp: T0, retryCount: 1 } });
+    expect(requested(actOnFirst(sc))).to.deep.equal(['cp-0']);
+  });
+
+  it("waits for KCP's retryPeriodSeconds (from the replacement's remediation-for) and wakes then", () => {
+    const sc = creating({ kcp: kcpFacts({ remediation: { retryPeriodSeconds: 1800 } }) });
+    sc.update('cp-0', { remediationFor: { machine: 'cp-old', timestamp: T0 + 10 * MINUTE, retryCount: 0 } });
+    const p = actOnFirst(sc);
     expect(requested(p)).to.deep.equal([]);
     expect(p.wakeAt).to.equal(T0 + 40 * MINUTE);
     expect(cond(p.status, 'Progressing')?.message).to.contain('retryPeriodSeconds');
-    expect(requested(sc2(p, T0 + 40 * MINUTE, kcp))).to.deep.equal(['cp-0']);
+    expect(requested(sc.at(T0 + 40 * MINUTE).plan())).to.deep.equal(['cp-0']);
+  });
+
+  it('while KCP remediates another Machine (remediation-in-progress), JoinGuard waits', () => {
+    const sc = creating({ kcp: kcpFacts({ remediationInProgress: { machine: 'cp-x', timestamp: T0 } }) });
+    const p = actOnFirst(sc);
+    expect(requested(p)).to.deep.equal([]);
+    expect(cond(p.status, 'Progressing')?.message).to.contain('is remediating cp-x');
   });
 
   it("the replacement's join clock starts no earlier than the moment the old first Machine was gone", () => {
@@ -139,6 +156,7 @@ describe('first control-plane Machine', () => {
     sc.remove('cp-0').add(cpMachine('cp-0b', { createdAt: T0 + 26 * MINUTE }));
     const p = sc.at(T0 + 30 * MINUTE).plan();
     expect(p.status.remediations?.[0]).to.include({ outcome: 'Replaced', finishedTime: '2026-03-01T00:30:00Z' });
+    expect(p.status.firstControlPlane?.replaced?.goneTime).to.equal('2026-03-01T00:30:00Z');
     expect(verdictOf(p, 'cp-0b')).to.include({ state: 'Joining', clockStart: T0 + 30 * MINUTE, firstControlPlane: true });
     expect(verdictOf(p, 'w-1').hold).to.equal('FirstControlPlane');
   });
@@ -159,8 +177,25 @@ describe('first control-plane Machine', () => {
     const c = cond(p.status, 'Progressing');
     expect(c?.reason).to.equal('FirstControlPlaneReplacementMisconfigured');
     expect(c?.message).to.contain('cp-1').and.contain('KubeadmConfig/cp-1').and.contain('joinConfiguration.controlPlane');
-    expect(c?.message).to.contain('docs/runbook.md#firstcontrolplanereplacementmisconfigured');
-    expect(p.status.firstControlPlaneMisconfigured).not.to.equal(undefined);
+    expect(c?.message).to.contain('/docs/runbook.md#firstcontrolplanereplacementmisconfigured');
+    expect(p.status.firstControlPlane?.misconfigured).not.to.equal(undefined);
+  });
+
+  it('a resume clears the misconfiguration stop but keeps the wait for the old Machine (its VIP may still be there)', () => {
+    const sc = creating();
+    actOnFirst(sc);
+    sc.update('cp-0', { deletingSince: DEADLINE + MINUTE }).add(cpMachine('cp-1', { createdAt: T0 + 26 * MINUTE }));
+    sc.with({ cluster: newCluster({ controlPlaneInitialized: { value: true, since: T0 + 26 * MINUTE } }) }).remove('cp-1').remove('cp-0');
+    expect(sc.at(T0 + 27 * MINUTE).plan().status.firstControlPlane?.misconfigured).not.to.equal(undefined);
+    // Back to not initialized with the old Machine still deleting: resume.
+    const fresh = creating();
+    actOnFirst(fresh);
+    fresh.update('cp-0', { deletingSince: DEADLINE + MINUTE }).add(cpMachine('cp-0b', { createdAt: T0 + 23 * MINUTE }));
+    fresh.annotate({ 'joinguard.io/resume': 'go' });
+    const p = fresh.at(T0 + 24 * MINUTE).plan();
+    expect(p.status.lastResume?.value).to.equal('go');
+    expect(p.status.firstControlPlane?.replaced).to.include({ machine: 'cp-0' });
+    expect(verdictOf(p, 'cp-0b')).to.include({ state: 'Held', hold: 'PreviousFirstControlPlane' });
   });
 
   it('the Cluster reporting initialized with no control-plane Machine left after the remediation: misconfigured', () => {
@@ -174,19 +209,20 @@ describe('first control-plane Machine', () => {
 
   it('once initialized, no Machine is first again: a stuck control-plane Machine goes to KCP without a probe', () => {
     const sc = new Scenario(
-      snapshot({ kcp: kcpFacts({ initialized: true }), bootstrapConfigs: configs(bootstrapConfig('cp-0', false)), machines: [withNode(worker('old')), cpMachine('cp-0')] }),
+      snapshot({ kcp: kcpFacts({ initialized: true }), bootstrapConfigs: configs(bootstrapConfig('cp-0', false)), machines: [withNode(worker('old')), withNode(cpMachine('cp-a')), cpMachine('cp-0')] }),
     );
     sc.plan();
     const p = sc.at(DEADLINE).plan();
     expect(verdictOf(p, 'cp-0').firstControlPlane).to.equal(undefined);
-    expect(p.actions.some((a) => a.type === 'ProbeEndpoint')).to.equal(false);
-    expect(p.actions.filter((a) => a.type === 'MarkOwnerRemediated')).to.have.length(1);
+    expect(p.probe).to.equal(undefined);
+    expect(intentOf(p, 'cp-0')).to.include({ want: 'mark', path: 'OwnerRemediated' });
+  });
+
+  it('an initialized KubeadmControlPlane of one Machine cannot remediate it: not asked, RemediationRefusedByOwner', () => {
+    const sc = new Scenario(snapshot({ kcp: kcpFacts({ initialized: true }), machines: [withNode(worker('old')), cpMachine('cp-0')] }));
+    sc.plan();
+    const p = sc.at(DEADLINE).plan();
+    expect(requested(p)).to.deep.equal([]);
+    expect(cond(p.status, 'Progressing')?.message).to.contain("can't remediate if current replicas are less or equal to 1");
   });
 });
-
-/** Replans the KCP-wait scenario at `t` from the persisted status of plan `p`. */
-function sc2(p: ReturnType<Scenario['plan']>, t: number, kcp: ReturnType<typeof kcpFacts>) {
-  const sc = creating({ kcp, endpointProbe: { reachable: false, at: DEADLINE } });
-  sc.with({ check: { ...sc.s.check, status: JSON.parse(JSON.stringify(p.status)) } });
-  return sc.at(t).plan();
-}

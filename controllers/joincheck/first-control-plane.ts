@@ -1,140 +1,148 @@
-// The first control-plane Machine: the one that initializes the control plane. It is a control-plane
-// Machine while neither the Cluster nor the KubeadmControlPlane says initialized, whose bootstrap config
-// does not join a control plane (kubeadm: no joinConfiguration.controlPlane; an init configuration is not
-// relied on, v1beta2 omits it when empty). Once initialized, no Machine is ever "first" again.
-// This file finds it, keeps the memory of its remediation (the replacement's clock waits for the old
-// Machine to be gone, the replacement must be an init Machine) and decides the endpoint probe.
-import type { BootstrapConfigFacts, ClusterFacts, MachineFacts, WorkloadNodeFacts } from '../../api/capi/model.js';
-import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
-import type { MachineVerdict, Snapshot } from './types.js';
-import { SECOND, iso, ms } from './time.js';
+// The first control-plane Machine (DESIGN: "The first control-plane Machine"): the control-plane Machine of a
+// Cluster that neither the Cluster nor the KubeadmControlPlane says is initialized, whose bootstrap config does
+// not join a control plane (kubeadm: no joinConfiguration.controlPlane; an init configuration is not relied on,
+// v1beta2 omits it when empty). Once initialized, no Machine is ever "first" again. This file finds it, keeps
+// the memory of its replacement (the replacement's join clock waits for the old Machine to be gone — it may hold
+// the endpoint's VIP — and must be an init Machine), and decides the endpoint probe before acting on it.
+import type { BootstrapConfigFacts, ClusterFacts, MachineFacts } from '../../api/capi/model.js';
+import type { FirstControlPlaneStatus } from '../../api/v1alpha1/types.js';
+import { iso, ms, SECOND } from './time.js';
+import type { MachineVerdict } from './types.js';
 
 /** An unanswered probe is asked again after this long. */
 export const PROBE_RETRY_MS = 60 * 1000;
 
-export function joinsControlPlane(
-  m: MachineFacts,
-  configs: ReadonlyMap<string, BootstrapConfigFacts>,
-): boolean | undefined {
+export function joinsControlPlane(m: MachineFacts, configs: ReadonlyMap<string, BootstrapConfigFacts>): boolean | undefined {
   const ref = m.bootstrapConfigRef;
   if (ref === undefined) return undefined;
   return configs.get(`${ref.kind}/${ref.name}`)?.joinsControlPlane;
 }
 
-export function isJoined(m: MachineFacts, nodes: WorkloadNodeFacts[] | undefined): boolean {
-  if (m.nodeName !== undefined) return true;
-  return m.providerID !== undefined && m.providerID !== '' && (nodes ?? []).some((n) => n.providerID === m.providerID);
-}
-
 /** The Cluster's first control-plane Machine, if the control plane is not initialized and there is one. */
 export function findFirstControlPlane(
-  ofCluster: MachineFacts[],
+  ofCluster: readonly MachineFacts[],
   configs: ReadonlyMap<string, BootstrapConfigFacts>,
   initialized: boolean,
 ): MachineFacts | undefined {
   if (initialized) return undefined;
-  const candidates = ofCluster
-    .filter((m) => m.controlPlane && joinsControlPlane(m, configs) !== true)
-    // Only one Machine can hold the init lock: prefer a live one, then the oldest.
-    .sort((a, b) =>
-      Number(a.deletingSince !== undefined) - Number(b.deletingSince !== undefined) ||
-      a.createdAt - b.createdAt ||
-      (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
-    );
-  return candidates[0];
+  return (
+    ofCluster
+      .filter((m) => m.controlPlane && joinsControlPlane(m, configs) !== true)
+      // Only one Machine can hold the init lock: prefer a live one, then the oldest.
+      .sort(
+        (a, b) =>
+          Number(a.deletingSince !== undefined) - Number(b.deletingSince !== undefined) ||
+          a.createdAt - b.createdAt ||
+          (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+      )[0]
+  );
 }
 
-type Memory = NonNullable<MachineJoinCheckStatus['firstControlPlaneRemediation']>;
-
 /**
- * The memory of the last first-CP remediation: finished when the old Machine is gone; forgotten once the
- * control plane is initialized and a control-plane Machine has joined (the replacement worked).
+ * The next memory of the first control-plane Machine's replacement: the old Machine's gone time once it is
+ * gone; forgotten once the control plane is initialized and a control-plane Machine has joined (the replacement
+ * worked). A misconfiguration found after JoinGuard had it replaced is kept until a resume (resume clears it,
+ * never the gone-time wait: the VIP may still be on the old Machine).
  */
 export function nextFirstControlPlaneMemory(
-  prev: Memory | undefined,
-  ofCluster: MachineFacts[],
-  unreadable: ReadonlySet<string>,
+  prev: FirstControlPlaneStatus | undefined,
+  ofCluster: readonly MachineFacts[],
+  configs: ReadonlyMap<string, BootstrapConfigFacts>,
+  unreadableUids: ReadonlySet<string>,
   initialized: boolean,
   now: number,
-): Memory | undefined {
-  if (prev === undefined) return undefined;
-  if (initialized && ofCluster.some((m) => m.controlPlane && m.deletingSince === undefined && m.nodeName !== undefined)) {
-    return undefined;
+): FirstControlPlaneStatus | undefined {
+  const next: FirstControlPlaneStatus = { ...(prev ?? {}) };
+  const r = next.replaced;
+  if (r !== undefined) {
+    const liveCpJoined = ofCluster.some((m) => m.controlPlane && m.deletingSince === undefined && m.nodeName !== undefined);
+    if (initialized && liveCpJoined) {
+      delete next.replaced;
+      delete next.misconfigured;
+    } else if (r.goneTime === undefined && !ofCluster.some((m) => m.uid === r.uid) && !unreadableUids.has(r.uid)) {
+      next.replaced = { ...r, goneTime: iso(now) };
+    }
   }
-  if (prev.finishedTime === undefined && !ofCluster.some((m) => m.uid === prev.uid) && !unreadable.has(prev.machine)) {
-    return { ...prev, finishedTime: iso(now) };
+  if (next.replaced !== undefined && next.misconfigured === undefined) {
+    const message = replacementMisconfiguration(next.replaced, ofCluster, configs, initialized);
+    if (message !== undefined) next.misconfigured = { since: iso(now), message };
   }
-  return prev;
+  // The extension and the probe belong to a Machine that is still first and not joined.
+  if (next.extendedFor !== undefined) {
+    const m = ofCluster.find((x) => x.uid === next.extendedFor);
+    if (m === undefined || m.nodeName !== undefined || initialized) {
+      delete next.extendedFor;
+      delete next.extendedUntil;
+    }
+  }
+  return Object.keys(next).length > 0 ? next : undefined;
 }
 
 /**
  * After JoinGuard had the first control-plane Machine replaced, the replacement must be an init Machine.
- * Returns the evidence when it is not, or when the Cluster reports initialized with no control-plane
- * Machine left (the old Machine finished initializing as it went: cluster-api #12870).
+ * Returns the evidence when it is not, or when the Cluster reports initialized with no control-plane Machine
+ * left (the old Machine finished initializing as it went: cluster-api #12870).
  */
 export function replacementMisconfiguration(
-  memory: Memory | undefined,
-  ofCluster: MachineFacts[],
+  replaced: NonNullable<FirstControlPlaneStatus['replaced']>,
+  ofCluster: readonly MachineFacts[],
   configs: ReadonlyMap<string, BootstrapConfigFacts>,
   initialized: boolean,
 ): string | undefined {
-  if (memory === undefined) return undefined;
   const liveCp = ofCluster.filter((m) => m.controlPlane && m.deletingSince === undefined);
   if (initialized && liveCp.length === 0) {
     return (
       `the Cluster reports its control plane initialized but no control-plane Machine is left after JoinGuard had ` +
-      `the first control-plane Machine ${memory.machine} replaced`
+      `the first control-plane Machine ${replaced.machine} replaced`
     );
   }
-  if (memory.finishedTime === undefined) return undefined;
-  const since = ms(memory.time) ?? 0;
-  const joining = liveCp.find((m) => m.uid !== memory.uid && m.createdAt >= since && joinsControlPlane(m, configs) === true);
-  if (joining !== undefined) {
-    const ref = joining.bootstrapConfigRef;
-    return (
-      `the replacement control-plane Machine ${joining.name} has a bootstrap config ` +
-      `(${ref ? `${ref.kind}/${ref.name}` : 'unknown'}) with joinConfiguration.controlPlane: it would join a control ` +
-      `plane that does not exist instead of initializing one (replacing ${memory.machine})`
-    );
-  }
-  return undefined;
+  if (replaced.goneTime === undefined) return undefined;
+  const since = ms(replaced.time) ?? 0;
+  const joining = liveCp.find((m) => m.uid !== replaced.uid && m.createdAt >= since && joinsControlPlane(m, configs) === true);
+  if (joining === undefined) return undefined;
+  const ref = joining.bootstrapConfigRef;
+  return (
+    `the replacement control-plane Machine ${joining.name} has a bootstrap config ` +
+    `(${ref ? `${ref.kind}/${ref.name}` : 'unknown'}) with joinConfiguration.controlPlane: it would join a control ` +
+    `plane that does not exist instead of initializing one (replacing ${replaced.machine})`
+  );
 }
 
 export type ProbeDecision =
   | { kind: 'act'; why: string }
-  | { kind: 'probe'; emit: boolean; retryAt: number; host: string; port: number }
+  | { kind: 'probe'; ask: boolean; retryAt: number; host: string; port: number }
   | { kind: 'extend'; until: number };
 
 /**
- * Before acting on a first control-plane Machine that timed out joining: if the control plane answers at
- * the Cluster's endpoint, initialization may be finishing, so it gets one more joinTimeout (once).
+ * Before acting on a first control-plane Machine that timed out joining: if the control plane answers at the
+ * Cluster's endpoint, initialization may be finishing (cluster-api #12870), so it gets one more joinTimeout,
+ * once per Machine. The probe is asked of the executor, whose answer arrives in a later snapshot; the request
+ * is remembered so that replanning does not ask twice within a minute.
  */
 export function probeDecision(
   v: MachineVerdict,
-  s: Snapshot,
   cluster: ClusterFacts,
-  status: MachineJoinCheckStatus,
+  memory: FirstControlPlaneStatus | undefined,
+  probe: { reachable: boolean; at: number } | undefined,
   joinTimeoutMs: number,
+  now: number,
 ): ProbeDecision {
   const ep = cluster.controlPlaneEndpoint;
   if (ep === undefined || ep.host === '') return { kind: 'act', why: 'the Cluster has no controlPlaneEndpoint to probe' };
-  if (status.firstControlPlaneExtendedFor === v.uid) {
-    return { kind: 'act', why: `it was already given another joinTimeout after the endpoint answered` };
-  }
-  const deadline = v.deadline ?? s.now;
-  const probe = s.endpointProbe;
-  if (probe !== undefined && probe.at >= deadline) {
-    if (probe.reachable) return { kind: 'extend', until: s.now + joinTimeoutMs };
+  if (memory?.extendedFor === v.uid) return { kind: 'act', why: 'it was already given another joinTimeout after the endpoint answered' };
+  const deadline = v.deadline ?? now;
+  if (probe !== undefined && probe.at >= truncated(deadline)) {
+    if (probe.reachable) return { kind: 'extend', until: truncated(now + joinTimeoutMs) };
     return { kind: 'act', why: `the control-plane endpoint ${ep.host}:${ep.port} did not answer at ${iso(probe.at)}` };
   }
-  const requested = ms(status.endpointProbeRequested);
-  if (requested !== undefined && requested >= truncated(deadline) && s.now < requested + PROBE_RETRY_MS) {
-    return { kind: 'probe', emit: false, retryAt: requested + PROBE_RETRY_MS, host: ep.host, port: ep.port };
+  const asked = ms(memory?.probeRequested);
+  if (asked !== undefined && asked >= truncated(deadline) && now < asked + PROBE_RETRY_MS) {
+    return { kind: 'probe', ask: false, retryAt: asked + PROBE_RETRY_MS, host: ep.host, port: ep.port };
   }
-  return { kind: 'probe', emit: true, retryAt: s.now + PROBE_RETRY_MS, host: ep.host, port: ep.port };
+  return { kind: 'probe', ask: true, retryAt: truncated(now) + PROBE_RETRY_MS, host: ep.host, port: ep.port };
 }
 
-/** Status times keep whole seconds: compare a stored time with a deadline at that precision. */
+/** Status times keep whole seconds: compare and store at that precision, so a restart sees the same. */
 function truncated(t: number): number {
   return Math.floor(t / SECOND) * SECOND;
 }

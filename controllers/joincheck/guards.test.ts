@@ -1,12 +1,14 @@
-// Guards in DESIGN's order: paused (nothing at all, status still counted), never-joined (stops at its
-// limit), budgets (maxInFlight as a count or percent, maxPerOwner within the window), and the
-// RemediationRestricted event when a stop begins.
+// The guards in DESIGN's order — paused (nothing asked, status still counted), never-joined, the suspicion and
+// its canaries, owners not asked what they would refuse (KubeadmControlPlane's bookkeeping), budgets counted
+// from the world (maxInFlight, maxPerOwner within the window, exact above any list bound) — and the
+// RemediationRestricted event when a stop begins. Table tests through the planner, with an injected clock.
 import { expect } from 'chai';
 import type { MachineFacts } from '../../api/capi/model.js';
-import { budgetCheck, maxInFlightLimit } from './budget.js';
-import { STOP_PRECEDENCE } from './status.js';
-import { HOUR, MINUTE, T0, check, clusterFacts, settings, snapshot, withNode, worker } from './testing/builders.js';
-import { Scenario, cond, eventReasons, progressingReason, requested } from './testing/scenario.js';
+import { canaryDelay, kcpGate, maxInFlightLimit } from './guards.js';
+import { plan } from './planner.js';
+import { HOUR, MINUTE, SECOND, T0, check, clusterFacts, cpMachine, kcpFacts, provisioning, settings, snapshot, withNode, worker } from './testing/builders.js';
+import { Scenario, cond, eventReasons, intentOf, progressingReason, requested } from './testing/scenario.js';
+import { ms } from './time.js';
 
 const STUCK = T0 + 21 * MINUTE;
 
@@ -22,7 +24,8 @@ describe('guards', () => {
   it('paused: no actions at all, Paused=True/SpecPaused, counts still updated', () => {
     const sc = fleet(2, { settings: { paused: true } });
     const p = sc.at(STUCK).plan();
-    expect(p.actions).to.deep.equal([]);
+    expect(p.intents).to.deep.equal([]);
+    expect(p.events).to.deep.equal([]);
     expect(cond(p.status, 'Paused')).to.include({ status: 'True', reason: 'SpecPaused' });
     expect(p.status).to.include({ expectedMachines: 3, joinedMachines: 1, stuckMachines: 2 });
     expect(p.status.recentFailures ?? []).to.deep.equal([]);
@@ -31,7 +34,7 @@ describe('guards', () => {
   it('a paused Cluster: everything Skipped, Paused=True/ClusterPaused', () => {
     const sc = fleet(1, { cluster: clusterFacts({ paused: true }) });
     const p = sc.at(STUCK).plan();
-    expect(p.actions).to.deep.equal([]);
+    expect(p.intents).to.deep.equal([]);
     expect(p.verdicts.find((v) => v.machine === 'm0')?.state).to.equal('Skipped');
     expect(cond(p.status, 'Paused')?.reason).to.equal('ClusterPaused');
   });
@@ -40,7 +43,7 @@ describe('guards', () => {
     const sc = new Scenario(snapshot({ machines: [withNode(worker('old')), worker('s', { skipReason: 'joinguard.io/skip' })] }));
     sc.plan();
     const p = sc.at(STUCK).plan();
-    expect(p.actions).to.deep.equal([]);
+    expect(p.intents).to.deep.equal([]);
     expect(cond(p.status, 'Paused')).to.include({ status: 'False', reason: 'NotPaused' });
     expect(cond(p.status, 'Paused')?.message).to.contain('s (annotation joinguard.io/skip)');
   });
@@ -60,7 +63,7 @@ describe('guards', () => {
     expect(rebuilt).to.deep.equal(['m0', 'r1']);
     const c = cond(sc.last?.status, 'Progressing');
     expect(c?.reason).to.equal('NeverJoined');
-    expect(c?.message).to.contain('neverJoinedLimit 3').and.contain('r2 (').and.contain('docs/runbook.md#neverjoined');
+    expect(c?.message).to.contain('neverJoinedLimit 3').and.contain('r2 (').and.contain('/docs/runbook.md#neverjoined');
     expect(sc.status.failuresSinceResume).to.equal(3);
     expect(sc.plans.flatMap(eventReasons).filter((r) => r === 'RemediationRestricted')).to.have.length(1);
   });
@@ -76,7 +79,7 @@ describe('guards', () => {
     expect(requested(p)).to.deep.equal(['m0']);
     const c = cond(p.status, 'Progressing');
     expect(c?.reason).to.equal('RemediationBudgetExhausted');
-    expect(c?.message).to.contain('maxInFlight 1').and.contain('m0 in flight').and.contain('docs/runbook.md#remediationbudgetexhausted');
+    expect(c?.message).to.contain('maxInFlight 1').and.contain('m0 in flight').and.contain('/docs/runbook.md#remediationbudgetexhausted');
     expect(eventReasons(p)).to.include('RemediationRestricted');
     expect(eventReasons(sc.advance(MINUTE).plan())).to.deep.equal([]);
     sc.remove('m0');
@@ -104,37 +107,21 @@ describe('guards', () => {
     expect(c?.reason).to.equal('RemediationBudgetExhausted');
     expect(c?.message).to.contain('remediation.maxPerOwner 2 reached for MachineSet/ms-0').and.contain('frees at 2026-03-02T00:21:00Z');
     expect(p.wakeAt).to.equal(STUCK + 24 * HOUR);
-    sc.with({ check: { ...sc.s.check, metadata: { ...sc.s.check.metadata, annotations: { 'joinguard.io/resume': 'go' } } } });
+    sc.annotate({ 'joinguard.io/resume': 'go' });
     expect(requested(sc.advance(MINUTE).plan())).to.deep.equal(['r3']);
-  });
-
-  it('budgetCheck ignores reports, dry runs and records from before the resume', () => {
-    const rec = (time: string, outcome: 'Requested' | 'Reported' | 'DryRun' | 'Replaced') => ({
-      machine: 'x',
-      uid: `u-${time}-${outcome}`,
-      owner: { kind: 'MachineSet', name: 'ms' },
-      time,
-      path: outcome === 'Reported' ? ('Report' as const) : ('OwnerRemediated' as const),
-      outcome,
-      kind: 'JoinTimeout' as const,
-      ...(outcome === 'Replaced' ? { finishedTime: time } : {}),
-    });
-    const records = [rec('2026-03-01T01:00:00Z', 'Replaced'), rec('2026-03-01T02:00:00Z', 'Reported'), rec('2026-03-01T03:00:00Z', 'DryRun'), rec('2026-03-01T04:00:00Z', 'Replaced')];
-    const s = settings({ maxPerOwner: 2 });
-    expect(budgetCheck(records, { kind: 'MachineSet', name: 'ms' }, s, 3, T0 + 5 * HOUR, undefined).ok).to.equal(false);
-    expect(budgetCheck(records, { kind: 'MachineSet', name: 'ms' }, s, 3, T0 + 5 * HOUR, '2026-03-01T01:30:00Z').ok).to.equal(true);
   });
 
   it('dry run: decides and reports everything, writes nothing, Progressing=False/DryRun says what it would do', () => {
     const sc = fleet(1, { settings: { dryRun: true } });
     const p = sc.at(STUCK).plan();
     expect(requested(p)).to.deep.equal([]);
-    expect(eventReasons(p)).to.deep.equal(['JoinTimedOut', 'RemediationSkipped']);
+    expect(eventReasons(p)).to.deep.equal(['RemediationSkipped']);
+    expect(p.intents).to.deep.equal([]);
     expect(p.status.remediations?.[0]).to.include({ machine: 'm0', path: 'OwnerRemediated', outcome: 'DryRun' });
     const c = cond(p.status, 'Progressing');
     expect(c).to.include({ status: 'False', reason: 'DryRun' });
-    expect(c?.message).to.contain('m0 via OwnerRemediated').and.contain('docs/runbook.md#dryrun');
-    expect(sc.advance(MINUTE).plan().actions).to.deep.equal([]);
+    expect(c?.message).to.contain('m0 via OwnerRemediated').and.contain('/docs/runbook.md#dryrun');
+    expect(sc.advance(MINUTE).plan().intents).to.deep.equal([]);
     // Dry run off: the Machine is now asked for for real.
     sc.with({ settings: settings({ dryRun: false }) });
     expect(requested(sc.advance(MINUTE).plan())).to.deep.equal(['m0']);
@@ -142,7 +129,7 @@ describe('guards', () => {
 
   it('the Cluster being deleted: nothing is asked', () => {
     const sc = fleet(1, { cluster: clusterFacts({ deleting: true }) });
-    expect(sc.at(STUCK).plan().actions).to.deep.equal([]);
+    expect(sc.at(STUCK).plan().intents).to.deep.equal([]);
   });
 
   it('a restriction announces itself once, when it begins', () => {
@@ -155,15 +142,6 @@ describe('guards', () => {
   });
 
   it('Progressing precedence: the highest stop met is the reason', () => {
-    expect(STOP_PRECEDENCE).to.deep.equal([
-      'FirstControlPlaneReplacementMisconfigured',
-      'ControlPlaneEndpointUnreachable',
-      'NeverJoined',
-      'BootstrapCredentialSuspect',
-      'RemediationRefusedByOwner',
-      'RemediationBudgetExhausted',
-      'DryRun',
-    ]);
     // A suspicion in a dry run: the suspicion is what the user must see.
     const sc = fleet(3, { settings: { dryRun: true } });
     expect(progressingReason(sc.at(STUCK).plan())).to.equal('BootstrapCredentialSuspect');
@@ -175,12 +153,13 @@ describe('guards', () => {
   it('a resume while paused waits until actions are allowed', () => {
     const sc = fleet(1, { settings: { paused: true }, check: check({ annotations: { 'joinguard.io/resume': 'now' } }) });
     const p = sc.at(STUCK).plan();
-    expect(p.actions).to.deep.equal([]);
+    expect(p.intents).to.deep.equal([]);
+    expect(p.check.removeResume).to.equal(undefined);
     expect(p.status.lastResume).to.equal(undefined);
     sc.with({ settings: settings() });
     const q = sc.advance(MINUTE).plan();
     expect(q.status.lastResume?.value).to.equal('now');
-    expect(q.actions.map((a) => a.type)).to.include('RemoveResumeAnnotation');
+    expect(q.check.removeResume).to.equal('now');
   });
 
   it('a large fleet keeps its messages and status bounded', () => {
@@ -199,5 +178,220 @@ describe('guards', () => {
     const p = new Scenario(snapshot({ check: check() })).plan();
     expect(progressingReason(p)).to.equal('AsExpected');
     expect(p.wakeAt).to.equal(undefined);
+  });
+
+  it('budgets hold above any list bound: 40 stuck with maxInFlight 25 asks 25, then one per Machine gone', () => {
+    const sc = fleet(40, { settings: { consecutiveJoinFailures: 0, maxInFlight: { count: 25 }, maxPerOwner: 100 } });
+    const p = sc.at(STUCK).plan();
+    expect(requested(p)).to.have.length(25);
+    expect(p.intents.filter((i) => i.want === 'mark')).to.have.length(25);
+    sc.converge(p);
+    expect(requested(sc.advance(MINUTE).plan())).to.deep.equal([]);
+    sc.remove('m0').remove('m1');
+    expect(requested(sc.advance(MINUTE).plan())).to.have.length(2);
+  });
+
+  it('maxPerOwner above the history bound: 30 stuck of one MachineSet with maxPerOwner 22 asks 22', () => {
+    const ms = Array.from({ length: 30 }, (_, i) => worker(`m${i}`));
+    const sc = new Scenario(snapshot({ settings: { consecutiveJoinFailures: 0, maxInFlight: { count: 100 }, maxPerOwner: 22 }, machines: [withNode(worker('old')), ...ms] }));
+    sc.plan();
+    const p = sc.at(STUCK).plan();
+    expect(requested(p)).to.have.length(22);
+    expect(p.status.ownerWindows).to.deep.equal([{ kind: 'MachineSet', name: 'ms-a', times: Array(22).fill('2026-03-01T00:21:00Z') }]);
+    // All 22 replaced: the window still holds them, whatever the history shows.
+    for (let i = 0; i < 22; i++) sc.remove(`m${i}`);
+    const q = sc.advance(MINUTE).plan();
+    expect(requested(q)).to.deep.equal([]);
+    expect(cond(q.status, 'Progressing')?.message).to.contain('maxPerOwner 22 reached for MachineSet/ms-a');
+  });
+
+  it("other owners' finished requests do not push an owner's requests out of its window", () => {
+    const other = Array.from({ length: 25 }, (_, i) => worker(`o${i}`, { owner: { kind: 'MachineSet', name: 'ms-other', controlPlane: false } }));
+    const mine = [worker('a0'), worker('a1'), worker('a2')];
+    const sc = new Scenario(snapshot({ settings: { consecutiveJoinFailures: 0, maxInFlight: { count: 100 }, maxPerOwner: 2 }, machines: [withNode(worker('old')), ...mine.slice(0, 2), ...other] }));
+    sc.plan();
+    sc.at(STUCK).plan();
+    for (const m of [...other, ...mine.slice(0, 2)]) sc.remove(m.name);
+    sc.add(worker('a2', { createdAt: STUCK }));
+    const p = sc.at(STUCK + 21 * MINUTE).plan();
+    expect(requested(p)).to.deep.equal([]);
+    expect(cond(p.status, 'Progressing')?.message).to.contain('maxPerOwner 2 reached for MachineSet/ms-a');
+  });
+
+  it('in flight is counted from the world: a mark only JoinGuard writes counts even without memory of asking', () => {
+    const marked = worker('x', { healthCheckSucceeded: { status: 'False', reason: 'JoinTimeout' } });
+    const sc = new Scenario(snapshot({ settings: { consecutiveJoinFailures: 0 }, machines: [withNode(worker('old')), marked, worker('m0')] }));
+    sc.plan();
+    const p = sc.at(STUCK).plan();
+    expect(requested(p)).to.deep.equal([]);
+    expect(cond(p.status, 'Progressing')?.message).to.contain('x in flight');
+  });
+
+  it('a hand-written consecutiveJoinFailures of int32 max is clamped, said in Ready, and counting saturates', () => {
+    const sc = new Scenario(snapshot({ check: check({ status: { everJoined: true, consecutiveJoinFailures: 2147483647 } }), machines: [withNode(worker('old')), worker('a')] }));
+    sc.plan();
+    const p = sc.at(STUCK).plan();
+    expect(p.status.consecutiveJoinFailures).to.equal(2147483647);
+    expect(p.status.suspicion).not.to.equal(undefined);
+    const q = plan(snapshot({ check: check({ status: { consecutiveJoinFailures: 1e12 as number } }), machines: [] }));
+    expect(q.status.consecutiveJoinFailures).to.equal(2147483647);
+    expect(q.memoryNotes).to.deep.equal(['status.consecutiveJoinFailures: 1000000000000 is out of range, read as 2147483647']);
+  });
+
+  it("KubeadmControlPlane's checkRetryLimits, from the replacement's remediation-for: ok, wait, refused, new sequence", () => {
+    const kcp = kcpFacts({ remediation: { maxRetry: 1, retryPeriodSeconds: 600 } });
+    const m = (rf?: MachineFacts['remediationFor']) => cpMachine('cp', rf ? { remediationFor: rf } : {});
+    expect(kcpGate(kcp, m(), 3, true, T0).kind).to.equal('ok');
+    expect(kcpGate(kcp, m({ timestamp: T0, retryCount: 0 }), 3, true, T0 + 5 * MINUTE)).to.include({ kind: 'wait', until: T0 + 10 * MINUTE });
+    expect(kcpGate(kcp, m({ timestamp: T0, retryCount: 0 }), 3, true, T0 + 10 * MINUTE).kind).to.equal('ok');
+    expect(kcpGate(kcp, m({ timestamp: T0, retryCount: 1 }), 3, true, T0 + 10 * MINUTE)).to.include({ kind: 'refused', until: T0 + HOUR });
+    expect(kcpGate(kcp, m({ timestamp: T0, retryCount: 1 }), 3, true, T0 + HOUR).kind).to.equal('ok');
+    expect(kcpGate(kcp, m({ retryCount: 5 }), 3, true, T0).kind).to.equal('ok'); // no timestamp: both periods expired
+    expect(kcpGate(kcpFacts({ remediationInProgress: { machine: 'x' } }), m(), 3, true, T0).kind).to.equal('wait');
+    expect(kcpGate(kcp, m(), 1, true, T0).kind).to.equal('refused');
+    expect(kcpGate(kcp, m(), 1, false, T0).kind).to.equal('ok');
+  });
+});
+
+const STALL = T0 + 21 * MINUTE;
+
+/** A pool that worked; a..h ready at T0+1m with no Node; at STALL a is rebuilt and b raises the suspicion. */
+function stalled(extra: Partial<Parameters<typeof settings>[0]> = {}): Scenario {
+  const names = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
+  const sc = new Scenario(
+    snapshot({ settings: { maxPerOwner: 100, ...extra }, machines: [withNode(worker('old', { createdAt: T0 - HOUR })), ...names.map((n) => worker(n))] }),
+  );
+  sc.plan();
+  const p = sc.at(STALL).plan();
+  expect(requested(p)).to.deep.equal(['a']);
+  expect(progressingReason(p)).to.equal('BootstrapCredentialSuspect');
+  sc.remove('a'); // its owner replaced it (the replacement is not modelled)
+  return sc;
+}
+
+describe('guards: the suspicion and its canaries', () => {
+  it('canaryDelay doubles from probeInterval and caps at maxProbeInterval', () => {
+    const s = settings();
+    expect([0, 1, 2, 3, 4, 5, 6].map((n) => canaryDelay(s, n) / MINUTE)).to.deep.equal([30, 60, 120, 240, 480, 480, 480]);
+  });
+
+  it('with defaults, canaries at 30m, 1h30m, 3h30m, 7h30m, 15h30m, 23h30m after the stall, one at a time', () => {
+    const sc = stalled();
+    // The oldest stuck join-timeout Machine first: b, which raised the suspicion and was not rebuilt.
+    const canaries = ['b', 'c', 'd', 'e', 'f', 'g'];
+    const offsets = [30 * MINUTE, 90 * MINUTE, 210 * MINUTE, 450 * MINUTE, 930 * MINUTE, 1410 * MINUTE];
+    let previous: string | undefined;
+    canaries.forEach((name, i) => {
+      const at = STALL + (offsets[i] as number);
+      if (previous !== undefined) sc.remove(previous);
+      const before = sc.at(at - SECOND).plan();
+      expect(requested(before), `nothing before canary ${i + 1}`).to.deep.equal([]);
+      expect(before.wakeAt, `wakes for canary ${i + 1}`).to.equal(at);
+      const p = sc.at(at).plan();
+      expect(requested(p), `canary ${i + 1}`).to.deep.equal([name]);
+      expect(p.status.suspicion?.canariesSpent).to.equal(i + 1);
+      const rec = p.status.remediations?.find((r) => r.machine === name);
+      expect(rec?.canary).to.equal(true);
+      expect(progressingReason(p)).to.equal('BootstrapCredentialSuspect');
+      previous = name;
+    });
+    expect(ms(sc.status.suspicion?.nextCanaryTime)).to.equal(STALL + 1410 * MINUTE + 8 * HOUR);
+  });
+
+  it('a canary waits for the in-flight budget and is not spent meanwhile', () => {
+    const sc = stalled();
+    // a's old Machine is not gone yet (marked, still in flight).
+    sc.add(worker('a', { healthCheckSucceeded: { status: 'False', reason: 'JoinTimeout' } }));
+    const p = sc.at(STALL + 30 * MINUTE).plan();
+    expect(requested(p)).to.deep.equal([]);
+    expect(p.status.suspicion?.canariesSpent).to.equal(0);
+    expect(progressingReason(p)).to.equal('BootstrapCredentialSuspect');
+    sc.remove('a');
+    expect(requested(sc.plan())).to.deep.equal(['b']);
+  });
+
+  it('a failed canary adds to the evidence without raising again', () => {
+    const sc = stalled();
+    sc.at(STALL + 30 * MINUTE).plan(); // b rebuilt
+    sc.remove('b').add(worker('c2', { createdAt: STALL + 31 * MINUTE }));
+    sc.at(STALL + 31 * MINUTE).plan();
+    const p = sc.at(STALL + 52 * MINUTE).plan();
+    expect(eventReasons(p)).to.deep.equal(['JoinTimedOut']);
+    expect(p.status.suspicion?.machines).to.include('c2');
+    expect(p.status.consecutiveJoinFailures).to.equal(9); // a..h timed out together, then c2
+  });
+
+  it('provision timeouts are still remediated while suspected, and neither count nor reset', () => {
+    const sc = stalled({ provisionTimeoutMs: 10 * MINUTE, maxInFlight: { count: 5 } });
+    sc.add(provisioning('p', { createdAt: STALL }));
+    sc.at(STALL + 1 * MINUTE).plan();
+    const p = sc.at(STALL + 10 * MINUTE - SECOND).plan();
+    expect(requested(p)).to.deep.equal([]);
+    const q = sc.at(STALL + 10 * MINUTE).plan();
+    expect(requested(q), 'p, not a canary (none due)').to.deep.equal(['p']);
+    expect(q.status.remediations?.find((r) => r.machine === 'p')?.canary).to.equal(undefined);
+    expect(q.status.consecutiveJoinFailures).to.equal(8); // a..h; p's provision timeout does not count
+    expect(q.status.recentFailures?.find((f) => f.machine === 'p')?.kind).to.equal('ProvisionTimeout');
+    expect(q.status.suspicion).not.to.equal(undefined);
+  });
+
+  it('joinguard.io/resume clears the suspicion and the count, once, and removes the annotation', () => {
+    const sc = stalled();
+    sc.annotate({ 'joinguard.io/resume': '1' });
+    const p = sc.at(STALL + 5 * MINUTE).plan();
+    expect(p.status.suspicion).to.equal(undefined);
+    expect(p.status.consecutiveJoinFailures).to.equal(0);
+    expect(p.status.lastResume).to.deep.equal({ value: '1', time: '2026-03-01T00:26:00Z' });
+    expect(p.check.removeResume).to.equal('1');
+    expect(eventReasons(p)).to.include.members(['SuspicionCleared', 'Resumed']);
+    // b, stalled, is replaced at once (a is gone, the budget is free).
+    expect(requested(p)).to.deep.equal(['b']);
+    // The annotation still there (its removal not seen yet): it is removed again, nothing acts again.
+    const q = sc.advance(MINUTE).plan();
+    expect(q.events).to.deep.equal([]);
+    expect(q.check.removeResume).to.equal('1');
+    // Removed, then the same value written again: it acts again (a reused value is not ignored).
+    sc.annotate({});
+    expect(sc.advance(MINUTE).plan().status.lastResume?.removed).to.equal(true);
+    sc.annotate({ 'joinguard.io/resume': '1' });
+    const r = sc.advance(MINUTE).plan();
+    expect(eventReasons(r)).to.include('Resumed');
+    expect(r.status.lastResume).to.deep.equal({ value: '1', time: '2026-03-01T00:29:00Z' });
+  });
+
+  it('consecutiveJoinFailures 0 turns the suspicion off', () => {
+    const sc = new Scenario(
+      snapshot({ settings: { consecutiveJoinFailures: 0, maxInFlight: { count: 5 } }, machines: [withNode(worker('old')), worker('a'), worker('b'), worker('c')] }),
+    );
+    sc.plan();
+    const p = sc.at(STALL).plan();
+    expect(requested(p)).to.deep.equal(['a', 'b', 'c']);
+    expect(p.status.suspicion).to.equal(undefined);
+  });
+
+  it('a Machine already joined at first sight sets everJoined but resets nothing', () => {
+    const s = snapshot({
+      check: check({ status: { everJoined: true, consecutiveJoinFailures: 1, recentFailures: [{ machine: 'x', uid: 'uid-x', kind: 'JoinTimeout', time: '2026-03-01T00:30:00Z' }] } }),
+      machines: [withNode(worker('n', { createdAt: T0 }))],
+      now: T0 + HOUR,
+    });
+    const sc = new Scenario(s);
+    const p = sc.plan();
+    expect(p.status.everJoined).to.equal(true);
+    expect(p.status.consecutiveJoinFailures).to.equal(1);
+    expect(p.status.joinDurations).to.equal(undefined);
+  });
+
+  it('a joined Machine created after the newest failure is a join event (it joined while the controller was down)', () => {
+    const s = snapshot({
+      check: check({ status: { everJoined: true, consecutiveJoinFailures: 1, recentFailures: [{ machine: 'x', uid: 'uid-x', kind: 'JoinTimeout', time: '2026-03-01T00:30:00Z' }] } }),
+      machines: [withNode(worker('n', { createdAt: T0 + 40 * MINUTE }))],
+      now: T0 + HOUR,
+    });
+    const sc = new Scenario(s);
+    const p = sc.plan();
+    expect(p.status.consecutiveJoinFailures).to.equal(0);
+    expect(p.status.joinDurations?.count).to.equal(1);
+    expect(sc.plan().status.joinDurations?.count, 'counted once').to.equal(1);
   });
 });

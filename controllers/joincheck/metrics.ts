@@ -76,11 +76,12 @@ export class JoinGuardMetrics {
   }
 
   /** Updates the check's series from one applied plan: `prev` the status read, `next` the status written. */
-  observe(ref: CheckRef, verdicts: ObservedVerdict[], prev: MachineJoinCheckStatus, next: MachineJoinCheckStatus, now: number): void {
+  observe(ref: CheckRef, verdicts: ObservedVerdict[], prev: MachineJoinCheckStatus, next: MachineJoinCheckStatus, now: number, settledJoined = 0): void {
     const m = this.memory(ref);
     const labels = { ...m.ref };
 
-    const counts = new Map<string, number>();
+    // Settled Machines (joined for good) are counted, not listed, by the planner.
+    const counts = new Map<string, number>(settledJoined > 0 ? [['Joined', settledJoined]] : []);
     for (const v of verdicts) counts.set(v.state, (counts.get(v.state) ?? 0) + 1);
     for (const s of m.states) if (!counts.has(s)) this.machines.set({ ...labels, state: s }, 0);
     for (const [state, n] of counts) this.machines.set({ ...labels, state }, n);

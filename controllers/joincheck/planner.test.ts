@@ -1,17 +1,24 @@
-// The planner as a whole: a restarted controller decides the same from the persisted status alone,
-// output is deterministic whatever the input order, invalid specs and missing Clusters do nothing,
-// malformed Machines are mentioned and never acted on, conditions keep their transition times, join
-// durations and wake-ups.
+// The planner as a whole: a restarted controller decides the same from the persisted status alone, output is
+// deterministic whatever the input order, invalid specs and missing Clusters do nothing (but withdraw), malformed
+// Machines are mentioned and never acted on, conditions keep their transition times, join durations and wake-ups,
+// a moved check restores its memory, and the check's own metadata (owner, clusterctl block-move).
 import { expect } from 'chai';
 import { plan } from './planner.js';
 import { HOUR, MINUTE, SECOND, T0, bootstrapConfig, check, clusterFacts, configs, cpMachine, kcpFacts, newCluster, snapshot, withNode, worker } from './testing/builders.js';
-import { Scenario, cond, progressingReason } from './testing/scenario.js';
-import type { Snapshot } from './types.js';
+import { Scenario, cond, progressingReason, requested } from './testing/scenario.js';
+import type { Plan, Snapshot } from './types.js';
 
 /** A snapshot rebuilt from scratch with only the persisted status carried over (a restarted controller). */
 function restarted(s: Snapshot): Snapshot {
-  const fresh = JSON.parse(JSON.stringify({ ...s, bootstrapConfigs: [...s.bootstrapConfigs.entries()] })) as Snapshot & { bootstrapConfigs: [string, never][] };
+  const { previous: _lost, ...rest } = s;
+  const fresh = JSON.parse(JSON.stringify({ ...rest, bootstrapConfigs: [...s.bootstrapConfigs.entries()] })) as Snapshot & { bootstrapConfigs: [string, never][] };
   return { ...fresh, bootstrapConfigs: new Map(fresh.bootstrapConfigs) };
+}
+
+/** What decides (everything but the in-process view and the join durations this process measured). */
+function decisions(p: Plan) {
+  const { joinDurations: _d, ...status } = JSON.parse(JSON.stringify(p.status)) as Plan['status'];
+  return { status, intents: JSON.parse(JSON.stringify(p.intents)), events: p.events, wakeAt: p.wakeAt, check: p.check, probe: p.probe };
 }
 
 describe('planner', () => {
@@ -41,7 +48,7 @@ describe('planner', () => {
       step(sc);
       const fresh = plan(restarted(sc.s));
       const p = sc.plan();
-      expect(JSON.parse(JSON.stringify(fresh)), `step ${i}`).to.deep.equal(JSON.parse(JSON.stringify(p)));
+      expect(decisions(fresh), `step ${i}`).to.deep.equal(decisions(p));
     }
     const reasons = sc.plans.map(progressingReason);
     expect(reasons).to.deep.equal(['AsExpected', 'Remediating', 'AsExpected', 'AsExpected', 'BootstrapCredentialSuspect', 'BootstrapCredentialSuspect', 'AsExpected']);
@@ -53,13 +60,15 @@ describe('planner', () => {
     const base = { settings: { maxInFlight: { count: 2 }, consecutiveJoinFailures: 0 }, now: T0 + HOUR };
     const p1 = plan(snapshot({ ...base, machines: [withNode(worker('old')), ...ms] }));
     const p2 = plan(snapshot({ ...base, machines: [...ms].reverse().concat(withNode(worker('old'))) }));
-    expect(p1).to.deep.equal(p2);
-    expect(p1.verdicts.map((v) => v.machine)).to.deep.equal(['a', 'b', 'c', 'd', 'e', 'old']);
+    expect(decisions(p1)).to.deep.equal(decisions(p2));
+    const sorted = (p: Plan) => [...p.verdicts].sort((a, b) => (a.machine < b.machine ? -1 : 1));
+    expect(sorted(p1)).to.deep.equal(sorted(p2));
+    expect(sorted(p1).map((v) => v.machine)).to.deep.equal(['a', 'b', 'c', 'd', 'e', 'old']);
   });
 
   it('an invalid spec: no actions, Ready=False/InvalidSpec naming it', () => {
     const p = plan(snapshot({ settings: undefined, settingsError: 'spec.joinTimeout: "20 minutes" is not a duration', machines: [worker('a')], now: T0 + HOUR }));
-    expect(p.actions).to.deep.equal([]);
+    expect(p.intents).to.deep.equal([]);
     const c = cond(p.status, 'Ready');
     expect(c).to.include({ status: 'False', reason: 'InvalidSpec', observedGeneration: 1 });
     expect(c?.message).to.contain('spec.joinTimeout');
@@ -67,14 +76,22 @@ describe('planner', () => {
 
   it('no Cluster: no actions, Ready=False/ClusterNotFound', () => {
     const p = plan(snapshot({ cluster: undefined, machines: [worker('a')], now: T0 + HOUR }));
-    expect(p.actions).to.deep.equal([]);
+    expect(p.intents).to.deep.equal([]);
     expect(cond(p.status, 'Ready')).to.include({ status: 'False', reason: 'ClusterNotFound' });
-    expect(p.status.expectedMachines).to.equal(1);
+  });
+
+  it('even with an invalid spec or no Cluster, a joined Machine still carrying JoinGuard\'s mark is withdrawn', () => {
+    const m = withNode(worker('a', { healthCheckSucceeded: { status: 'False', reason: 'JoinTimeout' } }));
+    const status = { requests: [{ machine: 'a', uid: 'uid-a', path: 'OwnerRemediated' as const, kind: 'JoinTimeout' as const, time: '2026-03-01T00:21:00Z', state: 'Open' as const }] };
+    for (const o of [{ settings: undefined, settingsError: 'bad' }, { cluster: undefined }]) {
+      const p = plan(snapshot({ ...o, check: check({ status }), machines: [m], now: T0 + HOUR }));
+      expect(p.intents.map((i) => [i.machine.name, i.want])).to.deep.equal([['a', 'withdraw']]);
+    }
   });
 
   it('malformed Machines are counted in Ready and never acted on', () => {
     const p = plan(snapshot({ malformed: [{ name: 'bad', error: 'status.nodeRef: not an object' }], now: T0 + HOUR }));
-    expect(p.actions).to.deep.equal([]);
+    expect(p.intents).to.deep.equal([]);
     expect(cond(p.status, 'Ready')).to.include({ status: 'True', reason: 'AsExpected' });
     expect(cond(p.status, 'Ready')?.message).to.contain('1 Machines could not be read').and.contain('bad (status.nodeRef: not an object)');
   });
@@ -97,7 +114,7 @@ describe('planner', () => {
         now: T0 + 5 * MINUTE,
       }),
     );
-    expect(p.verdicts.map((v) => v.machine)).to.deep.equal(['gone', 'in']);
+    expect(p.verdicts.map((v) => v.machine).sort()).to.deep.equal(['gone', 'in']);
     expect(p.status).to.include({ expectedMachines: 1, joiningMachines: 1 });
   });
 
@@ -110,7 +127,8 @@ describe('planner', () => {
     sc.remove('a').update('b', { healthCheckSucceeded: { status: 'False', reason: 'JoinTimeout' } });
     sc.at(T0 + 25 * MINUTE).plan(); // b requested: True/Remediating
     sc.update('b', { nodeName: 'node-b' });
-    sc.at(T0 + 26 * MINUTE).plan(); // withdrawn: True/AsExpected
+    sc.converge(sc.at(T0 + 26 * MINUTE).plan()); // withdrawn, still Remediating until the mark is gone
+    sc.at(T0 + 27 * MINUTE).plan(); // True/AsExpected
     const last = cond(sc.status, 'Progressing');
     expect(last).to.include({ status: 'True', reason: 'AsExpected', lastTransitionTime: '2026-03-01T00:25:00Z' });
     expect(cond(sc.status, 'Ready')?.lastTransitionTime).to.equal('2026-03-01T00:00:00Z');
@@ -133,7 +151,7 @@ describe('planner', () => {
       recentSeconds: [120, 240, 360, 600],
     });
     expect(sc.status.everJoined).to.equal(true);
-    expect(sc.status.observations).to.deep.equal([]);
+    expect(sc.status.observations).to.equal(undefined);
   });
 
   it('fast joins still suggest at least 2m', () => {
@@ -160,5 +178,47 @@ describe('planner', () => {
       }),
     );
     expect(p.verdicts.find((v) => v.machine === 'cp-0')).to.include({ state: 'Joining', firstControlPlane: true, clockStart: T0 + MINUTE });
+  });
+
+  it('a moved check (empty status, memory in joinguard.io/memory) restores its memory: the suspicion still stalls', () => {
+    const sc = new Scenario(snapshot({ machines: [withNode(worker('old', { createdAt: T0 - HOUR })), worker('a'), worker('b')] }));
+    sc.plan();
+    sc.at(T0 + 21 * MINUTE).plan();
+    expect(sc.status.suspicion).not.to.equal(undefined);
+    // clusterctl move pauses the Cluster: the memory goes into the annotation, block-move is released.
+    sc.with({ cluster: clusterFacts({ paused: true }) }).annotate({ 'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io' });
+    const paused = sc.advance(MINUTE).plan();
+    expect(paused.check.carryMemory).to.be.a('string');
+    // On the target: the same objects, an empty status, the annotation; the Cluster unpaused.
+    const target = plan(snapshot({ check: check({ annotations: { 'joinguard.io/memory': paused.check.carryMemory! } }), machines: sc.s.machines.filter((m) => m.name !== 'a'), now: T0 + 30 * MINUTE }));
+    expect(target.status.suspicion?.since).to.equal(sc.status.suspicion?.since);
+    expect(requested(target)).to.deep.equal([]);
+    expect(progressingReason(target)).to.equal('BootstrapCredentialSuspect');
+    expect(target.check.blockMove).to.equal(true);
+  });
+
+  it("the check gets its Cluster as owner (as MachineHealthChecks do) and carries clusterctl's block-move while the Cluster runs", () => {
+    const p = plan(snapshot({ now: T0 }));
+    expect(p.check.ownerCluster).to.deep.equal({ apiVersion: 'cluster.x-k8s.io/v1beta2', name: 'c1', uid: 'uid-c1' });
+    expect(p.check.blockMove).to.equal(true);
+    const owned = plan(snapshot({ check: { ...check({ annotations: { 'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io' } }), metadata: { ...check().metadata, annotations: { 'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io' }, ownerReferences: [{ apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', name: 'c1', uid: 'uid-c1' }] } }, now: T0 }));
+    expect(owned.check).to.deep.equal({});
+  });
+
+  it('bad values in status are never trusted: entries of the wrong shape dropped, times in the future read as now, each noted', () => {
+    const status = {
+      requests: [{ machine: 'a', uid: 'uid-a', path: 'Nonsense', kind: 'JoinTimeout', time: '2026-03-01T00:00:00Z', state: 'Open' }, 'junk'],
+      ownerWindows: [{ kind: 'MachineSet', name: 'ms-a', times: ['2999-01-01T00:00:00Z'] }],
+      failuresSinceResume: -4,
+    } as unknown as Plan['status'];
+    const p = plan(snapshot({ check: check({ status }), settings: { neverJoinedLimit: 0 }, machines: [worker('a')], now: T0 }));
+    expect(p.status.requests).to.equal(undefined);
+    expect(p.status.failuresSinceResume).to.equal(0);
+    expect(p.memoryNotes).to.include.members([
+      'status.requests[0].path: unknown value "Nonsense", entry ignored',
+      'status.requests[1]: an entry of the wrong shape, ignored',
+      'status.ownerWindows[0].times: 2999-01-01T00:00:00Z is in the future, read as now',
+      'status.failuresSinceResume: -4 is out of range, read as 0',
+    ]);
   });
 });

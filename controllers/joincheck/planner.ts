@@ -1,170 +1,439 @@
-// The planner: Snapshot -> Plan, pure (no I/O; `s.now` is the clock). Everything it decides is derived
-// from the objects and from the check's previous status, and the Plan's status is the full next status,
-// so a restarted controller plans the same. The rules run in DESIGN.md's order; each lives in its own
-// file. Events and writes are emitted only on transitions, so replanning a snapshot is a no-op.
-import { CONDITION_PROGRESSING, CONDITION_READY } from '../../api/v1alpha1/types.js';
-import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
-import { controlPlaneInitialized, controlPlaneInitializedAt, nextControlPlaneInitializedSeen, nextObservations, observationsByUid } from './clocks.js';
-import { DEFAULT_CONNECTION_GRACE_MS, connectionState } from './connection.js';
-import type { Work } from './context.js';
-import { findFirstControlPlane, isJoined, nextFirstControlPlaneMemory, replacementMisconfiguration } from './first-control-plane.js';
-import { applyJoins } from './joins.js';
-import { settleFirstControlPlane } from './probe.js';
-import { addOwners, isOpen, observeRecords } from './records.js';
-import { remediate } from './remediate.js';
-import { resume } from './resume.js';
-import { withdraw } from './withdrawal.js';
-import { clusterMachines, expectedMachines, machinesInScope } from './scope.js';
-import { RESTRICTING, conditionOf, countVerdicts, paused, progressing, ready, setCondition } from './status.js';
-import { iso, ms } from './time.js';
-import type { MachineVerdict, Plan, Snapshot } from './types.js';
-import { judge } from './verdicts.js';
-import { wakeAt } from './wake.js';
+// The planner: Snapshot -> Plan, pure (no I/O; `s.now` is the one clock). What to do is derived each pass from
+// the world and the check's persisted memory (validated on read); the Plan's status is the complete next
+// status, and its intents say what every Machine must carry now, so a restarted controller plans the same and
+// the executor converges whatever failed before. The rules live in one file per section of DESIGN (judge,
+// first-control-plane, marks, guards, conditions); this file only merges their results, in DESIGN's order.
+import type { MachineFacts } from '../../api/capi/model.js';
+import type { CheckSettings, MachineJoinCheckStatus, MachineObservation, RequestRecord } from '../../api/v1alpha1/types.js';
+import { ANNOTATION_MEMORY, ANNOTATION_RESUME, CLUSTERCTL_ANNOTATION_BLOCK_MOVE, CONDITION_PROGRESSING, CONDITION_READY, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
+import { addJoinDuration, conditionOf, countVerdicts, pausedCondition, progressing, readyCondition, RESTRICTING, setCondition, Stops } from './conditions.js';
+import { findFirstControlPlane, nextFirstControlPlaneMemory, probeDecision } from './first-control-plane.js';
+import {
+  budgetGate,
+  countFailure,
+  inFlight,
+  joinSeen,
+  kcpGate,
+  neverJoinedActive,
+  nextCanaryAt,
+  ownerRefusal,
+  recordOwnerRequest,
+  spendCanary,
+  suspicionGate,
+  suspicionMessage,
+  trimWindows,
+  windowStart,
+} from './guards.js';
+import {
+  byName as byNameOrder,
+  connectionState,
+  controlPlaneInitialized,
+  controlPlaneInitializedAt,
+  DEFAULT_CONNECTION_GRACE_MS,
+  isJoined,
+  isProvisioned,
+  joinClockStart,
+  judge,
+  machinesInScope,
+  readiness,
+  trusted,
+  type VerdictContext,
+} from './judge.js';
+import { appendHistory, choosePath, followRequests, markIntents, ownerRef, target, UNANSWERED_AFTER_MS } from './marks.js';
+import { carriedMemory, readMemory } from './memory.js';
+import { earliestAfter, iso, ms } from './time.js';
+import type { CheckMetadataIntent, MachineTarget, MachineVerdict, Plan, PlannedEvent, Snapshot } from './types.js';
 
 export function plan(s: Snapshot): Plan {
-  const prev: MachineJoinCheckStatus = s.check.status ?? {};
+  const meta = s.check.metadata;
+  const mem = readMemory(s.check.status, meta.annotations?.[ANNOTATION_MEMORY], s.now);
+  const prev = mem.status;
   const next: MachineJoinCheckStatus = structuredClone(prev);
-  const generation = s.check.metadata.generation;
-  next.observedGeneration = generation;
-
-  if (s.settings === undefined || s.settingsError !== undefined) {
-    const why = s.settingsError ?? 'the spec could not be read';
-    next.conditions = setCondition(next.conditions, { type: CONDITION_READY, status: 'False', reason: 'InvalidSpec', message: `The spec is invalid: ${why}. JoinGuard does nothing until it is fixed.` }, s.now, generation);
-    return { verdicts: [], actions: [], status: next };
-  }
-  const settings = s.settings;
-  const ofCluster = clusterMachines(s.machines, settings, s.check.metadata.namespace);
-  const inScope = machinesInScope(ofCluster, settings);
-  const cluster = s.cluster;
-  if (cluster === undefined) {
-    next.expectedMachines = expectedMachines(inScope);
-    next.joinedMachines = inScope.filter((m) => m.deletingSince === undefined && isJoined(m, s.workloadNodes)).length;
-    next.joiningMachines = 0;
-    next.stuckMachines = 0;
-    const message = `Cluster ${s.check.metadata.namespace}/${settings.clusterName} not found: nothing is judged or changed until it exists.`;
-    next.conditions = setCondition(next.conditions, { type: CONDITION_READY, status: 'False', reason: 'ClusterNotFound', message }, s.now, generation);
-    return { verdicts: [], actions: [], status: next };
-  }
-
-  const w: Work = {
-    s,
-    settings,
-    cluster,
+  next.observedGeneration = meta.generation;
+  const events: PlannedEvent[] = [];
+  const clusterName = s.settings?.clusterName ?? s.check.spec?.clusterName;
+  // In the order given: every rule that picks among Machines orders what it picks (no sort of the whole fleet).
+  const ofCluster = s.machines.filter((m) => m.clusterName === clusterName && m.namespace === meta.namespace);
+  const byUid = new Map(ofCluster.map((m) => [m.uid, m]));
+  // Any Machine of the Cluster by uid, settled ones included (they are not in `machines`).
+  const anyMachine = { get: (uid: string) => byUid.get(uid) ?? s.settled?.get(uid), has: (uid: string) => byUid.has(uid) || s.settled?.get(uid) !== undefined };
+  const settledInScope = s.settled?.inScope ?? 0;
+  const unreadable = new Set(s.malformed.flatMap((x) => (x.uid !== undefined ? [x.name, x.uid] : [x.name])));
+  const followed = followRequests({
+    requests: prev.requests ?? [],
+    history: prev.remediations ?? [],
+    machinesByUid: anyMachine,
+    unreadable,
+    ...(s.workloadNodes ? { nodes: s.workloadNodes } : {}),
+    dryRun: s.settings?.dryRun ?? false,
     now: s.now,
-    prev,
-    next,
-    actions: [],
-    canAct: !settings.paused && !cluster.paused && !cluster.deleting,
-    machinesByUid: new Map(s.machines.map((m) => [m.uid, m])),
-    ofCluster,
-    inScope,
-    expected: expectedMachines(inScope),
-    verdicts: new Map(),
-    observationsByUid: new Map(),
-    stops: new Map(),
-    waits: [],
-    pausedMhcs: [],
-    wake: [],
-    connection: { down: false },
-    graceMs: s.connectionGraceMs ?? DEFAULT_CONNECTION_GRACE_MS,
-  };
-  if (settings.paused || cluster.paused) w.waits.push('paused: JoinGuard changes nothing (see the Paused condition)');
-  else if (cluster.deleting) w.waits.push(`the Cluster ${cluster.name} is being deleted: JoinGuard changes nothing`);
+  });
+  assign(next, 'requests', followed.requests);
+  assign(next, 'remediations', followed.history);
+  const settings = s.settingsError === undefined ? s.settings : undefined;
+  const cluster = s.cluster;
+  const base = { verdicts: [], settledInScope, events, memoryNotes: mem.notes, view: { readyAt: new Map<string, number>(), pending: new Set<string>() } };
 
-  // Resume first: it clears the stops the rules below would otherwise apply.
-  resume(w);
+  if (settings === undefined || cluster === undefined) {
+    // Nothing is judged; only JoinGuard's own marks on joined Machines are withdrawn (that never waits).
+    const why = settings === undefined
+      ? { reason: 'InvalidSpec', message: `The spec is invalid: ${s.settingsError ?? 'it could not be read'}. JoinGuard does nothing until it is fixed.` }
+      : { reason: 'ClusterNotFound', message: `Cluster ${meta.namespace}/${settings.clusterName} not found: nothing is judged or changed until it exists.` };
+    next.conditions = setCondition(next.conditions, { type: CONDITION_READY, status: 'False', ...why }, s.now, meta.generation);
+    const intents = markIntents(next.requests ?? [], ofCluster, s.workloadNodes, meta.name).filter((i) => i.want === 'withdraw');
+    return { ...base, status: next, intents, confirm: [], check: {} };
+  }
+
+  const canAct = !settings.paused && !cluster.paused && !cluster.deleting;
+  const stops = new Stops();
+  const wake: (number | undefined)[] = [];
+  const pausedMhcs: string[] = [];
+  if (settings.paused || cluster.paused) stops.wait('paused: JoinGuard changes nothing (see the Paused condition)');
+  else if (cluster.deleting) stops.wait(`the Cluster ${cluster.name} is being deleted: JoinGuard changes nothing`);
+  const check: CheckMetadataIntent = {};
+  if (canAct) resume(s, prev, next, check, events);
 
   // What the Cluster says, and the memory of what it did not say with a time.
   const initialized = controlPlaneInitialized(cluster, s.kcp);
-  const conn = connectionState(cluster, ofCluster, initialized, prev, s.now, w.graceMs);
-  w.connection = conn.state;
+  const cpInit = controlPlaneInitializedAt(cluster, initialized, prev, s.now);
+  assign(next, 'controlPlaneInitializedSeen', cpInit.seen);
+  const graceMs = s.connectionGraceMs ?? DEFAULT_CONNECTION_GRACE_MS;
+  const conn = connectionState(cluster, ofCluster, initialized, prev, s.now, graceMs);
   assign(next, 'connectionDownSeen', conn.memory.connectionDownSeen);
   assign(next, 'connectionRestoredSeen', conn.memory.connectionRestoredSeen);
-  assign(next, 'controlPlaneInitializedSeen', nextControlPlaneInitializedSeen(cluster, initialized, prev, s.now));
 
-  // The first control-plane Machine and the memory of its remediation.
-  const prevFirstMemory = next.firstControlPlaneRemediation;
+  // The first control-plane Machine and the memory of its replacement.
   const first = findFirstControlPlane(ofCluster, s.bootstrapConfigs, initialized);
-  const unreadableNames = new Set(s.malformed.map((x) => x.name));
-  assign(next, 'firstControlPlaneRemediation', nextFirstControlPlaneMemory(next.firstControlPlaneRemediation, ofCluster, unreadableNames, initialized, s.now));
-  if (next.firstControlPlaneRemediation === undefined) {
-    delete next.firstControlPlaneMisconfigured; // the replacement worked (or a resume started afresh)
-  } else if (next.firstControlPlaneMisconfigured === undefined) {
-    const message = replacementMisconfiguration(next.firstControlPlaneRemediation, ofCluster, s.bootstrapConfigs, initialized);
-    if (message !== undefined) next.firstControlPlaneMisconfigured = { since: iso(s.now), message };
+  assign(next, 'firstControlPlane', nextFirstControlPlaneMemory(next.firstControlPlane, ofCluster, s.bootstrapConfigs, unreadable, initialized, s.now));
+
+  // Verdicts, for the Machines in scope.
+  const inScope = machinesInScope(ofCluster, settings);
+  const expected = inScope.filter((m) => m.deletingSince === undefined).length + settledInScope;
+  const prevObs = new Map((prev.observations ?? []).map((o) => [o.uid, o]));
+  const readyAt = new Map<string, number>();
+  const pins = new Map<string, string>();
+  for (const m of inScope) {
+    if (!isProvisioned(m) || isJoined(m, s.workloadNodes) || m.deletingSince !== undefined) continue;
+    const r = readiness(m, prevObs.get(m.uid), s.previous, s.now);
+    readyAt.set(m.uid, r.at);
+    if (r.pin !== undefined) pins.set(m.uid, r.pin);
   }
-
-  // Records follow what the Machines show now.
-  const observed = observeRecords(next.remediations ?? [], w.machinesByUid, unreadableNames, s.now);
-  next.remediations = observed.records;
-  assign(next, 'refusedOwners', addOwners(next.refusedOwners, observed.newlyRefused));
-
-  // Observations first: a state seen now without a transition time starts its clock now, in this plan too.
-  const seenBefore = observationsByUid(prev.observations);
-  const joinedUids = new Set(inScope.filter((m) => isJoined(m, s.workloadNodes)).map((m) => m.uid));
-  next.observations = nextObservations(inScope, joinedUids, prev.observations, first?.uid, s.now);
-  const observations = observationsByUid(next.observations);
-  w.observationsByUid = observations;
-
-  // Verdicts.
-  const cpInitAt = controlPlaneInitializedAt(cluster, next);
-  const extendedUntil = ms(next.firstControlPlaneExtendedUntil);
-  const ctx = {
+  const fcp = next.firstControlPlane;
+  const extendedUntil = ms(fcp?.extendedUntil);
+  const ctx: VerdictContext = {
     settings,
     cluster,
     now: s.now,
     initialized,
-    controlPlaneInitializedAt: cpInitAt,
-    firstControlPlane: first,
+    ...(cpInit.at !== undefined ? { controlPlaneInitializedAt: cpInit.at } : {}),
+    ...(first ? { firstControlPlane: first } : {}),
     firstControlPlanePending: first !== undefined && !isJoined(first, s.workloadNodes),
-    previousFirstControlPlane: next.firstControlPlaneRemediation,
+    ...(fcp?.replaced ? { previousFirstControlPlane: fcp.replaced } : {}),
+    ...(fcp?.extendedFor !== undefined && extendedUntil !== undefined ? { extension: { uid: fcp.extendedFor, until: extendedUntil } } : {}),
     connection: conn.state,
-    nodes: s.workloadNodes,
-    openRecordUids: new Set((next.remediations ?? []).filter(isOpen).map((r) => r.uid)),
-    observations,
-    ...(next.firstControlPlaneExtendedFor !== undefined && extendedUntil !== undefined
-      ? { extension: { uid: next.firstControlPlaneExtendedFor, until: extendedUntil } }
-      : {}),
+    ...(s.workloadNodes ? { nodes: s.workloadNodes } : {}),
+    openRequests: new Set((next.requests ?? []).filter((r) => r.state === 'Open').map((r) => r.uid)),
+    readyAt,
   };
-  for (const m of inScope) w.verdicts.set(m.uid, judge(m, ctx));
+  // One verdict per Machine in scope, by index (the first control-plane Machine's may be replaced below).
+  const verdictList = inScope.map((m) => judge(m, ctx));
 
-  // Join events: everJoined, the consecutive count, the suspicion, join durations.
-  applyJoins(w, seenBefore, { controlPlaneInitializedAt: cpInitAt, previousFirst: prevFirstMemory });
+  // Join events: everJoined, the consecutive count, the suspicion.
+  const joinedNow = inScope.filter((_, i) => verdictList[i]!.state === 'Joined');
+  if (joinedNow.length > 0 || settledInScope > 0) next.everJoined = true;
+  const newestFailure = Math.max(...(prev.recentFailures ?? []).map((f) => ms(f.time) ?? 0), 0);
+  const somethingToReset = (next.consecutiveJoinFailures ?? 0) > 0 || next.suspicion !== undefined;
+  const joinEvents = joinedNow.filter((m) => prevObs.has(m.uid) || (somethingToReset && newestFailure > 0 && m.createdAt > newestFailure));
+  if (joinEvents.length > 0 && somethingToReset) joinSeen(next, joinEvents.map((m) => m.name), events);
+  // Join durations of the joins seen happen (by this process, or remembered as not joined).
+  // By name: the samples kept must not depend on the order the caches list Machines in.
+  const timedJoins = joinedNow.filter((m) => joinEvents.includes(m) || s.previous?.pending.has(m.uid) === true).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  for (const m of timedJoins) {
+    const readyAt = Math.max(trusted(m.infrastructureReady.since, s.now) ?? m.createdAt, trusted(m.bootstrapReady.since, s.now) ?? m.createdAt);
+    const start = joinClockStart(m, { firstControlPlane: m.controlPlane, readyAt, ...(cpInit.at !== undefined ? { controlPlaneInitializedAt: cpInit.at } : {}) });
+    next.joinDurations = addJoinDuration(next.joinDurations, Math.max(0, Math.round((s.now - start) / 1000)));
+  }
 
-  // Actions: withdrawals, the first control-plane probe, then the remediation loop with its guards.
-  withdraw(w);
-  settleFirstControlPlane(w);
-  remediate(w);
+  // The first control-plane Machine: probe its endpoint before acting on it.
+  const handled = new Set((next.requests ?? []).map((r) => r.uid));
+  const firstIndex = first !== undefined ? inScope.indexOf(first) : -1;
+  const firstVerdict = firstIndex >= 0 ? verdictList[firstIndex] : undefined;
+  let probe: Plan['probe'];
+  if (first !== undefined && firstVerdict?.state === 'Stuck' && firstVerdict.failureKind === 'JoinTimeout' && canAct && settings.firstControlPlane === 'Remediate' && next.firstControlPlane?.misconfigured === undefined && !handled.has(first.uid)) {
+    const d = probeDecision(firstVerdict, cluster, next.firstControlPlane, s.endpointProbe, settings.joinTimeoutMs, s.now);
+    const memory = (next.firstControlPlane ??= {});
+    if (d.kind === 'probe') {
+      if (d.ask) {
+        probe = { host: d.host, port: d.port };
+        memory.probeRequested = iso(s.now);
+      }
+      wake.push(d.retryAt);
+      stops.wait(`probing the control-plane endpoint ${d.host}:${d.port} before acting on the first control-plane Machine ${first.name}`);
+      verdictList[firstIndex] = { ...firstVerdict, state: 'Held', hold: 'EndpointProbe', pastDeadline: true, reason: `${firstVerdict.reason}; probing the control-plane endpoint before acting` };
+    } else if (d.kind === 'extend') {
+      delete memory.probeRequested;
+      Object.assign(memory, { extendedFor: first.uid, extendedUntil: iso(d.until) });
+      verdictList[firstIndex] = { ...firstVerdict, state: 'Held', hold: 'EndpointAnswered', deadline: d.until, pastDeadline: false, reason: `the control plane answered at its endpoint, so initialization may be finishing: given another joinTimeout until ${iso(d.until)}` };
+    } else delete memory.probeRequested;
+  } else if (next.firstControlPlane?.probeRequested !== undefined) {
+    delete next.firstControlPlane.probeRequested;
+  }
+
+  // The remediation loop: every Stuck Machine not handled before, oldest deadline first, through the guards.
+  const windows = trimWindows(next.ownerWindows, windowStart(s.now, settings, next.lastResume?.time), settings.maxPerOwner);
+  const flying = inFlight(inScope, next.requests ?? [], unreadable);
+  const failed = new Map<string, string>([...prevObs].flatMap(([uid, o]) => (o.failedAt !== undefined ? [[uid, o.failedAt]] : [])));
+  const candidates = inScope
+    .map((m, i) => ({ m, v: verdictList[i]! }))
+    .filter(({ m, v }) => v.state === 'Stuck' && !handled.has(m.uid))
+    .sort((a, b) => (a.v.deadline ?? 0) - (b.v.deadline ?? 0) || byNameOrder(a.m, b.m));
+  const requests = [...(next.requests ?? [])];
+  // Request changes decided here (withdrawn, unanswered) are confirmed live like failures counted below.
+  const prevState = new Map((prev.requests ?? []).map((r) => [r.uid, r.state]));
+  const confirm: MachineTarget[] = (next.requests ?? []).filter((r) => prevState.get(r.uid) !== r.state && byUid.has(r.uid)).map((r) => target(byUid.get(r.uid)!));
+  let history = next.remediations ?? [];
+  let ownerWindows = windows;
+  let canaryTaken = false;
+  const wouldAsk: string[] = [];
+  const budgetHeld: MachineFacts[] = [];
+  for (const { m, v } of canAct ? candidates : []) {
+    let raisedNow = false;
+    const fresh = !failed.has(m.uid);
+    if (fresh) {
+      confirm.push(target(m));
+      failed.set(m.uid, iso(s.now));
+      raisedNow = countFailure(next, m, v, anyMachine, settings, cluster, s.now, events);
+    }
+    const stuckEvent = (): void => {
+      if (fresh) events.push({ on: 'Machine', machine: target(m), reason: v.failureKind === 'ProvisionTimeout' ? 'ProvisionTimedOut' : 'JoinTimedOut', warning: true, message: `Machine ${m.name}: ${v.reason}` });
+    };
+    if (v.firstControlPlane && next.firstControlPlane?.misconfigured !== undefined) {
+      stops.add('FirstControlPlaneReplacementMisconfigured', '', m.name);
+      stuckEvent();
+      continue;
+    }
+    const choice = choosePath(m, settings, s.mhcs, s.capi, v.firstControlPlane === true);
+    if (choice.kind === 'blocked') {
+      pausedMhcs.push(`${choice.why}: ${m.name} is left to it`);
+      stuckEvent();
+      continue;
+    }
+    if (choice.kind === 'report') {
+      const r = newRequest(m, v, 'Report', 'Reported', s.now);
+      requests.push(r);
+      history = appendHistory(history, r, 'Reported');
+      events.push({ on: 'Machine', machine: target(m), reason: 'RemediationSkipped', warning: true, message: `Machine ${m.name}: ${v.reason}. JoinGuard does not remediate it: ${choice.why}. Reported only.` });
+      continue;
+    }
+    const owner = ownerRef(m);
+    const gate = guard(m, v, raisedNow);
+    if (gate === undefined) {
+      stuckEvent();
+      continue;
+    }
+    if (gate.canary) canaryTaken = true;
+    const r = newRequest(m, v, choice.path, settings.dryRun ? 'DryRun' : 'Open', s.now, gate.canary);
+    requests.push(r);
+    history = appendHistory(history, r, settings.dryRun ? 'DryRun' : 'Requested');
+    if (settings.dryRun) {
+      wouldAsk.push(`${m.name} via ${choice.path}`);
+      events.push({ on: 'Machine', machine: target(m), reason: 'RemediationSkipped', warning: false, message: `dry run: Machine ${m.name}: ${v.reason}. JoinGuard would ask for its replacement via ${choice.via} (path ${choice.path}).` });
+      continue;
+    }
+    flying.push(m.name);
+    ownerWindows = recordOwnerRequest(ownerWindows, owner, s.now, settings.maxPerOwner);
+    if (gate.canary && next.suspicion !== undefined) next.suspicion = spendCanary(next.suspicion, settings, s.now);
+    if (v.firstControlPlane) (next.firstControlPlane ??= {}).replaced = { machine: m.name, uid: m.uid, time: iso(s.now) };
+  }
+
+  /** Guards 3 to 5 in order for one Stuck Machine; undefined when one holds it (and says why). */
+  function guard(m: MachineFacts, v: MachineVerdict, raisedNow: boolean): { canary: boolean } | undefined {
+    if (neverJoinedActive(next, settings!)) return void stops.add('NeverJoined', '', m.name);
+    const sg = suspicionGate(next, v, raisedNow, canaryTaken, settings!, s.now);
+    if (!sg.go) return void stops.add('BootstrapCredentialSuspect', '', m.name);
+    const owner = ownerRef(m);
+    const refused = ownerRefusal(owner, (next.requests ?? []).filter((r) => r.time >= (next.lastResume?.time ?? '')), anyMachine);
+    if (refused !== undefined) return void stops.add('RemediationRefusedByOwner', refused, m.name);
+    const kcp = s.kcp;
+    if (m.owner.kind === 'KubeadmControlPlane' && kcp !== undefined && kcp.name === m.owner.name) {
+      const kcpMachines = ofCluster.filter((x) => x.owner.kind === 'KubeadmControlPlane' && x.owner.name === kcp.name).length;
+      const g = kcpGate(kcp, m, kcpMachines, initialized, s.now);
+      if (g.kind !== 'ok') wake.push(g.until);
+      if (g.kind === 'wait') return void stops.wait(`${m.name}: ${g.message}`);
+      if (g.kind === 'refused') return void stops.add('RemediationRefusedByOwner', g.message, m.name);
+    }
+    const b = budgetGate(flying, ownerWindows, owner, settings!, expected);
+    if (!b.ok) return void budgetHeld.push(m);
+    return { canary: sg.canary };
+  }
+
+  // A budget stop says what holds the Machine once this plan's requests are made (budgets only fill within a
+  // plan): the same words the next plan will find, whatever order the Machines were decided in.
+  for (const m of budgetHeld) {
+    const b = budgetGate(flying, ownerWindows, ownerRef(m), settings, expected);
+    if (b.ok) continue;
+    wake.push(b.frees);
+    stops.add('RemediationBudgetExhausted', b.message, m.name);
+  }
+
+  assign(next, 'requests', requests);
+  assign(next, 'remediations', history);
+  assign(next, 'ownerWindows', ownerWindows.length > 0 ? ownerWindows : undefined);
+
+  // Per-Machine memory, only where no object carries it (see MachineObservation), and every not-joined Machine
+  // while there is a count or a suspicion that a join would reset.
+  const watchAll = (next.consecutiveJoinFailures ?? 0) > 0 || next.suspicion !== undefined;
+  const observations: MachineObservation[] = [];
+  for (const [i, m] of inScope.entries()) {
+    if (m.deletingSince !== undefined || verdictList[i]!.state === 'Joined') continue;
+    const pin = pins.get(m.uid);
+    const failedAt = failed.get(m.uid);
+    if (pin === undefined && failedAt === undefined && !watchAll) continue;
+    observations.push({ machine: m.name, uid: m.uid, ...(pin !== undefined ? { readySeen: pin } : {}), ...(failedAt !== undefined ? { failedAt } : {}) });
+  }
+  observations.sort((a, b) => (a.machine < b.machine ? -1 : a.machine > b.machine ? 1 : 0));
+  assign(next, 'observations', observations.length > 0 ? observations.slice(0, STATUS_LIMITS.observations) : undefined);
+
+  // Stops whose evidence is state, not this plan's candidates.
+  if (next.firstControlPlane?.misconfigured !== undefined) stops.add('FirstControlPlaneReplacementMisconfigured', next.firstControlPlane.misconfigured.message);
+  for (const v of verdictList) if ((v.hold === 'ConnectionDown' || v.hold === 'ConnectionGrace') && v.pastDeadline) stops.add('ControlPlaneEndpointUnreachable', '', v.machine);
+  if (neverJoinedActive(next, settings)) stops.add('NeverJoined', '');
+  if (next.suspicion !== undefined) stops.add('BootstrapCredentialSuspect', '');
+  if (settings.dryRun) {
+    const stuck = new Set(verdictList.filter((v) => v.state === 'Stuck').map((v) => v.uid));
+    for (const r of requests) if (r.state === 'DryRun' && stuck.has(r.uid) && !wouldAsk.includes(`${r.machine} via ${r.path}`)) wouldAsk.push(`${r.machine} via ${r.path}`);
+    stops.add('DryRun', '');
+    for (const w of wouldAsk) stops.add('DryRun', w);
+  }
 
   // Status: counts, conditions, the event that says a stop began.
-  const verdicts = inScope.map((m) => w.verdicts.get(m.uid) as MachineVerdict);
-  const c = countVerdicts(verdicts);
-  next.expectedMachines = w.expected;
-  next.joinedMachines = c.joined;
-  next.joiningMachines = c.joining;
-  next.stuckMachines = c.stuck;
+  const c = countVerdicts(verdictList);
+  const held = new Set([...stops.machinesHeld(), ...verdictList.filter((v) => v.state === 'Held' || v.state === 'Unobservable').map((v) => v.machine)]);
+  Object.assign(next, { expectedMachines: expected, joinedMachines: c.joined + settledInScope, joiningMachines: c.joining, stuckMachines: c.stuck, heldMachines: held.size });
   next.consecutiveJoinFailures ??= 0;
   next.everJoined ??= false;
-  const prog = progressing(w, verdicts);
-  if (w.canAct && prog.status === 'False' && RESTRICTING.has(prog.reason) && conditionOf(prev, CONDITION_PROGRESSING)?.reason !== prog.reason) {
-    w.actions.push({ type: 'CheckEvent', reason: 'RemediationRestricted', message: prog.message, warning: true });
-  }
-  let conditions = setCondition(next.conditions, ready(w), s.now, generation);
-  conditions = setCondition(conditions, prog, s.now, generation);
-  conditions = setCondition(conditions, paused(w, verdicts), s.now, generation);
-  next.conditions = conditions;
-
-  const wake = wakeAt(w, verdicts, conn.state.graceUntil);
-  return {
-    verdicts,
-    actions: w.canAct ? w.actions : [],
+  const byName = new Map(flying.map((name) => [name, ofCluster.find((x) => x.name === name)]));
+  const flyingNames = [...flying].sort().map((name) => {
+    const m = byName.get(name);
+    const r = requests.find((x) => x.machine === name);
+    const or = m?.ownerRemediated;
+    return `${name} (${r?.path ?? 'mark'}${m === undefined ? ', unreadable' : ''}${or?.status === 'False' && or.reason ? `, owner says ${or.reason}` : ''})`;
+  });
+  const prog = progressing({
+    stops,
     status: next,
-    ...(wake !== undefined ? { wakeAt: wake } : {}),
+    cluster,
+    settings: settings as CheckSettings & Record<string, unknown>,
+    expected,
+    verdicts: verdictList,
+    settledJoined: settledInScope,
+    flying: flyingNames,
+    connection: conn.state,
+    graceMs,
+    suspicion: (held) => suspicionMessage(next, next.recentFailures ?? [], cluster, settings, held),
+  });
+  const heldReason = stops.first()?.reason ?? verdictList.find((v) => v.state === 'Held' || v.state === 'Unobservable')?.hold;
+  assign(next, 'heldReason', next.heldMachines! > 0 ? heldReason : undefined);
+  if (canAct && prog.status === 'False' && RESTRICTING[prog.reason as keyof typeof RESTRICTING] && conditionOf(prev, CONDITION_PROGRESSING)?.reason !== prog.reason) {
+    events.push({ on: 'Check', reason: 'RemediationRestricted', message: prog.message, warning: true });
+  }
+  let conditions = setCondition(next.conditions, readyCondition({ inScope: inScope.length + settledInScope, ofCluster: ofCluster.length + (s.settled?.total ?? 0), cluster: cluster.name, malformed: s.malformed }), s.now, meta.generation);
+  conditions = setCondition(conditions, prog, s.now, meta.generation);
+  next.conditions = setCondition(conditions, pausedCondition({ specPaused: settings.paused, cluster, pausedMhcs, verdicts: verdictList }), s.now, meta.generation);
+
+  // What every Machine must carry now: marks only while actions are allowed; withdrawals always.
+  const intents = markIntents(requests, ofCluster, s.workloadNodes, meta.name)
+    .filter((i) => canAct || i.want === 'withdraw')
+    .sort((a, b) => (a.machine.name < b.machine.name ? -1 : a.machine.name > b.machine.name ? 1 : 0));
+  checkMetadata(s, next, check);
+
+  // The next moment the plan changes with no event.
+  for (const v of verdictList) if (v.state === 'Provisioning' || v.state === 'Joining') wake.push(v.deadline);
+  wake.push(conn.state.graceUntil, ms(next.firstControlPlane?.extendedUntil));
+  if (canAct && next.suspicion !== undefined) wake.push(nextCanaryAt(next.suspicion, settings, s.now));
+  for (const r of requests) if (r.state === 'Open' && !r.answered) wake.push((ms(r.time) ?? s.now) + UNANSWERED_AFTER_MS);
+  const wakeAt = earliestAfter(s.now, wake);
+  return {
+    verdicts: verdictList,
+    settledInScope,
+    status: next,
+    intents,
+    confirm,
+    events: canAct ? events : events.filter((e) => e.on === 'Check' && e.reason === 'SuspicionCleared'),
+    check,
+    ...(probe ? { probe } : {}),
+    ...(wakeAt !== undefined ? { wakeAt } : {}),
+    memoryNotes: mem.notes,
+    view: { readyAt, pending: new Set(verdictList.filter((v) => v.state !== 'Joined' && v.state !== 'Deleting').map((v) => v.uid)) },
   };
+}
+
+function newRequest(m: MachineFacts, v: MachineVerdict, path: RequestRecord['path'], state: RequestRecord['state'], now: number, canary = false): RequestRecord {
+  const owner = ownerRef(m);
+  return {
+    machine: m.name,
+    uid: m.uid,
+    ...(owner ? { owner } : {}),
+    path,
+    kind: v.failureKind ?? 'JoinTimeout',
+    time: iso(now),
+    state,
+    ...(canary ? { canary: true } : {}),
+    ...(v.firstControlPlane ? { firstControlPlane: true } : {}),
+  };
+}
+
+/**
+ * `joinguard.io/resume`: any value not acted on yet (or written again after its annotation was removed) clears
+ * the suspicion, the counts, the first control-plane stop and the per-owner window; the annotation is removed.
+ * The first control-plane wait (the old Machine gone before its replacement's clock starts) survives it.
+ */
+function resume(s: Snapshot, prev: MachineJoinCheckStatus, next: MachineJoinCheckStatus, check: CheckMetadataIntent, events: PlannedEvent[]): void {
+  const value = s.check.metadata.annotations?.[ANNOTATION_RESUME];
+  const last = prev.lastResume;
+  if (value === undefined) {
+    if (last !== undefined && !last.removed) next.lastResume = { ...last, removed: true };
+    return;
+  }
+  check.removeResume = value;
+  if (last !== undefined && last.value === value && !last.removed) return; // acted on; its removal is pending
+  const cleared: string[] = [];
+  if (next.suspicion !== undefined) {
+    cleared.push(`the suspicion raised at ${next.suspicion.since}`);
+    events.push({ on: 'Check', reason: 'SuspicionCleared', warning: false, message: `${ANNOTATION_RESUME}=${value}: the suspicion raised at ${next.suspicion.since} is cleared by hand.` });
+  }
+  if (next.firstControlPlane?.misconfigured !== undefined) cleared.push('the first control-plane stop');
+  delete next.suspicion;
+  if (next.firstControlPlane !== undefined) delete next.firstControlPlane.misconfigured;
+  delete next.ownerWindows;
+  next.consecutiveJoinFailures = 0;
+  next.failuresSinceResume = 0;
+  next.lastResume = { value, time: iso(s.now) };
+  events.push({
+    on: 'Check',
+    reason: 'Resumed',
+    warning: false,
+    message: `${ANNOTATION_RESUME}=${value}: failure counters, owner refusals and the per-owner window restart now${cleared.length > 0 ? `; cleared ${cleared.join(', ')}` : ''}. JoinGuard decides again from the current state.`,
+  });
+}
+
+/** The check's own metadata: an ownerReference to its Cluster, and clusterctl move's block-move protocol. */
+function checkMetadata(s: Snapshot, next: MachineJoinCheckStatus, check: CheckMetadataIntent): void {
+  const cluster = s.cluster!;
+  const meta = s.check.metadata;
+  const owned = (meta.ownerReferences ?? []).some((o) => o.kind === 'Cluster' && o.uid === cluster.uid);
+  if (!owned) check.ownerCluster = { apiVersion: `cluster.x-k8s.io/${s.capi.apiVersion}`, name: cluster.name, uid: cluster.uid };
+  const annotations = meta.annotations ?? {};
+  if (cluster.paused) {
+    const carry = carriedMemory(next);
+    if (annotations[ANNOTATION_MEMORY] !== carry || CLUSTERCTL_ANNOTATION_BLOCK_MOVE in annotations) check.carryMemory = carry;
+  } else if (!(CLUSTERCTL_ANNOTATION_BLOCK_MOVE in annotations) || ANNOTATION_MEMORY in annotations) {
+    check.blockMove = true;
+  }
 }
 
 /** Sets an optional status field, or removes it, so absent memory leaves no `undefined` behind. */
 function assign<K extends keyof MachineJoinCheckStatus>(status: MachineJoinCheckStatus, key: K, value: MachineJoinCheckStatus[K] | undefined): void {
-  if (value === undefined) delete status[key];
+  if (value === undefined || (Array.isArray(value) && value.length === 0)) delete status[key];
   else status[key] = value;
 }

@@ -1,5 +1,5 @@
-// The planner's input and output. The planner is pure: Snapshot + now -> Plan. The executor performs a
-// Plan's actions; nothing in here touches the network.
+// The planner's input and output. The planner is pure: Snapshot -> Plan. The executor converges the world to
+// a Plan; nothing in here touches the network.
 import type {
   BootstrapConfigFacts,
   CapiApiVersion,
@@ -9,12 +9,7 @@ import type {
   MachineHealthCheckFacts,
   WorkloadNodeFacts,
 } from '../../api/capi/model.js';
-import type {
-  FailureKind,
-  MachineJoinCheck,
-  MachineJoinCheckStatus,
-  RemediationPath,
-} from '../../api/v1alpha1/types.js';
+import type { FailureKind, MachineJoinCheck, MachineJoinCheckStatus, RemediationPath } from '../../api/v1alpha1/types.js';
 
 export type { CheckSettings } from '../../api/v1alpha1/types.js';
 import type { CheckSettings } from '../../api/v1alpha1/types.js';
@@ -26,6 +21,14 @@ export interface CapiInfo {
   minor?: number;
 }
 
+/** What this process computed in its previous plan of the check; not persisted (a restart starts without it). */
+export interface PreviousView {
+  /** Readiness times (the join clock's) by Machine UID: one that moves later while its flag stays true is not trusted. */
+  readyAt: ReadonlyMap<string, number>;
+  /** Machines (UIDs) in scope that had not joined: a join this process sees happen is measured (join durations). */
+  pending: ReadonlySet<string>;
+}
+
 export interface Snapshot {
   check: MachineJoinCheck;
   /** Parsed settings; undefined with `settingsError` when the spec cannot be understood. */
@@ -35,12 +38,11 @@ export interface Snapshot {
   /** Every Machine of the check's Cluster in its namespace (the planner applies the selector). */
   machines: MachineFacts[];
   /** Machines a reader could not understand: never acted on, reported. */
-  malformed: { name: string; error: string }[];
+  malformed: { name: string; uid?: string; error: string }[];
   /** Keyed by `${kind}/${name}`. */
-  bootstrapConfigs: Map<string, BootstrapConfigFacts>;
+  bootstrapConfigs: ReadonlyMap<string, BootstrapConfigFacts>;
   kcp?: KcpFacts;
   mhcs: MachineHealthCheckFacts[];
-  /** Other MachineJoinChecks in the namespace (to spot overlap). */
   capi: CapiInfo;
   /** Result of probing the Cluster's controlPlaneEndpoint, when the executor was asked to. */
   endpointProbe?: { reachable: boolean; at: number };
@@ -48,7 +50,23 @@ export interface Snapshot {
   workloadNodes?: WorkloadNodeFacts[];
   /** Grace after the workload connection is back before verdicts resume (default 2m; tests and demo shorten it). */
   connectionGraceMs?: number;
+  previous?: PreviousView;
+  /** Machines of the Cluster left out of `machines` (absent: every Machine is in `machines`). */
+  settled?: SettledMachines;
   now: number;
+}
+
+/**
+ * The Cluster's Machines that are settled (judge.ts `isSettled`: joined for good, nothing on them for JoinGuard): a
+ * large fleet's steady state. The planner needs only their count, and any one of them by uid (a request's Machine),
+ * so the cache keeps them out of every plan: a Machine event costs the same whatever the Cluster's size.
+ */
+export interface SettledMachines {
+  /** Settled Machines the check's selector chooses. */
+  inScope: number;
+  /** All settled Machines of the Cluster. */
+  total: number;
+  get(uid: string): MachineFacts | undefined;
 }
 
 export type MachineState =
@@ -59,8 +77,18 @@ export type MachineState =
   | 'Unobservable'
   | 'Skipped'
   | 'Deleting'
-  | 'Remediating' // already asked to be replaced
-  | 'Held'; // a verdict is held (first CP in progress, Node without providerID, grace period)
+  | 'Remediating' // already asked to be replaced (by JoinGuard or someone else)
+  | 'Held'; // a verdict is held (first CP in progress, Node without providerID, grace period, probe)
+
+export type HoldReason =
+  | 'ConnectionDown'
+  | 'ConnectionGrace'
+  | 'NodeWithoutProviderID'
+  | 'FirstControlPlane'
+  | 'ControlPlaneNotInitialized'
+  | 'PreviousFirstControlPlane'
+  | 'EndpointProbe'
+  | 'EndpointAnswered';
 
 export interface MachineVerdict {
   machine: string;
@@ -80,59 +108,66 @@ export interface MachineVerdict {
   pastDeadline?: boolean;
 }
 
-export type HoldReason =
-  | 'ConnectionDown'
-  | 'ConnectionGrace'
-  | 'NodeWithoutProviderID'
-  | 'FirstControlPlane'
-  | 'ControlPlaneNotInitialized'
-  | 'PreviousFirstControlPlane'
-  | 'EndpointProbe'
-  | 'EndpointAnswered';
-
 export interface MachineTarget {
   name: string;
   namespace: string;
   uid: string;
+  /** The version the decision was made on: every write is guarded by it. */
   resourceVersion: string;
 }
 
-export type Action =
-  | { type: 'MarkOwnerRemediated'; machine: MachineTarget; kind: FailureKind; message: string; setOwnerRemediated: boolean }
-  | { type: 'AnnotateRemediate'; machine: MachineTarget; kind: FailureKind; message: string }
-  | { type: 'SetJoinGuardCondition'; machine: MachineTarget; kind: FailureKind; message: string }
-  | { type: 'DeleteMachine'; machine: MachineTarget; kind: FailureKind }
-  | { type: 'Withdraw'; machine: MachineTarget; path: RemediationPath }
-  | { type: 'RemoveResumeAnnotation'; value: string }
-  | { type: 'ProbeEndpoint'; host: string; port: number }
-  | { type: 'MachineEvent'; machine: MachineTarget; reason: MachineEventReason; message: string; warning: boolean }
-  | { type: 'CheckEvent'; reason: CheckEventReason; message: string; warning: boolean };
+/**
+ * What one Machine must carry now; the executor converges the live Machine to it on every pass, until it holds.
+ * `mark`: JoinGuard's mark on `path` (written only where the Machine carries no mark yet). `withdraw`: no mark
+ * that JoinGuard caused (its conditions, its annotation, the HealthCheckSucceeded=False a MachineHealthCheck
+ * wrote because JoinGuard asked it). `delete`: the Machine deleted (strategy Delete), guarded by uid.
+ */
+export type MarkIntent =
+  | { want: 'mark'; machine: MachineTarget; path: Exclude<RemediationPath, 'Report' | 'Delete'>; kind: FailureKind; message: string; event: PlannedEvent }
+  | { want: 'delete'; machine: MachineTarget; kind: FailureKind; event: PlannedEvent }
+  | { want: 'withdraw'; machine: MachineTarget; path: Exclude<RemediationPath, 'Report'>; event: PlannedEvent };
 
-export type MachineEventReason =
-  | 'JoinTimedOut'
-  | 'ProvisionTimedOut'
-  | 'RemediationRequested'
-  | 'RemediationWithdrawn'
-  | 'RemediationSkipped';
+export type MachineEventReason = 'JoinTimedOut' | 'ProvisionTimedOut' | 'RemediationRequested' | 'RemediationWithdrawn' | 'RemediationSkipped';
 export type CheckEventReason = 'SuspicionRaised' | 'SuspicionCleared' | 'RemediationRestricted' | 'Resumed';
 
-/** Machine-changing actions: the executor re-reads live and re-plans before each of these. */
-export const MACHINE_WRITES: ReadonlySet<Action['type']> = new Set([
-  'MarkOwnerRemediated',
-  'AnnotateRemediate',
-  'SetJoinGuardCondition',
-  'DeleteMachine',
-  'Withdraw',
-]);
+export type PlannedEvent =
+  | { on: 'Machine'; machine: MachineTarget; reason: MachineEventReason; message: string; warning: boolean }
+  | { on: 'Check'; reason: CheckEventReason; message: string; warning: boolean };
+
+/** Writes to the check's own metadata, converged like Machine marks. */
+export interface CheckMetadataIntent {
+  /** Remove `joinguard.io/resume` if it still has this value (acted on). */
+  removeResume?: string;
+  /** The Cluster is paused (clusterctl move): carry the memory in an annotation and release block-move. */
+  carryMemory?: string;
+  /** The Cluster is not paused: keep clusterctl's block-move on the check, drop a stale memory annotation. */
+  blockMove?: boolean;
+  /** The (non-controller) ownerReference to the Cluster, as MachineHealthChecks carry it. */
+  ownerCluster?: { apiVersion: string; name: string; uid: string };
+}
 
 export interface Plan {
   verdicts: MachineVerdict[];
-  /**
-   * In order. The new status is written (write-ahead) before any Machine write, so that every request
-   * is recorded before it is made.
-   */
-  actions: Action[];
+  /** The complete next status. The executor writes it before any Machine write (write-ahead). */
   status: MachineJoinCheckStatus;
+  /** Every Machine that must carry (or must not carry) a mark now, by UID. */
+  intents: MarkIntent[];
+  /** Events owed by this plan's status change, sent once the status is written. */
+  events: PlannedEvent[];
+  check: CheckMetadataIntent;
+  /**
+   * Machines whose new state this plan decides without writing to them — a failure counted (it can raise a
+   * suspicion), a request withdrawn or unanswered: the executor reads them live before the status says so.
+   */
+  confirm: MachineTarget[];
+  /** Ask the executor to probe the Cluster's endpoint (first control-plane Machine). */
+  probe?: { host: string; port: number };
   /** Epoch ms of the next moment the plan would change with no event (the nearest deadline). */
   wakeAt?: number;
+  /** Settled Machines in scope (joined), counted but not in `verdicts`. */
+  settledInScope: number;
+  /** Values read from the persisted status that could not be trusted (a user wrote them): logged. */
+  memoryNotes: string[];
+  /** The view to hand to the next plan of this check in this process. */
+  view: PreviousView;
 }

@@ -54,17 +54,34 @@ describe('Informer (fake apiserver)', function () {
     expect(events.map((e) => `${e.type} ${e.obj.metadata.name}`)).to.deep.equal(['add a', 'update a', 'add b']);
   });
 
-  it('aborts a watch that stays silent past the liveness bound and watches again', async () => {
+  it('aborts a watch that stays silent past the liveness bound and re-lists at once, then watches again', async () => {
     let watch = 0;
+    let lists = 0;
     const { events, restarts, lines } = await start((_req, res, url) => {
-      if (url.searchParams.get('watch') !== 'true') return void res.end(JSON.stringify(list('10', [])));
+      if (url.searchParams.get('watch') !== 'true') return void res.end(JSON.stringify(list(String(10 + lists++), lists > 1 ? [obj('a', '11')] : [])));
       if (++watch === 1) return void res.writeHead(200).flushHeaders(); // open, then nothing at all
       watchEvents(res, [{ type: 'ADDED', object: obj('b', '12') }]);
     }, { livenessMs: 300 });
     await until('b, after the silent watch', () => events.find((e) => e.obj.metadata.name === 'b'));
     expect(restarts).to.have.length(1);
-    expect(restarts[0]).to.match(/silent for 300 ms/);
+    expect(restarts[0]).to.match(/silent for 300 ms; re-listing/);
+    expect(lists, 'the silent watch is followed by a list, not only a re-watch').to.equal(2);
+    expect(events.map((e) => `${e.type} ${e.obj.metadata.name}`), 'what the list showed came first').to.deep.equal(['add a', 'add b']);
     expect(lines.some((l) => l.message === 'list/watch restarting' && /silent/.test(l.reason))).to.equal(true);
+  });
+
+  it('health(): a watch answered 200 and then silent is not live; a list answered is', async () => {
+    let lists = 0;
+    const { inf, restarts } = await start((_req, res, url) => {
+      if (url.searchParams.get('watch') !== 'true') {
+        if (++lists === 1) return void res.end(JSON.stringify(list('10', [])));
+        return; // later lists hang (up to their timeout)
+      }
+      res.writeHead(200).flushHeaders(); // every watch: open, then nothing
+    }, { livenessMs: 400, listTimeoutMs: 3_000 });
+    await inf.synced;
+    await until('not ok: the watches answer 200 but nothing comes, the list hangs', () => !inf.health().ok, 2_500);
+    expect(restarts[0]).to.match(/re-listing/);
   });
 
   it('bounds a watch whose response headers never come by the liveness bound', async () => {

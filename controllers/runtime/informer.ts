@@ -4,9 +4,12 @@
 //   it never waits on a readline `close` (Node 24 does not emit it for an aborted response);
 // - then it re-watches from the last resourceVersion with client-go's back-off (0.8 s doubling to 30 s,
 //   jitter x1-2, reset after 2 min without failure); a 410 re-lists at once; a LIST has a request timeout;
-// - a watch with no bytes for `livenessMs` is aborted and restarted (kube-apiserver v1.36 sends a bookmark
-//   about every 60 s to a watch that asks for them, so silence past the bound means a dead stream);
-// - health() is not ok while the informer has been without a live watch for longer than `livenessMs`;
+// - a watch with no bytes for `livenessMs` is aborted (kube-apiserver v1.36 sends a bookmark about every 60 s to a
+//   watch that asks for them, so silence past the bound means a dead stream) and the informer RE-LISTS at once,
+//   unlike client-go, which re-watches from its resourceVersion: a path that silences watches (a proxy, a load
+//   balancer) would silence that one too, and a list is the only read that shows the world through it;
+// - health() is not ok while nothing came for longer than `livenessMs`: no list answered, no byte on a watch
+//   (a watch answered 200 and then silent is not evidence of a current view);
 // - each object is turned into its cached form once, here (`transform`), and an update that changes nothing
 //   the controller reads (`same`) emits nothing.
 import type { IncomingMessage } from 'node:http';
@@ -72,6 +75,8 @@ const versionOf = (obj: Json): Version | undefined => {
 const older = (a: Version | undefined, b: Version | undefined): boolean => typeof a === 'number' && typeof b === 'number' && a < b;
 
 class WatchEnded extends Error {}
+/** A watch aborted for silence (no header or no byte within the liveness bound). */
+class WatchSilent extends Error {}
 
 export class Informer<T = Json> {
   readonly store = new Map<string, T>();
@@ -113,7 +118,7 @@ export class Informer<T = Json> {
     return [...this.store.values()];
   }
 
-  /** ok=false when the watch has not been live (open and heard from, or just re-listed) for longer than livenessMs. */
+  /** ok=false when nothing came (a list answered, a byte on a watch) for longer than livenessMs. */
   health(): { ok: boolean; why?: string } {
     const silentMs = this.now() - this.liveAt;
     if (silentMs <= this.o.livenessMs) return { ok: true };
@@ -134,6 +139,12 @@ export class Informer<T = Json> {
         if (err instanceof ApiError && err.code === 410) {
           this.rv = undefined;
           this.restart(`expired: ${err.reason}`, 'info', {});
+          continue;
+        }
+        if (err instanceof WatchSilent) {
+          // A list now, without back-off: its answer is the liveness evidence; a failed list backs off below.
+          this.rv = undefined;
+          this.restart(`${err.message}; re-listing`, 'warn', {});
           continue;
         }
         if (this.now() - lastFailure > BACKOFF.resetMs) failures = 0;
@@ -239,7 +250,7 @@ export class Informer<T = Json> {
     let liveness: NodeJS.Timeout | undefined;
     const arm = () => {
       clearTimeout(liveness);
-      liveness = setTimeout(() => ac.abort(new Error(`watch silent for ${this.o.livenessMs} ms`)), this.o.livenessMs);
+      liveness = setTimeout(() => ac.abort(new WatchSilent(`watch silent for ${this.o.livenessMs} ms`)), this.o.livenessMs);
     };
     this.abortWatch = (why) => ac.abort(why);
     arm();
@@ -260,7 +271,6 @@ export class Informer<T = Json> {
       const body = await readSome(res);
       throw new ApiError(res.statusCode ?? 0, 'WATCH', this.path(), body);
     }
-    this.liveAt = this.now();
     arm();
     await new Promise<void>((resolve, reject) => {
       let settled = false;

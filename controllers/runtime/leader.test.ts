@@ -57,7 +57,7 @@ class FakeLeases {
 
   /** Another candidate renewing the Lease (its record changes each time). */
   otherRenews(holder = 'other'): void {
-    this.store({ ...(this.lease ?? { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: {} }), spec: { holderIdentity: holder, leaseDurationSeconds: 3, renewTime: new Date().toISOString(), leaseTransitions: 1 } });
+    this.store({ ...(this.lease ?? { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: {} }), spec: { holderIdentity: holder, leaseDurationSeconds: 3, acquireTime: new Date().toISOString(), renewTime: new Date().toISOString(), leaseTransitions: 1 } });
   }
 }
 
@@ -155,6 +155,29 @@ describe('LeaderElector (fake apiserver)', function () {
     await e.leading$;
     expect(e.canWrite()).to.equal(true);
     jump = TIMING.renewDeadlineMs + 1; // the process was stopped this long; no timer has fired yet
+    expect(e.canWrite()).to.equal(false);
+  });
+
+  it('a deposed leader never writes its identity over a Lease it read with another holder (found by the failover spec)', async () => {
+    const { e, lost } = await start();
+    e.start();
+    await e.leading$;
+    // While this one was frozen another replica took the Lease; it renews once, then goes quiet (its Lease stays
+    // valid for 3 s), so the resourceVersion this one reads stays current.
+    let taken = false;
+    const afterTaken: Json[] = [];
+    fake.onPut = (body) => {
+      if (taken && body.spec?.holderIdentity === 'me') afterTaken.push(body);
+      if (!taken) {
+        taken = true;
+        fake.otherRenews();
+      }
+      return 'apply';
+    };
+    await until('the loss', () => lost.length > 0, 8_000);
+    expect(fake.lease?.spec?.holderIdentity).to.equal('other');
+    expect(afterTaken, 'PUTs naming this replica after another took the Lease').to.have.length.at.most(1);
+    expect(afterTaken.every((b) => b.metadata.resourceVersion !== fake.lease?.metadata?.resourceVersion)).to.equal(true);
     expect(e.canWrite()).to.equal(false);
   });
 

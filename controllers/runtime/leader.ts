@@ -82,7 +82,12 @@ export class LeaderElector {
 
   /** True only while leading and the last successful renewal is younger than the renew deadline. */
   canWrite(): boolean {
-    return this.leading && !this.lost && this.mono() - this.lastRenew < this.renewMs;
+    return this.leading && !this.lost && this.heldByMe() && this.mono() - this.lastRenew < this.renewMs;
+  }
+
+  /** client-go's IsLeader: the Lease as last observed names this process. */
+  private heldByMe(): boolean {
+    return this.lease?.spec?.holderIdentity === this.o.identity;
   }
 
   start(): void {
@@ -184,8 +189,9 @@ export class LeaderElector {
   private async tryAcquireOrRenew(signal: AbortSignal | undefined): Promise<boolean> {
     const opts = { timeoutMs: this.requestMs, ...(signal ? { signal } : {}) };
     const now = this.mono();
-    // 1. The leader updates the Lease it last saw, optimistically.
-    if (this.leading && this.lease && this.leaseValid(now)) {
+    // 1. The leader updates the Lease it last saw, optimistically — only while that Lease names it (client-go's
+    // IsLeader): a Lease read since with another holder must never get this identity written over it.
+    if (this.leading && this.lease && this.heldByMe() && this.leaseValid(now)) {
       const cur = this.lease.spec ?? {};
       try {
         await this.update(this.lease, this.record(this.o.identity, cur.acquireTime, cur.leaseTransitions ?? 0), signal);

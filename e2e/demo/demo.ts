@@ -12,7 +12,8 @@ import { startTestEnv } from '../../hack/testenv/testenv.js';
 import type { RunningController } from '../../controllers/manager.js';
 import { conditionOf, hasNode, isControlPlane, listMachines, waitFor } from '../support/cluster-view.js';
 import { checkCondition, createCheck, getCheck, installJoinGuardCrd, startJoinGuard } from '../support/joinguard.js';
-import { Kube, type Json } from '../sim/kube.js';
+import type { Json, KubeClient } from '../../hack/testenv/kube-client.js';
+import { capiApi } from '../sim/capi-api.js';
 import { startSim, type Sim } from '../sim/sim.js';
 import { createCluster } from '../sim/topology.js';
 import { Screen } from './screen.js';
@@ -30,11 +31,12 @@ async function main(): Promise<void> {
   const env = await startTestEnv({ log: (l) => console.log(l) });
   let sim: Sim | undefined;
   let jg: RunningController | undefined;
-  let kube: Kube | undefined;
+  let kube: KubeClient | undefined;
+  const capi = capiApi(env.capiApiVersion);
   let timer: NodeJS.Timeout | undefined;
   try {
-    kube = await Kube.from(env.kubeConfig());
-    sim = await startSim(env.kubeConfig(), { provisionDelayMs: 1500, bootDelayMs: 1500 });
+    kube = env.kube();
+    sim = await startSim(env.kube(), { provisionDelayMs: 1500, bootDelayMs: 1500, capiApiVersion: env.capiApiVersion });
     await installJoinGuardCrd(kube);
     const log = fs.createWriteStream(logFile);
     const started = await startJoinGuard(env.kubeConfig(), NS, { logLevel: 'info' });
@@ -45,8 +47,8 @@ async function main(): Promise<void> {
     let act = 'the demo cluster comes up (1 control plane, 3 workers)';
     const draw = async () => {
       const [machines, cluster, sims, check, events] = await Promise.all([
-        listMachines(kube!, NS, CLUSTER),
-        kube!.get(`/apis/cluster.x-k8s.io/v1beta2/namespaces/${NS}/clusters/${CLUSTER}`),
+        listMachines(kube!, capi, NS, CLUSTER),
+        kube!.get(capi.path('Cluster', NS, CLUSTER)),
         kube!.list(`/apis/infrastructure.sim.joinguard.io/v1alpha1/namespaces/${NS}/simmachines`),
         getCheck(kube!, NS, 'workers').catch(() => undefined),
         kube!.list(`/api/v1/namespaces/${NS}/events`),
@@ -66,9 +68,9 @@ async function main(): Promise<void> {
       screen.say(`\n>>> ${text}`);
     };
 
-    const workers = async () => (await listMachines(kube!, NS, CLUSTER)).filter((m) => !isControlPlane(m));
+    const workers = async () => (await listMachines(kube!, capi, NS, CLUSTER)).filter((m) => !isControlPlane(m));
     const firstWorker = await (async () => {
-      await createCluster(kube!, { namespace: NS, name: CLUSTER, workers: [{ name: 'md', replicas: 3, labels: { pool: 'workers' } }], ca: { certPem: env.caCertPem, keyPem: env.caKeyPem } });
+      await createCluster(kube!, { namespace: NS, name: CLUSTER, workers: [{ name: 'md', replicas: 3, labels: { pool: 'workers' } }], ca: { certPem: env.caCertPem, keyPem: env.caKeyPem }, apiVersion: capi.version });
       return waitFor('the first worker', async () => (await workers())[0]?.metadata.name as string | undefined, { timeoutMs: 60_000 });
     })();
     sim.policy.neverJoin({ namespace: NS, name: firstWorker });
@@ -87,7 +89,7 @@ async function main(): Promise<void> {
 
     step('act 2: the join credential expires; the pool scales from 3 to 5 workers');
     sim.policy.expireCredential({ namespace: NS });
-    await kube.mergePatch(`/apis/cluster.x-k8s.io/v1beta2/namespaces/${NS}/machinedeployments/${CLUSTER}-md`, { spec: { replicas: 5 } });
+    await kube.mergePatch(capi.path('MachineDeployment', NS, `${CLUSTER}-md`), { spec: { replicas: 5 } });
     await waitFor('BootstrapCredentialSuspect', async () => checkCondition(await getCheck(kube!, NS, 'workers'), 'Progressing')?.reason === 'BootstrapCredentialSuspect', { timeoutMs: 120_000 });
     step('act 2: two join failures in a row; rebuilding stalled with BootstrapCredentialSuspect (one canary after 30s)');
     await pause(12_000);

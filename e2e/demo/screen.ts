@@ -3,7 +3,8 @@
 // place once a second; otherwise (CI logs, a pipe) it prints a frame only when something changed.
 import type { MachineJoinCheck } from '../../api/v1alpha1/types.js';
 import { conditionOf, hasNode, isControlPlane, isDeleting, joinClockStart } from '../support/cluster-view.js';
-import type { Json } from '../sim/kube.js';
+import type { Json } from '../../hack/testenv/kube-client.js';
+import { capiApi } from '../sim/capi-api.js';
 import type { SimEvent } from '../sim/context.js';
 
 export interface Frame {
@@ -33,7 +34,7 @@ const padc = (s: string, n: number) => s + ' '.repeat(Math.max(0, n - s.replace(
 /** The join clock as DESIGN defines it (from the v1beta2 conditions), as a countdown to the deadline. */
 function joinClock(m: Json, f: Frame, now: number): string {
   if (conditionOf(m, 'InfrastructureReady')?.status !== 'True' || conditionOf(f.cluster, 'ControlPlaneInitialized')?.status !== 'True') return 'join clock not started';
-  const left = joinClockStart(m, f.cluster) + f.joinTimeoutMs - now;
+  const left = joinClockStart(capiApi('v1beta2'), m, f.cluster) + f.joinTimeoutMs - now;
   return left >= 0 ? `join deadline in ${secs(left)}` : `${secs(-left)} past its join deadline`;
 }
 

@@ -25,7 +25,7 @@ describe('install: the add-on components on the test control plane', function ()
 
   before(async () => {
     env = await getTestEnv();
-    installed = await install(env, ns, { JOINGUARD_LOG_LEVEL: 'debug' });
+    installed = await install(env, ns, { JOINGUARD_LOG_VERBOSITY: '4' });
     if (installed.skipped.length > 0) {
       // cert-manager is not part of the test control plane; the webhook's certificate comes from its CA.
       console.log(`      (cert-manager.io/v1 not served: not applied: ${installed.skipped.join(', ')})`);
@@ -41,14 +41,14 @@ describe('install: the add-on components on the test control plane', function ()
     expect(objs.filter((o) => o.kind === 'Namespace').map((o) => o.metadata.name)).to.deep.equal([ns]);
     const d = objs.find((o) => o.kind === 'Deployment')!;
     expect(d.metadata.namespace).to.equal(ns);
-    expect(d.spec.template.spec.containers[0].args).to.include.members(['--log-level=debug', '--leader-elect=true', '--workload-node-check=false']);
+    expect(d.spec.template.spec.containers[0].args).to.include.members(['--v=4', '--leader-elect=true', '--workload-node-check=false']);
     expect(installed.components.text).not.to.include('${');
   });
 
   it('refuses, like clusterctl, a ${VAR} without default that is not set', async () => {
     // clusterctl's own behaviour on this is pinned in manifests/substitute.test.ts.
     const { components } = await renderProviderFiles('0.1.0');
-    const withRequired = components.replace('--log-level=${JOINGUARD_LOG_LEVEL:=info}', '--log-level=${JOINGUARD_REQUIRED_LEVEL}');
+    const withRequired = components.replace('--v=${JOINGUARD_LOG_VERBOSITY:=0}', '--v=${JOINGUARD_REQUIRED_LEVEL}');
     let err: Error | undefined;
     try {
       substitute(withRequired, {});
@@ -56,7 +56,7 @@ describe('install: the add-on components on the test control plane', function ()
       err = e as Error;
     }
     expect(err?.message).to.match(/value for variables \[JOINGUARD_REQUIRED_LEVEL\] is not set/);
-    expect(substitute(withRequired, { JOINGUARD_REQUIRED_LEVEL: 'warn' })).to.include('--log-level=warn');
+    expect(substitute(withRequired, { JOINGUARD_REQUIRED_LEVEL: '2' })).to.include('--v=2');
   });
 
   it('every object was accepted by the apiserver (server-side apply)', async () => {

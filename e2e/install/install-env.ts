@@ -1,8 +1,9 @@
 // What the install tests share: the add-on's objects after clusterctl's substitution, applied server-side
 // to the test control plane as clusterctl would; the webhook server run from the test behind `url:` client
 // configs; the add-on's ServiceAccount as a client (a TokenRequest token, the pod's own kind of identity);
-// and a raw request that returns the apiserver's admission warnings, which client-node does not expose.
-import { request as httpsRequest, type RequestOptions } from 'node:https';
+// and a raw request that returns the apiserver's admission warnings, which client-node does not expose (through
+// the harness's one client, hack/testenv/kube-client.ts).
+import fs from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +12,7 @@ import { renderProviderFiles, objectsOf, type K8sObject } from '../../manifests/
 import { clusterctlSubstitute, findClusterctl } from '../../manifests/clusterctl.js';
 import { substitute } from '../../manifests/substitute.js';
 import { issueServingCert } from '../../hack/testenv/certs.js';
+import { KubeClient, type RawResponse } from '../../hack/testenv/kube-client.js';
 import { startWebhookServer, type WebhookServer } from '../../webhooks/server.js';
 import { clusterAccessFromKubeconfig } from '../../controllers/runtime/kubeconfig.js';
 import type { TestEnv } from '../support/testenv.js';
@@ -104,43 +106,27 @@ export async function serviceAccountKubeConfig(admin: KubeConfig, namespace: str
   return kc;
 }
 
-export interface RawResponse {
-  status: number;
-  body: string;
-  warnings: string[];
+export type { RawResponse } from '../../hack/testenv/kube-client.js';
+
+/** The harness client for a client-node KubeConfig's current context (client certificate or token). */
+function clientOf(kc: KubeConfig): KubeClient {
+  const cluster = kc.getCurrentCluster()!;
+  const user = kc.getCurrentUser();
+  const pem = (data?: string, file?: string) => (data ? Buffer.from(data, 'base64').toString('utf8') : file ? fs.readFileSync(file, 'utf8') : undefined);
+  return new KubeClient({
+    server: cluster.server, caPem: pem(cluster.caData, cluster.caFile),
+    certPem: pem(user?.certData, user?.certFile), keyPem: pem(user?.keyData, user?.keyFile), token: user?.token,
+  }, 20_000);
 }
 
 /** One request with the KubeConfig's credentials; returns the `Warning` headers' texts too. */
 export async function raw(kc: KubeConfig, method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<RawResponse> {
-  const server = new URL(kc.getCurrentCluster()!.server);
-  const opts: RequestOptions & { headers: Record<string, string> } = {
-    host: server.hostname,
-    port: server.port,
-    path,
-    method,
-    headers: { Accept: 'application/json' },
-  };
-  await kc.applyToHTTPSOptions(opts);
-  const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
-  if (payload !== undefined) opts.headers['Content-Type'] = contentType;
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest({ ...opts, agent: false, timeout: 20_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const w = res.headers['warning'];
-        const list = w === undefined ? [] : Array.isArray(w) ? w : [w];
-        // `299 - "text"`: the apiserver's warning header format.
-        const warnings = list.flatMap((h) => h.split(/,(?=\s*299 )/)).map((h) => h.replace(/^\s*299 - "/, '').replace(/"\s*$/, '').replace(/\\"/g, '"'));
-        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), warnings });
-      });
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error(`${method} ${path}: timeout`)));
-    req.on('error', reject);
-    if (payload !== undefined) req.write(payload);
-    req.end();
-  });
+  const client = clientOf(kc);
+  try {
+    return await client.send(method, path, body, contentType, 20_000);
+  } finally {
+    client.close();
+  }
 }
 
 export interface Installed {

@@ -10,7 +10,7 @@ import { expect } from 'chai';
 import { parse } from 'yaml';
 import { startController, type RunningController } from '../../controllers/manager.js';
 import { substitute } from '../../manifests/substitute.js';
-import { Kube, type Json } from '../sim/kube.js';
+import type { Json, KubeClient } from '../../hack/testenv/kube-client.js';
 import { waitFor } from '../support/cluster-view.js';
 import { CapturedLog, createCheck, installJoinGuardCrd } from '../support/joinguard.js';
 import { getTestEnv } from '../support/testenv.js';
@@ -48,7 +48,7 @@ describe('operate: /metrics over HTTPS behind TokenReview and SubjectAccessRevie
   const ns = `jg-metrics-${process.pid}`;
   const binding = `jg-metrics-reader-${process.pid}`;
   const lease = `jg-metrics-${process.pid}`;
-  let kube: Kube;
+  let kube: KubeClient;
   let controller: RunningController | undefined;
   const log = new CapturedLog('info');
   let readerToken = '';
@@ -57,7 +57,7 @@ describe('operate: /metrics over HTTPS behind TokenReview and SubjectAccessRevie
 
   before(async () => {
     const env = await getTestEnv();
-    kube = await Kube.from(env.kubeConfig());
+    kube = env.kube();
     await installJoinGuardCrd(kube);
     await kube.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
     for (const sa of ['prometheus', 'other']) {

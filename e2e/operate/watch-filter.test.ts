@@ -6,7 +6,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import { expect } from 'chai';
-import { Kube, type Json } from '../sim/kube.js';
+import type { Json, KubeClient } from '../../hack/testenv/kube-client.js';
+import { capiApi } from '../sim/capi-api.js';
 import type { PolicyRule } from '../sim/policy.js';
 import { createCluster } from '../sim/topology.js';
 import { conditionOf, deleteClusters, describeMachines, isControlPlane, listMachines, waitFor } from '../support/cluster-view.js';
@@ -21,19 +22,20 @@ describe('operate: --watch-filter (the real command)', function () {
   this.timeout(300_000);
   const ns = `jg-wf-${process.pid}`;
   let env: TestEnv;
-  let kube: Kube;
+  let kube: KubeClient;
+  const capi = capiApi('v1beta2');
   let child: ChildProcess | undefined;
   let exited: Promise<number | null>;
   const output: string[] = [];
   const rules: PolicyRule[] = [];
-  const stuckWorker = async (cluster: string) => (await listMachines(kube, ns, cluster)).filter((m) => !isControlPlane(m))[0];
+  const stuckWorker = async (cluster: string) => (await listMachines(kube, capi, ns, cluster)).filter((m) => !isControlPlane(m))[0];
   const seen = async () =>
-    `${describeMachines([...(await listMachines(kube, ns, 'wf-in')), ...(await listMachines(kube, ns, 'wf-out'))])}\n` +
+    `${describeMachines([...(await listMachines(kube, capi, ns, 'wf-in')), ...(await listMachines(kube, capi, ns, 'wf-out'))])}\n` +
     `${describeCheck(await getCheck(kube, ns, 'in'))}\n${describeCheck(await getCheck(kube, ns, 'out'))}\njoinguard output:\n${output.slice(-20).join('\n')}`;
 
   before(async function () {
     env = await getTestEnv();
-    kube = await Kube.from(env.kubeConfig());
+    kube = env.kube();
     const sim = await getSim();
     await installJoinGuardCrd(kube);
     await kube.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
@@ -74,7 +76,7 @@ describe('operate: --watch-filter (the real command)', function () {
       await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))]);
       if (child.exitCode === null) child.kill('SIGKILL');
     }
-    if (kube) await deleteClusters(kube, ns);
+    if (kube) await deleteClusters(kube, capi, ns);
     kube?.close();
   });
 

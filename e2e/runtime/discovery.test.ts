@@ -5,17 +5,14 @@ import { expect } from 'chai';
 import fs from 'node:fs';
 import path from 'node:path';
 import { discoverCapi } from '../../controllers/runtime/discovery.js';
-import { loadClusterAccess, type ClusterAccess } from '../../controllers/runtime/kubeconfig.js';
+import { loadClusterAccess } from '../../controllers/runtime/kubeconfig.js';
 import { RestClient, type Json } from '../../controllers/runtime/rest.js';
-import { createOrReplace, installCrds, readCrds } from '../../hack/testenv/crds.js';
-import { KubeRest } from '../../hack/testenv/kube-rest.js';
+import { installCrds, readCrds } from '../../hack/testenv/crds.js';
 import { startTestEnv } from '../../hack/testenv/testenv.js';
 import { getTestEnv } from '../support/testenv.js';
 
 const MODULES = '/root/go/pkg/mod/sigs.k8s.io';
 const PROVIDERS = '/apis/clusterctl.cluster.x-k8s.io/v1alpha3';
-
-const kubeRest = (a: ClusterAccess) => new KubeRest({ server: a.server.href, caPem: String(a.ca), certPem: String(a.cert), keyPem: String(a.key) });
 
 /** The core cluster.x-k8s.io CRDs of a release, from its Go module (v1.13+ keep them under core/). */
 function coreCrds(release: string): Json[] {
@@ -42,7 +39,7 @@ describe('discoverCapi on the real apiserver', function () {
     const env = await getTestEnv();
     const access = loadClusterAccess({ kubeconfigPath: env.kubeconfigPath });
     const rest = new RestClient(access, { userAgent: 'e2e-discovery' });
-    const admin = kubeRest(access);
+    const admin = env.kube();
     try {
       const t0 = performance.now();
       const info = await discoverCapi(rest);
@@ -56,15 +53,16 @@ describe('discoverCapi on the real apiserver', function () {
 
       // clusterctl's inventory, as `clusterctl init` writes it.
       await installCrds(admin, readCrds(path.join(MODULES, 'cluster-api@v1.14.2/cmd/clusterctl/config/crd/bases')).filter((c) => c.spec.names.kind === 'Provider'));
-      await createOrReplace(admin, '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'capi-system' } });
+      await admin.createOrReplace('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'capi-system' } });
       const provider = { apiVersion: 'clusterctl.cluster.x-k8s.io/v1alpha3', kind: 'Provider', metadata: { name: 'cluster-api', namespace: 'capi-system', labels: { 'clusterctl.cluster.x-k8s.io': '' } }, providerName: 'cluster-api', type: 'CoreProvider', version: 'v1.14.2' };
-      await createOrReplace(admin, `${PROVIDERS}/namespaces/capi-system/providers`, provider);
+      await admin.createOrReplace(`${PROVIDERS}/namespaces/capi-system/providers`, provider);
       const fromInventory = await discoverCapi(rest);
       expect(fromInventory).to.deep.include({ apiVersion: 'v1beta2', minor: 14, version: 'v1.14.2', source: 'clusterctl inventory (Provider capi-system/cluster-api)' });
     } finally {
       // The shared env goes on to other specs: leave no inventory behind.
-      await admin.request('DELETE', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/providers.clusterctl.cluster.x-k8s.io');
+      await admin.send('DELETE', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/providers.clusterctl.cluster.x-k8s.io');
       rest.close();
+      admin.close();
     }
   });
 
@@ -72,7 +70,7 @@ describe('discoverCapi on the real apiserver', function () {
     const env = await startTestEnv({ capi: false, log: () => undefined });
     const access = loadClusterAccess({ kubeconfigPath: env.kubeconfigPath });
     const rest = new RestClient(access, { userAgent: 'e2e-discovery' });
-    const admin = kubeRest(access);
+    const admin = env.kube();
     try {
       for (const [release, minor] of [['v1.10.10', 10], ['v1.9.0', 9]] as const) {
         await installCrds(admin, coreCrds(release));
@@ -85,6 +83,7 @@ describe('discoverCapi on the real apiserver', function () {
       expect(refused?.message).to.match(/^unsupported CAPI: found v1.8 or older from the cluster.x-k8s.io\/v1beta1 schema .*JoinGuard supports CAPI v1.9 and later/);
     } finally {
       rest.close();
+      admin.close();
       await env.stop();
     }
   });

@@ -25,9 +25,11 @@ describe('scenario (d): dry run changes no Machine and reports what it would do'
       return w.length === 2 && w.filter(hasNode).length === 1 && failed.length === 1 && w.find((m) => m.metadata.name === failed[0]);
     }, { timeoutMs: 150_000, describe: seen });
 
-    const c = await waitFor('Progressing=False/DryRun', async () => {
+    // A dry-run check says DryRun from the start; it names the Machine once it would ask for its replacement.
+    const c = await waitFor('Progressing=False/DryRun naming the stuck Machine', async () => {
       const x = await s.check();
-      return checkCondition(x, 'Progressing')?.reason === 'DryRun' && x;
+      const p = checkCondition(x, 'Progressing');
+      return p?.reason === 'DryRun' && p.message.includes(stuck.metadata.name) && x;
     }, { timeoutMs: 60_000, describe: seen });
     expect(checkCondition(c, 'Progressing')!.message).to.contain(stuck.metadata.name).and.contain('changes no Machine');
     const rec = c.status?.remediations?.find((r) => r.uid === stuck.metadata.uid);

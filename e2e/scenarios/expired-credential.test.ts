@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { conditionOf, hasNode, waitFor } from '../support/cluster-view.js';
 import { checkCondition, createCheck, describeCheck } from '../support/joinguard.js';
 import { useScenario } from '../support/scenario.js';
-import type { Json } from '../sim/kube.js';
+import type { Json } from '../../hack/testenv/kube-client.js';
 
 const JOIN_TIMEOUT_S = 8;
 const PROBE_INTERVAL_S = 20;
@@ -21,7 +21,7 @@ describe('scenario (c): an expired join credential is caught, probed with one ca
   const markedUids = async () => new Set((await workers()).filter((m) => conditionOf(m, 'HealthCheckSucceeded')?.status === 'False').map((m) => m.metadata.uid as string));
 
   it('rebuilds the first failure, stalls on the second with the evidence, sends one canary, clears on rotation', async () => {
-    const { kube, sim, namespace, cluster } = s;
+    const { kube, capi, sim, namespace, cluster } = s;
     await createCheck(kube, namespace, 'workers', {
       clusterName: cluster, selector: { matchLabels: { pool: 'workers' } }, joinTimeout: `${JOIN_TIMEOUT_S}s`,
       suspicion: { probeInterval: `${PROBE_INTERVAL_S}s`, maxProbeInterval: `${PROBE_INTERVAL_S * 4}s` },
@@ -30,7 +30,7 @@ describe('scenario (c): an expired join credential is caught, probed with one ca
     const healthy = new Set((await workers()).map((m) => m.metadata.uid as string));
     sim.policy.expireCredential({ namespace });
     // Two new workers get bootstrap data with the expired credential.
-    await kube.mergePatch(`/apis/cluster.x-k8s.io/v1beta2/namespaces/${namespace}/machinedeployments/${cluster}-md`, { spec: { replicas: 4 } });
+    await kube.mergePatch(capi.path('MachineDeployment', namespace, `${cluster}-md`), { spec: { replicas: 4 } });
 
     const stalled = await waitFor('Progressing=False/BootstrapCredentialSuspect', async () => {
       const c = await check();
@@ -53,7 +53,7 @@ describe('scenario (c): an expired join credential is caught, probed with one ca
       expect(progressing.message).to.contain(f.bootstrapConfig!).and.contain(f.dataSecretName!);
       expect(healthy.has(f.uid)).to.equal(false);
     }
-    const cl = await kube.get(`/apis/cluster.x-k8s.io/v1beta2/namespaces/${namespace}/clusters/${cluster}`);
+    const cl = await kube.get(capi.path('Cluster', namespace, cluster));
     expect(progressing.message).to.contain(`${cl!.spec.controlPlaneEndpoint.host}:${cl!.spec.controlPlaneEndpoint.port}`);
     expect(progressing.message).to.contain('docs/runbook.md#bootstrapcredentialsuspect');
     const nextCanary = Date.parse(stalled.status!.suspicion!.nextCanaryTime!);

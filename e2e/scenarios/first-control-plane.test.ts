@@ -14,7 +14,7 @@ describe('scenario (b): the first control-plane Machine never initializes', func
   const seen = s.seen();
 
   it('replaces it through KCP as an init Machine; workers wait, then join', async () => {
-    const { kube, sim, namespace, cluster } = s;
+    const { kube, capi, sim, namespace, cluster } = s;
     sim.policy.neverJoinInitControlPlane({ namespace }, { limit: 1 });
     // One check over every Machine of the Cluster, as a user guarding a cluster's bring-up would write.
     await createCheck(kube, namespace, 'all', {
@@ -44,27 +44,28 @@ describe('scenario (b): the first control-plane Machine never initializes', func
     expect(rec, describeCheck(check)).to.include({ path: 'OwnerRemediated', firstControlPlane: true });
     expect(rec!.owner?.kind).to.equal('KubeadmControlPlane');
     // The endpoint answered (the test apiserver stands in for it), so the Machine got one more joinTimeout first.
-    expect(check.status?.firstControlPlaneExtendedFor).to.equal(first.metadata.uid);
+    expect(check.status?.firstControlPlane?.extendedFor).to.equal(first.metadata.uid);
     const markedAt = Date.now();
 
     const replacement = await waitFor('a new control-plane Machine from KCP', async () => {
       const cp = (await s.machines()).filter((m) => isControlPlane(m) && !isDeleting(m));
       return cp.find((m) => m.metadata.uid !== first.metadata.uid);
     }, { timeoutMs: 90_000, describe: seen });
-    const config = await kube.get(`/apis/bootstrap.cluster.x-k8s.io/v1beta2/namespaces/${namespace}/kubeadmconfigs/${replacement.spec.bootstrap.configRef.name}`);
+    const config = await kube.get(capi.path('KubeadmConfig', namespace, replacement.spec.bootstrap.configRef.name));
     expect(config?.spec?.joinConfiguration?.controlPlane, 'replacement must be an init Machine').to.equal(undefined);
 
     await waitFor('the cluster initialized and all 3 Machines joined', async () => {
       const ms = await s.machines();
-      return (await controlPlaneInitialized(kube, namespace, cluster)) && ms.length === 3 && ms.every(hasNode);
+      return (await controlPlaneInitialized(kube, capi, namespace, cluster)) && ms.length === 3 && ms.every(hasNode);
     }, { timeoutMs: 120_000, describe: seen });
     process.stderr.write(`[scenario b] mark -> cluster complete in ${((Date.now() - markedAt) / 1000).toFixed(1)}s\n`);
     expect(sim.eventsOf(namespace, 'NodeJoined').filter((e) => e.message.endsWith('(init)')).map((e) => e.name)).to.deep.equal([replacement.metadata.name]);
 
-    const done = await waitFor('the check at AsExpected with one remediation, Replaced', async () => {
+    // Counts are written at most every 5 s (decisions at once): wait for them too.
+    const done = await waitFor('the check at AsExpected with one remediation, Replaced, 3 joined', async () => {
       const c = await s.check();
       const p = checkCondition(c, 'Progressing');
-      return p?.reason === 'AsExpected' && c.status?.remediations?.[0]?.outcome === 'Replaced' && c;
+      return p?.reason === 'AsExpected' && c.status?.remediations?.[0]?.outcome === 'Replaced' && c.status?.joinedMachines === 3 && c;
     }, { timeoutMs: 60_000, describe: seen });
     expect(done.status?.remediations).to.have.length(1);
     expect(done.status).to.include({ expectedMachines: 3, joinedMachines: 3, everJoined: true });

@@ -20,8 +20,9 @@ class JoinGuardProcess {
 
   constructor(kubeconfig: string, namespace: string) {
     this.child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'cmd/joinguard.ts'),
-      `--kubeconfig=${kubeconfig}`, `--namespace=${namespace}`, '--metrics-bind-address=0', '--health-probe-bind-address=0',
-      '--connection-grace=2s', '--log-level=debug'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+      `--kubeconfig=${kubeconfig}`, `--namespace=${namespace}`, '--diagnostics-address=0', '--health-probe-bind-address=0',
+      // No admission webhooks here (they need a serving certificate); e2e/install covers them.
+      '--webhook-port=0', '--connection-grace=2s', '--v=4'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     const keep = (b: Buffer) => {
       this.lines.push(...b.toString().split('\n').filter(Boolean));
       if (this.lines.length > 3000) this.lines.splice(0, 1000);
@@ -58,14 +59,14 @@ describe('scenario (e): JoinGuard killed mid-scenario and restarted', function (
   });
 
   it('remediates no Machine twice and keeps the counters and the suspicion across SIGKILL restarts', async () => {
-    const { env, kube, sim, namespace, cluster } = s;
+    const { env, kube, capi, sim, namespace, cluster } = s;
     await createCheck(kube, namespace, 'workers', {
       clusterName: cluster, selector: { matchLabels: { pool: 'workers' } }, joinTimeout: `${JOIN_TIMEOUT_S}s`,
       suspicion: { probeInterval: '10m' },
     });
     jg = new JoinGuardProcess(env.kubeconfigPath, namespace);
     sim.policy.expireCredential({ namespace });
-    await kube.mergePatch(`/apis/cluster.x-k8s.io/v1beta2/namespaces/${namespace}/machinedeployments/${cluster}-md`, { spec: { replicas: 4 } });
+    await kube.mergePatch(capi.path('MachineDeployment', namespace, `${cluster}-md`), { spec: { replicas: 4 } });
 
     // Killed the moment the first remediation is recorded: the write may or may not have been made.
     const first = await waitFor('the first remediation recorded', async () => (await check()).status?.remediations?.[0], { timeoutMs: 120_000, describe: seen, intervalMs: 50 });

@@ -2,7 +2,7 @@
 // error (with a short pause), re-watches when the server closes the stream, and tells the simulation
 // which objects changed. Handlers run synchronously and must not throw; objects handed out are the
 // cache's own: copy before mutating.
-import { Kube, pathOf, type Json, type Resource, type WatchEvent } from './kube.js';
+import { pathOf, type Json, type KubeClient, type Resource, type WatchEvent } from '../../hack/testenv/kube-client.js';
 
 export type ChangeHandler = (type: 'upsert' | 'delete', obj: Json) => void;
 
@@ -16,7 +16,7 @@ export class ResourceCache {
   private loop?: Promise<void>;
 
   constructor(
-    private readonly kube: Kube,
+    private readonly kube: KubeClient,
     readonly resource: Resource,
     private readonly onChange: ChangeHandler,
     private readonly onError: (err: unknown) => void,

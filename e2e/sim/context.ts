@@ -1,7 +1,8 @@
 // Shared pieces of the simulation's reconcilers (test-only): the context they run in, the event log
-// entries, the work queue, and small readers of CAPI v1beta2 objects.
+// entries, the work queue, and small readers of CAPI objects (of the release's API version, capi-api.ts).
+import type { Json, KubeClient } from '../../hack/testenv/kube-client.js';
 import type { ResourceCache } from './cache.js';
-import type { Json, Kube } from './kube.js';
+import type { CapiApi } from './capi-api.js';
 import type { JoinPolicy } from './policy.js';
 import type { KubeadmConfigLease, WorkloadClients } from './workload.js';
 
@@ -40,7 +41,8 @@ export interface SimCaches {
 }
 
 export interface SimContext {
-  kube: Kube;
+  kube: KubeClient;
+  capi: CapiApi;
   opts: ResolvedOptions;
   caches: SimCaches;
   policy: JoinPolicy;
@@ -56,8 +58,6 @@ export const SIM_FINALIZER = 'infrastructure.sim.joinguard.io/vm';
 export const CAPI_GROUP = 'cluster.x-k8s.io';
 export const CONTROL_PLANE_LABEL = 'cluster.x-k8s.io/control-plane';
 
-export const MACHINES = { group: CAPI_GROUP, version: 'v1beta2', plural: 'machines', namespaced: true };
-export const CLUSTERS = { group: CAPI_GROUP, version: 'v1beta2', plural: 'clusters', namespaced: true };
 
 /** The Machine that owns an infra or bootstrap object (CAPI's Machine controller sets the ownerRef). */
 export function ownerMachine(ctx: SimContext, obj: Json): Json | undefined {
@@ -71,10 +71,6 @@ export function ownerMachine(ctx: SimContext, obj: Json): Json | undefined {
 export function clusterOf(ctx: SimContext, namespace: string, name: string | undefined): Json | undefined {
   return name ? ctx.caches.clusters.get(namespace, name) : undefined;
 }
-
-/** v1beta2 Cluster status.initialization.controlPlaneInitialized. */
-export const controlPlaneInitialized = (cluster: Json | undefined) =>
-  cluster?.status?.initialization?.controlPlaneInitialized === true;
 
 export const isControlPlaneMachine = (machine: Json) => machine.metadata?.labels?.[CONTROL_PLANE_LABEL] !== undefined;
 

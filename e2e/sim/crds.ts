@@ -2,12 +2,15 @@
 // in step. Two kind sets, each clearly a simulation:
 //   infrastructure.sim.joinguard.io/v1alpha1: SimCluster, SimMachine, SimMachineTemplate
 //   bootstrap.sim.joinguard.io/v1alpha1:      SimBootstrapConfig, SimBootstrapConfigTemplate
-// They carry CAPI's contract label `cluster.x-k8s.io/v1beta2: v1alpha1` (internal/contract/version.go
-// reads it from the CRD to pick the API version of a ref) and the fields the v1beta2 contract reads:
-// InfraCluster spec.controlPlaneEndpoint + status.initialization.provisioned; InfraMachine spec.providerID,
-// status.initialization.provisioned, status.addresses; bootstrap status.initialization.dataSecretCreated +
-// status.dataSecretName; `Ready` conditions (metav1.Condition) on all of them.
-import { isConflict, Kube, type Json } from './kube.js';
+// They carry CAPI's contract label of the release under test, `cluster.x-k8s.io/v1beta2: v1alpha1` (v1.11+)
+// or `cluster.x-k8s.io/v1beta1: v1alpha1` (v1.10); CAPI reads it from the CRD to pick the API version of a
+// ref and, since v1.11, the contract whose fields it reads. The schemas have the fields of both contracts
+// (capi-api.ts); the sim writes those of the contract in force: InfraCluster spec.controlPlaneEndpoint and
+// provisioned/ready; InfraMachine spec.providerID, provisioned/ready, status.addresses; bootstrap
+// dataSecretCreated/ready + status.dataSecretName; `Ready` conditions on all of them.
+import { installCrds } from '../../hack/testenv/crds.js';
+import type { Json, KubeClient } from '../../hack/testenv/kube-client.js';
+import type { CapiApiVersion } from './capi-api.js';
 
 export const INFRA_GROUP = 'infrastructure.sim.joinguard.io';
 export const BOOTSTRAP_GROUP = 'bootstrap.sim.joinguard.io';
@@ -53,6 +56,7 @@ const simMachineSpec = obj({
 
 const simMachineStatus = obj({
   initialization: obj({ provisioned: bool }),
+  ready: bool,
   addresses: { type: 'array', items: obj({ type: str, address: str }, { required: ['type', 'address'] }) },
   conditions,
   boot,
@@ -60,6 +64,7 @@ const simMachineStatus = obj({
 
 const bootstrapStatus = obj({
   initialization: obj({ dataSecretCreated: bool }),
+  ready: bool,
   dataSecretName: str,
   conditions,
 });
@@ -82,7 +87,7 @@ const KINDS: KindDef[] = [
     group: INFRA_GROUP, kind: 'SimCluster', plural: 'simclusters', singular: 'simcluster',
     description: 'SIMULATION (JoinGuard tests): a pretend infrastructure cluster. The sim marks it provisioned with a controlPlaneEndpoint.',
     spec: obj({ controlPlaneEndpoint: endpoint }),
-    status: obj({ initialization: obj({ provisioned: bool }), conditions }),
+    status: obj({ initialization: obj({ provisioned: bool }), ready: bool, conditions }),
     printer: [
       { name: 'Provisioned', type: 'boolean', jsonPath: '.status.initialization.provisioned' },
       { name: 'Endpoint', type: 'string', jsonPath: '.spec.controlPlaneEndpoint.host' },
@@ -120,7 +125,7 @@ const KINDS: KindDef[] = [
   },
 ];
 
-function crdOf(def: KindDef): Json {
+function crdOf(def: KindDef, contract: CapiApiVersion): Json {
   const schema = obj({
     apiVersion: str, kind: str, metadata: { type: 'object' },
     spec: { ...def.spec, description: def.description },
@@ -132,7 +137,7 @@ function crdOf(def: KindDef): Json {
     metadata: {
       name: `${def.plural}.${def.group}`,
       labels: {
-        'cluster.x-k8s.io/v1beta2': SIM_VERSION,
+        [`cluster.x-k8s.io/${contract}`]: SIM_VERSION,
         'cluster.x-k8s.io/provider': def.group === INFRA_GROUP ? 'infrastructure-sim' : 'bootstrap-sim',
         'joinguard.io/simulation': 'true',
       },
@@ -151,37 +156,12 @@ function crdOf(def: KindDef): Json {
   };
 }
 
-/** The five CRDs of the simulation. */
-export function simCrds(): Json[] {
-  return KINDS.map(crdOf);
+/** The five CRDs of the simulation, labelled for the provider contract of the release under test. */
+export function simCrds(contract: CapiApiVersion): Json[] {
+  return KINDS.map((k) => crdOf(k, contract));
 }
-
-const CRD_PATH = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 
 /** Creates (or replaces) the sim CRDs and waits until the apiserver serves them. */
-export function installSimCrds(kube: Kube, timeoutMs = 20_000): Promise<void> {
-  return applyCrds(kube, simCrds(), timeoutMs);
-}
-
-/** Creates (or replaces) CRDs and waits until each is Established. */
-export async function applyCrds(kube: Kube, crds: Json[], timeoutMs = 20_000): Promise<void> {
-  for (const crd of crds) {
-    try {
-      await kube.create(CRD_PATH, crd);
-    } catch (err) {
-      if (!isConflict(err)) throw err;
-      const current = await kube.get(`${CRD_PATH}/${crd.metadata.name}`);
-      await kube.replace(`${CRD_PATH}/${crd.metadata.name}`, { ...crd, metadata: { ...crd.metadata, resourceVersion: current?.metadata?.resourceVersion } });
-    }
-  }
-  const deadline = Date.now() + timeoutMs;
-  for (const crd of crds) {
-    for (;;) {
-      const current = await kube.get(`${CRD_PATH}/${crd.metadata.name}`);
-      const conds = (current?.status?.conditions ?? []) as Json[];
-      if (conds.some((c) => c.type === 'Established' && c.status === 'True')) break;
-      if (Date.now() > deadline) throw new Error(`CRD ${crd.metadata.name} not Established after ${timeoutMs}ms`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+export function installSimCrds(kube: KubeClient, contract: CapiApiVersion, timeoutMs = 20_000): Promise<void> {
+  return installCrds(kube, simCrds(contract), timeoutMs);
 }

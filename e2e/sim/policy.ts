@@ -8,6 +8,8 @@
 //   - rotateCredential(scope?): a fresh credential from now: Machines whose bootstrap data appears later join.
 //     A Machine whose data was made while expired keeps the expired token and fails; a Machine that already
 //     failed stays failed, like a real VM whose kubeadm join gave up. Only new Machines recover.
+//   - holdDeletion(scope): a VM being deleted stays until the hold is lifted (a slow teardown), so that its
+//     Machine stays Deleting and its owner counts the remediation in flight.
 // A failure is recorded on the SimMachine (status.boot.phase Failed), so it survives a sim restart; the rules
 // themselves live in memory.
 export type JoinRole = 'init' | 'join-control-plane' | 'join';
@@ -105,8 +107,15 @@ function describe(match: MachineMatch): string {
 const inScope = (s: CredentialScope, m: JoinCandidate) =>
   (s.namespace === undefined || s.namespace === m.namespace) && (s.cluster === undefined || s.cluster === m.clusterName);
 
+/** Which deleting VMs a deletion hold keeps: a namespace, optionally one Machine. */
+export interface DeletionScope {
+  namespace: string;
+  name?: string;
+}
+
 export class JoinPolicy {
   private rules: Rule[] = [];
+  private deletionHolds: { scope: DeletionScope; active: boolean }[] = [];
   private windows: ExpiryWindow[] = [];
   private nextId = 1;
 
@@ -141,6 +150,22 @@ export class JoinPolicy {
     }
   }
 
+  /** VMs in scope are not torn down until lift() (their Machines stay Deleting). */
+  holdDeletion(scope: DeletionScope): { lift(): void } {
+    const hold = { scope, active: true };
+    this.deletionHolds.push(hold);
+    return {
+      lift: () => {
+        hold.active = false;
+        this.changed();
+      },
+    };
+  }
+
+  deletionHeld(namespace: string, machineName: string): boolean {
+    return this.deletionHolds.some((h) => h.active && h.scope.namespace === namespace && (h.scope.name === undefined || h.scope.name === machineName));
+  }
+
   expireCredential(scope: CredentialScope = {}): void {
     this.windows.push({ scope, from: this.now() });
     this.changed();
@@ -163,6 +188,7 @@ export class JoinPolicy {
     for (const r of this.rules) r.lift();
     this.rules = [];
     this.windows = [];
+    this.deletionHolds = [];
     this.changed();
   }
 

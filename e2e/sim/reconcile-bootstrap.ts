@@ -1,10 +1,11 @@
 // SimBootstrapConfig reconciler (test-only): pretend worker bootstrap data. Like CABPK for a joining
 // worker, it waits for the Cluster's control plane to be initialized, then (after `bootstrapDelayMs`)
-// writes the data secret and reports `status.initialization.dataSecretCreated` + `status.dataSecretName`,
-// the v1beta2 bootstrap contract fields that CAPI's Machine controller copies to the Machine.
-import { clusterOf, condition, controlPlaneInitialized, ownerMachine, type Requeue, type SimContext } from './context.js';
+// writes the data secret and reports it (`status.initialization.dataSecretCreated` or, v1beta1 contract,
+// `status.ready`, with `status.dataSecretName`): the bootstrap contract fields that CAPI's Machine controller
+// copies to the Machine.
+import { isConflict, pathOf } from '../../hack/testenv/kube-client.js';
+import { clusterOf, condition, ownerMachine, type Requeue, type SimContext } from './context.js';
 import { SIM_BOOTSTRAP } from './crds.js';
-import { isConflict, pathOf } from './kube.js';
 
 // Configs already reported waiting, by uid (cache objects are replaced on every update).
 const waitingLogged = new Set<string>();
@@ -12,12 +13,12 @@ const waitingLogged = new Set<string>();
 export async function reconcileSimBootstrap(ctx: SimContext, namespace: string, name: string): Promise<Requeue> {
   const bc = ctx.caches.simBootstrapConfigs.get(namespace, name);
   if (!bc || bc.metadata.deletionTimestamp) return undefined;
-  if (bc.status?.initialization?.dataSecretCreated === true) return undefined;
+  if (ctx.capi.isDataSecretCreated(bc)) return undefined;
   const machine = ownerMachine(ctx, bc);
   if (!machine) return undefined; // CAPI sets the owner reference; the Machine's watch event brings us back
   const clusterName = machine.spec?.clusterName as string;
   const cluster = clusterOf(ctx, namespace, clusterName);
-  if (!controlPlaneInitialized(cluster)) {
+  if (!ctx.capi.controlPlaneInitialized(cluster)) {
     if (!waitingLogged.has(bc.metadata.uid)) {
       waitingLogged.add(bc.metadata.uid);
       ctx.emit({ type: 'WaitingForControlPlane', namespace, name: machine.metadata.name, cluster: clusterName, message: 'join data waits for the control plane to be initialized' });
@@ -43,7 +44,7 @@ export async function reconcileSimBootstrap(ctx: SimContext, namespace: string, 
   }
   await ctx.kube.mergePatch(`${pathOf(SIM_BOOTSTRAP, namespace, name)}/status`, {
     metadata: { resourceVersion: bc.metadata.resourceVersion },
-    status: { initialization: { dataSecretCreated: true }, dataSecretName: name, conditions: [condition('Ready', 'True', 'DataSecretAvailable')] },
+    status: { ...ctx.capi.dataSecretStatus(name), conditions: [condition('Ready', 'True', 'DataSecretAvailable')] },
   });
   waitingLogged.delete(bc.metadata.uid);
   ctx.emit({ type: 'BootstrapDataCreated', namespace, name: machine.metadata.name, cluster: clusterName, message: `data secret ${name}` });

@@ -1,10 +1,10 @@
 // SimCluster reconciler (test-only): a pretend infrastructure cluster. It fills in the control-plane
 // endpoint (the test apiserver, which stands in for every workload cluster) and reports itself provisioned
-// after `clusterDelayMs`, the two fields of CAPI's v1beta2 InfraCluster contract that the Cluster
-// controller copies.
+// after `clusterDelayMs` (status.initialization.provisioned or, v1beta1 contract, status.ready): the
+// InfraCluster contract fields that the Cluster controller copies.
 import { condition, type Requeue, type SimContext } from './context.js';
 import { SIM_CLUSTER } from './crds.js';
-import { pathOf } from './kube.js';
+import { pathOf } from '../../hack/testenv/kube-client.js';
 
 export async function reconcileSimCluster(ctx: SimContext, namespace: string, name: string): Promise<Requeue> {
   const sc = ctx.caches.simClusters.get(namespace, name);
@@ -19,13 +19,13 @@ export async function reconcileSimCluster(ctx: SimContext, namespace: string, na
     });
     return undefined; // the watch brings the change back
   }
-  if (sc.status?.initialization?.provisioned === true) return undefined;
+  if (ctx.capi.isProvisioned(sc)) return undefined;
 
   const waited = Date.now() - Date.parse(sc.metadata.creationTimestamp);
   if (waited < ctx.opts.clusterDelayMs) return ctx.opts.clusterDelayMs - waited;
   await ctx.kube.mergePatch(`${path}/status`, {
     metadata: { resourceVersion: sc.metadata.resourceVersion },
-    status: { initialization: { provisioned: true }, conditions: [condition('Ready', 'True', 'Provisioned')] },
+    status: { ...ctx.capi.provisionedStatus(), conditions: [condition('Ready', 'True', 'Provisioned')] },
   });
   ctx.emit({ type: 'ClusterProvisioned', namespace, name, cluster: name, message: `endpoint ${endpoint.host}:${endpoint.port}` });
   return undefined;

@@ -1,13 +1,14 @@
 // SimMachine reconciler (test-only): a pretend VM. It follows a real provider's order: wait for the
-// Machine's bootstrap data, "create the VM" (providerID, addresses, provisioned after `provisionDelayMs`),
+// Machine's bootstrap data, "create the VM" (providerID, addresses, provisioned/ready after `provisionDelayMs`),
 // "boot" it (`bootDelayMs`), then ask the join policy whether kubelet registers its Node in the workload
 // cluster. The boot record (status.boot) survives a sim restart; a failed join is final for the VM, as a
-// kubeadm join that gave up is. On deletion the VM "goes away" after `deleteDelayMs`, taking its Node.
+// kubeadm join that gave up is. On deletion the VM "goes away" after `deleteDelayMs` (or once the policy's
+// deletion hold is lifted), taking its Node.
 import {
   clusterOf, condition, isControlPlaneMachine, ownerMachine, SIM_FINALIZER, type Requeue, type SimContext,
 } from './context.js';
 import { SIM_MACHINE } from './crds.js';
-import { pathOf, type Json } from './kube.js';
+import { pathOf, type Json } from '../../hack/testenv/kube-client.js';
 import type { JoinCandidate, JoinRole } from './policy.js';
 import { createMirrorPods, deleteNode, nodeNameOf, registerNode } from './workload.js';
 
@@ -39,7 +40,7 @@ export async function reconcileSimMachine(ctx: SimContext, namespace: string, na
     await patchStatus(ctx, sm, path, { boot: { dataSeenAt: new Date().toISOString(), role, phase: 'Waiting' } });
     return undefined;
   }
-  if (sm.status?.initialization?.provisioned !== true) {
+  if (!ctx.capi.isProvisioned(sm)) {
     const waited = Date.now() - Date.parse(boot.dataSeenAt);
     if (waited < ctx.opts.provisionDelayMs) return ctx.opts.provisionDelayMs - waited;
     const providerID = providerIdOf(namespace, name);
@@ -48,7 +49,7 @@ export async function reconcileSimMachine(ctx: SimContext, namespace: string, na
       return undefined;
     }
     await patchStatus(ctx, sm, path, {
-      initialization: { provisioned: true },
+      ...ctx.capi.provisionedStatus(),
       addresses: [{ type: 'InternalIP', address: ADDRESS }, { type: 'Hostname', address: nodeNameOf(namespace, machine.metadata.name) }],
       conditions: [condition('Ready', 'True', 'Provisioned')],
       boot: { provisionedAt: new Date().toISOString() },
@@ -124,6 +125,7 @@ async function deleteVm(ctx: SimContext, sm: Json, path: string): Promise<Requeu
   const namespace = sm.metadata.namespace as string;
   const machineRef = ((sm.metadata.ownerReferences ?? []) as Json[]).find((r) => r.kind === 'Machine');
   const machineName = (machineRef?.name as string | undefined) ?? sm.metadata.name;
+  if (ctx.policy.deletionHeld(namespace, machineName)) return HOLD_RECHECK_MS;
   const nodeName = sm.status?.boot?.nodeName as string | undefined;
   const clusterName = sm.metadata.labels?.['cluster.x-k8s.io/cluster-name'] as string | undefined;
   if (nodeName && sm.spec?.providerID) {
@@ -140,12 +142,12 @@ async function deleteVm(ctx: SimContext, sm: Json, path: string): Promise<Requeu
   return undefined;
 }
 
-/** init, join-control-plane or join, from the Machine's KubeadmConfig (v1beta2: a joining CP has joinConfiguration.controlPlane). */
+/** init, join-control-plane or join, from the Machine's KubeadmConfig (a joining CP has joinConfiguration.controlPlane). */
 async function roleOf(ctx: SimContext, machine: Json): Promise<JoinRole> {
   if (!isControlPlaneMachine(machine)) return 'join';
   const ref = machine.spec?.bootstrap?.configRef as Json | undefined;
   if (ref?.kind !== 'KubeadmConfig') return 'join-control-plane';
-  const config = await ctx.kube.get(`/apis/bootstrap.cluster.x-k8s.io/v1beta2/namespaces/${machine.metadata.namespace}/kubeadmconfigs/${ref.name}`);
+  const config = await ctx.kube.get(ctx.capi.path('KubeadmConfig', machine.metadata.namespace, ref.name));
   return config?.spec?.joinConfiguration?.controlPlane !== undefined ? 'join-control-plane' : 'init';
 }
 

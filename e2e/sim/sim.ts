@@ -2,19 +2,18 @@
 // CAPI's real controllers can run Machines through their whole life on the test control plane: the sim
 // provisions SimClusters and SimMachines, writes worker bootstrap data, and makes each VM register its
 // Node in the workload cluster (the same apiserver, reached through `<cluster>-kubeconfig`) — or not, as
-// its JoinPolicy says. CAPI's Machine controller then sets nodeRef on its own.
+// its JoinPolicy says. CAPI's Machine controller then sets nodeRef on its own. It speaks the provider
+// contract of the release under test (capiApiVersion: v1beta2 for CAPI v1.11+, v1beta1 for v1.10).
 //
-//   const sim = await startSim(kubeConfig, { provisionDelayMs: 500 });
+//   const sim = await startSim(env.kube(), { capiApiVersion: env.capiApiVersion });   // the sim closes the client
 //   sim.policy.expireCredential({ namespace });     // "the join credential expired"
 //   ...
 //   await sim.stop();
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { Json, KubeClient } from '../../hack/testenv/kube-client.js';
 import { ResourceCache } from './cache.js';
-import {
-  CLUSTERS, MACHINES, WorkQueue, type ResolvedOptions, type SimCaches, type SimContext, type SimEvent,
-} from './context.js';
+import { capiApi, type CapiApiVersion } from './capi-api.js';
+import { WorkQueue, type ResolvedOptions, type SimCaches, type SimContext, type SimEvent } from './context.js';
 import { installSimCrds, SIM_BOOTSTRAP, SIM_CLUSTER, SIM_MACHINE } from './crds.js';
-import { Kube, type Json } from './kube.js';
 import { JoinPolicy } from './policy.js';
 import { reconcileSimBootstrap } from './reconcile-bootstrap.js';
 import { reconcileSimCluster } from './reconcile-infra-cluster.js';
@@ -26,6 +25,8 @@ export interface SimOptions extends Partial<ResolvedOptions> {
   endpoint?: { host: string; port: number };
   /** Called for every sim event (the demo prints them); they are kept in `sim.events` too. */
   onEvent?: (e: SimEvent) => void;
+  /** The CAPI API version (and provider contract) of the release under test; default v1beta2. */
+  capiApiVersion?: CapiApiVersion;
 }
 
 const DEFAULTS: Omit<ResolvedOptions, 'endpoint'> = {
@@ -54,13 +55,14 @@ export class Sim {
     private readonly machineQueue: WorkQueue,
   ) {}
 
-  static async start(kubeConfig: KubeConfig, options: SimOptions = {}): Promise<Sim> {
-    const kube = await Kube.from(kubeConfig);
-    await installSimCrds(kube);
-    const server = new URL(kube.server);
+  static async start(kube: KubeClient, options: SimOptions = {}): Promise<Sim> {
+    const { capiApiVersion = 'v1beta2', onEvent, ...rest } = options;
+    const capi = capiApi(capiApiVersion);
+    await installSimCrds(kube, capi.version);
+    const server = kube.server;
     const opts: ResolvedOptions = {
       ...DEFAULTS,
-      ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)),
+      ...Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)),
       endpoint: options.endpoint ?? { host: server.hostname, port: Number(server.port || 443) },
     } as ResolvedOptions;
 
@@ -79,7 +81,7 @@ export class Sim {
       simMachines: new ResourceCache(kube, SIM_MACHINE, (_t, o) => machineQueue.add(keyOf(o)), cacheError('SimMachine')),
       simBootstrapConfigs: new ResourceCache(kube, SIM_BOOTSTRAP, (_t, o) => bootstrapQueue.add(keyOf(o)), cacheError('SimBootstrapConfig')),
       // A Machine change concerns its own VM and bootstrap config (owner reference set, data ready).
-      machines: new ResourceCache(kube, MACHINES, (_t, m) => {
+      machines: new ResourceCache(kube, capi.resource('Machine'), (_t, m) => {
         const ns = m.metadata.namespace as string;
         const infra = m.spec?.infrastructureRef as Json | undefined;
         if (infra?.kind === SIM_MACHINE.kind) machineQueue.add(`${ns}/${infra.name}`);
@@ -87,7 +89,7 @@ export class Sim {
         if (boot?.kind === SIM_BOOTSTRAP.kind) bootstrapQueue.add(`${ns}/${boot.name}`);
       }, cacheError('Machine')),
       // A Cluster change (control plane initialized) concerns the waiting configs and VMs of its namespace.
-      clusters: new ResourceCache(kube, CLUSTERS, (_t, c) => {
+      clusters: new ResourceCache(kube, capi.resource('Cluster'), (_t, c) => {
         const ns = c.metadata.namespace as string;
         for (const b of caches.simBootstrapConfigs.list(ns)) bootstrapQueue.add(keyOf(b));
         for (const m of caches.simMachines.list(ns)) machineQueue.add(keyOf(m));
@@ -95,13 +97,13 @@ export class Sim {
       }, cacheError('Cluster')),
     };
     const ctx: SimContext = {
-      kube, opts, caches, policy, emit,
+      kube, capi, opts, caches, policy, emit,
       workloads: new WorkloadClients(kube, opts.nodeAccess),
       lease: new KubeadmConfigLease(kube, opts.kubeadmConfigLeaseMs),
     };
     const all = [caches.clusters, caches.machines, caches.simClusters, caches.simBootstrapConfigs, caches.simMachines];
     sim = new Sim(policy, ctx, all, machineQueue);
-    sim.onEvent = options.onEvent;
+    sim.onEvent = onEvent;
     sim.queues.push(machineQueue, clusterQueue, bootstrapQueue);
     await Promise.all(all.map((c) => c.start()));
     sim.leaseTimer = setInterval(() => sim.releaseLease(), LEASE_CHECK_MS);
@@ -147,7 +149,7 @@ export class Sim {
       const why = await this.ctx.lease.maybeRelease((h) => {
         if (force) return 'gone';
         const c = this.ctx.caches.clusters.get(h.namespace, h.cluster);
-        return c === undefined ? 'gone' : c.status?.initialization?.controlPlaneInitialized === true;
+        return c === undefined ? 'gone' : this.ctx.capi.controlPlaneInitialized(c);
       });
       if (why) {
         this.record({ time: Date.now(), type: 'KubeadmConfigReleased', namespace: 'kube-system', name: 'kubeadm-config', message: why });
@@ -159,7 +161,7 @@ export class Sim {
   }
 }
 
-export const startSim = (kubeConfig: KubeConfig, options?: SimOptions) => Sim.start(kubeConfig, options);
+export const startSim = (kube: KubeClient, options?: SimOptions) => Sim.start(kube, options);
 
 const keyOf = (o: Json) => `${o.metadata.namespace}/${o.metadata.name}`;
 

@@ -1,8 +1,11 @@
-// The objects of one simulated workload cluster (test-only): a v1beta2 Cluster on a SimCluster, a real
+// The objects of one simulated workload cluster (test-only): a Cluster on a SimCluster, a real
 // KubeadmControlPlane whose Machines run on SimMachines, and MachineDeployments of workers bootstrapped
-// by SimBootstrapConfigs. The cluster CA secret is the test control plane's own CA, so the kubeconfig KCP
-// generates for the "workload cluster" is accepted by the same apiserver.
-import { isConflict, type Json, type Kube } from './kube.js';
+// by SimBootstrapConfigs, written in the CAPI API version of the release under test (v1beta2, or v1beta1 for
+// v1.10: refs with apiVersion, KCP `remediationStrategy`, MachineDeployment `strategy.remediation`). The
+// cluster CA secret is the test control plane's own CA, so the kubeconfig KCP generates for the "workload
+// cluster" is accepted by the same apiserver.
+import { isConflict, type Json, type KubeClient } from '../../hack/testenv/kube-client.js';
+import { capiApi, type CapiApiVersion } from './capi-api.js';
 import { BOOTSTRAP_GROUP, INFRA_GROUP, SIM_VERSION } from './crds.js';
 
 export interface WorkerPool {
@@ -10,6 +13,8 @@ export interface WorkerPool {
   replicas: number;
   /** Extra labels on the pool's Machines (a check's selector can use them). */
   labels?: Record<string, string>;
+  /** The MachineDeployment's remediation maxInFlight (its MachineSet defers marked Machines beyond it). */
+  remediationMaxInFlight?: number | string;
 }
 
 export interface ClusterShape {
@@ -19,26 +24,35 @@ export interface ClusterShape {
   controlPlaneReplicas?: number;
   workers?: WorkerPool[];
   version?: string;
-  /** KCP spec.remediation (maxRetry, retryPeriodSeconds, minHealthyPeriodSeconds). */
-  kcpRemediation?: Json;
+  /** KCP remediation in v1beta2 terms (maxRetry, retryPeriodSeconds, minHealthyPeriodSeconds). */
+  kcpRemediation?: { maxRetry?: number; retryPeriodSeconds?: number; minHealthyPeriodSeconds?: number };
   /** The test control plane's CA (TestEnv.caCertPem / caKeyPem). */
   ca: { certPem: string; keyPem: string };
+  /** The CAPI API version of the release under test (TestEnv.capiApiVersion); default v1beta2. */
+  apiVersion?: CapiApiVersion;
 }
 
 export const DEFAULT_K8S_VERSION = 'v1.36.3';
-const CAPI = 'cluster.x-k8s.io/v1beta2';
-const infraRef = (kind: string, name: string) => ({ apiGroup: INFRA_GROUP, kind, name });
 
 export function controlPlaneName(cluster: string): string {
   return `${cluster}-cp`;
 }
 
+/** KCP's remediation settings as the API version spells them. */
+function kcpRemediation(r: NonNullable<ClusterShape['kcpRemediation']>, v: CapiApiVersion): Json {
+  if (v === 'v1beta2') return { remediation: r };
+  const secs = (n: number | undefined) => (n === undefined ? undefined : `${n}s`);
+  return { remediationStrategy: { maxRetry: r.maxRetry, retryPeriod: secs(r.retryPeriodSeconds), minHealthyPeriod: secs(r.minHealthyPeriodSeconds) } };
+}
+
 /** Every object of the shape, in creation order. */
 export function clusterObjects(s: ClusterShape): Json[] {
+  const capi = capiApi(s.apiVersion ?? 'v1beta2');
   const version = s.version ?? DEFAULT_K8S_VERSION;
   const ns = s.namespace;
   const cn = { 'cluster.x-k8s.io/cluster-name': s.name };
   const cpReplicas = s.controlPlaneReplicas ?? 1;
+  const infraRef = (kind: string, name: string) => capi.ref(INFRA_GROUP, SIM_VERSION, kind, name);
   const objects: Json[] = [
     {
       apiVersion: 'v1', kind: 'Secret', type: 'cluster.x-k8s.io/secret',
@@ -47,11 +61,11 @@ export function clusterObjects(s: ClusterShape): Json[] {
     },
     { apiVersion: `${INFRA_GROUP}/${SIM_VERSION}`, kind: 'SimCluster', metadata: { name: s.name, namespace: ns }, spec: {} },
     {
-      apiVersion: CAPI, kind: 'Cluster', metadata: { name: s.name, namespace: ns },
+      apiVersion: capi.apiVersionOf('Cluster'), kind: 'Cluster', metadata: { name: s.name, namespace: ns },
       spec: {
         clusterNetwork: { services: { cidrBlocks: ['10.128.0.0/12'] }, pods: { cidrBlocks: ['192.168.0.0/16'] }, serviceDomain: 'cluster.local' },
         infrastructureRef: infraRef('SimCluster', s.name),
-        ...(cpReplicas > 0 ? { controlPlaneRef: { apiGroup: 'controlplane.cluster.x-k8s.io', kind: 'KubeadmControlPlane', name: controlPlaneName(s.name) } } : {}),
+        ...(cpReplicas > 0 ? { controlPlaneRef: capi.ref('controlplane.cluster.x-k8s.io', capi.version, 'KubeadmControlPlane', controlPlaneName(s.name)) } : {}),
       },
     },
   ];
@@ -59,14 +73,16 @@ export function clusterObjects(s: ClusterShape): Json[] {
     objects.push(
       { apiVersion: `${INFRA_GROUP}/${SIM_VERSION}`, kind: 'SimMachineTemplate', metadata: { name: controlPlaneName(s.name), namespace: ns }, spec: { template: { spec: {} } } },
       {
-        apiVersion: 'controlplane.cluster.x-k8s.io/v1beta2', kind: 'KubeadmControlPlane',
+        apiVersion: capi.apiVersionOf('KubeadmControlPlane'), kind: 'KubeadmControlPlane',
         metadata: { name: controlPlaneName(s.name), namespace: ns },
         spec: {
           replicas: cpReplicas, version,
-          machineTemplate: { spec: { infrastructureRef: infraRef('SimMachineTemplate', controlPlaneName(s.name)) } },
+          machineTemplate: capi.version === 'v1beta2'
+            ? { spec: { infrastructureRef: infraRef('SimMachineTemplate', controlPlaneName(s.name)) } }
+            : { infrastructureRef: infraRef('SimMachineTemplate', controlPlaneName(s.name)) },
           // Not empty (the CRD wants a property); the sim ignores it, as it ignores the bootstrap data.
           kubeadmConfigSpec: { clusterConfiguration: { apiServer: { certSANs: ['127.0.0.1'] } } },
-          ...(s.kcpRemediation ? { remediation: s.kcpRemediation } : {}),
+          ...(s.kcpRemediation ? kcpRemediation(s.kcpRemediation, capi.version) : {}),
         },
       },
     );
@@ -74,19 +90,23 @@ export function clusterObjects(s: ClusterShape): Json[] {
   for (const pool of s.workers ?? []) {
     const md = `${s.name}-${pool.name}`;
     const labels = { 'cluster.x-k8s.io/deployment-name': md, ...(pool.labels ?? {}) };
+    const maxInFlight = pool.remediationMaxInFlight;
     objects.push(
       { apiVersion: `${INFRA_GROUP}/${SIM_VERSION}`, kind: 'SimMachineTemplate', metadata: { name: md, namespace: ns }, spec: { template: { spec: {} } } },
       { apiVersion: `${BOOTSTRAP_GROUP}/${SIM_VERSION}`, kind: 'SimBootstrapConfigTemplate', metadata: { name: md, namespace: ns }, spec: { template: { spec: {} } } },
       {
-        apiVersion: CAPI, kind: 'MachineDeployment', metadata: { name: md, namespace: ns },
+        apiVersion: capi.apiVersionOf('MachineDeployment'), kind: 'MachineDeployment', metadata: { name: md, namespace: ns },
         spec: {
           clusterName: s.name, replicas: pool.replicas,
           selector: { matchLabels: { 'cluster.x-k8s.io/deployment-name': md } },
+          ...(maxInFlight === undefined ? {} : capi.version === 'v1beta2'
+            ? { remediation: { maxInFlight } }
+            : { strategy: { type: 'RollingUpdate', remediation: { maxInFlight } } }),
           template: {
             metadata: { labels },
             spec: {
               clusterName: s.name, version,
-              bootstrap: { configRef: { apiGroup: BOOTSTRAP_GROUP, kind: 'SimBootstrapConfigTemplate', name: md } },
+              bootstrap: { configRef: capi.ref(BOOTSTRAP_GROUP, SIM_VERSION, 'SimBootstrapConfigTemplate', md) },
               infrastructureRef: infraRef('SimMachineTemplate', md),
             },
           },
@@ -106,7 +126,7 @@ export function collectionOf(o: Json): string {
 }
 
 /** Creates the namespace (if missing) and every object of the shape; existing objects are kept. */
-export async function createCluster(kube: Kube, s: ClusterShape): Promise<void> {
+export async function createCluster(kube: KubeClient, s: ClusterShape): Promise<void> {
   try {
     await kube.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: s.namespace } });
   } catch (err) {

@@ -7,7 +7,7 @@
 // kubeadm-config of "its" workload cluster, and any cluster's would do; hence the lease: the sim creates
 // kubeadm-config for one cluster at a time and deletes it as soon as that Cluster reports
 // ControlPlaneInitialized (KCP sets initialized once and never resets it), or when the lease runs out.
-import { isConflict, isNotFound, Kube, KubeError, type Json } from './kube.js';
+import { isConflict, isNotFound, KubeClient, type Json } from '../../hack/testenv/kube-client.js';
 
 export const SIM_NODE_ANNOTATION = 'sim.joinguard.io/machine';
 const LEASE_ANNOTATION = 'sim.joinguard.io/cluster';
@@ -30,7 +30,7 @@ export interface NodeSpec {
 }
 
 /** Registers the Node as kubelet would (labels, taints, Ready status); an existing Node of the same providerID is kept. */
-export async function registerNode(kube: Kube, n: NodeSpec): Promise<void> {
+export async function registerNode(kube: KubeClient, n: NodeSpec): Promise<void> {
   const labels: Record<string, string> = {
     'kubernetes.io/hostname': n.hostname.slice(0, 63).replace(/[.-]+$/, ''),
     'kubernetes.io/os': 'linux',
@@ -99,7 +99,7 @@ function simId(seed: string, salt: string): string {
 }
 
 /** The mirror pods kubelet would publish for kubeadm's static pods on a control-plane Node, Running and Ready. */
-export async function createMirrorPods(kube: Kube, nodeName: string, nodeUid: string | undefined, version: string, address: string): Promise<void> {
+export async function createMirrorPods(kube: KubeClient, nodeName: string, nodeUid: string | undefined, version: string, address: string): Promise<void> {
   const now = new Date().toISOString();
   for (const component of STATIC_PODS) {
     const name = `${component}-${nodeName}`;
@@ -135,7 +135,7 @@ export async function createMirrorPods(kube: Kube, nodeName: string, nodeUid: st
 }
 
 /** Deletes a sim Node (only if it still has this providerID) and its mirror pods. */
-export async function deleteNode(kube: Kube, nodeName: string, providerID: string): Promise<boolean> {
+export async function deleteNode(kube: KubeClient, nodeName: string, providerID: string): Promise<boolean> {
   const node = await kube.get(`/api/v1/nodes/${nodeName}`);
   let deleted = false;
   if (node && node.spec?.providerID === providerID) {
@@ -181,7 +181,7 @@ export interface LeaseHolder {
 export class KubeadmConfigLease {
   private held?: { holder: LeaseHolder; since: number; uid?: string };
 
-  constructor(private readonly kube: Kube, private readonly leaseMs: number) {}
+  constructor(private readonly kube: KubeClient, private readonly leaseMs: number) {}
 
   get holder(): LeaseHolder | undefined {
     return this.held?.holder;
@@ -231,7 +231,7 @@ export class KubeadmConfigLease {
     try {
       await this.kube.delete(KUBEADM_CONFIG, this.held.uid ? { preconditions: { uid: this.held.uid } } : undefined);
     } catch (err) {
-      if (!(err instanceof KubeError && (err.code === 409 || isNotFound(err)))) throw err;
+      if (!(isConflict(err) || isNotFound(err))) throw err;
     }
     this.held = undefined;
     return why;
@@ -240,11 +240,11 @@ export class KubeadmConfigLease {
 
 /** Clients of the workload clusters, from their `<cluster>-kubeconfig` secrets (or the management client). */
 export class WorkloadClients {
-  private readonly cache = new Map<string, { rv: string; kube: Kube }>();
+  private readonly cache = new Map<string, { rv: string; kube: KubeClient }>();
 
-  constructor(private readonly management: Kube, private readonly mode: 'kubeconfig' | 'direct') {}
+  constructor(private readonly management: KubeClient, private readonly mode: 'kubeconfig' | 'direct') {}
 
-  async get(namespace: string, cluster: string): Promise<Kube> {
+  async get(namespace: string, cluster: string): Promise<KubeClient> {
     if (this.mode === 'direct') return this.management;
     const secret = await this.management.get(`/api/v1/namespaces/${namespace}/secrets/${cluster}-kubeconfig`);
     const value = secret?.data?.value as string | undefined;
@@ -253,7 +253,7 @@ export class WorkloadClients {
     const cached = this.cache.get(key);
     if (cached && cached.rv === secret!.metadata.resourceVersion) return cached.kube;
     cached?.kube.close();
-    const kube = await Kube.fromYaml(Buffer.from(value, 'base64').toString('utf8'));
+    const kube = KubeClient.fromKubeconfig(Buffer.from(value, 'base64').toString('utf8'), 5_000);
     this.cache.set(key, { rv: secret!.metadata.resourceVersion, kube });
     return kube;
   }

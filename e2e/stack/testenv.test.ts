@@ -12,7 +12,7 @@ import { groupAlive, pidAlive } from '../../hack/testenv/process.js';
 import { isPortFree } from '../../hack/testenv/ports.js';
 import { readCrds } from '../../hack/testenv/crds.js';
 import { issueCert } from '../../hack/testenv/certs.js';
-import { KubeRest } from '../../hack/testenv/kube-rest.js';
+import { KubeClient } from '../../hack/testenv/kube-client.js';
 
 const MANAGERS = ['capi-core', 'capi-kubeadm-bootstrap', 'capi-kubeadm-control-plane'];
 const CLUSTER_GROUP = 'cluster.x-k8s.io';
@@ -124,9 +124,9 @@ describe('test control plane (hack/testenv)', function () {
     fs.writeFileSync(path.join(dir, 'ca.key'), env.caKeyPem, { mode: 0o600 });
     const pair = await issueCert({ certFile: path.join(dir, 'ca.crt'), keyFile: path.join(dir, 'ca.key') },
       { commonName: 'kubernetes-admin', organization: 'system:masters', usage: 'client' }, path.join(dir, 'client.crt'), keyFile);
-    const rest = new KubeRest({ server: env.server, caPem: env.caCertPem, certPem: fs.readFileSync(pair.certFile, 'utf8'), keyPem: fs.readFileSync(keyFile, 'utf8') });
+    const rest = new KubeClient({ server: env.server, caPem: env.caCertPem, certPem: fs.readFileSync(pair.certFile, 'utf8'), keyPem: fs.readFileSync(keyFile, 'utf8') });
     try {
-      const res = await rest.get('/api/v1/namespaces/kube-system/secrets');
+      const res = await rest.send('GET', '/api/v1/namespaces/kube-system/secrets');
       expect(res.status, res.body.slice(0, 200)).to.equal(200);
     } finally {
       rest.close();
@@ -148,7 +148,7 @@ describe('test control plane (hack/testenv)', function () {
       capi: false,
       audit: { policy: 'apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: ["RequestReceived"]\nrules:\n  - level: Metadata\n' },
     });
-    const rest = new KubeRest({ server: own.server, caPem: own.caCertPem, certPem: '', keyPem: '' });
+    const rest = new KubeClient({ server: own.server, caPem: own.caCertPem }); // anonymous
     const admin = own.kubeConfig().makeApiClient(CoreV1Api);
     try {
       await admin.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'survives-restart' }, data: { a: '1' } } });
@@ -156,7 +156,7 @@ describe('test control plane (hack/testenv)', function () {
       const restarted = own.restartApiserver({ downMs: 1500 });
       // While it is down, connections are refused.
       await new Promise((r) => setTimeout(r, 1200));
-      const during = await rest.get('/readyz').then((r) => r.status, () => 0);
+      const during = await rest.send('GET', '/readyz').then((r) => r.status, () => 0);
       await restarted;
       expect(during, 'the apiserver answered while down').to.equal(0);
       expect(own.pids['kube-apiserver']).to.not.equal(oldPid);
@@ -166,10 +166,10 @@ describe('test control plane (hack/testenv)', function () {
       expect(cm.data).to.deep.equal({ a: '1' });
 
       await own.pause('kube-apiserver');
-      const hung = await rest.request('GET', '/readyz', undefined, 'application/json', 1000).then((r) => r.status, (e: Error) => e.message);
+      const hung = await rest.send('GET', '/readyz', undefined, 'application/json', 1000).then((r) => r.status, (e: Error) => e.message);
       expect(String(hung)).to.contain('timed out');
       await own.resume('kube-apiserver');
-      expect((await rest.get('/readyz')).status).to.equal(200); // anonymous may read /readyz
+      expect((await rest.send('GET', '/readyz')).status).to.equal(200); // anonymous may read /readyz
     } finally {
       rest.close();
       await own.pause('etcd'); // stop() must still end a paused component

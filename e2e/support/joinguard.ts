@@ -7,14 +7,14 @@ import { clusterAccessFromKubeconfig } from '../../controllers/runtime/kubeconfi
 import { buildCrd } from '../../api/v1alpha1/crd.js';
 import type { Condition, MachineJoinCheck, MachineJoinCheckSpec } from '../../api/v1alpha1/types.js';
 import { startController, type ControllerOptions, type RunningController } from '../../controllers/manager.js';
-import { applyCrds } from '../sim/crds.js';
-import type { Json, Kube } from '../sim/kube.js';
+import { installCrds } from '../../hack/testenv/crds.js';
+import type { Json, KubeClient } from '../../hack/testenv/kube-client.js';
 
 export const checksPath = (namespace: string) => `/apis/joinguard.io/v1alpha1/namespaces/${namespace}/machinejoinchecks`;
 
 /** Creates (or updates) the MachineJoinCheck CRD from api/v1alpha1 and waits until it is served. */
-export function installJoinGuardCrd(kube: Kube): Promise<void> {
-  return applyCrds(kube, [buildCrd() as unknown as Json]);
+export function installJoinGuardCrd(kube: KubeClient): Promise<void> {
+  return installCrds(kube, [buildCrd() as unknown as Json]);
 }
 
 /** Log lines kept in memory (and printed with JOINGUARD_E2E_LOG=1), so a failing spec can show them. */
@@ -53,11 +53,11 @@ export async function startJoinGuard(kubeConfig: KubeConfig, namespace: string, 
   return { controller, log };
 }
 
-export async function createCheck(kube: Kube, namespace: string, name: string, spec: MachineJoinCheckSpec): Promise<void> {
+export async function createCheck(kube: KubeClient, namespace: string, name: string, spec: MachineJoinCheckSpec): Promise<void> {
   await kube.create(checksPath(namespace), { apiVersion: 'joinguard.io/v1alpha1', kind: 'MachineJoinCheck', metadata: { name, namespace }, spec });
 }
 
-export async function getCheck(kube: Kube, namespace: string, name: string): Promise<MachineJoinCheck> {
+export async function getCheck(kube: KubeClient, namespace: string, name: string): Promise<MachineJoinCheck> {
   const c = await kube.get(`${checksPath(namespace)}/${name}`);
   if (!c) throw new Error(`MachineJoinCheck ${namespace}/${name} not found`);
   return c as MachineJoinCheck;

@@ -4,7 +4,8 @@
 // the before/after hooks and returns the context they fill in.
 import type { MachineJoinCheck } from '../../api/v1alpha1/types.js';
 import type { ControllerOptions, RunningController } from '../../controllers/manager.js';
-import { Kube, type Json } from '../sim/kube.js';
+import type { Json, KubeClient } from '../../hack/testenv/kube-client.js';
+import { capiApi, type CapiApi } from '../sim/capi-api.js';
 import type { Sim } from '../sim/sim.js';
 import { createCluster, type WorkerPool } from '../sim/topology.js';
 import { deleteClusters, describeMachines, hasNode, isControlPlane, listMachines, waitFor } from './cluster-view.js';
@@ -27,7 +28,9 @@ export interface ScenarioOptions {
 
 export interface Scenario {
   env: TestEnv;
-  kube: Kube;
+  kube: KubeClient;
+  /** The CAPI API of the release under test (paths, conditions, contract). */
+  capi: CapiApi;
   sim: Sim;
   namespace: string;
   cluster: string;
@@ -46,12 +49,12 @@ export interface Scenario {
 export function useScenario(o: ScenarioOptions): Scenario {
   const namespace = `${o.prefix}-${process.pid}`;
   const s = { namespace, cluster: o.cluster } as Scenario;
-  s.createCluster = () => createCluster(s.kube, { namespace, name: o.cluster, workers: o.workers, ca: { certPem: s.env.caCertPem, keyPem: s.env.caKeyPem } });
+  s.createCluster = () => createCluster(s.kube, { namespace, name: o.cluster, workers: o.workers, ca: { certPem: s.env.caCertPem, keyPem: s.env.caKeyPem }, apiVersion: s.capi.version });
   s.startJoinGuard = async (extra = {}) => {
     s.jg = await startJoinGuard(s.env.kubeConfig(), namespace, extra);
   };
   s.check = () => getCheck(s.kube, namespace, o.checkName);
-  s.machines = () => listMachines(s.kube, namespace, o.cluster);
+  s.machines = () => listMachines(s.kube, s.capi, namespace, o.cluster);
   s.workers = async () => (await s.machines()).filter((m) => !isControlPlane(m));
   s.seen = (extra) => async () => `${describeMachines(await s.machines())}\n` +
     `${describeCheck(await s.check().catch(() => ({ metadata: { name: o.checkName } }) as MachineJoinCheck))}\n` +
@@ -60,7 +63,8 @@ export function useScenario(o: ScenarioOptions): Scenario {
   before(async function () {
     this.timeout(300_000);
     s.env = await getTestEnv();
-    s.kube = await Kube.from(s.env.kubeConfig());
+    s.kube = s.env.kube();
+    s.capi = capiApi(s.env.capiApiVersion);
     s.sim = await getSim();
     await installJoinGuardCrd(s.kube);
     await s.kube.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
@@ -77,7 +81,7 @@ export function useScenario(o: ScenarioOptions): Scenario {
   after(async function () {
     this.timeout(60_000);
     await s.jg?.controller.stop();
-    if (s.kube) await deleteClusters(s.kube, namespace);
+    if (s.kube) await deleteClusters(s.kube, s.capi, namespace);
     s.kube?.close();
   });
 

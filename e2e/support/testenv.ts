@@ -3,12 +3,26 @@
 // getTestEnv() starts it on first use (progress on stderr) and hands the same env to later callers;
 // the root hook (root-hooks.ts) stops it after the run. Unit-only runs never call it, so they start
 // nothing. With JOINGUARD_TESTENV_KUBECONFIG set (the kubeconfig printed by `npm run testenv -- up`),
-// the running env is used instead and left running.
+// the running env is used instead and left running. JOINGUARD_CAPI_RELEASE=v1.10 runs the specs against
+// CAPI v1.10's managers (v1beta1) instead of v1.14's.
 import type { TestEnv } from '../../hack/testenv/testenv.js';
 
 export type { TestEnv } from '../../hack/testenv/testenv.js';
 
 let pending: Promise<TestEnv> | undefined;
+
+/**
+ * Every write at level Metadata (blocking mode, the default): the judge of the fault-injection specs
+ * (e2e/faults), e.g. "no write from a deposed leader". Reads are not logged, to keep the file small.
+ */
+const WRITES_AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: None
+    verbs: ["get", "list", "watch"]
+  - level: Metadata
+`;
 
 function logToStderr(line: string): void {
   process.stderr.write(`${line}\n`);
@@ -20,12 +34,16 @@ export function getTestEnv(): Promise<TestEnv> {
     pending = (async () => {
       // Imported lazily so that loading this file (the root hook does) costs nothing.
       const { startTestEnv, attachTestEnv } = await import('../../hack/testenv/testenv.js');
+      const { capiReleaseFromEnv } = await import('../../hack/testenv/capi-releases.js');
+      const capiRelease = capiReleaseFromEnv();
       const external = process.env.JOINGUARD_TESTENV_KUBECONFIG;
       if (external) {
         logToStderr(`[testenv] using the running env of JOINGUARD_TESTENV_KUBECONFIG=${external}`);
-        return attachTestEnv(external);
+        const env = attachTestEnv(external);
+        if (env.capiRelease !== capiRelease) throw new Error(`the running env runs CAPI ${env.capiRelease}, not ${capiRelease} (JOINGUARD_CAPI_RELEASE)`);
+        return env;
       }
-      return startTestEnv({ log: logToStderr });
+      return startTestEnv({ log: logToStderr, capiRelease, audit: { policy: WRITES_AUDIT_POLICY } });
     })();
     pending.catch(() => (pending = undefined));
   }

@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import type { CertSet } from './certs.js';
-import { KubeRest, poll } from './kube-rest.js';
+import { KubeClient } from './kube-client.js';
+import { waitFor } from './wait.js';
 import { freePort } from './ports.js';
 import { launchWithRetry, ManagedProcess } from './process.js';
 
@@ -14,7 +15,7 @@ export interface Apiserver {
   proc: ManagedProcess;
   port: number;
   server: string;
-  rest: KubeRest;
+  rest: KubeClient;
   /**
    * Stops the apiserver (SIGTERM, its graceful shutdown), waits downMs, and starts it again with the same
    * flags: same port, certificates and etcd, so every client's kubeconfig stays valid. Resolves when
@@ -77,17 +78,17 @@ export async function startApiserver(opts: ApiserverOptions): Promise<Apiserver>
     opts.onStart?.(proc);
     return proc;
   };
-  const ready = async (proc: ManagedProcess, rest: KubeRest) => {
+  const ready = async (proc: ManagedProcess, rest: KubeClient) => {
     const timeoutMs = opts.timeoutMs ?? 45_000;
-    const died = () => (proc.running ? undefined : `kube-apiserver ${proc.describeExit()}`);
-    await poll('kube-apiserver /readyz', timeoutMs, async () => ((await rest.get('/readyz')).status === 200 ? true : undefined), died, 200);
-    await poll('namespace default', timeoutMs, async () => ((await rest.get('/api/v1/namespaces/default')).status === 200 ? true : undefined), died);
+    const abort = () => (proc.running ? undefined : `kube-apiserver ${proc.describeExit()}`);
+    await waitFor('kube-apiserver /readyz', async () => (await rest.send('GET', '/readyz')).status === 200, { timeoutMs, abort, intervalMs: 200 });
+    await waitFor('namespace default', async () => (await rest.send('GET', '/api/v1/namespaces/default')).status === 200, { timeoutMs, abort, intervalMs: 100 });
   };
   return launchWithRetry('kube-apiserver', opts.log, async () => {
     const port = await freePort();
     const server = `https://127.0.0.1:${port}`;
     const proc = launch(port);
-    const rest = new KubeRest({ server, ...creds });
+    const rest = new KubeClient({ server, ...creds });
     const wait = async (): Promise<Apiserver> => {
       try {
         await ready(proc, rest);

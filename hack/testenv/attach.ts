@@ -3,8 +3,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
+import { KubeClient } from './kube-client.js';
 import { pauseGroup, pidAlive, tailFile } from './process.js';
 import type { TestEnv, TestEnvComponent } from './testenv.js';
+import type { CapiRelease } from './capi-releases.js';
 
 export const DESCRIPTOR_FILE = 'testenv.json';
 
@@ -21,6 +23,9 @@ export interface TestEnvDescriptor {
   healthUrls: Record<string, string>;
   /** Folder of the binaries and crds/. */
   binDir: string;
+  capiRelease: CapiRelease;
+  capiVersion: string;
+  capiApiVersion: 'v1beta2' | 'v1beta1';
   /** The process that started the env (the CLI's supervisor, or a test run). */
   ownerPid: number;
 }
@@ -50,12 +55,16 @@ export function attachedTestEnv(d: TestEnvDescriptor, caCertPem: string, caKeyPe
     pids: { ...d.pids },
     healthUrls: { ...d.healthUrls },
     binDir: d.binDir,
+    capiRelease: d.capiRelease,
+    capiVersion: d.capiVersion,
+    capiApiVersion: d.capiApiVersion,
     owned: false,
     kubeConfig() {
       const kc = new KubeConfig();
       kc.loadFromFile(d.kubeconfigPath);
       return kc;
     },
+    kube: () => KubeClient.fromKubeconfigFile(d.kubeconfigPath),
     logTail(component: string, lines = 40) {
       return tailFile(path.join(d.runDir, `${component}.log`), lines);
     },

@@ -1,85 +1,138 @@
 #!/usr/bin/env bash
-# Builds the local test control plane from Go modules: etcd, kube-apiserver and CAPI's three managers
-# (and clusterctl of the same CAPI version, for the install tests).
+# Builds the local test control plane from Go modules: etcd, kube-apiserver and, for one CAPI release,
+# CAPI's three managers (and, for the default release, clusterctl of the same version, for the install tests).
 # Binaries go to a cache folder outside git, keyed by the pinned versions (go.mod + go.sum of each tool
-# module); a binary already there is reused. Prints what it builds, how far it is and how long it took.
+# module and the build recipe); a binary already there is reused. Prints what it builds, how far it is and
+# how long it took.
 #
-#   hack/testenv/build.sh            build what is missing, print the bin folder on the last line
-#   hack/testenv/build.sh --print    only print the bin folder (no build)
+#   hack/testenv/build.sh                  build what is missing for the default release (v1.14)
+#   hack/testenv/build.sh --capi v1.10     the same for CAPI v1.10 (v1beta1)
+#   hack/testenv/build.sh --print [--capi R]   only print the release's bin folder (no build)
+#   hack/testenv/build.sh --all            every release (CI)
+#
+# The last line printed is the release's bin folder: etcd and kube-apiserver (links into a folder shared by
+# the releases), the managers, crds/ and release.json (where the release's module and provider folders are,
+# for the webhook manifests).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cache="${JOINGUARD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/joinguard}"
+release="${JOINGUARD_CAPI_RELEASE:-v1.14}"
+print_only=false
+all=false
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --print) print_only=true; shift ;;
+    --capi) release="${2:?--capi needs a release (v1.14, v1.10)}"; shift 2 ;;
+    --all) all=true; shift ;;
+    *) echo "[testenv build] unknown argument $1" >&2; exit 64 ;;
+  esac
+done
+
+if $all; then
+  for r in v1.14 v1.10; do "$here/build.sh" --capi "$r" >/dev/null; done
+  exec "$here/build.sh" --capi v1.14 --print
+fi
+
+# The releases: tool module, the folder of the core provider inside the CAPI module (its main package, CRDs
+# and webhook manifests), the kube-apiserver tool module, and whether clusterctl is built with it.
+# v1.10's managers are in the root module (main.go, bootstrap/kubeadm/main.go, controlplane/kubeadm/main.go);
+# v1.14 split them into modules (core, bootstrap/kubeadm, controlplane/kubeadm).
+case "$release" in
+  v1.14) capi_mod=capi-v1.14; core_sub=core; kube_mod=kube; with_clusterctl=true ;;
+  v1.10) capi_mod=capi-v1.10; core_sub=.; kube_mod=kube; with_clusterctl=false ;;
+  *) echo "[testenv build] unknown CAPI release $release (known: v1.14, v1.10)" >&2; exit 64 ;;
+esac
 
 # Versions, read from the tool modules so that there is one place to change them.
 # `module version` on a require line, inside or outside a require block.
 pinned() { awk -v m="$1" '{ if ($1 == "require") { $1 = "" ; $0 = $0 } } $1 == m { print $2; exit }' "$2"; }
-kube_version="$(pinned k8s.io/kubernetes "$here/kube/go.mod")"
+kube_version="$(pinned k8s.io/kubernetes "$here/$kube_mod/go.mod")"
 etcd_version="$(pinned go.etcd.io/etcd/server/v3 "$here/etcd/go.mod")"
-capi_version="$(pinned sigs.k8s.io/cluster-api "$here/capi/go.mod")"
+capi_version="$(pinned sigs.k8s.io/cluster-api "$here/$capi_mod/go.mod")"
 for v in kube_version etcd_version capi_version; do
   [[ -n "${!v}" ]] || { echo "[testenv build] cannot read $v from the tool modules" >&2; exit 1; }
 done
 
-key="$(cat "$here"/{kube,etcd,capi,clusterctl}/go.{mod,sum} "$here/build.sh" | sha256sum | cut -c1-12)"
-bin="$cache/bin/k8s-${kube_version}_etcd-${etcd_version}_capi-${capi_version}_${key}"
+build_date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+kube_minor="${kube_version#v1.}"; kube_minor="${kube_minor%%.*}"
+kube_ld="-s -w -X k8s.io/component-base/version.gitVersion=${kube_version} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${kube_minor} -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/component-base/version.buildDate=@DATE@ -X k8s.io/client-go/pkg/version.gitVersion=${kube_version} -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=${kube_minor}"
+capi_minor="${capi_version#v1.}"; capi_minor="${capi_minor%%.*}"
+capi_ld="-s -w -X sigs.k8s.io/cluster-api/version.gitVersion=${capi_version} -X sigs.k8s.io/cluster-api/version.gitMajor=1 -X sigs.k8s.io/cluster-api/version.gitMinor=${capi_minor} -X sigs.k8s.io/cluster-api/version.gitTreeState=clean -X sigs.k8s.io/cluster-api/version.buildDate=@DATE@"
+if [[ "$core_sub" == "." ]]; then core_pkg="sigs.k8s.io/cluster-api"; else core_pkg="sigs.k8s.io/cluster-api/$core_sub"; fi
 
-if [[ "${1:-}" == "--print" ]]; then echo "$bin"; exit 0; fi
-mkdir -p "$bin"
+# name | module dir | package | ldflags (@DATE@ becomes the build date; the recipe, not the date, is keyed)
+base_targets=(
+  "etcd|etcd|go.etcd.io/etcd/server/v3|-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=${etcd_version}"
+  "kube-apiserver|$kube_mod|k8s.io/kubernetes/cmd/kube-apiserver|${kube_ld}"
+)
+release_targets=(
+  "capi-core|$capi_mod|$core_pkg|${capi_ld}"
+  "capi-kubeadm-bootstrap|$capi_mod|sigs.k8s.io/cluster-api/bootstrap/kubeadm|${capi_ld}"
+  "capi-kubeadm-control-plane|$capi_mod|sigs.k8s.io/cluster-api/controlplane/kubeadm|${capi_ld}"
+)
+# Not part of the control plane: the install tests use it for clusterctl's own substitution and repository.
+$with_clusterctl && release_targets+=("clusterctl|clusterctl|sigs.k8s.io/cluster-api/cmd/clusterctl|${capi_ld}")
+
+keyof() { # the recipe of a list of targets: their modules' go.mod/go.sum and the target lines
+  local t dir
+  { for t in "$@"; do dir="$(cut -d'|' -f2 <<<"$t")"; cat "$here/$dir/go.mod" "$here/$dir/go.sum"; echo "$t"; done; } | sha256sum | cut -c1-12
+}
+base="$cache/bin/k8s-${kube_version}_etcd-${etcd_version}_$(keyof "${base_targets[@]}")"
+bin="$cache/bin/capi-${capi_version}_k8s-${kube_version}_$(keyof "${base_targets[@]}" "${release_targets[@]}")"
+
+if $print_only; then echo "$bin"; exit 0; fi
+mkdir -p "$base" "$bin"
 
 now() { date +%s; }
 start_all=$(now)
-build_date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-
-# name | module dir | package | ldflags
-kube_minor="${kube_version#v1.}"; kube_minor="${kube_minor%%.*}"
-kube_ld="-s -w -X k8s.io/component-base/version.gitVersion=${kube_version} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${kube_minor} -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/component-base/version.buildDate=${build_date} -X k8s.io/client-go/pkg/version.gitVersion=${kube_version} -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=${kube_minor}"
-capi_minor="${capi_version#v1.}"; capi_minor="${capi_minor%%.*}"
-capi_ld="-s -w -X sigs.k8s.io/cluster-api/version.gitVersion=${capi_version} -X sigs.k8s.io/cluster-api/version.gitMajor=1 -X sigs.k8s.io/cluster-api/version.gitMinor=${capi_minor} -X sigs.k8s.io/cluster-api/version.gitTreeState=clean -X sigs.k8s.io/cluster-api/version.buildDate=${build_date}"
-targets=(
-  "etcd|etcd|go.etcd.io/etcd/server/v3|-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=${etcd_version}"
-  "kube-apiserver|kube|k8s.io/kubernetes/cmd/kube-apiserver|${kube_ld}"
-  "capi-core|capi|sigs.k8s.io/cluster-api/core|${capi_ld}"
-  "capi-kubeadm-bootstrap|capi|sigs.k8s.io/cluster-api/bootstrap/kubeadm|${capi_ld}"
-  "capi-kubeadm-control-plane|capi|sigs.k8s.io/cluster-api/controlplane/kubeadm|${capi_ld}"
-  # Not part of the control plane: the install tests use it for clusterctl's own substitution and repository.
-  "clusterctl|clusterctl|sigs.k8s.io/cluster-api/cmd/clusterctl|${capi_ld}"
-)
-
-total=${#targets[@]}
+total=$(( ${#base_targets[@]} + ${#release_targets[@]} ))
 i=0
-for t in "${targets[@]}"; do
-  IFS='|' read -r name dir pkg ldflags <<<"$t"
+build() { # target line, output folder
+  local name dir pkg ldflags s beat
+  IFS='|' read -r name dir pkg ldflags <<<"$1"
   i=$((i + 1))
-  if [[ -x "$bin/$name" ]]; then
+  if [[ -x "$2/$name" ]]; then
     echo "[testenv build $i/$total] $name: cached" >&2
-    continue
+    return
   fi
-  echo "[testenv build $i/$total] $name: building $pkg (first build of this version takes minutes) ..." >&2
+  echo "[testenv build $i/$total] $name: building $pkg (CAPI $release; first build of this version takes minutes) ..." >&2
   s=$(now)
   # A heartbeat so that a long cold build shows it is alive.
   ( while sleep 30; do echo "[testenv build $i/$total] $name: still building, $(( $(now) - s ))s" >&2; done ) &
   beat=$!
-  if ! (cd "$here/$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$bin/$name.tmp" "$pkg"); then
+  if ! (cd "$here/$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags//@DATE@/$build_date}" -o "$2/$name.tmp" "$pkg"); then
     kill "$beat" 2>/dev/null || true
-    echo "[testenv build] $name FAILED" >&2
+    echo "[testenv build] $name (CAPI $release) FAILED" >&2
     exit 1
   fi
   kill "$beat" 2>/dev/null || true
   wait "$beat" 2>/dev/null || true
-  mv "$bin/$name.tmp" "$bin/$name"
+  mv "$2/$name.tmp" "$2/$name"
   echo "[testenv build $i/$total] $name: built in $(( $(now) - s ))s" >&2
-done
+}
+for t in "${base_targets[@]}"; do build "$t" "$base"; done
+for t in "${release_targets[@]}"; do build "$t" "$bin"; done
+for name in etcd kube-apiserver; do ln -sfn "$base/$name" "$bin/$name"; done
 
-# CRD sources come from the CAPI module of the same version.
-capi_dir="$(cd "$here/capi" && go list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api)"
+# CRDs and webhook manifests come from the CAPI module of the same version.
+capi_dir="$(cd "$here/$capi_mod" && go list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api)"
+core_dir="$capi_dir/$core_sub"; [[ "$core_sub" == "." ]] && core_dir="$capi_dir"
+providers=("capi-core|$core_dir" "capi-kubeadm-bootstrap|$capi_dir/bootstrap/kubeadm" "capi-kubeadm-control-plane|$capi_dir/controlplane/kubeadm")
 if [[ ! -d "$bin/crds" ]]; then
   mkdir -p "$bin/crds.tmp"
-  for d in core/config/crd/bases bootstrap/kubeadm/config/crd/bases controlplane/kubeadm/config/crd/bases; do
-    cp "$capi_dir/$d"/*.yaml "$bin/crds.tmp/"
-  done
+  for p in "${providers[@]}"; do cp "${p#*|}/config/crd/bases"/*.yaml "$bin/crds.tmp/"; done
   mv "$bin/crds.tmp" "$bin/crds"
 fi
+{
+  echo "{"
+  echo "  \"release\": \"$release\", \"version\": \"$capi_version\", \"kubernetes\": \"$kube_version\", \"moduleDir\": \"$capi_dir\","
+  echo "  \"providerDirs\": {"
+  sep=""
+  for p in "${providers[@]}"; do printf '%s    "%s": "%s"' "$sep" "${p%|*}" "${p#*|}"; sep=$',\n'; done
+  printf '\n  }\n}\n'
+} >"$bin/release.json.tmp"
+mv "$bin/release.json.tmp" "$bin/release.json"
 
-echo "[testenv build] done in $(( $(now) - start_all ))s: $bin" >&2
+echo "[testenv build] CAPI $release done in $(( $(now) - start_all ))s: $bin" >&2
 echo "$bin"

@@ -1,11 +1,9 @@
 // CAPI's three managers (core, kubeadm bootstrap, kubeadm control plane) as local processes against
 // the test apiserver, each with its own webhook port, wired into the apiserver before it starts.
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { createOrReplace } from './crds.js';
-import { httpGet, KubeRest, poll } from './kube-rest.js';
+import { CAPI_RELEASES, type BuiltRelease } from './capi-releases.js';
+import { httpGet, type KubeClient } from './kube-client.js';
+import { waitFor } from './wait.js';
 import { freePorts } from './ports.js';
 import { launchWithRetry, ManagedProcess } from './process.js';
 import { webhookConfigurationPath, webhookConfigurations, wireCrd, type WebhookTarget } from './webhooks-wiring.js';
@@ -15,8 +13,6 @@ type Json = Record<string, any>;
 export interface CapiProvider {
   /** Component name: the binary's name and the log file's base name. */
   component: 'capi-core' | 'capi-kubeadm-bootstrap' | 'capi-kubeadm-control-plane';
-  /** Folder of the provider inside the CAPI module. */
-  moduleSubdir: string;
   namePrefix: string;
   crdGroups: string[];
   crdLabels: Record<string, string>;
@@ -36,14 +32,18 @@ export interface CapiProvider {
   };
 }
 
-// The contract labels kustomize adds to the kubeadm providers' CRDs (see their config/crd/kustomization.yaml).
-const CONTRACT_LABELS = { 'cluster.x-k8s.io/v1beta1': 'v1beta1', 'cluster.x-k8s.io/v1beta2': 'v1beta2' };
 const PROBE_NAME = 'testenv-webhook-probe';
 
-export const CAPI_PROVIDERS: CapiProvider[] = [
+/** The three providers of a release; the kubeadm ones carry the release's contract labels. */
+export function capiProviders(built: BuiltRelease): CapiProvider[] {
+  const contract = CAPI_RELEASES[built.release].kubeadmContractLabels;
+  return PROVIDERS.map((p) => (p.component === 'capi-core' ? p : { ...p, crdLabels: { ...p.crdLabels, ...contract } }));
+}
+
+// Probes go through v1beta1, which every release serves (v1.10 stores it; v1.11+ converts it).
+const PROVIDERS: CapiProvider[] = [
   {
     component: 'capi-core',
-    moduleSubdir: 'core',
     namePrefix: 'capi-',
     crdGroups: ['cluster.x-k8s.io', 'addons.cluster.x-k8s.io', 'ipam.cluster.x-k8s.io', 'runtime.cluster.x-k8s.io'],
     crdLabels: { 'cluster.x-k8s.io/provider': 'cluster-api' },
@@ -58,10 +58,9 @@ export const CAPI_PROVIDERS: CapiProvider[] = [
   },
   {
     component: 'capi-kubeadm-bootstrap',
-    moduleSubdir: 'bootstrap/kubeadm',
     namePrefix: 'capi-kubeadm-bootstrap-',
     crdGroups: ['bootstrap.cluster.x-k8s.io'],
-    crdLabels: { 'cluster.x-k8s.io/provider': 'bootstrap-kubeadm', ...CONTRACT_LABELS },
+    crdLabels: { 'cluster.x-k8s.io/provider': 'bootstrap-kubeadm' },
     probe: {
       collection: '/apis/bootstrap.cluster.x-k8s.io/v1beta1/namespaces/default/kubeadmconfigs',
       object: { apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta1', kind: 'KubeadmConfig', metadata: { name: PROBE_NAME }, spec: {} },
@@ -69,10 +68,9 @@ export const CAPI_PROVIDERS: CapiProvider[] = [
   },
   {
     component: 'capi-kubeadm-control-plane',
-    moduleSubdir: 'controlplane/kubeadm',
     namePrefix: 'capi-kubeadm-control-plane-',
     crdGroups: ['controlplane.cluster.x-k8s.io'],
-    crdLabels: { 'cluster.x-k8s.io/provider': 'control-plane-kubeadm', ...CONTRACT_LABELS },
+    crdLabels: { 'cluster.x-k8s.io/provider': 'control-plane-kubeadm' },
     probe: {
       collection: '/apis/controlplane.cluster.x-k8s.io/v1beta1/namespaces/default/kubeadmcontrolplanetemplates',
       object: {
@@ -85,37 +83,25 @@ export const CAPI_PROVIDERS: CapiProvider[] = [
   },
 ];
 
-/** The CAPI module of the version the binaries were built from (for the webhook manifests). */
-export function capiModuleDir(): string {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const gomod = fs.readFileSync(path.join(here, 'capi', 'go.mod'), 'utf8');
-  const version = /^\s*(?:require\s+)?sigs\.k8s\.io\/cluster-api\s+(v\S+)/m.exec(gomod)?.[1];
-  if (!version) throw new Error('cannot read the sigs.k8s.io/cluster-api version from hack/testenv/capi/go.mod');
-  const modCache = process.env.GOMODCACHE || path.join(process.env.GOPATH?.split(':')[0] || path.join(os.homedir(), 'go'), 'pkg', 'mod');
-  const dir = path.join(modCache, 'sigs.k8s.io', `cluster-api@${version}`);
-  if (!fs.existsSync(path.join(dir, 'core', 'config', 'webhook', 'manifests.yaml'))) {
-    throw new Error(`CAPI module ${version} not found at ${dir}: run hack/testenv/build.sh (it downloads it)`);
-  }
-  return dir;
-}
-
-export function webhookTarget(provider: CapiProvider, port: number, moduleDir: string): WebhookTarget {
+export function webhookTarget(provider: CapiProvider, port: number, built: BuiltRelease): WebhookTarget {
+  const dir = built.providerDirs[provider.component];
+  if (!dir) throw new Error(`${built.version}: no provider folder for ${provider.component} in release.json`);
   return {
     component: provider.component,
     port,
     crdGroups: provider.crdGroups,
-    manifestsFile: path.join(moduleDir, provider.moduleSubdir, 'config', 'webhook', 'manifests.yaml'),
+    manifestsFile: path.join(dir, 'config', 'webhook', 'manifests.yaml'),
     namePrefix: provider.namePrefix,
     crdLabels: provider.crdLabels,
   };
 }
 
 /** Installs (or re-points) a provider's CRDs and webhook configurations at the given webhook port. */
-export async function wireProvider(rest: KubeRest, target: WebhookTarget, crds: Json[], caBundleB64: string): Promise<void> {
+export async function wireProvider(rest: KubeClient, target: WebhookTarget, crds: Json[], caBundleB64: string): Promise<void> {
   const own = crds.filter((c) => target.crdGroups.includes(c.spec?.group));
-  await Promise.all(own.map((crd) => createOrReplace(rest, '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', wireCrd(crd, [target], caBundleB64))));
+  await Promise.all(own.map((crd) => rest.createOrReplace('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', wireCrd(crd, [target], caBundleB64))));
   for (const cfg of webhookConfigurations(target, caBundleB64)) {
-    await createOrReplace(rest, webhookConfigurationPath(cfg.kind), cfg);
+    await rest.createOrReplace(webhookConfigurationPath(cfg.kind), cfg);
   }
 }
 
@@ -133,7 +119,7 @@ export interface ManagerStartOptions {
   runDir: string;
   kubeconfigPath: string;
   webhookCertDir: string;
-  rest: KubeRest;
+  rest: KubeClient;
   /** The webhook port the provider was wired to before start (see wireProvider). */
   webhookPort: number;
   /** To re-wire at a new port when the first one was taken meanwhile. */
@@ -158,8 +144,8 @@ function managerArgs(o: ManagerStartOptions, webhookPort: number, healthPort: nu
 }
 
 /** Dry-run create through v1beta1: succeeds only when conversion and admission webhooks answer. */
-export async function probeWebhooks(rest: KubeRest, provider: CapiProvider): Promise<void> {
-  const res = await rest.post(`${provider.probe.collection}?dryRun=All`, provider.probe.object);
+export async function probeWebhooks(rest: KubeClient, provider: CapiProvider): Promise<void> {
+  const res = await rest.send('POST', `${provider.probe.collection}?dryRun=All`, provider.probe.object);
   if (provider.probe.deniedBy) {
     if (res.body.includes(`admission webhook \\"${provider.probe.deniedBy}\\" denied the request`)) return;
     throw new Error(`dry-run create: expected a denial by ${provider.probe.deniedBy}, got ${res.status} ${res.body.slice(0, 400)}`);
@@ -192,9 +178,9 @@ export async function startCapiManager(provider: CapiProvider, o: ManagerStartOp
     const healthUrl = `http://127.0.0.1:${healthPort}`;
     const wait = async (): Promise<CapiManager> => {
       const timeoutMs = o.timeoutMs ?? 40_000;
-      const died = () => (proc.running ? undefined : `${provider.component} ${proc.describeExit()}`);
-      await poll(`${provider.component} /readyz`, timeoutMs, async () => ((await httpGet(`${healthUrl}/readyz`)).status === 200 ? true : undefined), died, 200);
-      await poll(`${provider.component} webhooks`, 20_000, async () => (await probeWebhooks(o.rest, provider), true), died, 200);
+      const abort = () => (proc.running ? undefined : `${provider.component} ${proc.describeExit()}`);
+      await waitFor(`${provider.component} /readyz`, async () => (await httpGet(`${healthUrl}/readyz`)).status === 200, { timeoutMs, abort, intervalMs: 200 });
+      await waitFor(`${provider.component} webhooks`, async () => (await probeWebhooks(o.rest, provider), true), { timeoutMs: 20_000, abort, intervalMs: 200 });
       return { provider, proc, webhookPort, healthPort, healthUrl };
     };
     return { proc, wait };

@@ -11,9 +11,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { VersionApi } from '@kubernetes/client-node';
 import { attachTestEnv, deadComponents, readDescriptor } from './attach.js';
-import { httpGet } from './kube-rest.js';
+import { httpGet } from './kube-client.js';
 import { groupAlive, pidAlive, tailFile } from './process.js';
 import { ensureBuilt, startTestEnv } from './testenv.js';
+import { capiReleaseFromEnv, CAPI_RELEASE_NAMES, type CapiRelease } from './capi-releases.js';
 
 const cacheDir = process.env.JOINGUARD_CACHE ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'joinguard');
 const stateFile = path.join(cacheDir, 'testenv-state.json');
@@ -89,7 +90,7 @@ function follow(file: string): () => void {
   return () => clearInterval(timer);
 }
 
-async function up(): Promise<number> {
+async function up(release: CapiRelease): Promise<number> {
   const current = readState();
   if (current && supervisorAlive(current.supervisorPid)) {
     if (current.status === 'ready' && current.kubeconfigPath) {
@@ -103,14 +104,14 @@ async function up(): Promise<number> {
   }
   if (current) fs.rmSync(stateFile, { force: true });
 
-  const binDir = await ensureBuilt(err);
+  const binDir = await ensureBuilt(err, release);
   fs.rmSync(runDir, { recursive: true, force: true });
   fs.mkdirSync(runDir, { recursive: true });
   fs.mkdirSync(cacheDir, { recursive: true });
   fs.writeFileSync(supervisorLog, '');
   const logFd = fs.openSync(supervisorLog, 'a');
   // process.execArgv carries tsx's loader flags, so the supervisor runs this same file the same way.
-  const child = spawn(process.execPath, [...process.execArgv, cliFile, 'supervise', binDir], {
+  const child = spawn(process.execPath, [...process.execArgv, cliFile, 'supervise', binDir, release], {
     detached: true,
     stdio: ['ignore', logFd, logFd],
     cwd: process.cwd(),
@@ -148,7 +149,7 @@ async function up(): Promise<number> {
 }
 
 /** The detached process that owns the env; SIGTERM (from `down`) makes cleanup.ts stop it and exit. */
-async function supervise(binDir: string): Promise<number> {
+async function supervise(binDir: string, capiRelease: CapiRelease): Promise<number> {
   const startedAt = new Date().toISOString();
   const t0 = Date.now();
   const log = (line: string) => console.log(`${new Date().toISOString().slice(11, 23)} ${line}`);
@@ -158,7 +159,7 @@ async function supervise(binDir: string): Promise<number> {
     if (state?.supervisorPid === process.pid && state.status !== 'failed') fs.rmSync(stateFile, { force: true });
   });
   try {
-    const env = await startTestEnv({ runDir, binDir, log });
+    const env = await startTestEnv({ runDir, binDir, log, capiRelease });
     writeState({ status: 'ready', supervisorPid: process.pid, runDir, startedAt, kubeconfigPath: env.kubeconfigPath, server: env.server, startupSeconds: (Date.now() - t0) / 1000 });
     // Say when a component dies; `status` reports it too. The env stays as it is until `down`.
     const reported = new Set<string>();
@@ -240,22 +241,29 @@ async function status(): Promise<number> {
     version = `unreachable (${(e as Error).message.split('\n')[0]})`;
   }
   console.log(`apiserver    ${d.server} ${version}`);
+  console.log(`capi         ${d.capiVersion} (${d.capiApiVersion})`);
   console.log(`kubeconfig   ${state.kubeconfigPath}`);
   console.log(`ports        ${Object.entries(d.ports).map(([k, v]) => `${k}=${v}`).join(' ')}`);
   return dead.size === 0 && !version.startsWith('unreachable') ? 0 : 2;
 }
 
 async function main(): Promise<void> {
-  const [cmd, arg] = process.argv.slice(2);
+  const [cmd, arg, arg2] = process.argv.slice(2);
+  // `up --capi v1.10` (or JOINGUARD_CAPI_RELEASE) picks the CAPI release.
+  const release = cmd === 'up' && arg === '--capi' ? arg2 : capiReleaseFromEnv();
+  if (!(CAPI_RELEASE_NAMES as readonly (string | undefined)[]).includes(release)) {
+    err(`unknown CAPI release ${release}; known: ${CAPI_RELEASE_NAMES.join(', ')}`);
+    process.exit(2);
+  }
   let code: number;
   switch (cmd) {
-    case 'up': code = await up(); break;
+    case 'up': code = await up(release as CapiRelease); break;
     case 'down': code = await down(); break;
     case 'env': code = env(); break;
     case 'status': code = await status(); break;
-    case 'supervise': code = await supervise(arg ?? ''); break;
+    case 'supervise': code = await supervise(arg ?? '', (arg2 ?? 'v1.14') as CapiRelease); break;
     default:
-      err('usage: npm run testenv -- up|down|env|status');
+      err('usage: npm run testenv -- up [--capi v1.14|v1.10]|down|env|status');
       code = 2;
   }
   if (code >= 0) process.exit(code);

@@ -2,7 +2,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { KubeRest, poll } from './kube-rest.js';
+import type { KubeClient } from './kube-client.js';
+import { waitFor } from './wait.js';
 
 type Json = Record<string, any>;
 
@@ -22,16 +23,6 @@ export function readCrds(dir: string): Json[] {
   return crds;
 }
 
-/** Creates an object, or replaces it when it already exists (a reused etcd, or a second install). */
-export async function createOrReplace(rest: KubeRest, collectionPath: string, obj: Json): Promise<void> {
-  const created = await rest.post(collectionPath, obj);
-  if (created.status === 201 || created.status === 200) return;
-  if (created.status !== 409) throw new Error(`create ${obj.kind} ${obj.metadata?.name}: ${created.status} ${created.body.slice(0, 800)}`);
-  const itemPath = `${collectionPath}/${obj.metadata.name}`;
-  const current = JSON.parse((await rest.get(itemPath)).body) as Json;
-  const replaced = await rest.request('PUT', itemPath, { ...obj, metadata: { ...obj.metadata, resourceVersion: current.metadata?.resourceVersion } });
-  if (replaced.status !== 200) throw new Error(`replace ${obj.kind} ${obj.metadata?.name}: ${replaced.status} ${replaced.body.slice(0, 800)}`);
-}
 
 function established(crd: Json): boolean {
   const conditions = (crd.status?.conditions ?? []) as Json[];
@@ -40,24 +31,23 @@ function established(crd: Json): boolean {
 }
 
 /** Installs the CRDs and waits until all are Established. */
-export async function installCrds(rest: KubeRest, crds: Json[], timeoutMs = 30_000): Promise<void> {
+export async function installCrds(rest: KubeClient, crds: Json[], timeoutMs = 30_000): Promise<void> {
   // A few at a time: the CAPI CRDs are large (up to 360 KB) and this machine has two cores.
   const queue = [...crds];
   const workers = Array.from({ length: 4 }, async () => {
-    for (let crd = queue.shift(); crd; crd = queue.shift()) await createOrReplace(rest, CRD_PATH, crd);
+    for (let crd = queue.shift(); crd; crd = queue.shift()) await rest.createOrReplace(CRD_PATH, crd);
   });
   await Promise.all(workers);
   const names = new Set(crds.map((c) => c.metadata.name as string));
-  await poll('CRDs established', timeoutMs, async () => {
-    const list = await rest.getJson<{ items: Json[] }>(CRD_PATH);
-    const ready = list.items.filter((c) => names.has(c.metadata.name) && established(c)).length;
-    return ready === names.size ? true : undefined;
-  }, undefined, 200);
+  await waitFor('CRDs established', async () => {
+    const list = await rest.list(CRD_PATH);
+    return list.items.filter((c) => names.has(c.metadata.name) && established(c)).length === names.size;
+  }, { timeoutMs, intervalMs: 200 });
 }
 
 /** Names of the CRDs in the list that are not Established (for tests and status). */
-export async function notEstablished(rest: KubeRest, names: string[]): Promise<string[]> {
-  const list = await rest.getJson<{ items: Json[] }>(CRD_PATH);
+export async function notEstablished(rest: KubeClient, names: string[]): Promise<string[]> {
+  const list = await rest.list(CRD_PATH);
   const ok = new Set(list.items.filter(established).map((c) => c.metadata.name as string));
   return names.filter((n) => !ok.has(n));
 }

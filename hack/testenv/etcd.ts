@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { freePorts } from './ports.js';
 import { launchWithRetry, ManagedProcess } from './process.js';
-import { httpGet, poll } from './kube-rest.js';
+import { httpGet } from './kube-client.js';
+import { waitFor } from './wait.js';
 
 export interface Etcd {
   proc: ManagedProcess;
@@ -51,10 +52,10 @@ export async function startEtcd(opts: EtcdOptions): Promise<Etcd> {
     });
     opts.onStart?.(proc);
     const wait = async (): Promise<Etcd> => {
-      await poll('etcd /health', opts.timeoutMs ?? 20_000, async () => {
+      await waitFor('etcd /health', async () => {
         const res = await httpGet(`${clientUrl}/health`);
-        return res.status === 200 && res.body.includes('"true"') ? true : undefined;
-      }, () => (proc.running ? undefined : `etcd ${proc.describeExit()}`));
+        return res.status === 200 && res.body.includes('"true"');
+      }, { timeoutMs: opts.timeoutMs ?? 20_000, intervalMs: 100, abort: () => (proc.running ? undefined : `etcd ${proc.describeExit()}`) });
       return { proc, clientUrl, clientPort, peerPort, dataDir: opts.dataDir };
     };
     return { proc, wait };

@@ -10,10 +10,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import { startApiserver, writeKubeconfig, type Apiserver } from './apiserver.js';
-import { CAPI_PROVIDERS, capiModuleDir, startCapiManager, webhookTarget, wireProvider, type CapiManager } from './capi-managers.js';
+import { capiProviders, startCapiManager, webhookTarget, wireProvider, type CapiManager } from './capi-managers.js';
+import { CAPI_RELEASES, DEFAULT_CAPI_RELEASE, readBuiltRelease, type CapiRelease } from './capi-releases.js';
 import { makeCertSet } from './certs.js';
 import { startWatchdog, track, untrack, writePgids } from './cleanup.js';
-import { createOrReplace, installCrds, readCrds } from './crds.js';
+import { installCrds, readCrds } from './crds.js';
+import type { KubeClient } from './kube-client.js';
 import { startEtcd, type Etcd } from './etcd.js';
 import { freePorts } from './ports.js';
 import { ManagedProcess, tailFile } from './process.js';
@@ -30,6 +32,8 @@ export interface TestEnv {
   caKeyPem: string;
   /** A fresh @kubernetes/client-node KubeConfig for the admin user. */
   kubeConfig(): KubeConfig;
+  /** A fresh harness client (hack/testenv/kube-client.ts) for the admin user; close() it when done. */
+  kube(): KubeClient;
   /** The last lines of <runDir>/<component>.log. */
   logTail(component: string, lines?: number): string;
   components: string[];
@@ -64,6 +68,10 @@ export interface TestEnv {
   memory(): { rssKiB: number; hwmKiB: number; byComponent: Record<string, { rssKiB: number; hwmKiB: number }> };
   /** False for an env attached through JOINGUARD_TESTENV_KUBECONFIG: stop() leaves it running. */
   owned: boolean;
+  /** The CAPI release running (its managers and CRDs), its exact version, and the API version it stores and reads. */
+  capiRelease: CapiRelease;
+  capiVersion: string;
+  capiApiVersion: 'v1beta2' | 'v1beta1';
   /** The apiserver's audit log (JSON lines) when started with `audit`. */
   auditLog?: string;
 }
@@ -85,6 +93,8 @@ export interface AuditOptions {
 export interface StartTestEnvOptions {
   /** Start CAPI's CRDs, webhooks and managers (default true). */
   capi?: boolean;
+  /** Which CAPI release (default v1.14); v1.10 is the last that stores v1beta1 (hack/testenv/build.sh --capi). */
+  capiRelease?: CapiRelease;
   /** Where logs, certs, kubeconfig and etcd data go; default a new temp dir, removed by stop(). */
   runDir?: string;
   log?: (line: string) => void;
@@ -115,10 +125,10 @@ export function auditFlags(runDir: string, audit: AuditOptions): { flags: string
 const here = path.dirname(fileURLToPath(import.meta.url));
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
 
-/** Runs hack/testenv/build.sh (a no-op when built) and returns the bin folder it prints last. */
-export function ensureBuilt(log: (line: string) => void): Promise<string> {
+/** Runs hack/testenv/build.sh for a release (a no-op when built) and returns the bin folder it prints last. */
+export function ensureBuilt(log: (line: string) => void, release: CapiRelease = DEFAULT_CAPI_RELEASE): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = execFile('/bin/bash', [path.join(here, 'build.sh')], { maxBuffer: 16 << 20 }, (err, stdout) => {
+    const child = execFile('/bin/bash', [path.join(here, 'build.sh'), '--capi', release], { maxBuffer: 16 << 20 }, (err, stdout) => {
       if (err) return reject(new Error(`hack/testenv/build.sh failed: ${err.message}`));
       const bin = stdout.trim().split('\n').at(-1) ?? '';
       if (!fs.existsSync(path.join(bin, 'kube-apiserver'))) return reject(new Error(`build.sh printed no bin folder (got "${bin}")`));
@@ -136,6 +146,7 @@ export function ensureBuilt(log: (line: string) => void): Promise<string> {
 export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<TestEnv> {
   const log = opts.log ?? (() => undefined);
   const withCapi = opts.capi ?? true;
+  const release = opts.capiRelease ?? DEFAULT_CAPI_RELEASE;
   const t0 = Date.now();
   const ownRunDir = !opts.runDir;
   const runDir = opts.runDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'joinguard-testenv-'));
@@ -217,7 +228,9 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
   };
 
   try {
-    const binDir = opts.binDir ?? process.env.JOINGUARD_TESTENV_BIN ?? (await step('', 'binaries (hack/testenv/build.sh)', () => ensureBuilt(log)));
+    const binDir = opts.binDir ?? process.env.JOINGUARD_TESTENV_BIN ?? (await step('', `binaries (hack/testenv/build.sh --capi ${release})`, () => ensureBuilt(log, release)));
+    const built = readBuiltRelease(binDir);
+    if (built.release !== release) throw new Error(`${binDir} holds CAPI ${built.release}, not the ${release} asked for`);
     const certs = await step('', 'certificates (openssl)', () => makeCertSet(path.join(runDir, 'pki')));
     etcd = await step('etcd', 'etcd', () => startEtcd({ binDir, runDir, dataDir: etcdDataDir, log, onStart: remember }));
     const etcdUrl = etcd.clientUrl;
@@ -231,15 +244,15 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
 
     if (withCapi) {
       const caB64 = Buffer.from(certs.caCertPem).toString('base64');
-      const moduleDir = capiModuleDir();
-      const webhookPorts = await freePorts(CAPI_PROVIDERS.length);
-      const targets = CAPI_PROVIDERS.map((p, i) => webhookTarget(p, webhookPorts[i]!, moduleDir));
+      const providers = capiProviders(built);
+      const webhookPorts = await freePorts(providers.length);
+      const targets = providers.map((p, i) => webhookTarget(p, webhookPorts[i]!, built));
       const rawCrds = readCrds(path.join(binDir, 'crds'));
-      await step('kube-apiserver', `CAPI CRDs (${rawCrds.length}) and webhook configurations`, async () => {
+      await step('kube-apiserver', `CAPI ${built.version} CRDs (${rawCrds.length}) and webhook configurations`, async () => {
         await installCrds(rest, rawCrds.map((c) => wireCrd(c, targets, caB64)));
-        for (const t of targets) for (const cfg of webhookConfigurations(t, caB64)) await createOrReplace(rest, webhookConfigurationPath(cfg.kind), cfg);
+        for (const t of targets) for (const cfg of webhookConfigurations(t, caB64)) await rest.createOrReplace(webhookConfigurationPath(cfg.kind), cfg);
       });
-      const started = await Promise.allSettled(CAPI_PROVIDERS.map((provider, i) =>
+      const started = await Promise.allSettled(providers.map((provider, i) =>
         step(provider.component, provider.component, () => startCapiManager(provider, {
           binDir, runDir, kubeconfigPath, webhookCertDir: certs.webhookCertDir, rest, log,
           webhookPort: webhookPorts[i]!,
@@ -264,11 +277,12 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
     const descriptor: TestEnvDescriptor = {
       server: api.server, kubeconfigPath, runDir, caCertFile: certs.ca.certFile, caKeyFile: certs.ca.keyFile,
       components: running().map((p) => p.name), ports, healthUrls, binDir,
+      capiRelease: release, capiVersion: built.version, capiApiVersion: CAPI_RELEASES[release].apiVersion,
       pids: Object.fromEntries(running().map((p) => [p.name, p.pid])), ownerPid: process.pid,
     };
     const writeDescriptor = () => fs.writeFileSync(path.join(runDir, DESCRIPTOR_FILE), JSON.stringify(descriptor, null, 2));
     writeDescriptor();
-    log(`[testenv] ready in ${seconds(Date.now() - t0)}: ${api.server} (kubeconfig ${kubeconfigPath})`);
+    log(`[testenv] ready in ${seconds(Date.now() - t0)}: ${api.server}, CAPI ${built.version} (kubeconfig ${kubeconfigPath})`);
     const env: TestEnv = {
       ...attachedTestEnv(descriptor, certs.caCertPem, certs.caKeyPem),
       owned: true,

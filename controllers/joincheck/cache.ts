@@ -1,0 +1,353 @@
+// The controller's caches: one informer per kind, each object turned into the internal model once, at the
+// informer (the raw JSON of Machines, Clusters, MachineHealthChecks, KubeadmControlPlanes and KubeadmConfigs is
+// dropped), indexes from a Cluster to its objects, and the snapshot of one check built from them — with the
+// objects the executor read live in place of the cached ones. An update whose facts did not change emits
+// nothing; a Machine event concerns only the checks whose selector matches it (every check of its Cluster for a
+// control-plane Machine), so the cost of an event does not grow with the Cluster's size.
+import { isDeepStrictEqual } from 'node:util';
+import type { Logger } from 'winston';
+import { readBootstrapConfig, readCluster, readKubeadmControlPlane, readMachine, readMachineHealthCheck } from '../../api/capi/readers.js';
+import { matchesSelector } from '../../api/capi/selector.js';
+import { CABPK_GROUP, MalformedObjectError, type BootstrapConfigFacts, type CapiApiVersion, type ClusterFacts, type KcpFacts, type MachineFacts, type MachineHealthCheckFacts, type WorkloadNodeFacts } from '../../api/capi/model.js';
+import { capiResource, type CapiKind } from '../../api/capi/resources.js';
+import { parseSettings } from '../../api/v1alpha1/settings.js';
+import { CHECK_RESOURCE, type CheckSettings, type MachineJoinCheck } from '../../api/v1alpha1/types.js';
+import { Informer, keyOf, type InformerEvent } from '../runtime/informer.js';
+import type { Json, Resource, RestClient } from '../runtime/rest.js';
+import type { Live } from './executor.js';
+import { Index, MachineIndex, namedUids } from './machine-index.js';
+import type { CapiInfo, PreviousView, Snapshot } from './types.js';
+
+const CLUSTER_LABEL = 'cluster.x-k8s.io/cluster-name';
+const CONTROL_PLANE_LABEL = 'cluster.x-k8s.io/control-plane';
+export const WATCH_FILTER_LABEL = 'cluster.x-k8s.io/watch-filter';
+
+/** One cached object: its facts, or why it could not be read; and the Cluster it belongs to. */
+export type Entry<F> = { key: string; cluster?: string; facts: F; malformed?: undefined } | { key: string; cluster?: string; facts?: undefined; malformed: { name: string; uid?: string; error: string } };
+
+/** A check as cached: the raw object (its status is written back whole) and its parsed settings. */
+export interface CheckEntry {
+  raw: Json;
+  settings?: CheckSettings;
+  settingsError?: string;
+}
+
+export interface CacheOptions {
+  rest: RestClient;
+  apiVersion: CapiApiVersion;
+  kubeadm: { controlPlane: boolean; bootstrap: boolean };
+  namespace?: string;
+  watchFilter?: string;
+  log: Logger;
+  livenessMs: number;
+  /** A check needs a reconcile (by key). */
+  enqueue: (key: string) => void;
+  onRestart?: (informer: string, why: string) => void;
+}
+
+/** The Cluster an object belongs to: spec.clusterName or the cluster-name label. */
+export function clusterOf(obj: Json): string | undefined {
+  const spec = obj?.spec?.clusterName;
+  if (typeof spec === 'string' && spec !== '') return spec;
+  const label = obj?.metadata?.labels?.[CLUSTER_LABEL];
+  return typeof label === 'string' && label !== '' ? label : undefined;
+}
+
+const clusterKey = (namespace: string, cluster: string): string => `${namespace}/${cluster}`;
+
+/** Facts equal but for the resourceVersion: nothing the controller reads changed. */
+function sameEntry<F>(a: Entry<F>, b: Entry<F>): boolean {
+  if (a.malformed || b.malformed) return isDeepStrictEqual(a, b);
+  return a.cluster === b.cluster && isDeepStrictEqual({ ...(a.facts as object), resourceVersion: '' }, { ...(b.facts as object), resourceVersion: '' });
+}
+
+export class Caches {
+  readonly checks: Informer<CheckEntry>;
+  readonly machines: Informer<Entry<MachineFacts>>;
+  readonly clusters: Informer<Entry<ClusterFacts>>;
+  readonly mhcs: Informer<Entry<MachineHealthCheckFacts>>;
+  readonly kcps?: Informer<Entry<KcpFacts>>;
+  readonly configs?: Informer<Entry<BootstrapConfigFacts>>;
+  private readonly byCluster = { checks: new Index(), mhcs: new Index(), configs: new Index() };
+  /** The Machines of each Cluster: those a plan reads, and the settled ones counted per check. */
+  private readonly machineIndex = new MachineIndex((key) => this.machines.store.get(key)?.facts);
+  /** The just-settled Machines each check's last snapshot included (consumed once its reconcile succeeded). */
+  private readonly lastRecent = new Map<string, string[]>();
+  private readonly all: { name: string; inf: Informer<unknown> }[] = [];
+
+  constructor(private readonly o: CacheOptions) {
+    const v = o.apiVersion;
+    const capi = (k: CapiKind): Resource => ({ ...capiResource(k, v), namespaced: true });
+    const read = <F>(kind: string, apiVersion: string, reader: (obj: Json) => F) => (raw: Json): Entry<F> => {
+      const key = keyOf(raw);
+      const cluster = clusterOf(raw);
+      try {
+        return { key, ...(cluster ? { cluster } : {}), facts: reader(raw.apiVersion && raw.kind ? raw : { apiVersion, kind, ...raw }) };
+      } catch (e) {
+        const error = e instanceof MalformedObjectError ? e.message : `${kind} ${key}: ${(e as Error).message}`;
+        const uid = typeof raw?.metadata?.uid === 'string' ? raw.metadata.uid : undefined;
+        return { key, ...(cluster ? { cluster } : {}), malformed: { name: String(raw?.metadata?.name ?? '(unnamed)'), ...(uid ? { uid } : {}), error } };
+      }
+    };
+    this.checks = this.informer('checks', { ...CHECK_RESOURCE }, (raw) => this.checkEntry(raw), (t, e, old) => this.onCheck(t, e, old));
+    this.machines = this.informer('machines', capi('Machine'), read('Machine', `cluster.x-k8s.io/${v}`, (x) => readMachine(x, v)), (t, e, old) => this.onMachine(t, e, old), sameEntry);
+    this.clusters = this.informer(
+      'clusters',
+      capi('Cluster'),
+      read('Cluster', `cluster.x-k8s.io/${v}`, (x) => readCluster(x, v)),
+      (_t, e) => this.enqueueCluster(e.key),
+      sameEntry,
+      o.watchFilter !== undefined ? `${WATCH_FILTER_LABEL}=${o.watchFilter}` : undefined,
+    );
+    this.mhcs = this.informer('machinehealthchecks', capi('MachineHealthCheck'), read('MachineHealthCheck', `cluster.x-k8s.io/${v}`, (x) => readMachineHealthCheck(x, v)), (t, e, old) => this.onIndexed(this.byCluster.mhcs, t, e, old), sameEntry);
+    if (o.kubeadm.controlPlane) {
+      this.kcps = this.informer('kubeadmcontrolplanes', capi('KubeadmControlPlane'), read('KubeadmControlPlane', `controlplane.cluster.x-k8s.io/${v}`, (x) => readKubeadmControlPlane(x, v)), (_t, e) => this.enqueueNamespace(e.key), sameEntry);
+    }
+    // Only control-plane configs matter (the first control-plane rules); workers' configs are not cached.
+    if (o.kubeadm.bootstrap) {
+      this.configs = this.informer('kubeadmconfigs', capi('KubeadmConfig'), read('KubeadmConfig', `${CABPK_GROUP}/${v}`, (x) => readBootstrapConfig(x)), (t, e, old) => this.onIndexed(this.byCluster.configs, t, e, old), sameEntry, CONTROL_PLANE_LABEL);
+    }
+  }
+
+  private informer<T>(name: string, resource: Resource, transform: (raw: Json) => T, onEvent: (t: InformerEvent, obj: T, old?: T) => void, same?: (a: T, b: T) => boolean, labelSelector?: string): Informer<T> {
+    const inf = new Informer<T>({
+      rest: this.o.rest,
+      resource,
+      name,
+      ...(this.o.namespace ? { namespace: this.o.namespace } : {}),
+      ...(labelSelector ? { labelSelector } : {}),
+      log: this.o.log,
+      livenessMs: this.o.livenessMs,
+      transform,
+      ...(same ? { same } : {}),
+      onEvent,
+      onRestart: (why) => this.o.onRestart?.(name, why),
+    });
+    this.all.push({ name, inf: inf as Informer<unknown> });
+    return inf;
+  }
+
+  start(): void {
+    for (const { inf } of this.all) inf.start();
+  }
+
+  stop(): void {
+    for (const { inf } of this.all) inf.stop();
+  }
+
+  async synced(): Promise<void> {
+    await Promise.all(this.all.map(({ inf }) => inf.synced));
+  }
+
+  hasSynced(): boolean {
+    return this.all.every(({ inf }) => inf.hasSynced);
+  }
+
+  /** Not ok while any informer has been without a live watch past its liveness bound. */
+  health(): { ok: boolean; why?: string } {
+    for (const { inf } of this.all) {
+      const h = inf.health();
+      if (!h.ok) return h;
+    }
+    return { ok: true };
+  }
+
+  restarts(): Record<string, number> {
+    return Object.fromEntries(this.all.map(({ name, inf }) => [name, inf.restarts]));
+  }
+
+  checkKeys(): Iterable<string> {
+    return this.checks.store.keys();
+  }
+
+  /** Puts an object read or written by the executor back into its cache. */
+  remember(kind: 'check' | 'machine' | 'cluster', raw: Json): void {
+    const inf = kind === 'check' ? this.checks : kind === 'machine' ? this.machines : this.clusters;
+    if (raw?.metadata?.name) inf.upsert(raw);
+  }
+
+  /** The check's Cluster is outside --watch-filter (not in the filtered cache): the check is left alone. */
+  filteredOut(key: string): boolean {
+    if (this.o.watchFilter === undefined) return false;
+    const c = this.checks.store.get(key);
+    const cluster = c?.raw?.spec?.clusterName;
+    return typeof cluster !== 'string' || !this.clusters.store.has(clusterKey(c!.raw.metadata.namespace, cluster));
+  }
+
+  // ---- events: look up keys, enqueue, nothing else ----
+
+  private checkEntry(raw: Json): CheckEntry {
+    const parsed = parseSettings(raw?.spec);
+    if (parsed.settings) return { raw, settings: parsed.settings };
+    return { raw, settingsError: parsed.errors.map((e) => `${e.field}: ${e.message}`).join('; ') };
+  }
+
+  private onCheck(t: InformerEvent, e: CheckEntry, old?: CheckEntry): void {
+    const key = keyOf(e.raw);
+    if (old !== undefined) this.byCluster.checks.remove(key);
+    const cluster = clusterOf(e.raw);
+    if (t !== 'delete' && cluster !== undefined) {
+      const ck = clusterKey(e.raw.metadata.namespace, cluster);
+      this.byCluster.checks.set(key, ck);
+      this.machineIndex.watch(key, ck, e.settings?.selector);
+    } else {
+      this.machineIndex.forget(key);
+      this.lastRecent.delete(key);
+    }
+    this.o.enqueue(key);
+  }
+
+  private onMachine(t: InformerEvent, e: Entry<MachineFacts>, old?: Entry<MachineFacts>): void {
+    const ns = e.key.slice(0, e.key.indexOf('/'));
+    const before = this.machineIndex.all.filedUnder(e.key);
+    const ck = t === 'delete' || e.cluster === undefined ? undefined : clusterKey(ns, e.cluster);
+    this.machineIndex.update(e.key, ck, e.facts, e.malformed !== undefined);
+    const now = ck;
+    for (const ck of new Set([before, now])) {
+      if (ck === undefined) continue;
+      for (const c of this.byCluster.checks.keys(ck)) if (this.concerns(c, e) || (old !== undefined && this.concerns(c, old))) this.o.enqueue(c);
+    }
+  }
+
+  /** A Machine event concerns a check whose selector matches it; a control-plane or unreadable Machine, every check. */
+  private concerns(checkKey: string, e: Entry<MachineFacts>): boolean {
+    const f = e.facts;
+    if (f === undefined || f.controlPlane) return true;
+    const settings = this.checks.store.get(checkKey)?.settings;
+    return settings === undefined || matchesSelector(settings.selector, f.labels);
+  }
+
+  private onIndexed<F>(index: Index, t: InformerEvent, e: Entry<F>, old?: Entry<F>): void {
+    const ns = e.key.slice(0, e.key.indexOf('/'));
+    const before = index.filedUnder(e.key);
+    if (t === 'delete' || e.cluster === undefined) index.remove(e.key);
+    else index.set(e.key, clusterKey(ns, e.cluster));
+    void old;
+    for (const ck of new Set([before, index.filedUnder(e.key)])) if (ck !== undefined) this.enqueueClusterKey(ck);
+  }
+
+  private enqueueCluster(key: string): void {
+    this.enqueueClusterKey(key);
+  }
+
+  private enqueueClusterKey(ck: string): void {
+    for (const c of this.byCluster.checks.keys(ck)) this.o.enqueue(c);
+  }
+
+  private enqueueNamespace(key: string): void {
+    const prefix = key.slice(0, key.indexOf('/') + 1);
+    for (const k of this.checks.store.keys()) if (k.startsWith(prefix)) this.o.enqueue(k);
+  }
+
+  // ---- snapshots ----
+
+  /**
+   * The snapshot of one check: everything its planner reads, from the caches, with what the executor read live
+   * (a Machine read as gone is left out; the Cluster read live replaces the cached one).
+   */
+  snapshot(key: string, live: Live, capi: CapiInfo, extra: { previous?: PreviousView; endpointProbe?: { reachable: boolean; at: number }; workloadNodes?: WorkloadNodeFacts[]; connectionGraceMs?: number; now: number }): Snapshot | undefined {
+    const entry = live.check !== undefined ? this.checkEntry(live.check) : this.checks.store.get(key);
+    if (entry === undefined) return undefined;
+    const raw = entry.raw;
+    const ns: string = raw.metadata.namespace;
+    const clusterName = typeof raw.spec?.clusterName === 'string' ? raw.spec.clusterName : '';
+    const ck = clusterKey(ns, clusterName);
+    const v = this.o.apiVersion;
+
+    let cluster: ClusterFacts | undefined = this.clusters.store.get(ck)?.facts;
+    const problems: { name: string; uid?: string; error: string }[] = [];
+    if (live.cluster !== undefined) {
+      cluster = undefined;
+      if (live.cluster !== null) {
+        try {
+          cluster = readCluster(live.cluster, v);
+        } catch (e) {
+          problems.push({ name: clusterName, error: (e as Error).message });
+        }
+      }
+    }
+
+    const machines: MachineFacts[] = [];
+    const seen = new Set<string>();
+    const planned = this.machineIndex.planned(key, ck, namedUids(raw.status));
+    this.lastRecent.set(key, planned);
+    const included: string[] = [];
+    for (const k of planned) {
+      const e = this.machines.store.get(k);
+      if (e === undefined) continue;
+      if (e.malformed) {
+        problems.push(e.malformed);
+        continue;
+      }
+      const uid = e.facts.uid;
+      seen.add(uid);
+      const l = live.machines.get(uid);
+      if (l === null) continue; // read live as gone
+      included.push(k);
+      if (l === undefined) {
+        machines.push(e.facts);
+        continue;
+      }
+      try {
+        machines.push(readMachine(l, v));
+      } catch (err) {
+        problems.push({ name: e.facts.name, uid, error: (err as Error).message });
+      }
+    }
+    for (const [uid, l] of live.machines) {
+      if (seen.has(uid) || l === null || clusterOf(l) !== clusterName || l.metadata?.namespace !== ns) continue;
+      const k = this.machineIndex.keyOf(uid);
+      if (k !== undefined) included.push(k);
+      try {
+        machines.push(readMachine(l, v));
+      } catch (err) {
+        problems.push({ name: String(l.metadata?.name), uid, error: (err as Error).message });
+      }
+    }
+
+    const ref = cluster?.controlPlaneRef;
+    const kcp = ref?.kind === 'KubeadmControlPlane' ? this.kcps?.store.get(`${ns}/${ref.name}`)?.facts : undefined;
+    const bootstrapConfigs = new Map<string, BootstrapConfigFacts>();
+    for (const k of this.byCluster.configs.keys(ck)) {
+      const f = this.configs?.store.get(k)?.facts;
+      if (f) bootstrapConfigs.set(`${f.kind}/${f.name}`, f);
+    }
+    const mhcs: MachineHealthCheckFacts[] = [];
+    for (const k of this.byCluster.mhcs.keys(ck)) {
+      const f = this.mhcs.store.get(k)?.facts;
+      if (f) mhcs.push(f);
+    }
+    return {
+      check: raw as MachineJoinCheck,
+      ...(entry.settings ? { settings: entry.settings } : { settingsError: entry.settingsError ?? 'the spec could not be read' }),
+      ...(cluster ? { cluster } : {}),
+      machines,
+      malformed: problems,
+      bootstrapConfigs,
+      ...(kcp ? { kcp } : {}),
+      mhcs,
+      capi,
+      ...(extra.previous ? { previous: extra.previous } : {}),
+      settled: this.machineIndex.settled(key, ck, included),
+      ...(extra.endpointProbe ? { endpointProbe: extra.endpointProbe } : {}),
+      ...(extra.workloadNodes ? { workloadNodes: extra.workloadNodes } : {}),
+      ...(extra.connectionGraceMs !== undefined ? { connectionGraceMs: extra.connectionGraceMs } : {}),
+      now: extra.now,
+    };
+  }
+
+  /** Some Machine of the check's Cluster has no nodeRef (the workload Nodes are read only then). */
+  anyUnjoined(key: string): { namespace: string; cluster: string } | undefined {
+    const raw = this.checks.store.get(key)?.raw;
+    const cluster = raw?.spec?.clusterName;
+    if (raw === undefined || typeof cluster !== 'string') return undefined;
+    return this.machineIndex.anyUnjoined(clusterKey(raw.metadata.namespace, cluster)) ? { namespace: raw.metadata.namespace, cluster } : undefined;
+  }
+
+  /** The check's reconcile succeeded: the just-settled Machines its snapshot included are counted from now on. */
+  consumed(key: string): void {
+    this.machineIndex.consumed(key, this.lastRecent.get(key) ?? []);
+    this.lastRecent.delete(key);
+  }
+}
+

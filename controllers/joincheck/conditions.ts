@@ -1,0 +1,264 @@
+// The check's conditions and counts (DESIGN: "Status", "What users see"). Progressing is False with the stop of
+// highest precedence met — each with a message that names the evidence and links its runbook section — else
+// True/Remediating while a request is in flight, else True/AsExpected. lastTransitionTime moves only when a
+// condition's status does; every condition carries the check's generation. Message pieces live here too.
+import type { ClusterFacts } from '../../api/capi/model.js';
+import type { Condition, FailureRecord, JoinDurationsStatus, MachineJoinCheckStatus, ProgressingReason } from '../../api/v1alpha1/types.js';
+import { CONDITION_PAUSED, CONDITION_PROGRESSING, CONDITION_READY, RUNBOOK_URL, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
+import { formatDuration, iso, MINUTE, SECOND } from './time.js';
+import type { MachineVerdict } from './types.js';
+
+/** Progressing=False reasons: something keeps JoinGuard from remediating. */
+export type StopReason = Exclude<ProgressingReason, 'AsExpected' | 'Remediating'>;
+
+/** Precedence, highest first; a record keyed by reason, so a reason left out is a compile error. */
+const STOP_RANK: Record<StopReason, number> = {
+  FirstControlPlaneReplacementMisconfigured: 0,
+  ControlPlaneEndpointUnreachable: 1,
+  NeverJoined: 2,
+  BootstrapCredentialSuspect: 3,
+  RemediationRefusedByOwner: 4,
+  RemediationBudgetExhausted: 5,
+  DryRun: 6,
+};
+const STOPS_IN_ORDER = (Object.keys(STOP_RANK) as StopReason[]).sort((a, b) => STOP_RANK[a] - STOP_RANK[b]);
+
+/** Stops that announce themselves with a RemediationRestricted event when they begin. */
+export const RESTRICTING: Readonly<Record<StopReason, boolean>> = {
+  FirstControlPlaneReplacementMisconfigured: false,
+  ControlPlaneEndpointUnreachable: false,
+  NeverJoined: true,
+  BootstrapCredentialSuspect: true,
+  RemediationRefusedByOwner: true,
+  RemediationBudgetExhausted: true,
+  DryRun: false,
+};
+
+/** What the rules met in one plan: per stop, what was seen and which Machines it holds back. */
+export class Stops {
+  private readonly map = new Map<StopReason, { notes: string[]; machines: string[] }>();
+  readonly waits: string[] = [];
+
+  add(reason: StopReason, note: string, machine?: string): void {
+    const s = this.map.get(reason) ?? { notes: [], machines: [] };
+    if (note !== '' && !s.notes.includes(note)) s.notes.push(note);
+    if (machine !== undefined && !s.machines.includes(machine)) s.machines.push(machine);
+    this.map.set(reason, s);
+  }
+
+  wait(note: string): void {
+    if (!this.waits.includes(note)) this.waits.push(note);
+  }
+
+  /** The stop of highest precedence, if any. */
+  first(): { reason: StopReason; notes: string[]; machines: string[] } | undefined {
+    for (const reason of STOPS_IN_ORDER) {
+      const s = this.map.get(reason);
+      if (s !== undefined) return { reason, ...s };
+    }
+    return undefined;
+  }
+
+  /** Names of the Machines a stop holds back. */
+  machinesHeld(): string[] {
+    const all = new Set<string>();
+    for (const s of this.map.values()) for (const m of s.machines) all.add(m);
+    return [...all];
+  }
+}
+
+// ---- message pieces ----
+
+/** The runbook section of a reason: an absolute, release-pinned link, readable from inside a cluster. */
+export function runbook(reason: string): string {
+  return `See ${RUNBOOK_URL}#${reason.toLowerCase()}.`;
+}
+
+export function endpointOf(cluster: ClusterFacts | undefined): string {
+  const ep = cluster?.controlPlaneEndpoint;
+  return ep === undefined || ep.host === '' ? '(not set)' : `${ep.host}:${ep.port}`;
+}
+
+/** "m1 (spec.bootstrap.configRef KubeadmConfig/m1, dataSecretName m1), ..." */
+export function failureEvidence(failures: readonly FailureRecord[]): string {
+  return failures
+    .map((f) => {
+      const bits = [`spec.bootstrap.configRef ${f.bootstrapConfig ?? '(none)'}`, `dataSecretName ${f.dataSecretName ?? '(none)'}`];
+      if (f.owner !== undefined) bits.push(`owner ${f.owner.kind}/${f.owner.name}`);
+      return `${f.machine} (${bits.join(', ')})`;
+    })
+    .join('; ');
+}
+
+/** "a, b, c, d, e and 3 more": names in a message stay bounded whatever the fleet size. */
+export function listNames(names: readonly string[], max = 5): string {
+  // Sorted: a message must not depend on the order the caches list Machines in (it would rewrite status for nothing).
+  const shown = [...names].sort().slice(0, max).join(', ');
+  return names.length > max ? `${shown} and ${names.length - max} more` : shown;
+}
+
+/** Bounded, so that a large fleet cannot make a condition message unbounded. */
+function said(notes: readonly string[]): string {
+  const shown = notes.slice(0, 3).join('; ');
+  return notes.length > 3 ? `${shown}; and ${notes.length - 3} more` : shown;
+}
+
+function heldBack(machines: readonly string[]): string {
+  return machines.length > 0 ? ` Held back: ${listNames(machines)}.` : '';
+}
+
+// ---- counts ----
+
+export function countVerdicts(verdicts: readonly MachineVerdict[]): { joined: number; joining: number; stuck: number; held: number } {
+  const c = { joined: 0, joining: 0, stuck: 0, held: 0 };
+  for (const v of verdicts) {
+    if (v.state === 'Joined') c.joined++;
+    else if (v.state === 'Provisioning' || v.state === 'Joining') c.joining++;
+    else if (v.state === 'Held' || v.state === 'Unobservable') {
+      c.joining++;
+      c.held++;
+    } else if (v.state === 'Stuck' || v.state === 'Remediating') c.stuck++;
+  }
+  return c;
+}
+
+// ---- join durations ----
+
+/** Nearest-rank percentile of sorted values. */
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
+  return sorted[Math.min(rank, sorted.length) - 1] as number;
+}
+
+/** A joinTimeout that the observed joins fit in: 1.5 × p95, rounded up to a minute, at least 2m. */
+export function suggestedJoinTimeout(p95Seconds: number): string {
+  return formatDuration(Math.max(2, Math.ceil((1.5 * p95Seconds * SECOND) / MINUTE)) * MINUTE);
+}
+
+export function addJoinDuration(prev: JoinDurationsStatus | undefined, seconds: number): JoinDurationsStatus {
+  const recentSeconds = [...(prev?.recentSeconds ?? []), seconds].slice(-STATUS_LIMITS.joinDurationSamples);
+  const sorted = [...recentSeconds].sort((a, b) => a - b);
+  const p95 = percentile(sorted, 95);
+  return {
+    count: Math.min((prev?.count ?? 0) + 1, STATUS_LIMITS.count),
+    p50Seconds: percentile(sorted, 50),
+    p95Seconds: p95,
+    maxSeconds: Math.max(prev?.maxSeconds ?? 0, seconds),
+    suggestedJoinTimeout: suggestedJoinTimeout(p95),
+    recentSeconds,
+  };
+}
+
+// ---- conditions ----
+
+export interface ConditionInput {
+  type: string;
+  status: Condition['status'];
+  reason: string;
+  message: string;
+}
+
+export function setCondition(list: Condition[] | undefined, c: ConditionInput, now: number, generation: number | undefined): Condition[] {
+  const prev = (list ?? []).find((x) => x.type === c.type);
+  const next: Condition = {
+    ...c,
+    lastTransitionTime: prev !== undefined && prev.status === c.status && typeof prev.lastTransitionTime === 'string' ? prev.lastTransitionTime : iso(now),
+    ...(generation !== undefined ? { observedGeneration: generation } : {}),
+  };
+  const order = [CONDITION_READY, CONDITION_PROGRESSING, CONDITION_PAUSED];
+  const rank = (t: string) => (order.indexOf(t) < 0 ? order.length : order.indexOf(t));
+  return [...(list ?? []).filter((x) => x.type !== c.type), next].sort((a, b) => rank(a.type) - rank(b.type) || (a.type < b.type ? -1 : 1));
+}
+
+export function conditionOf(status: MachineJoinCheckStatus | undefined, type: string): Condition | undefined {
+  return status?.conditions?.find((c) => c.type === type);
+}
+
+export interface ProgressingInput {
+  stops: Stops;
+  status: MachineJoinCheckStatus;
+  cluster: ClusterFacts;
+  settings: { neverJoinedLimit: number; joinTimeoutMs: number; consecutiveJoinFailures: number; probeIntervalMs: number; maxProbeIntervalMs: number } & Record<string, unknown>;
+  expected: number;
+  verdicts: readonly MachineVerdict[];
+  /** Joined Machines in scope left out of `verdicts` (settled). */
+  settledJoined: number;
+  /** Requests in flight: "name (path, what the owner says)". */
+  flying: string[];
+  connection: { down: boolean; evidence?: string };
+  graceMs: number;
+  /** Suspicion message builder (guards own the words of the suspicion). */
+  suspicion: (heldBack: string[]) => string;
+}
+
+function stopMessage(i: ProgressingInput, reason: StopReason, notes: string[], machines: string[]): string {
+  const { status, cluster, settings } = i;
+  switch (reason) {
+    case 'FirstControlPlaneReplacementMisconfigured':
+      return `JoinGuard stopped remediating the first control-plane Machine: ${notes[0] ?? 'its replacement is not an init Machine'}.${heldBack(machines)} ${runbook(reason)}`;
+    case 'ControlPlaneEndpointUnreachable': {
+      const seen = i.connection.down
+        ? `CAPI cannot see the workload cluster: ${i.connection.evidence}`
+        : `${i.connection.evidence ?? 'the workload connection came back'}, less than the grace period (${formatDuration(i.graceMs)}) ago`;
+      return (
+        `${seen} (controlPlaneEndpoint ${endpointOf(cluster)}). Past their deadline without a Node: ${listNames(machines)}; a Machine whose Node ` +
+        `CAPI cannot see is never taken for one that never joined, so there is no verdict until the connection has been back for ` +
+        `${formatDuration(i.graceMs)}. ${runbook(reason)}`
+      );
+    }
+    case 'NeverJoined': {
+      const since = status.lastResume?.time;
+      const failures = (status.recentFailures ?? []).filter((f) => since === undefined || f.time >= since);
+      return (
+        `No Machine in scope has ever joined and ${status.failuresSinceResume ?? 0} failures happened${since !== undefined ? ` since the resume at ${since}` : ''} ` +
+        `(neverJoinedLimit ${settings.neverJoinedLimit}): ${failureEvidence(failures.slice(-settings.neverJoinedLimit))}. The cluster looks misconfigured ` +
+        `from the start (image, bootstrap settings, an endpoint ${endpointOf(cluster)} the Machines cannot reach); rebuilding would repeat it, so all ` +
+        `remediation stopped.${heldBack(machines)} Fix the templates, then resume with joinguard.io/resume. ${runbook(reason)}`
+      );
+    }
+    case 'BootstrapCredentialSuspect':
+      return i.suspicion(machines);
+    case 'RemediationRefusedByOwner':
+      return `An owner refuses remediation, so JoinGuard does not ask it: ${said(notes)}.${heldBack(machines)} ${runbook(reason)}`;
+    case 'RemediationBudgetExhausted':
+      return `A remediation budget holds back requests: ${said(notes)}.${heldBack(machines)} ${runbook(reason)}`;
+    case 'DryRun':
+      return notes.length > 0
+        ? `spec.dryRun is true: JoinGuard would ask for the replacement of ${listNames(notes)}, and changes no Machine. ${runbook(reason)}`
+        : `spec.dryRun is true: JoinGuard judges and reports, and changes no Machine; nothing would be asked now. ${runbook(reason)}`;
+  }
+}
+
+export function progressing(i: ProgressingInput): ConditionInput {
+  const stop = i.stops.first();
+  if (stop !== undefined) return { type: CONDITION_PROGRESSING, status: 'False', reason: stop.reason, message: stopMessage(i, stop.reason, stop.notes, stop.machines) };
+  const waits = i.stops.waits.length > 0 ? ` Waiting: ${said(i.stops.waits)}.` : '';
+  if (i.flying.length > 0) {
+    return { type: CONDITION_PROGRESSING, status: 'True', reason: 'Remediating', message: `Replacements in flight: ${said(i.flying)}.${waits} ${runbook('Remediating')}` };
+  }
+  const c = countVerdicts(i.verdicts);
+  const holds = i.verdicts.filter((v) => v.state === 'Held' || v.state === 'Unobservable');
+  const held = holds.length > 0 ? ` ${holds.length} held: ${said([...new Set(holds.map((v) => v.reason))])}.` : '';
+  return {
+    type: CONDITION_PROGRESSING,
+    status: 'True',
+    reason: 'AsExpected',
+    message: `${c.joined + i.settledJoined} of ${i.expected} Machines joined, ${c.joining} on their way, ${c.stuck} stuck.${held}${waits}`,
+  };
+}
+
+export function pausedCondition(o: { specPaused: boolean; cluster: ClusterFacts; pausedMhcs: string[]; verdicts: readonly MachineVerdict[] }): ConditionInput {
+  const t = CONDITION_PAUSED;
+  if (o.specPaused) return { type: t, status: 'True', reason: 'SpecPaused', message: 'spec.paused is true: JoinGuard changes nothing and only reports (it still withdraws its own marks from Machines that joined).' };
+  if (o.cluster.paused) return { type: t, status: 'True', reason: 'ClusterPaused', message: `the Cluster ${o.cluster.name} is paused: its Machines are left alone.` };
+  if (o.pausedMhcs.length > 0) return { type: t, status: 'True', reason: 'MachineHealthCheckPaused', message: `${said(o.pausedMhcs)}.` };
+  const skipped = o.verdicts.filter((v) => v.state === 'Skipped').map((v) => `${v.machine} (${v.reason})`);
+  return { type: t, status: 'False', reason: 'NotPaused', message: skipped.length > 0 ? `Not paused; skipped by annotation: ${listNames(skipped)}.` : 'Not paused.' };
+}
+
+export function readyCondition(o: { inScope: number; ofCluster: number; cluster: string; malformed: { name: string; error: string }[] }): ConditionInput {
+  const base = `Watching ${o.inScope} of the ${o.ofCluster} Machines of Cluster ${o.cluster}.`;
+  const bad = o.malformed.length > 0 ? ` ${o.malformed.length} Machines could not be read and are never acted on: ${listNames(o.malformed.map((x) => `${x.name} (${x.error})`), 3)}.` : '';
+  return { type: CONDITION_READY, status: 'True', reason: 'AsExpected', message: base + bad };
+}

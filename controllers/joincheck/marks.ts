@@ -1,0 +1,293 @@
+// How a replacement is asked of CAPI (DESIGN: "How a replacement is asked of CAPI"): the path per strategy,
+// the marks JoinGuard caused on a Machine, and the life of a request — level-triggered: every pass derives from
+// the Machine and the request memory what the Machine must carry now (JoinGuard's mark, or no mark JoinGuard
+// caused), and the executor converges it, whatever write failed or crashed before. A mark is not a deletion:
+// owners defer, and a Machine may join while it waits; then JoinGuard withdraws its mark, again on every pass
+// until none remains (cluster-api #12870).
+import type { MachineFacts, MachineHealthCheckFacts, WorkloadNodeFacts } from '../../api/capi/model.js';
+import { matchesSelector } from '../../api/capi/selector.js';
+import type { CheckSettings, OwnerReference, RemediationPath, RemediationRecord, RequestRecord } from '../../api/v1alpha1/types.js';
+import { STATUS_LIMITS } from '../../api/v1alpha1/types.js';
+import { isJoined } from './judge.js';
+import { iso, ms, MINUTE } from './time.js';
+import type { CapiInfo, MachineTarget, MarkIntent } from './types.js';
+
+/** MachineCondition needs CAPI v1.12+ (MHC checks.unhealthyMachineConditions). */
+export const MACHINE_CONDITION_MIN_MINOR = 12;
+/** A request nobody acted on (no owner answer, no MachineHealthCheck taking it) within this is withdrawn and reported. */
+export const UNANSWERED_AFTER_MS = 15 * MINUTE;
+
+/** HealthCheckSucceeded reasons JoinGuard writes itself. */
+const OWN_REASONS = new Set(['JoinTimeout', 'ProvisionTimeout']);
+/** The reason a MachineHealthCheck writes for the remediate-machine annotation (v1beta2, v1beta1). */
+const ANNOTATION_REASONS = new Set(['HasRemediateAnnotation', 'HasRemediateMachineAnnotation']);
+const OWNER_WAITING = 'WaitingForRemediation';
+
+export type Path = Exclude<RemediationPath, 'Report'>;
+
+export type PathChoice =
+  | { kind: 'report'; why: string }
+  /** Auto path, every MHC that selects the Machine is paused: nothing happens, the Paused condition says so. */
+  | { kind: 'blocked'; why: string }
+  | { kind: 'request'; path: Path; via: string };
+
+export function target(m: MachineFacts): MachineTarget {
+  return { name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion };
+}
+
+export function ownerRef(m: MachineFacts): OwnerReference | undefined {
+  if (m.owner.kind === 'None' || m.owner.name === undefined) return undefined;
+  return { kind: m.owner.rawKind ?? m.owner.kind, name: m.owner.name };
+}
+
+export function sameOwner(a: OwnerReference | undefined, b: OwnerReference | undefined): boolean {
+  return a !== undefined && b !== undefined && a.kind === b.kind && a.name === b.name;
+}
+
+export function selectingMhcs(m: MachineFacts, mhcs: readonly MachineHealthCheckFacts[]): MachineHealthCheckFacts[] {
+  return mhcs
+    .filter((h) => h.clusterName === m.clusterName && h.namespace === m.namespace && matchesSelector(h.selector, m.labels))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/**
+ * Only owners that re-create Machines on CAPI's remediation contract are asked (MachineSet, a control-plane
+ * provider); MachinePool Machines and Machines without such an owner are reported, never written. Delete is for
+ * MachineSet Machines only; a control-plane Machine always goes through its provider. Auto hands the Machine to
+ * a MachineHealthCheck that selects it (annotation), so the two controllers never fight over the same conditions.
+ */
+export function choosePath(m: MachineFacts, settings: CheckSettings, mhcs: readonly MachineHealthCheckFacts[], capi: CapiInfo, firstControlPlane: boolean): PathChoice {
+  if (firstControlPlane && settings.firstControlPlane === 'Report') return { kind: 'report', why: 'it is the first control-plane Machine and firstControlPlane is Report' };
+  const o = m.owner;
+  if (m.machinePool || o.kind === 'MachinePool') {
+    return { kind: 'report', why: 'MachinePool Machines are reported, never remediated: no MachinePool owner acts on the remediation contract' };
+  }
+  if (o.kind === 'None') return { kind: 'report', why: 'it has no owner that could re-create it' };
+  const controlPlane = m.controlPlane || o.controlPlane;
+  const ownerName = `${o.rawKind ?? o.kind}/${o.name ?? '?'}`;
+  const recreates = o.kind === 'MachineSet' || o.kind === 'KubeadmControlPlane' || (o.kind === 'Other' && o.controlPlane);
+  if (!recreates) return { kind: 'report', why: `its owner ${ownerName} does not re-create Machines on CAPI's remediation contract` };
+
+  const owner: PathChoice = { kind: 'request', path: 'OwnerRemediated', via: `its owner ${ownerName}` };
+  switch (settings.strategy) {
+    case 'Delete':
+      if (controlPlane) return owner; // never Delete a control-plane Machine
+      if (o.kind === 'MachineSet') return { kind: 'request', path: 'Delete', via: `deleting it (owner ${ownerName})` };
+      return { kind: 'report', why: `strategy Delete is for MachineSet Machines only (owner ${ownerName})` };
+    case 'MachineCondition': {
+      if (capi.minor !== undefined && capi.minor < MACHINE_CONDITION_MIN_MINOR) {
+        return { kind: 'report', why: `strategy MachineCondition needs CAPI v1.${MACHINE_CONDITION_MIN_MINOR} or later; this management cluster runs v1.${capi.minor}` };
+      }
+      const watching = selectingMhcs(m, mhcs).filter((h) => h.watchesJoinGuardCondition && !h.paused);
+      const via = watching[0] !== undefined ? `MachineHealthCheck ${watching[0].name}` : 'a MachineHealthCheck watching JoinGuardJoined (none selects it now)';
+      return { kind: 'request', path: 'MachineCondition', via };
+    }
+    case 'Auto': {
+      const sel = selectingMhcs(m, mhcs);
+      if (sel.length === 0) return owner;
+      const active = sel.filter((h) => !h.paused);
+      if (active.length === 0) return { kind: 'blocked', why: `MachineHealthCheck ${sel.map((h) => h.name).join(', ')} selects it and is paused` };
+      return { kind: 'request', path: 'RemediateAnnotation', via: `MachineHealthCheck ${active[0]!.name}` };
+    }
+    case 'OwnerRemediated':
+    default:
+      return owner;
+  }
+}
+
+/** The marks on a Machine that JoinGuard caused, given the path it asked on (if it remembers asking). */
+export interface CausedMarks {
+  /** HealthCheckSucceeded=False written by JoinGuard, or by a MachineHealthCheck because JoinGuard asked it. */
+  healthCheck: boolean;
+  /** cluster.x-k8s.io/remediate-machine, set by JoinGuard. */
+  annotation: boolean;
+  /** JoinGuardJoined=False. */
+  condition: boolean;
+}
+
+export function causedMarks(m: MachineFacts, path: RemediationPath | undefined): CausedMarks {
+  const hc = m.healthCheckSucceeded;
+  const hcFalse = hc?.status === 'False';
+  const own = hcFalse && OWN_REASONS.has(hc.reason ?? '');
+  const viaAnnotation = hcFalse && path === 'RemediateAnnotation' && ANNOTATION_REASONS.has(hc.reason ?? '');
+  const viaCondition = hcFalse && hc.reason === 'UnhealthyMachine' && namesOnlyJoinGuardCondition(hc.message);
+  return {
+    healthCheck: own || viaAnnotation || viaCondition,
+    annotation: path === 'RemediateAnnotation' && m.remediateAnnotation,
+    condition: m.joinGuardJoined?.status === 'False',
+  };
+}
+
+export const anyMark = (c: CausedMarks): boolean => c.healthCheck || c.annotation || c.condition;
+
+/** The MHC's message lists each failed check on a line `* Condition X on Machine ...`; all of them JoinGuardJoined. */
+function namesOnlyJoinGuardCondition(message: string | undefined): boolean {
+  const lines = (message ?? '').split('\n').map((l) => l.trim()).filter((l) => l.startsWith('*'));
+  return lines.length > 0 && lines.every((l) => l.includes('Condition JoinGuardJoined on Machine'));
+}
+
+/** The write of this path is visible on the Machine. */
+function markVisible(path: RemediationPath, m: MachineFacts): boolean {
+  switch (path) {
+    case 'OwnerRemediated':
+      return m.healthCheckSucceeded?.status === 'False';
+    case 'RemediateAnnotation':
+      return m.remediateAnnotation;
+    case 'MachineCondition':
+      return m.joinGuardJoined?.status === 'False';
+    case 'Delete':
+      return m.deletingSince !== undefined;
+    default:
+      return false;
+  }
+}
+
+/** Someone acted on the request: the owner answered (or a MachineHealthCheck handed it on), or it is being deleted. */
+function answered(path: RemediationPath, m: MachineFacts): boolean {
+  if (m.deletingSince !== undefined) return true;
+  const or = m.ownerRemediated;
+  if (or === undefined) return false;
+  if (or.reason !== undefined && or.reason !== OWNER_WAITING) return true;
+  return path === 'RemediateAnnotation' || path === 'MachineCondition'; // the MHC marked it for the owner
+}
+
+export interface FollowInput {
+  requests: readonly RequestRecord[];
+  history: readonly RemediationRecord[];
+  machinesByUid: { get(uid: string): MachineFacts | undefined };
+  /** Machines the readers could not understand (by uid or name): never taken for gone. */
+  unreadable: ReadonlySet<string>;
+  nodes?: readonly WorkloadNodeFacts[];
+  dryRun: boolean;
+  now: number;
+}
+
+export interface Followed {
+  requests: RequestRecord[];
+  history: RemediationRecord[];
+  /** Requests that went unanswered in this plan (for the message and the event). */
+  unanswered: RequestRecord[];
+}
+
+/** Each request follows what its Machine shows now; the history follows the requests. */
+export function followRequests(i: FollowInput): Followed {
+  const requests: RequestRecord[] = [];
+  const history = i.history.map((h) => ({ ...h }));
+  const unanswered: RequestRecord[] = [];
+  const show = (r: RequestRecord, m: MachineFacts | undefined, outcome?: RemediationRecord['outcome']) => {
+    const h = history.find((x) => x.uid === r.uid);
+    if (h === undefined) return;
+    if (outcome !== undefined && h.outcome !== outcome) h.outcome = outcome;
+    const or = m?.ownerRemediated;
+    if (or?.status === 'False' && or.reason !== undefined && or.reason !== OWNER_WAITING) {
+      h.ownerReason = or.reason;
+      if (or.message !== undefined) h.ownerMessage = or.message;
+    }
+    if (outcome !== undefined && FINISHED.has(outcome) && h.finishedTime === undefined) h.finishedTime = iso(i.now);
+  };
+  for (const r0 of i.requests) {
+    const m = i.machinesByUid.get(r0.uid);
+    if (m === undefined) {
+      if (i.unreadable.has(r0.uid) || i.unreadable.has(r0.machine)) requests.push(r0);
+      else if (r0.state === 'Open') show(r0, m, 'Replaced');
+      continue;
+    }
+    if (r0.state === 'DryRun' && !i.dryRun) continue; // asked for real once the dry run ends
+    const r: RequestRecord = { ...r0 };
+    if (r.state === 'Open') {
+      if (!r.marked && markVisible(r.path, m)) r.marked = true;
+      if (!r.answered && answered(r.path, m)) r.answered = true;
+      const deleting = m.deletingSince !== undefined;
+      if (!deleting && isJoined(m, i.nodes)) withdraw(r, 'Joined');
+      else if (!deleting && m.skipReason !== undefined) withdraw(r, 'OptedOut');
+      else if (!deleting && !r.answered && i.now >= (ms(r.time) ?? i.now) + UNANSWERED_AFTER_MS) {
+        withdraw(r, 'Unanswered');
+        unanswered.push(r);
+      }
+      show(r, m, (r.state as RequestRecord['state']) === 'Withdrawn' ? withdrawnOutcome(r) : openOutcome(r, m));
+    }
+    // Joined for good (nodeRef is never cleared) and clean: nothing left to remember.
+    if (r.state === 'Withdrawn' && m.nodeName !== undefined && !anyMark(causedMarks(m, r.path))) continue;
+    requests.push(r);
+  }
+  return { requests, history, unanswered };
+}
+
+const FINISHED = new Set<RemediationRecord['outcome']>(['Withdrawn', 'Cancelled', 'Unanswered', 'Replaced']);
+
+function withdraw(r: RequestRecord, why: NonNullable<RequestRecord['withdrawn']>): void {
+  r.state = 'Withdrawn';
+  r.withdrawn = why;
+}
+
+function withdrawnOutcome(r: RequestRecord): RemediationRecord['outcome'] {
+  if (r.withdrawn === 'Unanswered') return 'Unanswered';
+  return r.marked ? 'Withdrawn' : 'Cancelled';
+}
+
+function openOutcome(r: RequestRecord, m: MachineFacts): RemediationRecord['outcome'] {
+  const reason = m.ownerRemediated?.status === 'False' ? m.ownerRemediated.reason : undefined;
+  if (reason === 'CannotBeRemediated') return 'Refused';
+  if (reason === 'RemediationDeferred') return 'Deferred';
+  return r.marked ? 'Marked' : 'Requested';
+}
+
+/** Appends a new request to the bounded history (oldest finished entries leave first). */
+export function appendHistory(history: RemediationRecord[], r: RequestRecord, outcome: RemediationRecord['outcome']): RemediationRecord[] {
+  const entry: RemediationRecord = {
+    machine: r.machine,
+    uid: r.uid,
+    ...(r.owner ? { owner: r.owner } : {}),
+    time: r.time,
+    path: r.path,
+    outcome,
+    kind: r.kind,
+    ...(r.canary ? { canary: true } : {}),
+    ...(r.firstControlPlane ? { firstControlPlane: true } : {}),
+  };
+  const out = [...history.filter((h) => h.uid !== r.uid), entry];
+  while (out.length > STATUS_LIMITS.remediations) {
+    const i = out.findIndex((h) => FINISHED.has(h.outcome) || h.outcome === 'Reported' || h.outcome === 'DryRun');
+    out.splice(i >= 0 ? i : 0, 1);
+  }
+  return out;
+}
+
+/**
+ * What every Machine must carry now. Open requests keep their mark (written only where the Machine carries no
+ * mark at all: never over someone else's, never re-asserting what an owner changed); withdrawn ones, and joined
+ * Machines that carry a mark only JoinGuard writes (its reasons, its condition) even with no memory of asking,
+ * lose every mark JoinGuard caused. A Machine being deleted is left alone.
+ */
+export function markIntents(requests: readonly RequestRecord[], machines: readonly MachineFacts[], nodes: readonly WorkloadNodeFacts[] | undefined, checkName: string): MarkIntent[] {
+  const out: MarkIntent[] = [];
+  const byUid = new Map(requests.map((r) => [r.uid, r]));
+  for (const m of machines) {
+    if (m.deletingSince !== undefined) continue;
+    const r = byUid.get(m.uid);
+    // Most of a fleet: asked nothing, carrying no mark at all.
+    if (r === undefined && m.healthCheckSucceeded?.status !== 'False' && !m.remediateAnnotation && m.joinGuardJoined?.status !== 'False') continue;
+    const t = target(m);
+    if (r?.state === 'Open') {
+      const message = `JoinGuard (MachineJoinCheck ${m.namespace}/${checkName}): ${r.kind}, requested at ${r.time}`;
+      const event = { on: 'Machine' as const, machine: t, reason: 'RemediationRequested' as const, warning: true, message: `Machine ${m.name}: ${r.kind}. JoinGuard asks for its replacement via path ${r.path}${r.canary ? ', as a canary' : ''}.` };
+      if (r.path === 'Delete') out.push({ want: 'delete', machine: t, kind: r.kind, event });
+      else if (r.path !== 'Report') out.push({ want: 'mark', machine: t, path: r.path, kind: r.kind, message, event });
+      continue;
+    }
+    const withdrawing = r?.state === 'Withdrawn';
+    const joinedUnremembered = r === undefined && isJoined(m, nodes);
+    if (!withdrawing && !joinedUnremembered) continue;
+    const marks = causedMarks(m, r?.path);
+    if (!anyMark(marks)) continue;
+    const path: Path = r !== undefined && r.path !== 'Report' ? r.path : marks.condition ? 'MachineCondition' : 'OwnerRemediated';
+    const why =
+      r?.withdrawn === 'Unanswered'
+        ? `nobody acted on JoinGuard's ${path} request within ${UNANSWERED_AFTER_MS / MINUTE}m; it is withdrawn and the Machine is not asked again`
+        : r?.withdrawn === 'OptedOut'
+          ? `it was opted out (${m.skipReason}) before it was replaced; JoinGuard withdraws its ${path} request`
+          : `it joined (${m.nodeName !== undefined ? `Node ${m.nodeName}` : 'a Node with its providerID'}) before it was replaced; JoinGuard withdraws its ${path} request`;
+    out.push({ want: 'withdraw', machine: t, path, event: { on: 'Machine', machine: t, reason: 'RemediationWithdrawn', warning: r?.withdrawn === 'Unanswered', message: `Machine ${m.name}: ${why}.` } });
+  }
+  return out;
+}

@@ -1,0 +1,124 @@
+// The optional observability file: its Service reaches the Deployment's diagnostics port, the
+// ServiceMonitor selects that Service, the rules and the dashboard read only the metric families the
+// controller registers (controllers/runtime/metrics.ts, controllers/joincheck/metrics.ts), by labels it sets,
+// and it applies with `kubectl apply -n`.
+// `promtool check rules` / `test rules` on the same rules run in e2e/lifecycle/promtool.test.ts.
+import { expect } from 'chai';
+import { parseAllDocuments } from 'yaml';
+import { objectsOf, renderProviderFiles } from './render.js';
+import { alertRules, DIAGNOSTICS_PORT, METRICS_SERVICE, runbookBase } from './observability.js';
+import { dashboard, dashboardPanels } from './dashboard.js';
+import { RuntimeMetrics } from '../controllers/runtime/metrics.js';
+import { JoinGuardMetrics } from '../controllers/joincheck/metrics.js';
+
+type Json = Record<string, any>;
+const VERSION = '0.1.0';
+
+/** What Prometheus itself and the kube-apiserver serve, read by the rules. */
+const NOT_OURS = new Set(['up', 'apiserver_admission_webhook_rejection_count']);
+
+/** The families the controller really registers (histograms are queried by their _bucket series), with their labels. */
+async function served(): Promise<Map<string, Set<string>>> {
+  const runtime = new RuntimeMetrics();
+  new JoinGuardMetrics(runtime.registry);
+  const out = new Map<string, Set<string>>();
+  for (const m of await runtime.registry.getMetricsAsJSON()) {
+    // prom-client keeps a family's label names on the metric object (not in its JSON).
+    const labels = new Set((runtime.registry.getSingleMetric(m.name) as unknown as { labelNames?: string[] }).labelNames ?? []);
+    out.set(String(m.type) === 'histogram' ? `${m.name}_bucket` : m.name, labels);
+  }
+  return out;
+}
+const metricsIn = (expr: string) => [...expr.matchAll(/([a-zA-Z_:][a-zA-Z0-9_:]*)\{/g)].map((m) => m[1]!);
+
+describe('manifests: the observability file', () => {
+  let objs: Json[];
+  let components: Json[];
+
+  before(async () => {
+    const files = await renderProviderFiles(VERSION);
+    objs = parseAllDocuments(files.observability).map((d) => d.toJS() as Json);
+    components = objectsOf(files.components) as Json[];
+  });
+
+  it('holds a metrics Service, a ServiceMonitor, a PrometheusRule and the dashboard ConfigMap', () => {
+    expect(objs.map((o) => o.kind)).to.deep.equal(['Service', 'ServiceMonitor', 'PrometheusRule', 'ConfigMap']);
+  });
+
+  it('applies with kubectl -n: no namespaced object names a namespace, no clusterctl variable', async () => {
+    for (const o of objs) expect(o.metadata, `${o.kind} ${o.metadata.name}`).not.to.have.property('namespace');
+    expect((await renderProviderFiles(VERSION)).observability).not.to.match(/\$\{[A-Z_]+/);
+  });
+
+  it("the Service reaches the Deployment's diagnostics port (:8443) on the manager's pods", () => {
+    const svc = objs.find((o) => o.kind === 'Service')!;
+    expect(svc.metadata.name).to.equal(METRICS_SERVICE);
+    const d = components.find((o) => o.kind === 'Deployment')!;
+    const c = d.spec.template.spec.containers.find((x: Json) => x.name === 'manager');
+    const port = c.ports.find((p: Json) => p.name === svc.spec.ports[0].targetPort);
+    expect(port, 'a container port named like the targetPort').to.deep.include({ containerPort: DIAGNOSTICS_PORT });
+    expect(c.args).to.include(`--diagnostics-address=:${DIAGNOSTICS_PORT}`);
+    for (const [k, v] of Object.entries(svc.spec.selector)) expect(d.spec.template.metadata.labels[k], k).to.equal(v);
+  });
+
+  it('the ServiceMonitor selects that Service and scrapes it over HTTPS with a bearer token', () => {
+    const svc = objs.find((o) => o.kind === 'Service')!;
+    const sm = objs.find((o) => o.kind === 'ServiceMonitor')!;
+    for (const [k, v] of Object.entries(sm.spec.selector.matchLabels)) expect(svc.metadata.labels[k], k).to.equal(v);
+    const ep = sm.spec.endpoints[0];
+    expect(ep).to.deep.include({ port: svc.spec.ports[0].name, scheme: 'https', path: '/metrics', honorLabels: true });
+    expect(ep.bearerTokenFile).to.equal('/var/run/secrets/kubernetes.io/serviceaccount/token');
+  });
+
+  it('the rules cover a stalled check, a suspicion, no leader, webhook unavailable and reconcile errors', () => {
+    const rule = objs.find((o) => o.kind === 'PrometheusRule')!;
+    expect(rule.spec.groups[0].rules.map((r: Json) => r.alert)).to.deep.equal(alertRules(VERSION).map((r) => r.alert));
+    const byName = Object.fromEntries(alertRules(VERSION).map((r) => [r.alert, r]));
+    expect(byName['JoinGuardCheckStalled']!.for).to.equal('15m');
+    expect(byName['JoinGuardCheckStalled']!.expr).to.include('type="Progressing", status="False"');
+    for (const name of ['JoinGuardSuspicionRaised', 'JoinGuardNoLeader', 'JoinGuardWebhookUnavailable', 'JoinGuardReconcileErrors']) {
+      expect(byName, name).to.have.property(name);
+    }
+  });
+
+  it('the rules and the dashboard read only families the controller serves, by labels it sets', async () => {
+    const families = await served();
+    const exprs = [...alertRules(VERSION).map((r) => r.expr), ...dashboardPanels().flatMap((p) => (p.targets ?? []).map((t) => t.expr))];
+    const used = new Set(exprs.flatMap(metricsIn));
+    expect([...used].filter((m) => !families.has(m) && !NOT_OURS.has(m))).to.deep.equal([]);
+    // Every label a JoinGuard selector names is one of that family's labels (job and le come from Prometheus).
+    for (const e of exprs) {
+      for (const m of e.matchAll(/(joinguard_[a-z_]+|controller_runtime_[a-z_]+|leader_election_master_status|workqueue_[a-z_]+|rest_client_[a-z_]+)\{([^}]*)\}/g)) {
+        const names = [...m[2]!.matchAll(/([a-z_]+)\s*(?:=~|!~|!=|=)/g)].map((x) => x[1]!).filter((l) => l !== 'job');
+        for (const l of names) expect(families.get(m[1]!)?.has(l), `${m[1]} has label ${l}`).to.equal(true);
+      }
+    }
+    // The dashboard shows what the issue asks for.
+    for (const m of ['joinguard_machines', 'joinguard_remediations_total', 'joinguard_suspicions_raised_total', 'joinguard_join_duration_seconds_bucket', 'joinguard_seconds_past_deadline']) {
+      expect(used.has(m), m).to.equal(true);
+    }
+  });
+
+  it('the dashboard ConfigMap carries the same JSON as grafana-dashboard.json, every variable it uses defined', async () => {
+    const files = await renderProviderFiles(VERSION);
+    const cm = objs.find((o) => o.kind === 'ConfigMap')!;
+    expect(cm.metadata.labels['grafana_dashboard']).to.equal('1');
+    expect(cm.data['joinguard.json']).to.equal(files.dashboard);
+    const d = dashboard(VERSION) as Json;
+    const defined = new Set((d.templating.list as Json[]).map((v) => v.name));
+    const used = new Set([...files.dashboard.matchAll(/\$\{?(\w+)/g)].map((m) => m[1]!).filter((v) => !v.startsWith('__')));
+    expect([...used].filter((v) => !defined.has(v))).to.deep.equal([]);
+    const ids = (d.panels as Json[]).map((p) => p.id);
+    expect(new Set(ids).size).to.equal(ids.length);
+  });
+});
+
+describe('one runbook address', () => {
+  it("the controller's condition messages and the alerts link the same release-pinned runbook, of package.json's version", async () => {
+    const { RUNBOOK_URL, RELEASE } = await import('../api/v1alpha1/types.js');
+    const { readFileSync } = await import('node:fs');
+    const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+    expect(RELEASE).to.equal(`v${version}`);
+    expect(RUNBOOK_URL).to.equal(runbookBase(version));
+  });
+});
