@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureBuilt } from '../hack/testenv/testenv.js';
 import { compileController, removeCompiledController } from './controller-process.js';
 import { fleetShape } from './fleet.js';
 import { heapSettings, parseHeapArgs } from './micro/heap.js';
@@ -83,13 +84,18 @@ async function main(): Promise<void> {
   const rebuilds = wastedRebuilds();
   log(`wasted rebuilds (planner, simulated 24 h): ${rebuilds.rows.map((r) => `${r.guard}=${r.rebuilds}`).join(', ')}`);
 
+  const binDir = await ensureBuilt(log);
   const runs: Partial<Record<RunName, RunResult>> = {};
   const one = async (name: RunName) => {
     t = Date.now();
-    runs[name] = await runOne({ name, shape, timing, nodeOptions: args.nodeOptions, log: (l) => log(`[${name}] ${l}`) });
+    runs[name] = await runOne({ name, shape, timing, nodeOptions: args.nodeOptions, binDir, log: (l) => log(`[${name}] ${l}`) });
     log(`[${name}] done in ${Math.round((Date.now() - t) / 1000)} s`);
   };
-  if (args.parallel) await Promise.all(args.runs.map(one));
+  if (args.parallel) {
+    // Every run ends (and stops what it started) before a failure is reported.
+    const failed = (await Promise.allSettled(args.runs.map(one))).find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
   else for (const name of args.runs) await one(name);
 
   const results = buildResults({ machines: args.machines, smoke: args.smoke, shape, timing, nodeOptions: args.nodeOptions, wallS: (Date.now() - t0) / 1000, runs, rebuilds });

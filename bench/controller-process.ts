@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { track, untrack } from '../hack/testenv/cleanup.js';
-import { httpGet } from '../hack/testenv/kube-rest.js';
+import { httpGet } from '../hack/testenv/kube-client.js';
 import { freePort } from '../hack/testenv/ports.js';
 import { ManagedProcess, tailFile } from '../hack/testenv/process.js';
 import { ProcSampler } from './proc.js';

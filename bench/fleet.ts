@@ -12,7 +12,7 @@
 // Every Machine is a worker with bootstrap data set directly (spec.bootstrap.dataSecretName) and a
 // BenchMachine created already provisioned, so CAPI's Machine controller brings it to Provisioned.
 import { BENCH_CLUSTER, BENCH_CONTROL_PLANE, BENCH_MACHINE, BENCH_VERSION } from './crds.js';
-import { isConflict, type Json, type Kube } from './kube.js';
+import { isConflict, type Json, type KubeClient } from '../hack/testenv/kube-client.js';
 import type { Side } from './watch.js';
 
 export const NAMESPACE = 'bench';
@@ -45,24 +45,24 @@ export async function pool<T>(items: T[], limit: number, fn: (item: T) => Promis
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
-async function create(rest: Kube, path: string, obj: Json): Promise<Json> {
+async function create(rest: KubeClient, path: string, obj: Json): Promise<Json> {
   for (let attempt = 0; ; attempt++) {
     try {
-      return await rest.post(path, obj);
+      return await rest.create(path, obj);
     } catch (e) {
       // A webhook of a busy CAPI manager can time out under load: retry, an exact duplicate is a 409.
-      if (isConflict(e)) return rest.get(`${path}/${obj.metadata.name}`);
+      if (isConflict(e)) return (await rest.get(`${path}/${obj.metadata.name}`))!;
       if (attempt >= 4) throw e;
       await new Promise((r) => setTimeout(r, 500 * (attempt + 1)));
     }
   }
 }
 
-/** A read that a busy apiserver may leave unanswered once (seen at 10,000 Machines): up to 3 tries. */
-async function getWithRetry(rest: Kube, path: string): Promise<Json> {
+/** A list that a busy apiserver may leave unanswered once (seen at 10,000 Machines): up to 3 tries. */
+async function listWithRetry(rest: KubeClient, path: string): Promise<Json> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await rest.get(path);
+      return await rest.list(path);
     } catch (e) {
       if (attempt >= 3) throw e;
       process.stderr.write(`[bench] GET ${path} failed (${(e as Error).message}); retrying\n`);
@@ -73,12 +73,12 @@ async function getWithRetry(rest: Kube, path: string): Promise<Json> {
 const benchPath = (r: typeof BENCH_MACHINE, ns: string, name?: string, sub?: string) =>
   `/apis/${r.group}/${BENCH_VERSION}/namespaces/${ns}/${r.plural}${name ? `/${name}` : ''}${sub ? `/${sub}` : ''}`;
 
-export async function createNamespace(rest: Kube, name = NAMESPACE): Promise<void> {
+export async function createNamespace(rest: KubeClient, name = NAMESPACE): Promise<void> {
   await create(rest, '/api/v1/namespaces', { metadata: { name } });
 }
 
 /** Clusters with their infrastructure, control plane, kubeconfig Secret and the two paused MachineSets. */
-export async function createClusters(rest: Kube, shape: FleetShape, server: URL, kubeconfigYaml: string): Promise<Map<string, string>> {
+export async function createClusters(rest: KubeClient, shape: FleetShape, server: URL, kubeconfigYaml: string): Promise<Map<string, string>> {
   const ns = NAMESPACE;
   const msUids = new Map<string, string>();
   const names = Array.from({ length: shape.clusters }, (_, i) => clusterName(i));
@@ -120,7 +120,7 @@ export async function createClusters(rest: Kube, shape: FleetShape, server: URL,
 }
 
 /** Per pool, a MachineJoinCheck and/or a MachineHealthCheck: the resting pool with a 24h timeout, the watch pool with joinTimeout. */
-export async function createChecks(rest: Kube, shape: FleetShape, sides: readonly Side[]): Promise<number> {
+export async function createChecks(rest: KubeClient, shape: FleetShape, sides: readonly Side[]): Promise<number> {
   const ns = NAMESPACE;
   const items = Array.from({ length: shape.clusters }, (_, i) => clusterName(i)).flatMap((c) => [
     { c, pool: `${c}-rest`, timeoutS: REST_TIMEOUT_S },
@@ -172,7 +172,7 @@ function spread(n: number, clusters: number, kind: string): MachineSpec[] {
 }
 
 /** A BenchMachine, already provisioned, then its Machine (owned by the paused MachineSet). */
-export async function createMachine(rest: Kube, m: MachineSpec, msUids: Map<string, string>): Promise<void> {
+export async function createMachine(rest: KubeClient, m: MachineSpec, msUids: Map<string, string>): Promise<void> {
   const ns = NAMESPACE;
   await create(rest, benchPath(BENCH_MACHINE, ns), {
     apiVersion: `${BENCH_MACHINE.group}/${BENCH_VERSION}`, kind: BENCH_MACHINE.kind, metadata: { name: m.name },
@@ -203,8 +203,8 @@ export interface ClusterTimes {
   remoteConnectionAt?: number;
 }
 
-export async function clusterTimes(rest: Kube): Promise<Map<string, ClusterTimes>> {
-  const list = await getWithRetry(rest, `${CAPI}/namespaces/${NAMESPACE}/clusters`);
+export async function clusterTimes(rest: KubeClient): Promise<Map<string, ClusterTimes>> {
+  const list = await listWithRetry(rest, `${CAPI}/namespaces/${NAMESPACE}/clusters`);
   const out = new Map<string, ClusterTimes>();
   for (const c of list.items as Json[]) {
     const cond = (t: string) => ((c.status?.conditions ?? []) as Json[]).find((x) => x.type === t && x.status === 'True');

@@ -44,6 +44,8 @@ export interface RunOptions {
   timing: RunTiming;
   /** NODE_OPTIONS for JoinGuard. */
   nodeOptions: string;
+  /** hack/testenv/build.sh's bin folder. */
+  binDir: string;
   log: (line: string) => void;
 }
 
@@ -88,9 +90,9 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
   const samplers: ProcSampler[] = [];
   try {
     let t = Date.now();
-    bench = await startBenchEnv((l) => log(`testenv: ${l}`));
+    bench = await startBenchEnv((l) => log(`testenv: ${l}`), o.binDir);
     const kube = bench.driver;
-    const labelsLine = (await kube.text('/metrics')).split('\n').find((l) => l.startsWith('apiserver_request_total{')) ?? '';
+    const labelsLine = (await kube.send('GET', '/metrics')).body.split('\n').find((l) => l.startsWith('apiserver_request_total{')) ?? '';
     const apiserverRequestTotalLabels = [...labelsLine.matchAll(/(\w+)="/g)].map((m) => m[1]!);
     await installBenchCrds(kube);
     await createNamespace(kube);
@@ -207,7 +209,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     }
 
     // Stop: JoinGuard first (it hands its Lease back), then the control plane (flushes the audit log).
-    const apiserverMetrics = parseMetrics(await kube.text('/metrics'));
+    const apiserverMetrics = parseMetrics((await kube.send('GET', '/metrics', undefined, undefined, 60_000)).body);
     const peakRssKiB = Object.fromEntries(samplers.map((s) => [s.label, Math.max(s.peakRssKiB, s.last?.hwmKiB ?? 0)]));
     let jgSummary: RunResult['joinguard'];
     if (jg) {

@@ -10,8 +10,7 @@
 //     own condition JoinGuardJoined=False (MachineCondition)
 //   MHC: HealthCheckSucceeded=False with any other reason (NodeStartupTimeout on its own timeout,
 //     HasRemediateAnnotation when acting on JoinGuard's annotation)
-import type { IncomingMessage } from 'node:http';
-import type { Json, Kube } from './kube.js';
+import type { Json, KubeClient } from '../hack/testenv/kube-client.js';
 
 export type Side = 'joinguard' | 'mhc';
 const JOINGUARD_REASONS = new Set(['JoinTimeout', 'ProvisionTimeout']);
@@ -44,12 +43,11 @@ const trueSince = (obj: Json, type: string) => {
 
 /** List, then watch from the list's resourceVersion; any end of the stream re-lists (records only grow). */
 abstract class ListWatch {
-  private abort?: () => void;
-  private stopped = false;
+  private readonly abort = new AbortController();
   restarts = 0;
   private readonly waiters: { check: () => boolean; resolve: () => void }[] = [];
 
-  constructor(protected readonly kube: Kube, private readonly path: string) {}
+  constructor(protected readonly kube: KubeClient, private readonly path: string) {}
 
   protected abstract observe(obj: Json, now: number): void;
 
@@ -59,39 +57,32 @@ abstract class ListWatch {
   }
 
   private async list(): Promise<string> {
-    const list = await this.kube.get(this.path);
+    const list = await this.kube.list(this.path);
     const now = Date.now();
-    for (const o of list.items as Json[]) this.observe(o, now);
+    for (const o of list.items) this.observe(o, now);
     this.notify();
-    return list.metadata.resourceVersion;
+    return list.metadata.resourceVersion ?? '';
   }
 
   private async loop(rv: string): Promise<void> {
-    while (!this.stopped) {
+    while (!this.abort.signal.aborted) {
+      let expired = false;
       try {
-        rv = await this.watchOnce(rv);
+        await this.kube.watch(this.path, rv, (e) => {
+          if (e.type === 'ERROR') expired = true;
+          if (e.object?.metadata?.resourceVersion) rv = e.object.metadata.resourceVersion;
+          if (e.type === 'ADDED' || e.type === 'MODIFIED') this.observe(e.object, Date.now());
+          this.notify();
+        }, this.abort.signal, 300);
+        if (!expired) continue;
       } catch {
-        if (this.stopped) return;
-        this.restarts++;
-        await new Promise((r) => setTimeout(r, 200));
-        rv = await this.list().catch(() => rv);
+        // a broken stream: re-list below
       }
+      if (this.abort.signal.aborted) return;
+      this.restarts++;
+      await new Promise((r) => setTimeout(r, 200));
+      rv = await this.list().catch(() => rv);
     }
-  }
-
-  private async watchOnce(rv: string): Promise<string> {
-    const { res, abort } = await this.kube.stream(this.path, { watch: 1, resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: 300 });
-    this.abort = abort;
-    if (res.statusCode !== 200) {
-      res.resume();
-      throw new Error(`watch ${this.path}: ${res.statusCode}`);
-    }
-    return readEvents(res, (e) => {
-      if (e.type === 'ERROR') throw new Error(`watch error ${JSON.stringify(e.object).slice(0, 200)}`);
-      if (e.object?.metadata?.resourceVersion) rv = e.object.metadata.resourceVersion;
-      if (e.type === 'ADDED' || e.type === 'MODIFIED') this.observe(e.object, Date.now());
-      this.notify();
-    }).then(() => rv);
   }
 
   private notify(): void {
@@ -115,38 +106,8 @@ abstract class ListWatch {
   }
 
   stop(): void {
-    this.stopped = true;
-    this.abort?.();
+    this.abort.abort();
   }
-}
-
-/** Newline-delimited watch events; settles once, on the first of end/close/error/aborted. */
-function readEvents(res: IncomingMessage, onEvent: (e: { type: string; object: Json }) => void): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    let partial = '';
-    let done = false;
-    const finish = (err?: Error) => {
-      if (done) return;
-      done = true;
-      if (err) reject(err);
-      else resolve();
-    };
-    res.setEncoding('utf8');
-    res.on('data', (chunk: string) => {
-      const lines = (partial + chunk).split('\n');
-      partial = lines.pop() ?? '';
-      try {
-        for (const line of lines) if (line) onEvent(JSON.parse(line));
-      } catch (e) {
-        res.destroy();
-        finish(e as Error);
-      }
-    });
-    res.on('end', () => finish());
-    res.on('close', () => finish());
-    res.on('error', (e) => finish(e));
-    res.on('aborted', () => finish(new Error('aborted')));
-  });
 }
 
 export class MachineWatcher extends ListWatch {
@@ -156,7 +117,7 @@ export class MachineWatcher extends ListWatch {
   readonly markedCount: Record<Side, number> = { joinguard: 0, mhc: 0 };
   lastChangeAt = Date.now();
 
-  constructor(kube: Kube, namespace: string) {
+  constructor(kube: KubeClient, namespace: string) {
     super(kube, `/apis/cluster.x-k8s.io/v1beta2/namespaces/${namespace}/machines`);
   }
 
@@ -202,7 +163,7 @@ export class CheckWatcher extends ListWatch {
   readonly firstStatusAt = new Map<string, number>();
   names = new Set<string>();
 
-  constructor(kube: Kube, namespace: string) {
+  constructor(kube: KubeClient, namespace: string) {
     super(kube, `/apis/joinguard.io/v1alpha1/namespaces/${namespace}/machinejoinchecks`);
   }
 

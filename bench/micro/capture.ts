@@ -8,10 +8,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureBuilt } from '../../hack/testenv/testenv.js';
 import { installBenchCrds } from '../crds.js';
 import { startBenchEnv } from '../env.js';
 import { clusterName, createChecks, createClusters, createMachine, createNamespace, fleetShape, NAMESPACE, restingMachines } from '../fleet.js';
-import type { Json } from '../kube.js';
+import type { Json } from '../../hack/testenv/kube-client.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const CAPI = `/apis/cluster.x-k8s.io/v1beta2/namespaces/${NAMESPACE}`;
@@ -29,7 +30,8 @@ async function until<T>(what: string, f: () => Promise<T | undefined>, timeoutMs
 }
 
 async function main(): Promise<void> {
-  const bench = await startBenchEnv((l) => process.stderr.write(`${l}\n`));
+  const log = (l: string) => process.stderr.write(`${l}\n`);
+  const bench = await startBenchEnv(log, await ensureBuilt(log));
   try {
     const kube = bench.driver;
     await installBenchCrds(kube);
@@ -41,13 +43,13 @@ async function main(): Promise<void> {
     for (const m of [joined, joining]) await createMachine(kube, m, msUids);
     const provisioned = (name: string) => async () => {
       const m = await kube.get(`${CAPI}/machines/${name}`);
-      return m.status?.phase === 'Provisioned' ? m : undefined;
+      return m?.status?.phase === 'Provisioned' ? m : undefined;
     };
     await until('Machines Provisioned', provisioned(joining.name));
     await until('Machines Provisioned', provisioned(joined.name));
     // The joined Machine's Node, in the "workload cluster" (the same apiserver): CAPI sets nodeRef from it.
     const node = `node-${joined.name}`;
-    await kube.post('/api/v1/nodes', { metadata: { name: node, labels: { 'kubernetes.io/hostname': node } }, spec: { providerID: `bench://${NAMESPACE}/${joined.name}` } });
+    await kube.create('/api/v1/nodes', { metadata: { name: node, labels: { 'kubernetes.io/hostname': node } }, spec: { providerID: `bench://${NAMESPACE}/${joined.name}` } });
     const now = new Date().toISOString();
     await kube.mergePatch(`/api/v1/nodes/${node}/status`, {
       status: {
@@ -61,9 +63,9 @@ async function main(): Promise<void> {
     });
     const machineRunning = await until('the joined Machine Running with its nodeRef', async () => {
       const m = await kube.get(`${CAPI}/machines/${joined.name}`);
-      const healthy = (m.status?.conditions ?? []).some((c: Json) => c.type === 'NodeHealthy' && c.status === 'True');
+      const healthy = (m?.status?.conditions ?? []).some((c: Json) => c.type === 'NodeHealthy' && c.status === 'True');
       lastSeen = m;
-      return m.status?.nodeRef?.name && m.status?.phase === 'Running' && healthy ? m : undefined;
+      return m?.status?.nodeRef?.name && m.status?.phase === 'Running' && healthy ? m : undefined;
     });
     await sleep(20_000); // the MHC's rate-limited reconciles write its status
     const fixtures = {
