@@ -52,6 +52,8 @@ export interface RunOptions {
 /** What is sampled at each window edge. */
 export interface Edge {
   at: number;
+  /** The machine's 1/5/15-minute load averages: others' work on the shared cores shows here. */
+  loadavg: number[];
   proc: Record<string, ProcSample | undefined>;
   /** Selected metrics of CAPI's core manager and of JoinGuard. */
   core?: Sample[];
@@ -151,6 +153,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
 
     const edge = async (): Promise<Edge> => ({
       at: Date.now(),
+      loadavg: os.loadavg().map((x) => Math.round(x * 100) / 100),
       proc: Object.fromEntries(samplers.map((s) => [s.label, s.take()])),
       core: keep(await scrape(bench!.coreMetricsUrl)),
       ...(jg ? { joinguard: keep(await jg.metrics()) } : {}),
