@@ -22,7 +22,7 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 const PATHS = new Set(['OwnerRemediated', 'RemediateAnnotation', 'MachineCondition', 'Delete', 'Report']);
 const KINDS = new Set(['JoinTimeout', 'ProvisionTimeout']);
 const STATES = new Set(['Open', 'Withdrawn', 'Reported', 'DryRun']);
-const WITHDRAWN = new Set(['Joined', 'OptedOut', 'Unanswered']);
+const WITHDRAWN = new Set(['Joined', 'OptedOut', 'Unanswered', 'WithdrawAll']);
 const OUTCOMES = new Set(['Requested', 'Marked', 'Deferred', 'Refused', 'Withdrawn', 'Cancelled', 'Unanswered', 'Replaced', 'Reported', 'DryRun']);
 
 /** The parts of the status that decide; carried across `clusterctl move` (conditions and counts are recomputed). */
