@@ -4,11 +4,11 @@
 // (pause, unobservable, first control-plane) are settled before a Machine gets here.
 import type { ClusterFacts, KcpFacts, MachineFacts } from '../../api/capi/model.js';
 import type { CheckSettings, FailureRecord, MachineJoinCheckStatus, OwnerReference, OwnerWindow, RequestRecord, SuspicionStatus } from '../../api/v1alpha1/types.js';
-import { STATUS_LIMITS } from '../../api/v1alpha1/types.js';
+import { ANNOTATION_RESUME, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
 import { endpointOf, failureEvidence, listNames, runbook, type StopReason } from './conditions.js';
 import { anyMark, causedMarks, ownerRef, sameOwner } from './marks.js';
 import { formatDuration, iso, latest, ms } from './time.js';
-import type { MachineVerdict, PlannedEvent } from './types.js';
+import type { CheckMetadataIntent, MachineVerdict, PlannedEvent, Snapshot } from './types.js';
 
 /** Counts in status are int32: they saturate instead of overflowing. */
 const inc = (n: number | undefined): number => Math.min((n ?? 0) + 1, STATUS_LIMITS.count);
@@ -302,4 +302,40 @@ export function guardChain(m: MachineFacts, v: MachineVerdict, raisedNow: boolea
   const b = budgetGate(st.flying, st.ownerWindows, owner, w.settings, w.expected);
   if (!b.ok) return { go: false, stop: 'RemediationBudgetExhausted', note: b.message, ...(b.frees !== undefined ? { until: b.frees } : {}) };
   return { go: true, canary: sg.canary };
+}
+
+// ---- a resume by hand ----
+
+/**
+ * `joinguard.io/resume`: any value not acted on yet (or written again after its annotation was removed) clears
+ * the suspicion, the counts, the first control-plane stop and the per-owner window; the annotation is removed.
+ * The first control-plane wait (the old Machine gone before its replacement's clock starts) survives it.
+ */
+export function resume(s: Snapshot, prev: MachineJoinCheckStatus, next: MachineJoinCheckStatus, check: CheckMetadataIntent, events: PlannedEvent[]): void {
+  const value = s.check.metadata.annotations?.[ANNOTATION_RESUME];
+  const last = prev.lastResume;
+  if (value === undefined) {
+    if (last !== undefined && !last.removed) next.lastResume = { ...last, removed: true };
+    return;
+  }
+  check.removeResume = value;
+  if (last !== undefined && last.value === value && !last.removed) return; // acted on; its removal is pending
+  const cleared: string[] = [];
+  if (next.suspicion !== undefined) {
+    cleared.push(`the suspicion raised at ${next.suspicion.since}`);
+    events.push({ on: 'Check', reason: 'SuspicionCleared', warning: false, message: `${ANNOTATION_RESUME}=${value}: the suspicion raised at ${next.suspicion.since} is cleared by hand.` });
+  }
+  if (next.firstControlPlane?.misconfigured !== undefined) cleared.push('the first control-plane stop');
+  delete next.suspicion;
+  if (next.firstControlPlane !== undefined) delete next.firstControlPlane.misconfigured;
+  delete next.ownerWindows;
+  next.consecutiveJoinFailures = 0;
+  next.failuresSinceResume = 0;
+  next.lastResume = { value, time: iso(s.now) };
+  events.push({
+    on: 'Check',
+    reason: 'Resumed',
+    warning: false,
+    message: `${ANNOTATION_RESUME}=${value}: failure counters, owner refusals and the per-owner window restart now${cleared.length > 0 ? `; cleared ${cleared.join(', ')}` : ''}. JoinGuard decides again from the current state.`,
+  });
 }

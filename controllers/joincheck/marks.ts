@@ -10,7 +10,7 @@ import type { CheckSettings, OwnerReference, RemediationPath, RemediationRecord,
 import { ANNOTATION_WITHDRAW_ALL, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
 import { isJoined } from './judge.js';
 import { iso, ms, MINUTE } from './time.js';
-import type { CapiInfo, MachineTarget, MarkIntent } from './types.js';
+import type { CapiInfo, MachineTarget, MachineVerdict, MarkIntent } from './types.js';
 
 /** MachineCondition needs CAPI v1.12+ (MHC checks.unhealthyMachineConditions). */
 export const MACHINE_CONDITION_MIN_MINOR = 12;
@@ -296,4 +296,20 @@ export function markIntents(requests: readonly RequestRecord[], machines: readon
     out.push({ want: 'withdraw', machine: t, path, event: { on: 'Machine', machine: t, reason: 'RemediationWithdrawn', warning: r?.withdrawn === 'Unanswered', message: `Machine ${m.name}: ${why}.` } });
   }
   return out;
+}
+
+/** A new request record for a Stuck Machine. */
+export function newRequest(m: MachineFacts, v: MachineVerdict, path: RequestRecord['path'], state: RequestRecord['state'], now: number, canary = false): RequestRecord {
+  const owner = ownerRef(m);
+  return {
+    machine: m.name,
+    uid: m.uid,
+    ...(owner ? { owner } : {}),
+    path,
+    kind: v.failureKind ?? 'JoinTimeout',
+    time: iso(now),
+    state,
+    ...(canary ? { canary: true } : {}),
+    ...(v.firstControlPlane ? { firstControlPlane: true } : {}),
+  };
 }

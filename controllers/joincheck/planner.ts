@@ -5,10 +5,10 @@
 // first-control-plane, marks, guards, conditions); this file only merges their results, in DESIGN's order.
 import type { MachineFacts } from '../../api/capi/model.js';
 import type { CheckSettings, MachineJoinCheckStatus, MachineObservation, RequestRecord } from '../../api/v1alpha1/types.js';
-import { ANNOTATION_MEMORY, ANNOTATION_RESUME, ANNOTATION_WITHDRAW_ALL, CLUSTERCTL_ANNOTATION_BLOCK_MOVE, CONDITION_PROGRESSING, CONDITION_READY, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
+import { ANNOTATION_MEMORY, ANNOTATION_WITHDRAW_ALL, CONDITION_PROGRESSING, CONDITION_READY, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
 import { addJoinDuration, conditionOf, countVerdicts, pausedCondition, progressing, readyCondition, RESTRICTING, setCondition, Stops } from './conditions.js';
 import { findFirstControlPlane, nextFirstControlPlaneMemory, probeDecision } from './first-control-plane.js';
-import { countFailure, guardChain, inFlight, joinSeen, neverJoinedActive, nextCanaryAt, recordOwnerRequest, spendCanary, suspicionMessage, trimWindows, windowStart, type GuardResult, type GuardState, type GuardWorld } from './guards.js';
+import { countFailure, guardChain, inFlight, joinSeen, neverJoinedActive, nextCanaryAt, recordOwnerRequest, resume, spendCanary, suspicionMessage, trimWindows, windowStart, type GuardResult, type GuardState, type GuardWorld } from './guards.js';
 import {
   byName as byNameOrder,
   connectionState,
@@ -24,8 +24,8 @@ import {
   trusted,
   type VerdictContext,
 } from './judge.js';
-import { appendHistory, choosePath, followRequests, markIntents, ownerRef, target, UNANSWERED_AFTER_MS } from './marks.js';
-import { carriedMemory, readMemory } from './memory.js';
+import { appendHistory, choosePath, followRequests, markIntents, newRequest, ownerRef, target, UNANSWERED_AFTER_MS } from './marks.js';
+import { checkMetadata, readMemory } from './memory.js';
 import { earliestAfter, iso, ms } from './time.js';
 import type { CheckMetadataIntent, MachineTarget, MachineVerdict, Plan, PlannedEvent, Snapshot } from './types.js';
 
@@ -357,70 +357,6 @@ export function plan(s: Snapshot): Plan {
     memoryNotes: mem.notes,
     view: { readyAt, pending: new Set(verdictList.filter((v) => v.state !== 'Joined' && v.state !== 'Deleting').map((v) => v.uid)) },
   };
-}
-
-function newRequest(m: MachineFacts, v: MachineVerdict, path: RequestRecord['path'], state: RequestRecord['state'], now: number, canary = false): RequestRecord {
-  const owner = ownerRef(m);
-  return {
-    machine: m.name,
-    uid: m.uid,
-    ...(owner ? { owner } : {}),
-    path,
-    kind: v.failureKind ?? 'JoinTimeout',
-    time: iso(now),
-    state,
-    ...(canary ? { canary: true } : {}),
-    ...(v.firstControlPlane ? { firstControlPlane: true } : {}),
-  };
-}
-
-/**
- * `joinguard.io/resume`: any value not acted on yet (or written again after its annotation was removed) clears
- * the suspicion, the counts, the first control-plane stop and the per-owner window; the annotation is removed.
- * The first control-plane wait (the old Machine gone before its replacement's clock starts) survives it.
- */
-function resume(s: Snapshot, prev: MachineJoinCheckStatus, next: MachineJoinCheckStatus, check: CheckMetadataIntent, events: PlannedEvent[]): void {
-  const value = s.check.metadata.annotations?.[ANNOTATION_RESUME];
-  const last = prev.lastResume;
-  if (value === undefined) {
-    if (last !== undefined && !last.removed) next.lastResume = { ...last, removed: true };
-    return;
-  }
-  check.removeResume = value;
-  if (last !== undefined && last.value === value && !last.removed) return; // acted on; its removal is pending
-  const cleared: string[] = [];
-  if (next.suspicion !== undefined) {
-    cleared.push(`the suspicion raised at ${next.suspicion.since}`);
-    events.push({ on: 'Check', reason: 'SuspicionCleared', warning: false, message: `${ANNOTATION_RESUME}=${value}: the suspicion raised at ${next.suspicion.since} is cleared by hand.` });
-  }
-  if (next.firstControlPlane?.misconfigured !== undefined) cleared.push('the first control-plane stop');
-  delete next.suspicion;
-  if (next.firstControlPlane !== undefined) delete next.firstControlPlane.misconfigured;
-  delete next.ownerWindows;
-  next.consecutiveJoinFailures = 0;
-  next.failuresSinceResume = 0;
-  next.lastResume = { value, time: iso(s.now) };
-  events.push({
-    on: 'Check',
-    reason: 'Resumed',
-    warning: false,
-    message: `${ANNOTATION_RESUME}=${value}: failure counters, owner refusals and the per-owner window restart now${cleared.length > 0 ? `; cleared ${cleared.join(', ')}` : ''}. JoinGuard decides again from the current state.`,
-  });
-}
-
-/** The check's own metadata: an ownerReference to its Cluster, and clusterctl move's block-move protocol. */
-function checkMetadata(s: Snapshot, next: MachineJoinCheckStatus, check: CheckMetadataIntent): void {
-  const cluster = s.cluster!;
-  const meta = s.check.metadata;
-  const owned = (meta.ownerReferences ?? []).some((o) => o.kind === 'Cluster' && o.uid === cluster.uid);
-  if (!owned) check.ownerCluster = { apiVersion: `cluster.x-k8s.io/${s.capi.apiVersion}`, name: cluster.name, uid: cluster.uid };
-  const annotations = meta.annotations ?? {};
-  if (cluster.paused) {
-    const carry = carriedMemory(next);
-    if (annotations[ANNOTATION_MEMORY] !== carry || CLUSTERCTL_ANNOTATION_BLOCK_MOVE in annotations) check.carryMemory = carry;
-  } else if (!(CLUSTERCTL_ANNOTATION_BLOCK_MOVE in annotations) || ANNOTATION_MEMORY in annotations) {
-    check.blockMove = true;
-  }
 }
 
 /** Sets an optional status field, or removes it, so absent memory leaves no `undefined` behind. */

@@ -14,7 +14,6 @@
 // replays one history; PROPERTY_RUNS sets the count.
 import { AssertionError, expect } from 'chai';
 import fc from 'fast-check';
-import { isDeepStrictEqual } from 'node:util';
 import type { RemediationStrategy } from '../../api/v1alpha1/types.js';
 import { silentLogger } from '../runtime/logger.js';
 import { execute } from './executor.js';
@@ -56,7 +55,6 @@ interface Setup {
   initial: number;
 }
 
-const JOIN_TIMEOUT = 10 * MINUTE;
 const WINDOW = HOUR;
 
 const setupArb: fc.Arbitrary<Setup> = fc.record({
