@@ -5,46 +5,20 @@
 // MarksWithdrawn, and asks nothing more: once the deferral lifts, the MachineSet leaves that Machine alone —
 // as it would with JoinGuard uninstalled.
 import { expect } from 'chai';
-import type { Json } from '../../hack/testenv/kube-client.js';
-import { conditionOf, hasNode, isDeleting, waitFor } from '../support/cluster-view.js';
-import { checksPath, createCheck, describeCheck } from '../support/joinguard.js';
+import { conditionOf, hasNode, waitFor } from '../support/cluster-view.js';
+import { deferralScenario, deferRemediation } from '../support/deferral.js';
+import { checksPath, describeCheck } from '../support/joinguard.js';
 import { useScenario } from '../support/scenario.js';
-
-const JOIN_TIMEOUT_S = 8;
 
 describe('uninstall: joinguard.io/withdraw-all withdraws every mark, also from a Machine that never joined', function () {
   this.timeout(400_000);
-  const s = useScenario({
-    prefix: 'jg-wa', cluster: 'wa', checkName: 'workers', createClusterFirst: false,
-    workers: [{ name: 'md', replicas: 3, labels: { pool: 'workers' }, remediationMaxInFlight: 1 }],
-  });
+  const s = useScenario(deferralScenario('jg-wa', 'wa'));
 
   it('the deferred Machine ends unmarked and is not deleted when the deferral lifts; the check says MarksWithdrawn', async () => {
-    const { kube, capi, sim, namespace, cluster } = s;
+    const { kube, namespace } = s;
     const seen = s.seen();
-    const stuck = sim.policy.holdJoin({ namespace, role: 'worker' }, { limit: 2 });
-    const teardown = sim.policy.holdDeletion({ namespace });
-    await createCheck(kube, namespace, 'workers', {
-      clusterName: cluster, selector: { matchLabels: { pool: 'workers' } }, joinTimeout: `${JOIN_TIMEOUT_S}s`,
-      maxInFlight: 3, remediation: { maxPerOwner: 5 }, suspicion: { consecutiveJoinFailures: 5 },
-    });
-    await s.startJoinGuard();
-    await s.createCluster();
-
-    const deferredReason = (m: Json) => capi.v1beta2Conditions(m).find((c) => c.type === 'OwnerRemediated')?.reason;
-    const { taken, deferred } = await waitFor('one marked worker deleting, the other deferred by its MachineSet', async () => {
-      const w = await s.workers();
-      const t = w.find((m) => isDeleting(m) && stuck.applied.includes(m.metadata.name));
-      const d = w.find((m) => !isDeleting(m) && conditionOf(m, 'HealthCheckSucceeded')?.status === 'False' && deferredReason(m) === 'RemediationDeferred');
-      return t && d && { taken: t, deferred: d };
-    }, { timeoutMs: 150_000, describe: seen });
+    const { taken, deferred, teardown, stillThere } = await deferRemediation(s);
     const uid = deferred.metadata.uid as string;
-    const stillThere = async () => {
-      const m = (await s.workers()).find((x) => x.metadata.uid === uid);
-      expect(m, `${deferred.metadata.name} was deleted\n${await seen()}`).to.not.equal(undefined);
-      expect(isDeleting(m!), `${deferred.metadata.name} is being deleted\n${await seen()}`).to.equal(false);
-      return m!;
-    };
 
     const t0 = Date.now();
     await kube.mergePatch(`${checksPath(namespace)}/workers`, { metadata: { annotations: { 'joinguard.io/withdraw-all': '' } } });
