@@ -37,7 +37,12 @@ echo "docker-build: building $image"
 docker build --pull -t "$image" -f Dockerfile .
 if [[ -n "$kind_cluster" ]]; then
   command -v kind >/dev/null 2>&1 || { echo "docker-build: --kind-load needs kind on PATH" >&2; exit 1; }
-  kind load docker-image "$image" --name "$kind_cluster"
+  # Not `kind load docker-image`: with the containerd image store (Docker 29's default) it names platforms whose
+  # content is not there; an archive of the host's platform loads (as e2e/kind/run.sh does).
+  archive="$(mktemp -d)/image.tar"
+  docker save --platform "linux/$(docker version -f '{{.Server.Arch}}')" -o "$archive" "$image"
+  kind load image-archive "$archive" --name "$kind_cluster"
+  rm -f "$archive"
 fi
 if $push; then docker push "$image"; fi
 echo "docker-build: built $image"

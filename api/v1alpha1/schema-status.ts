@@ -61,7 +61,7 @@ const request = obj("What JoinGuard asked about one Machine that still exists: t
   state: str('state: Open (the mark stays until the Machine is gone), Withdrawn (every mark JoinGuard caused is removed), Reported or DryRun (nothing written).', {
     enum: ['Open', 'Withdrawn', 'Reported', 'DryRun'],
   }),
-  withdrawn: str('withdrawn says why: Joined, OptedOut (a skip annotation) or Unanswered.', { enum: ['Joined', 'OptedOut', 'Unanswered'] }),
+  withdrawn: str('withdrawn says why: Joined, OptedOut (a skip annotation), Unanswered, or WithdrawAll (the check\'s joinguard.io/withdraw-all annotation).', { enum: ['Joined', 'OptedOut', 'Unanswered', 'WithdrawAll'] }),
   marked: bool('marked is true once the mark was seen on the Machine.'),
   answered: bool('answered is true once the owner (or the MachineHealthCheck asked) acted on it.'),
   canary: bool('canary is true for a canary rebuild.'),

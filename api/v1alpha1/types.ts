@@ -12,6 +12,8 @@ export const SHORT_NAME = 'mjc';
 
 export const ANNOTATION_SKIP = 'joinguard.io/skip';
 export const ANNOTATION_RESUME = 'joinguard.io/resume';
+/** On a check: ask nothing, withdraw every mark JoinGuard made (before an uninstall). */
+export const ANNOTATION_WITHDRAW_ALL = 'joinguard.io/withdraw-all';
 export const CAPI_ANNOTATION_SKIP_REMEDIATION = 'cluster.x-k8s.io/skip-remediation';
 export const CAPI_ANNOTATION_PAUSED = 'cluster.x-k8s.io/paused';
 export const CAPI_ANNOTATION_REMEDIATE_MACHINE = 'cluster.x-k8s.io/remediate-machine';
@@ -148,7 +150,7 @@ export interface RequestRecord {
    */
   state: 'Open' | 'Withdrawn' | 'Reported' | 'DryRun';
   /** Why a request was withdrawn. */
-  withdrawn?: 'Joined' | 'OptedOut' | 'Unanswered';
+  withdrawn?: 'Joined' | 'OptedOut' | 'Unanswered' | 'WithdrawAll';
   /** The mark was seen on the Machine at least once. */
   marked?: boolean;
   /** The owner (or the MachineHealthCheck asked) acted on it. */

@@ -4,7 +4,7 @@
 // condition's status does; every condition carries the check's generation. Message pieces live here too.
 import type { ClusterFacts } from '../../api/capi/model.js';
 import type { Condition, FailureRecord, JoinDurationsStatus, MachineJoinCheckStatus, ProgressingReason } from '../../api/v1alpha1/types.js';
-import { CONDITION_PAUSED, CONDITION_PROGRESSING, CONDITION_READY, RUNBOOK_URL, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
+import { ANNOTATION_WITHDRAW_ALL, CONDITION_PAUSED, CONDITION_PROGRESSING, CONDITION_READY, RUNBOOK_URL, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
 import { formatDuration, iso, MINUTE, SECOND } from './time.js';
 import type { MachineVerdict } from './types.js';
 
@@ -248,8 +248,15 @@ export function progressing(i: ProgressingInput): ConditionInput {
   };
 }
 
-export function pausedCondition(o: { specPaused: boolean; cluster: ClusterFacts; pausedMhcs: string[]; verdicts: readonly MachineVerdict[] }): ConditionInput {
+export function pausedCondition(o: { specPaused: boolean; cluster: ClusterFacts; pausedMhcs: string[]; verdicts: readonly MachineVerdict[]; withdrawing?: { left: string[]; deleting: string[] } }): ConditionInput {
   const t = CONDITION_PAUSED;
+  if (o.withdrawing !== undefined) {
+    // What an uninstall waits for: MarksWithdrawn says no Machine carries a mark JoinGuard made.
+    const w = o.withdrawing;
+    const deleting = w.deleting.length > 0 ? ` Already being deleted at JoinGuard's request: ${listNames(w.deleting)}.` : '';
+    if (w.left.length > 0) return { type: t, status: 'True', reason: 'WithdrawingMarks', message: `${ANNOTATION_WITHDRAW_ALL}: JoinGuard asks nothing and withdraws its marks; still carrying one: ${listNames(w.left)}.${deleting}` };
+    return { type: t, status: 'True', reason: 'MarksWithdrawn', message: `${ANNOTATION_WITHDRAW_ALL}: JoinGuard asks nothing, and no Machine carries a mark it made.${deleting}` };
+  }
   if (o.specPaused) return { type: t, status: 'True', reason: 'SpecPaused', message: 'spec.paused is true: JoinGuard changes nothing and only reports (it still withdraws its own marks from Machines that joined).' };
   if (o.cluster.paused) return { type: t, status: 'True', reason: 'ClusterPaused', message: `the Cluster ${o.cluster.name} is paused: its Machines are left alone.` };
   if (o.pausedMhcs.length > 0) return { type: t, status: 'True', reason: 'MachineHealthCheckPaused', message: `${said(o.pausedMhcs)}.` };

@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import type { MachineFacts } from '../../api/capi/model.js';
 import { HOUR, MINUTE, SECOND, T0, bootstrapConfig, configs, cpMachine, kcpFacts, mhcFacts, newCluster, snapshot, withNode, worker, type SnapshotOverrides } from './testing/builders.js';
-import { Scenario, cond, eventReasons, intentOf, progressingReason, requested, requestOf, verdictOf } from './testing/scenario.js';
+import { Scenario, cond, eventReasons, intentOf, progressingReason, requested, verdictOf } from './testing/scenario.js';
 import { ms } from './time.js';
 
 const DEADLINE = T0 + 21 * MINUTE; // ready at T0+1m, joinTimeout 20m

@@ -7,7 +7,7 @@ import type { MachineFacts } from '../../api/capi/model.js';
 import { canaryDelay, kcpGate, maxInFlightLimit } from './guards.js';
 import { plan } from './planner.js';
 import { HOUR, MINUTE, SECOND, T0, check, clusterFacts, cpMachine, kcpFacts, provisioning, settings, snapshot, withNode, worker } from './testing/builders.js';
-import { Scenario, cond, eventReasons, intentOf, progressingReason, requested } from './testing/scenario.js';
+import { Scenario, cond, eventReasons, progressingReason, requested } from './testing/scenario.js';
 import { ms } from './time.js';
 
 const STUCK = T0 + 21 * MINUTE;

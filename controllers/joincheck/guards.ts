@@ -4,11 +4,11 @@
 // (pause, unobservable, first control-plane) are settled before a Machine gets here.
 import type { ClusterFacts, KcpFacts, MachineFacts } from '../../api/capi/model.js';
 import type { CheckSettings, FailureRecord, MachineJoinCheckStatus, OwnerReference, OwnerWindow, RequestRecord, SuspicionStatus } from '../../api/v1alpha1/types.js';
-import { STATUS_LIMITS } from '../../api/v1alpha1/types.js';
-import { endpointOf, failureEvidence, listNames, runbook } from './conditions.js';
+import { ANNOTATION_RESUME, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
+import { endpointOf, failureEvidence, listNames, runbook, type StopReason } from './conditions.js';
 import { anyMark, causedMarks, ownerRef, sameOwner } from './marks.js';
 import { formatDuration, iso, latest, ms } from './time.js';
-import type { MachineVerdict, PlannedEvent } from './types.js';
+import type { CheckMetadataIntent, MachineVerdict, PlannedEvent, Snapshot } from './types.js';
 
 /** Counts in status are int32: they saturate instead of overflowing. */
 const inc = (n: number | undefined): number => Math.min((n ?? 0) + 1, STATUS_LIMITS.count);
@@ -257,4 +257,85 @@ export function budgetGate(flying: readonly string[], windows: readonly OwnerWin
     frees,
     message: `remediation.maxPerOwner ${settings.maxPerOwner} reached for ${owner.kind}/${owner.name} within remediation.window ${formatDuration(settings.windowMs)}; it frees at ${iso(frees)}`,
   };
+}
+
+// ---- guards 3 to 5, in their order ----
+
+/** What the guards see of a plan at one moment: what it asked so far, and the budgets that fills. */
+export interface GuardState {
+  status: MachineJoinCheckStatus;
+  /** Requests since the last resume (an owner's refusals count from there). */
+  requests: readonly RequestRecord[];
+  canaryTaken: boolean;
+  flying: readonly string[];
+  ownerWindows: readonly OwnerWindow[];
+}
+
+export interface GuardWorld {
+  settings: CheckSettings;
+  machines: { get(uid: string): MachineFacts | undefined };
+  kcp?: KcpFacts;
+  kcpMachines: number;
+  initialized: boolean;
+  expected: number;
+  now: number;
+}
+
+export type GuardResult =
+  | { go: true; canary: boolean }
+  | { go: false; stop: StopReason; note: string; until?: number }
+  | { go: false; wait: string; until?: number };
+
+/** Guards 3 to 5 in order for one Stuck Machine: the first that holds it says why (and when it may free). */
+export function guardChain(m: MachineFacts, v: MachineVerdict, raisedNow: boolean, st: GuardState, w: GuardWorld): GuardResult {
+  if (neverJoinedActive(st.status, w.settings)) return { go: false, stop: 'NeverJoined', note: '' };
+  const sg = suspicionGate(st.status, v, raisedNow, st.canaryTaken, w.settings, w.now);
+  if (!sg.go) return { go: false, stop: 'BootstrapCredentialSuspect', note: '' };
+  const owner = ownerRef(m);
+  const refused = ownerRefusal(owner, st.requests, w.machines);
+  if (refused !== undefined) return { go: false, stop: 'RemediationRefusedByOwner', note: refused };
+  if (m.owner.kind === 'KubeadmControlPlane' && w.kcp !== undefined && w.kcp.name === m.owner.name) {
+    const g = kcpGate(w.kcp, m, w.kcpMachines, w.initialized, w.now);
+    if (g.kind === 'wait') return { go: false, wait: `${m.name}: ${g.message}`, ...(g.until !== undefined ? { until: g.until } : {}) };
+    if (g.kind === 'refused') return { go: false, stop: 'RemediationRefusedByOwner', note: g.message, ...(g.until !== undefined ? { until: g.until } : {}) };
+  }
+  const b = budgetGate(st.flying, st.ownerWindows, owner, w.settings, w.expected);
+  if (!b.ok) return { go: false, stop: 'RemediationBudgetExhausted', note: b.message, ...(b.frees !== undefined ? { until: b.frees } : {}) };
+  return { go: true, canary: sg.canary };
+}
+
+// ---- a resume by hand ----
+
+/**
+ * `joinguard.io/resume`: any value not acted on yet (or written again after its annotation was removed) clears
+ * the suspicion, the counts, the first control-plane stop and the per-owner window; the annotation is removed.
+ * The first control-plane wait (the old Machine gone before its replacement's clock starts) survives it.
+ */
+export function resume(s: Snapshot, prev: MachineJoinCheckStatus, next: MachineJoinCheckStatus, check: CheckMetadataIntent, events: PlannedEvent[]): void {
+  const value = s.check.metadata.annotations?.[ANNOTATION_RESUME];
+  const last = prev.lastResume;
+  if (value === undefined) {
+    if (last !== undefined && !last.removed) next.lastResume = { ...last, removed: true };
+    return;
+  }
+  check.removeResume = value;
+  if (last !== undefined && last.value === value && !last.removed) return; // acted on; its removal is pending
+  const cleared: string[] = [];
+  if (next.suspicion !== undefined) {
+    cleared.push(`the suspicion raised at ${next.suspicion.since}`);
+    events.push({ on: 'Check', reason: 'SuspicionCleared', warning: false, message: `${ANNOTATION_RESUME}=${value}: the suspicion raised at ${next.suspicion.since} is cleared by hand.` });
+  }
+  if (next.firstControlPlane?.misconfigured !== undefined) cleared.push('the first control-plane stop');
+  delete next.suspicion;
+  if (next.firstControlPlane !== undefined) delete next.firstControlPlane.misconfigured;
+  delete next.ownerWindows;
+  next.consecutiveJoinFailures = 0;
+  next.failuresSinceResume = 0;
+  next.lastResume = { value, time: iso(s.now) };
+  events.push({
+    on: 'Check',
+    reason: 'Resumed',
+    warning: false,
+    message: `${ANNOTATION_RESUME}=${value}: failure counters, owner refusals and the per-owner window restart now${cleared.length > 0 ? `; cleared ${cleared.join(', ')}` : ''}. JoinGuard decides again from the current state.`,
+  });
 }

@@ -193,6 +193,30 @@ describe('marks: requests through the planner', () => {
     expect(intentOf(p, 'a')?.want).to.equal('withdraw');
   });
 
+  it('joinguard.io/withdraw-all (before an uninstall): nothing asked, every mark withdrawn (joined or not, remembered or not), never asked again', () => {
+    const sc = marked();
+    // A mark of JoinGuard's own reason whose record was lost (status wiped): withdrawn too.
+    sc.add(worker('lost', { createdAt: T0 + MINUTE, healthCheckSucceeded: { status: 'False', reason: 'JoinTimeout' } }));
+    sc.add(worker('c', { createdAt: T0 + MINUTE }));
+    sc.annotate({ 'joinguard.io/withdraw-all': '' });
+    const p = sc.advance(MINUTE).plan();
+    expect(requested(p), 'nothing new is asked').to.deep.equal([]);
+    expect(requestOf(p, 'a')).to.include({ state: 'Withdrawn', withdrawn: 'WithdrawAll' });
+    expect(p.intents.map((i) => `${i.want} ${i.machine.name}`).sort()).to.deep.equal(['withdraw a', 'withdraw b', 'withdraw lost']);
+    expect(intentOf(p, 'a')?.event.message).to.contain('joinguard.io/withdraw-all');
+    expect(cond(p.status, 'Paused')).to.include({ status: 'True', reason: 'WithdrawingMarks' });
+    expect(cond(p.status, 'Paused')?.message).to.contain('a, b, lost');
+    sc.converge(p);
+    const q = sc.advance(MINUTE).plan();
+    expect(q.intents).to.deep.equal([]);
+    expect(cond(q.status, 'Paused')?.reason).to.equal('MarksWithdrawn');
+    // The annotation removed: Machines withdrawn stay withdrawn (never asked twice); a new stuck one is asked.
+    sc.annotate({});
+    const r = sc.at(T0 + 60 * MINUTE).plan();
+    expect(requested(r)).to.not.include.members(['a', 'b']);
+    expect(requested(r)).to.include('c');
+  });
+
   it('a request nobody answers within 15m is withdrawn, reported, releases its slot, and its owner is not asked again', () => {
     const sc = marked({ settings: { maxInFlight: { count: 1 }, consecutiveJoinFailures: 0 } });
     expect(sc.status.requests?.map((r) => r.machine)).to.deep.equal(['a']); // b waits for the slot

@@ -7,10 +7,10 @@
 import type { MachineFacts, MachineHealthCheckFacts, WorkloadNodeFacts } from '../../api/capi/model.js';
 import { matchesSelector } from '../../api/capi/selector.js';
 import type { CheckSettings, OwnerReference, RemediationPath, RemediationRecord, RequestRecord } from '../../api/v1alpha1/types.js';
-import { STATUS_LIMITS } from '../../api/v1alpha1/types.js';
+import { ANNOTATION_WITHDRAW_ALL, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
 import { isJoined } from './judge.js';
 import { iso, ms, MINUTE } from './time.js';
-import type { CapiInfo, MachineTarget, MarkIntent } from './types.js';
+import type { CapiInfo, MachineTarget, MachineVerdict, MarkIntent } from './types.js';
 
 /** MachineCondition needs CAPI v1.12+ (MHC checks.unhealthyMachineConditions). */
 export const MACHINE_CONDITION_MIN_MINOR = 12;
@@ -159,6 +159,8 @@ export interface FollowInput {
   unreadable: ReadonlySet<string>;
   nodes?: readonly WorkloadNodeFacts[];
   dryRun: boolean;
+  /** The check's joinguard.io/withdraw-all: every open request is withdrawn. */
+  withdrawAll?: boolean;
   now: number;
 }
 
@@ -200,6 +202,7 @@ export function followRequests(i: FollowInput): Followed {
       const deleting = m.deletingSince !== undefined;
       if (!deleting && isJoined(m, i.nodes)) withdraw(r, 'Joined');
       else if (!deleting && m.skipReason !== undefined) withdraw(r, 'OptedOut');
+      else if (!deleting && i.withdrawAll === true) withdraw(r, 'WithdrawAll');
       else if (!deleting && !r.answered && i.now >= (ms(r.time) ?? i.now) + UNANSWERED_AFTER_MS) {
         withdraw(r, 'Unanswered');
         unanswered.push(r);
@@ -259,7 +262,7 @@ export function appendHistory(history: RemediationRecord[], r: RequestRecord, ou
  * Machines that carry a mark only JoinGuard writes (its reasons, its condition) even with no memory of asking,
  * lose every mark JoinGuard caused. A Machine being deleted is left alone.
  */
-export function markIntents(requests: readonly RequestRecord[], machines: readonly MachineFacts[], nodes: readonly WorkloadNodeFacts[] | undefined, checkName: string): MarkIntent[] {
+export function markIntents(requests: readonly RequestRecord[], machines: readonly MachineFacts[], nodes: readonly WorkloadNodeFacts[] | undefined, checkName: string, withdrawAll = false): MarkIntent[] {
   const out: MarkIntent[] = [];
   const byUid = new Map(requests.map((r) => [r.uid, r]));
   for (const m of machines) {
@@ -276,8 +279,9 @@ export function markIntents(requests: readonly RequestRecord[], machines: readon
       continue;
     }
     const withdrawing = r?.state === 'Withdrawn';
-    const joinedUnremembered = r === undefined && isJoined(m, nodes);
-    if (!withdrawing && !joinedUnremembered) continue;
+    // A mark JoinGuard's own reasons identify, with no record of it: withdrawn once joined, or when all are.
+    const unremembered = r === undefined && (withdrawAll || isJoined(m, nodes));
+    if (!withdrawing && !unremembered) continue;
     const marks = causedMarks(m, r?.path);
     if (!anyMark(marks)) continue;
     const path: Path = r !== undefined && r.path !== 'Report' ? r.path : marks.condition ? 'MachineCondition' : 'OwnerRemediated';
@@ -286,8 +290,26 @@ export function markIntents(requests: readonly RequestRecord[], machines: readon
         ? `nobody acted on JoinGuard's ${path} request within ${UNANSWERED_AFTER_MS / MINUTE}m; it is withdrawn and the Machine is not asked again`
         : r?.withdrawn === 'OptedOut'
           ? `it was opted out (${m.skipReason}) before it was replaced; JoinGuard withdraws its ${path} request`
-          : `it joined (${m.nodeName !== undefined ? `Node ${m.nodeName}` : 'a Node with its providerID'}) before it was replaced; JoinGuard withdraws its ${path} request`;
+          : r?.withdrawn === 'WithdrawAll' || (r === undefined && withdrawAll && !isJoined(m, nodes))
+            ? `its check carries ${ANNOTATION_WITHDRAW_ALL}; JoinGuard withdraws its ${path} request (and never asks for this Machine again)`
+            : `it joined (${m.nodeName !== undefined ? `Node ${m.nodeName}` : 'a Node with its providerID'}) before it was replaced; JoinGuard withdraws its ${path} request`;
     out.push({ want: 'withdraw', machine: t, path, event: { on: 'Machine', machine: t, reason: 'RemediationWithdrawn', warning: r?.withdrawn === 'Unanswered', message: `Machine ${m.name}: ${why}.` } });
   }
   return out;
+}
+
+/** A new request record for a Stuck Machine. */
+export function newRequest(m: MachineFacts, v: MachineVerdict, path: RequestRecord['path'], state: RequestRecord['state'], now: number, canary = false): RequestRecord {
+  const owner = ownerRef(m);
+  return {
+    machine: m.name,
+    uid: m.uid,
+    ...(owner ? { owner } : {}),
+    path,
+    kind: v.failureKind ?? 'JoinTimeout',
+    time: iso(now),
+    state,
+    ...(canary ? { canary: true } : {}),
+    ...(v.firstControlPlane ? { firstControlPlane: true } : {}),
+  };
 }

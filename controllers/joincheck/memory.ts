@@ -13,7 +13,8 @@ import type {
   RequestRecord,
   SuspicionStatus,
 } from '../../api/v1alpha1/types.js';
-import { STATUS_LIMITS } from '../../api/v1alpha1/types.js';
+import { ANNOTATION_MEMORY, CLUSTERCTL_ANNOTATION_BLOCK_MOVE, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
+import type { CheckMetadataIntent, Snapshot } from './types.js';
 import { iso, ms } from './time.js';
 
 type Obj = Record<string, unknown>;
@@ -22,7 +23,7 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 const PATHS = new Set(['OwnerRemediated', 'RemediateAnnotation', 'MachineCondition', 'Delete', 'Report']);
 const KINDS = new Set(['JoinTimeout', 'ProvisionTimeout']);
 const STATES = new Set(['Open', 'Withdrawn', 'Reported', 'DryRun']);
-const WITHDRAWN = new Set(['Joined', 'OptedOut', 'Unanswered']);
+const WITHDRAWN = new Set(['Joined', 'OptedOut', 'Unanswered', 'WithdrawAll']);
 const OUTCOMES = new Set(['Requested', 'Marked', 'Deferred', 'Refused', 'Withdrawn', 'Cancelled', 'Unanswered', 'Replaced', 'Reported', 'DryRun']);
 
 /** The parts of the status that decide; carried across `clusterctl move` (conditions and counts are recomputed). */
@@ -348,5 +349,20 @@ class Fields {
     });
     if (out.length > limit) this.note(k, `${out.length} entries, the newest ${limit} kept`);
     return out.slice(-limit);
+  }
+}
+
+/** The check's own metadata: an ownerReference to its Cluster, and clusterctl move's block-move protocol. */
+export function checkMetadata(s: Snapshot, next: MachineJoinCheckStatus, check: CheckMetadataIntent): void {
+  const cluster = s.cluster!;
+  const meta = s.check.metadata;
+  const owned = (meta.ownerReferences ?? []).some((o) => o.kind === 'Cluster' && o.uid === cluster.uid);
+  if (!owned) check.ownerCluster = { apiVersion: `cluster.x-k8s.io/${s.capi.apiVersion}`, name: cluster.name, uid: cluster.uid };
+  const annotations = meta.annotations ?? {};
+  if (cluster.paused) {
+    const carry = carriedMemory(next);
+    if (annotations[ANNOTATION_MEMORY] !== carry || CLUSTERCTL_ANNOTATION_BLOCK_MOVE in annotations) check.carryMemory = carry;
+  } else if (!(CLUSTERCTL_ANNOTATION_BLOCK_MOVE in annotations) || ANNOTATION_MEMORY in annotations) {
+    check.blockMove = true;
   }
 }

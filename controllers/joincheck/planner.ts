@@ -5,25 +5,10 @@
 // first-control-plane, marks, guards, conditions); this file only merges their results, in DESIGN's order.
 import type { MachineFacts } from '../../api/capi/model.js';
 import type { CheckSettings, MachineJoinCheckStatus, MachineObservation, RequestRecord } from '../../api/v1alpha1/types.js';
-import { ANNOTATION_MEMORY, ANNOTATION_RESUME, CLUSTERCTL_ANNOTATION_BLOCK_MOVE, CONDITION_PROGRESSING, CONDITION_READY, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
+import { ANNOTATION_MEMORY, ANNOTATION_WITHDRAW_ALL, CONDITION_PROGRESSING, CONDITION_READY, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
 import { addJoinDuration, conditionOf, countVerdicts, pausedCondition, progressing, readyCondition, RESTRICTING, setCondition, Stops } from './conditions.js';
 import { findFirstControlPlane, nextFirstControlPlaneMemory, probeDecision } from './first-control-plane.js';
-import {
-  budgetGate,
-  countFailure,
-  inFlight,
-  joinSeen,
-  kcpGate,
-  neverJoinedActive,
-  nextCanaryAt,
-  ownerRefusal,
-  recordOwnerRequest,
-  spendCanary,
-  suspicionGate,
-  suspicionMessage,
-  trimWindows,
-  windowStart,
-} from './guards.js';
+import { countFailure, guardChain, inFlight, joinSeen, neverJoinedActive, nextCanaryAt, recordOwnerRequest, resume, spendCanary, suspicionMessage, trimWindows, windowStart, type GuardResult, type GuardState, type GuardWorld } from './guards.js';
 import {
   byName as byNameOrder,
   connectionState,
@@ -39,8 +24,8 @@ import {
   trusted,
   type VerdictContext,
 } from './judge.js';
-import { appendHistory, choosePath, followRequests, markIntents, ownerRef, target, UNANSWERED_AFTER_MS } from './marks.js';
-import { carriedMemory, readMemory } from './memory.js';
+import { appendHistory, choosePath, followRequests, markIntents, newRequest, ownerRef, target, UNANSWERED_AFTER_MS } from './marks.js';
+import { checkMetadata, readMemory } from './memory.js';
 import { earliestAfter, iso, ms } from './time.js';
 import type { CheckMetadataIntent, MachineTarget, MachineVerdict, Plan, PlannedEvent, Snapshot } from './types.js';
 
@@ -59,6 +44,8 @@ export function plan(s: Snapshot): Plan {
   const anyMachine = { get: (uid: string) => byUid.get(uid) ?? s.settled?.get(uid), has: (uid: string) => byUid.has(uid) || s.settled?.get(uid) !== undefined };
   const settledInScope = s.settled?.inScope ?? 0;
   const unreadable = new Set(s.malformed.flatMap((x) => (x.uid !== undefined ? [x.name, x.uid] : [x.name])));
+  // joinguard.io/withdraw-all (before an uninstall): nothing is asked, every mark JoinGuard made is withdrawn.
+  const withdrawAll = meta.annotations?.[ANNOTATION_WITHDRAW_ALL] !== undefined;
   const followed = followRequests({
     requests: prev.requests ?? [],
     history: prev.remediations ?? [],
@@ -66,6 +53,7 @@ export function plan(s: Snapshot): Plan {
     unreadable,
     ...(s.workloadNodes ? { nodes: s.workloadNodes } : {}),
     dryRun: s.settings?.dryRun ?? false,
+    withdrawAll,
     now: s.now,
   });
   assign(next, 'requests', followed.requests);
@@ -80,16 +68,17 @@ export function plan(s: Snapshot): Plan {
       ? { reason: 'InvalidSpec', message: `The spec is invalid: ${s.settingsError ?? 'it could not be read'}. JoinGuard does nothing until it is fixed.` }
       : { reason: 'ClusterNotFound', message: `Cluster ${meta.namespace}/${settings.clusterName} not found: nothing is judged or changed until it exists.` };
     next.conditions = setCondition(next.conditions, { type: CONDITION_READY, status: 'False', ...why }, s.now, meta.generation);
-    const intents = markIntents(next.requests ?? [], ofCluster, s.workloadNodes, meta.name).filter((i) => i.want === 'withdraw');
+    const intents = markIntents(next.requests ?? [], ofCluster, s.workloadNodes, meta.name, withdrawAll).filter((i) => i.want === 'withdraw');
     return { ...base, status: next, intents, confirm: [], check: {} };
   }
 
-  const canAct = !settings.paused && !cluster.paused && !cluster.deleting;
+  const canAct = !settings.paused && !cluster.paused && !cluster.deleting && !withdrawAll;
   const stops = new Stops();
   const wake: (number | undefined)[] = [];
   const pausedMhcs: string[] = [];
   if (settings.paused || cluster.paused) stops.wait('paused: JoinGuard changes nothing (see the Paused condition)');
   else if (cluster.deleting) stops.wait(`the Cluster ${cluster.name} is being deleted: JoinGuard changes nothing`);
+  else if (withdrawAll) stops.wait(`${ANNOTATION_WITHDRAW_ALL}: JoinGuard asks nothing and withdraws every mark it made (see the Paused condition)`);
   const check: CheckMetadataIntent = {};
   if (canAct) resume(s, prev, next, check, events);
 
@@ -195,7 +184,18 @@ export function plan(s: Snapshot): Plan {
   let ownerWindows = windows;
   let canaryTaken = false;
   const wouldAsk: string[] = [];
-  const budgetHeld: MachineFacts[] = [];
+  const holds: { m: MachineFacts; v: MachineVerdict; loop: GuardResult & { go: false } }[] = [];
+  const kcp = s.kcp;
+  const guardWorld: GuardWorld = {
+    settings,
+    machines: anyMachine,
+    ...(kcp ? { kcp } : {}),
+    kcpMachines: kcp ? ofCluster.filter((x) => x.owner.kind === 'KubeadmControlPlane' && x.owner.name === kcp.name).length : 0,
+    initialized,
+    expected,
+    now: s.now,
+  };
+  const sinceResume = (list: readonly RequestRecord[]) => list.filter((r) => r.time >= (next.lastResume?.time ?? ''));
   for (const { m, v } of canAct ? candidates : []) {
     let raisedNow = false;
     const fresh = !failed.has(m.uid);
@@ -226,12 +226,15 @@ export function plan(s: Snapshot): Plan {
       continue;
     }
     const owner = ownerRef(m);
-    const gate = guard(m, v, raisedNow);
-    if (gate === undefined) {
+    const gate = guardChain(m, v, raisedNow, { status: next, requests: sinceResume(next.requests ?? []), canaryTaken, flying, ownerWindows }, guardWorld);
+    if (!gate.go) {
+      holds.push({ m, v, loop: gate });
       stuckEvent();
       continue;
     }
     if (gate.canary) canaryTaken = true;
+    // Spent in a dry run too: it shows the cadence the real thing would keep (one would-be canary per interval).
+    if (gate.canary && next.suspicion !== undefined) next.suspicion = spendCanary(next.suspicion, settings, s.now);
     const r = newRequest(m, v, choice.path, settings.dryRun ? 'DryRun' : 'Open', s.now, gate.canary);
     requests.push(r);
     history = appendHistory(history, r, settings.dryRun ? 'DryRun' : 'Requested');
@@ -242,38 +245,18 @@ export function plan(s: Snapshot): Plan {
     }
     flying.push(m.name);
     ownerWindows = recordOwnerRequest(ownerWindows, owner, s.now, settings.maxPerOwner);
-    if (gate.canary && next.suspicion !== undefined) next.suspicion = spendCanary(next.suspicion, settings, s.now);
     if (v.firstControlPlane) (next.firstControlPlane ??= {}).replaced = { machine: m.name, uid: m.uid, time: iso(s.now) };
   }
 
-  /** Guards 3 to 5 in order for one Stuck Machine; undefined when one holds it (and says why). */
-  function guard(m: MachineFacts, v: MachineVerdict, raisedNow: boolean): { canary: boolean } | undefined {
-    if (neverJoinedActive(next, settings!)) return void stops.add('NeverJoined', '', m.name);
-    const sg = suspicionGate(next, v, raisedNow, canaryTaken, settings!, s.now);
-    if (!sg.go) return void stops.add('BootstrapCredentialSuspect', '', m.name);
-    const owner = ownerRef(m);
-    const refused = ownerRefusal(owner, (next.requests ?? []).filter((r) => r.time >= (next.lastResume?.time ?? '')), anyMachine);
-    if (refused !== undefined) return void stops.add('RemediationRefusedByOwner', refused, m.name);
-    const kcp = s.kcp;
-    if (m.owner.kind === 'KubeadmControlPlane' && kcp !== undefined && kcp.name === m.owner.name) {
-      const kcpMachines = ofCluster.filter((x) => x.owner.kind === 'KubeadmControlPlane' && x.owner.name === kcp.name).length;
-      const g = kcpGate(kcp, m, kcpMachines, initialized, s.now);
-      if (g.kind !== 'ok') wake.push(g.until);
-      if (g.kind === 'wait') return void stops.wait(`${m.name}: ${g.message}`);
-      if (g.kind === 'refused') return void stops.add('RemediationRefusedByOwner', g.message, m.name);
-    }
-    const b = budgetGate(flying, ownerWindows, owner, settings!, expected);
-    if (!b.ok) return void budgetHeld.push(m);
-    return { canary: sg.canary };
-  }
-
-  // A budget stop says what holds the Machine once this plan's requests are made (budgets only fill within a
-  // plan): the same words the next plan will find, whatever order the Machines were decided in.
-  for (const m of budgetHeld) {
-    const b = budgetGate(flying, ownerWindows, ownerRef(m), settings, expected);
-    if (b.ok) continue;
-    wake.push(b.frees);
-    stops.add('RemediationBudgetExhausted', b.message, m.name);
+  // Why each held Machine waits, as the guards see it once this plan's requests are made (a canary taken, budgets
+  // filled): the words the next plan will find, whatever order the Machines were decided in.
+  const final: GuardState = { status: next, requests: sinceResume(requests), canaryTaken, flying, ownerWindows };
+  for (const h of holds) {
+    const g = guardChain(h.m, h.v, false, final, guardWorld);
+    const why = g.go ? h.loop : g;
+    wake.push(why.until);
+    if ('wait' in why) stops.wait(why.wait);
+    else stops.add(why.stop, why.note, h.m.name);
   }
 
   assign(next, 'requests', requests);
@@ -339,12 +322,20 @@ export function plan(s: Snapshot): Plan {
   }
   let conditions = setCondition(next.conditions, readyCondition({ inScope: inScope.length + settledInScope, ofCluster: ofCluster.length + (s.settled?.total ?? 0), cluster: cluster.name, malformed: s.malformed }), s.now, meta.generation);
   conditions = setCondition(conditions, prog, s.now, meta.generation);
-  next.conditions = setCondition(conditions, pausedCondition({ specPaused: settings.paused, cluster, pausedMhcs, verdicts: verdictList }), s.now, meta.generation);
 
   // What every Machine must carry now: marks only while actions are allowed; withdrawals always.
-  const intents = markIntents(requests, ofCluster, s.workloadNodes, meta.name)
+  const intents = markIntents(requests, ofCluster, s.workloadNodes, meta.name, withdrawAll)
     .filter((i) => canAct || i.want === 'withdraw')
     .sort((a, b) => (a.machine.name < b.machine.name ? -1 : a.machine.name > b.machine.name ? 1 : 0));
+  // Requests still open under withdraw-all: their Machine is being deleted, or could not be read (not known clean).
+  const stillOpen = requests.filter((r) => r.state === 'Open');
+  const withdrawing = withdrawAll
+    ? {
+        left: [...intents.map((i) => i.machine.name), ...stillOpen.filter((r) => anyMachine.get(r.uid)?.deletingSince === undefined).map((r) => `${r.machine} (unreadable)`)],
+        deleting: stillOpen.filter((r) => anyMachine.get(r.uid)?.deletingSince !== undefined).map((r) => r.machine),
+      }
+    : undefined;
+  next.conditions = setCondition(conditions, pausedCondition({ specPaused: settings.paused, cluster, pausedMhcs, verdicts: verdictList, ...(withdrawing ? { withdrawing } : {}) }), s.now, meta.generation);
   checkMetadata(s, next, check);
 
   // The next moment the plan changes with no event.
@@ -366,70 +357,6 @@ export function plan(s: Snapshot): Plan {
     memoryNotes: mem.notes,
     view: { readyAt, pending: new Set(verdictList.filter((v) => v.state !== 'Joined' && v.state !== 'Deleting').map((v) => v.uid)) },
   };
-}
-
-function newRequest(m: MachineFacts, v: MachineVerdict, path: RequestRecord['path'], state: RequestRecord['state'], now: number, canary = false): RequestRecord {
-  const owner = ownerRef(m);
-  return {
-    machine: m.name,
-    uid: m.uid,
-    ...(owner ? { owner } : {}),
-    path,
-    kind: v.failureKind ?? 'JoinTimeout',
-    time: iso(now),
-    state,
-    ...(canary ? { canary: true } : {}),
-    ...(v.firstControlPlane ? { firstControlPlane: true } : {}),
-  };
-}
-
-/**
- * `joinguard.io/resume`: any value not acted on yet (or written again after its annotation was removed) clears
- * the suspicion, the counts, the first control-plane stop and the per-owner window; the annotation is removed.
- * The first control-plane wait (the old Machine gone before its replacement's clock starts) survives it.
- */
-function resume(s: Snapshot, prev: MachineJoinCheckStatus, next: MachineJoinCheckStatus, check: CheckMetadataIntent, events: PlannedEvent[]): void {
-  const value = s.check.metadata.annotations?.[ANNOTATION_RESUME];
-  const last = prev.lastResume;
-  if (value === undefined) {
-    if (last !== undefined && !last.removed) next.lastResume = { ...last, removed: true };
-    return;
-  }
-  check.removeResume = value;
-  if (last !== undefined && last.value === value && !last.removed) return; // acted on; its removal is pending
-  const cleared: string[] = [];
-  if (next.suspicion !== undefined) {
-    cleared.push(`the suspicion raised at ${next.suspicion.since}`);
-    events.push({ on: 'Check', reason: 'SuspicionCleared', warning: false, message: `${ANNOTATION_RESUME}=${value}: the suspicion raised at ${next.suspicion.since} is cleared by hand.` });
-  }
-  if (next.firstControlPlane?.misconfigured !== undefined) cleared.push('the first control-plane stop');
-  delete next.suspicion;
-  if (next.firstControlPlane !== undefined) delete next.firstControlPlane.misconfigured;
-  delete next.ownerWindows;
-  next.consecutiveJoinFailures = 0;
-  next.failuresSinceResume = 0;
-  next.lastResume = { value, time: iso(s.now) };
-  events.push({
-    on: 'Check',
-    reason: 'Resumed',
-    warning: false,
-    message: `${ANNOTATION_RESUME}=${value}: failure counters, owner refusals and the per-owner window restart now${cleared.length > 0 ? `; cleared ${cleared.join(', ')}` : ''}. JoinGuard decides again from the current state.`,
-  });
-}
-
-/** The check's own metadata: an ownerReference to its Cluster, and clusterctl move's block-move protocol. */
-function checkMetadata(s: Snapshot, next: MachineJoinCheckStatus, check: CheckMetadataIntent): void {
-  const cluster = s.cluster!;
-  const meta = s.check.metadata;
-  const owned = (meta.ownerReferences ?? []).some((o) => o.kind === 'Cluster' && o.uid === cluster.uid);
-  if (!owned) check.ownerCluster = { apiVersion: `cluster.x-k8s.io/${s.capi.apiVersion}`, name: cluster.name, uid: cluster.uid };
-  const annotations = meta.annotations ?? {};
-  if (cluster.paused) {
-    const carry = carriedMemory(next);
-    if (annotations[ANNOTATION_MEMORY] !== carry || CLUSTERCTL_ANNOTATION_BLOCK_MOVE in annotations) check.carryMemory = carry;
-  } else if (!(CLUSTERCTL_ANNOTATION_BLOCK_MOVE in annotations) || ANNOTATION_MEMORY in annotations) {
-    check.blockMove = true;
-  }
 }
 
 /** Sets an optional status field, or removes it, so absent memory leaves no `undefined` behind. */

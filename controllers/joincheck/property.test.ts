@@ -14,12 +14,11 @@
 // replays one history; PROPERTY_RUNS sets the count.
 import { AssertionError, expect } from 'chai';
 import fc from 'fast-check';
-import { isDeepStrictEqual } from 'node:util';
 import type { RemediationStrategy } from '../../api/v1alpha1/types.js';
 import { silentLogger } from '../runtime/logger.js';
 import { execute } from './executor.js';
 import { readMachine } from '../../api/capi/readers.js';
-import { causedMarks } from './marks.js';
+import { anyMark, causedMarks } from './marks.js';
 import { plan } from './planner.js';
 import { HOUR, MINUTE, SECOND, T0, mhcFacts } from './testing/builders.js';
 import { Cache, Crash, World, type Fault } from './testing/world.js';
@@ -39,6 +38,7 @@ type Step =
   | { k: 'connection'; up: boolean }
   | { k: 'resume'; value: string }
   | { k: 'unannotate' }
+  | { k: 'withdrawAll'; on: boolean }
   | { k: 'skip'; i: number }
   | { k: 'defer'; on: boolean }
   | { k: 'sync' }
@@ -55,7 +55,6 @@ interface Setup {
   initial: number;
 }
 
-const JOIN_TIMEOUT = 10 * MINUTE;
 const WINDOW = HOUR;
 
 const setupArb: fc.Arbitrary<Setup> = fc.record({
@@ -83,6 +82,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ k: fc.constant('connection' as const), up: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('resume' as const), value: fc.constantFrom('a', 'b') }) },
   { weight: 1, arbitrary: fc.constant({ k: 'unannotate' as const }) },
+  { weight: 1, arbitrary: fc.record({ k: fc.constant('withdrawAll' as const), on: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('skip' as const), i: idx }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('defer' as const), on: fc.boolean() }) },
   { weight: 2, arbitrary: fc.constant({ k: 'sync' as const }) },
@@ -94,7 +94,7 @@ const RUNS = Number(process.env['PROPERTY_RUNS'] ?? 2000);
 let histories = 0;
 let steps = 0;
 /** What the histories exercised (so a green run can be told from an idle one). */
-const seen = { marks: 0, withdrawals: 0, crashes: 0, faults: 0, suspicions: 0, resumes: 0, budgetStops: 0, plansWithSettledOut: 0, partitionChecks: 0 };
+const seen = { marks: 0, withdrawals: 0, crashes: 0, faults: 0, suspicions: 0, resumes: 0, budgetStops: 0, withdrawAlls: 0, plansWithSettledOut: 0, partitionChecks: 0 };
 
 /** One controller process: its caches and in-process view, gone with a crash or a restart. */
 class Controller {
@@ -229,6 +229,10 @@ async function run(setup: Setup, history: Step[]): Promise<void> {
       case 'unannotate':
         w.annotateCheck('joinguard.io/resume', undefined);
         break;
+      case 'withdrawAll':
+        w.annotateCheck('joinguard.io/withdraw-all', step.on ? '' : undefined);
+        if (step.on) seen.withdrawAlls++;
+        break;
       case 'skip': {
         const m = pick(step.i);
         if (m) w.skip(m);
@@ -292,7 +296,7 @@ function checkPlanning(c: Controller, w: World): void {
   if (s === undefined) return;
   const p = plan(s);
   const again = plan({ ...s, check: { ...s.check, status: JSON.parse(JSON.stringify(p.status)) }, previous: p.view });
-  expect(again.events, 'planning twice emits nothing').to.deep.equal([]);
+  expect(JSON.parse(JSON.stringify(again.events)), 'planning twice emits nothing').to.deep.equal([]);
   expect(JSON.parse(JSON.stringify(again.status)), 'planning twice changes no status').to.deep.equal(JSON.parse(JSON.stringify(p.status)));
   const { previous: _view, ...fresh } = s;
   const r = plan(fresh);
@@ -325,6 +329,15 @@ async function checkConverged(w: World, _c: Controller): Promise<void> {
     const path = w.annotatedByJoinGuard.has(f.uid) ? 'RemediateAnnotation' : requests.get(f.uid);
     const marks = causedMarks(f, path as never);
     expect(marks, `joined ${f.name} still carries JoinGuard's mark once converged`).to.deep.equal({ healthCheck: false, annotation: false, condition: false });
+  }
+  // Under joinguard.io/withdraw-all, once converged no Machine at all (but those being deleted) carries one.
+  if (w.check.metadata.annotations?.['joinguard.io/withdraw-all'] !== undefined) {
+    for (const m of w.live()) {
+      if (m.metadata.deletionTimestamp) continue;
+      const f = readMachine(m, 'v1beta2');
+      const path = w.annotatedByJoinGuard.has(f.uid) ? 'RemediateAnnotation' : requests.get(f.uid);
+      expect(anyMark(causedMarks(f, path as never)), `${f.name} still carries JoinGuard's mark under withdraw-all`).to.equal(false);
+    }
   }
   expect(w.violations).to.deep.equal([]);
 }
