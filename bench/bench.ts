@@ -1,4 +1,4 @@
-// `npm run bench -- [--machines N] [--smoke] [--runs joinguard,mhc,both] [--quiet-min M] [--parallel]
+// `npm run bench -- [--machines N] [--smoke] [--runs joinguard,mhc,both] [--quiet-min M | --quiet-min joinguard=M,mhc=M,both=M] [--parallel]
 //                   [--node-options "..."] [--out FILE]`
 // `npm run bench -- --micro ...` (bench/micro/micro.ts) and `npm run bench -- --heap ...` (bench/micro/heap.ts).
 // JoinGuard alone, CAPI's MachineHealthCheck alone, and both together, each on a control plane and a fleet
@@ -15,7 +15,7 @@ import { micro, parseMicroArgs } from './micro/micro.js';
 import { wastedRebuilds } from './rebuilds.js';
 import { buildResults } from './report.js';
 import { RUN_SIDES, runOne, type RunName, type RunResult, type RunTiming } from './run.js';
-import { printTables } from './tables.js';
+import { printTables, renderTables } from './tables.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -23,13 +23,25 @@ export interface BenchArgs {
   machines: number;
   smoke: boolean;
   runs: RunName[];
-  quietMin?: number;
+  /** Minutes of quiet, for every run or per run (a run not named keeps the default). */
+  quietMin?: number | Partial<Record<RunName, number>>;
   parallel: boolean;
   nodeOptions: string;
   out: string;
 }
 
-const USAGE = 'usage: npm run bench -- [--machines N] [--smoke] [--runs joinguard,mhc,both] [--quiet-min M] [--parallel] [--node-options "..."] [--out FILE]';
+const USAGE = 'usage: npm run bench -- [--machines N] [--smoke] [--runs joinguard,mhc,both] [--quiet-min M | --quiet-min joinguard=M,mhc=M,both=M] [--parallel] [--node-options "..."] [--out FILE]';
+
+function parseQuiet(v: string): BenchArgs['quietMin'] {
+  if (!v.includes('=')) return Number(v);
+  const out: Partial<Record<RunName, number>> = {};
+  for (const part of v.split(',')) {
+    const [run, m] = part.split('=') as [RunName, string];
+    if (!(run in RUN_SIDES) || !(Number(m) > 0)) throw new Error(`bad --quiet-min ${part}; ${USAGE}`);
+    out[run] = Number(m);
+  }
+  return out;
+}
 
 function parseArgs(argv: string[]): BenchArgs {
   const a: BenchArgs = { machines: 0, smoke: false, runs: ['joinguard', 'mhc', 'both'], parallel: false, nodeOptions: '', out: '' };
@@ -39,7 +51,7 @@ function parseArgs(argv: string[]): BenchArgs {
     if (flag === '--smoke') a.smoke = true;
     else if (flag === '--parallel') a.parallel = true;
     else if (flag === '--machines') a.machines = Number(value());
-    else if (flag === '--quiet-min') a.quietMin = Number(value());
+    else if (flag === '--quiet-min') a.quietMin = parseQuiet(value());
     else if (flag === '--node-options') a.nodeOptions = value();
     else if (flag === '--out') a.out = value();
     else if (flag === '--runs') {
@@ -56,14 +68,15 @@ function parseArgs(argv: string[]): BenchArgs {
   return a;
 }
 
-export function timingFor(a: BenchArgs): RunTiming {
+export function timingFor(a: BenchArgs, run?: RunName): RunTiming {
   // MHC refuses a nodeStartupTimeout under 30 s. The quiet window of a full run outlasts every re-watch
   // cycle (JoinGuard 4–6 min, client-go's reflectors 5–10 min). JoinGuard holds verdicts for a grace
   // (default 2m) after a Cluster's connection came up; the smoke run shortens it, full runs wait it out.
   const t: RunTiming = a.smoke
     ? { joinTimeoutS: 30, quietMs: 15_000, stuckSpreadMs: 10_000, tailMs: 20_000, connectionGraceMs: 5_000, settleMs: 3_000 }
     : { joinTimeoutS: 60, quietMs: 10 * 60_000, stuckSpreadMs: 60_000, tailMs: 120_000, settleMs: 10_000 };
-  if (a.quietMin !== undefined) t.quietMs = a.quietMin * 60_000;
+  const m = typeof a.quietMin === 'number' ? a.quietMin : run && a.quietMin?.[run];
+  if (m !== undefined) t.quietMs = m * 60_000;
   return t;
 }
 
@@ -77,7 +90,8 @@ async function main(): Promise<void> {
   const t0 = Date.now();
   const timing = timingFor(args);
   const shape = fleetShape(args.machines, timing.joinTimeoutS);
-  log(`fleet per run: ${shape.machines} Machines (${shape.resting} resting + ${shape.stuck} stuck) over ${shape.clusters} Clusters; runs ${args.runs.join(', ')}${args.parallel ? ' at once' : ' one after another'}; quiet ${timing.quietMs / 60_000} min`);
+  const quietMin = Object.fromEntries(args.runs.map((r) => [r, timingFor(args, r).quietMs / 60_000]));
+  log(`fleet per run: ${shape.machines} Machines (${shape.resting} resting + ${shape.stuck} stuck) over ${shape.clusters} Clusters; runs ${args.runs.join(', ')}${args.parallel ? ' at once' : ' one after another'}; quiet ${args.runs.map((r) => `${r} ${quietMin[r]} min`).join(', ')}`);
   let t = Date.now();
   compileController();
   log(`JoinGuard compiled with tsc in ${(Date.now() - t) / 1000} s`);
@@ -88,19 +102,34 @@ async function main(): Promise<void> {
   const runs: Partial<Record<RunName, RunResult>> = {};
   const one = async (name: RunName) => {
     t = Date.now();
-    runs[name] = await runOne({ name, shape, timing, nodeOptions: args.nodeOptions, binDir, log: (l) => log(`[${name}] ${l}`) });
+    runs[name] = await runOne({ name, shape, timing: timingFor(args, name), nodeOptions: args.nodeOptions, binDir, log: (l) => log(`[${name}] ${l}`) });
     log(`[${name}] done in ${Math.round((Date.now() - t) / 1000)} s`);
+  };
+  const write = () => {
+    const r = buildResults({ machines: args.machines, smoke: args.smoke, shape, timing, quietMin, nodeOptions: args.nodeOptions, wallS: (Date.now() - t0) / 1000, runs, rebuilds });
+    fs.mkdirSync(path.dirname(args.out), { recursive: true });
+    fs.writeFileSync(args.out, `${JSON.stringify(r, null, 1)}\n`);
+    return r;
   };
   if (args.parallel) {
     // Every run ends (and stops what it started) before a failure is reported.
     const failed = (await Promise.allSettled(args.runs.map(one))).find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
+  } else {
+    // One after another, the results so far are written (and their tables logged) after each run: a long
+    // benchmark cut short keeps the runs it finished.
+    for (const name of args.runs.slice(0, -1)) {
+      await one(name);
+      try {
+        log(`results so far in ${path.relative(process.cwd(), args.out)}:\n${renderTables(write())}`);
+      } catch (e) {
+        log(`results so far not written: ${(e as Error).message}`);
+      }
+    }
+    await one(args.runs.at(-1)!);
   }
-  else for (const name of args.runs) await one(name);
 
-  const results = buildResults({ machines: args.machines, smoke: args.smoke, shape, timing, nodeOptions: args.nodeOptions, wallS: (Date.now() - t0) / 1000, runs, rebuilds });
-  fs.mkdirSync(path.dirname(args.out), { recursive: true });
-  fs.writeFileSync(args.out, `${JSON.stringify(results, null, 1)}\n`);
+  const results = write();
   printTables(results);
   log(`results in ${path.relative(process.cwd(), args.out)}; wall time ${results.run.wallS} s`);
 }

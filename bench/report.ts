@@ -104,6 +104,8 @@ export interface BenchInputs {
   smoke: boolean;
   shape: FleetShape;
   timing: RunTiming;
+  /** The quiet window's length per run, in minutes (as asked; each run's atRest.minutes is as measured). */
+  quietMin: Record<string, number>;
   nodeOptions: string;
   wallS: number;
   runs: Partial<Record<RunName, RunResult>>;
@@ -180,6 +182,7 @@ export function buildResults(b: BenchInputs) {
     setup: {
       shape: b.shape,
       timing: b.timing,
+      quietMinByRun: b.quietMin,
       runs: 'each run on a control plane and a fleet of its own, built afresh: joinguard = MachineJoinChecks only; mhc = MachineHealthChecks only; both = both on the same Machines. Checks use the default strategy (Auto); JoinGuard runs as the Deployment does (--leader-elect, default lease timings, webhook server in process); CAPI\'s three managers with --leader-elect (defaults)',
       requestCounting: 'apiserver audit log (level Metadata, blocking mode, checked complete against apiserver_audit_event_total/error_total): apiserver_request_total has no client label',
       apiserverRequestTotalLabels: Object.values(b.runs)[0]?.apiserverRequestTotalLabels,

@@ -33,6 +33,7 @@ function costTable(res: Results): string {
   add('RSS at the quiet window\'s start', f(jg?.rssAtQuietStartMiB, ' MiB'), f(cm?.rssAtQuietStartMiB, ' MiB'), f(cj?.rssAtQuietStartMiB, ' MiB'));
   add('CPU s: quiet window / detection window', `${f(jg?.cpuSeconds.quiet)} / ${f(jg?.cpuSeconds.detection)}`, `${f(cm?.cpuSeconds.quiet)} / ${f(cm?.cpuSeconds.detection)}`,
     `${f(cj?.cpuSeconds.quiet)} / ${f(cj?.cpuSeconds.detection)}`, `— / ${f(s.cpuSecondsDetectionMhcShareEstimate)}`);
+  add('quiet window (at rest)', f(jg?.atRest.minutes, ' min'), f(cm?.atRest.minutes, ' min'), f(cj?.atRest.minutes, ' min'));
   add('requests/min at rest (all)', f(jg?.atRest.requestsPerMin), f(cm?.atRest.requestsPerMin), f(cj?.atRest.requestsPerMin), f(s.atRestRequestsPerMinMhcShareEstimate));
   add('  of which Lease renewals', f(jg?.atRest.leaseRequestsPerMin), f(cm?.atRest.leaseRequestsPerMin), f(cj?.atRest.leaseRequestsPerMin));
   add('watches opened/min at rest', f(jg?.atRest.watchesOpenedPerMin), f(cm?.atRest.watchesOpenedPerMin), f(cj?.atRest.watchesOpenedPerMin));
