@@ -7,8 +7,9 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import YAML from 'yaml';
 import { track, untrack } from '../hack/testenv/cleanup.js';
-import { httpGet } from '../hack/testenv/kube-client.js';
+import { httpGet, type Json } from '../hack/testenv/kube-client.js';
 import { freePort } from '../hack/testenv/ports.js';
 import { ManagedProcess, tailFile } from '../hack/testenv/process.js';
 import { ProcSampler } from './proc.js';
@@ -58,6 +59,13 @@ export interface JoinGuardStart {
   extraFlags?: string[];
   /** The test env's pgid file: its watchdog then also stops JoinGuard if the bench is killed. */
   pgidFile?: string;
+}
+
+/** NODE_OPTIONS of the Deployment's `manager` container (manifests/manager/manager.yaml): the bench's default. */
+export function deployedNodeOptions(): string {
+  const docs = YAML.parseAllDocuments(fs.readFileSync(path.join(root, 'manifests', 'manager', 'manager.yaml'), 'utf8')).map((d) => d.toJS() as Json);
+  const c = docs.find((d) => d?.kind === 'Deployment')?.spec.template.spec.containers.find((x: Json) => x.name === 'manager');
+  return c?.env?.find((e: Json) => e.name === 'NODE_OPTIONS')?.value ?? '';
 }
 
 export class JoinGuardProcess {
