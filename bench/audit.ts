@@ -3,8 +3,11 @@
 // watches a client keeps open and the requests it makes are told apart. Time is the apiserver's
 // requestReceivedTimestamp. Clients are (user, User-Agent product) pairs: the CAPI managers share the
 // admin identity but not their User-Agent.
+// The log runs in blocking mode; that no event was lost is still checked against the apiserver's own
+// counters (apiserver_audit_event_total, apiserver_audit_error_total), and a loss fails the run.
 import fs from 'node:fs';
 import readline from 'node:readline';
+import { sum, type Sample } from './prom.js';
 
 export interface AuditWindow {
   name: string;
@@ -77,4 +80,23 @@ export function sumClients(byClient: Record<string, ClientCounts> | undefined, m
     for (const [k, v] of Object.entries(c.byNamespace)) out.byNamespace[k] = (out.byNamespace[k] ?? 0) + v;
   }
   return out;
+}
+
+export interface AuditIntegrity {
+  /** apiserver_audit_event_total when scraped just before the apiserver stopped. */
+  eventsGenerated: number;
+  /** apiserver_audit_error_total (every plugin): events that could not be written. */
+  errors: number;
+  /** Lines in the log file after the apiserver stopped (>= eventsGenerated: later events come after the scrape). */
+  lines: number;
+}
+
+/** Throws unless every audit event the apiserver generated is in the file. */
+export function checkAuditComplete(apiserverMetrics: Sample[], lines: number): AuditIntegrity {
+  const r = { eventsGenerated: sum(apiserverMetrics, 'apiserver_audit_event_total'), errors: sum(apiserverMetrics, 'apiserver_audit_error_total'), lines };
+  if (r.eventsGenerated === 0) throw new Error('audit: the apiserver reports no audit event generated; the audit log is not on');
+  if (r.errors > 0 || lines < r.eventsGenerated) {
+    throw new Error(`audit: events lost — apiserver_audit_error_total ${r.errors}, ${r.eventsGenerated} generated before the last scrape, ${lines} in the log; the request counts would be short`);
+  }
+  return r;
 }

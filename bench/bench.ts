@@ -1,238 +1,141 @@
-// `npm run bench -- [--machines N] [--smoke] [--out FILE]`: JoinGuard against CAPI's MachineHealthCheck on
-// the local test control plane (hack/testenv), measured from the apiserver's side. See docs/benchmarks.md.
-// Phases: control plane with audit log → fleet (N Machines, watched by both) → JoinGuard started, first full
-// reconcile → a quiet window (requests at rest) → stuck Machines added at a steady pace (detection
-// latency) → everything stopped, audit log counted → table on stdout and results JSON.
+// `npm run bench -- [--machines N] [--smoke] [--runs joinguard,mhc,both] [--quiet-min M | --quiet-min joinguard=M,mhc=M,both=M] [--parallel]
+//                   [--node-options "..." (default: the Deployment's NODE_OPTIONS)] [--out FILE]`
+// `npm run bench -- --micro ...` (bench/micro/micro.ts) and `npm run bench -- --heap ...` (bench/micro/heap.ts).
+// JoinGuard alone, CAPI's MachineHealthCheck alone, and both together, each on a control plane and a fleet
+// of its own built afresh (bench/run.ts), measured from the apiserver's side; then the results JSON and the
+// tables. See docs/benchmarks.md.
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { countAudit } from './audit.js';
-import { compileController, ControllerProcess, removeCompiledController } from './controller-process.js';
-import { installBenchCrds } from './crds.js';
-import { JOINGUARD_USER_AGENT, scrapeRequestMetricLabels, startBenchEnv, USER_JOINGUARD, type BenchEnv } from './env.js';
-import {
-  clusterTimes, createChecks, createClusters, createMachine, createNamespace, fleetShape, NAMESPACE, pool,
-  restingMachines, SIDES, stuckMachines,
-} from './fleet.js';
-import { latencies } from './latency.js';
-import { ProcSampler } from './proc.js';
+import { ensureBuilt } from '../hack/testenv/testenv.js';
+import { compileController, deployedNodeOptions, removeCompiledController } from './controller-process.js';
+import { fleetShape } from './fleet.js';
+import { heapSettings, parseHeapArgs } from './micro/heap.js';
+import { micro, parseMicroArgs } from './micro/micro.js';
 import { wastedRebuilds } from './rebuilds.js';
-import { buildResults, printTable } from './report.js';
-import { MachineWatcher } from './watch.js';
-import type { RestClient } from '../controllers/runtime/rest.js';
+import { buildResults } from './report.js';
+import { RUN_SIDES, runOne, type RunName, type RunResult, type RunTiming } from './run.js';
+import { printTables, renderTables } from './tables.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const MAX_PENDING = 200;
 
 export interface BenchArgs {
   machines: number;
   smoke: boolean;
+  runs: RunName[];
+  /** Minutes of quiet, for every run or per run (a run not named keeps the default). */
+  quietMin?: number | Partial<Record<RunName, number>>;
+  parallel: boolean;
+  /** Node flags for JoinGuard; default: the Deployment's NODE_OPTIONS (as deployed). */
+  nodeOptions: string;
   out: string;
 }
 
-function parseArgs(argv: string[]): BenchArgs {
-  const args: BenchArgs = { machines: 0, smoke: false, out: '' };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (a === '--smoke') args.smoke = true;
-    else if (a === '--machines') args.machines = Number(argv[++i]);
-    else if (a.startsWith('--machines=')) args.machines = Number(a.slice(10));
-    else if (a === '--out') args.out = argv[++i] ?? '';
-    else throw new Error(`unknown argument ${a}; usage: npm run bench -- [--machines N] [--smoke] [--out FILE]`);
+const USAGE = 'usage: npm run bench -- [--machines N] [--smoke] [--runs joinguard,mhc,both] [--quiet-min M | --quiet-min joinguard=M,mhc=M,both=M] [--parallel] [--node-options "..."] [--out FILE]';
+
+function parseQuiet(v: string): BenchArgs['quietMin'] {
+  if (!v.includes('=')) return Number(v);
+  const out: Partial<Record<RunName, number>> = {};
+  for (const part of v.split(',')) {
+    const [run, m] = part.split('=') as [RunName, string];
+    if (!(run in RUN_SIDES) || !(Number(m) > 0)) throw new Error(`bad --quiet-min ${part}; ${USAGE}`);
+    out[run] = Number(m);
   }
-  // A smoke run is small unless told otherwise: it proves the pipeline, not the numbers.
-  args.machines ||= args.smoke ? 200 : 2000;
-  if (!Number.isInteger(args.machines) || args.machines < 20) throw new Error('--machines must be an integer of at least 20');
-  // The smoke run must not overwrite the committed results.
-  args.out ||= args.smoke ? path.join(here, 'runs', 'results.smoke.json') : path.join(here, 'results.json');
-  return args;
+  return out;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+function parseArgs(argv: string[]): BenchArgs {
+  const a: BenchArgs = { machines: 0, smoke: false, runs: ['joinguard', 'mhc', 'both'], parallel: false, nodeOptions: deployedNodeOptions(), out: '' };
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i]!.split(/=(.*)/s, 2) as [string, string | undefined];
+    const value = () => inline ?? argv[++i] ?? '';
+    if (flag === '--smoke') a.smoke = true;
+    else if (flag === '--parallel') a.parallel = true;
+    else if (flag === '--machines') a.machines = Number(value());
+    else if (flag === '--quiet-min') a.quietMin = parseQuiet(value());
+    else if (flag === '--node-options') a.nodeOptions = value();
+    else if (flag === '--out') a.out = value();
+    else if (flag === '--runs') {
+      a.runs = value().split(',') as RunName[];
+      for (const r of a.runs) if (!(r in RUN_SIDES)) throw new Error(`unknown run ${r}; ${USAGE}`);
+    } else throw new Error(`unknown argument ${argv[i]}; ${USAGE}`);
+  }
+  // A smoke run is small and runs its three control planes at once: it proves the pipeline, not the numbers.
+  a.machines ||= a.smoke ? 200 : 2000;
+  a.parallel ||= a.smoke;
+  if (!Number.isInteger(a.machines) || a.machines < 20) throw new Error('--machines must be an integer of at least 20');
+  // The smoke run must not overwrite the committed results.
+  a.out ||= a.smoke ? path.join(here, 'runs', 'results.smoke.json') : path.join(here, 'results.json');
+  return a;
+}
+
+export function timingFor(a: BenchArgs, run?: RunName): RunTiming {
+  // MHC refuses a nodeStartupTimeout under 30 s. The quiet window of a full run outlasts every re-watch
+  // cycle (JoinGuard 4–6 min, client-go's reflectors 5–10 min). JoinGuard holds verdicts for a grace
+  // (default 2m) after a Cluster's connection came up; the smoke run shortens it, full runs wait it out.
+  const t: RunTiming = a.smoke
+    ? { joinTimeoutS: 30, quietMs: 15_000, stuckSpreadMs: 10_000, tailMs: 20_000, connectionGraceMs: 5_000, settleMs: 3_000 }
+    : { joinTimeoutS: 60, quietMs: 10 * 60_000, stuckSpreadMs: 60_000, tailMs: 120_000, settleMs: 10_000 };
+  const m = typeof a.quietMin === 'number' ? a.quietMin : run && a.quietMin?.[run];
+  if (m !== undefined) t.quietMs = m * 60_000;
+  return t;
+}
+
 const log = (line: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 
 async function main(): Promise<void> {
+  process.on('exit', removeCompiledController);
+  if (process.argv.includes('--micro')) return micro(parseMicroArgs(process.argv.slice(2)));
+  if (process.argv.includes('--heap')) return heapSettings(parseHeapArgs(process.argv.slice(2)));
   const args = parseArgs(process.argv.slice(2));
   const t0 = Date.now();
-  // Durations: the watch pools' timeout, the quiet window, the pace at which stuck Machines arrive.
-  // connectionGraceMs: JoinGuard holds verdicts for a grace period (default 2m) after a Cluster's
-  // RemoteConnectionProbe turned True; full runs keep the default and wait it out, the smoke run shortens it.
-  const timing = args.smoke
-    ? { joinTimeoutS: 30, restMs: 15_000, stuckSpreadMs: 10_000, connectionGraceMs: 5_000 } // MHC refuses a nodeStartupTimeout under 30 s
-    : { joinTimeoutS: 60, restMs: 60_000, stuckSpreadMs: 60_000, connectionGraceMs: 120_000 };
+  const timing = timingFor(args);
   const shape = fleetShape(args.machines, timing.joinTimeoutS);
-  log(`fleet: ${shape.machines} Machines (${shape.resting} resting + ${shape.stuck} stuck) over ${shape.clusters} Clusters, ${2 * shape.clusters} MachineJoinChecks and as many MachineHealthChecks`);
-
+  const quietMin = Object.fromEntries(args.runs.map((r) => [r, timingFor(args, r).quietMs / 60_000]));
+  log(`fleet per run: ${shape.machines} Machines (${shape.resting} resting + ${shape.stuck} stuck) over ${shape.clusters} Clusters; runs ${args.runs.join(', ')}${args.parallel ? ' at once' : ' one after another'}; quiet ${args.runs.map((r) => `${r} ${quietMin[r]} min`).join(', ')}`);
   let t = Date.now();
-  const controllerEntry = compileController();
-  log(`controller compiled with tsc in ${(Date.now() - t) / 1000} s`);
-
+  compileController();
+  log(`JoinGuard compiled with tsc in ${(Date.now() - t) / 1000} s`);
   const rebuilds = wastedRebuilds();
   log(`wasted rebuilds (planner, simulated 24 h): ${rebuilds.rows.map((r) => `${r.guard}=${r.rebuilds}`).join(', ')}`);
 
-  let bench: BenchEnv | undefined;
-  let jg: ControllerProcess | undefined;
-  let watcher: MachineWatcher | undefined;
-  const cleanup = async () => {
-    watcher?.stop();
-    await jg?.stop().catch(() => undefined);
-    await bench?.stop().catch(() => undefined);
-    removeCompiledController();
+  const binDir = await ensureBuilt(log);
+  const runs: Partial<Record<RunName, RunResult>> = {};
+  const one = async (name: RunName) => {
+    t = Date.now();
+    runs[name] = await runOne({ name, shape, timing: timingFor(args, name), nodeOptions: args.nodeOptions, binDir, log: (l) => log(`[${name}] ${l}`) });
+    log(`[${name}] done in ${Math.round((Date.now() - t) / 1000)} s`);
   };
-  const onSignal = (sig: NodeJS.Signals) => {
-    log(`${sig}: stopping`);
-    void cleanup().finally(() => process.exit(130));
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-
-  try {
-    const phase: Record<string, number> = {};
-    const mark = (name: string, since: number) => (phase[name] = Math.round((Date.now() - since) / 100) / 10);
-
-    t = Date.now();
-    bench = await startBenchEnv((l) => log(`testenv: ${l}`));
-    const rest = bench.driver;
-    const metricLabels = await scrapeRequestMetricLabels(bench.env);
-    log(`apiserver_request_total labels: ${metricLabels.join(', ')}`);
-    await installBenchCrds(rest);
-    await createNamespace(rest);
-    mark('controlPlaneS', t);
-
-    t = Date.now();
-    const w = (watcher = new MachineWatcher(rest, NAMESPACE));
-    await w.start();
-    const msUids = await createClusters(rest, shape, new URL(bench.env.server), bench.workloadKubeconfigYaml);
-    await createChecks(rest, shape);
-    await waitFor('every Cluster initialized and connected', 120_000, async () => {
-      for (const c of (await clusterTimes(rest)).values()) if (!c.ready) return false;
-      return true;
-    });
-    const resting = restingMachines(shape);
-    let created = 0;
-    const provisioned = () => w.provisionedCount;
-    const progress = setInterval(() => log(`  created ${created}/${resting.length} resting Machines; Provisioned ${provisioned()}`), 10_000);
-    // Back-pressure: no more than MAX_PENDING Machines ahead of CAPI. Flooding CAPI's Machine controller on
-    // 2 cores lags its cache, and its status patches then conflict (409) in a storm that feeds itself.
-    await pool(resting, 16, async (m) => {
-      while (created - provisioned() >= MAX_PENDING) await sleep(100);
-      created++;
-      await createMachine(rest, m, msUids);
-    });
-    clearInterval(progress);
-    await w.until(`${shape.resting} Machines Provisioned`, () => w.provisionedCount >= shape.resting, 600_000);
-    mark('fleetS', t);
-    log(`fleet ready in ${phase.fleetS} s`);
-    const core = new ProcSampler(bench.env.pids['capi-core']!, 1000);
-    await sleep(args.smoke ? 2000 : 10_000); // let CAPI's managers finish their follow-up reconciles
-
-    jg = new ControllerProcess(controllerEntry, bench.kubeconfigs[USER_JOINGUARD], NAMESPACE, JOINGUARD_USER_AGENT, {
-      JOINGUARD_BENCH_CONNECTION_GRACE_MS: String(timing.connectionGraceMs),
-    });
-    await jg.fullReconcile(120_000);
-    const m = jg.milestones;
-    log(`JoinGuard: ready ${(m.readyAt! - m.spawnedAt) / 1000} s, every check reconciled ${(m.fullReconcileAt! - m.spawnedAt) / 1000} s after spawn`);
-    await sleep(3000);
-
-    // Quiet window: nothing changes; every request a controller makes now is a request at rest.
-    const coreAtRestStart = core.take()!;
-    const jgAtRestStart = jg.sampler.take()!;
-    const restWindow = { name: 'rest', from: Date.now(), to: 0 };
-    log(`at rest for ${timing.restMs / 1000} s`);
-    await sleep(timing.restMs);
-    restWindow.to = Date.now();
-    const coreAtRestEnd = core.take()!;
-    const jgAtRestEnd = jg.sampler.take()!;
-
-    // The first stuck deadline must fall after every Cluster's connection grace, or the latency measured
-    // would be the grace (MHC has none).
-    let graceEnd = 0;
-    for (const c of (await clusterTimes(rest)).values()) graceEnd = Math.max(graceEnd, (c.remoteConnectionAt ?? 0) + timing.connectionGraceMs + 1000);
-    const graceWait = graceEnd - timing.joinTimeoutS * 1000 - Date.now();
-    if (graceWait > 0) {
-      log(`waiting ${Math.ceil(graceWait / 1000)} s so that no deadline falls within JoinGuard's connection grace`);
-      await sleep(graceWait);
-    }
-
-    // Stuck Machines arrive at a steady pace; their deadlines follow.
-    t = Date.now();
-    const stuck = stuckMachines(shape);
-    const gap = timing.stuckSpreadMs / stuck.length;
-    const detectWindow = { name: 'detection', from: Date.now(), to: 0 };
-    let next = 0;
-    await pool(stuck, 16, async (s) => {
-      const due = t + gap * next++;
-      if (due > Date.now()) await sleep(due - Date.now());
-      await createMachine(rest, s, msUids);
-    });
-    log(`stuck Machines created in ${(Date.now() - t) / 1000} s; waiting for the marks`);
-    const markTimeout = timing.joinTimeoutS * 1000 + 120_000;
-    const waits = await Promise.allSettled(SIDES.map((side) => w.until(`every stuck Machine marked by ${side}`, () => w.markedCount[side] >= shape.stuck, markTimeout)));
-    for (const w of waits) if (w.status === 'rejected') log(`WARNING: ${(w.reason as Error).message}`);
-    await explainUnmarked(rest, w);
-    await sleep(2000); // late marks of resting Machines (there must be none) would show here
-    detectWindow.to = Date.now();
-    mark('detectionS', t);
-
-    const coreEnd = core.take()!;
-    core.stop();
-    const memory = bench.env.memory();
-    const clusters = await clusterTimes(rest);
-    await jg.stop();
-    w.stop();
-    const auditLog = bench.auditLog;
-    const keptAudit = path.join(os.tmpdir(), `joinguard-bench-audit-${process.pid}.log`);
-    await bench.env.stop(); // flushes the audit log
-    fs.renameSync(auditLog, keptAudit);
-    await bench.stop();
-    bench = undefined;
-
-    t = Date.now();
-    const audit = await countAudit(keptAudit, [restWindow, detectWindow]);
-    fs.rmSync(keptAudit, { force: true });
-    mark('auditS', t);
-
-    const results = buildResults({
-      args, shape, timing, phase, wallS: (Date.now() - t0) / 1000, metricLabels,
-      latency: { joinguard: latencies('joinguard', w, clusters, shape), mhc: latencies('mhc', w, clusters, shape) },
-      audit, restWindow, detectWindow,
-      joinguard: { milestones: jg.milestones, atRestStart: jgAtRestStart, atRestEnd: jgAtRestEnd, last: jg.sampler.last!, peakRssKiB: jg.sampler.peakRssKiB },
-      core: { atRestStart: coreAtRestStart, atRestEnd: coreAtRestEnd, last: coreEnd, memory: memory.byComponent['capi-core'] },
-      rebuilds,
-    });
+  const write = () => {
+    const r = buildResults({ machines: args.machines, smoke: args.smoke, shape, timing, quietMin, nodeOptions: args.nodeOptions, wallS: (Date.now() - t0) / 1000, runs, rebuilds });
     fs.mkdirSync(path.dirname(args.out), { recursive: true });
-    fs.writeFileSync(args.out, `${JSON.stringify(results, null, 2)}\n`);
-    printTable(results);
-    log(`results in ${path.relative(process.cwd(), args.out)}; wall time ${results.run.wallS} s`);
-  } finally {
-    await cleanup();
+    fs.writeFileSync(args.out, `${JSON.stringify(r, null, 1)}\n`);
+    return r;
+  };
+  if (args.parallel) {
+    // Every run ends (and stops what it started) before a failure is reported.
+    const failed = (await Promise.allSettled(args.runs.map(one))).find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  } else {
+    // One after another, the results so far are written (and their tables logged) after each run: a long
+    // benchmark cut short keeps the runs it finished.
+    for (const name of args.runs.slice(0, -1)) {
+      await one(name);
+      try {
+        log(`results so far in ${path.relative(process.cwd(), args.out)}:\n${renderTables(write())}`);
+      } catch (e) {
+        log(`results so far not written: ${(e as Error).message}`);
+      }
+    }
+    await one(args.runs.at(-1)!);
   }
-}
 
-async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(500);
-  }
+  const results = write();
+  printTables(results);
+  log(`results in ${path.relative(process.cwd(), args.out)}; wall time ${results.run.wallS} s`);
 }
 
 main().catch((e: Error) => {
   log(`FAILED: ${e.stack ?? e.message}`);
   process.exitCode = 1;
 });
-
-/** Why JoinGuard left a stuck Machine unmarked, as its check and the Cluster say (printed, for the docs). */
-async function explainUnmarked(rest: RestClient, w: MachineWatcher): Promise<void> {
-  const pools = new Set([...w.machines.values()].filter((r) => r.pool.endsWith('-watch') && !r.marks.joinguard).map((r) => r.pool));
-  for (const pool of [...pools].slice(0, 10)) {
-    const check = await rest.get(`/apis/joinguard.io/v1alpha1/namespaces/${NAMESPACE}/machinejoinchecks/${pool}`).catch(() => undefined);
-    const cluster = await rest.get(`/apis/cluster.x-k8s.io/v1beta2/namespaces/${NAMESPACE}/clusters/${check?.spec?.clusterName}`).catch(() => undefined);
-    const conds = ((check?.status?.conditions ?? []) as { type: string; status: string; reason: string; message: string }[])
-      .map((c) => `${c.type}=${c.status}/${c.reason}: ${c.message.slice(0, 240)}`).join(' | ');
-    const probe = ((cluster?.status?.conditions ?? []) as { type: string; status: string; lastTransitionTime: string }[]).find((c) => c.type === 'RemoteConnectionProbe');
-    log(`unmarked by JoinGuard in ${pool}: ${conds}; RemoteConnectionProbe ${probe?.status} since ${probe?.lastTransitionTime}; remediations ${JSON.stringify(check?.status?.remediations?.map((r: { machine: string; outcome: string }) => `${r.machine}:${r.outcome}`))}`);
-  }
-}
-

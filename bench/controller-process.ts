@@ -1,24 +1,33 @@
-// Parent side of bench/run-controller.ts: compiles it with the controller the way the image is built
-// (tsc to JavaScript, run by plain `node` with NODE_ENV=production: tsx alone adds ~60 MiB of RSS), forks
-// it (one process, so /proc/<pid> is the controller), relays its milestones and samples its RSS and CPU.
-import { execFileSync, fork, type ChildProcess } from 'node:child_process';
+// JoinGuard as deployed: the `joinguard` command compiled the way the image is (tsc of api, controllers,
+// webhooks and cmd; plain `node`, NODE_ENV=production) and started with the Deployment's flags
+// (--leader-elect with its default lease timings, diagnostics, probes, the webhook server), in a process of its
+// own so that /proc gives its own RSS and CPU. Milestones come from outside: /readyz for the caches,
+// the apiserver for the first reconcile (bench/watch.ts CheckWatcher).
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import YAML from 'yaml';
+import { track, untrack } from '../hack/testenv/cleanup.js';
+import { httpGet, type Json } from '../hack/testenv/kube-client.js';
+import { freePort } from '../hack/testenv/ports.js';
+import { ManagedProcess, tailFile } from '../hack/testenv/process.js';
 import { ProcSampler } from './proc.js';
+import { scrape, type Sample } from './prom.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, '..');
 // Under bench/runs (git-ignored) so that the compiled files resolve the repository's node_modules; one per
-// run, so that a smoke test and a full run may overlap.
+// bench process, so that a smoke test and a full run may overlap.
 const buildDir = path.join(here, 'runs', `controller-${process.pid}`);
+export const JOINGUARD_LEASE_NAMESPACE = 'joinguard-system';
 
 export function removeCompiledController(): void {
   fs.rmSync(buildDir, { recursive: true, force: true });
 }
 
-/** tsc of api/, controllers/ and run-controller.ts, tests and test helpers left out (as the Dockerfile). */
-export function compileController(): string {
+/** tsc of what the image ships (tests and test helpers left out, as the Dockerfile), plus `extra` entries. */
+export function compileController(extra: string[] = []): string {
   fs.rmSync(buildDir, { recursive: true, force: true });
   fs.mkdirSync(buildDir, { recursive: true });
   const config = path.join(buildDir, 'tsconfig.json');
@@ -26,75 +35,110 @@ export function compileController(): string {
   fs.writeFileSync(config, JSON.stringify({
     extends: rel('tsconfig.json'),
     compilerOptions: { sourceMap: false, types: ['node'], outDir: 'dist', rootDir: rel('.') },
-    include: [rel('api'), rel('controllers'), rel('bench/run-controller.ts')],
+    include: [rel('api'), rel('controllers'), rel('webhooks'), rel('cmd'), ...extra.map(rel)],
     exclude: [rel('**/*.test.ts'), rel('**/testing/**'), rel('node_modules')],
   }));
   execFileSync(path.join(root, 'node_modules', '.bin', 'tsc'), ['-p', config], { stdio: 'inherit' });
-  const entry = path.join(buildDir, 'dist', 'bench', 'run-controller.js');
+  const entry = compiled('cmd/joinguard.ts');
   if (!fs.existsSync(entry)) throw new Error(`tsc did not produce ${entry}`);
-  return entry;
+  return buildDir;
 }
 
-export interface ControllerMilestones {
-  spawnedAt: number;
-  startedAt?: number;
+/** Where tsc put the JavaScript of a source file of the repository. */
+export function compiled(source: string): string {
+  return path.join(buildDir, 'dist', source.replace(/\.ts$/, '.js'));
+}
+
+export interface JoinGuardStart {
+  kubeconfig: string;
+  webhookCertDir: string;
+  logFile: string;
+  /** Node and V8 flags before the script, as an image's ENTRYPOINT would put them ('' = Node's defaults). */
+  nodeOptions: string;
+  /** Flags beyond the Deployment's (e.g. --connection-grace for the smoke size). */
+  extraFlags?: string[];
+  /** The test env's pgid file: its watchdog then also stops JoinGuard if the bench is killed. */
+  pgidFile?: string;
+}
+
+/** NODE_OPTIONS of the Deployment's `manager` container (manifests/manager/manager.yaml): the bench's default. */
+export function deployedNodeOptions(): string {
+  const docs = YAML.parseAllDocuments(fs.readFileSync(path.join(root, 'manifests', 'manager', 'manager.yaml'), 'utf8')).map((d) => d.toJS() as Json);
+  const c = docs.find((d) => d?.kind === 'Deployment')?.spec.template.spec.containers.find((x: Json) => x.name === 'manager');
+  return c?.env?.find((e: Json) => e.name === 'NODE_OPTIONS')?.value ?? '';
+}
+
+export class JoinGuardProcess {
+  readonly spawnedAt = Date.now();
   readyAt?: number;
-  fullReconcileAt?: number;
-  checksReconciled?: number;
-  watchRestarts?: Record<string, number>;
-  /** process.memoryUsage() of the controller just before it stopped (bytes). */
-  memory?: NodeJS.MemoryUsage;
-}
-
-export class ControllerProcess {
-  readonly child: ChildProcess;
+  readonly proc: ManagedProcess;
   readonly sampler: ProcSampler;
-  readonly milestones: ControllerMilestones;
-  private exited: Promise<number | null>;
-  private fullWaiters: (() => void)[] = [];
+  readonly metricsUrl: string;
+  private readonly healthUrl: string;
+  private readonly tracked = { stop: () => this.stop(), killNow: () => this.proc.killNow() };
 
-  constructor(entry: string, kubeconfig: string, namespace: string, userAgent: string, env: Record<string, string> = {}) {
-    this.milestones = { spawnedAt: Date.now() };
-    this.child = fork(entry, [kubeconfig, namespace, userAgent], {
-      execArgv: [],
-      env: { ...process.env, NODE_OPTIONS: '', NODE_ENV: 'production', ...env },
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    this.exited = new Promise((resolve) => this.child.once('exit', (code) => resolve(code)));
-    this.child.on('message', (m: { type: string; at: number; checks?: number; watchRestarts?: Record<string, number>; memory?: NodeJS.MemoryUsage }) => {
-      if (m.type === 'started') this.milestones.startedAt = m.at;
-      if (m.type === 'ready') this.milestones.readyAt = m.at;
-      if (m.type === 'fullReconcile') {
-        this.milestones.fullReconcileAt = m.at;
-        this.milestones.checksReconciled = m.checks;
-        for (const w of this.fullWaiters.splice(0)) w();
-      }
-      if (m.type === 'stopped') {
-        this.milestones.watchRestarts = m.watchRestarts;
-        this.milestones.memory = m.memory;
-      }
-    });
-    this.sampler = new ProcSampler(this.child.pid!, 500);
+  private constructor(proc: ManagedProcess, metricsPort: number, healthPort: number) {
+    this.proc = proc;
+    this.metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
+    this.healthUrl = `http://127.0.0.1:${healthPort}`;
+    this.sampler = new ProcSampler(proc.pid, 500, 'joinguard');
+    track(this.tracked);
   }
 
-  fullReconcile(timeoutMs: number): Promise<void> {
-    if (this.milestones.fullReconcileAt !== undefined) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`JoinGuard did not reconcile every check within ${timeoutMs} ms`)), timeoutMs);
-      this.fullWaiters.push(() => (clearTimeout(t), resolve()));
-      void this.exited.then((code) => reject(new Error(`JoinGuard exited (${code}) before reconciling every check`)));
+  static async start(o: JoinGuardStart): Promise<JoinGuardProcess> {
+    const [metricsPort, healthPort, webhookPort] = [await freePort(), await freePort(), await freePort()];
+    const proc = ManagedProcess.start({
+      name: 'joinguard',
+      command: process.execPath,
+      args: [
+        ...o.nodeOptions.split(/\s+/).filter(Boolean),
+        compiled('cmd/joinguard.ts'),
+        `--kubeconfig=${o.kubeconfig}`,
+        '--leader-elect=true',
+        // Plain HTTP, as the bench serves CAPI's: the scrapes then cost no TokenReview or SubjectAccessReview.
+        `--diagnostics-address=127.0.0.1:${metricsPort}`,
+        '--insecure-diagnostics=true',
+        `--health-probe-bind-address=127.0.0.1:${healthPort}`,
+        `--webhook-port=${webhookPort}`,
+        `--webhook-cert-dir=${o.webhookCertDir}`,
+        ...(o.extraFlags ?? []),
+      ],
+      env: { ...process.env, NODE_ENV: 'production', NODE_OPTIONS: '', POD_NAMESPACE: JOINGUARD_LEASE_NAMESPACE },
+      logFile: o.logFile,
     });
+    if (o.pgidFile) fs.appendFileSync(o.pgidFile, `${proc.pid}\n`);
+    return new JoinGuardProcess(proc, metricsPort, healthPort);
   }
 
-  /** Asks it to stop; SIGKILL after 10 s. The last sample is taken while it still runs. */
+  /** Polls /readyz (caches synced) every 100 ms: readyAt is within 100 ms of the truth. */
+  async waitReady(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while ((await httpGet(`${this.healthUrl}/readyz`, 1000)).status !== 200) {
+      if (!this.proc.running) throw new Error(`JoinGuard ${this.proc.describeExit()}:\n${tailFile(this.proc.logFile, 30)}`);
+      if (Date.now() > deadline) throw new Error(`JoinGuard not ready after ${timeoutMs} ms:\n${tailFile(this.proc.logFile, 30)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    this.readyAt = Date.now();
+  }
+
+  metrics(): Promise<Sample[] | undefined> {
+    return scrape(this.metricsUrl);
+  }
+
+  /** SIGTERM (JoinGuard hands its Lease back), SIGKILL after 10 s. The last sample is taken while it runs. */
   async stop(): Promise<void> {
     this.sampler.take();
     this.sampler.stop();
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    if (this.child.connected) this.child.send({ type: 'stop' });
-    else this.child.kill('SIGTERM');
-    const t = setTimeout(() => this.child.kill('SIGKILL'), 10_000);
-    await this.exited;
-    clearTimeout(t);
+    await this.proc.stop(10_000);
+    untrack(this.tracked);
+  }
+
+  /** Log lines written (at the default verbosity, as deployed). */
+  logLines(): number {
+    try {
+      return fs.readFileSync(this.proc.logFile, 'utf8').split('\n').filter((l) => l !== '' && !l.startsWith('# ')).length;
+    } catch {
+      return 0;
+    }
   }
 }

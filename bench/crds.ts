@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
-import type { Json, RestClient } from '../controllers/runtime/rest.js';
+import type { Json, KubeClient } from '../hack/testenv/kube-client.js';
 
 export const BENCH_INFRA_GROUP = 'infrastructure.bench.joinguard.io';
 export const BENCH_CP_GROUP = 'controlplane.bench.joinguard.io';
@@ -56,14 +56,14 @@ export function machineJoinCheckCrd(): Json {
 }
 
 /** Creates the CRDs and waits until each is Established. */
-export async function installBenchCrds(rest: RestClient, timeoutMs = 30_000): Promise<void> {
+export async function installBenchCrds(rest: KubeClient, timeoutMs = 30_000): Promise<void> {
   const crds = [machineJoinCheckCrd(), benchCrd(BENCH_CLUSTER), benchCrd(BENCH_MACHINE), benchCrd(BENCH_CONTROL_PLANE)];
-  for (const crd of crds) await rest.post(CRD_PATH, crd);
+  for (const crd of crds) await rest.create(CRD_PATH, crd);
   const deadline = Date.now() + timeoutMs;
   for (const crd of crds) {
     for (;;) {
       const cur = await rest.get(`${CRD_PATH}/${crd.metadata.name}`);
-      if ((cur.status?.conditions ?? []).some((c: Json) => c.type === 'Established' && c.status === 'True')) break;
+      if ((cur?.status?.conditions ?? []).some((c: Json) => c.type === 'Established' && c.status === 'True')) break;
       if (Date.now() > deadline) throw new Error(`CRD ${crd.metadata.name} not Established after ${timeoutMs} ms`);
       await new Promise((r) => setTimeout(r, 100));
     }

@@ -1,25 +1,30 @@
-// The benchmark's control plane: the shared test environment (hack/testenv) started with apiserver audit
-// logging, plus one client identity per party so the audit log tells them apart:
-//   bench-driver    the fleet and the latency watchers (audit level None: the bench does not measure itself)
-//   joinguard-bench JoinGuard (also its User-Agent)
-//   bench-workload  the `<cluster>-kubeconfig` Secrets, i.e. CAPI's ClusterCache reading workload clusters
-// The CAPI managers keep the admin identity and are told apart by User-Agent.
-// Audit is needed because kube-apiserver v1.36's apiserver_request_total has no client/user-agent label
-// (checked at run time by scrapeRequestMetricLabels, reported in the results).
+// One run's control plane: the shared test environment (hack/testenv) started fresh, with
+// - the apiserver's audit log in blocking mode (an event is written before the request completes, so none
+//   is dropped; bench/audit.ts still checks the apiserver's own audit error counter and fails loudly);
+// - CAPI's three managers with leader election on, as clusterctl deploys them (`--leader-elect`, default
+//   lease timings), and the core manager's metrics served on 127.0.0.1 (per-controller reconcile figures);
+// - one client identity per party, so the audit log tells them apart:
+//     bench-driver    the fleet, the watchers, the scrapes (audit level None: the bench does not measure itself)
+//     joinguard-bench JoinGuard
+//     bench-workload  the `<cluster>-kubeconfig` Secrets: whoever uses them makes workload-cluster requests
+//   The CAPI managers keep the admin identity and are told apart by User-Agent.
+// Audit is needed because kube-apiserver v1.36's apiserver_request_total has no client label (checked at
+// run time, kept in the results).
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import { issueCert } from '../hack/testenv/certs.js';
+import { freePort } from '../hack/testenv/ports.js';
 import { startTestEnv, type TestEnv } from '../hack/testenv/testenv.js';
-import { loadClusterAccess } from '../controllers/runtime/kubeconfig.js';
-import { RestClient } from '../controllers/runtime/rest.js';
+import { KubeClient } from '../hack/testenv/kube-client.js';
 
 export const USER_DRIVER = 'bench-driver';
 export const USER_JOINGUARD = 'joinguard-bench';
 export const USER_WORKLOAD = 'bench-workload';
-export const JOINGUARD_USER_AGENT = 'joinguard-bench';
-export const DRIVER_USER_AGENT = 'joinguard-bench-driver';
+/** CAPI's managers find their Lease's namespace in the in-cluster namespace file (see leaderElectionBinDir). */
+export const CAPI_LEASE_NAMESPACE = 'kube-system';
+const MANAGERS = ['capi-core', 'capi-kubeadm-bootstrap', 'capi-kubeadm-control-plane'];
 
 export interface BenchEnv {
   env: TestEnv;
@@ -29,7 +34,9 @@ export interface BenchEnv {
   kubeconfigs: Record<typeof USER_DRIVER | typeof USER_JOINGUARD | typeof USER_WORKLOAD, string>;
   /** Kubeconfig YAML of bench-workload (the value of every `<cluster>-kubeconfig` Secret). */
   workloadKubeconfigYaml: string;
-  driver: RestClient;
+  driver: KubeClient;
+  /** http://127.0.0.1:PORT/metrics of the CAPI core manager. */
+  coreMetricsUrl: string;
   stop(): Promise<void>;
 }
 
@@ -55,42 +62,72 @@ function kubeconfigYaml(server: string, caPem: string, certPem: string, keyPem: 
   ].join('\n');
 }
 
-export function loadKubeConfig(file: string): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromFile(file);
-  return kc;
+/**
+ * A bin folder like build.sh's, whose CAPI managers are wrapped: controller-runtime takes the leader
+ * election namespace from /var/run/secrets/kubernetes.io/serviceaccount/namespace and refuses to elect
+ * without it outside a cluster. The wrapper gives the manager (only) a private mount namespace with a
+ * tmpfs on /run holding that file, then execs it: same pid, so /proc figures stay the manager's own.
+ */
+export function leaderElectionBinDir(realBin: string, dir: string): string {
+  try {
+    execFileSync('unshare', ['--mount', '--propagation', 'private', 'true'], { stdio: 'ignore' });
+  } catch {
+    throw new Error('the bench runs CAPI\'s managers with --leader-elect, which needs `unshare --mount` (root or CAP_SYS_ADMIN) to give them an in-cluster namespace file');
+  }
+  const bin = path.join(dir, 'bin');
+  fs.mkdirSync(bin, { recursive: true });
+  for (const f of fs.readdirSync(realBin)) if (!MANAGERS.includes(f)) fs.symlinkSync(path.join(realBin, f), path.join(bin, f));
+  const sa = '/run/secrets/kubernetes.io/serviceaccount';
+  for (const m of MANAGERS) {
+    fs.writeFileSync(path.join(bin, m), [
+      '#!/bin/sh',
+      `exec unshare --mount --propagation private /bin/sh -c 'mount -t tmpfs bench-run /run && mkdir -p ${sa} && printf %s ${CAPI_LEASE_NAMESPACE} > ${sa}/namespace && exec "$0" "$@"' ${path.join(realBin, m)} "$@"`,
+      '',
+    ].join('\n'), { mode: 0o755 });
+  }
+  return bin;
 }
 
-export async function startBenchEnv(log: (line: string) => void): Promise<BenchEnv> {
+/** realBin: hack/testenv/build.sh's folder (ensureBuilt), built once before runs start at once (build.sh is not safe to run twice at a time). */
+export async function startBenchEnv(log: (line: string) => void, realBin: string): Promise<BenchEnv> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'joinguard-bench-'));
-  const policy = path.join(dir, 'audit-policy.yaml');
+  // Outside the env's run dir, which its stop() removes: the log is counted after the apiserver stopped.
   const auditLog = path.join(dir, 'audit.log');
-  fs.writeFileSync(policy, AUDIT_POLICY);
   let env: TestEnv | undefined;
   try {
+    const binDir = leaderElectionBinDir(realBin, dir);
+    const metricsPort = await freePort();
+    const leaderElect = ['--leader-elect=true'];
     env = await startTestEnv({
       log,
-      // batch mode: audit writes never block a request, so they do not add to the latencies measured.
-      // No rotation (0 means lumberjack's 100 MB): a 10,000-Machine run writes several hundred MB, and the
-      // bench counts one file.
-      extraApiserverFlags: [`--audit-policy-file=${policy}`, `--audit-log-path=${auditLog}`, '--audit-log-mode=batch', '--audit-log-format=json', '--audit-log-maxsize=1000000'],
+      binDir,
+      audit: { policy: AUDIT_POLICY, file: auditLog, mode: 'blocking' },
+      // Later flags win: these override testenv's --leader-elect=false and --diagnostics-address=0.
+      extraManagerFlags: {
+        'capi-core': [...leaderElect, `--diagnostics-address=127.0.0.1:${metricsPort}`, '--insecure-diagnostics=true'],
+        'capi-kubeadm-bootstrap': leaderElect,
+        'capi-kubeadm-control-plane': leaderElect,
+      },
     });
     const ca = { certFile: env.caCertFile, keyFile: env.caKeyFile };
     const kubeconfigs = {} as BenchEnv['kubeconfigs'];
     const yamls: Record<string, string> = {};
+    const pems: Record<string, { cert: string; key: string }> = {};
     for (const user of [USER_DRIVER, USER_JOINGUARD, USER_WORKLOAD] as const) {
       const cert = path.join(dir, `${user}.crt`);
       const key = path.join(dir, `${user}.key`);
       await issueCert(ca, { commonName: user, organization: 'system:masters', usage: 'client' }, cert, key);
-      yamls[user] = kubeconfigYaml(env.server, env.caCertPem, fs.readFileSync(cert, 'utf8'), fs.readFileSync(key, 'utf8'), user);
+      pems[user] = { cert: fs.readFileSync(cert, 'utf8'), key: fs.readFileSync(key, 'utf8') };
+      yamls[user] = kubeconfigYaml(env.server, env.caCertPem, pems[user].cert, pems[user].key, user);
       kubeconfigs[user] = path.join(dir, `${user}.kubeconfig`);
       fs.writeFileSync(kubeconfigs[user], yamls[user]!, { mode: 0o600 });
     }
-    // qps 0: the driver is not rate-limited client-side (it builds the fleet as fast as the apiserver takes it).
-    const driver = new RestClient(loadClusterAccess({ kubeconfigPath: kubeconfigs[USER_DRIVER] }), { userAgent: DRIVER_USER_AGENT, qps: 0 });
+    // A long request timeout: listing 10,000 Machines from a busy apiserver takes more than the harness's 15 s.
+    const driver = new KubeClient({ server: env.server, caPem: env.caCertPem, certPem: pems[USER_DRIVER]!.cert, keyPem: pems[USER_DRIVER]!.key }, 120_000);
     const started = env;
     return {
       env: started, dir, auditLog, kubeconfigs, workloadKubeconfigYaml: yamls[USER_WORKLOAD]!, driver,
+      coreMetricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
       stop: async () => {
         driver.close();
         await started.stop();
@@ -101,20 +138,5 @@ export async function startBenchEnv(log: (line: string) => void): Promise<BenchE
     await env?.stop();
     fs.rmSync(dir, { recursive: true, force: true });
     throw e;
-  }
-}
-
-/** The label names of apiserver_request_total, from the apiserver's own /metrics (admin client). */
-export async function scrapeRequestMetricLabels(env: TestEnv): Promise<string[]> {
-  const rest = new RestClient(loadClusterAccess({ kubeconfigPath: env.kubeconfigPath }), { userAgent: DRIVER_USER_AGENT, qps: 0 });
-  try {
-    const { res } = await rest.open('GET', '/metrics', { timeoutMs: 30_000 });
-    let text = '';
-    for await (const chunk of res) text += String(chunk);
-    const line = text.split('\n').find((l) => l.startsWith('apiserver_request_total{'));
-    if (!line) return [];
-    return [...line.slice(line.indexOf('{') + 1, line.lastIndexOf('}')).matchAll(/(\w+)="/g)].map((m) => m[1]!);
-  } finally {
-    rest.close();
   }
 }

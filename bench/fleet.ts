@@ -1,8 +1,8 @@
-// The fleet, in one namespace (`bench`) and watched by both controllers at once — the same Machines, as
-// in a management cluster that runs both: every pool has a MachineJoinCheck (strategy MachineCondition, so
-// JoinGuard writes only its own condition JoinGuardJoined=False) and a MachineHealthCheck (no
-// unhealthyMachineConditions, so it never reads JoinGuard's condition and marks HealthCheckSucceeded=False
-// on its own). The two marks are told apart and neither controller waits for the other.
+// The fleet, in one namespace (`bench`), built afresh for every run. Every pool gets a MachineJoinCheck
+// when the run has JoinGuard and a MachineHealthCheck when it has the MHC, with the same selector and
+// timeout (joinTimeout = nodeStartupTimeout). Checks use the default strategy (Auto): alone, JoinGuard
+// marks through the OwnerRemediated conditions; beside an MHC it sets CAPI's remediate-machine annotation
+// and lets that MHC act (bench/watch.ts tells the marks apart).
 // Per Cluster: a BenchCluster and BenchControlPlane (created provisioned/initialized), the
 // `<cluster>-kubeconfig` Secret (CAPI's ClusterCache connects, RemoteConnectionProbe turns True), and two
 // paused MachineSets (CAPI's MachineSet controller leaves paused sets alone, so a remediated Machine is
@@ -11,12 +11,10 @@
 //   <cluster>-watch  empty at first; the stuck Machines are added to it at known times; timeout = joinTimeout
 // Every Machine is a worker with bootstrap data set directly (spec.bootstrap.dataSecretName) and a
 // BenchMachine created already provisioned, so CAPI's Machine controller brings it to Provisioned.
-import type { Json, RestClient } from '../controllers/runtime/rest.js';
-import { isConflict } from '../controllers/runtime/rest.js';
 import { BENCH_CLUSTER, BENCH_CONTROL_PLANE, BENCH_MACHINE, BENCH_VERSION } from './crds.js';
+import { isConflict, type Json, type KubeClient } from '../hack/testenv/kube-client.js';
+import type { Side } from './watch.js';
 
-export type Side = 'joinguard' | 'mhc';
-export const SIDES: Side[] = ['joinguard', 'mhc'];
 export const NAMESPACE = 'bench';
 const CAPI = '/apis/cluster.x-k8s.io/v1beta2';
 const PAUSED = 'cluster.x-k8s.io/paused';
@@ -47,24 +45,24 @@ export async function pool<T>(items: T[], limit: number, fn: (item: T) => Promis
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
-async function create(rest: RestClient, path: string, obj: Json): Promise<Json> {
+async function create(rest: KubeClient, path: string, obj: Json): Promise<Json> {
   for (let attempt = 0; ; attempt++) {
     try {
-      return await rest.post(path, obj);
+      return await rest.create(path, obj);
     } catch (e) {
       // A webhook of a busy CAPI manager can time out under load: retry, an exact duplicate is a 409.
-      if (isConflict(e)) return rest.get(`${path}/${obj.metadata.name}`);
+      if (isConflict(e)) return (await rest.get(`${path}/${obj.metadata.name}`))!;
       if (attempt >= 4) throw e;
       await new Promise((r) => setTimeout(r, 500 * (attempt + 1)));
     }
   }
 }
 
-/** A read that a busy apiserver may leave unanswered once (seen at 10,000 Machines): up to 3 tries. */
-async function getWithRetry(rest: RestClient, path: string): Promise<Json> {
+/** A list that a busy apiserver may leave unanswered once (seen at 10,000 Machines): up to 3 tries. */
+async function listWithRetry(rest: KubeClient, path: string): Promise<Json> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await rest.get(path);
+      return await rest.list(path);
     } catch (e) {
       if (attempt >= 3) throw e;
       process.stderr.write(`[bench] GET ${path} failed (${(e as Error).message}); retrying\n`);
@@ -75,12 +73,12 @@ async function getWithRetry(rest: RestClient, path: string): Promise<Json> {
 const benchPath = (r: typeof BENCH_MACHINE, ns: string, name?: string, sub?: string) =>
   `/apis/${r.group}/${BENCH_VERSION}/namespaces/${ns}/${r.plural}${name ? `/${name}` : ''}${sub ? `/${sub}` : ''}`;
 
-export async function createNamespace(rest: RestClient): Promise<void> {
-  await create(rest, '/api/v1/namespaces', { metadata: { name: NAMESPACE } });
+export async function createNamespace(rest: KubeClient, name = NAMESPACE): Promise<void> {
+  await create(rest, '/api/v1/namespaces', { metadata: { name } });
 }
 
 /** Clusters with their infrastructure, control plane, kubeconfig Secret and the two paused MachineSets. */
-export async function createClusters(rest: RestClient, shape: FleetShape, server: URL, kubeconfigYaml: string): Promise<Map<string, string>> {
+export async function createClusters(rest: KubeClient, shape: FleetShape, server: URL, kubeconfigYaml: string): Promise<Map<string, string>> {
   const ns = NAMESPACE;
   const msUids = new Map<string, string>();
   const names = Array.from({ length: shape.clusters }, (_, i) => clusterName(i));
@@ -121,28 +119,33 @@ export async function createClusters(rest: RestClient, shape: FleetShape, server
   return msUids;
 }
 
-/** One MachineJoinCheck and one MachineHealthCheck per pool: the resting pool with a 24h timeout, the watch pool with joinTimeout. */
-export async function createChecks(rest: RestClient, shape: FleetShape): Promise<number> {
+/** Per pool, a MachineJoinCheck and/or a MachineHealthCheck: the resting pool with a 24h timeout, the watch pool with joinTimeout. */
+export async function createChecks(rest: KubeClient, shape: FleetShape, sides: readonly Side[]): Promise<number> {
   const ns = NAMESPACE;
   const items = Array.from({ length: shape.clusters }, (_, i) => clusterName(i)).flatMap((c) => [
     { c, pool: `${c}-rest`, timeoutS: REST_TIMEOUT_S },
     { c, pool: `${c}-watch`, timeoutS: shape.joinTimeoutS },
   ]);
   await pool(items, 8, async ({ c, pool: p, timeoutS }) => {
-    await create(rest, `/apis/joinguard.io/v1alpha1/namespaces/${ns}/machinejoinchecks`, {
-      apiVersion: 'joinguard.io/v1alpha1', kind: 'MachineJoinCheck', metadata: { name: p },
-      spec: {
-        clusterName: c, selector: { matchLabels: { pool: p } }, joinTimeout: `${timeoutS}s`,
-        remediation: { strategy: 'MachineCondition', maxPerOwner: 1_000_000 },
-        // Every Machine of a watch pool is stuck on purpose, so the guards that exist to stop exactly
-        // that are off here (they are measured in the wasted-rebuilds table); budgets open.
-        maxInFlight: '100%', suspicion: { consecutiveJoinFailures: 0 }, neverJoinedLimit: 0,
-      },
-    });
-    await create(rest, `${CAPI}/namespaces/${ns}/machinehealthchecks`, {
-      apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineHealthCheck', metadata: { name: p },
-      spec: { clusterName: c, selector: { matchLabels: { pool: p } }, checks: { nodeStartupTimeoutSeconds: timeoutS } },
-    });
+    if (sides.includes('joinguard')) {
+      await create(rest, `/apis/joinguard.io/v1alpha1/namespaces/${ns}/machinejoinchecks`, {
+        apiVersion: 'joinguard.io/v1alpha1', kind: 'MachineJoinCheck', metadata: { name: p },
+        spec: {
+          clusterName: c, selector: { matchLabels: { pool: p } }, joinTimeout: `${timeoutS}s`,
+          // Every Machine of a watch pool is stuck on purpose, so the guards that exist to stop exactly
+          // that are off here (they are measured in the wasted-rebuilds table); budgets open. MHC has no
+          // such limits by default (no triggerIf).
+          remediation: { maxPerOwner: 1_000_000 },
+          maxInFlight: '100%', suspicion: { consecutiveJoinFailures: 0 }, neverJoinedLimit: 0,
+        },
+      });
+    }
+    if (sides.includes('mhc')) {
+      await create(rest, `${CAPI}/namespaces/${ns}/machinehealthchecks`, {
+        apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineHealthCheck', metadata: { name: p },
+        spec: { clusterName: c, selector: { matchLabels: { pool: p } }, checks: { nodeStartupTimeoutSeconds: timeoutS } },
+      });
+    }
   });
   return items.length;
 }
@@ -169,7 +172,7 @@ function spread(n: number, clusters: number, kind: string): MachineSpec[] {
 }
 
 /** A BenchMachine, already provisioned, then its Machine (owned by the paused MachineSet). */
-export async function createMachine(rest: RestClient, m: MachineSpec, msUids: Map<string, string>): Promise<void> {
+export async function createMachine(rest: KubeClient, m: MachineSpec, msUids: Map<string, string>): Promise<void> {
   const ns = NAMESPACE;
   await create(rest, benchPath(BENCH_MACHINE, ns), {
     apiVersion: `${BENCH_MACHINE.group}/${BENCH_VERSION}`, kind: BENCH_MACHINE.kind, metadata: { name: m.name },
@@ -200,8 +203,8 @@ export interface ClusterTimes {
   remoteConnectionAt?: number;
 }
 
-export async function clusterTimes(rest: RestClient): Promise<Map<string, ClusterTimes>> {
-  const list = await getWithRetry(rest, `${CAPI}/namespaces/${NAMESPACE}/clusters`);
+export async function clusterTimes(rest: KubeClient): Promise<Map<string, ClusterTimes>> {
+  const list = await listWithRetry(rest, `${CAPI}/namespaces/${NAMESPACE}/clusters`);
   const out = new Map<string, ClusterTimes>();
   for (const c of list.items as Json[]) {
     const cond = (t: string) => ((c.status?.conditions ?? []) as Json[]).find((x) => x.type === t && x.status === 'True');

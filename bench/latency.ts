@@ -1,64 +1,119 @@
-// Detection latency: from a stuck Machine's deadline to each controller's mark being visible. Each side's
-// deadline is computed with that controller's own clock rule, from the same objects it reads:
+// Detection latency over EVERY stuck Machine: from its deadline to a side's mark being visible. A stuck
+// Machine a side had not marked when the detection window closed is censored at the window's end: its
+// latency is only known to be above (end − deadline). Percentiles rank censored Machines last; a percentile
+// that lands on one is reported as that lower bound with `censored: true`, never dropped.
+// Each side's deadline uses that controller's own clock rule, from the same objects it reads:
 //   JoinGuard (DESIGN): latest of Machine creation, InfrastructureReady, BootstrapConfigReady and the
 //     Cluster's ControlPlaneInitialized, + joinTimeout
 //   MHC (CAPI v1.14 machinehealthcheck_targets.go): latest of Machine creation, Cluster
 //     ControlPlaneInitialized, Cluster InfrastructureReady and Machine InfrastructureReady, + nodeStartupTimeout
-// Transition times have whole-second precision in the API; both controllers see the same truncated
-// values, so the latency is measured from the deadline they can know.
-import type { ClusterTimes, FleetShape, Side } from './fleet.js';
-import { round, summarize, type Summary } from './stats.js';
-import type { MachineRecord, MachineWatcher } from './watch.js';
+// Transition times have whole-second precision in the API; both controllers see the same truncated values.
+import type { ClusterTimes, FleetShape } from './fleet.js';
+import { percentile as nearestRank, round } from './stats.js';
+import type { MachineRecord, MachineWatcher, Side } from './watch.js';
 
-export interface LatencyResult {
-  stuck: number;
-  marked: number;
-  /** Stuck Machines whose mark was never seen within the wait. */
-  missed: string[];
-  /** Resting Machines (24h timeout) that got marked: must be 0. */
-  falseMarks: string[];
-  markReasons: Record<string, number>;
-  /** Seconds from deadline to visible mark. */
-  seconds: Summary;
-  /** Marks seen before the deadline (negative latency): must be 0. */
-  early: number;
+export interface Percentile {
+  s: number;
+  /** The rank landed on a censored Machine: the latency is above `s`. */
+  censored: boolean;
 }
 
-function deadline(side: Side, r: MachineRecord, c: ClusterTimes | undefined, timeoutMs: number): number {
+export interface SideDetection {
+  stuck: number;
+  marked: number;
+  /** Stuck Machines this side had not marked when the window closed. */
+  censored: number;
+  censoredNames: string[];
+  /** Marks seen before the deadline (must be 0) and marks on resting Machines (must be 0). */
+  early: number;
+  falseMarks: string[];
+  how: Record<string, number>;
+  /** Over all stuck Machines, censored ones included as lower bounds. */
+  p50?: Percentile;
+  p99?: Percentile;
+  max?: Percentile;
+  /** Over the marked ones only (for comparison with earlier reports; survivor-biased). */
+  markedOnly: { p50?: number; p99?: number; max?: number };
+}
+
+/** nearest-rank percentile over values where censored ones sort after every observed one. */
+function percentile(items: { s: number; censored: boolean }[], p: number): Percentile | undefined {
+  const x = nearestRank([...items].sort((a, b) => Number(a.censored) - Number(b.censored) || a.s - b.s), p);
+  return x && { s: round(x.s)!, censored: x.censored };
+}
+
+export function deadline(side: Side, r: MachineRecord, c: ClusterTimes | undefined, timeoutMs: number): number | undefined {
   const times = side === 'joinguard'
     ? [r.createdAt, r.infraReadyAt, r.bootstrapReadyAt, c?.controlPlaneInitializedAt]
     : [r.createdAt, c?.controlPlaneInitializedAt, c?.infrastructureReadyAt, r.infraReadyAt];
-  return Math.max(...times.filter((x): x is number => x !== undefined)) + timeoutMs;
+  if (times.some((t) => t === undefined)) return undefined;
+  return Math.max(...(times as number[])) + timeoutMs;
 }
 
-export function latencies(side: Side, w: MachineWatcher, clusters: Map<string, ClusterTimes>, shape: FleetShape): LatencyResult {
-  const values: number[] = [];
-  const missed: string[] = [];
+const isStuck = (r: MachineRecord) => r.pool.endsWith('-watch');
+const clusterOfPool = (pool: string) => pool.replace(/-(watch|rest)$/, '');
+
+export function detection(side: Side, machines: Iterable<MachineRecord>, clusters: Map<string, ClusterTimes>, shape: FleetShape, windowEnd: number): SideDetection {
+  const items: { s: number; censored: boolean }[] = [];
+  const censoredNames: string[] = [];
   const falseMarks: string[] = [];
-  const markReasons: Record<string, number> = {};
-  let stuck = 0;
+  const how: Record<string, number> = {};
   let early = 0;
-  for (const r of w.machines.values()) {
-    const isStuck = r.pool.endsWith('-watch');
-    const mark = r.marks[side];
-    if (!isStuck) {
+  for (const r of machines) {
+    const mark = r.marks[side] && r.marks[side]!.seenAt <= windowEnd ? r.marks[side] : undefined;
+    if (!isStuck(r)) {
       if (mark) falseMarks.push(r.name);
       continue;
     }
-    stuck++;
+    const d = deadline(side, r, clusters.get(clusterOfPool(r.pool)), shape.joinTimeoutS * 1000);
+    if (d === undefined) throw new Error(`${r.name}: no deadline (never Provisioned?)`);
     if (!mark) {
-      missed.push(r.name);
+      censoredNames.push(r.name);
+      items.push({ s: (windowEnd - d) / 1000, censored: true });
       continue;
     }
-    markReasons[mark.reason ?? '?'] = (markReasons[mark.reason ?? '?'] ?? 0) + 1;
-    const cluster = clusters.get(r.pool.replace(/-watch$/, ''));
-    const s = (mark.seenAt - deadline(side, r, cluster, shape.joinTimeoutS * 1000)) / 1000;
+    how[mark.how] = (how[mark.how] ?? 0) + 1;
+    const s = (mark.seenAt - d) / 1000;
     if (s < 0) early++;
-    values.push(s);
+    items.push({ s, censored: false });
   }
-  const sum = summarize(values);
+  const marked = items.filter((x) => !x.censored);
+  const p = (q: number) => percentile(marked, q)?.s;
   return {
-    stuck, marked: values.length, missed, falseMarks, markReasons, early,
-    seconds: { n: sum.n, p50: round(sum.p50), p99: round(sum.p99), max: round(sum.max), min: round(sum.min) },
+    stuck: items.length, marked: marked.length, censored: censoredNames.length, censoredNames, early, falseMarks, how,
+    p50: percentile(items, 50), p99: percentile(items, 99), max: percentile(items, 100),
+    markedOnly: { p50: p(50), p99: p(99), max: p(100) },
   };
+}
+
+/** Beside each other: which side's own mark came first on each stuck Machine. */
+export function race(machines: Iterable<MachineRecord>, windowEnd: number): { joinguardFirst: number; mhcFirst: string[]; neither: string[] } {
+  let joinguardFirst = 0;
+  const mhcFirst: string[] = [];
+  const neither: string[] = [];
+  for (const r of machines) {
+    if (!isStuck(r)) continue;
+    const jg = r.marks.joinguard && r.marks.joinguard.seenAt <= windowEnd ? r.marks.joinguard : undefined;
+    // Only the MHC's own timeout counts against JoinGuard; HasRemediateAnnotation is the MHC acting on JoinGuard's ask.
+    const mhc = r.marks.mhc && r.marks.mhc.seenAt <= windowEnd && r.marks.mhc.how === 'NodeStartupTimeout' ? r.marks.mhc : undefined;
+    if (jg && (!mhc || jg.seenAt <= mhc.seenAt)) joinguardFirst++;
+    else if (mhc) mhcFirst.push(r.name);
+    else neither.push(r.name);
+  }
+  return { joinguardFirst, mhcFirst, neither };
+}
+
+/** Every stuck Machine's inputs and marks (ms epoch), so that every figure can be recomputed. */
+export function machineRows(machines: Iterable<MachineRecord>, clusters: Map<string, ClusterTimes>, shape: FleetShape) {
+  const columns = ['name', 'pool', 'createdAt', 'infraReadyAt', 'bootstrapReadyAt', 'joinguardDeadline', 'joinguardMarkSeenAt', 'joinguardMarkHow', 'mhcDeadline', 'mhcMarkSeenAt', 'mhcMarkHow'];
+  const rows: (string | number | null)[][] = [];
+  for (const r of machines) {
+    if (!isStuck(r)) continue;
+    const c = clusters.get(clusterOfPool(r.pool));
+    const t = shape.joinTimeoutS * 1000;
+    rows.push([r.name, r.pool, r.createdAt, r.infraReadyAt ?? null, r.bootstrapReadyAt ?? null,
+      deadline('joinguard', r, c, t) ?? null, r.marks.joinguard?.seenAt ?? null, r.marks.joinguard?.how ?? null,
+      deadline('mhc', r, c, t) ?? null, r.marks.mhc?.seenAt ?? null, r.marks.mhc?.how ?? null]);
+  }
+  return { columns, rows };
 }

@@ -7,7 +7,7 @@ export interface Summary {
   min?: number;
 }
 
-export function percentile(sorted: number[], p: number): number | undefined {
+export function percentile<T>(sorted: T[], p: number): T | undefined {
   if (sorted.length === 0) return undefined;
   const rank = Math.ceil((p / 100) * sorted.length);
   return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1];

@@ -1,19 +1,26 @@
-// Watches the Machines of one namespace from the bench's own identity and records, per Machine, what the
-// latency figures need: when CAPI brought it to Provisioned, its clock inputs, and the first moment each
-// controller's mark was visible to a watcher of the apiserver: JoinGuard's JoinGuardJoined=False, the
-// MachineHealthCheck's HealthCheckSucceeded=False (v1beta2 conditions).
-// "Visible" is the arrival time of the watch event here: it includes the controller's write and the
-// apiserver's watch fan-out, which is what a user (or CAPI's MachineSet controller) waits for.
-import type { Json, RestClient } from '../controllers/runtime/rest.js';
-import type { Side } from './fleet.js';
+// What the bench sees from the apiserver, through its own (unaudited) identity: a list+watch per kind,
+// restarted on any end of the stream, recording per object the first moment something became visible.
+// "Visible" is the arrival of the watch event here: it includes the controller's write and the
+// apiserver's fan-out, which is what a user (or CAPI's MachineSet controller) waits for.
+//   MachineWatcher  per Machine: clock inputs, Provisioned, and each side's first mark (below)
+//   CheckWatcher    per MachineJoinCheck: the first status JoinGuard wrote (its first reconcile)
+// Marks, told apart by who writes what:
+//   JoinGuard: CAPI's remediate-machine annotation (strategy Auto beside an MHC), HealthCheckSucceeded=False
+//     with its own reasons JoinTimeout/ProvisionTimeout (Auto with no MHC: the OwnerRemediated path), or its
+//     own condition JoinGuardJoined=False (MachineCondition)
+//   MHC: HealthCheckSucceeded=False with any other reason (NodeStartupTimeout on its own timeout,
+//     HasRemediateAnnotation when acting on JoinGuard's annotation)
+import type { Json, KubeClient } from '../hack/testenv/kube-client.js';
 
-/** The condition each controller sets to False on a Machine it judges. */
-export const MARK_CONDITION: Record<Side, string> = { joinguard: 'JoinGuardJoined', mhc: 'HealthCheckSucceeded' };
+export type Side = 'joinguard' | 'mhc';
+const JOINGUARD_REASONS = new Set(['JoinTimeout', 'ProvisionTimeout']);
+const REMEDIATE_ANNOTATION = 'cluster.x-k8s.io/remediate-machine';
 
 export interface Mark {
-  /** ms epoch at which the bench first saw the condition False. */
+  /** ms epoch at which the bench first saw it. */
   seenAt: number;
-  reason?: string;
+  /** JoinGuard: annotation | OwnerRemediated | MachineCondition; MHC: the condition's reason. */
+  how: string;
 }
 
 export interface MachineRecord {
@@ -25,127 +32,64 @@ export interface MachineRecord {
   infraReadyAt?: number;
   bootstrapReadyAt?: number;
   marks: Partial<Record<Side, Mark>>;
-  ownerRemediatedReason?: string;
 }
 
 const ts = (s: unknown): number | undefined => (typeof s === 'string' ? Date.parse(s) : undefined);
-
-function conditionOf(obj: Json, type: string): Json | undefined {
-  return ((obj.status?.conditions ?? []) as Json[]).find((c) => c.type === type);
-}
-
-function trueSince(obj: Json, type: string): number | undefined {
+const conditionOf = (obj: Json, type: string): Json | undefined => ((obj.status?.conditions ?? []) as Json[]).find((c) => c.type === type);
+const trueSince = (obj: Json, type: string) => {
   const c = conditionOf(obj, type);
   return c?.status === 'True' ? ts(c.lastTransitionTime) : undefined;
-}
+};
 
-export class MachineWatcher {
-  readonly machines = new Map<string, MachineRecord>();
-  private abort?: () => void;
-  private stopped = false;
-  private rv = '';
+/** List, then watch from the list's resourceVersion; any end of the stream re-lists (records only grow). */
+abstract class ListWatch {
+  private readonly abort = new AbortController();
   restarts = 0;
-  /** Kept incrementally so that waiting costs nothing per event at 10,000 Machines. */
-  provisionedCount = 0;
-  readonly markedCount: Record<Side, number> = { joinguard: 0, mhc: 0 };
   private readonly waiters: { check: () => boolean; resolve: () => void }[] = [];
 
-  constructor(
-    private readonly rest: RestClient,
-    private readonly namespace: string,
-  ) {}
+  constructor(protected readonly kube: KubeClient, private readonly path: string) {}
 
-  private path(): string {
-    return `/apis/cluster.x-k8s.io/v1beta2/namespaces/${this.namespace}/machines`;
-  }
+  protected abstract observe(obj: Json, now: number): void;
 
   async start(): Promise<void> {
-    const list = await this.rest.get(this.path());
-    for (const m of list.items as Json[]) this.observe(m, Date.now());
-    this.rv = list.metadata.resourceVersion;
-    void this.loop();
+    const rv = await this.list();
+    void this.loop(rv);
   }
 
-  private async loop(): Promise<void> {
-    while (!this.stopped) {
+  private async list(): Promise<string> {
+    const list = await this.kube.list(this.path);
+    const now = Date.now();
+    for (const o of list.items) this.observe(o, now);
+    this.notify();
+    return list.metadata.resourceVersion ?? '';
+  }
+
+  private async loop(rv: string): Promise<void> {
+    while (!this.abort.signal.aborted) {
+      let expired = false;
       try {
-        await this.watchOnce();
+        await this.kube.watch(this.path, rv, (e) => {
+          if (e.type === 'ERROR') expired = true;
+          if (e.object?.metadata?.resourceVersion) rv = e.object.metadata.resourceVersion;
+          if (e.type === 'ADDED' || e.type === 'MODIFIED') this.observe(e.object, Date.now());
+          this.notify();
+        }, this.abort.signal, 300);
+        if (!expired) continue;
       } catch {
-        if (this.stopped) return;
-        this.restarts++;
-        await new Promise((r) => setTimeout(r, 200));
-        // Expired resourceVersion or a broken stream: relist (nothing is lost, records only grow).
-        try {
-          const list = await this.rest.get(this.path());
-          for (const m of list.items as Json[]) this.observe(m, Date.now());
-          this.rv = list.metadata.resourceVersion;
-        } catch {
-          // try again
-        }
+        // a broken stream: re-list below
       }
+      if (this.abort.signal.aborted) return;
+      this.restarts++;
+      await new Promise((r) => setTimeout(r, 200));
+      rv = await this.list().catch(() => rv);
     }
   }
 
-  private async watchOnce(): Promise<void> {
-    const { res, abort } = await this.rest.open('GET', this.path(), {
-      query: { watch: 1, resourceVersion: this.rv, allowWatchBookmarks: true, timeoutSeconds: 300 },
-    });
-    this.abort = abort;
-    if (res.statusCode !== 200) {
-      res.resume();
-      throw new Error(`watch ${this.path()}: ${res.statusCode}`);
-    }
-    let partial = '';
-    res.setEncoding('utf8');
-    await new Promise<void>((resolve, reject) => {
-      res.on('data', (chunk: string) => {
-        const now = Date.now();
-        const lines = (partial + chunk).split('\n');
-        partial = lines.pop() ?? '';
-        for (const line of lines) {
-          if (!line) continue;
-          const e = JSON.parse(line) as { type: string; object: Json };
-          if (e.type === 'ERROR') return reject(new Error(`watch error ${JSON.stringify(e.object).slice(0, 200)}`));
-          if (e.object?.metadata?.resourceVersion) this.rv = e.object.metadata.resourceVersion;
-          if (e.type === 'ADDED' || e.type === 'MODIFIED') this.observe(e.object, now);
-        }
-      });
-      res.on('end', resolve);
-      res.on('error', (err) => (this.stopped ? resolve() : reject(err)));
-      res.on('aborted', () => (this.stopped ? resolve() : reject(new Error('aborted'))));
-    });
-  }
-
-  private observe(m: Json, now: number): void {
-    const uid = m.metadata?.uid as string;
-    let r = this.machines.get(uid);
-    if (!r) {
-      r = { name: m.metadata.name, uid, pool: m.metadata.labels?.pool ?? '', createdAt: ts(m.metadata.creationTimestamp)!, provisioned: false, marks: {} };
-      this.machines.set(uid, r);
-    }
-    r.infraReadyAt = trueSince(m, 'InfrastructureReady');
-    r.bootstrapReadyAt = trueSince(m, 'BootstrapConfigReady');
-    const provisioned = m.status?.phase === 'Provisioned' && r.infraReadyAt !== undefined && r.bootstrapReadyAt !== undefined;
-    if (provisioned && !r.provisioned) this.provisionedCount++;
-    r.provisioned ||= provisioned;
-    for (const side of ['joinguard', 'mhc'] as const) {
-      const c = conditionOf(m, MARK_CONDITION[side]);
-      if (c?.status !== 'False' || r.marks[side]) continue;
-      r.marks[side] = { seenAt: now, reason: c.reason };
-      this.markedCount[side]++;
-    }
-    const or = conditionOf(m, 'OwnerRemediated');
-    if (or) r.ownerRemediatedReason = or.reason;
+  private notify(): void {
     for (const w of [...this.waiters]) if (w.check()) {
       this.waiters.splice(this.waiters.indexOf(w), 1);
       w.resolve();
     }
-  }
-
-  count(pred: (r: MachineRecord) => boolean): number {
-    let n = 0;
-    for (const r of this.machines.values()) if (pred(r)) n++;
-    return n;
   }
 
   /** Resolves when check() holds (re-evaluated on every event), rejects after timeoutMs. */
@@ -155,14 +99,78 @@ export class MachineWatcher {
       const w = { check, resolve: () => (clearTimeout(t), resolve()) };
       const t = setTimeout(() => {
         this.waiters.splice(this.waiters.indexOf(w), 1);
-        reject(new Error(`${this.namespace}: timed out after ${timeoutMs} ms waiting for ${what}`));
+        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`));
       }, timeoutMs);
       this.waiters.push(w);
     });
   }
 
   stop(): void {
-    this.stopped = true;
-    this.abort?.();
+    this.abort.abort();
+  }
+}
+
+export class MachineWatcher extends ListWatch {
+  readonly machines = new Map<string, MachineRecord>();
+  /** Kept incrementally so that waiting costs nothing per event at 10,000 Machines. */
+  provisionedCount = 0;
+  readonly markedCount: Record<Side, number> = { joinguard: 0, mhc: 0 };
+  lastChangeAt = Date.now();
+
+  constructor(kube: KubeClient, namespace: string) {
+    super(kube, `/apis/cluster.x-k8s.io/v1beta2/namespaces/${namespace}/machines`);
+  }
+
+  /** Resolves once no Machine has changed for quietMs (CAPI's follow-up reconciles are done), or after maxMs. */
+  async settle(quietMs: number, maxMs: number): Promise<number> {
+    const start = Date.now();
+    while (Date.now() - this.lastChangeAt < quietMs && Date.now() - start < maxMs) await new Promise((r) => setTimeout(r, 250));
+    return Date.now() - start;
+  }
+
+  protected observe(m: Json, now: number): void {
+    this.lastChangeAt = now;
+    const uid = m.metadata?.uid as string;
+    let r = this.machines.get(uid);
+    if (!r) {
+      r = { name: m.metadata.name, uid, pool: m.metadata.labels?.pool ?? '', createdAt: ts(m.metadata.creationTimestamp)!, provisioned: false, marks: {} };
+      this.machines.set(uid, r);
+    }
+    r.infraReadyAt = trueSince(m, 'InfrastructureReady');
+    r.bootstrapReadyAt = trueSince(m, 'BootstrapConfigReady');
+    if (!r.provisioned && m.status?.phase === 'Provisioned' && r.infraReadyAt !== undefined && r.bootstrapReadyAt !== undefined) {
+      r.provisioned = true;
+      this.provisionedCount++;
+    }
+    const hcs = conditionOf(m, 'HealthCheckSucceeded');
+    const hcsFalse = hcs?.status === 'False' ? String(hcs.reason ?? '') : undefined;
+    const jg = m.metadata?.annotations?.[REMEDIATE_ANNOTATION] !== undefined ? 'annotation'
+      : hcsFalse !== undefined && JOINGUARD_REASONS.has(hcsFalse) ? 'OwnerRemediated'
+        : conditionOf(m, 'JoinGuardJoined')?.status === 'False' ? 'MachineCondition' : undefined;
+    if (jg && !r.marks.joinguard) {
+      r.marks.joinguard = { seenAt: now, how: jg };
+      this.markedCount.joinguard++;
+    }
+    if (hcsFalse !== undefined && !JOINGUARD_REASONS.has(hcsFalse) && !r.marks.mhc) {
+      r.marks.mhc = { seenAt: now, how: hcsFalse };
+      this.markedCount.mhc++;
+    }
+  }
+}
+
+export class CheckWatcher extends ListWatch {
+  /** Check name -> ms epoch at which a status written by JoinGuard was first seen. */
+  readonly firstStatusAt = new Map<string, number>();
+  names = new Set<string>();
+
+  constructor(kube: KubeClient, namespace: string) {
+    super(kube, `/apis/joinguard.io/v1alpha1/namespaces/${namespace}/machinejoinchecks`);
+  }
+
+  protected observe(c: Json, now: number): void {
+    const name = c.metadata?.name as string;
+    this.names.add(name);
+    const written = c.status && Object.keys(c.status).length > 0;
+    if (written && !this.firstStatusAt.has(name)) this.firstStatusAt.set(name, now);
   }
 }

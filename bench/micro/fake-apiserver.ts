@@ -1,0 +1,317 @@
+// A small in-memory Kubernetes API server for the micro-benchmark (bench/micro/micro.ts): HTTPS, the
+// list/watch/get/create/update/patch/delete verbs of the resources JoinGuard reads and writes, with
+// resourceVersions, preconditions (409), label selectors, paged lists, watch replay from a resourceVersion
+// and bookmarks. It exists so that JoinGuard's event path and its requests per mark can be measured at
+// 10,000 Machines per Cluster in seconds, with objects captured from CAPI's real managers
+// (bench/micro/fixtures.json), and without an apiserver or CAPI sharing the 2 cores. Not a conformance
+// fake: no field validation, no admission, no server-side apply.
+import { randomUUID } from 'node:crypto';
+import https from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+export type Json = Record<string, any>;
+
+export interface Kind {
+  group: string;
+  version: string;
+  plural: string;
+  kind: string;
+}
+
+const KINDS: Kind[] = [
+  { group: 'joinguard.io', version: 'v1alpha1', plural: 'machinejoinchecks', kind: 'MachineJoinCheck' },
+  ...['Machine', 'Cluster', 'MachineHealthCheck', 'MachineSet', 'MachineDeployment'].map((kind) => ({ group: 'cluster.x-k8s.io', version: 'v1beta2', plural: `${kind.toLowerCase()}s`, kind })),
+  { group: 'controlplane.cluster.x-k8s.io', version: 'v1beta2', plural: 'kubeadmcontrolplanes', kind: 'KubeadmControlPlane' },
+  { group: 'bootstrap.cluster.x-k8s.io', version: 'v1beta2', plural: 'kubeadmconfigs', kind: 'KubeadmConfig' },
+  { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', kind: 'Lease' },
+  { group: 'clusterctl.cluster.x-k8s.io', version: 'v1alpha3', plural: 'providers', kind: 'Provider' },
+  { group: '', version: 'v1', plural: 'events', kind: 'Event' },
+  { group: '', version: 'v1', plural: 'secrets', kind: 'Secret' },
+];
+const EVENT_LOG = 200_000;
+
+interface Watcher {
+  plural: string;
+  namespace?: string;
+  selector: (o: Json) => boolean;
+  res: ServerResponse;
+}
+
+interface Route {
+  kind?: Kind;
+  namespace?: string;
+  name?: string;
+  sub?: string;
+  discovery?: Json;
+}
+
+export class FakeApiserver {
+  private rv = 1000;
+  /** plural -> namespace/name -> object */
+  private readonly store = new Map<string, Map<string, Json>>(KINDS.map((k) => [k.plural, new Map()]));
+  private readonly log: { rv: number; plural: string; type: string; obj: Json }[] = [];
+  private readonly watchers = new Set<Watcher>();
+  private server?: https.Server;
+  /** `verb resource[/subresource]` -> requests answered (watches counted as `watch <resource>`). */
+  readonly counts = new Map<string, number>();
+  inFlight = 0;
+  lastRequestAt = 0;
+  /** Added to every answer but watches: the round trip of a busy apiserver. */
+  delayMs = 0;
+  /** Sees every write as it is answered (the micro-benchmark times marks with it). */
+  onWrite?: (verb: string, resource: string, obj: Json) => void;
+
+  constructor(private readonly tls: { cert: string; key: string }) {}
+
+  async start(): Promise<string> {
+    this.server = https.createServer({ cert: this.tls.cert, key: this.tls.key }, (req, res) => void this.handle(req, res));
+    await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', () => r()));
+    const addr = this.server.address();
+    return `https://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  }
+
+  async stop(): Promise<void> {
+    for (const w of this.watchers) w.res.destroy();
+    this.server?.closeAllConnections();
+    await new Promise((r) => this.server?.close(r));
+  }
+
+  // ---- the world, changed directly (what CAPI's controllers would write) ----
+
+  objects(plural: string): Map<string, Json> {
+    return this.store.get(plural)!;
+  }
+
+  /** Creates or replaces an object without a request: a new resourceVersion and a watch event. */
+  put(plural: string, obj: Json): Json {
+    const key = `${obj.metadata.namespace ?? ''}/${obj.metadata.name}`;
+    const old = this.store.get(plural)!.get(key);
+    obj.metadata.uid ??= old?.metadata?.uid ?? randomUUID();
+    obj.metadata.creationTimestamp ??= old?.metadata?.creationTimestamp ?? new Date().toISOString();
+    return this.commit(plural, key, obj, old ? 'MODIFIED' : 'ADDED');
+  }
+
+  private commit(plural: string, key: string, obj: Json, type: 'ADDED' | 'MODIFIED' | 'DELETED'): Json {
+    const rv = ++this.rv;
+    obj.metadata.resourceVersion = String(rv);
+    if (type === 'DELETED') this.store.get(plural)!.delete(key);
+    else this.store.get(plural)!.set(key, obj);
+    this.log.push({ rv, plural, type, obj });
+    if (this.log.length > EVENT_LOG) this.log.splice(0, this.log.length - EVENT_LOG);
+    const line = `${JSON.stringify({ type, object: obj })}\n`;
+    for (const w of this.watchers) if (w.plural === plural && (w.namespace === undefined || w.namespace === obj.metadata.namespace) && w.selector(obj)) w.res.write(line);
+    return obj;
+  }
+
+  // ---- HTTP ----
+
+  private count(k: string): void {
+    this.counts.set(k, (this.counts.get(k) ?? 0) + 1);
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'https://x');
+    const q = url.searchParams;
+    const route = parse(url.pathname);
+    const body = await readBody(req);
+    this.lastRequestAt = Date.now();
+    const send = (code: number, obj: Json) => {
+      res.writeHead(code, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify(obj));
+    };
+    if (route.discovery) return send(200, route.discovery);
+    const kind = route.kind;
+    if (!kind) return send(404, status(404, 'NotFound', `no route ${url.pathname}`));
+    const resource = `${kind.plural}${route.sub ? `/${route.sub}` : ''}`;
+    if (req.method === 'GET' && q.get('watch')) {
+      this.count(`watch ${resource}`);
+      return this.watch(kind, route.namespace, q, res);
+    }
+    const verb = verbOf(req.method ?? 'GET', route.name);
+    this.count(`${verb} ${resource}`);
+    this.inFlight++;
+    try {
+      if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
+      const [code, out] = this.serve(verb, kind, route, q, body, req.headers['content-type'] ?? '');
+      if (code < 300 && verb !== 'get' && verb !== 'list') this.onWrite?.(verb, resource, out);
+      send(code, out);
+    } finally {
+      this.inFlight--;
+      this.lastRequestAt = Date.now();
+    }
+  }
+
+  private serve(verb: string, kind: Kind, r: Route, q: URLSearchParams, body: Json | undefined, contentType: string): [number, Json] {
+    const objs = this.store.get(kind.plural)!;
+    const key = `${r.namespace ?? ''}/${r.name}`;
+    const cur = r.name === undefined ? undefined : objs.get(key);
+    const apiVersion = kind.group ? `${kind.group}/${kind.version}` : kind.version;
+    const notFound = () => [404, status(404, 'NotFound', `${kind.plural} "${r.name}" not found`)] as [number, Json];
+    const conflict = () => [409, status(409, 'Conflict', `Operation cannot be fulfilled on ${kind.plural} "${r.name}": the object has been modified; please apply your changes to the latest version and try again`)] as [number, Json];
+    switch (verb) {
+      case 'list': {
+        // Pages as the apiserver serves them (limit/continue): the client parses one page at a time.
+        const sel = selector(q.get('labelSelector'));
+        const all = [...objs.values()].filter((o) => (r.namespace === undefined || o.metadata.namespace === r.namespace) && sel(o));
+        const [from, rv] = (q.get('continue') ?? `0:${this.rv}`).split(':').map(Number) as [number, number];
+        const limit = Number(q.get('limit')) || all.length;
+        const items = all.slice(from, from + limit);
+        const more = from + limit < all.length;
+        return [200, { apiVersion, kind: `${kind.kind}List`, metadata: { resourceVersion: String(rv), ...(more ? { continue: `${from + limit}:${rv}` } : {}) }, items }];
+      }
+      case 'get':
+        return cur ? [200, cur] : notFound();
+      case 'create': {
+        const obj = { apiVersion, kind: kind.kind, ...body } as Json;
+        obj.metadata = { ...obj.metadata, namespace: r.namespace };
+        if (!obj.metadata.name) obj.metadata.name = `${obj.metadata.generateName ?? ''}${randomUUID().slice(0, 5)}`;
+        const k = `${r.namespace ?? ''}/${obj.metadata.name}`;
+        if (objs.has(k)) return [409, status(409, 'AlreadyExists', `${kind.plural} "${obj.metadata.name}" already exists`)];
+        obj.metadata.uid = randomUUID();
+        obj.metadata.creationTimestamp = new Date().toISOString();
+        return [201, this.commit(kind.plural, k, obj, 'ADDED')];
+      }
+      case 'update': {
+        if (!cur) return notFound();
+        if (body?.metadata?.resourceVersion && body.metadata.resourceVersion !== cur.metadata.resourceVersion) return conflict();
+        const next = r.sub === 'status' ? { ...cur, status: body?.status } : { ...body, status: cur.status, metadata: { ...body?.metadata, uid: cur.metadata.uid, creationTimestamp: cur.metadata.creationTimestamp } };
+        return [200, this.commit(kind.plural, key, structuredClone(next), 'MODIFIED')];
+      }
+      case 'patch': {
+        if (!cur) return notFound();
+        let next: Json;
+        if (contentType.startsWith('application/json-patch')) {
+          const patched = jsonPatch(structuredClone(cur), body as unknown as Json[]);
+          if (!patched) return [422, status(422, 'Invalid', 'the test operation failed')];
+          next = patched;
+        } else {
+          if (body?.metadata?.resourceVersion && body.metadata.resourceVersion !== cur.metadata.resourceVersion) return conflict();
+          next = mergePatch(structuredClone(cur), body ?? {});
+        }
+        // /status changes only status; the object itself never changes status.
+        next = r.sub === 'status' ? { ...cur, status: next.status } : { ...next, status: cur.status };
+        next.metadata = { ...next.metadata, resourceVersion: cur.metadata.resourceVersion };
+        return [200, this.commit(kind.plural, key, next, 'MODIFIED')];
+      }
+      case 'delete': {
+        if (!cur) return notFound();
+        const pre = body?.preconditions ?? {};
+        if ((pre.uid && pre.uid !== cur.metadata.uid) || (pre.resourceVersion && pre.resourceVersion !== cur.metadata.resourceVersion)) return conflict();
+        this.commit(kind.plural, key, cur, 'DELETED');
+        return [200, status(200, 'Success', 'deleted')];
+      }
+    }
+    return [405, status(405, 'MethodNotAllowed', verb)];
+  }
+
+  private watch(kind: Kind, namespace: string | undefined, q: URLSearchParams, res: ServerResponse): void {
+    const from = Number(q.get('resourceVersion') || this.rv);
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
+    if (this.log.length > 0 && from < this.log[0]!.rv - 1) {
+      res.end(`${JSON.stringify({ type: 'ERROR', object: status(410, 'Expired', 'too old resource version') })}\n`);
+      return;
+    }
+    const w: Watcher = { plural: kind.plural, ...(namespace !== undefined ? { namespace } : {}), selector: selector(q.get('labelSelector')), res };
+    for (const e of this.log) {
+      if (e.rv > from && e.plural === w.plural && (namespace === undefined || e.obj.metadata.namespace === namespace) && w.selector(e.obj)) res.write(`${JSON.stringify({ type: e.type, object: e.obj })}\n`);
+    }
+    this.watchers.add(w);
+    const apiVersion = kind.group ? `${kind.group}/${kind.version}` : kind.version;
+    const bookmark = q.get('allowWatchBookmarks') === 'true' || q.get('allowWatchBookmarks') === '1'
+      ? setInterval(() => res.write(`${JSON.stringify({ type: 'BOOKMARK', object: { apiVersion, kind: kind.kind, metadata: { resourceVersion: String(this.rv) } } })}\n`), 60_000)
+      : undefined;
+    const end = setTimeout(() => res.end(), Number(q.get('timeoutSeconds') || 1800) * 1000);
+    res.on('close', () => {
+      this.watchers.delete(w);
+      clearInterval(bookmark);
+      clearTimeout(end);
+    });
+  }
+}
+
+function parse(pathname: string): Route {
+  const parts = pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  if (parts[0] === 'apis' && parts.length === 1) return { discovery: { kind: 'APIGroupList', apiVersion: 'v1', groups: [...new Set(KINDS.filter((k) => k.group).map((k) => k.group))].map(groupOf) } };
+  if (parts[0] === 'apis' && parts.length === 2) return KINDS.some((k) => k.group === parts[1]) ? { discovery: groupOf(parts[1]!) } : {};
+  if (parts[0] === 'version') return { discovery: { major: '1', minor: '36', gitVersion: 'v1.36.3' } };
+  const [group, rest] = parts[0] === 'api' ? ['', parts.slice(2)] : [parts[1] ?? '', parts.slice(3)];
+  let namespace: string | undefined;
+  let i = 0;
+  if (rest[0] === 'namespaces' && rest.length >= 3) {
+    namespace = rest[1];
+    i = 2;
+  }
+  const kind = KINDS.find((k) => k.group === group && k.plural === rest[i]);
+  return { ...(kind ? { kind } : {}), ...(namespace !== undefined ? { namespace } : {}), ...(rest[i + 1] !== undefined ? { name: rest[i + 1] } : {}), ...(rest[i + 2] !== undefined ? { sub: rest[i + 2] } : {}) };
+}
+
+function groupOf(group: string): Json {
+  const version = KINDS.find((k) => k.group === group)!.version;
+  return { kind: 'APIGroup', apiVersion: 'v1', name: group, versions: [{ groupVersion: `${group}/${version}`, version }], preferredVersion: { groupVersion: `${group}/${version}`, version } };
+}
+
+function verbOf(method: string, name: string | undefined): string {
+  switch (method) {
+    case 'GET': return name === undefined ? 'list' : 'get';
+    case 'POST': return 'create';
+    case 'PUT': return 'update';
+    case 'PATCH': return 'patch';
+    case 'DELETE': return 'delete';
+  }
+  return method.toLowerCase();
+}
+
+const status = (code: number, reason: string, message: string): Json => ({ kind: 'Status', apiVersion: 'v1', status: code < 300 ? 'Success' : 'Failure', code, reason, message });
+
+/** Equality, inequality and existence requirements, comma-separated (what JoinGuard's informers send). */
+function selector(s: string | null): (o: Json) => boolean {
+  if (!s) return () => true;
+  const reqs = s.split(',').map((r) => {
+    const m = /^(!?)([^=!]+?)(?:(!=|==|=)(.*))?$/.exec(r.trim())!;
+    return { not: m[1] === '!', key: m[2]!, op: m[3], value: m[4] };
+  });
+  return (o) => reqs.every((q) => {
+    const v = o.metadata?.labels?.[q.key];
+    if (q.op === undefined) return q.not ? v === undefined : v !== undefined;
+    return q.op === '!=' ? v !== q.value : v === q.value;
+  });
+}
+
+/** RFC 7386. */
+export function mergePatch(target: Json, patch: Json): Json {
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete target[k];
+    else if (typeof v === 'object' && !Array.isArray(v) && typeof target[k] === 'object' && target[k] !== null && !Array.isArray(target[k])) target[k] = mergePatch(target[k], v);
+    else target[k] = structuredClone(v);
+  }
+  return target;
+}
+
+/** RFC 6902 for test/add/replace/remove; undefined when a test fails. */
+function jsonPatch(target: Json, ops: Json[]): Json | undefined {
+  for (const op of ops) {
+    const keys = String(op.path).split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const last = keys.pop()!;
+    let parent: Json = target;
+    for (const k of keys) parent = (parent[k] ??= {});
+    if (op.op === 'test' && JSON.stringify(parent[last]) !== JSON.stringify(op.value)) return undefined;
+    if (op.op === 'remove') delete parent[last];
+    if (op.op === 'add' || op.op === 'replace') parent[last] = op.value;
+  }
+  return target;
+}
+
+function readBody(req: IncomingMessage): Promise<Json | undefined> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      try {
+        resolve(text ? (JSON.parse(text) as Json) : undefined);
+      } catch {
+        resolve(undefined);
+      }
+    });
+  });
+}

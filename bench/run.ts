@@ -1,0 +1,261 @@
+// One run of the benchmark, on a control plane and a fleet of its own, built afresh:
+//   joinguard  JoinGuard alone (MachineJoinChecks, no MachineHealthCheck)
+//   mhc        CAPI's MachineHealthCheck alone (MachineHealthChecks, no JoinGuard)
+//   both       both, on the same Machines
+// Phases: control plane (audit log, leader election on) → fleet → JoinGuard started, its first complete
+// reconcile → a quiet window (nothing changes; every request is a request at rest) → stuck Machines added
+// at a steady pace, detection window closed at a fixed time after the last deadline (what is unmarked by
+// then is censored) → everything stopped, the audit log counted and checked complete.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { checkAuditComplete, countAudit, type AuditCounts, type AuditIntegrity, type AuditWindow } from './audit.js';
+import { JOINGUARD_LEASE_NAMESPACE, JoinGuardProcess } from './controller-process.js';
+import { installBenchCrds } from './crds.js';
+import { startBenchEnv, USER_JOINGUARD, type BenchEnv } from './env.js';
+import {
+  clusterTimes, createChecks, createClusters, createMachine, createNamespace, NAMESPACE, pool, restingMachines, stuckMachines,
+  type ClusterTimes, type FleetShape,
+} from './fleet.js';
+import { deadline, detection, machineRows, race, type SideDetection } from './latency.js';
+import { ProcSampler, type ProcSample } from './proc.js';
+import { parseMetrics, scrape, type Sample } from './prom.js';
+import { CheckWatcher, MachineWatcher, type Side } from './watch.js';
+
+export type RunName = 'joinguard' | 'mhc' | 'both';
+export const RUN_SIDES: Record<RunName, Side[]> = { joinguard: ['joinguard'], mhc: ['mhc'], both: ['joinguard', 'mhc'] };
+const MAX_PENDING = 200;
+
+export interface RunTiming {
+  joinTimeoutS: number;
+  quietMs: number;
+  stuckSpreadMs: number;
+  /** The detection window closes this long after the last stuck Machine's deadline. */
+  tailMs: number;
+  /** JoinGuard's --connection-grace; undefined = its default (2m). */
+  connectionGraceMs?: number;
+  /** Before JoinGuard starts: no Machine changed for this long (CAPI's follow-up reconciles are over). */
+  settleMs: number;
+}
+
+export interface RunOptions {
+  name: RunName;
+  shape: FleetShape;
+  timing: RunTiming;
+  /** NODE_OPTIONS for JoinGuard. */
+  nodeOptions: string;
+  /** hack/testenv/build.sh's bin folder. */
+  binDir: string;
+  log: (line: string) => void;
+}
+
+/** What is sampled at each window edge. */
+export interface Edge {
+  at: number;
+  /** The machine's 1/5/15-minute load averages: others' work on the shared cores shows here. */
+  loadavg: number[];
+  proc: Record<string, ProcSample | undefined>;
+  /** Selected metrics of CAPI's core manager and of JoinGuard. */
+  core?: Sample[];
+  joinguard?: Sample[];
+}
+
+export interface RunResult {
+  name: RunName;
+  sides: Side[];
+  phasesS: Record<string, number>;
+  windows: Record<'startup' | 'quiet' | 'detection', AuditWindow>;
+  edges: Record<'quietStart' | 'quietEnd' | 'detectionStart' | 'detectionEnd', Edge>;
+  peakRssKiB: Record<string, number>;
+  joinguard?: { spawnedAt: number; readyAt: number; firstReconcileAt: number; checks: number; logLines: number; exit: string; nodeOptions: string };
+  audit: { counts: AuditCounts; userAgents: Record<string, string>; integrity: AuditIntegrity };
+  apiserverRequestTotalLabels: string[];
+  detection: Partial<Record<Side, SideDetection>>;
+  race?: ReturnType<typeof race>;
+  machines: ReturnType<typeof machineRows>;
+  clusters: Record<string, ClusterTimes>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+// Only the families the report reads are kept (a full scrape of the core manager is thousands of lines).
+const KEEP = /^(controller_runtime_reconcile_(total|time_seconds_sum)|process_cpu_seconds_total|process_resident_memory_bytes|nodejs_heap_size_(used|total)_bytes|nodejs_external_memory_bytes|nodejs_gc_duration_seconds_(sum|count)|go_memstats_heap_inuse_bytes)$/;
+const keep = (s: Sample[] | undefined) => s?.filter((x) => KEEP.test(x.name));
+
+export async function runOne(o: RunOptions): Promise<RunResult> {
+  const { shape, timing, log } = o;
+  const sides = RUN_SIDES[o.name];
+  const phasesS: Record<string, number> = {};
+  const phase = (name: string, since: number) => (phasesS[name] = Math.round((Date.now() - since) / 100) / 10);
+  let bench: BenchEnv | undefined;
+  let jg: JoinGuardProcess | undefined;
+  const watchers: { stop(): void }[] = [];
+  const samplers: ProcSampler[] = [];
+  try {
+    let t = Date.now();
+    bench = await startBenchEnv((l) => log(`testenv: ${l}`), o.binDir);
+    const kube = bench.driver;
+    const labelsLine = (await kube.send('GET', '/metrics')).body.split('\n').find((l) => l.startsWith('apiserver_request_total{')) ?? '';
+    const apiserverRequestTotalLabels = [...labelsLine.matchAll(/(\w+)="/g)].map((m) => m[1]!);
+    await installBenchCrds(kube);
+    await createNamespace(kube);
+    await createNamespace(kube, JOINGUARD_LEASE_NAMESPACE);
+    phase('controlPlaneS', t);
+
+    t = Date.now();
+    const w = new MachineWatcher(kube, NAMESPACE);
+    watchers.push(w);
+    await w.start();
+    const checks = new CheckWatcher(kube, NAMESPACE);
+    const msUids = await createClusters(kube, shape, new URL(bench.env.server), bench.workloadKubeconfigYaml);
+    await createChecks(kube, shape, sides);
+    if (sides.includes('joinguard')) {
+      watchers.push(checks);
+      await checks.start();
+    }
+    await waitFor('every Cluster initialized and connected', 180_000, async () => [...(await clusterTimes(kube)).values()].every((c) => c.ready));
+    const resting = restingMachines(shape);
+    let created = 0;
+    const progress = setInterval(() => log(`created ${created}/${resting.length} resting Machines; Provisioned ${w.provisionedCount}`), 30_000);
+    // Back-pressure: no more than MAX_PENDING Machines ahead of CAPI. Flooding CAPI's Machine controller on
+    // 2 cores lags its cache, and its status patches then conflict (409) in a storm that feeds itself.
+    await pool(resting, 16, async (m) => {
+      while (created - w.provisionedCount >= MAX_PENDING) await sleep(100);
+      created++;
+      await createMachine(kube, m, msUids);
+    }).finally(() => clearInterval(progress));
+    await w.until(`${shape.resting} Machines Provisioned`, () => w.provisionedCount >= shape.resting, 600_000);
+    phase('fleetS', t);
+    log(`fleet ready in ${phasesS.fleetS} s`);
+    const pids = bench.env.pids;
+    const watched: Record<string, number> = { 'capi-core': pids['capi-core']!, 'kube-apiserver': pids['kube-apiserver']!, etcd: pids['etcd']! };
+    for (const [name, pid] of Object.entries(watched)) samplers.push(new ProcSampler(pid, 1000, name));
+    log(`settled after ${Math.round(await w.settle(timing.settleMs, 300_000) / 1000)} s without a Machine change`);
+
+    const startup: AuditWindow = { name: 'startup', from: Date.now(), to: 0 };
+    if (sides.includes('joinguard')) {
+      jg = await JoinGuardProcess.start({
+        kubeconfig: bench.kubeconfigs[USER_JOINGUARD],
+        webhookCertDir: path.join(bench.env.runDir, 'pki', 'webhook'),
+        logFile: path.join(bench.dir, 'joinguard.log'),
+        nodeOptions: o.nodeOptions,
+        ...(timing.connectionGraceMs !== undefined ? { extraFlags: [`--connection-grace=${timing.connectionGraceMs / 1000}s`] } : {}),
+        pgidFile: path.join(bench.env.runDir, 'pgids'),
+      });
+      samplers.push(jg.sampler);
+      startup.from = jg.spawnedAt;
+      await jg.waitReady(180_000);
+      const all = () => checks.names.size > 0 && [...checks.names].every((n) => checks.firstStatusAt.has(n));
+      await checks.until('JoinGuard\'s first status on every check', all, 180_000);
+      log(`JoinGuard: ready ${(jg.readyAt! - jg.spawnedAt) / 1000} s, every check reconciled ${(Math.max(...checks.firstStatusAt.values()) - jg.spawnedAt) / 1000} s after spawn`);
+      await sleep(3000);
+    }
+    startup.to = Date.now();
+
+    const edge = async (): Promise<Edge> => ({
+      at: Date.now(),
+      loadavg: os.loadavg().map((x) => Math.round(x * 100) / 100),
+      proc: Object.fromEntries(samplers.map((s) => [s.label, s.take()])),
+      core: keep(await scrape(bench!.coreMetricsUrl)),
+      ...(jg ? { joinguard: keep(await jg.metrics()) } : {}),
+    });
+    const quietStart = await edge();
+    const quiet: AuditWindow = { name: 'quiet', from: Date.now(), to: 0 };
+    log(`quiet for ${timing.quietMs / 1000} s`);
+    await sleep(timing.quietMs);
+    quiet.to = Date.now();
+    const quietEnd = await edge();
+
+    // No deadline may fall within JoinGuard's connection grace (MHC has none), or the latency measured would be the grace.
+    let graceEnd = 0;
+    const grace = timing.connectionGraceMs ?? 120_000;
+    for (const c of (await clusterTimes(kube)).values()) graceEnd = Math.max(graceEnd, (c.remoteConnectionAt ?? 0) + grace + 1000);
+    const graceWait = graceEnd - timing.joinTimeoutS * 1000 - Date.now();
+    if (graceWait > 0) {
+      log(`waiting ${Math.ceil(graceWait / 1000)} s so that no deadline falls within JoinGuard's connection grace`);
+      await sleep(graceWait);
+    }
+
+    // Stuck Machines arrive at a steady pace; the window closes a fixed time after the last deadline.
+    t = Date.now();
+    const detectionStart = await edge();
+    const detect: AuditWindow = { name: 'detection', from: Date.now(), to: 0 };
+    const stuck = stuckMachines(shape);
+    const gap = timing.stuckSpreadMs / stuck.length;
+    let next = 0;
+    await pool(stuck, 16, async (s) => {
+      const due = t + gap * next++;
+      if (due > Date.now()) await sleep(due - Date.now());
+      await createMachine(kube, s, msUids);
+    });
+    await w.until('every stuck Machine Provisioned', () => w.provisionedCount >= shape.machines, timing.joinTimeoutS * 1000 + 300_000);
+    const clusters = await clusterTimes(kube);
+    let lastDeadline = 0;
+    for (const r of w.machines.values()) {
+      if (!r.pool.endsWith('-watch')) continue;
+      for (const side of sides) lastDeadline = Math.max(lastDeadline, deadline(side, r, clusters.get(r.pool.replace(/-watch$/, '')), timing.joinTimeoutS * 1000) ?? 0);
+    }
+    const windowEnd = lastDeadline + timing.tailMs;
+    log(`stuck Machines created in ${(Date.now() - t) / 1000} s; the detection window closes in ${Math.round((windowEnd - Date.now()) / 1000)} s`);
+    await sleep(Math.max(0, windowEnd - Date.now()));
+    detect.to = Date.now();
+    const detectionEnd = await edge();
+    phase('detectionS', t);
+
+    const result = {
+      detection: Object.fromEntries(sides.map((s) => [s, detection(s, w.machines.values(), clusters, shape, windowEnd)])) as RunResult['detection'],
+      ...(sides.length === 2 ? { race: race(w.machines.values(), windowEnd) } : {}),
+      machines: machineRows(w.machines.values(), clusters, shape),
+    };
+    for (const s of sides) {
+      const d = result.detection[s]!;
+      log(`${s}: marked ${d.marked}/${d.stuck}, censored ${d.censored}, p50 ${d.p50?.s} s, p99 ${d.p99?.censored ? '> ' : ''}${d.p99?.s} s`);
+    }
+
+    // Stop: JoinGuard first (it hands its Lease back), then the control plane (flushes the audit log).
+    const apiserverMetrics = parseMetrics((await kube.send('GET', '/metrics', undefined, undefined, 60_000)).body);
+    const peakRssKiB = Object.fromEntries(samplers.map((s) => [s.label, Math.max(s.peakRssKiB, s.last?.hwmKiB ?? 0)]));
+    let jgSummary: RunResult['joinguard'];
+    if (jg) {
+      await jg.stop();
+      jgSummary = {
+        spawnedAt: jg.spawnedAt, readyAt: jg.readyAt!, firstReconcileAt: Math.max(...checks.firstStatusAt.values()), checks: checks.names.size,
+        logLines: jg.logLines(), exit: jg.proc.describeExit(), nodeOptions: o.nodeOptions,
+      };
+    }
+    for (const x of [...watchers, ...samplers]) x.stop();
+    const keptAudit = path.join(os.tmpdir(), `joinguard-bench-audit-${process.pid}-${o.name}.log`);
+    await bench.env.stop();
+    fs.renameSync(bench.auditLog, keptAudit);
+    await bench.stop();
+    bench = undefined;
+    t = Date.now();
+    const audit = await countAudit(keptAudit, [startup, quiet, detect]);
+    if (process.env.JOINGUARD_BENCH_KEEP === '1') log(`audit log kept: ${keptAudit}`);
+    else fs.rmSync(keptAudit, { force: true });
+    const integrity = checkAuditComplete(apiserverMetrics, audit.lines);
+    phase('auditS', t);
+    return {
+      name: o.name, sides, phasesS,
+      windows: { startup, quiet, detection: detect },
+      edges: { quietStart, quietEnd, detectionStart, detectionEnd },
+      peakRssKiB,
+      ...(jgSummary ? { joinguard: jgSummary } : {}),
+      audit: { counts: audit.counts, userAgents: audit.userAgents, integrity },
+      apiserverRequestTotalLabels,
+      ...result,
+      clusters: Object.fromEntries(clusters),
+    };
+  } finally {
+    for (const x of [...watchers, ...samplers]) x.stop();
+    await jg?.stop().catch(() => undefined);
+    await bench?.stop().catch(() => undefined);
+  }
+}
+
+async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(500);
+  }
+}
