@@ -176,6 +176,12 @@ export class Caches {
 
   // ---- events: look up keys, enqueue, nothing else ----
 
+  /** A check of a Cluster outside --watch-filter is not queued, as CAPI's filter predicate drops its events. */
+  private enqueue(key: string): void {
+    if (this.checks.store.get(key) !== undefined && this.filteredOut(key)) return;
+    this.o.enqueue(key);
+  }
+
   private checkEntry(raw: Json): CheckEntry {
     const parsed = parseSettings(raw?.spec);
     if (parsed.settings) return { raw, settings: parsed.settings };
@@ -194,7 +200,7 @@ export class Caches {
       this.machineIndex.forget(key);
       this.lastRecent.delete(key);
     }
-    this.o.enqueue(key);
+    this.enqueue(key);
   }
 
   private onMachine(t: InformerEvent, e: Entry<MachineFacts>, old?: Entry<MachineFacts>): void {
@@ -205,7 +211,7 @@ export class Caches {
     const now = ck;
     for (const ck of new Set([before, now])) {
       if (ck === undefined) continue;
-      for (const c of this.byCluster.checks.keys(ck)) if (this.concerns(c, e) || (old !== undefined && this.concerns(c, old))) this.o.enqueue(c);
+      for (const c of this.byCluster.checks.keys(ck)) if (this.concerns(c, e) || (old !== undefined && this.concerns(c, old))) this.enqueue(c);
     }
   }
 
@@ -231,12 +237,12 @@ export class Caches {
   }
 
   private enqueueClusterKey(ck: string): void {
-    for (const c of this.byCluster.checks.keys(ck)) this.o.enqueue(c);
+    for (const c of this.byCluster.checks.keys(ck)) this.enqueue(c);
   }
 
   private enqueueNamespace(key: string): void {
     const prefix = key.slice(0, key.indexOf('/') + 1);
-    for (const k of this.checks.store.keys()) if (k.startsWith(prefix)) this.o.enqueue(k);
+    for (const k of this.checks.store.keys()) if (k.startsWith(prefix)) this.enqueue(k);
   }
 
   // ---- snapshots ----

@@ -112,7 +112,7 @@ export class JoinCheckController {
   }
 
   private enqueueAll(): void {
-    for (const k of this.caches.checkKeys()) this.queue.add(k);
+    for (const k of this.caches.checkKeys()) if (!this.caches.filteredOut(k)) this.queue.add(k);
   }
 
   async stop(): Promise<void> {

@@ -12,7 +12,8 @@ const fieldsOf = (minor: number, apiVersion: string) =>
 describe('discoverCapi (fake apiserver)', () => {
   const keep = closedAfterEach();
 
-  async function discover(o: { served?: string[]; inventory?: Json[] | 403; schema?: Json; kubeadm?: boolean }) {
+  async function discover(o: { served?: string[]; inventory?: Json[] | 403; schema?: Json; kubeadm?: boolean; schemaLate?: number }) {
+    let schemaAsked = 0;
     const server = keep(await serve((_req, res, url) => {
       const p = url.pathname;
       if (p === '/apis/cluster.x-k8s.io') return o.served ? sendJson(res, 200, { versions: o.served.map((version) => ({ version })) }) : sendJson(res, 404, {});
@@ -23,7 +24,7 @@ describe('discoverCapi (fake apiserver)', () => {
         if (o.inventory === 403) return sendJson(res, 403, { message: 'forbidden' });
         return o.inventory ? sendJson(res, 200, { items: o.inventory }) : sendJson(res, 404, {});
       }
-      if (p.startsWith('/openapi/v3/apis/cluster.x-k8s.io/') && o.schema) return sendJson(res, 200, o.schema);
+      if (p.startsWith('/openapi/v3/apis/cluster.x-k8s.io/') && o.schema && ++schemaAsked > (o.schemaLate ?? 0)) return sendJson(res, 200, o.schema);
       sendJson(res, 404, { message: `no ${p}` });
     }));
     return discoverCapi(keep(new RestClient(server.access, { userAgent: 'test' })));
@@ -55,6 +56,11 @@ describe('discoverCapi (fake apiserver)', () => {
     expect((await discover({ served: ['v1beta1'], schema: schemaWith('v1beta1', fieldsOf(10, 'v1beta1')) })).minor).to.equal(10);
     const nine = await discover({ served: ['v1beta1'], schema: schemaWith('v1beta1', fieldsOf(9, 'v1beta1')) });
     expect([nine.apiVersion, nine.minor]).to.deep.equal(['v1beta1', 9]);
+  });
+
+  it('a schema not published yet (404 right after the CRDs were created) is asked again', async () => {
+    const info = await discover({ served: ['v1beta1', 'v1beta2'], schema: schemaWith('v1beta2', fieldsOf(14, 'v1beta2')), schemaLate: 1 });
+    expect(info.minor).to.equal(14);
   });
 
   it('refuses v1.8 (no status.v1beta2) and a clusterctl inventory saying v1.8, naming the reason', async () => {

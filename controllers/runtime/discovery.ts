@@ -106,7 +106,7 @@ async function fromInventory(rest: RestClient): Promise<Found | undefined> {
 
 /** The published schema of CAPI's kinds in the API version in use, against SCHEMA_MARKERS. */
 async function fromSchema(rest: RestClient, apiVersion: CapiApiVersion): Promise<Found> {
-  const doc = await rest.get(`/openapi/v3/apis/${CAPI}/${apiVersion}`, undefined, { timeoutMs: 60_000 });
+  const doc = await openApi(rest, `/openapi/v3/apis/${CAPI}/${apiVersion}`);
   const schemas = (doc.components?.schemas ?? {}) as Record<string, Json>;
   const source = `the ${CAPI}/${apiVersion} schema (OpenAPI v3)`;
   for (const mk of SCHEMA_MARKERS) {
@@ -116,6 +116,23 @@ async function fromSchema(rest: RestClient, apiVersion: CapiApiVersion): Promise
     if (hasPath(root, mk.path, schemas)) return { minor: mk.minor, source: `${source}: ${mk.kind} ${mk.path} (v1.${mk.minor}+)` };
   }
   return { minor: 8, source: `${source}: Machine has no status.v1beta2 (added in v1.9)` };
+}
+
+/**
+ * The apiserver publishes a CRD's schema a little after it serves the group (seen: a 404 for ~1 s after the CRDs
+ * were created): a 404 is asked again for 30 s before it is an error.
+ */
+async function openApi(rest: RestClient, path: string, waitMs = 30_000): Promise<Json> {
+  const end = Date.now() + waitMs;
+  for (;;) {
+    try {
+      return await rest.get(path, undefined, { timeoutMs: 60_000 });
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+      if (Date.now() >= end) throw new Error(`the apiserver serves ${CAPI} but publishes no OpenAPI v3 schema at ${path} (asked for ${waitMs / 1000} s): cannot tell the CAPI release`);
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
 }
 
 /** `a.b[].c` through properties, items and $ref/allOf. */

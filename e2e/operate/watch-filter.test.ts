@@ -95,6 +95,7 @@ describe('operate: --watch-filter (the real command)', function () {
     expect(conditionOf(out, 'HealthCheckSucceeded'), await seen()).to.equal(undefined);
     const outCheck = await kube.get(`${checksPath(ns)}/out`);
     expect(outCheck?.status ?? {}, await seen()).to.deep.equal({});
-    expect(output.join('\n')).not.to.match(/"MachineJoinCheck":\{"name":"out"/);
+    // Not even reconciled: its events are dropped before the queue, as CAPI's filter predicate does.
+    expect(output.filter((l) => /"MachineJoinCheck":\{"name":"out"/.test(l)).slice(0, 3)).to.deep.equal([]);
   });
 });
