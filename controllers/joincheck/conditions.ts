@@ -239,7 +239,7 @@ export function progressing(i: ProgressingInput): ConditionInput {
   }
   const c = countVerdicts(i.verdicts);
   const holds = i.verdicts.filter((v) => v.state === 'Held' || v.state === 'Unobservable');
-  const held = holds.length > 0 ? ` ${holds.length} held: ${said([...new Set(holds.map((v) => v.reason))])}.` : '';
+  const held = holds.length > 0 ? ` ${holds.length} held: ${said([...new Set(holds.map((v) => v.reason))].sort())}.` : '';
   return {
     type: CONDITION_PROGRESSING,
     status: 'True',

@@ -315,7 +315,9 @@ export function plan(s: Snapshot): Plan {
     graceMs,
     suspicion: (held) => suspicionMessage(next, next.recentFailures ?? [], cluster, settings, held),
   });
-  const heldReason = stops.first()?.reason ?? verdictList.find((v) => v.state === 'Held' || v.state === 'Unobservable')?.hold;
+  // The first held Machine by name: the caches list Machines in no set order (a count field must not flap with it).
+  const firstHeld = verdictList.filter((v) => v.state === 'Held' || v.state === 'Unobservable').reduce<MachineVerdict | undefined>((a, v) => (a === undefined || v.machine < a.machine ? v : a), undefined);
+  const heldReason = stops.first()?.reason ?? firstHeld?.hold;
   assign(next, 'heldReason', next.heldMachines! > 0 ? heldReason : undefined);
   if (canAct && prog.status === 'False' && RESTRICTING[prog.reason as keyof typeof RESTRICTING] && conditionOf(prev, CONDITION_PROGRESSING)?.reason !== prog.reason) {
     events.push({ on: 'Check', reason: 'RemediationRestricted', message: prog.message, warning: true });
