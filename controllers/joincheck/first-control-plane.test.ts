@@ -225,4 +225,13 @@ describe('first control-plane Machine', () => {
     expect(requested(p)).to.deep.equal([]);
     expect(cond(p.status, 'Progressing')?.message).to.contain("can't remediate if current replicas are less or equal to 1");
   });
+
+  it('a first control-plane Machine that is only reported after the probe leaves no empty memory behind (planning twice changes nothing)', () => {
+    // Found by the property test (CAPI v1.10, strategy MachineCondition: reported, never asked): the probe's memory
+    // was emptied into firstControlPlane: {}, which the next plan read back as no memory.
+    const sc = creating({ settings: { strategy: 'MachineCondition' }, capi: { apiVersion: 'v1beta1', minor: 10 } });
+    const p = actOnFirst(sc); // Scenario replans each step and fails on any status change
+    expect(requested(p)).to.deep.equal([]);
+    expect(p.status.firstControlPlane).to.equal(undefined);
+  });
 });

@@ -277,6 +277,9 @@ export function plan(s: Snapshot): Plan {
   observations.sort((a, b) => (a.machine < b.machine ? -1 : a.machine > b.machine ? 1 : 0));
   assign(next, 'observations', observations.length > 0 ? observations.slice(0, STATUS_LIMITS.observations) : undefined);
 
+  // An emptied memory is no memory (the next plan reads it back as none: planning twice must change nothing).
+  if (next.firstControlPlane !== undefined && Object.keys(next.firstControlPlane).length === 0) delete next.firstControlPlane;
+
   // Stops whose evidence is state, not this plan's candidates.
   if (next.firstControlPlane?.misconfigured !== undefined) stops.add('FirstControlPlaneReplacementMisconfigured', next.firstControlPlane.misconfigured.message);
   for (const v of verdictList) if ((v.hold === 'ConnectionDown' || v.hold === 'ConnectionGrace') && v.pastDeadline) stops.add('ControlPlaneEndpointUnreachable', '', v.machine);
