@@ -192,6 +192,21 @@ describe('planner', () => {
     expect(p.verdicts.find((v) => v.machine === 'cp-0')).to.include({ state: 'Joining', firstControlPlane: true, clockStart: T0 + MINUTE });
   });
 
+  it('a request made before the workload connection was lost is not written while CAPI cannot see the workload cluster, nor during the grace', () => {
+    // Found by the property test's oracle: a Delete asked at 00:31:29, its write crashed, the connection lost at
+    // 00:31:44 — the next pass deleted the Machine, whose Node CAPI could no longer see.
+    for (const path of ['Delete', 'OwnerRemediated'] as const) {
+      const status = { requests: [{ machine: 'a', uid: 'uid-a', owner: { kind: 'MachineSet', name: 'ms-a' }, path, kind: 'JoinTimeout' as const, time: '2026-03-01T00:21:00Z', state: 'Open' as const }] };
+      const base = { check: check({ status }), settings: { strategy: path === 'Delete' ? ('Delete' as const) : ('OwnerRemediated' as const) }, machines: [worker('a')], connectionGraceMs: 2 * MINUTE };
+      const down = plan(snapshot({ ...base, cluster: clusterFacts({ remoteConnection: { value: false } }), now: T0 + 22 * MINUTE }));
+      expect(down.intents, `${path}: connection down`).to.deep.equal([]);
+      const grace = plan(snapshot({ ...base, cluster: clusterFacts({ remoteConnection: { value: true, since: T0 + 23 * MINUTE } }), now: T0 + 24 * MINUTE }));
+      expect(grace.intents, `${path}: within the grace`).to.deep.equal([]);
+      const back = plan(snapshot({ ...base, cluster: clusterFacts({ remoteConnection: { value: true, since: T0 + 23 * MINUTE } }), now: T0 + 26 * MINUTE }));
+      expect(back.intents.map((i) => i.want), `${path}: after the grace`).to.deep.equal([path === 'Delete' ? 'delete' : 'mark']);
+    }
+  });
+
   it('a moved check (empty status, memory in joinguard.io/memory) restores its memory: the suspicion still stalls', () => {
     const sc = new Scenario(snapshot({ machines: [withNode(worker('old', { createdAt: T0 - HOUR })), worker('a'), worker('b')] }));
     sc.plan();

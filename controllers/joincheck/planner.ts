@@ -329,8 +329,11 @@ export function plan(s: Snapshot): Plan {
   conditions = setCondition(conditions, prog, s.now, meta.generation);
 
   // What every Machine must carry now: marks only while actions are allowed; withdrawals always.
+  // While CAPI cannot see the workload cluster (and during the grace after), no mark or delete is written on a Machine
+  // but the first control-plane one, not even for a request made before: its Node may exist unseen.
+  const blind = conn.state.down || conn.state.graceUntil !== undefined;
   const intents = markIntents(requests, ofCluster, s.workloadNodes, meta.name, withdrawAll)
-    .filter((i) => canAct || i.want === 'withdraw')
+    .filter((i) => i.want === 'withdraw' || (canAct && (!blind || i.machine.uid === first?.uid)))
     .sort((a, b) => (a.machine.name < b.machine.name ? -1 : a.machine.name > b.machine.name ? 1 : 0));
   // Requests still open under withdraw-all: their Machine is being deleted, or could not be read (not known clean).
   const stillOpen = requests.filter((r) => r.state === 'Open');
