@@ -1,92 +1,179 @@
-// An in-memory world for the property test (a FAKE of the apiserver and of CAPI's owners, test-only): raw
-// v1beta2 Machines, a Cluster and a check, served to the real executor through a RestClient stand-in that can
-// fail, conflict, lose or crash on any write; a MachineSet owner that remediates on CAPI's contract (or defers,
-// as a MachineDeployment's remediation.maxInFlight does); a MachineHealthCheck for the Auto path; and a log of
-// every write, from which the invariants are judged.
-import { readCluster, readMachine } from '../../../api/capi/readers.js';
-import { clusterV1beta2 } from '../../../api/capi/testdata/fixtures.js';
-import type { MachineFacts, MachineHealthCheckFacts } from '../../../api/capi/model.js';
-import { parseSettings } from '../../../api/v1alpha1/settings.js';
-import type { MachineJoinCheck, MachineJoinCheckSpec } from '../../../api/v1alpha1/types.js';
+// An in-memory world for the property test (a FAKE of the apiserver and of CAPI, test-only): a Cluster whose
+// control plane may initialize during the history, Machines of two MachineSets and of a KubeadmControlPlane, a
+// MachineHealthCheck, and the check — served through CAPI v1.14's v1beta2 API or v1.10's v1beta1 API. The real
+// executor reaches it through a RestClient stand-in that can fail (500), conflict (409), lose an answer, crash the
+// controller, refuse one Machine's writes for good (403/422, as a policy webhook), or let the Machine change
+// between the live read and the write (a real 409). The owners (owners.ts) act on CAPI's contract as CAPI's code
+// does. Every accepted write goes to the oracle (oracle.ts) with the Machine as it was, and the world keeps the
+// times it knows to be true, from which the oracle computes deadlines.
+import type { BootstrapConfigFacts } from '../../../api/capi/model.js';
+import type { MachineJoinCheckSpec } from '../../../api/v1alpha1/types.js';
 import { ApiError, type Json, type RestClient } from '../../runtime/rest.js';
-import type { Live, SnapshotSource } from '../executor.js';
-import { causedMarks } from '../marks.js';
-import { MachineIndex, namedUids } from '../machine-index.js';
 import { iso } from '../time.js';
-import type { PreviousView, Snapshot } from '../types.js';
+import { cluster, initializeCluster, isProvisioned, jsonPatch, kubeadmControlPlane, machine, machineHealthCheck, mergePatch, NS, provisionMachine, REMEDIATE_MACHINE, setCond, setKcpInitialized, versionOf, type Release } from './objects.js';
+import { Oracle, type Actor, type CheckAt, type ClusterTruth, type MachineTruth, type OracleRules } from './oracle.js';
 
 export type Fault = 'ok' | 'fail' | 'conflict' | 'lost' | 'crash';
 export class Crash extends Error {}
 
-const NS = 'default';
-const CAPI = 'cluster.x-k8s.io/v1beta2';
-const MACHINES = `/apis/${CAPI}/namespaces/${NS}/machines/`;
-const CLUSTER = `/apis/${CAPI}/namespaces/${NS}/clusters/c1`;
-const CHECK = `/apis/joinguard.io/v1alpha1/namespaces/${NS}/machinejoinchecks/mjc`;
-const OWN_REASONS = new Set(['JoinTimeout', 'ProvisionTimeout']);
+/** The longest back-off after which JoinGuard must try a once-refused Machine again (the liveness clock waits for it). */
+export const REFUSAL_BACKOFF_MS = 10 * 60 * 1000;
 
-export interface MarkWrite {
-  t: number;
-  uid: string;
-  owner: string;
+export const CHECK_PATH = `/apis/joinguard.io/v1alpha1/namespaces/${NS}/machinejoinchecks/mjc`;
+
+export interface WorldSetup {
+  release: Release;
+  spec: MachineJoinCheckSpec;
+  /** The control plane is initialized at the start (an existing fleet); otherwise KCP creates the first Machine. */
+  initialized: boolean;
+  kcp: { replicas: number; maxRetry?: number; retryPeriodSeconds?: number; minHealthyPeriodSeconds?: number };
+  mhc?: { nodeStartupTimeoutSeconds?: number; watchesJoinGuardCondition: boolean; selectsControlPlane: boolean };
+  /** The MachineDeployment's remediation.maxInFlight over its MachineSets' remediations (unset: no limit). */
+  mdMaxInFlight?: number;
+  oracle: Omit<OracleRules, 'release'>;
 }
 
-const cond = (type: string, status: string, reason: string, t: number, message = '') => ({ type, status, reason, message, lastTransitionTime: iso(t), observedGeneration: 1 });
+/** What the world exercised, for the printed figures. */
+export const exercised: Record<string, number> = {};
+export const count = (what: string, n = 1): void => {
+  exercised[what] = (exercised[what] ?? 0) + n;
+};
 
 export class World {
   t: number;
-  machines = new Map<string, Json>();
-  cluster: Json = clusterV1beta2();
-  check: Json;
-  mhc: MachineHealthCheckFacts | undefined;
-  deferring = false;
-  private rv = 100;
-  private serial = 0;
+  readonly release: Release;
+  readonly v: 'v1beta2' | 'v1beta1';
+  readonly machines = new Map<string, Json>();
+  readonly configs = new Map<string, BootstrapConfigFacts>();
+  cluster: Json;
+  kcp: Json;
+  mhc: Json | undefined;
+  check: Json | undefined;
+  readonly oracle: Oracle;
+  readonly truths = new Map<string, MachineTruth & { joinedAt?: number }>();
+  readonly clusterTruth: ClusterTruth = { outages: [] };
   /** Faults for the next writes, in order (then ok). */
   faults: Fault[] = [];
-  /** Every JoinGuard write that put a mark on a Machine for the first time for its uid, and every withdrawal. */
-  readonly firstMarks: MarkWrite[] = [];
-  readonly withdrawnUids = new Set<string>();
-  /** uids whose remediate-machine annotation JoinGuard set (and has not removed). */
+  /** Machines (by name) whose JoinGuard writes a webhook refuses for good. */
+  readonly refused = new Map<string, 403 | 422>();
+  /** Live reads of a Machine after which the Machine changes before JoinGuard writes (a real 409). */
+  races = 0;
+  /** The MachineSets' preflight checks fail (they defer every remediation). */
+  preflightBlocked = false;
+  /** The control-plane endpoint answers a TCP probe. */
+  endpointAnswers = false;
+  /** uids whose remediate-machine annotation JoinGuard set (the MachineHealthCheck marks them because of it). */
   readonly annotatedByJoinGuard = new Set<string>();
-  readonly violations: string[] = [];
+  /** When each Machine's refusal was lifted (uid): its writes may wait out the product's back-off after that. */
+  private readonly refusalLifted = new Map<string, number>();
   writes = 0;
+  private rv = 100;
+  private serial = 0;
+  private checkSerial = 0;
 
-  constructor(t0: number, spec: MachineJoinCheckSpec, o: { mhc?: MachineHealthCheckFacts } = {}) {
+  constructor(
+    t0: number,
+    readonly setup: WorldSetup,
+  ) {
     this.t = t0;
-    this.check = { apiVersion: 'joinguard.io/v1alpha1', kind: 'MachineJoinCheck', metadata: { name: 'mjc', namespace: NS, uid: 'uid-mjc', resourceVersion: '1', generation: 1 }, spec };
-    this.mhc = o.mhc;
-    this.cluster.metadata.name = 'c1';
-    this.cluster.metadata.namespace = NS;
+    this.release = setup.release;
+    this.v = versionOf(setup.release);
+    this.cluster = cluster(this.release, setup.initialized, t0);
+    if (setup.initialized) this.clusterTruth.initializedAt = this.whole(t0 - 3_600_000);
+    this.kcp = kubeadmControlPlane(this.release, setup.kcp);
+    if (setup.initialized) setKcpInitialized(this.kcp, this.release);
+    const m = setup.mhc;
+    if (m !== undefined) {
+      const selector = m.selectsControlPlane ? { matchExpressions: [{ key: 'pool', operator: 'Exists' }] } : { matchLabels: { pool: 'a' } };
+      this.mhc = machineHealthCheck(this.release, { selector, watchesJoinGuardCondition: m.watchesJoinGuardCondition, ...(m.nodeStartupTimeoutSeconds !== undefined ? { nodeStartupTimeoutSeconds: m.nodeStartupTimeoutSeconds } : {}) });
+    }
+    this.oracle = new Oracle({ ...setup.oracle, release: this.release }, { machine: (uid) => this.truthOf(uid), cluster: () => this.clusterTruth });
+    this.createCheck();
   }
 
-  private nextRv(): string {
+  whole(t: number): number {
+    return Date.parse(iso(t));
+  }
+
+  nextRv(): string {
     return String(++this.rv);
   }
 
-  // ---- CAPI's side ----
+  truthOf(uid: string): MachineTruth & { joinedAt?: number } {
+    const x = this.truths.get(uid);
+    if (x === undefined) throw new Error(`no Machine ${uid} in the world`);
+    return x;
+  }
 
-  create(owner: string): Json {
+  get initialized(): boolean {
+    return this.clusterTruth.initializedAt !== undefined;
+  }
+
+  // ---- the check: created, deleted (a finalizer holds it), created again with a new uid ----
+
+  createCheck(): void {
+    if (this.check !== undefined) return;
+    const n = ++this.checkSerial;
+    this.check = {
+      apiVersion: 'joinguard.io/v1alpha1',
+      kind: 'MachineJoinCheck',
+      metadata: { name: 'mjc', namespace: NS, uid: n === 1 ? 'uid-mjc' : `uid-mjc-${n}`, resourceVersion: this.nextRv(), generation: 1, creationTimestamp: iso(this.t) },
+      spec: structuredClone(this.setup.spec),
+    };
+    this.oracle?.checkCreated();
+  }
+
+  deleteCheck(): void {
+    if (this.check === undefined || this.check.metadata.deletionTimestamp !== undefined) return;
+    this.check = { ...this.check, metadata: { ...this.check.metadata, deletionTimestamp: iso(this.t), resourceVersion: this.nextRv() } };
+    this.checkFinalized();
+  }
+
+  /** The apiserver removes an object whose deletion is requested once no finalizer is left. */
+  private checkFinalized(): void {
+    const c = this.check;
+    if (c === undefined || c.metadata.deletionTimestamp === undefined || (c.metadata.finalizers ?? []).length > 0) return;
+    this.check = undefined;
+    count('checks gone');
+    this.oracle.checkGone(c.metadata.uid, this.t);
+  }
+
+  annotateCheck(key: string, value: string | undefined): void {
+    if (this.check === undefined) return;
+    const a = { ...(this.check.metadata.annotations ?? {}) };
+    if (value === undefined) delete a[key];
+    else a[key] = value;
+    this.check = { ...this.check, metadata: { ...this.check.metadata, annotations: a, resourceVersion: this.nextRv() } };
+  }
+
+  checkAt(): CheckAt | undefined {
+    const c = this.check;
+    if (c === undefined) return undefined;
+    return { uid: c.metadata.uid, annotations: c.metadata.annotations ?? {}, deleting: c.metadata.deletionTimestamp !== undefined, requests: c.status?.requests ?? [] };
+  }
+
+  // ---- the fleet ----
+
+  create(owner: string, o: { controlPlane?: boolean; init?: boolean; annotations?: Record<string, string> } = {}): Json {
     const n = ++this.serial;
     const name = `${owner}-m${n}`;
-    const m: Json = {
-      apiVersion: CAPI,
-      kind: 'Machine',
-      metadata: {
-        name,
-        namespace: NS,
-        uid: `uid-${name}`,
-        resourceVersion: this.nextRv(),
-        generation: 1,
-        creationTimestamp: iso(this.t),
-        labels: { 'cluster.x-k8s.io/cluster-name': 'c1', pool: 'a' },
-        annotations: {},
-        ownerReferences: [{ apiVersion: CAPI, kind: 'MachineSet', name: owner, uid: `uid-${owner}`, controller: true }],
-      },
-      spec: { clusterName: 'c1', bootstrap: { configRef: { apiGroup: 'bootstrap.cluster.x-k8s.io', kind: 'KubeadmConfig', name }, dataSecretName: name }, providerID: `sim://${name}` },
-      status: { phase: 'Provisioning', initialization: { infrastructureProvisioned: false, bootstrapDataSecretCreated: false }, conditions: [] },
-    };
+    const cp = o.controlPlane === true;
+    const m = machine(this.release, {
+      name,
+      uid: `uid-${name}`,
+      ownerKind: cp ? 'KubeadmControlPlane' : 'MachineSet',
+      owner,
+      controlPlane: cp,
+      labels: { pool: cp ? 'cp' : 'a' },
+      ...(o.annotations ? { annotations: o.annotations } : {}),
+      t: this.t,
+      rv: this.nextRv(),
+    });
     this.machines.set(name, m);
+    const init = cp && o.init === true;
+    this.configs.set(name, { kind: 'KubeadmConfig', name, namespace: NS, hasJoinConfiguration: !init, joinsControlPlane: cp && !init });
+    this.truths.set(m.metadata.uid, { uid: m.metadata.uid, name, owner, controlPlane: cp, init, created: this.whole(this.t) });
+    count(cp ? 'control-plane Machines' : 'worker Machines');
     return m;
   }
 
@@ -94,310 +181,229 @@ export class World {
     return [...this.machines.values()];
   }
 
-  private touch(m: Json): void {
+  /** A change by CAPI's controllers or the user: a new resourceVersion, and the oracle is told who wrote what. */
+  change(m: Json, by: Actor, f: () => void, o: { becauseOfJoinGuard?: boolean; verb?: 'status' | 'metadata' | 'delete' } = {}): boolean {
+    const before = structuredClone(m);
+    f();
+    if (JSON.stringify(before) === JSON.stringify(m)) return false;
     m.metadata.resourceVersion = this.nextRv();
+    if (by !== 'fleet') {
+      const check = this.checkAt();
+      this.oracle.machineWrite({ t: this.t, by, uid: m.metadata.uid, before, after: m, verb: o.verb ?? 'status', ...(check ? { check } : {}), ...(o.becauseOfJoinGuard !== undefined ? { becauseOfJoinGuard: o.becauseOfJoinGuard } : {}) });
+    }
+    return true;
   }
 
-  provision(m: Json, readyAt: number): void {
-    m.status.initialization = { infrastructureProvisioned: true, bootstrapDataSecretCreated: true };
-    m.status.phase = 'Provisioned';
-    setCondition(m, cond('InfrastructureReady', 'True', 'Ready', readyAt));
-    setCondition(m, cond('BootstrapConfigReady', 'True', 'Ready', readyAt));
-    this.touch(m);
+  /** Bootstrap data and infrastructure ready; workers (and joining control-plane Machines) only once the control plane is initialized. */
+  provision(m: Json, lag: number): void {
+    const tr = this.truthOf(m.metadata.uid);
+    if (isProvisioned(m, this.release) || m.metadata.deletionTimestamp !== undefined || (!tr.init && !this.initialized)) return;
+    const at = this.t - lag; // CAPI's controllers saw it `lag` ago (negative: a clock ahead of ours)
+    this.change(m, 'fleet', () => provisionMachine(m, this.release, at));
+    tr.readyAt = Math.min(this.whole(at), this.whole(this.t));
+    count(lag < 0 ? 'provisioned (clock ahead)' : 'provisioned');
   }
 
-  /** InfrastructureReady briefly not True: its transition time moves, its flag stays true. */
+  /** InfrastructureReady briefly not True: its transition time moves later, its flag stays true. */
   flicker(m: Json): void {
-    if (!m.status.initialization?.infrastructureProvisioned) return;
-    setCondition(m, cond('InfrastructureReady', 'True', 'Ready', this.t));
-    this.touch(m);
+    if (!isProvisioned(m, this.release)) return;
+    this.change(m, 'fleet', () => {
+      for (const list of this.release === 'v1.14' ? (['v2'] as const) : (['owner', 'v2'] as const)) {
+        setCond(m, this.release, list, { type: 'InfrastructureReady', status: 'False', reason: 'Flicker' }, this.t);
+        setCond(m, this.release, list, { type: 'InfrastructureReady', status: 'True', ...(list === 'v2' ? { reason: 'Ready' } : {}) }, this.t);
+      }
+    });
+    count('flickers');
   }
 
   join(m: Json): void {
-    if (m.status.nodeRef) return;
-    m.status.nodeRef = { name: `node-${m.metadata.name}` };
-    m.status.phase = 'Running';
-    this.touch(m);
+    if (m.status.nodeRef || m.metadata.deletionTimestamp !== undefined || !isProvisioned(m, this.release)) return;
+    this.change(m, 'fleet', () => {
+      m.status.nodeRef = { name: `node-${m.metadata.name}` };
+      m.status.phase = 'Running';
+    });
+    const tr = this.truthOf(m.metadata.uid);
+    tr.joinedAt = this.t;
+    count('joins');
+    if (tr.init && !this.initialized) this.initialize(0);
+  }
+
+  /** The control plane comes up: KCP and the Cluster say initialized (the Cluster's condition `lag` ago). */
+  initialize(lag: number): void {
+    if (this.initialized) return;
+    const init = this.live().find((m) => this.truthOf(m.metadata.uid).init && m.metadata.deletionTimestamp === undefined && isProvisioned(m, this.release));
+    if (init === undefined) return;
+    const at = Math.max(this.t - lag, this.truthOf(init.metadata.uid).readyAt ?? this.t);
+    initializeCluster(this.cluster, this.release, at);
+    this.cluster.metadata.resourceVersion = this.nextRv();
+    setKcpInitialized(this.kcp, this.release);
+    this.kcp.metadata.resourceVersion = this.nextRv();
+    this.clusterTruth.initializedAt = this.whole(at);
+    count('control planes initialized');
   }
 
   skip(m: Json): void {
-    m.metadata.annotations = { ...m.metadata.annotations, 'joinguard.io/skip': '' };
-    this.touch(m);
+    this.change(m, 'fleet', () => (m.metadata.annotations = { ...m.metadata.annotations, 'joinguard.io/skip': '' }));
+    count('skip annotations');
   }
 
-  /** The MachineSet, on CAPI's contract: cleans OwnerRemediated once HealthCheckSucceeded is True; defers or deletes. */
-  ownerStep(): void {
-    for (const m of this.live()) {
-      const hc = getCondition(m, 'HealthCheckSucceeded');
-      const or = getCondition(m, 'OwnerRemediated');
-      if (m.metadata.deletionTimestamp) continue;
-      if (hc?.status === 'True' && or?.status === 'False') {
-        removeCondition(m, 'OwnerRemediated');
-        this.touch(m);
-      } else if (hc?.status === 'False' && or?.status === 'False') {
-        if (this.deferring) {
-          if (or.reason !== 'RemediationDeferred') {
-            setCondition(m, cond('OwnerRemediated', 'False', 'RemediationDeferred', this.t, 'MachineDeployment remediation.maxInFlight reached'));
-            this.touch(m);
-          }
-        } else {
-          setCondition(m, cond('OwnerRemediated', 'False', 'MachineDeleting', this.t));
-          m.metadata.deletionTimestamp = iso(this.t);
-          this.touch(m);
-        }
-      }
-    }
-  }
-
-  /** A deleting Machine is gone; its MachineSet makes a replacement. */
+  /** A deleting Machine is gone (its MachineSet makes a replacement; KCP scales up on its own step). */
   gone(m: Json): void {
-    if (!m.metadata.deletionTimestamp) return;
+    if (m.metadata.deletionTimestamp === undefined) return;
     this.machines.delete(m.metadata.name);
-    this.create(m.metadata.ownerReferences[0].name);
-  }
-
-  /** The MachineHealthCheck of the Auto path: the annotation marks; a healthy Node clears a False it no longer backs. */
-  mhcStep(healthy: boolean): void {
-    if (this.mhc === undefined) return;
-    for (const m of this.live()) {
-      if (m.metadata.deletionTimestamp) continue;
-      const hc = getCondition(m, 'HealthCheckSucceeded');
-      if ('cluster.x-k8s.io/remediate-machine' in (m.metadata.annotations ?? {})) {
-        if (hc?.status !== 'False' || hc.reason !== 'HasRemediateAnnotation') {
-          setCondition(m, cond('HealthCheckSucceeded', 'False', 'HasRemediateAnnotation', this.t));
-          const or = getCondition(m, 'OwnerRemediated');
-          if (or === undefined || or.status === 'True') setCondition(m, cond('OwnerRemediated', 'False', 'WaitingForRemediation', this.t));
-          this.touch(m);
-        }
-      } else if (m.status.nodeRef && healthy && hc?.status !== 'True') {
-        setCondition(m, cond('HealthCheckSucceeded', 'True', 'HealthCheckSucceeded', this.t));
-        this.touch(m);
-      }
-    }
+    this.oracle.machineGone(m.metadata.uid);
+    count('Machines gone');
+    const owner = m.metadata.ownerReferences[0];
+    if (owner.kind === 'MachineSet') this.create(owner.name);
   }
 
   connection(up: boolean): void {
-    setCondition(this.cluster, cond('RemoteConnectionProbe', up ? 'True' : 'False', up ? 'ProbeSucceeded' : 'ProbeFailed', this.t));
+    if (!this.initialized) return;
+    const out = this.clusterTruth.outages;
+    const last = out[out.length - 1];
+    const down = last !== undefined && last.up === undefined;
+    if (down === !up) return;
+    setCond(this.cluster, this.release, 'v2', { type: 'RemoteConnectionProbe', status: up ? 'True' : 'False', reason: up ? 'ProbeSucceeded' : 'ProbeFailed' }, this.t);
     this.cluster.metadata.resourceVersion = this.nextRv();
+    if (up) last!.up = this.whole(this.t);
+    else out.push({ down: this.t });
+    count(up ? 'connections back' : 'connections lost');
   }
 
-  annotateCheck(key: string, value: string | undefined): void {
-    const a = { ...(this.check.metadata.annotations ?? {}) };
-    if (value === undefined) delete a[key];
-    else a[key] = value;
-    this.check = { ...this.check, metadata: { ...this.check.metadata, annotations: a, resourceVersion: this.nextRv() } };
+  unrefuseAll(): void {
+    for (const name of this.refused.keys()) {
+      const m = this.machines.get(name);
+      if (m !== undefined) this.refusalLifted.set(m.metadata.uid, this.t);
+    }
+    this.refused.clear();
   }
 
-  // ---- judging ----
-
-  /** Machines in scope, not gone, carrying a mark JoinGuard caused (the world's own count of what is in flight). */
-  inFlight(): string[] {
-    const requests = new Map<string, string>((this.check.status?.requests ?? []).map((r: Json) => [r.uid, r.path]));
-    return this.live()
-      .filter((m) => {
-        const facts = readMachine(m, 'v1beta2');
-        const path = this.annotatedByJoinGuard.has(facts.uid) ? 'RemediateAnnotation' : requests.get(facts.uid);
-        const c = causedMarks(facts, path as never);
-        const deletedByJoinGuard = m.metadata.deletionTimestamp && requests.get(facts.uid) === 'Delete';
-        return c.healthCheck || c.annotation || c.condition || deletedByJoinGuard;
-      })
-      .map((m) => m.metadata.name);
+  /** Its writes are refused, or were until less than a back-off ago (the oracle's liveness clock waits for it). */
+  refusedForLiveness(uid: string): boolean {
+    const tr = this.truths.get(uid);
+    if (tr !== undefined && this.refused.has(tr.name)) return true;
+    const lifted = this.refusalLifted.get(uid);
+    return lifted !== undefined && this.t < lifted + REFUSAL_BACKOFF_MS;
   }
 
   // ---- the apiserver, as JoinGuard's RestClient sees it ----
 
-  private fault(): Fault {
-    return this.faults.shift() ?? 'ok';
+  private machinePath(path: string): { m: Json | undefined; status: boolean } | undefined {
+    const prefix = `/apis/cluster.x-k8s.io/${this.v}/namespaces/${NS}/machines/`;
+    if (!path.startsWith(prefix)) return undefined;
+    const [name, sub] = path.slice(prefix.length).split('/');
+    return { m: this.machines.get(decodeURIComponent(name ?? '')), status: sub === 'status' };
   }
 
-  private machineAt(path: string): Json | undefined {
-    const name = decodeURIComponent(path.slice(MACHINES.length).split('/')[0] ?? '');
-    return this.machines.get(name);
+  private clusterPath(): string {
+    return `/apis/cluster.x-k8s.io/${this.v}/namespaces/${NS}/clusters/c1`;
   }
 
-  /** Applies a write (unless the fault says it never lands) and answers as the fault says. */
-  private write<T>(method: string, path: string, apply: () => T): T {
+  /** One write: a fault may stop it (or lose its answer); a webhook may refuse it; a resourceVersion guards it. */
+  private write<T>(method: string, path: string, rv: string | undefined, apply: () => T): T {
     this.writes++;
-    const f = this.fault();
+    const f = this.faults.shift() ?? 'ok';
     if (f === 'fail') throw new ApiError(500, method, path, 'etcdserver: request timed out');
     if (f === 'conflict') throw new ApiError(409, method, path, 'the object has been modified');
     if (f === 'crash') throw new Crash(`crash before ${method} ${path}`);
+    const target = this.machinePath(path);
+    const refusal = target?.m !== undefined ? this.refused.get(target.m.metadata.name) : undefined;
+    if (refusal !== undefined) {
+      count('writes refused (403/422)');
+      throw new ApiError(refusal, method, path, refusal === 403 ? 'forbidden by policy' : 'admission webhook "policy.example.com" denied the request');
+    }
+    if (rv !== undefined) {
+      const current = target !== undefined ? target.m?.metadata.resourceVersion : this.check?.metadata.resourceVersion;
+      if (current !== undefined && current !== rv) {
+        count('real 409s');
+        throw new ApiError(409, method, path, 'the object has been modified; please apply your changes to the latest version');
+      }
+    }
     const out = apply();
     if (f === 'lost') throw new ApiError(0, method, path, 'the response was lost');
     return out;
   }
 
+  private machineWrite(method: string, path: string, rv: string | undefined, f: (m: Json) => void, verb: 'status' | 'metadata' | 'delete'): Json {
+    return this.write(method, path, rv, () => {
+      const m = this.machinePath(path)?.m;
+      if (m === undefined) throw new ApiError(404, method, path, 'not found');
+      const had = REMEDIATE_MACHINE in (m.metadata.annotations ?? {});
+      this.change(m, 'joinguard', () => f(m), { verb });
+      const has = REMEDIATE_MACHINE in (m.metadata.annotations ?? {});
+      if (has && !had) this.annotatedByJoinGuard.add(m.metadata.uid);
+      if (!has) this.annotatedByJoinGuard.delete(m.metadata.uid);
+      return structuredClone(m);
+    });
+  }
+
+  private checkWrite(method: string, path: string, rv: string | undefined, f: (c: Json) => Json): Json {
+    return this.write(method, path, rv, () => {
+      if (this.check === undefined) throw new ApiError(404, method, path, 'not found');
+      const before = this.check;
+      const next = f(structuredClone(before));
+      next.metadata = { ...next.metadata, uid: before.metadata.uid, name: before.metadata.name, resourceVersion: this.nextRv() };
+      if (before.metadata.deletionTimestamp !== undefined) next.metadata.deletionTimestamp = before.metadata.deletionTimestamp;
+      else delete next.metadata.deletionTimestamp;
+      next.spec = before.spec;
+      this.check = next;
+      if (JSON.stringify(before.status) !== JSON.stringify(next.status)) this.oracle.statusWrite(this.t, before.status, next.status ?? {});
+      const out = structuredClone(next);
+      this.checkFinalized();
+      return out;
+    });
+  }
+
   rest(): RestClient {
+    const get = async (path: string): Promise<Json> => {
+      if (path === this.clusterPath()) return structuredClone(this.cluster);
+      if (path === CHECK_PATH && this.check !== undefined) return structuredClone(this.check);
+      const m = this.machinePath(path)?.m;
+      if (m === undefined) throw new ApiError(404, 'GET', path, 'not found');
+      const answer = structuredClone(m);
+      if (this.races > 0) this.race(m);
+      return answer;
+    };
+    const patch = (method: string, path: string, body: any, json: boolean): Json => {
+      if (path === CHECK_PATH || path === `${CHECK_PATH}/status`) {
+        const rv = json ? undefined : body?.metadata?.resourceVersion;
+        return this.checkWrite(method, path, rv, (c) => (json ? jsonPatch(c, body) : (mergePatch(c, path.endsWith('/status') ? { status: body.status } : { metadata: body.metadata }) as Json)));
+      }
+      const target = this.machinePath(path);
+      if (target === undefined) throw new ApiError(404, method, path, 'not found');
+      const rv = json ? undefined : body?.metadata?.resourceVersion;
+      return this.machineWrite(method, path, rv, (m) => {
+        const next = json ? jsonPatch(m, body) : (mergePatch(m, target.status ? { status: body.status } : { metadata: body.metadata }) as Json);
+        if (target.status) m.status = next.status;
+        else m.metadata = { ...next.metadata, resourceVersion: m.metadata.resourceVersion, uid: m.metadata.uid };
+      }, target.status ? 'status' : 'metadata');
+    };
     return {
-      get: async (path: string) => {
-        if (path === CLUSTER) return structuredClone(this.cluster);
-        if (path === CHECK) return structuredClone(this.check);
-        const m = path.startsWith(MACHINES) ? this.machineAt(path) : undefined;
-        if (m) return structuredClone(m);
-        throw new ApiError(404, 'GET', path, 'not found');
+      get,
+      mergePatch: async (path: string, body: Json) => patch('PATCH', path, body, false),
+      jsonPatch: async (path: string, ops: Json[]) => patch('PATCH', path, ops, true),
+      put: async (path: string, body: Json) => {
+        if (path !== CHECK_PATH && path !== `${CHECK_PATH}/status`) throw new ApiError(405, 'PUT', path, 'the world takes PUTs of the check only');
+        return this.checkWrite('PUT', path, body.metadata?.resourceVersion, (c) => (path.endsWith('/status') ? { ...c, status: structuredClone(body.status) } : { ...c, metadata: { ...structuredClone(body.metadata) } }));
       },
-      put: async (path: string, body: Json) =>
-        this.write('PUT', path, () => {
-          if (body.metadata.resourceVersion !== this.check.metadata.resourceVersion) throw new ApiError(409, 'PUT', path, 'modified');
-          this.check = { ...this.check, status: structuredClone(body.status), metadata: { ...this.check.metadata, resourceVersion: this.nextRv() } };
-          return structuredClone(this.check);
-        }),
-      mergePatch: async (path: string, body: Json) =>
-        this.write('PATCH', path, () => {
-          if (path === CHECK) {
-            if (body.metadata.resourceVersion !== this.check.metadata.resourceVersion) throw new ApiError(409, 'PATCH', path, 'modified');
-            const annotations = { ...(this.check.metadata.annotations ?? {}), ...(body.metadata.annotations ?? {}) };
-            for (const [k, v] of Object.entries(annotations)) if (v === null) delete annotations[k];
-            this.check = { ...this.check, metadata: { ...this.check.metadata, annotations, ...(body.metadata.ownerReferences ? { ownerReferences: body.metadata.ownerReferences } : {}), resourceVersion: this.nextRv() } };
-            return structuredClone(this.check);
-          }
-          const m = this.machineAt(path);
-          if (!m) throw new ApiError(404, 'PATCH', path, 'not found');
-          if (body.metadata?.resourceVersion !== m.metadata.resourceVersion) throw new ApiError(409, 'PATCH', path, 'modified');
-          const before = readMachine(m, 'v1beta2');
-          if (path.endsWith('/status')) m.status = { ...m.status, conditions: structuredClone(body.status.conditions) };
-          else {
-            const a = { ...m.metadata.annotations, ...body.metadata.annotations };
-            for (const [k, v] of Object.entries(a)) if (v === null) delete a[k];
-            m.metadata.annotations = a;
-          }
-          this.touch(m);
-          this.judgeWrite(before, readMachine(m, 'v1beta2'), m);
-          return structuredClone(m);
-        }),
       deleteWithPreconditions: async (path: string, uid: string, rv: string) =>
-        this.write('DELETE', path, () => {
-          const m = this.machineAt(path);
-          if (!m) throw new ApiError(404, 'DELETE', path, 'not found');
-          if (m.metadata.uid !== uid || m.metadata.resourceVersion !== rv) throw new ApiError(409, 'DELETE', path, 'precondition failed');
-          this.recordMark(m.metadata.uid, m.metadata.ownerReferences[0].name);
+        this.machineWrite('DELETE', path, rv, (m) => {
+          if (m.metadata.uid !== uid) throw new ApiError(409, 'DELETE', path, 'precondition failed: uid');
           m.metadata.deletionTimestamp = iso(this.t);
-          this.touch(m);
-          return {};
-        }),
+        }, 'delete'),
     } as unknown as RestClient;
   }
 
-  /** What a Machine write did: a first mark (write-ahead, budgets), a withdrawal, a mark after a withdrawal. */
-  private judgeWrite(before: ReturnType<typeof readMachine>, after: ReturnType<typeof readMachine>, raw: Json): void {
-    const uid = after.uid;
-    const owner = raw.metadata.ownerReferences[0].name;
-    const marksNow = (f: typeof after) => (f.healthCheckSucceeded?.status === 'False' && OWN_REASONS.has(f.healthCheckSucceeded.reason ?? '')) || f.joinGuardJoined?.status === 'False';
-    const annotationAdded = !before.remediateAnnotation && after.remediateAnnotation;
-    if (annotationAdded) this.annotatedByJoinGuard.add(uid);
-    if (before.remediateAnnotation && !after.remediateAnnotation) this.annotatedByJoinGuard.delete(uid);
-    const marked = (!marksNow(before) && marksNow(after)) || annotationAdded;
-    if (marked) this.recordMark(uid, owner);
-    const unmarked = (before.healthCheckSucceeded?.status === 'False' && after.healthCheckSucceeded?.status === 'True') || (before.remediateAnnotation && !after.remediateAnnotation) || (before.joinGuardJoined?.status === 'False' && after.joinGuardJoined?.status === 'True');
-    if (unmarked) this.withdrawnUids.add(uid);
-  }
-
-  private recordMark(uid: string, owner: string): void {
-    if (this.withdrawnUids.has(uid)) this.violations.push(`${iso(this.t)}: ${uid} marked again after its mark was withdrawn (asked twice)`);
-    const open = (this.check.status?.requests ?? []).some((r: Json) => r.uid === uid && r.state === 'Open');
-    if (!open) this.violations.push(`${iso(this.t)}: ${uid} marked with no open request in status (not write-ahead)`);
-    if (!this.firstMarks.some((x) => x.uid === uid)) this.firstMarks.push({ t: this.t, uid, owner });
-  }
-}
-
-/**
- * The controller's caches: a copy of the world as of the last sync; live reads replace what they read. Machines go
- * through the product's MachineIndex, so the settled partition is exercised by every history.
- */
-export class Cache implements SnapshotSource {
-  machines: Json[] = [];
-  cluster: Json = {};
-  check: Json = {};
-  previous?: PreviousView;
-  lastStatusWrite?: number;
-  private readonly facts = new Map<string, MachineFacts>();
-  private readonly index = new MachineIndex((key) => this.facts.get(key));
-  private lastPlanned: string[] = [];
-
-  constructor(private readonly w: World) {
-    this.sync();
-  }
-
-  sync(): void {
-    const before = new Set(this.facts.keys());
-    this.machines = structuredClone(this.w.live());
-    this.cluster = structuredClone(this.w.cluster);
-    this.check = structuredClone(this.w.check);
-    for (const m of this.machines) {
-      before.delete(keyOf(m));
-      this.indexMachine(m);
-    }
-    for (const key of before) {
-      this.facts.delete(key);
-      this.index.update(key, undefined, undefined, false);
+  /** Between JoinGuard's live read and its write, CAPI changes the Machine: it joins, or an owner writes a condition. */
+  private race(m: Json): void {
+    this.races--;
+    if (m.metadata.deletionTimestamp !== undefined) return;
+    if (!m.status.nodeRef && isProvisioned(m, this.release)) {
+      this.join(m);
+      count('races: joined after the live read');
+    } else {
+      this.change(m, 'fleet', () => setCond(m, this.release, 'v2', { type: 'Ready', status: m.status.nodeRef ? 'True' : 'False', reason: 'Race', message: `touched at ${iso(this.t)}` }, this.t));
+      count('races: changed after the live read');
     }
   }
-
-  /** What the executor read or wrote goes back into the cache (as the informers' upsert does). */
-  remember(kind: 'check' | 'machine' | 'cluster', raw: Json): void {
-    if (kind === 'check') this.check = structuredClone(raw);
-    else if (kind === 'cluster') this.cluster = structuredClone(raw);
-    else {
-      this.machines = [...this.machines.filter((m) => m.metadata.uid !== raw.metadata.uid), structuredClone(raw)];
-      this.indexMachine(raw);
-    }
-  }
-
-  /** The reconcile succeeded: the newly settled Machines its snapshot read are counted from now on. */
-  consumed(): void {
-    this.index.consumed(keyOf(this.check), this.lastPlanned);
-  }
-
-  private indexMachine(m: Json): void {
-    const f = readMachine(m, 'v1beta2');
-    this.facts.set(keyOf(m), f);
-    this.index.update(keyOf(m), `${m.metadata.namespace}/${f.clusterName}`, f, false);
-  }
-
-  /** The snapshot a plan reads; `partitioned` false: every Machine in `machines` (what the partition must equal). */
-  build(live: Live, partitioned = true): Snapshot | undefined {
-    const check = (live.check ?? this.check) as MachineJoinCheck;
-    const parsed = parseSettings(check.spec);
-    const ck = `${check.metadata.namespace}/${check.spec.clusterName}`;
-    this.index.watch(keyOf(check), ck, parsed.settings?.selector);
-    const planned = partitioned ? this.index.planned(keyOf(check), ck, namedUids(check.status)) : this.machines.map(keyOf);
-    if (partitioned) this.lastPlanned = planned;
-    const byKey = new Map(this.machines.map((m) => [keyOf(m), m]));
-    const cached = planned.map((k) => byKey.get(k)).filter((m): m is Json => m !== undefined);
-    const machines = cached.filter((m) => live.machines.get(m.metadata.uid) !== null).map((m) => live.machines.get(m.metadata.uid) ?? m);
-    for (const [uid, m] of live.machines) if (m !== null && !machines.some((x) => x.metadata.uid === uid)) machines.push(m);
-    const included = machines.map(keyOf);
-    const cluster = live.cluster === undefined ? this.cluster : live.cluster;
-    return {
-      check,
-      ...(parsed.settings ? { settings: parsed.settings } : { settingsError: parsed.errors.map((e) => e.message).join('; ') }),
-      ...(cluster ? { cluster: readCluster(cluster, 'v1beta2') } : {}),
-      machines: machines.map((m) => readMachine(m, 'v1beta2')),
-      malformed: [],
-      bootstrapConfigs: new Map(),
-      mhcs: this.w.mhc ? [this.w.mhc] : [],
-      capi: { apiVersion: 'v1beta2', minor: 14 },
-      ...(this.previous ? { previous: this.previous } : {}),
-      ...(partitioned ? { settled: this.index.settled(keyOf(check), ck, included) } : {}),
-      connectionGraceMs: 60_000,
-      now: this.w.t,
-    };
-  }
-}
-
-function keyOf(o: Json): string {
-  return `${o.metadata.namespace}/${o.metadata.name}`;
-}
-
-function getCondition(o: Json, type: string): Json | undefined {
-  return (o.status?.conditions ?? []).find((c: Json) => c.type === type);
-}
-
-function setCondition(o: Json, c: Json): void {
-  const list = (o.status.conditions ?? []).filter((x: Json) => x.type !== c.type);
-  o.status.conditions = [...list, c];
-}
-
-function removeCondition(o: Json, type: string): void {
-  o.status.conditions = (o.status.conditions ?? []).filter((x: Json) => x.type !== type);
 }

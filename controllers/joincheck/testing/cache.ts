@@ -1,0 +1,134 @@
+// One JoinGuard process's caches in the in-memory world (test-only): a copy of each object as last delivered by its
+// informer. Delivery lags per object — `deliver(i)` brings one stale object up to date, `sync()` all of them — and
+// what the executor reads or writes goes back in at once (as the informers' upsert does). Machines go through the
+// product's MachineIndex, so the settled partition is exercised by every history. The snapshot is built from the
+// raw objects through the product's readers, for the release the world serves.
+import { readCluster, readKubeadmControlPlane, readMachine, readMachineHealthCheck } from '../../../api/capi/readers.js';
+import type { MachineFacts } from '../../../api/capi/model.js';
+import { parseSettings } from '../../../api/v1alpha1/settings.js';
+import type { MachineJoinCheck } from '../../../api/v1alpha1/types.js';
+import type { Json } from '../../runtime/rest.js';
+import type { Live, SnapshotSource } from '../executor.js';
+import { MachineIndex, namedUids } from '../machine-index.js';
+import type { PreviousView, Snapshot } from '../types.js';
+import type { World } from './world.js';
+
+const keyOf = (o: Json): string => `${o.metadata.namespace}/${o.metadata.name}`;
+
+export class Cache implements SnapshotSource {
+  readonly machines = new Map<string, Json>();
+  cluster: Json | undefined;
+  kcp: Json | undefined;
+  check: Json | undefined;
+  previous?: PreviousView;
+  lastStatusWrite?: number;
+  probe?: { reachable: boolean; at: number };
+  private readonly facts = new Map<string, MachineFacts>();
+  private readonly index = new MachineIndex((key) => this.facts.get(key));
+  private lastPlanned: string[] = [];
+
+  constructor(private readonly w: World) {
+    this.sync();
+  }
+
+  /** Objects whose cached copy is not the world's (new, changed or gone), in a stable order. */
+  stale(): string[] {
+    const out: string[] = [];
+    for (const m of this.w.live()) if (this.machines.get(keyOf(m))?.metadata.resourceVersion !== m.metadata.resourceVersion) out.push(`machine:${keyOf(m)}`);
+    for (const k of this.machines.keys()) if (!this.w.machines.has(k.split('/')[1]!)) out.push(`machine:${k}`);
+    if (this.cluster?.metadata.resourceVersion !== this.w.cluster.metadata.resourceVersion) out.push('cluster');
+    if (this.kcp?.metadata.resourceVersion !== this.w.kcp.metadata.resourceVersion) out.push('kcp');
+    if (this.check?.metadata.resourceVersion !== this.w.check?.metadata.resourceVersion) out.push('check');
+    return out.sort();
+  }
+
+  /** One informer event: the object's current state (or its deletion) reaches this cache. */
+  deliver(what: string): void {
+    if (what === 'cluster') this.cluster = structuredClone(this.w.cluster);
+    else if (what === 'kcp') this.kcp = structuredClone(this.w.kcp);
+    else if (what === 'check') this.check = this.w.check === undefined ? undefined : structuredClone(this.w.check);
+    else {
+      const key = what.slice('machine:'.length);
+      const m = this.w.machines.get(key.split('/')[1]!);
+      if (m === undefined) {
+        this.machines.delete(key);
+        this.facts.delete(key);
+        this.index.update(key, undefined, undefined, false);
+      } else this.upsert(m);
+    }
+  }
+
+  sync(): void {
+    for (const s of this.stale()) this.deliver(s);
+  }
+
+  /** The Machine's join is in this cache (the liveness clock of the oracle starts then). */
+  seesJoin(uid: string): boolean {
+    for (const m of this.machines.values()) if (m.metadata.uid === uid) return Boolean(m.status?.nodeRef?.name);
+    return false;
+  }
+
+  remember(kind: 'check' | 'machine' | 'cluster', raw: Json): void {
+    if (kind === 'check') this.check = structuredClone(raw);
+    else if (kind === 'cluster') this.cluster = structuredClone(raw);
+    else this.upsert(raw);
+  }
+
+  private upsert(m: Json): void {
+    const key = keyOf(m);
+    const copy = structuredClone(m);
+    this.machines.set(key, copy);
+    const f = readMachine(copy, this.w.v);
+    this.facts.set(key, f);
+    this.index.update(key, `${m.metadata.namespace}/${f.clusterName}`, f, false);
+  }
+
+  /** The reconcile succeeded: the newly settled Machines its snapshot read are counted from now on. */
+  consumed(): void {
+    if (this.check !== undefined) this.index.consumed(keyOf(this.check), this.lastPlanned);
+  }
+
+  /** The snapshot a plan reads; `partitioned` false: every cached Machine (what the partition must equal). */
+  build(live: Live, partitioned = true): Snapshot | undefined {
+    const check = (live.check ?? this.check) as MachineJoinCheck | undefined;
+    if (check === undefined) return undefined;
+    const v = this.w.v;
+    const parsed = parseSettings(check.spec);
+    const ck = `${check.metadata.namespace}/${check.spec.clusterName}`;
+    this.index.watch(keyOf(check), ck, parsed.settings?.selector);
+    const planned = partitioned ? this.index.planned(keyOf(check), ck, namedUids(check.status)) : [...this.machines.keys()];
+    if (partitioned) this.lastPlanned = planned;
+    const machines: Json[] = [];
+    for (const k of planned) {
+      const m = this.machines.get(k);
+      if (m === undefined) continue;
+      const l = live.machines.get(m.metadata.uid);
+      if (l === null) continue;
+      machines.push(l ?? m);
+    }
+    for (const [uid, m] of live.machines) if (m !== null && !machines.some((x) => x.metadata.uid === uid)) machines.push(m);
+    const included = machines.map(keyOf);
+    const cluster = live.cluster === undefined ? this.cluster : live.cluster;
+    const facts = machines.map((m) => readMachine(m, v));
+    const bootstrapConfigs = new Map(facts.flatMap((f) => {
+      const c = this.w.configs.get(f.name);
+      return c !== undefined ? [[`${c.kind}/${c.name}`, c] as const] : [];
+    }));
+    return {
+      check,
+      ...(parsed.settings ? { settings: parsed.settings } : { settingsError: parsed.errors.map((e) => e.message).join('; ') }),
+      ...(cluster ? { cluster: readCluster(cluster, v) } : {}),
+      machines: facts,
+      malformed: [],
+      bootstrapConfigs,
+      ...(this.kcp ? { kcp: readKubeadmControlPlane(this.kcp, v) } : {}),
+      mhcs: this.w.mhc ? [readMachineHealthCheck(this.w.mhc, v)] : [],
+      capi: { apiVersion: v, minor: this.w.release === 'v1.14' ? 14 : 10 },
+      ...(this.previous ? { previous: this.previous } : {}),
+      ...(partitioned ? { settled: this.index.settled(keyOf(check), ck, included) } : {}),
+      ...(this.probe ? { endpointProbe: this.probe } : {}),
+      connectionGraceMs: 60_000,
+      now: this.w.t,
+    };
+  }
+}

@@ -1,0 +1,350 @@
+// The reference judge of the property test (test-only): JoinGuard's safety promises judged from the world's own
+// record — every write the fake apiserver accepted, with the Machine as it was at that instant, and the times the
+// world knows to be true (creation, readiness, join, the control plane's initialization, the workload connection).
+//
+// It is written from DESIGN's rules alone and shares no code with the defendant: it imports no product module
+// (not judge.ts, marks.ts, guards.ts, causedMarks, the readers or time.ts); it reads raw objects itself, with the
+// world's knowledge of which list each release writes (objects.ts, a test file), and it knows who wrote each
+// condition (the world tells it: JoinGuard, an owner, the MachineHealthCheck and why), so "a mark JoinGuard
+// caused" is provenance here, not the product's reading of reasons. The only product figure it repeats is the
+// 15-minute unanswered bound, a number of the contract.
+//
+// Each violation is a line starting with its invariant's tag, e.g. "[joined] ...": docs/planner.md lists them.
+import type { Json } from '../../runtime/rest.js';
+import { getCond, isFalse, REMEDIATE_MACHINE, type Release } from './objects.js';
+
+export type Actor = 'joinguard' | 'owner' | 'mhc' | 'fleet';
+
+export interface OracleRules {
+  release: Release;
+  joinTimeoutMs: number;
+  provisionTimeoutMs?: number;
+  maxInFlight: number;
+  maxPerOwner: number;
+  windowMs: number;
+  connectionGraceMs: number;
+  firstControlPlane: 'Remediate' | 'Report';
+  dryRun: boolean;
+  unansweredMs: number;
+  /** A joined Machine carrying JoinGuard's mark is clean after at most this many clean passes that see the join. */
+  passes: number;
+}
+
+/** What the world knows to be true of a Machine (whole seconds, as the apiserver stores times). */
+export interface MachineTruth {
+  uid: string;
+  name: string;
+  owner: string;
+  controlPlane: boolean;
+  /** Created by KCP as the init Machine (its KubeadmConfig has no joinConfiguration). */
+  init: boolean;
+  created: number;
+  /** Infrastructure and bootstrap data ready (the earliest time CAPI said so). */
+  readyAt?: number;
+}
+
+export interface ClusterTruth {
+  initializedAt?: number;
+  /** The workload connection's outages (RemoteConnectionProbe False), oldest first. */
+  outages: { down: number; up?: number }[];
+}
+
+export interface Truth {
+  machine(uid: string): MachineTruth;
+  cluster(): ClusterTruth;
+}
+
+/** The check as stored when a write was accepted. */
+export interface CheckAt {
+  uid: string;
+  annotations: Record<string, string>;
+  deleting: boolean;
+  requests: Json[];
+}
+
+export interface MachineWrite {
+  t: number;
+  by: Actor;
+  uid: string;
+  before: Json;
+  /** undefined: the write deleted it (a deletionTimestamp, or gone). */
+  after: Json;
+  verb: 'status' | 'metadata' | 'delete';
+  check?: CheckAt;
+  /** A MachineHealthCheck write: whether JoinGuard's annotation or condition made it mark the Machine. */
+  becauseOfJoinGuard?: boolean;
+}
+
+interface Track {
+  owner: string;
+  /** HealthCheckSucceeded=False in the owners' list, there because of JoinGuard. */
+  hc: boolean;
+  annotation: boolean;
+  /** JoinGuardJoined=False (JoinGuard alone writes it). */
+  condition: boolean;
+  /** Deleting because JoinGuard deleted it or an owner acted on JoinGuard's mark. */
+  deletedForJoinGuard: boolean;
+  deleting: boolean;
+  /** The check incarnation whose controller wrote the mark. */
+  check?: string;
+  visibleAt?: number;
+  answeredAt?: number;
+  withdrawn: boolean;
+  recorded?: { t: number; epoch: number };
+  cleanPasses: number;
+}
+
+const SKIPS = ['joinguard.io/skip', 'cluster.x-k8s.io/skip-remediation', 'cluster.x-k8s.io/paused'];
+const WAITING = 'WaitingForRemediation';
+
+export class Oracle {
+  readonly violations: string[] = [];
+  private readonly tracks = new Map<string, Track>();
+  private readonly seenRequests = new Set<string>();
+  private epoch = 0;
+  /** Counted for the printed figures. */
+  readonly counts = { marks: 0, withdrawals: 0, answered: 0, ownerDeletesOfJoined: 0, judgedWrites: 0 };
+
+  constructor(
+    private readonly rules: OracleRules,
+    private readonly truth: Truth,
+  ) {}
+
+  private fail(tag: string, t: number, what: string): void {
+    this.violations.push(`[${tag}] ${new Date(t).toISOString()}: ${what}`);
+  }
+
+  private track(uid: string): Track {
+    let k = this.tracks.get(uid);
+    if (k === undefined) this.tracks.set(uid, (k = { owner: this.truth.machine(uid).owner, hc: false, annotation: false, condition: false, deletedForJoinGuard: false, deleting: false, withdrawn: false, cleanPasses: 0 }));
+    return k;
+  }
+
+  /** JoinGuard's mark is on it (not counting a deletion). */
+  private marked(k: Track): boolean {
+    return k.hc || k.annotation || k.condition;
+  }
+
+  // ---- what the raw objects say (read here, not through the product's readers) ----
+
+  private hcFalse(m: Json): Json | undefined {
+    const c = getCond(m, this.rules.release, 'owner', 'HealthCheckSucceeded');
+    return isFalse(c) ? c : undefined;
+  }
+
+  private ownerAnswer(m: Json): string | undefined {
+    for (const list of ['owner', 'v2'] as const) {
+      const c = getCond(m, this.rules.release, list, 'OwnerRemediated');
+      if (c !== undefined && (c.status === 'True' || (c.reason !== undefined && c.reason !== WAITING))) return `${c.status}/${c.reason ?? ''}`;
+    }
+    return undefined;
+  }
+
+  // ---- the record ----
+
+  machineWrite(w: MachineWrite): void {
+    this.counts.judgedWrites++;
+    const k = this.track(w.uid);
+    const b = w.before;
+    const a = w.after;
+    const hcBefore = this.hcFalse(b);
+    const hcAfter = this.hcFalse(a);
+    const annBefore = REMEDIATE_MACHINE in (b.metadata.annotations ?? {});
+    const annAfter = REMEDIATE_MACHINE in (a.metadata.annotations ?? {});
+    const condBefore = isFalse(getCond(b, this.rules.release, 'owner', 'JoinGuardJoined'));
+    const condAfter = isFalse(getCond(a, this.rules.release, 'owner', 'JoinGuardJoined'));
+    const hcNew = hcAfter !== undefined && (hcBefore === undefined || hcBefore.reason !== hcAfter.reason);
+    const deletedNow = w.verb === 'delete' || (a.metadata.deletionTimestamp !== undefined && b.metadata.deletionTimestamp === undefined);
+    const wasMarked = this.marked(k);
+
+    if (w.by === 'joinguard') {
+      const marks = (hcNew ? 1 : 0) + (annAfter && !annBefore ? 1 : 0) + (condAfter && !condBefore ? 1 : 0) + (deletedNow ? 1 : 0);
+      const unmarks = (hcBefore !== undefined && hcAfter === undefined && k.hc ? 1 : 0) + (annBefore && !annAfter && k.annotation ? 1 : 0) + (condBefore && !condAfter ? 1 : 0);
+      if (marks > 0) this.judgeMark(w, k, deletedNow);
+      if (unmarks > 0) this.judgeWithdrawal(w, k);
+    }
+
+    // Provenance: who put each mark there.
+    if (hcAfter === undefined) k.hc = false;
+    else if (hcNew) k.hc = w.by === 'joinguard' || (w.by === 'mhc' && w.becauseOfJoinGuard === true);
+    if (!annAfter) k.annotation = false;
+    else if (!annBefore) k.annotation = w.by === 'joinguard';
+    k.condition = condAfter;
+    if (w.by === 'mhc' && w.becauseOfJoinGuard === true && hcNew) this.answer(k, w.t);
+    if (w.by === 'owner' && wasMarked && this.ownerAnswer(a) !== undefined && this.ownerAnswer(b) !== this.ownerAnswer(a)) this.answer(k, w.t);
+    if (deletedNow) {
+      k.deleting = true;
+      k.deletedForJoinGuard = w.by === 'joinguard' || (w.by === 'owner' && wasMarked);
+      if (wasMarked || w.by === 'joinguard') this.answer(k, w.t);
+      if (w.by === 'owner' && wasMarked && b.status?.nodeRef?.name) this.counts.ownerDeletesOfJoined++;
+    }
+    if (w.by === 'joinguard' && ((this.marked(k) && !wasMarked) || deletedNow)) k.check = w.check?.uid;
+    if (w.by === 'joinguard') this.checkInFlight(w.t, w.check?.uid);
+  }
+
+  private answer(k: Track, t: number): void {
+    if (k.answeredAt === undefined && k.visibleAt !== undefined) {
+      k.answeredAt = t;
+      this.counts.answered++;
+    }
+  }
+
+  private judgeMark(w: MachineWrite, k: Track, deleting: boolean): void {
+    const m = w.before;
+    const tr = this.truth.machine(w.uid);
+    const what = `${deleting ? 'JoinGuard deleted' : 'JoinGuard marked'} ${tr.name}`;
+    this.counts.marks++;
+    // [joined] the promise users care about most: never a mark or a delete on a Machine that has a Node.
+    if (m.status?.nodeRef?.name) this.fail('joined', w.t, `${what}, which had nodeRef ${m.status.nodeRef.name} at the time of the write`);
+    if (m.metadata.deletionTimestamp !== undefined) this.fail('mark-allowed', w.t, `${what} while it was being deleted`);
+    const skip = SKIPS.find((s) => s in (m.metadata.annotations ?? {}));
+    if (skip !== undefined) this.fail('mark-allowed', w.t, `${what}, which carried ${skip}`);
+    if (this.rules.dryRun) this.fail('mark-allowed', w.t, `${what} in a dry run`);
+    const hc = this.hcFalse(m);
+    if (hc !== undefined && !k.hc) this.fail('mark-allowed', w.t, `${what} over someone else's mark (HealthCheckSucceeded=False/${hc.reason})`);
+    if (deleting && tr.controlPlane) this.fail('first-control-plane', w.t, `${what}: a control-plane Machine is never deleted, only its provider replaces it`);
+    if (k.withdrawn) this.fail('asked-twice', w.t, `${what} again after JoinGuard had withdrawn its mark`);
+    // [not-before-deadline] from the world's times, by DESIGN's clocks.
+    const failedAt = this.failedAt(tr);
+    if (failedAt === undefined || w.t < failedAt) {
+      this.fail('not-before-deadline', w.t, `${what} before its deadline (${failedAt === undefined ? 'none has passed: ' + this.clockStory(tr) : new Date(failedAt).toISOString()})`);
+    }
+    const first = tr.init && this.truth.cluster().initializedAt === undefined;
+    if (first && this.rules.firstControlPlane === 'Report') this.fail('first-control-plane', w.t, `${what}, the first control-plane Machine, with firstControlPlane: Report`);
+    if (!first) this.judgeConnection(w.t, what);
+    // [write-ahead] the request is in the stored status before the Machine carries its mark.
+    if (!w.check?.requests.some((r) => r.uid === w.uid && r.state === 'Open')) this.fail('write-ahead', w.t, `${what} with no open request for it in the stored status`);
+    if (k.visibleAt === undefined) k.visibleAt = w.t;
+    if (k.recorded === undefined) k.recorded = { t: w.t, epoch: this.epoch };
+    this.checkPerOwner(w.t, k);
+  }
+
+  /** When the Machine failed by DESIGN's clocks: the earlier of its provision and join deadlines that passed. */
+  private failedAt(tr: MachineTruth): number | undefined {
+    const init = this.truth.cluster().initializedAt;
+    // Every clock but the init Machine's waits for the control plane: nothing else is due before it exists.
+    const gate = tr.init ? undefined : init;
+    if (!tr.init && init === undefined) return undefined;
+    const out: number[] = [];
+    if (this.rules.provisionTimeoutMs !== undefined) {
+      const d = Math.max(tr.created, gate ?? tr.created) + this.rules.provisionTimeoutMs;
+      if (tr.readyAt === undefined || tr.readyAt > d) out.push(d);
+    }
+    if (tr.readyAt !== undefined) out.push(Math.max(tr.created, tr.readyAt, gate ?? tr.created) + this.rules.joinTimeoutMs);
+    return out.length === 0 ? undefined : Math.min(...out);
+  }
+
+  private clockStory(tr: MachineTruth): string {
+    const iso = (t: number | undefined) => (t === undefined ? 'never' : new Date(t).toISOString());
+    return `created ${iso(tr.created)}, ready ${iso(tr.readyAt)}, control plane initialized ${iso(this.truth.cluster().initializedAt)}`;
+  }
+
+  /** [unobservable] no verdict while CAPI cannot see the workload cluster, nor within the grace after it is back. */
+  private judgeConnection(t: number, what: string): void {
+    for (const o of this.truth.cluster().outages) {
+      if (o.down <= t && (o.up === undefined || t < o.up + this.rules.connectionGraceMs)) {
+        this.fail('unobservable', t, `${what} while the workload connection was down since ${new Date(o.down).toISOString()}${o.up !== undefined ? ` (back at ${new Date(o.up).toISOString()}, grace ${this.rules.connectionGraceMs / 1000}s)` : ''}`);
+      }
+    }
+  }
+
+  /** [withdrawn-only-when] a mark is taken back only from a Machine that joined or was opted out, when all are, or when nobody answered it. */
+  private judgeWithdrawal(w: MachineWrite, k: Track): void {
+    const m = w.before;
+    this.counts.withdrawals++;
+    k.withdrawn = true;
+    if (m.status?.nodeRef?.name) return;
+    if (SKIPS.some((s) => s in (m.metadata.annotations ?? {}))) return;
+    const c = w.check;
+    if (c === undefined || c.deleting || 'joinguard.io/withdraw-all' in c.annotations || (k.check !== undefined && c.uid !== k.check)) return;
+    const name = this.truth.machine(w.uid).name;
+    if (k.answeredAt !== undefined) {
+      this.fail('withdrawn-only-when', w.t, `JoinGuard withdrew its mark from ${name}, not joined, which its owner had answered at ${new Date(k.answeredAt).toISOString()}`);
+    } else if (k.visibleAt !== undefined && w.t < k.visibleAt + this.rules.unansweredMs) {
+      this.fail('withdrawn-only-when', w.t, `JoinGuard withdrew its mark from ${name}, not joined, as unanswered only ${Math.round((w.t - k.visibleAt) / 1000)}s after the mark became visible`);
+    }
+  }
+
+  /** An accepted write of the check's status: requests it records (per-owner windows) and resumes (new windows). */
+  statusWrite(t: number, before: Json | undefined, after: Json): void {
+    const lb = before?.lastResume;
+    const la = after.lastResume;
+    if (la !== undefined && (lb === undefined || lb.time !== la.time || lb.value !== la.value)) this.epoch++;
+    for (const r of after.requests ?? []) {
+      if (r.state !== 'Open' || this.seenRequests.has(r.uid)) continue;
+      this.seenRequests.add(r.uid);
+      const k = this.tracks.get(r.uid) ?? (this.tryTruth(r.uid) ? this.track(r.uid) : undefined);
+      if (k !== undefined && k.recorded === undefined) k.recorded = { t, epoch: this.epoch };
+    }
+  }
+
+  private tryTruth(uid: string): boolean {
+    try {
+      this.truth.machine(uid);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** [per-owner] Machines of one owner JoinGuard marked, by when their request was recorded: at most maxPerOwner per window. */
+  private checkPerOwner(t: number, k: Track): void {
+    const mine = [...this.tracks.values()].filter((x) => x.owner === k.owner && x.visibleAt !== undefined && x.recorded !== undefined && x.recorded.epoch === k.recorded!.epoch).map((x) => x.recorded!.t).sort((a, b) => a - b);
+    const n = this.rules.maxPerOwner;
+    for (let i = 0; i + n < mine.length; i++) {
+      if (mine[i + n]! - mine[i]! < this.rules.windowMs) this.fail('per-owner', t, `${n + 1} Machines of ${k.owner} marked within ${Math.round((mine[i + n]! - mine[i]!) / 60000)}m (maxPerOwner ${n} per ${this.rules.windowMs / 60000}m)`);
+    }
+  }
+
+  /** [in-flight] Machines carrying JoinGuard's mark, or being deleted because of it, never more than maxInFlight. */
+  checkInFlight(t: number, checkUid?: string): void {
+    const flying = [...this.tracks.entries()].filter(([, k]) => (this.marked(k) || (k.deleting && k.deletedForJoinGuard)) && (checkUid === undefined || k.check === undefined || k.check === checkUid)).map(([uid]) => this.truth.machine(uid).name);
+    if (flying.length > this.rules.maxInFlight) this.fail('in-flight', t, `${flying.length} in flight (${flying.sort().join(', ')}), maxInFlight ${this.rules.maxInFlight}`);
+  }
+
+  /** A check is created (again): a new incarnation starts with no memory, so its per-owner windows start afresh. */
+  checkCreated(): void {
+    this.epoch++;
+  }
+
+  machineGone(uid: string): void {
+    this.tracks.delete(uid);
+  }
+
+  /** [deleted-check] a check that goes leaves no mark it caused on a Machine that is not being deleted. */
+  checkGone(checkUid: string, t: number): void {
+    for (const [uid, k] of this.tracks) {
+      if (k.check === checkUid && this.marked(k) && !k.deleting) this.fail('deleted-check', t, `the check ${checkUid} is gone and ${this.truth.machine(uid).name} still carries its mark (${this.describe(k)})`);
+    }
+  }
+
+  /**
+   * [clean-within-N] after a pass of the leader: a joined Machine carrying JoinGuard's mark, whose join that leader's
+   * cache shows and whose own writes are not refused, is clean after at most `passes` clean passes — whatever
+   * another Machine's writes do.
+   */
+  afterPass(t: number, clean: boolean, joinedInCache: (uid: string) => boolean, refused: (uid: string) => boolean, joined: (uid: string) => boolean): void {
+    for (const [uid, k] of this.tracks) {
+      if (!this.marked(k) || k.deleting || !joined(uid) || !joinedInCache(uid) || refused(uid)) {
+        k.cleanPasses = 0;
+        continue;
+      }
+      if (!clean) continue;
+      k.cleanPasses++;
+      if (k.cleanPasses > this.rules.passes) {
+        this.fail('clean-within-N', t, `${this.truth.machine(uid).name} joined and still carries JoinGuard's mark (${this.describe(k)}) after ${k.cleanPasses} clean passes that saw the join`);
+        k.cleanPasses = -1_000_000; // once per Machine
+      }
+    }
+  }
+
+  /** JoinGuard's marks still on a Machine (for the convergence check at the end of a history). */
+  marksOf(uid: string): string | undefined {
+    const k = this.tracks.get(uid);
+    return k !== undefined && this.marked(k) ? this.describe(k) : undefined;
+  }
+
+  private describe(k: Track): string {
+    return [k.hc ? 'HealthCheckSucceeded=False' : '', k.annotation ? REMEDIATE_MACHINE : '', k.condition ? 'JoinGuardJoined=False' : ''].filter((x) => x !== '').join(', ');
+  }
+}
