@@ -97,6 +97,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       livenessMs: opts.watchLivenessMs ?? DEFAULT_LIVENESS_MS,
       workers,
       ...(opts.connectionGraceMs !== undefined ? { connectionGraceMs: opts.connectionGraceMs } : {}),
+      ...(opts.unansweredAfterMs !== undefined ? { unansweredAfterMs: opts.unansweredAfterMs } : {}),
       ...(workloadNodes ? { workloadNodes } : {}),
     });
     const c = controller;

@@ -53,6 +53,8 @@ export interface ControllerOptions {
   workloadNodeCheck?: boolean;
   /** Grace after the workload connection is back before verdicts resume. Default 2m. */
   connectionGraceMs?: number;
+  /** A visible mark nobody acted on for this long is withdrawn as Unanswered. Default 15m; no flag (tests shorten it). */
+  unansweredAfterMs?: number;
   /** winston level (npm levels) of the JSON logger made when no logger is given. Default `info`. */
   logLevel?: string;
   logger?: Logger;

@@ -32,6 +32,8 @@ export interface CapiFields {
   machine: {
     /** The list the owners read for CAPI's remediation contract (HealthCheckSucceeded, OwnerRemediated) and JoinGuardJoined. */
     ownerConditions: Path;
+    /** Where the owners write their answer (OwnerRemediated's reason): the first present wins. */
+    ownerAnswer: CondAt[];
     /** metav1.Condition lists with NodeReady/NodeHealthy (reason ConnectionDown: the workload cluster is not reachable). */
     connectionConditions: Path;
     /** v1beta1 only: NodeHealthy=Unknown with this reason in ownerConditions means the Node could not be looked up. */
@@ -67,6 +69,7 @@ export const CAPI_FIELDS: Record<CapiApiVersion, CapiFields> = {
   v1beta2: {
     machine: {
       ownerConditions: V1BETA2_CONDITIONS,
+      ownerAnswer: [{ list: V1BETA2_CONDITIONS, type: 'OwnerRemediated' }],
       connectionConditions: V1BETA2_CONDITIONS,
       infrastructureReady: { flag: 'status.initialization.infrastructureProvisioned', conditions: [{ list: V1BETA2_CONDITIONS, type: 'InfrastructureReady' }] },
       bootstrapReady: { flag: 'status.initialization.bootstrapDataSecretCreated', conditions: [{ list: V1BETA2_CONDITIONS, type: 'BootstrapConfigReady' }] },
@@ -92,6 +95,13 @@ export const CAPI_FIELDS: Record<CapiApiVersion, CapiFields> = {
   v1beta1: {
     machine: {
       ownerConditions: V1BETA1_CONDITIONS,
+      // v1.9/v1.10 owners write RemediationDeferred, CannotBeRemediated and MachineDeleting only into the v1beta2
+      // list (v1.10.10 machineset_controller.go patchMachineConditions, KCP remediation.go); v1beta1's keeps
+      // WaitingForRemediation or says True. v1beta1's is read only while the v1beta2 list has no answer.
+      ownerAnswer: [
+        { list: V1BETA1_V1BETA2_CONDITIONS, type: 'OwnerRemediated' },
+        { list: V1BETA1_CONDITIONS, type: 'OwnerRemediated' },
+      ],
       connectionConditions: V1BETA1_V1BETA2_CONDITIONS,
       nodeInspectionFailed: { list: V1BETA1_CONDITIONS, type: 'NodeHealthy', reason: 'NodeInspectionFailed' },
       infrastructureReady: {

@@ -208,6 +208,24 @@ describe('api/capi readMachine', () => {
     expect(readMachine(o, 'v1beta1').healthCheckSucceeded).to.equal(undefined);
   });
 
+  it("v1beta1: the owner's answer is read where v1.9/v1.10 owners write it, status.v1beta2.conditions", () => {
+    // v1.10's MachineSet and KCP write RemediationDeferred / CannotBeRemediated / MachineDeleting only into the
+    // v1beta2 list (machineset_controller.go patchMachineConditions, KCP remediation.go); v1beta1's OwnerRemediated
+    // keeps WaitingForRemediation (JoinGuard's own write, or KCP's) or says True.
+    const o = machineV1beta1();
+    o['status'].conditions.push(
+      { type: 'HealthCheckSucceeded', status: 'False', severity: 'Warning', reason: 'JoinTimeout', message: 'x', lastTransitionTime: T1 },
+      { type: 'OwnerRemediated', status: 'False', severity: 'Warning', reason: 'WaitingForRemediation', lastTransitionTime: T1 },
+    );
+    o['status'].v1beta2.conditions.push({ type: 'OwnerRemediated', status: 'False', reason: 'RemediationDeferred', message: 'Waiting because there are already too many remediations in progress', lastTransitionTime: T2 });
+    const m = readMachine(o, 'v1beta1');
+    expect(m.ownerRemediated).to.include({ status: 'False', reason: 'RemediationDeferred' });
+    expect(m.healthCheckSucceeded).to.include({ status: 'False', reason: 'JoinTimeout' });
+    // No v1beta2 answer yet: JoinGuard's own v1beta1 write is what there is.
+    o['status'].v1beta2.conditions.pop();
+    expect(readMachine(o, 'v1beta1').ownerRemediated).to.include({ status: 'False', reason: 'WaitingForRemediation' });
+  });
+
   it('a KubeadmControlPlane Machine is a control-plane Machine with a control-plane owner', () => {
     const m = readMachine(cpMachineV1beta2(), 'v1beta2');
     expect(m.controlPlane).to.equal(true);

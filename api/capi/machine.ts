@@ -59,7 +59,7 @@ export function readMachine(obj: unknown, v: CapiApiVersion): MachineFacts {
   if (dataSecretName) facts.dataSecretName = dataSecretName;
   const hc = toCond(conds.get('HealthCheckSucceeded'));
   if (hc) facts.healthCheckSucceeded = hc;
-  const or = toCond(conds.get('OwnerRemediated'));
+  const or = toCond(lists.first(f.ownerAnswer));
   if (or) facts.ownerRemediated = or;
   const jg = toCond(conds.get(CONDITION_JOINGUARD_JOINED));
   if (jg) facts.joinGuardJoined = jg;

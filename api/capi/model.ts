@@ -74,6 +74,7 @@ export interface MachineFacts {
   nodeConnectionDown: boolean;
   /** The remediation-contract conditions as the owners read them (v1beta2 `status.conditions` on v1.11+). */
   healthCheckSucceeded?: Cond;
+  /** The owner's answer: on v1beta1 (CAPI v1.9/v1.10) from `status.v1beta2.conditions` when there, where those owners write it. */
   ownerRemediated?: Cond;
   /** JoinGuard's own condition for the `MachineCondition` strategy. */
   joinGuardJoined?: Cond;

@@ -63,6 +63,7 @@ const request = obj("What JoinGuard asked about one Machine that still exists: t
   }),
   withdrawn: str('withdrawn says why: Joined, OptedOut (a skip annotation), Unanswered, or WithdrawAll (the check\'s joinguard.io/withdraw-all annotation).', { enum: ['Joined', 'OptedOut', 'Unanswered', 'WithdrawAll'] }),
   marked: bool('marked is true once the mark was seen on the Machine.'),
+  markedTime: time('markedTime is when the mark was first seen on the Machine: a request is unanswered only counting from then.'),
   answered: bool('answered is true once the owner (or the MachineHealthCheck asked) acted on it.'),
   canary: bool('canary is true for a canary rebuild.'),
   firstControlPlane: bool('firstControlPlane is true when the Machine was the first control-plane Machine.'),

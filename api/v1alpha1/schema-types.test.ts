@@ -77,7 +77,7 @@ export const full: DeepRequired<MachineJoinCheck> = {
       },
     ],
     requests: [
-      { machine: 'm1', uid: 'u1', owner, path: 'OwnerRemediated', kind: 'JoinTimeout', time: t, state: 'Open', withdrawn: 'Joined', marked: true, answered: true, canary: false, firstControlPlane: false },
+      { machine: 'm1', uid: 'u1', owner, path: 'OwnerRemediated', kind: 'JoinTimeout', time: t, state: 'Open', withdrawn: 'Joined', marked: true, markedTime: t, answered: true, canary: false, firstControlPlane: false },
     ],
     ownerWindows: [{ kind: 'MachineSet', name: 'md-0-abc', times: [t] }],
     suspicion: { reason: 'BootstrapCredentialSuspect', since: t, nextCanaryTime: t, canariesSpent: 0, machines: ['m1'] },

@@ -153,6 +153,8 @@ export interface RequestRecord {
   withdrawn?: 'Joined' | 'OptedOut' | 'Unanswered' | 'WithdrawAll';
   /** The mark was seen on the Machine at least once. */
   marked?: boolean;
+  /** When the mark was first seen on the Machine: "unanswered" is timed from here, not from `time`. */
+  markedTime?: string;
   /** The owner (or the MachineHealthCheck asked) acted on it. */
   answered?: boolean;
   canary?: boolean;

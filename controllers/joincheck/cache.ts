@@ -8,7 +8,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'winston';
 import { readBootstrapConfig, readCluster, readKubeadmControlPlane, readMachine, readMachineHealthCheck } from '../../api/capi/readers.js';
 import { matchesSelector } from '../../api/capi/selector.js';
-import { CABPK_GROUP, MalformedObjectError, type BootstrapConfigFacts, type CapiApiVersion, type ClusterFacts, type KcpFacts, type MachineFacts, type MachineHealthCheckFacts, type WorkloadNodeFacts } from '../../api/capi/model.js';
+import { CABPK_GROUP, MalformedObjectError, type BootstrapConfigFacts, type CapiApiVersion, type ClusterFacts, type KcpFacts, type MachineFacts, type MachineHealthCheckFacts } from '../../api/capi/model.js';
 import { capiResource, type CapiKind } from '../../api/capi/resources.js';
 import { parseSettings } from '../../api/v1alpha1/settings.js';
 import { CHECK_RESOURCE, type CheckSettings, type MachineJoinCheck } from '../../api/v1alpha1/types.js';
@@ -16,7 +16,7 @@ import { Informer, keyOf, type InformerEvent } from '../runtime/informer.js';
 import type { Json, Resource, RestClient } from '../runtime/rest.js';
 import type { Live } from './executor.js';
 import { Index, MachineIndex, namedUids } from './machine-index.js';
-import type { CapiInfo, PreviousView, Snapshot } from './types.js';
+import type { CapiInfo, Snapshot, SnapshotExtras } from './types.js';
 
 const CLUSTER_LABEL = 'cluster.x-k8s.io/cluster-name';
 const CONTROL_PLANE_LABEL = 'cluster.x-k8s.io/control-plane';
@@ -251,7 +251,7 @@ export class Caches {
    * The snapshot of one check: everything its planner reads, from the caches, with what the executor read live
    * (a Machine read as gone is left out; the Cluster read live replaces the cached one).
    */
-  snapshot(key: string, live: Live, capi: CapiInfo, extra: { previous?: PreviousView; endpointProbe?: { reachable: boolean; at: number }; workloadNodes?: WorkloadNodeFacts[]; connectionGraceMs?: number; now: number }): Snapshot | undefined {
+  snapshot(key: string, live: Live, capi: CapiInfo, extra: SnapshotExtras): Snapshot | undefined {
     const entry = live.check !== undefined ? this.checkEntry(live.check) : this.checks.store.get(key);
     if (entry === undefined) return undefined;
     const raw = entry.raw;
@@ -333,12 +333,9 @@ export class Caches {
       ...(kcp ? { kcp } : {}),
       mhcs,
       capi,
-      ...(extra.previous ? { previous: extra.previous } : {}),
       settled: this.machineIndex.settled(key, ck, included),
-      ...(extra.endpointProbe ? { endpointProbe: extra.endpointProbe } : {}),
-      ...(extra.workloadNodes ? { workloadNodes: extra.workloadNodes } : {}),
-      ...(extra.connectionGraceMs !== undefined ? { connectionGraceMs: extra.connectionGraceMs } : {}),
-      now: extra.now,
+      // What the process knows beside the caches (the previous view, a probe, refused writes, tunings).
+      ...(Object.fromEntries(Object.entries(extra).filter(([, x]) => x !== undefined)) as SnapshotExtras),
     };
   }
 

@@ -34,6 +34,8 @@ export interface JoinCheckControllerOptions {
   clock: () => number;
   livenessMs: number;
   connectionGraceMs?: number;
+  /** A visible mark nobody acted on for this long is withdrawn (default 15m; the e2e shortens it). */
+  unansweredAfterMs?: number;
   workloadNodes?: WorkloadNodeReader;
   workers?: number;
   /** Every check is reconciled again this often (CAPI's managers: 10m). */
@@ -165,6 +167,7 @@ export class JoinCheckController {
               ...(this.probes.has(key) ? { endpointProbe: this.probes.get(key)! } : {}),
               ...(workloadNodes ? { workloadNodes } : {}),
               ...(this.o.connectionGraceMs !== undefined ? { connectionGraceMs: this.o.connectionGraceMs } : {}),
+              ...(this.o.unansweredAfterMs !== undefined ? { unansweredAfterMs: this.o.unansweredAfterMs } : {}),
               now: this.o.clock(),
             }),
         },

@@ -45,6 +45,22 @@ const rows: Row[] = [
     s: { settings: { provisionTimeoutMs: 15 * MINUTE } },
     expect: { state: 'Stuck', failureKind: 'ProvisionTimeout', deadline: T0 + 15 * MINUTE },
   },
+  {
+    // CAPI's kubeadm bootstrap provider creates no worker data before ControlPlaneInitialized: a pool created with
+    // its Cluster is not late because the control plane took a while.
+    name: "a worker's provision clock starts at the later of creation and the control plane's initialization",
+    machine: provisioning('m'),
+    at: T0 + 30 * MINUTE,
+    s: { settings: { provisionTimeoutMs: 15 * MINUTE }, cluster: clusterFacts({ controlPlaneInitialized: { value: true, since: T0 + 20 * MINUTE } }) },
+    expect: { state: 'Provisioning', clockStart: T0 + 20 * MINUTE, deadline: T0 + 35 * MINUTE },
+  },
+  {
+    name: 'a worker still provisioning provisionTimeout after the initialization: Stuck(ProvisionTimeout)',
+    machine: provisioning('m'),
+    at: T0 + 35 * MINUTE,
+    s: { settings: { provisionTimeoutMs: 15 * MINUTE }, cluster: clusterFacts({ controlPlaneInitialized: { value: true, since: T0 + 20 * MINUTE } }) },
+    expect: { state: 'Stuck', failureKind: 'ProvisionTimeout', clockStart: T0 + 20 * MINUTE, deadline: T0 + 35 * MINUTE },
+  },
   { name: 'ready, no Node, within joinTimeout: Joining', machine: worker('m'), at: T0 + 20 * MINUTE, expect: { state: 'Joining', clockStart: T0 + MINUTE, deadline: T0 + 21 * MINUTE } },
   { name: 'at the deadline: Stuck(JoinTimeout)', machine: worker('m'), at: T0 + 21 * MINUTE, expect: { state: 'Stuck', failureKind: 'JoinTimeout' } },
   {

@@ -166,6 +166,11 @@ export interface JoinClockInputs {
   notBefore?: number;
 }
 
+/** The provision clock: from creation, and for every Machine but the first control-plane one not before initialization. */
+export function provisionClockStart(m: MachineFacts, firstControlPlane: boolean, controlPlaneInitializedAt: number | undefined): number {
+  return latest(m.createdAt, firstControlPlane ? undefined : controlPlaneInitializedAt) as number;
+}
+
 export function joinClockStart(m: MachineFacts, i: JoinClockInputs): number {
   return latest(m.createdAt, i.readyAt, i.firstControlPlane ? undefined : i.controlPlaneInitializedAt, i.notBefore) as number;
 }
@@ -256,19 +261,23 @@ function clockVerdict(m: MachineFacts, ctx: VerdictContext, isFirst: boolean): M
 
   const readyAt = ctx.readyAt.get(m.uid);
   if (!isProvisioned(m) || readyAt === undefined) {
-    const deadline = settings.provisionTimeoutMs === undefined ? undefined : m.createdAt + settings.provisionTimeoutMs;
+    // Bootstrap providers create a worker's data only once the control plane is initialized (CABPK
+    // handleClusterNotInitialized): but for the first control-plane Machine, the clock starts no earlier.
+    const start = provisionClockStart(m, isFirst, ctx.controlPlaneInitializedAt);
+    const from = start === m.createdAt ? 'creation' : `the control plane's initialization at ${iso(start)}`;
+    const deadline = settings.provisionTimeoutMs === undefined ? undefined : start + settings.provisionTimeoutMs;
     const what = !m.infrastructureReady.value ? 'infrastructure' : 'bootstrap data';
     if (deadline !== undefined && now >= deadline) {
       return {
         ...base,
         state: 'Stuck',
         failureKind: 'ProvisionTimeout',
-        clockStart: m.createdAt,
+        clockStart: start,
         deadline,
-        reason: `${what} not ready ${formatDuration(now - m.createdAt)} after creation (provisionTimeout ${formatDuration(settings.provisionTimeoutMs as number)})`,
+        reason: `${what} not ready ${formatDuration(now - start)} after ${from} (provisionTimeout ${formatDuration(settings.provisionTimeoutMs as number)})`,
       };
     }
-    return { ...base, state: 'Provisioning', clockStart: m.createdAt, ...(deadline !== undefined ? { deadline } : {}), reason: `waiting for ${what}` };
+    return { ...base, state: 'Provisioning', clockStart: start, ...(deadline !== undefined ? { deadline } : {}), reason: `waiting for ${what}` };
   }
 
   const prevFirst = ctx.previousFirstControlPlane;

@@ -220,6 +220,7 @@ describe('marks: requests through the planner', () => {
   it('a request nobody answers within 15m is withdrawn, reported, releases its slot, and its owner is not asked again', () => {
     const sc = marked({ settings: { maxInFlight: { count: 1 }, consecutiveJoinFailures: 0 } });
     expect(sc.status.requests?.map((r) => r.machine)).to.deep.equal(['a']); // b waits for the slot
+    sc.plan(); // the mark seen at once (T0+21m): the unanswered clock starts
     sc.add(worker('a3', { createdAt: T0 + MINUTE }));
     const wait = sc.at(T0 + 30 * MINUTE).plan();
     expect(wait.wakeAt).to.equal(T0 + 36 * MINUTE);
@@ -238,6 +239,19 @@ describe('marks: requests through the planner', () => {
     expect(cond(q.status, 'Progressing')?.message).to.contain('nobody acted on the request for a');
     expect(intentOf(q, 'a')).to.equal(undefined);
     expect(requestOf(q, 'a')?.state).to.equal('Withdrawn'); // remembered: never asked twice
+  });
+
+  it('"unanswered" is timed from when the mark became visible on the Machine, not from the request', () => {
+    const sc = stuck();
+    sc.plan(); // recorded at T0+21m; its write refused, no mark on the Machine
+    expect(sc.at(T0 + 31 * MINUTE).plan().wakeAt, 'no unanswered clock without a mark').to.not.equal(T0 + 36 * MINUTE);
+    sc.converge(); // the write goes through at T0+31m
+    sc.advance(SECOND).plan();
+    const p = sc.at(T0 + 40 * MINUTE).plan(); // 19m after the request, 9m after the mark
+    expect(requestOf(p, 'a')?.state).to.equal('Open');
+    expect(p.wakeAt).to.equal(T0 + 46 * MINUTE + SECOND);
+    const q = sc.at(T0 + 46 * MINUTE + SECOND).plan();
+    expect(requestOf(q, 'a')).to.include({ state: 'Withdrawn', withdrawn: 'Unanswered' });
   });
 
   it('a request the owner answered (deferred) is not unanswered, however long it waits', () => {

@@ -9,7 +9,7 @@ import { matchesSelector } from '../../api/capi/selector.js';
 import type { CheckSettings, OwnerReference, RemediationPath, RemediationRecord, RequestRecord } from '../../api/v1alpha1/types.js';
 import { ANNOTATION_WITHDRAW_ALL, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
 import { isJoined } from './judge.js';
-import { iso, ms, MINUTE } from './time.js';
+import { formatDuration, iso, ms, MINUTE } from './time.js';
 import type { CapiInfo, MachineTarget, MachineVerdict, MarkIntent } from './types.js';
 
 /** MachineCondition needs CAPI v1.12+ (MHC checks.unhealthyMachineConditions). */
@@ -161,6 +161,8 @@ export interface FollowInput {
   dryRun: boolean;
   /** The check's joinguard.io/withdraw-all: every open request is withdrawn. */
   withdrawAll?: boolean;
+  /** A visible mark nobody acted on for this long is withdrawn (UNANSWERED_AFTER_MS; the e2e shortens it). */
+  unansweredAfterMs?: number;
   now: number;
 }
 
@@ -198,12 +200,14 @@ export function followRequests(i: FollowInput): Followed {
     const r: RequestRecord = { ...r0 };
     if (r.state === 'Open') {
       if (!r.marked && markVisible(r.path, m)) r.marked = true;
+      // Timed from the first time the mark was seen (a record from before markedTime existed: from now).
+      if (r.marked && r.markedTime === undefined) r.markedTime = iso(i.now);
       if (!r.answered && answered(r.path, m)) r.answered = true;
       const deleting = m.deletingSince !== undefined;
       if (!deleting && isJoined(m, i.nodes)) withdraw(r, 'Joined');
       else if (!deleting && m.skipReason !== undefined) withdraw(r, 'OptedOut');
       else if (!deleting && i.withdrawAll === true) withdraw(r, 'WithdrawAll');
-      else if (!deleting && !r.answered && i.now >= (ms(r.time) ?? i.now) + UNANSWERED_AFTER_MS) {
+      else if (!deleting && !r.answered && r.markedTime !== undefined && i.now >= (ms(r.markedTime) ?? i.now) + (i.unansweredAfterMs ?? UNANSWERED_AFTER_MS)) {
         withdraw(r, 'Unanswered');
         unanswered.push(r);
       }
@@ -262,7 +266,16 @@ export function appendHistory(history: RemediationRecord[], r: RequestRecord, ou
  * Machines that carry a mark only JoinGuard writes (its reasons, its condition) even with no memory of asking,
  * lose every mark JoinGuard caused. A Machine being deleted is left alone.
  */
-export function markIntents(requests: readonly RequestRecord[], machines: readonly MachineFacts[], nodes: readonly WorkloadNodeFacts[] | undefined, checkName: string, withdrawAll = false): MarkIntent[] {
+export interface IntentInput {
+  nodes?: readonly WorkloadNodeFacts[] | undefined;
+  checkName: string;
+  /** joinguard.io/withdraw-all: every mark this check made is withdrawn. */
+  withdrawAll?: boolean;
+  unansweredAfterMs?: number;
+}
+
+export function markIntents(requests: readonly RequestRecord[], machines: readonly MachineFacts[], o: IntentInput): MarkIntent[] {
+  const { nodes, checkName, withdrawAll = false } = o;
   const out: MarkIntent[] = [];
   const byUid = new Map(requests.map((r) => [r.uid, r]));
   for (const m of machines) {
@@ -287,7 +300,7 @@ export function markIntents(requests: readonly RequestRecord[], machines: readon
     const path: Path = r !== undefined && r.path !== 'Report' ? r.path : marks.condition ? 'MachineCondition' : 'OwnerRemediated';
     const why =
       r?.withdrawn === 'Unanswered'
-        ? `nobody acted on JoinGuard's ${path} request within ${UNANSWERED_AFTER_MS / MINUTE}m; it is withdrawn and the Machine is not asked again`
+        ? `nobody acted on JoinGuard's ${path} request within ${formatDuration(o.unansweredAfterMs ?? UNANSWERED_AFTER_MS)} of its mark; it is withdrawn and the Machine is not asked again`
         : r?.withdrawn === 'OptedOut'
           ? `it was opted out (${m.skipReason}) before it was replaced; JoinGuard withdraws its ${path} request`
           : r?.withdrawn === 'WithdrawAll' || (r === undefined && withdrawAll && !isJoined(m, nodes))

@@ -160,6 +160,7 @@ function request(f: Fields, e: Obj): RequestRecord | undefined {
   const time = f.time(e, 'time');
   if (!machine || !uid || !path || !kind || !state || !time) return f.drop('');
   const withdrawn = f.oneOf(e, 'withdrawn', WITHDRAWN);
+  const markedTime = f.time(e, 'markedTime');
   const flags = ['marked', 'answered', 'canary', 'firstControlPlane'] as const;
   return {
     machine,
@@ -171,6 +172,7 @@ function request(f: Fields, e: Obj): RequestRecord | undefined {
     ...f.owner(e),
     ...(withdrawn !== undefined ? { withdrawn: withdrawn as RequestRecord['withdrawn'] } : {}),
     ...Object.fromEntries(flags.filter((k) => e[k] === true).map((k) => [k, true])),
+    ...(markedTime !== undefined && e['marked'] === true ? { markedTime } : {}),
   };
 }
 

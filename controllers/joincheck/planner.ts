@@ -24,7 +24,7 @@ import {
   trusted,
   type VerdictContext,
 } from './judge.js';
-import { appendHistory, choosePath, followRequests, markIntents, newRequest, ownerRef, target, UNANSWERED_AFTER_MS } from './marks.js';
+import { appendHistory, choosePath, followRequests, markIntents, newRequest, ownerRef, target, UNANSWERED_AFTER_MS, type IntentInput } from './marks.js';
 import { checkMetadata, readMemory } from './memory.js';
 import { earliestAfter, iso, ms } from './time.js';
 import type { CheckMetadataIntent, MachineTarget, MachineVerdict, Plan, PlannedEvent, Snapshot } from './types.js';
@@ -54,6 +54,7 @@ export function plan(s: Snapshot): Plan {
     ...(s.workloadNodes ? { nodes: s.workloadNodes } : {}),
     dryRun: s.settings?.dryRun ?? false,
     withdrawAll,
+    ...(s.unansweredAfterMs !== undefined ? { unansweredAfterMs: s.unansweredAfterMs } : {}),
     now: s.now,
   });
   assign(next, 'requests', followed.requests);
@@ -68,7 +69,7 @@ export function plan(s: Snapshot): Plan {
       ? { reason: 'InvalidSpec', message: `The spec is invalid: ${s.settingsError ?? 'it could not be read'}. JoinGuard does nothing until it is fixed.` }
       : { reason: 'ClusterNotFound', message: `Cluster ${meta.namespace}/${settings.clusterName} not found: nothing is judged or changed until it exists.` };
     next.conditions = setCondition(next.conditions, { type: CONDITION_READY, status: 'False', ...why }, s.now, meta.generation);
-    const intents = markIntents(next.requests ?? [], ofCluster, s.workloadNodes, meta.name, withdrawAll).filter((i) => i.want === 'withdraw');
+    const intents = markIntents(next.requests ?? [], ofCluster, intentInput(s, withdrawAll)).filter((i) => i.want === 'withdraw');
     return { ...base, status: next, intents, confirm: [], check: {} };
   }
 
@@ -332,7 +333,7 @@ export function plan(s: Snapshot): Plan {
   // While CAPI cannot see the workload cluster (and during the grace after), no mark or delete is written on a Machine
   // but the first control-plane one, not even for a request made before: its Node may exist unseen.
   const blind = conn.state.down || conn.state.graceUntil !== undefined;
-  const intents = markIntents(requests, ofCluster, s.workloadNodes, meta.name, withdrawAll)
+  const intents = markIntents(requests, ofCluster, intentInput(s, withdrawAll))
     .filter((i) => i.want === 'withdraw' || (canAct && (!blind || i.machine.uid === first?.uid)))
     .sort((a, b) => (a.machine.name < b.machine.name ? -1 : a.machine.name > b.machine.name ? 1 : 0));
   // Requests still open under withdraw-all: their Machine is being deleted, or could not be read (not known clean).
@@ -350,7 +351,7 @@ export function plan(s: Snapshot): Plan {
   for (const v of verdictList) if (v.state === 'Provisioning' || v.state === 'Joining') wake.push(v.deadline);
   wake.push(conn.state.graceUntil, ms(next.firstControlPlane?.extendedUntil));
   if (canAct && next.suspicion !== undefined) wake.push(nextCanaryAt(next.suspicion, settings, s.now));
-  for (const r of requests) if (r.state === 'Open' && !r.answered) wake.push((ms(r.time) ?? s.now) + UNANSWERED_AFTER_MS);
+  for (const r of requests) if (r.state === 'Open' && !r.answered && r.markedTime !== undefined) wake.push((ms(r.markedTime) ?? s.now) + (s.unansweredAfterMs ?? UNANSWERED_AFTER_MS));
   const wakeAt = earliestAfter(s.now, wake);
   return {
     verdicts: verdictList,
@@ -365,6 +366,10 @@ export function plan(s: Snapshot): Plan {
     memoryNotes: mem.notes,
     view: { readyAt, pending: new Set(verdictList.filter((v) => v.state !== 'Joined' && v.state !== 'Deleting').map((v) => v.uid)) },
   };
+}
+
+function intentInput(s: Snapshot, withdrawAll: boolean): IntentInput {
+  return { nodes: s.workloadNodes, checkName: s.check.metadata.name, withdrawAll, ...(s.unansweredAfterMs !== undefined ? { unansweredAfterMs: s.unansweredAfterMs } : {}) };
 }
 
 /** Sets an optional status field, or removes it, so absent memory leaves no `undefined` behind. */

@@ -50,11 +50,16 @@ export interface Snapshot {
   workloadNodes?: WorkloadNodeFacts[];
   /** Grace after the workload connection is back before verdicts resume (default 2m; tests and demo shorten it). */
   connectionGraceMs?: number;
+  /** A visible mark nobody acted on for this long is withdrawn as Unanswered (default 15m; the e2e shortens it). */
+  unansweredAfterMs?: number;
   previous?: PreviousView;
   /** Machines of the Cluster left out of `machines` (absent: every Machine is in `machines`). */
   settled?: SettledMachines;
   now: number;
 }
+
+/** What a snapshot carries beside the caches: the process's own memory of the check, and tunings. */
+export type SnapshotExtras = Pick<Snapshot, 'now'> & Partial<Pick<Snapshot, 'previous' | 'endpointProbe' | 'workloadNodes' | 'connectionGraceMs' | 'unansweredAfterMs'>>;
 
 /**
  * The Cluster's Machines that are settled (judge.ts `isSettled`: joined for good, nothing on them for JoinGuard): a
