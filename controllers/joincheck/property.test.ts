@@ -17,7 +17,7 @@
 // joined Machine carries JoinGuard's mark.
 //
 // Seeded and reproducible: PROPERTY_SEED=<seed> (printed) replays a run, PROPERTY_REPLAY=<counterexample JSON>
-// replays one history; PROPERTY_RUNS sets the count. A failure names the oracle's invariant and the number of
+// replays one history; PROPERTY_RUNS sets the count; PROPERTY_NO_SHRINK=1 stops at the first failure (hack/mutants). A failure names the oracle's invariant and the number of
 // histories it took (hack/mutants reads both).
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -244,8 +244,8 @@ describe('planner and executor: properties over random histories (seeded), judge
 
   it('keeps every invariant, after every step, whatever fails and whenever it crashes', async () => {
     await fc.assert(
-      fc.asyncProperty(setupArb, fc.array(stepArb, { minLength: 20, maxLength: 120, size: 'max' }), (setup, history) => run(setup, history)),
-      { seed: SEED, numRuns: RUNS },
+      fc.asyncProperty(setupArb, fc.array(stepArb, { minLength: 30, maxLength: 150, size: 'max' }), (setup, history) => run(setup, history)),
+      { seed: SEED, numRuns: RUNS, ...(process.env['PROPERTY_NO_SHRINK'] === '1' ? { endOnFailure: true } : {}) },
     );
   });
 });

@@ -19,6 +19,7 @@ export type Step =
   | { k: 'create'; owner: 'ms-a' | 'ms-b' }
   | { k: 'provision'; i: number; lag: number }
   | { k: 'join'; i: number }
+  | { k: 'joinLate'; i: number }
   | { k: 'initialize'; lag: number }
   | { k: 'owner' }
   | { k: 'kcp' }
@@ -77,29 +78,30 @@ export const setupArb: fc.Arbitrary<Setup> = fc.record({
   maxPerOwner: fc.integer({ min: 1, max: 3 }),
   consecutiveJoinFailures: fc.constantFrom(0, 2, 3),
   neverJoinedLimit: fc.constantFrom(0, 3),
-  dryRun: fc.constantFrom(false, false, false, true),
+  dryRun: fc.constantFrom(false, false, false, false, false, false, false, true),
   firstControlPlane: fc.constantFrom<Setup['firstControlPlane']>('Remediate', 'Remediate', 'Report'),
   provisionTimeout: fc.boolean(),
   initialized: fc.constantFrom(true, true, false),
-  initial: fc.integer({ min: 1, max: 5 }),
+  initial: fc.integer({ min: 2, max: 6 }),
   kcpReplicas: fc.constantFrom(1, 3),
   kcpMaxRetry: fc.constantFrom<number | null>(null, 1, 2),
   kcpRetryPeriodSeconds: fc.constantFrom(0, 300),
-  mdMaxInFlight: fc.constantFrom<number | null>(null, null, 1),
+  mdMaxInFlight: fc.constantFrom<number | null>(null, 1),
 });
 
 const idx = fc.nat({ max: 20 });
 export const stepArb: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ k: fc.constant('advance' as const), ms: fc.oneof(fc.integer({ min: SECOND, max: MINUTE }), fc.integer({ min: MINUTE, max: 15 * MINUTE })) }) },
-  { weight: 9, arbitrary: fc.record({ k: fc.constant('reconcile' as const), faults: fc.oneof(fc.constant<Fault[]>([]), fc.array(fc.constantFrom<Fault>('ok', 'ok', 'ok', 'fail', 'conflict', 'lost', 'crash'), { maxLength: 5 })), races: fc.constantFrom(0, 0, 0, 1, 2) }) },
-  { weight: 1, arbitrary: fc.record({ k: fc.constant('create' as const), owner: fc.constantFrom<'ms-a' | 'ms-b'>('ms-a', 'ms-b') }) },
-  { weight: 4, arbitrary: fc.record({ k: fc.constant('provision' as const), i: idx, lag: fc.oneof(fc.integer({ min: 0, max: 5 * MINUTE }), fc.integer({ min: -90 * SECOND, max: 0 })) }) },
+  { weight: 15, arbitrary: fc.record({ k: fc.constant('advance' as const), ms: fc.oneof(fc.integer({ min: SECOND, max: MINUTE }), fc.integer({ min: MINUTE, max: 15 * MINUTE })) }) },
+  { weight: 20, arbitrary: fc.record({ k: fc.constant('reconcile' as const), faults: fc.oneof(fc.constant<Fault[]>([]), fc.array(fc.constantFrom<Fault>('ok', 'ok', 'ok', 'fail', 'conflict', 'lost', 'crash'), { maxLength: 5 })), races: fc.constantFrom(0, 0, 0, 1, 2) }) },
+  { weight: 2, arbitrary: fc.record({ k: fc.constant('create' as const), owner: fc.constantFrom<'ms-a' | 'ms-b'>('ms-a', 'ms-b') }) },
+  { weight: 8, arbitrary: fc.record({ k: fc.constant('provision' as const), i: idx, lag: fc.oneof(fc.integer({ min: 0, max: 5 * MINUTE }), fc.integer({ min: -90 * SECOND, max: 0 })) }) },
   { weight: 3, arbitrary: fc.record({ k: fc.constant('join' as const), i: idx }) },
-  { weight: 1, arbitrary: fc.record({ k: fc.constant('initialize' as const), lag: fc.integer({ min: 0, max: 2 * MINUTE }) }) },
-  { weight: 3, arbitrary: fc.constant({ k: 'owner' as const }) },
-  { weight: 2, arbitrary: fc.constant({ k: 'kcp' as const }) },
-  { weight: 2, arbitrary: fc.record({ k: fc.constant('gone' as const), i: idx }) },
-  { weight: 2, arbitrary: fc.record({ k: fc.constant('mhc' as const), healthy: fc.boolean() }) },
+  { weight: 3, arbitrary: fc.record({ k: fc.constant('joinLate' as const), i: idx }) },
+  { weight: 2, arbitrary: fc.record({ k: fc.constant('initialize' as const), lag: fc.integer({ min: 0, max: 2 * MINUTE }) }) },
+  { weight: 5, arbitrary: fc.constant({ k: 'owner' as const }) },
+  { weight: 3, arbitrary: fc.constant({ k: 'kcp' as const }) },
+  { weight: 4, arbitrary: fc.record({ k: fc.constant('gone' as const), i: idx }) },
+  { weight: 3, arbitrary: fc.record({ k: fc.constant('mhc' as const), healthy: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('flicker' as const), i: idx }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('connection' as const), up: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('endpoint' as const), answers: fc.boolean() }) },
@@ -107,11 +109,11 @@ export const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 1, arbitrary: fc.constant({ k: 'unannotate' as const }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('withdrawAll' as const), on: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('skip' as const), i: idx }) },
-  { weight: 1, arbitrary: fc.record({ k: fc.constant('defer' as const), on: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.record({ k: fc.constant('defer' as const), on: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('refuse' as const), i: idx, code: fc.constantFrom<403 | 422>(403, 422) }) },
   { weight: 1, arbitrary: fc.constant({ k: 'unrefuse' as const }) },
-  { weight: 3, arbitrary: fc.record({ k: fc.constant('deliver' as const), i: idx }) },
-  { weight: 2, arbitrary: fc.constant({ k: 'sync' as const }) },
+  { weight: 5, arbitrary: fc.record({ k: fc.constant('deliver' as const), i: idx }) },
+  { weight: 3, arbitrary: fc.constant({ k: 'sync' as const }) },
   { weight: 1, arbitrary: fc.constant({ k: 'restart' as const }) },
   { weight: 1, arbitrary: fc.constant({ k: 'failover' as const }) },
   { weight: 1, arbitrary: fc.constant({ k: 'deleteCheck' as const }) },
@@ -233,6 +235,16 @@ export function worldStep(w: World, step: Step, pick: (i: number, of?: (m: Json)
     case 'join': {
       const m = pick(step.i, (x) => isProvisioned(x, w.release) && !x.status.nodeRef);
       if (m) w.join(m);
+      return;
+    }
+    case 'joinLate': {
+      // A Machine that joins after its join deadline passed (JoinGuard may be about to ask for it).
+      const late = (x: Json) => isProvisioned(x, w.release) && !x.status.nodeRef && x.metadata.deletionTimestamp === undefined && w.t >= (w.truthOf(x.metadata.uid).readyAt ?? w.t) + JOIN_TIMEOUT;
+      const m = pick(step.i, late);
+      if (m) {
+        w.join(m);
+        count('joins after the deadline');
+      }
       return;
     }
     case 'initialize':

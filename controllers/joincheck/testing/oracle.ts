@@ -214,7 +214,7 @@ export class Oracle {
     if (!first) this.judgeConnection(w.t, what);
     // [write-ahead] the request is in the stored status before the Machine carries its mark.
     if (!w.check?.requests.some((r) => r.uid === w.uid && r.state === 'Open')) this.fail('write-ahead', w.t, `${what} with no open request for it in the stored status`);
-    if (k.visibleAt === undefined) k.visibleAt = w.t;
+    if (k.visibleAt === undefined) k.visibleAt = Math.floor(w.t / 1000) * 1000; // whole seconds, as status times
     if (k.recorded === undefined) k.recorded = { t: w.t, epoch: this.epoch };
     this.checkPerOwner(w.t, k);
   }

@@ -1,0 +1,86 @@
+// The deliberate defects the tests must catch (issue 16 §4): each a search-and-replace on one anchor of the
+// product's code, applied to a throwaway copy by run.ts. An anchor that no longer occurs exactly once fails loudly
+// (mutants.test.ts checks it in every unit run), so a refactor that moves the code updates the mutant with it.
+//
+// `spec` is the test that must fail; `expect` is what should catch it (an oracle invariant's tag for the property
+// test, a test title otherwise) — the report says what did.
+
+export interface Mutant {
+  name: string;
+  /** The defect, in a sentence. */
+  what: string;
+  file: string;
+  /** Exact text that must occur exactly once in `file`. */
+  find: string;
+  replace: string;
+  spec: string;
+  /** The invariant tag (property test) or test title fragment expected to fail. */
+  expect: string;
+}
+
+const PROPERTY = 'controllers/joincheck/property.test.ts';
+
+export const MUTANTS: Mutant[] = [
+  {
+    name: 'cached-machine',
+    what: 'the executor decides on the cached Machine: it reads live but does not plan again on what it read (it writes with the live resourceVersion)',
+    file: 'controllers/joincheck/executor.ts',
+    find: '    await readLive(deps, machineRes, s, unread, live);\n    s = src.build(live);\n    if (s === undefined) return {};\n    p = plan(s);',
+    replace: '    await readLive(deps, machineRes, s, unread, live);\n    break;',
+    spec: PROPERTY,
+    expect: '[joined]',
+  },
+  {
+    name: 'no-max-in-flight',
+    what: 'the maxInFlight check is removed from the budget guard',
+    file: 'controllers/joincheck/guards.ts',
+    find: 'if (flying.length >= limit) {',
+    replace: 'if (false) {',
+    spec: PROPERTY,
+    expect: '[in-flight]',
+  },
+  {
+    name: 'no-withdrawal',
+    what: 'withdrawal skipped: no withdraw intent for a Machine whose request was withdrawn (it joined, was opted out, ...)',
+    file: 'controllers/joincheck/marks.ts',
+    find: '    if (!withdrawing && !unremembered) continue;',
+    replace: '    if (true) continue;',
+    spec: PROPERTY,
+    expect: '[clean-within-N]',
+  },
+  {
+    name: 'provision-from-creation',
+    what: "every Machine's provision clock starts at its creation (workers do not wait for the control plane's initialization)",
+    file: 'controllers/joincheck/judge.ts',
+    find: 'return latest(m.createdAt, firstControlPlane ? undefined : controlPlaneInitializedAt) as number;',
+    replace: 'return m.createdAt;',
+    spec: PROPERTY,
+    expect: '[not-before-deadline]',
+  },
+  {
+    name: 'v1beta1-answers-only',
+    what: "on CAPI v1.10 the owner's answer is read from the v1beta1 conditions only (not status.v1beta2.conditions)",
+    file: 'api/capi/machine.ts',
+    find: 'const or = toCond(lists.first(f.ownerAnswer));',
+    replace: "const or = toCond(conds.get('OwnerRemediated'));",
+    spec: PROPERTY,
+    expect: '[withdrawn-only-when]',
+  },
+  {
+    name: 'no-write-gate',
+    what: 'the write gate is removed from the REST client: a leader that lost its Lease still writes',
+    file: 'controllers/runtime/rest.ts',
+    find: "    if (method !== 'GET' && this.o.writeGate && !this.o.writeGate()) throw new WritesForbiddenError(method, path);",
+    replace: '',
+    spec: 'controllers/runtime/rest.test.ts',
+    expect: 'write gate',
+  },
+];
+
+/** Applies a mutant to a file's text; throws unless its anchor occurs exactly once. */
+export function mutate(text: string, m: Mutant): string {
+  const first = text.indexOf(m.find);
+  if (first < 0) throw new Error(`mutant ${m.name}: its anchor is not in ${m.file} any more (the code moved: update the mutant)\n${m.find}`);
+  if (text.indexOf(m.find, first + 1) >= 0) throw new Error(`mutant ${m.name}: its anchor occurs more than once in ${m.file} (make it unique)\n${m.find}`);
+  return text.slice(0, first) + m.replace + text.slice(first + m.find.length);
+}
