@@ -110,7 +110,7 @@ export const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ k: fc.constant('withdrawAll' as const), on: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('skip' as const), i: idx }) },
   { weight: 2, arbitrary: fc.record({ k: fc.constant('defer' as const), on: fc.boolean() }) },
-  { weight: 1, arbitrary: fc.record({ k: fc.constant('refuse' as const), i: idx, code: fc.constantFrom<403 | 422>(403, 422) }) },
+  { weight: 2, arbitrary: fc.record({ k: fc.constant('refuse' as const), i: idx, code: fc.constantFrom<403 | 422>(403, 422) }) },
   { weight: 1, arbitrary: fc.constant({ k: 'unrefuse' as const }) },
   { weight: 5, arbitrary: fc.record({ k: fc.constant('deliver' as const), i: idx }) },
   { weight: 3, arbitrary: fc.constant({ k: 'sync' as const }) },
@@ -294,7 +294,8 @@ export function worldStep(w: World, step: Step, pick: (i: number, of?: (m: Json)
       w.preflightBlocked = step.on;
       return;
     case 'refuse': {
-      const m = pick(step.i);
+      // A policy webhook refuses JoinGuard's writes on a Machine it is about to write to (one that has not joined).
+      const m = pick(step.i, (x) => !x.status.nodeRef && x.metadata.deletionTimestamp === undefined);
       if (m && !w.refused.has(m.metadata.name)) {
         w.refused.set(m.metadata.name, step.code);
         count(`Machines refusing JoinGuard (${step.code})`);

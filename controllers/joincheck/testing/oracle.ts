@@ -258,7 +258,9 @@ export class Oracle {
     const c = w.check;
     if (c === undefined || c.deleting || 'joinguard.io/withdraw-all' in c.annotations || (k.check !== undefined && c.uid !== k.check)) return;
     const name = this.truth.machine(w.uid).name;
-    if (k.answeredAt !== undefined) {
+    // Answered within the bound: JoinGuard reads the Machine live before it calls a request unanswered. (An answer
+    // that came later may meet a withdrawal decided, and recorded, before it.)
+    if (k.answeredAt !== undefined && k.visibleAt !== undefined && k.answeredAt < k.visibleAt + this.rules.unansweredMs) {
       this.fail('withdrawn-only-when', w.t, `JoinGuard withdrew its mark from ${name}, not joined, which its owner had answered at ${new Date(k.answeredAt).toISOString()}`);
     } else if (k.visibleAt !== undefined && w.t < k.visibleAt + this.rules.unansweredMs) {
       this.fail('withdrawn-only-when', w.t, `JoinGuard withdrew its mark from ${name}, not joined, as unanswered only ${Math.round((w.t - k.visibleAt) / 1000)}s after the mark became visible`);
