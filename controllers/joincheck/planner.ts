@@ -315,6 +315,7 @@ export function plan(s: Snapshot): Plan {
     connection: conn.state,
     graceMs,
     suspicion: (held) => suspicionMessage(next, next.recentFailures ?? [], cluster, settings, held),
+    ...(s.refusedWrites !== undefined ? { refused: s.refusedWrites } : {}),
   });
   const heldReason = stops.first()?.reason ?? verdictList.find((v) => v.state === 'Held' || v.state === 'Unobservable')?.hold;
   assign(next, 'heldReason', next.heldMachines! > 0 ? heldReason : undefined);
