@@ -6,6 +6,7 @@ import type { ClusterFacts } from '../../api/capi/model.js';
 import type { Condition, FailureRecord, JoinDurationsStatus, MachineJoinCheckStatus, ProgressingReason } from '../../api/v1alpha1/types.js';
 import { ANNOTATION_WITHDRAW_ALL, CONDITION_PAUSED, CONDITION_PROGRESSING, CONDITION_READY, RUNBOOK_URL, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
 import { formatDuration, iso, MINUTE, SECOND } from './time.js';
+import type { RefusedWrite } from './refusals.js';
 import type { MachineVerdict } from './types.js';
 
 /** Progressing=False reasons: something keeps JoinGuard from remediating. */
@@ -190,6 +191,8 @@ export interface ProgressingInput {
   graceMs: number;
   /** Suspicion message builder (guards own the words of the suspicion). */
   suspicion: (heldBack: string[]) => string;
+  /** Machines whose writes the apiserver refuses now: said after whatever else Progressing says. */
+  refused?: readonly RefusedWrite[];
 }
 
 function stopMessage(i: ProgressingInput, reason: StopReason, notes: string[], machines: string[]): string {
@@ -230,7 +233,18 @@ function stopMessage(i: ProgressingInput, reason: StopReason, notes: string[], m
   }
 }
 
+/** " Writes refused, retried with back-off: m (mark: 422 ...) since T; ..." — or nothing. */
+export function refusedNote(refused: readonly RefusedWrite[] | undefined): string {
+  if (refused === undefined || refused.length === 0) return '';
+  return ` Writes refused, each retried with back-off (other Machines are not held back): ${said(refused.map((r) => `${r.machine} (${r.write}: ${r.message}) since ${iso(r.since)}`))}.`;
+}
+
 export function progressing(i: ProgressingInput): ConditionInput {
+  const c = progressingOf(i);
+  return { ...c, message: c.message + refusedNote(i.refused) };
+}
+
+function progressingOf(i: ProgressingInput): ConditionInput {
   const stop = i.stops.first();
   if (stop !== undefined) return { type: CONDITION_PROGRESSING, status: 'False', reason: stop.reason, message: stopMessage(i, stop.reason, stop.notes, stop.machines) };
   const waits = i.stops.waits.length > 0 ? ` Waiting: ${said(i.stops.waits)}.` : '';

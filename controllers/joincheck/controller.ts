@@ -13,6 +13,7 @@ import { MACHINEJOINCHECK_CONTROLLER } from '../options.js';
 import { Caches } from './cache.js';
 import type { EventRecorder } from './events.js';
 import { execute } from './executor.js';
+import { Refusals } from './refusals.js';
 import type { JoinGuardMetrics } from './metrics.js';
 import type { CapiInfo, PlannedEvent, PreviousView } from './types.js';
 import { tlsAnswers, type WorkloadNodeReader } from './workload-access.js';
@@ -53,6 +54,8 @@ export class JoinCheckController {
   private readonly probes = new Map<string, { reachable: boolean; at: number }>();
   private readonly probing = new Set<string>();
   private readonly statusWrites = new Map<string, number>();
+  /** Per check: Machines whose writes are refused, with their back-off. */
+  private readonly refusals = new Map<string, Refusals>();
   private readonly loggedProblems = new Map<string, string>();
   readonly reconciled = new Set<string>();
   private fullAt?: number;
@@ -149,6 +152,8 @@ export class JoinCheckController {
       }
       const target = this.o.workloadNodes ? this.caches.anyUnjoined(key) : undefined;
       const workloadNodes = target ? await this.o.workloadNodes!.nodesFor(target.namespace, target.cluster) : undefined;
+      let refusals = this.refusals.get(key);
+      if (refusals === undefined) this.refusals.set(key, (refusals = new Refusals()));
       const r = await execute(
         {
           rest: this.o.rest,
@@ -157,6 +162,7 @@ export class JoinCheckController {
           emit: (e, check) => this.emit(e, check, log),
           writeMetric: (write, res) => this.o.metrics.write(write, res),
           remember: (kind, raw) => this.caches.remember(kind, raw),
+          refusals,
           ...(this.statusWrites.has(key) ? { lastStatusWrite: this.statusWrites.get(key)! } : {}),
           now: this.o.clock,
         },
@@ -168,6 +174,7 @@ export class JoinCheckController {
               ...(workloadNodes ? { workloadNodes } : {}),
               ...(this.o.connectionGraceMs !== undefined ? { connectionGraceMs: this.o.connectionGraceMs } : {}),
               ...(this.o.unansweredAfterMs !== undefined ? { unansweredAfterMs: this.o.unansweredAfterMs } : {}),
+              refusedWrites: refusals.list(),
               now: this.o.clock(),
             }),
         },
@@ -191,13 +198,15 @@ export class JoinCheckController {
       const delay = this.queue.retry(key);
       log.error('Reconciler error, retrying', { err: (e as Error).message, retryInMs: delay });
     } finally {
+      const refused = this.refusals.get(key);
+      if (refused !== undefined && this.caches.checks.store.get(key) !== undefined) this.o.metrics.refused(ref, refused.size);
       this.o.runtimeMetrics?.reconcileDone(CONTROLLER_NAME, result, Number(process.hrtime.bigint() - started) / 1e9);
     }
   }
 
   private forget(key: string, ref: { namespace: string; check: string; cluster: string }): void {
     this.queue.forget(key);
-    for (const m of [this.views, this.probes, this.statusWrites, this.loggedProblems]) m.delete(key);
+    for (const m of [this.views, this.probes, this.statusWrites, this.loggedProblems, this.refusals]) m.delete(key);
     this.reconciled.delete(key);
     this.o.metrics.forget(ref);
   }

@@ -3,7 +3,8 @@
 // meanwhile is left alone, cluster-api #12870). It writes the check's status first (write-ahead: every request is
 // recorded before it is made), then converges each Machine to its intent — writing only what is missing, guarded
 // by the resourceVersion the decision was made on — then the check's own metadata. 404 on delete is done; 409
-// re-reads and decides again; a lost leadership forbids every write (the REST client refuses them).
+// re-reads and decides again; any other refusal is that Machine's alone (refusals.ts); a lost leadership forbids
+// every write (the REST client refuses them) and ends the pass at once.
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'winston';
 import { markForRemediation, setJoinGuardCondition, statusPatch, withdrawConditions } from '../../api/capi/remediation-writes.js';
@@ -14,6 +15,7 @@ import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
 import { isConflict, isNotFound, pathOf, type Json, type Resource, type RestClient } from '../runtime/rest.js';
 import { causedMarks } from './marks.js';
 import { plan } from './planner.js';
+import { Refusals, type RefusedWrite } from './refusals.js';
 import type { MachineTarget, MarkIntent, Plan, PlannedEvent, Snapshot } from './types.js';
 
 /** Objects read live in this reconcile (null: read as gone). */
@@ -39,6 +41,8 @@ export interface ExecutorDeps {
   remember: (kind: 'check' | 'machine' | 'cluster', raw: Json) => void;
   /** When this process last wrote the check's status (epoch ms), for coalescing count-only changes. */
   lastStatusWrite?: number;
+  /** The check's Machines whose writes are refused, kept across reconciles (back-off); a fresh one when absent. */
+  refusals?: Refusals;
   now: () => number;
 }
 
@@ -84,9 +88,18 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
   ({ s, p } = written);
   if (written.outcome !== 'deferred') for (const e of p.events) deps.emit(e, s.check);
 
-  // Converge every Machine to its intent.
+  // Converge every Machine to its intent, each on its own, withdrawals first: a write refused for one Machine is
+  // reported and retried with back-off, and never holds back another (DESIGN: Withdrawal).
   let requeue = written.outcome === 'deferred' ? Math.max(0, (deps.lastStatusWrite ?? 0) + STATUS_COALESCE_MS - deps.now()) : undefined;
-  for (const intent of p.intents) {
+  const refusals = deps.refusals ?? new Refusals();
+  const ordered = [...p.intents.filter((i) => i.want === 'withdraw'), ...p.intents.filter((i) => i.want !== 'withdraw')];
+  for (const intent of ordered) {
+    const uid = intent.machine.uid;
+    if (!needsWrite(intent, factsOf(s, uid))) {
+      refusals.cleared(uid);
+      continue;
+    }
+    if (refusals.waiting(uid, deps.now())) continue;
     let current: MarkIntent | undefined = intent;
     let r: Converged = 'none';
     for (let attempt = 0; current !== undefined && attempt < ROUNDS; attempt++) {
@@ -94,16 +107,26 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
       if (r === 'ok') deps.emit(current.event, s.check);
       if (r !== 'conflict' && r !== 'unread') break;
       // Not read yet, or CAPI changed it since: read it and decide again against the written status.
-      live.machines.delete(current.machine.uid);
+      live.machines.delete(uid);
       await readLive(deps, machineRes, s, [current.machine], live);
       const again = src.build(live);
       if (again === undefined) break;
       s = again;
-      current = plan(s).intents.find((x) => x.machine.uid === intent.machine.uid);
+      current = plan(s).intents.find((x) => x.machine.uid === uid);
       if (current === undefined) deps.log.info('decided again on the changed Machine: nothing to write now', { Machine: ref(intent.machine) });
     }
+    if (typeof r === 'object') {
+      const f = refusals.refused(intent.machine, r.want, r.error, deps.now());
+      deps.log.warn('write refused: retried with back-off, other Machines go on', { Machine: ref(intent.machine), write: r.want, err: f.message, retryInMs: f.retryAt - deps.now() });
+      deps.emit(refusedEvent(intent, f), s.check);
+      continue;
+    }
+    refusals.cleared(uid);
     if (current !== undefined && (r === 'conflict' || r === 'unread')) requeue = Math.min(requeue ?? 1000, 1000);
   }
+  refusals.keepOnly(new Set(p.intents.map((i) => i.machine.uid)));
+  const retryAt = refusals.nextRetryAt();
+  if (retryAt !== undefined) requeue = Math.min(requeue ?? Infinity, Math.max(0, retryAt - deps.now()));
 
   await writeCheckMetadata(deps, s, p);
   return {
@@ -173,7 +196,9 @@ function decisive(status: MachineJoinCheckStatus | undefined): unknown {
   return { ...rest, conditions: (conditions ?? []).map((c) => [c.type, c.status, c.reason, c.observedGeneration]) };
 }
 
-type Converged = 'ok' | 'none' | 'gone' | 'conflict' | 'unread';
+/** A write the apiserver refused (any error but 404, 409 and a lost leadership): reported, retried with back-off. */
+type Refused = { want: MarkIntent['want']; error: Error };
+type Converged = 'ok' | 'none' | 'gone' | 'conflict' | 'unread' | Refused;
 
 async function writeStatus(
   deps: ExecutorDeps,
@@ -274,9 +299,18 @@ async function converge(deps: ExecutorDeps, res: Resource, i: MarkIntent, live: 
       deps.log.debug(`${i.want}: the Machine changed since the decision, deciding again`, log);
       return 'conflict';
     }
-    deps.writeMetric(i.want, (e as Error).name === 'WritesForbiddenError' ? 'forbidden' : 'error');
-    throw e;
+    if ((e as Error).name === 'WritesForbiddenError') {
+      deps.writeMetric(i.want, 'forbidden');
+      throw e; // leadership lost: nothing more is written, at once
+    }
+    deps.writeMetric(i.want, 'error');
+    return { want: i.want, error: e as Error };
   }
+}
+
+function refusedEvent(i: MarkIntent, f: RefusedWrite): PlannedEvent {
+  const what = i.want === 'withdraw' ? 'withdrawal of its mark' : i.want === 'delete' ? 'deletion' : 'mark';
+  return { on: 'Machine', machine: i.machine, reason: 'WriteRefused', warning: true, message: `Machine ${i.machine.name}: JoinGuard's ${what} was refused: ${f.message}. It is retried with back-off; other Machines are not held back.` };
 }
 
 /** The check's own metadata: resume acted on, the Cluster as owner, clusterctl move's block-move and memory. */

@@ -88,11 +88,19 @@ describe('JoinGuardMetrics', () => {
     const other = { ...ref, check: 'cp' };
     for (const r of [ref, other]) {
       m.observe(r, [{ uid: `${r.check}-a`, state: 'Stuck', deadline: 0 }], {}, { remediations: [rec(`${r.check}-a`, 'Marked')], conditions: [cond('Ready', 'True', 'AsExpected')] }, 1_000);
+      m.refused(r, 1);
     }
     m.forget({ namespace: 'ns1', check: 'workers' });
     const t = await text();
     expect(t).not.to.include('check="workers"');
     expect(t).to.include('check="cp"');
+  });
+
+  it('says how many Machines of a check have their writes refused now', async () => {
+    m.refused(ref, 2);
+    expect(await text()).to.include(`joinguard_write_refused_machines{${L}} 2`);
+    m.refused(ref, 0);
+    expect(await text()).to.include(`joinguard_write_refused_machines{${L}} 0`);
   });
 
   it('counts writes and watch restarts, unlabelled by check', async () => {

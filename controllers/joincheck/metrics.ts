@@ -46,6 +46,7 @@ export class JoinGuardMetrics {
   readonly condition: Gauge;
   readonly watchRestarts: Counter;
   readonly writes: Counter;
+  readonly refusedMachines: Gauge;
   private readonly checks = new Map<string, CheckMemory>();
 
   constructor(registry: Registry) {
@@ -73,6 +74,12 @@ export class JoinGuardMetrics {
     this.condition = new Gauge({ name: 'joinguard_check_condition', help: "The check's current conditions (1 for the current type, status and reason)", labelNames: [...CHECK_LABELS, 'type', 'status', 'reason'], registers });
     this.watchRestarts = new Counter({ name: 'joinguard_watch_restarts_total', help: 'List+watch restarts after errors or silence, by informer', labelNames: ['informer'], registers });
     this.writes = new Counter({ name: 'joinguard_api_writes_total', help: 'Writes made, by kind and result', labelNames: ['write', 'result'], registers });
+    this.refusedMachines = new Gauge({
+      name: 'joinguard_write_refused_machines',
+      help: "Machines of a check whose last write the apiserver refused (403, an admission webhook, any error but 404/409), retried with back-off",
+      labelNames: [...CHECK_LABELS],
+      registers,
+    });
   }
 
   /** Updates the check's series from one applied plan: `prev` the status read, `next` the status written. */
@@ -147,12 +154,19 @@ export class JoinGuardMetrics {
     for (const state of m.states) this.machines.remove({ ...labels, state });
     for (const l of m.conditions.values()) this.condition.remove({ ...labels, ...l });
     this.secondsPastDeadline.remove(labels);
+    this.refusedMachines.remove(labels);
     this.suspicions.remove(labels);
     this.joinDuration.remove(labels);
     for (const po of m.remediations) {
       const [path, outcome] = po.split('|') as [string, string];
       this.remediations.remove({ ...labels, path, outcome });
     }
+  }
+
+  /** How many of the check's Machines have their writes refused now. */
+  refused(ref: CheckRef, machines: number): void {
+    this.memory(ref);
+    this.refusedMachines.set({ namespace: ref.namespace, check: ref.check, cluster: ref.cluster }, machines);
   }
 
   write(kind: string, result: WriteResult): void {

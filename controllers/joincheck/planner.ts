@@ -318,6 +318,7 @@ export function plan(s: Snapshot): Plan {
     connection: conn.state,
     graceMs,
     suspicion: (held) => suspicionMessage(next, next.recentFailures ?? [], cluster, settings, held),
+    ...(s.refusedWrites !== undefined ? { refused: s.refusedWrites } : {}),
   });
   // The first held Machine by name: the caches list Machines in no set order (a count field must not flap with it).
   const firstHeld = verdictList.filter((v) => v.state === 'Held' || v.state === 'Unobservable').reduce<MachineVerdict | undefined>((a, v) => (a === undefined || v.machine < a.machine ? v : a), undefined);

@@ -10,6 +10,7 @@ import type {
   WorkloadNodeFacts,
 } from '../../api/capi/model.js';
 import type { FailureKind, MachineJoinCheck, MachineJoinCheckStatus, RemediationPath } from '../../api/v1alpha1/types.js';
+import type { RefusedWrite } from './refusals.js';
 
 export type { CheckSettings } from '../../api/v1alpha1/types.js';
 import type { CheckSettings } from '../../api/v1alpha1/types.js';
@@ -52,6 +53,8 @@ export interface Snapshot {
   connectionGraceMs?: number;
   /** A visible mark nobody acted on for this long is withdrawn as Unanswered (default 15m; the e2e shortens it). */
   unansweredAfterMs?: number;
+  /** Machines whose writes the apiserver refuses now (this process's memory, refusals.ts): reported in Progressing. */
+  refusedWrites?: readonly RefusedWrite[];
   previous?: PreviousView;
   /** Machines of the Cluster left out of `machines` (absent: every Machine is in `machines`). */
   settled?: SettledMachines;
@@ -59,7 +62,7 @@ export interface Snapshot {
 }
 
 /** What a snapshot carries beside the caches: the process's own memory of the check, and tunings. */
-export type SnapshotExtras = Pick<Snapshot, 'now'> & Partial<Pick<Snapshot, 'previous' | 'endpointProbe' | 'workloadNodes' | 'connectionGraceMs' | 'unansweredAfterMs'>>;
+export type SnapshotExtras = Pick<Snapshot, 'now'> & Partial<Pick<Snapshot, 'previous' | 'endpointProbe' | 'workloadNodes' | 'connectionGraceMs' | 'unansweredAfterMs' | 'refusedWrites'>>;
 
 /**
  * The Cluster's Machines that are settled (judge.ts `isSettled`: joined for good, nothing on them for JoinGuard): a
@@ -132,7 +135,7 @@ export type MarkIntent =
   | { want: 'delete'; machine: MachineTarget; kind: FailureKind; event: PlannedEvent }
   | { want: 'withdraw'; machine: MachineTarget; path: Exclude<RemediationPath, 'Report'>; event: PlannedEvent };
 
-export type MachineEventReason = 'JoinTimedOut' | 'ProvisionTimedOut' | 'RemediationRequested' | 'RemediationWithdrawn' | 'RemediationSkipped';
+export type MachineEventReason = 'JoinTimedOut' | 'ProvisionTimedOut' | 'RemediationRequested' | 'RemediationWithdrawn' | 'RemediationSkipped' | 'WriteRefused';
 export type CheckEventReason = 'SuspicionRaised' | 'SuspicionCleared' | 'RemediationRestricted' | 'Resumed';
 
 export type PlannedEvent =
