@@ -215,4 +215,23 @@ describe('executor (fake apiserver)', () => {
     await execute(deps(api), source(api));
     expect(count(api, `PATCH ${CHECK}`)).to.equal(1);
   });
+
+  it('a request whose Machine the caches do not have yet is read live before it is forgotten: it stays while the Machine exists', async () => {
+    // Found by the property test (two leaders overlapping): a deposed leader whose Machine cache lagged took the other
+    // leader's new request for a Machine it had not seen created for a request of a Machine gone, and erased it
+    // from status while the other leader deleted the Machine.
+    const api = new FakeApi();
+    const uid: string = api.machine.metadata.uid;
+    const request = { machine: api.machine.metadata.name, uid, owner: { kind: 'MachineSet', name: 'md-0-abc' }, path: 'OwnerRemediated', kind: 'JoinTimeout', time: new Date(NOW - 60_000).toISOString().replace('.000Z', 'Z'), state: 'Open' };
+    api.check = { ...api.check, status: { requests: [request] } };
+    const lagging: SnapshotSource = {
+      build: (live) => {
+        const s = source(api).build(live)!;
+        return { ...s, machines: live.machines.get(uid) ? [readMachine(live.machines.get(uid), 'v1beta2')] : [] };
+      },
+    };
+    await execute(deps(api), lagging);
+    expect(api.calls).to.include(`GET ${MACHINE}`);
+    expect((api.check.status?.requests ?? []).map((r: Json) => [r.uid, r.state])).to.deep.equal([[uid, 'Open']]);
+  });
 });

@@ -239,6 +239,13 @@ async function writeStatus(
       if (again === undefined) return { outcome: 'gone', s, p };
       s = again;
       p = plan(s);
+      // What the new plan decides without a write (a request forgotten, withdrawn, unanswered) is read live first.
+      const unread = p.confirm.filter((t) => !live.machines.has(t.uid));
+      if (unread.length > 0) {
+        await readLive(deps, resource(capiResource('Machine', deps.apiVersion)), s, unread, live);
+        s = src.build(live) ?? s;
+        p = plan(s);
+      }
     }
   }
   return { outcome: 'conflict', s, p };

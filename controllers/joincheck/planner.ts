@@ -181,6 +181,12 @@ export function plan(s: Snapshot): Plan {
   // Request changes decided here (withdrawn, unanswered) are confirmed live like failures counted below.
   const prevState = new Map((prev.requests ?? []).map((r) => [r.uid, r.state]));
   const confirm: MachineTarget[] = (next.requests ?? []).filter((r) => prevState.get(r.uid) !== r.state && byUid.has(r.uid)).map((r) => target(byUid.get(r.uid)!));
+  // A request forgotten because its Machine is not in the caches is confirmed gone by a live read first: a cache that
+  // lags (a Machine created after its last event) must not erase a request another process recorded.
+  const kept = new Set((next.requests ?? []).map((r) => r.uid));
+  for (const r of prev.requests ?? []) {
+    if (r.state === 'Open' && !kept.has(r.uid) && !anyMachine.has(r.uid)) confirm.push({ name: r.machine, namespace: meta.namespace, uid: r.uid, resourceVersion: '' });
+  }
   let history = next.remediations ?? [];
   let ownerWindows = windows;
   let canaryTaken = false;
