@@ -67,6 +67,15 @@ export const MUTANTS: Mutant[] = [
     expect: '[withdrawn-only-when]',
   },
   {
+    name: 'abort-on-refusal',
+    what: 'one refused write (403/422, any error but 404/409) aborts the pass: every Machine after it in the pass waits',
+    file: 'controllers/joincheck/executor.ts',
+    find: '      deps.emit(refusedEvent(intent, f), s.check);\n      continue;',
+    replace: '      deps.emit(refusedEvent(intent, f), s.check);\n      throw r.error;',
+    spec: PROPERTY,
+    expect: '[clean-within-N]',
+  },
+  {
     name: 'no-write-gate',
     what: 'the write gate is removed from the REST client: a leader that lost its Lease still writes',
     file: 'controllers/runtime/rest.ts',

@@ -5,6 +5,7 @@ import fc from 'fast-check';
 import type { RemediationStrategy } from '../../../api/v1alpha1/types.js';
 import { silentLogger } from '../../runtime/logger.js';
 import { execute, type Live } from '../executor.js';
+import { Refusals } from '../refusals.js';
 import { HOUR, MINUTE, SECOND } from '../time.js';
 import type { Plan, Snapshot } from '../types.js';
 import type { Json } from '../../runtime/rest.js';
@@ -123,6 +124,10 @@ export const stepArb: fc.Arbitrary<Step> = fc.oneof(
 /** One JoinGuard process: its caches, in-process view and endpoint probe, gone with a crash or a restart. */
 export class Controller {
   readonly cache: Cache;
+  /** Machines whose writes were refused, retried with back-off (the process's memory, gone with it). */
+  private readonly refusals = new Refusals();
+  private static serial = 0;
+  readonly name = `joinguard-${++Controller.serial}`;
   constructor(
     private readonly w: World,
     private readonly onSnapshot?: (cache: Cache, live: Live, s: Snapshot | undefined) => void,
@@ -134,13 +139,14 @@ export class Controller {
   async reconcile(): Promise<Plan | undefined> {
     const r = await execute(
       {
-        rest: this.w.rest(),
+        rest: this.w.rest(this.name),
         apiVersion: this.w.v,
         log: silentLogger(),
         emit: () => undefined,
         writeMetric: () => undefined,
         remember: (kind, raw) => this.cache.remember(kind, raw),
         ...(this.cache.lastStatusWrite !== undefined ? { lastStatusWrite: this.cache.lastStatusWrite } : {}),
+        refusals: this.refusals,
         now: () => this.w.t,
       },
       {

@@ -66,6 +66,8 @@ export class World {
   readonly annotatedByJoinGuard = new Set<string>();
   /** When each Machine's refusal was lifted (uid): its writes may wait out the product's back-off after that. */
   private readonly refusalLifted = new Map<string, number>();
+  /** When a JoinGuard write to each Machine (uid) last failed (500, lost answer, refused). */
+  private readonly writeFailed = new Map<string, number>();
   writes = 0;
   private rv = 100;
   private serial = 0;
@@ -278,12 +280,15 @@ export class World {
     this.refused.clear();
   }
 
-  /** Its writes are refused, or were until less than a back-off ago (the oracle's liveness clock waits for it). */
+  /**
+   * Its writes are refused, or one failed less than a back-off ago (JoinGuard retries a Machine whose write failed
+   * with back-off, up to 5 minutes): the oracle's liveness clock does not run for it then.
+   */
   refusedForLiveness(uid: string): boolean {
     const tr = this.truths.get(uid);
     if (tr !== undefined && this.refused.has(tr.name)) return true;
-    const lifted = this.refusalLifted.get(uid);
-    return lifted !== undefined && this.t < lifted + REFUSAL_BACKOFF_MS;
+    const last = Math.max(this.refusalLifted.get(uid) ?? -Infinity, this.writeFailed.get(uid) ?? -Infinity);
+    return this.t < last + REFUSAL_BACKOFF_MS;
   }
 
   // ---- the apiserver, as JoinGuard's RestClient sees it ----
@@ -303,10 +308,11 @@ export class World {
   private write<T>(method: string, path: string, rv: string | undefined, apply: () => T): T {
     this.writes++;
     const f = this.faults.shift() ?? 'ok';
+    const target = this.machinePath(path);
+    if (target?.m !== undefined && (f === 'fail' || f === 'lost' || this.refused.has(target.m.metadata.name))) this.writeFailed.set(target.m.metadata.uid, this.t);
     if (f === 'fail') throw new ApiError(500, method, path, 'etcdserver: request timed out');
     if (f === 'conflict') throw new ApiError(409, method, path, 'the object has been modified');
     if (f === 'crash') throw new Crash(`crash before ${method} ${path}`);
-    const target = this.machinePath(path);
     const refusal = target?.m !== undefined ? this.refused.get(target.m.metadata.name) : undefined;
     if (refusal !== undefined) {
       count('writes refused (403/422)');
@@ -354,8 +360,10 @@ export class World {
     });
   }
 
-  rest(): RestClient {
+  rest(who = 'joinguard'): RestClient {
+    const trace = (what: string) => process.env['PROPERTY_DEBUG'] === '2' && console.log(`    ${who}: ${what}`);
     const get = async (path: string): Promise<Json> => {
+      trace(`GET ${path.split('/').slice(-2).join('/')}`);
       if (path === this.clusterPath()) return structuredClone(this.cluster);
       if (path === CHECK_PATH && this.check !== undefined) return structuredClone(this.check);
       const m = this.machinePath(path)?.m;
@@ -365,6 +373,7 @@ export class World {
       return answer;
     };
     const patch = (method: string, path: string, body: any, json: boolean): Json => {
+      trace(`${method} ${path.split('/').slice(-2).join('/')} ${JSON.stringify(body).slice(0, 160)}`);
       if (path === CHECK_PATH || path === `${CHECK_PATH}/status`) {
         const rv = json ? undefined : body?.metadata?.resourceVersion;
         return this.checkWrite(method, path, rv, (c) => (json ? jsonPatch(c, body) : (mergePatch(c, path.endsWith('/status') ? { status: body.status } : { metadata: body.metadata }) as Json)));
@@ -383,11 +392,12 @@ export class World {
       mergePatch: async (path: string, body: Json) => patch('PATCH', path, body, false),
       jsonPatch: async (path: string, ops: Json[]) => patch('PATCH', path, ops, true),
       put: async (path: string, body: Json) => {
+        trace(`PUT ${path.split('/').slice(-2).join('/')} rv ${body.metadata?.resourceVersion} requests ${JSON.stringify((body.status?.requests ?? []).map((r: Json) => [r.machine, r.state]))}`);
         if (path !== CHECK_PATH && path !== `${CHECK_PATH}/status`) throw new ApiError(405, 'PUT', path, 'the world takes PUTs of the check only');
         return this.checkWrite('PUT', path, body.metadata?.resourceVersion, (c) => (path.endsWith('/status') ? { ...c, status: structuredClone(body.status) } : { ...c, metadata: { ...structuredClone(body.metadata) } }));
       },
       deleteWithPreconditions: async (path: string, uid: string, rv: string) =>
-        this.machineWrite('DELETE', path, rv, (m) => {
+        trace(`DELETE ${path.split('/').slice(-1)} rv ${rv}`) || this.machineWrite('DELETE', path, rv, (m) => {
           if (m.metadata.uid !== uid) throw new ApiError(409, 'DELETE', path, 'precondition failed: uid');
           m.metadata.deletionTimestamp = iso(this.t);
         }, 'delete'),
