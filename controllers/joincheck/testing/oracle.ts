@@ -39,8 +39,10 @@ export interface MachineTruth {
   /** Created by KCP as the init Machine (its KubeadmConfig has no joinConfiguration). */
   init: boolean;
   created: number;
-  /** Infrastructure and bootstrap data ready (the earliest time CAPI said so). */
+  /** Infrastructure and bootstrap data ready (the earliest time CAPI said so: the join clock's start). */
   readyAt?: number;
+  /** When the apiserver first showed it ready (a provision timeout is judged by what could be seen). */
+  readySeenAt?: number;
 }
 
 export interface ClusterTruth {
@@ -228,7 +230,7 @@ export class Oracle {
     const out: number[] = [];
     if (this.rules.provisionTimeoutMs !== undefined) {
       const d = Math.max(tr.created, gate ?? tr.created) + this.rules.provisionTimeoutMs;
-      if (tr.readyAt === undefined || tr.readyAt > d) out.push(d);
+      if (tr.readySeenAt === undefined || tr.readySeenAt > d) out.push(d);
     }
     if (tr.readyAt !== undefined) out.push(Math.max(tr.created, tr.readyAt, gate ?? tr.created) + this.rules.joinTimeoutMs);
     return out.length === 0 ? undefined : Math.min(...out);

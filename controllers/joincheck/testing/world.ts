@@ -203,6 +203,7 @@ export class World {
     const at = this.t - lag; // CAPI's controllers saw it `lag` ago (negative: a clock ahead of ours)
     this.change(m, 'fleet', () => provisionMachine(m, this.release, at));
     tr.readyAt = Math.min(this.whole(at), this.whole(this.t));
+    tr.readySeenAt = this.t;
     count(lag < 0 ? 'provisioned (clock ahead)' : 'provisioned');
   }
 
