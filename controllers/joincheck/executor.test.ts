@@ -9,7 +9,7 @@ import { parseSettings } from '../../api/v1alpha1/settings.js';
 import type { MachineJoinCheck } from '../../api/v1alpha1/types.js';
 import { silentLogger } from '../runtime/logger.js';
 import { ApiError, type Json, type RestClient } from '../runtime/rest.js';
-import { execute, type ExecutorDeps, type Live, type SnapshotSource } from './executor.js';
+import { execute, needsWrite, type ExecutorDeps, type Live, type SnapshotSource } from './executor.js';
 import type { PlannedEvent, Snapshot } from './types.js';
 
 const MACHINE = '/apis/cluster.x-k8s.io/v1beta2/namespaces/default/machines/md-0-abc-xyz';
@@ -233,5 +233,15 @@ describe('executor (fake apiserver)', () => {
     await execute(deps(api), lagging);
     expect(api.calls).to.include(`GET ${MACHINE}`);
     expect((api.check.status?.requests ?? []).map((r: Json) => [r.uid, r.state])).to.deep.equal([[uid, 'Open']]);
+  });
+
+  it('a Delete is not written over someone else\'s mark: a MachineHealthCheck that marked the Machine has its owner replace it', () => {
+    // Found by the property test's oracle: a Delete asked before the MachineHealthCheck's nodeStartupTimeout marked
+    // the Machine was written after it, acting a second time on a Machine already asked to be remediated.
+    const m = readMachine(machineV1beta2(), 'v1beta2');
+    const intent = { want: 'delete' as const, machine: { name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion }, kind: 'JoinTimeout' as const, event: { on: 'Check' as const, reason: 'Resumed' as const, message: '', warning: false } };
+    expect(needsWrite(intent, m)).to.equal(true);
+    expect(needsWrite(intent, { ...m, healthCheckSucceeded: { status: 'False', reason: 'NodeStartupTimeout' } })).to.equal(false);
+    expect(needsWrite(intent, { ...m, remediateAnnotation: true })).to.equal(false);
   });
 });

@@ -154,7 +154,8 @@ export function needsWrite(i: MarkIntent, m: MachineFacts | undefined): boolean 
   if (m === undefined || m.deletingSince !== undefined) return false;
   switch (i.want) {
     case 'delete':
-      return true;
+      // Not over someone else's mark (JoinGuard's Delete path writes none): its owner replaces it already.
+      return m.healthCheckSucceeded?.status !== 'False' && !m.remediateAnnotation;
     case 'withdraw': {
       const c = causedMarks(m, i.path);
       return c.healthCheck || c.annotation || c.condition;
