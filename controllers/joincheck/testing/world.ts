@@ -137,7 +137,7 @@ export class World {
     if (c === undefined || c.metadata.deletionTimestamp === undefined || (c.metadata.finalizers ?? []).length > 0) return;
     this.check = undefined;
     count('checks gone');
-    this.oracle.checkGone(c.metadata.uid, this.t);
+    this.oracle.checkGone(c.metadata.uid, this.t, (uid) => this.refusedForLiveness(uid));
   }
 
   annotateCheck(key: string, value: string | undefined): void {
