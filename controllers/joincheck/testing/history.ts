@@ -211,8 +211,10 @@ export function worldSetup(s: Setup): WorldSetup {
 export function startWorld(t0: number, s: Setup): World {
   const w = new World(t0, worldSetup(s));
   if (s.initialized) {
+    // Three replicas: two joined and KCP's third on its way (a scale-up or a rollout); one replica: joined.
     for (let i = 0; i < s.kcpReplicas; i++) {
       const cp = w.create('kcp', { controlPlane: true });
+      if (i === 2) continue;
       w.provision(cp, 0);
       w.join(cp);
     }
