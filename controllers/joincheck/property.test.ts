@@ -163,8 +163,11 @@ function checkStatus(w: World, before: Record<string, any>, where: string): void
   expect(new Set(requests.map((r) => r.uid)).size, `uids unique in status.requests ${where}`).to.equal(requests.length);
   const known = new Set((before.requests ?? []).map((r: any) => r.uid));
   const s = before.suspicion;
+  // The same suspicion before and after the step (a join clears one; a new one, even raised in the same second, starts
+  // with a rebuild): the same time and the same first failing Machine.
+  const same = s !== undefined && s.since === status.suspicion?.since && s.machines?.[0] === status.suspicion?.machines?.[0];
   for (const r of requests) {
-    if (r.state !== 'Open' || known.has(r.uid) || s === undefined || s.since !== status.suspicion?.since || r.kind !== 'JoinTimeout') continue;
+    if (r.state !== 'Open' || known.has(r.uid) || !same || r.kind !== 'JoinTimeout') continue;
     expect(r.canary, `only canaries while suspected ${where}`).to.equal(true);
     expect(ms(r.time)!, `canary cadence ${where}`).to.be.at.least(Math.min(ms(s.nextCanaryTime)!, ms(s.since)! + 20 * MINUTE));
   }
@@ -206,6 +209,7 @@ async function checkConverged(w: World): Promise<void> {
     const marks = w.oracle.marksOf(m.metadata.uid);
     if (marks !== undefined) w.oracle.violations.push(`[converged] ${m.metadata.name} still carries JoinGuard's mark (${marks}) once converged${all ? ' under withdraw-all' : ''}`);
   }
+  w.oracle.checkMarkers(w.t, w.live());
   judged(w, 'converged at the end of the history');
 }
 
@@ -215,6 +219,7 @@ function debug(w: World, step: Step): void {
     new Date(w.t).toISOString(),
     JSON.stringify({
       check: w.check?.metadata.uid,
+      sus: w.check?.status?.suspicion, cjf: w.check?.status?.consecutiveJoinFailures, obs: w.check?.status?.observations?.map((o: any) => o.machine),
       req: w.check?.status?.requests?.map((r: any) => [r.machine, r.state, r.path, r.time]),
       machines: w.live().map((m) => [m.metadata.name, !!m.status.nodeRef, m.metadata.deletionTimestamp !== undefined, w.oracle.marksOf(m.metadata.uid) ?? '']),
     }),

@@ -91,7 +91,8 @@ interface Track {
   check?: string;
   visibleAt?: number;
   answeredAt?: number;
-  withdrawn: boolean;
+  /** The check incarnations that withdrew their mark from it (a new check starts with no memory). */
+  withdrawnBy: Set<string>;
   recorded?: { t: number; epoch: number };
   cleanPasses: number;
 }
@@ -118,7 +119,7 @@ export class Oracle {
 
   private track(uid: string): Track {
     let k = this.tracks.get(uid);
-    if (k === undefined) this.tracks.set(uid, (k = { owner: this.truth.machine(uid).owner, hc: false, annotation: false, condition: false, deletedForJoinGuard: false, deleting: false, withdrawn: false, cleanPasses: 0 }));
+    if (k === undefined) this.tracks.set(uid, (k = { owner: this.truth.machine(uid).owner, hc: false, annotation: false, condition: false, deletedForJoinGuard: false, deleting: false, withdrawnBy: new Set(), cleanPasses: 0 }));
     return k;
   }
 
@@ -205,7 +206,7 @@ export class Oracle {
     const hc = this.hcFalse(m);
     if (hc !== undefined && !k.hc) this.fail('mark-allowed', w.t, `${what} over someone else's mark (HealthCheckSucceeded=False/${hc.reason})`);
     if (deleting && tr.controlPlane) this.fail('first-control-plane', w.t, `${what}: a control-plane Machine is never deleted, only its provider replaces it`);
-    if (k.withdrawn) this.fail('asked-twice', w.t, `${what} again after JoinGuard had withdrawn its mark`);
+    if (k.withdrawnBy.has(w.check?.uid ?? '')) this.fail('asked-twice', w.t, `${what} again after the same check had withdrawn its mark`);
     // [not-before-deadline] from the world's times, by DESIGN's clocks.
     const failedAt = this.failedAt(tr);
     if (failedAt === undefined || w.t < failedAt) {
@@ -254,7 +255,7 @@ export class Oracle {
   private judgeWithdrawal(w: MachineWrite, k: Track): void {
     const m = w.before;
     this.counts.withdrawals++;
-    k.withdrawn = true;
+    if (w.check !== undefined) k.withdrawnBy.add(w.check.uid);
     if (m.status?.nodeRef?.name) return;
     if (SKIPS.some((s) => s in (m.metadata.annotations ?? {}))) return;
     const c = w.check;
@@ -342,6 +343,19 @@ export class Oracle {
         this.fail('clean-within-N', t, `${this.truth.machine(uid).name} joined and still carries JoinGuard's mark (${this.describe(k)}) after ${k.cleanPasses} clean passes that saw the join`);
         k.cleanPasses = -1_000_000; // once per Machine
       }
+    }
+  }
+
+  /**
+   * [requested-by] once converged, every Machine carrying JoinGuard's mark says which check asked
+   * (`joinguard.io/requested-by: <check uid>`): a mark is recognised from the Machine alone.
+   */
+  checkMarkers(t: number, live: readonly Json[]): void {
+    for (const m of live) {
+      const k = this.tracks.get(m.metadata.uid);
+      if (k === undefined || !this.marked(k) || k.deleting || k.check === undefined) continue;
+      const said = m.metadata.annotations?.['joinguard.io/requested-by'];
+      if (said !== k.check) this.fail('requested-by', t, `${m.metadata.name} carries JoinGuard's mark (${this.describe(k)}) with joinguard.io/requested-by ${said === undefined ? 'absent' : `"${said}"`}, not the uid of the check that asked (${k.check})`);
     }
   }
 
