@@ -226,6 +226,13 @@ describe('api/capi readMachine', () => {
     expect(readMachine(o, 'v1beta1').ownerRemediated).to.include({ status: 'False', reason: 'WaitingForRemediation' });
   });
 
+  it('reads joinguard.io/requested-by: the uid of the check whose mark the Machine carries', () => {
+    const o = machineV1beta2();
+    expect(readMachine(o, 'v1beta2').requestedBy).to.equal(undefined);
+    o['metadata'].annotations['joinguard.io/requested-by'] = 'uid-check-1';
+    expect(readMachine(o, 'v1beta2').requestedBy).to.equal('uid-check-1');
+  });
+
   it('a KubeadmControlPlane Machine is a control-plane Machine with a control-plane owner', () => {
     const m = readMachine(cpMachineV1beta2(), 'v1beta2');
     expect(m.controlPlane).to.equal(true);

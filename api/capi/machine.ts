@@ -2,6 +2,7 @@
 // version (fields.ts). Field names are those of the Go types in sigs.k8s.io/cluster-api/api core/v1beta2
 // and core/v1beta1 (machine_types.go).
 import {
+  ANNOTATION_REQUESTED_BY,
   ANNOTATION_SKIP,
   CAPI_ANNOTATION_PAUSED,
   CAPI_ANNOTATION_REMEDIATE_MACHINE,
@@ -63,6 +64,8 @@ export function readMachine(obj: unknown, v: CapiApiVersion): MachineFacts {
   if (or) facts.ownerRemediated = or;
   const jg = toCond(conds.get(CONDITION_JOINGUARD_JOINED));
   if (jg) facts.joinGuardJoined = jg;
+  const requestedBy = meta.annotations[ANNOTATION_REQUESTED_BY];
+  if (requestedBy) facts.requestedBy = requestedBy;
   const skip = skipReason(meta.annotations);
   if (skip) facts.skipReason = skip;
   const remediationFor = meta.annotations[KCP_ANNOTATION_REMEDIATION_FOR];

@@ -80,6 +80,8 @@ export interface MachineFacts {
   joinGuardJoined?: Cond;
   /** `cluster.x-k8s.io/remediate-machine` annotation present. */
   remediateAnnotation: boolean;
+  /** `joinguard.io/requested-by`: the uid of the check whose mark this Machine carries. */
+  requestedBy?: string;
   /** `joinguard.io/skip`, `cluster.x-k8s.io/skip-remediation`, `cluster.x-k8s.io/paused`. */
   skipReason?: 'joinguard.io/skip' | 'cluster.x-k8s.io/skip-remediation' | 'cluster.x-k8s.io/paused';
   /** `machine.cluster.x-k8s.io/...` pool membership: label `cluster.x-k8s.io/pool-name` or a MachinePool owner. */

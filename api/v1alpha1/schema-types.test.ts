@@ -28,6 +28,7 @@ export const full: DeepRequired<MachineJoinCheck> = {
     labels: { a: 'b' },
     annotations: { a: 'b' },
     deletionTimestamp: t,
+    finalizers: ['joinguard.io/withdraw-marks'],
     ownerReferences: [{ apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', name: 'c1', uid: 'u-c1', controller: false, blockOwnerDeletion: false }],
   },
   spec: {

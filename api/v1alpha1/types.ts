@@ -14,6 +14,10 @@ export const ANNOTATION_SKIP = 'joinguard.io/skip';
 export const ANNOTATION_RESUME = 'joinguard.io/resume';
 /** On a check: ask nothing, withdraw every mark JoinGuard made (before an uninstall). */
 export const ANNOTATION_WITHDRAW_ALL = 'joinguard.io/withdraw-all';
+/** On a Machine, beside every mark JoinGuard writes: the uid of the check that asked (a mark recognised from the Machine alone). */
+export const ANNOTATION_REQUESTED_BY = 'joinguard.io/requested-by';
+/** On every check: its marks are withdrawn before it goes. */
+export const FINALIZER = 'joinguard.io/withdraw-marks';
 export const CAPI_ANNOTATION_SKIP_REMEDIATION = 'cluster.x-k8s.io/skip-remediation';
 export const CAPI_ANNOTATION_PAUSED = 'cluster.x-k8s.io/paused';
 export const CAPI_ANNOTATION_REMEDIATE_MACHINE = 'cluster.x-k8s.io/remediate-machine';
@@ -257,6 +261,7 @@ export interface ObjectMeta {
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
   deletionTimestamp?: string;
+  finalizers?: string[];
   ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string; controller?: boolean; blockOwnerDeletion?: boolean }[];
 }
 

@@ -334,9 +334,20 @@ export class Caches {
       mhcs,
       capi,
       settled: this.machineIndex.settled(key, ck, included),
+      checkUids: this.checkUids(ns, raw.metadata.uid),
       // What the process knows beside the caches (the previous view, a probe, refused writes, tunings).
       ...(Object.fromEntries(Object.entries(extra).filter(([, x]) => x !== undefined)) as SnapshotExtras),
     };
+  }
+
+  /** The uids of the namespace's checks (deleting ones too): a mark naming none of them is a deleted check's. */
+  private checkUids(ns: string, own: unknown): Set<string> {
+    const uids = new Set<string>(typeof own === 'string' ? [own] : []);
+    for (const k of this.checks.store.keys()) {
+      const uid = k.startsWith(`${ns}/`) ? this.checks.store.get(k)?.raw?.metadata?.uid : undefined;
+      if (typeof uid === 'string') uids.add(uid);
+    }
+    return uids;
   }
 
   /** Some Machine of the check's Cluster has no nodeRef (the workload Nodes are read only then). */

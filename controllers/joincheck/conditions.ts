@@ -262,14 +262,16 @@ function progressingOf(i: ProgressingInput): ConditionInput {
   };
 }
 
-export function pausedCondition(o: { specPaused: boolean; cluster: ClusterFacts; pausedMhcs: string[]; verdicts: readonly MachineVerdict[]; withdrawing?: { left: string[]; deleting: string[] } }): ConditionInput {
+export function pausedCondition(o: { specPaused: boolean; cluster: ClusterFacts; pausedMhcs: string[]; verdicts: readonly MachineVerdict[]; withdrawing?: { left: string[]; deleting: string[]; note?: string } }): ConditionInput {
   const t = CONDITION_PAUSED;
   if (o.withdrawing !== undefined) {
     // What an uninstall waits for: MarksWithdrawn says no Machine carries a mark JoinGuard made.
     const w = o.withdrawing;
     const deleting = w.deleting.length > 0 ? ` Already being deleted at JoinGuard's request: ${listNames(w.deleting)}.` : '';
-    if (w.left.length > 0) return { type: t, status: 'True', reason: 'WithdrawingMarks', message: `${ANNOTATION_WITHDRAW_ALL}: JoinGuard asks nothing and withdraws its marks; still carrying one: ${listNames(w.left)}.${deleting}` };
-    return { type: t, status: 'True', reason: 'MarksWithdrawn', message: `${ANNOTATION_WITHDRAW_ALL}: JoinGuard asks nothing, and no Machine carries a mark it made.${deleting}` };
+    // The check being deleted (its finalizer) says so; else withdraw-all.
+    const why = w.note ?? `${ANNOTATION_WITHDRAW_ALL}: JoinGuard asks nothing and withdraws its marks`;
+    if (w.left.length > 0) return { type: t, status: 'True', reason: 'WithdrawingMarks', message: `${why}; still carrying one: ${listNames(w.left)}.${deleting}` };
+    return { type: t, status: 'True', reason: 'MarksWithdrawn', message: `${w.note ?? `${ANNOTATION_WITHDRAW_ALL}: JoinGuard asks nothing`}; no Machine carries a mark it made.${deleting}` };
   }
   if (o.specPaused) return { type: t, status: 'True', reason: 'SpecPaused', message: 'spec.paused is true: JoinGuard changes nothing and only reports (it still withdraws its own marks from Machines that joined).' };
   if (o.cluster.paused) return { type: t, status: 'True', reason: 'ClusterPaused', message: `the Cluster ${o.cluster.name} is paused: its Machines are left alone.` };

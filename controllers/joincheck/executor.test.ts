@@ -66,7 +66,7 @@ class FakeApi {
           const meta = this.check.metadata;
           const annotations = { ...(meta.annotations ?? {}), ...(body.metadata.annotations ?? {}) };
           for (const [k, v] of Object.entries(annotations)) if (v === null) delete annotations[k];
-          this.check = { ...this.check, metadata: { ...meta, annotations, ...(body.metadata.ownerReferences ? { ownerReferences: body.metadata.ownerReferences } : {}), resourceVersion: String(Number(meta.resourceVersion) + 1) } };
+          this.check = { ...this.check, metadata: { ...meta, annotations, ...(body.metadata.ownerReferences ? { ownerReferences: body.metadata.ownerReferences } : {}), ...(body.metadata.finalizers ? { finalizers: body.metadata.finalizers } : {}), resourceVersion: String(Number(meta.resourceVersion) + 1) } };
           return structuredClone(this.check);
         }
         const what = this.onMachineWrite(++this.machineWrites, this);
@@ -77,6 +77,11 @@ class FakeApi {
           throw new ApiError(409, 'PATCH', path, 'the object has been modified');
         }
         if (path === `${MACHINE}/status`) this.machine = { ...this.machine, status: { ...this.machine.status, conditions: body.status.conditions } };
+        if (path === MACHINE) {
+          const annotations = { ...(this.machine.metadata.annotations ?? {}), ...(body.metadata.annotations ?? {}) };
+          for (const [k, v] of Object.entries(annotations)) if (v === null) delete annotations[k];
+          this.machine.metadata.annotations = annotations;
+        }
         this.machine.metadata.resourceVersion = String(Number(this.machine.metadata.resourceVersion) + 1);
         return structuredClone(this.machine);
       },
@@ -127,12 +132,15 @@ describe('executor (fake apiserver)', () => {
     expect(healthCheck(api.machine)).to.include({ status: 'False', reason: 'JoinTimeout' });
     expect(d.events.map((e) => e.reason)).to.deep.equal(['RemediationRequested']);
     expect(r.requeueAfterMs).to.equal(undefined);
-    // A mark costs: 2 live reads, the status write, the mark, the check's own metadata (owner, block-move) once.
-    expect(api.calls.filter((c) => !c.startsWith(`PATCH ${CHECK}`))).to.have.length(4);
+    // A mark costs: 2 live reads, the status write, the marker (joinguard.io/requested-by), the mark; then the check's
+    // own metadata (owner, block-move, finalizer) once.
+    expect(api.calls.filter((c) => !c.startsWith(`PATCH ${CHECK}`))).to.have.length(5);
+    expect(api.machine.metadata.annotations['joinguard.io/requested-by']).to.equal('uid-check');
+    expect(i(`PATCH ${MACHINE}`)).to.be.lessThan(i(`PATCH ${MACHINE}/status`));
   });
 
   it('on a 409 from the Machine write, re-reads the Machine, decides again and marks it at once; the request is recorded once', async () => {
-    const api = new FakeApi((n) => (n === 1 ? 'conflict' : 'ok'));
+    const api = new FakeApi((n) => (n === 2 ? 'conflict' : 'ok')); // the marker goes through, the mark meets a 409
     const r = await execute(deps(api), source(api));
     expect(count(api, `PATCH ${MACHINE}/status`)).to.equal(2);
     expect(healthCheck(api.machine)).to.include({ status: 'False', reason: 'JoinTimeout' });
@@ -147,7 +155,7 @@ describe('executor (fake apiserver)', () => {
     });
     const d = deps(api);
     await execute(d, source(api));
-    expect(count(api, `PATCH ${MACHINE}/status`)).to.equal(1);
+    expect(count(api, `PATCH ${MACHINE}/status`) + count(api, `PATCH ${MACHINE}`)).to.equal(1);
     expect(healthCheck(api.machine)).to.equal(undefined);
     expect(d.events.map((e) => e.reason)).to.deep.equal([]);
   });
@@ -155,7 +163,7 @@ describe('executor (fake apiserver)', () => {
   it('gives up after a bounded number of conflicts and asks to be run again soon', async () => {
     const api = new FakeApi(() => 'conflict');
     const r = await execute(deps(api), source(api));
-    expect(count(api, `PATCH ${MACHINE}/status`)).to.equal(3);
+    expect(count(api, `PATCH ${MACHINE}/status`) + count(api, `PATCH ${MACHINE}`)).to.equal(3);
     expect(r.requeueAfterMs).to.equal(1000);
   });
 
@@ -182,6 +190,21 @@ describe('executor (fake apiserver)', () => {
     const before = failing.calls.length;
     await execute(deps(failing), source(failing));
     expect(failing.calls.slice(before).filter((c) => !c.startsWith('GET') && c !== `PUT ${CHECK}/status`)).to.deep.equal([]);
+  });
+
+  it('a deleted check: its mark withdrawn, then its marker; once none is left its finalizer goes, other finalizers kept', async () => {
+    const api = new FakeApi();
+    await execute(deps(api), source(api)); // marked, with the marker, and the finalizer added
+    expect(api.check.metadata.finalizers).to.deep.equal(['joinguard.io/withdraw-marks']);
+    api.check.metadata = { ...api.check.metadata, finalizers: ['example.com/keep', 'joinguard.io/withdraw-marks'], deletionTimestamp: new Date(NOW).toISOString() };
+    const d = deps(api);
+    await execute(d, source(api));
+    expect(healthCheck(api.machine)).to.include({ status: 'True' });
+    expect(api.machine.metadata.annotations['joinguard.io/requested-by']).to.equal(undefined);
+    expect(d.events.map((e) => e.reason)).to.deep.equal(['RemediationWithdrawn']);
+    expect(api.check.metadata.finalizers, 'not in the pass that withdrew').to.include('joinguard.io/withdraw-marks');
+    await execute(deps(api), source(api));
+    expect(api.check.metadata.finalizers).to.deep.equal(['example.com/keep']);
   });
 
   it('no write of any kind once leadership is lost: the status write is refused and nothing follows', async () => {

@@ -10,9 +10,10 @@ import type { Logger } from 'winston';
 import { markForRemediation, setJoinGuardCondition, statusPatch, withdrawConditions } from '../../api/capi/remediation-writes.js';
 import { capiResource } from '../../api/capi/resources.js';
 import type { CapiApiVersion, MachineFacts } from '../../api/capi/model.js';
-import { ANNOTATION_MEMORY, ANNOTATION_RESUME, CAPI_ANNOTATION_REMEDIATE_MACHINE, CHECK_RESOURCE, CLUSTERCTL_ANNOTATION_BLOCK_MOVE } from '../../api/v1alpha1/types.js';
+import { ANNOTATION_MEMORY, ANNOTATION_REQUESTED_BY, ANNOTATION_RESUME, CAPI_ANNOTATION_REMEDIATE_MACHINE, CHECK_RESOURCE, CLUSTERCTL_ANNOTATION_BLOCK_MOVE, FINALIZER } from '../../api/v1alpha1/types.js';
 import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
 import { isConflict, isNotFound, pathOf, type Json, type Resource, type RestClient } from '../runtime/rest.js';
+import { DELETION_BOUND_MS } from './deletion.js';
 import { causedMarks } from './marks.js';
 import { plan } from './planner.js';
 import { Refusals, type RefusedWrite } from './refusals.js';
@@ -158,7 +159,7 @@ export function needsWrite(i: MarkIntent, m: MachineFacts | undefined): boolean 
       return m.healthCheckSucceeded?.status !== 'False' && !m.remediateAnnotation;
     case 'withdraw': {
       const c = causedMarks(m, i.path);
-      return c.healthCheck || c.annotation || c.condition;
+      return c.healthCheck || c.annotation || c.condition || (i.marker !== undefined && m.requestedBy === i.marker);
     }
     case 'mark':
       // Only where the Machine carries no mark at all: never over someone else's, never re-asserting an owner's.
@@ -268,28 +269,41 @@ async function converge(deps: ExecutorDeps, res: Resource, i: MarkIntent, live: 
       case 'delete':
         await deps.rest.deleteWithPreconditions(path, i.machine.uid, rv);
         break;
-      case 'mark':
+      case 'mark': {
+        // The marker first (recognisable from the Machine alone), then the mark; the annotation path in one patch.
+        const marker = i.marker !== undefined && facts!.requestedBy !== i.marker ? { [ANNOTATION_REQUESTED_BY]: i.marker } : {};
         if (i.path === 'RemediateAnnotation') {
-          deps.remember('machine', await deps.rest.mergePatch(path, { metadata: { resourceVersion: rv, annotations: { [CAPI_ANNOTATION_REMEDIATE_MACHINE]: '' } } }));
-        } else {
-          const write =
-            i.path === 'MachineCondition'
-              ? setJoinGuardCondition(raw, deps.apiVersion, { status: 'False', reason: i.kind, message: i.message, now })
-              : markForRemediation(raw, deps.apiVersion, { kind: i.kind, message: i.message, now, setOwnerRemediated: true });
-          deps.remember('machine', await deps.rest.mergePatch(`${path}/status`, statusPatch(raw, write)));
+          deps.remember('machine', await deps.rest.mergePatch(path, { metadata: { resourceVersion: rv, annotations: { ...marker, [CAPI_ANNOTATION_REMEDIATE_MACHINE]: '' } } }));
+          break;
         }
-        break;
-      case 'withdraw': {
-        const c = causedMarks(facts!, i.path);
         let current = raw;
-        if (c.annotation) {
-          // First the annotation, so the MachineHealthCheck stops marking it; then the conditions.
-          current = await deps.rest.mergePatch(path, { metadata: { resourceVersion: rv, annotations: { [CAPI_ANNOTATION_REMEDIATE_MACHINE]: null } } });
+        if (Object.keys(marker).length > 0) {
+          current = await deps.rest.mergePatch(path, { metadata: { resourceVersion: rv, annotations: marker } });
           deps.remember('machine', current);
         }
-        if (c.healthCheck || c.condition) {
+        const write =
+          i.path === 'MachineCondition'
+            ? setJoinGuardCondition(current, deps.apiVersion, { status: 'False', reason: i.kind, message: i.message, now })
+            : markForRemediation(current, deps.apiVersion, { kind: i.kind, message: i.message, now, setOwnerRemediated: true });
+        deps.remember('machine', await deps.rest.mergePatch(`${path}/status`, statusPatch(current, write)));
+        break;
+      }
+      case 'withdraw': {
+        const c = causedMarks(facts!, i.path);
+        const conditions = c.healthCheck || c.condition;
+        const marker = i.marker !== undefined && facts!.requestedBy === i.marker;
+        let current = raw;
+        if (c.annotation || (marker && !conditions)) {
+          // First the annotation, so the MachineHealthCheck stops marking it; then the conditions; the marker last.
+          const annotations = { ...(c.annotation ? { [CAPI_ANNOTATION_REMEDIATE_MACHINE]: null } : {}), ...(marker && !conditions ? { [ANNOTATION_REQUESTED_BY]: null } : {}) };
+          current = await deps.rest.mergePatch(path, { metadata: { resourceVersion: rv, annotations } });
+          deps.remember('machine', current);
+        }
+        if (conditions) {
           const write = withdrawConditions(current, deps.apiVersion, now, { healthCheck: c.healthCheck, condition: c.condition });
-          deps.remember('machine', await deps.rest.mergePatch(`${path}/status`, statusPatch(current, write)));
+          current = await deps.rest.mergePatch(`${path}/status`, statusPatch(current, write));
+          deps.remember('machine', current);
+          if (marker) deps.remember('machine', await deps.rest.mergePatch(path, { metadata: { resourceVersion: current.metadata.resourceVersion, annotations: { [ANNOTATION_REQUESTED_BY]: null } } }));
         }
         break;
       }
@@ -338,12 +352,24 @@ async function writeCheckMetadata(deps: ExecutorDeps, s: Snapshot, p: Plan): Pro
   }
   const body: Json = { metadata: { resourceVersion: meta.resourceVersion } };
   if (Object.keys(annotations).length > 0) body['metadata'].annotations = annotations;
+  // A merge patch replaces the list whole, guarded by the resourceVersion: other controllers' finalizers are kept.
+  const finalizers = meta.finalizers ?? [];
+  if (c.addFinalizer && !finalizers.includes(FINALIZER)) body['metadata'].finalizers = [...finalizers, FINALIZER];
+  if (c.removeFinalizer && finalizers.includes(FINALIZER)) body['metadata'].finalizers = finalizers.filter((f) => f !== FINALIZER);
   // A merge patch replaces a list whole: the Cluster is added to the owners the check already has.
   if (c.ownerCluster !== undefined) body['metadata'].ownerReferences = [...(meta.ownerReferences ?? []), { ...c.ownerCluster, kind: 'Cluster' }];
   if (Object.keys(body['metadata']).length === 1) return;
   try {
     deps.remember('check', await deps.rest.mergePatch(pathOf(CHECK_RESOURCE, meta.namespace, meta.name), body));
     deps.writeMetric('check-metadata', 'ok');
+    if (c.removeFinalizer) {
+      const left = c.marksLeftBehind ?? [];
+      deps.log.info(left.length > 0 ? 'the deleted check goes with marks left (bound passed)' : 'every mark withdrawn: the deleted check goes', { left });
+      if (left.length > 0) {
+        const message = `The check is deleted after ${DELETION_BOUND_MS / 60_000}m with JoinGuard's mark still on ${left.join(', ')} (writes refused, or the Machine unreadable). Each mark carries ${ANNOTATION_REQUESTED_BY} with this check's uid: a check whose scope holds the Machine withdraws it; withdraw it by hand otherwise (docs/runbook.md).`;
+        deps.emit({ on: 'Check', reason: 'MarksLeftBehind', warning: true, message }, s.check);
+      }
+    }
   } catch (e) {
     // The check changed since: the next reconcile (its watch event) decides again.
     if (isConflict(e) || isNotFound(e)) return deps.writeMetric('check-metadata', isConflict(e) ? 'conflict' : 'gone');

@@ -53,7 +53,8 @@ export function isSettled(m: MachineFacts): boolean {
     m.skipReason === undefined &&
     m.healthCheckSucceeded?.status !== 'False' &&
     !m.remediateAnnotation &&
-    m.joinGuardJoined?.status !== 'False'
+    m.joinGuardJoined?.status !== 'False' &&
+    m.requestedBy === undefined
   );
 }
 

@@ -8,6 +8,7 @@ import type { MachineFacts, MachineHealthCheckFacts, WorkloadNodeFacts } from '.
 import { matchesSelector } from '../../api/capi/selector.js';
 import type { CheckSettings, OwnerReference, RemediationPath, RemediationRecord, RequestRecord } from '../../api/v1alpha1/types.js';
 import { ANNOTATION_WITHDRAW_ALL, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
+import { markOwner } from './deletion.js';
 import { isJoined } from './judge.js';
 import { formatDuration, iso, ms, MINUTE } from './time.js';
 import type { CapiInfo, MachineTarget, MachineVerdict, MarkIntent } from './types.js';
@@ -260,20 +261,29 @@ export function appendHistory(history: RemediationRecord[], r: RequestRecord, ou
   return out;
 }
 
-/**
- * What every Machine must carry now. Open requests keep their mark (written only where the Machine carries no
- * mark at all: never over someone else's, never re-asserting what an owner changed); withdrawn ones, and joined
- * Machines that carry a mark only JoinGuard writes (its reasons, its condition) even with no memory of asking,
- * lose every mark JoinGuard caused. A Machine being deleted is left alone.
- */
 export interface IntentInput {
   nodes?: readonly WorkloadNodeFacts[] | undefined;
   checkName: string;
-  /** joinguard.io/withdraw-all: every mark this check made is withdrawn. */
+  /** The check's uid: the marker every mark carries (joinguard.io/requested-by). */
+  checkUid?: string;
+  /** The namespace's live checks: a marker naming none of them is a deleted check's (deletion.ts). */
+  liveChecks?: ReadonlySet<string>;
+  /** Machines (uids) in the check's scope: a deleted check's marks are withdrawn there. */
+  inScope?: ReadonlySet<string>;
+  /** joinguard.io/withdraw-all, or the check is being deleted: every mark this check made is withdrawn. */
   withdrawAll?: boolean;
+  deleting?: boolean;
   unansweredAfterMs?: number;
 }
 
+/**
+ * What every Machine must carry now. Open requests keep their mark (written only where the Machine carries no
+ * mark at all: never over someone else's, never re-asserting what an owner changed), with the check's marker;
+ * withdrawn ones, and joined Machines that carry a mark only JoinGuard writes (its reasons, its condition) even
+ * with no memory of asking, lose every mark JoinGuard caused and the marker. A mark whose marker names another
+ * live check is never touched; one naming a deleted check is withdrawn where this check's scope holds the
+ * Machine. A Machine being deleted is left alone.
+ */
 export function markIntents(requests: readonly RequestRecord[], machines: readonly MachineFacts[], o: IntentInput): MarkIntent[] {
   const { nodes, checkName, withdrawAll = false } = o;
   const out: MarkIntent[] = [];
@@ -282,31 +292,43 @@ export function markIntents(requests: readonly RequestRecord[], machines: readon
     if (m.deletingSince !== undefined) continue;
     const r = byUid.get(m.uid);
     // Most of a fleet: asked nothing, carrying no mark at all.
-    if (r === undefined && m.healthCheckSucceeded?.status !== 'False' && !m.remediateAnnotation && m.joinGuardJoined?.status !== 'False') continue;
+    if (r === undefined && m.requestedBy === undefined && m.healthCheckSucceeded?.status !== 'False' && !m.remediateAnnotation && m.joinGuardJoined?.status !== 'False') continue;
+    const owner = markOwner(m, o.checkUid, o.liveChecks);
+    if (owner === 'other') continue; // another live check's mark: its business
+    const orphan = owner === 'orphan';
+    if (orphan && o.inScope?.has(m.uid) !== true) continue; // the check whose scope holds it withdraws it
     const t = target(m);
+    const marker = o.checkUid !== undefined ? { marker: o.checkUid } : {};
     if (r?.state === 'Open') {
       const message = `JoinGuard (MachineJoinCheck ${m.namespace}/${checkName}): ${r.kind}, requested at ${r.time}`;
       const event = { on: 'Machine' as const, machine: t, reason: 'RemediationRequested' as const, warning: true, message: `Machine ${m.name}: ${r.kind}. JoinGuard asks for its replacement via path ${r.path}${r.canary ? ', as a canary' : ''}.` };
       if (r.path === 'Delete') out.push({ want: 'delete', machine: t, kind: r.kind, event });
-      else if (r.path !== 'Report') out.push({ want: 'mark', machine: t, path: r.path, kind: r.kind, message, event });
+      else if (r.path !== 'Report') out.push({ want: 'mark', machine: t, path: r.path, kind: r.kind, message, event, ...marker });
       continue;
     }
     const withdrawing = r?.state === 'Withdrawn';
-    // A mark JoinGuard's own reasons identify, with no record of it: withdrawn once joined, or when all are.
-    const unremembered = r === undefined && (withdrawAll || isJoined(m, nodes));
+    // A mark with no record of it: JoinGuard's own reasons, or its marker, identify it; withdrawn once joined,
+    // when all are, or when its check is gone.
+    const unremembered = r === undefined && (withdrawAll || orphan || isJoined(m, nodes));
     if (!withdrawing && !unremembered) continue;
-    const marks = causedMarks(m, r?.path);
-    if (!anyMark(marks)) continue;
-    const path: Path = r !== undefined && r.path !== 'Report' ? r.path : marks.condition ? 'MachineCondition' : 'OwnerRemediated';
-    const why =
-      r?.withdrawn === 'Unanswered'
+    // With no memory of the path, the marker says the remediate-machine annotation is JoinGuard's too.
+    const recorded: Path | undefined = r !== undefined && r.path !== 'Report' ? r.path : undefined;
+    const path: Path = recorded ?? (owner !== 'unmarked' && m.remediateAnnotation ? 'RemediateAnnotation' : m.joinGuardJoined?.status === 'False' ? 'MachineCondition' : 'OwnerRemediated');
+    const marks = causedMarks(m, path);
+    const staleMarker = owner === 'this' || orphan ? { marker: m.requestedBy as string } : {};
+    if (!anyMark(marks) && !('marker' in staleMarker)) continue;
+    const why = orphan
+      ? `its mark was made by a MachineJoinCheck that no longer exists (uid ${m.requestedBy}); JoinGuard withdraws it, and ${checkName} judges the Machine anew`
+      : r?.withdrawn === 'Unanswered'
         ? `nobody acted on JoinGuard's ${path} request within ${formatDuration(o.unansweredAfterMs ?? UNANSWERED_AFTER_MS)} of its mark; it is withdrawn and the Machine is not asked again`
         : r?.withdrawn === 'OptedOut'
           ? `it was opted out (${m.skipReason}) before it was replaced; JoinGuard withdraws its ${path} request`
           : r?.withdrawn === 'WithdrawAll' || (r === undefined && withdrawAll && !isJoined(m, nodes))
-            ? `its check carries ${ANNOTATION_WITHDRAW_ALL}; JoinGuard withdraws its ${path} request (and never asks for this Machine again)`
+            ? o.deleting
+              ? `its check ${checkName} is being deleted; JoinGuard withdraws its ${path} request before the check goes`
+              : `its check carries ${ANNOTATION_WITHDRAW_ALL}; JoinGuard withdraws its ${path} request (and never asks for this Machine again)`
             : `it joined (${m.nodeName !== undefined ? `Node ${m.nodeName}` : 'a Node with its providerID'}) before it was replaced; JoinGuard withdraws its ${path} request`;
-    out.push({ want: 'withdraw', machine: t, path, event: { on: 'Machine', machine: t, reason: 'RemediationWithdrawn', warning: r?.withdrawn === 'Unanswered', message: `Machine ${m.name}: ${why}.` } });
+    out.push({ want: 'withdraw', machine: t, path, event: { on: 'Machine', machine: t, reason: 'RemediationWithdrawn', warning: r?.withdrawn === 'Unanswered', message: `Machine ${m.name}: ${why}.` }, ...staleMarker });
   }
   return out;
 }

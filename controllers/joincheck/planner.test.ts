@@ -228,7 +228,7 @@ describe('planner', () => {
     const p = plan(snapshot({ now: T0 }));
     expect(p.check.ownerCluster).to.deep.equal({ apiVersion: 'cluster.x-k8s.io/v1beta2', name: 'c1', uid: 'uid-c1' });
     expect(p.check.blockMove).to.equal(true);
-    const owned = plan(snapshot({ check: { ...check({ annotations: { 'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io' } }), metadata: { ...check().metadata, annotations: { 'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io' }, ownerReferences: [{ apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', name: 'c1', uid: 'uid-c1' }] } }, now: T0 }));
+    const owned = plan(snapshot({ check: { ...check({ annotations: { 'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io' } }), metadata: { ...check().metadata, finalizers: ['joinguard.io/withdraw-marks'], annotations: { 'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io' }, ownerReferences: [{ apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', name: 'c1', uid: 'uid-c1' }] } }, now: T0 }));
     expect(owned.check).to.deep.equal({});
   });
 

@@ -25,6 +25,7 @@ import {
   type VerdictContext,
 } from './judge.js';
 import { appendHistory, choosePath, followRequests, markIntents, newRequest, ownerRef, target, UNANSWERED_AFTER_MS, type IntentInput } from './marks.js';
+import { deletionNote, deletionOf, finalizerIntent } from './deletion.js';
 import { checkMetadata, readMemory } from './memory.js';
 import { earliestAfter, iso, ms } from './time.js';
 import type { CheckMetadataIntent, MachineTarget, MachineVerdict, Plan, PlannedEvent, Snapshot } from './types.js';
@@ -44,8 +45,9 @@ export function plan(s: Snapshot): Plan {
   const anyMachine = { get: (uid: string) => byUid.get(uid) ?? s.settled?.get(uid), has: (uid: string) => byUid.has(uid) || s.settled?.get(uid) !== undefined };
   const settledInScope = s.settled?.inScope ?? 0;
   const unreadable = new Set(s.malformed.flatMap((x) => (x.uid !== undefined ? [x.name, x.uid] : [x.name])));
-  // joinguard.io/withdraw-all (before an uninstall): nothing is asked, every mark JoinGuard made is withdrawn.
-  const withdrawAll = meta.annotations?.[ANNOTATION_WITHDRAW_ALL] !== undefined;
+  // joinguard.io/withdraw-all (before an uninstall), or the check deleted: nothing is asked, every mark it made is withdrawn.
+  const deletion = deletionOf(s.check);
+  const withdrawAll = meta.annotations?.[ANNOTATION_WITHDRAW_ALL] !== undefined || deletion !== undefined;
   const followed = followRequests({
     requests: prev.requests ?? [],
     history: prev.remediations ?? [],
@@ -70,7 +72,8 @@ export function plan(s: Snapshot): Plan {
       : { reason: 'ClusterNotFound', message: `Cluster ${meta.namespace}/${settings.clusterName} not found: nothing is judged or changed until it exists.` };
     next.conditions = setCondition(next.conditions, { type: CONDITION_READY, status: 'False', ...why }, s.now, meta.generation);
     const intents = markIntents(next.requests ?? [], ofCluster, intentInput(s, withdrawAll)).filter((i) => i.want === 'withdraw');
-    return { ...base, status: next, intents, confirm: [], check: {} };
+    const check = finalizerIntent(s.check, deletion, intents.map((i) => i.machine.name), cluster?.paused === true, s.now);
+    return { ...base, status: next, intents, confirm: [], check, ...(deletion ? { wakeAt: deletion.until } : {}) };
   }
 
   const canAct = !settings.paused && !cluster.paused && !cluster.deleting && !withdrawAll;
@@ -79,6 +82,7 @@ export function plan(s: Snapshot): Plan {
   const pausedMhcs: string[] = [];
   if (settings.paused || cluster.paused) stops.wait('paused: JoinGuard changes nothing (see the Paused condition)');
   else if (cluster.deleting) stops.wait(`the Cluster ${cluster.name} is being deleted: JoinGuard changes nothing`);
+  else if (deletion) stops.wait(`${deletionNote(deletion)} (see the Paused condition)`);
   else if (withdrawAll) stops.wait(`${ANNOTATION_WITHDRAW_ALL}: JoinGuard asks nothing and withdraws every mark it made (see the Paused condition)`);
   const check: CheckMetadataIntent = {};
   if (canAct) resume(s, prev, next, check, events);
@@ -340,7 +344,7 @@ export function plan(s: Snapshot): Plan {
   // While CAPI cannot see the workload cluster (and during the grace after), no mark or delete is written on a Machine
   // but the first control-plane one, not even for a request made before: its Node may exist unseen.
   const blind = conn.state.down || conn.state.graceUntil !== undefined;
-  const intents = markIntents(requests, ofCluster, intentInput(s, withdrawAll))
+  const intents = markIntents(requests, ofCluster, { ...intentInput(s, withdrawAll), inScope: new Set(inScope.map((m) => m.uid)) })
     .filter((i) => i.want === 'withdraw' || (canAct && (!blind || i.machine.uid === first?.uid)))
     .sort((a, b) => (a.machine.name < b.machine.name ? -1 : a.machine.name > b.machine.name ? 1 : 0));
   // Requests still open under withdraw-all: their Machine is being deleted, or could not be read (not known clean).
@@ -349,14 +353,16 @@ export function plan(s: Snapshot): Plan {
     ? {
         left: [...intents.map((i) => i.machine.name), ...stillOpen.filter((r) => anyMachine.get(r.uid)?.deletingSince === undefined).map((r) => `${r.machine} (unreadable)`)],
         deleting: stillOpen.filter((r) => anyMachine.get(r.uid)?.deletingSince !== undefined).map((r) => r.machine),
+        ...(deletion ? { note: deletionNote(deletion) } : {}),
       }
     : undefined;
   next.conditions = setCondition(conditions, pausedCondition({ specPaused: settings.paused, cluster, pausedMhcs, verdicts: verdictList, ...(withdrawing ? { withdrawing } : {}) }), s.now, meta.generation);
-  checkMetadata(s, next, check);
+  if (deletion === undefined) checkMetadata(s, next, check);
+  Object.assign(check, finalizerIntent(s.check, deletion, withdrawing?.left ?? [], cluster.paused, s.now));
 
   // The next moment the plan changes with no event.
   for (const v of verdictList) if (v.state === 'Provisioning' || v.state === 'Joining') wake.push(v.deadline);
-  wake.push(conn.state.graceUntil, ms(next.firstControlPlane?.extendedUntil));
+  wake.push(conn.state.graceUntil, ms(next.firstControlPlane?.extendedUntil), deletion?.until);
   if (canAct && next.suspicion !== undefined) wake.push(nextCanaryAt(next.suspicion, settings, s.now));
   for (const r of requests) if (r.state === 'Open' && !r.answered && r.markedTime !== undefined) wake.push((ms(r.markedTime) ?? s.now) + (s.unansweredAfterMs ?? UNANSWERED_AFTER_MS));
   const wakeAt = earliestAfter(s.now, wake);
@@ -376,7 +382,13 @@ export function plan(s: Snapshot): Plan {
 }
 
 function intentInput(s: Snapshot, withdrawAll: boolean): IntentInput {
-  return { nodes: s.workloadNodes, checkName: s.check.metadata.name, withdrawAll, ...(s.unansweredAfterMs !== undefined ? { unansweredAfterMs: s.unansweredAfterMs } : {}) };
+  const { uid, name, deletionTimestamp } = s.check.metadata;
+  return {
+    nodes: s.workloadNodes, checkName: name, withdrawAll, deleting: deletionTimestamp !== undefined,
+    ...(uid !== undefined ? { checkUid: uid } : {}),
+    ...(s.checkUids !== undefined ? { liveChecks: s.checkUids } : {}),
+    ...(s.unansweredAfterMs !== undefined ? { unansweredAfterMs: s.unansweredAfterMs } : {}),
+  };
 }
 
 /** Sets an optional status field, or removes it, so absent memory leaves no `undefined` behind. */

@@ -55,6 +55,8 @@ export interface Snapshot {
   unansweredAfterMs?: number;
   /** Machines whose writes the apiserver refuses now (this process's memory, refusals.ts): reported in Progressing. */
   refusedWrites?: readonly RefusedWrite[];
+  /** The uids of the checks of this namespace (deleting ones too): a mark naming none of them is a deleted check's. */
+  checkUids?: ReadonlySet<string>;
   previous?: PreviousView;
   /** Machines of the Cluster left out of `machines` (absent: every Machine is in `machines`). */
   settled?: SettledMachines;
@@ -62,7 +64,7 @@ export interface Snapshot {
 }
 
 /** What a snapshot carries beside the caches: the process's own memory of the check, and tunings. */
-export type SnapshotExtras = Pick<Snapshot, 'now'> & Partial<Pick<Snapshot, 'previous' | 'endpointProbe' | 'workloadNodes' | 'connectionGraceMs' | 'unansweredAfterMs' | 'refusedWrites'>>;
+export type SnapshotExtras = Pick<Snapshot, 'now'> & Partial<Pick<Snapshot, 'previous' | 'endpointProbe' | 'workloadNodes' | 'connectionGraceMs' | 'unansweredAfterMs' | 'refusedWrites' | 'checkUids'>>;
 
 /**
  * The Cluster's Machines that are settled (judge.ts `isSettled`: joined for good, nothing on them for JoinGuard): a
@@ -128,15 +130,16 @@ export interface MachineTarget {
  * What one Machine must carry now; the executor converges the live Machine to it on every pass, until it holds.
  * `mark`: JoinGuard's mark on `path` (written only where the Machine carries no mark yet). `withdraw`: no mark
  * that JoinGuard caused (its conditions, its annotation, the HealthCheckSucceeded=False a MachineHealthCheck
- * wrote because JoinGuard asked it). `delete`: the Machine deleted (strategy Delete), guarded by uid.
+ * wrote because JoinGuard asked it). `delete`: the Machine deleted (strategy Delete), guarded by uid. `marker`: the
+ * `joinguard.io/requested-by` value the Machine carries beside the mark (written before it, removed after it).
  */
 export type MarkIntent =
-  | { want: 'mark'; machine: MachineTarget; path: Exclude<RemediationPath, 'Report' | 'Delete'>; kind: FailureKind; message: string; event: PlannedEvent }
+  | { want: 'mark'; machine: MachineTarget; path: Exclude<RemediationPath, 'Report' | 'Delete'>; kind: FailureKind; message: string; event: PlannedEvent; marker?: string }
   | { want: 'delete'; machine: MachineTarget; kind: FailureKind; event: PlannedEvent }
-  | { want: 'withdraw'; machine: MachineTarget; path: Exclude<RemediationPath, 'Report'>; event: PlannedEvent };
+  | { want: 'withdraw'; machine: MachineTarget; path: Exclude<RemediationPath, 'Report'>; event: PlannedEvent; marker?: string };
 
 export type MachineEventReason = 'JoinTimedOut' | 'ProvisionTimedOut' | 'RemediationRequested' | 'RemediationWithdrawn' | 'RemediationSkipped' | 'WriteRefused';
-export type CheckEventReason = 'SuspicionRaised' | 'SuspicionCleared' | 'RemediationRestricted' | 'Resumed';
+export type CheckEventReason = 'SuspicionRaised' | 'SuspicionCleared' | 'RemediationRestricted' | 'Resumed' | 'MarksLeftBehind';
 
 export type PlannedEvent =
   | { on: 'Machine'; machine: MachineTarget; reason: MachineEventReason; message: string; warning: boolean }
@@ -152,6 +155,12 @@ export interface CheckMetadataIntent {
   blockMove?: boolean;
   /** The (non-controller) ownerReference to the Cluster, as MachineHealthChecks carry it. */
   ownerCluster?: { apiVersion: string; name: string; uid: string };
+  /** Add the finalizer that withdraws the check's marks before it goes. */
+  addFinalizer?: boolean;
+  /** The check is being deleted and no mark of its own is left (or the bound passed): let it go. */
+  removeFinalizer?: boolean;
+  /** With removeFinalizer past the bound: the Machines still carrying a mark, named in an event. */
+  marksLeftBehind?: string[];
 }
 
 export interface Plan {

@@ -97,12 +97,15 @@ export function applied(i: MarkIntent, m: MachineFacts): Partial<MachineFacts> {
   switch (i.want) {
     case 'delete':
       return { deletingSince: m.deletingSince ?? 0 };
-    case 'mark':
-      if (i.path === 'RemediateAnnotation') return { remediateAnnotation: true };
-      if (i.path === 'MachineCondition') return { joinGuardJoined: { status: 'False', reason: i.kind } };
-      return { healthCheckSucceeded: { status: 'False', reason: i.kind }, ownerRemediated: m.ownerRemediated ?? { status: 'False', reason: 'WaitingForRemediation' } };
+    case 'mark': {
+      const marker = i.marker !== undefined ? { requestedBy: i.marker } : {};
+      if (i.path === 'RemediateAnnotation') return { remediateAnnotation: true, ...marker };
+      if (i.path === 'MachineCondition') return { joinGuardJoined: { status: 'False', reason: i.kind }, ...marker };
+      return { healthCheckSucceeded: { status: 'False', reason: i.kind }, ownerRemediated: m.ownerRemediated ?? { status: 'False', reason: 'WaitingForRemediation' }, ...marker };
+    }
     case 'withdraw':
       return {
+        ...(i.marker !== undefined && m.requestedBy === i.marker ? { requestedBy: undefined } : {}),
         ...(m.healthCheckSucceeded?.status === 'False' ? { healthCheckSucceeded: { status: 'True', reason: 'HealthCheckSucceeded' } } : {}),
         ...(i.path === 'RemediateAnnotation' ? { remediateAnnotation: false } : {}),
         ...(m.joinGuardJoined?.status === 'False' ? { joinGuardJoined: { status: 'True', reason: 'NodeJoined' } } : {}),
