@@ -93,6 +93,19 @@ describe('marks: requests through the planner', () => {
     expect(p.status.recentFailures?.[0]).to.include({ machine: 'a', kind: 'JoinTimeout', bootstrapConfig: 'KubeadmConfig/a', dataSecretName: 'a' });
   });
 
+  it('a new request on a Machine that already carries OwnerRemediated (left by an earlier request) is recorded as the next plan reads it', () => {
+    // Found by the property test (a check deleted and created again, CAPI v1.10): the MachineHealthCheck's
+    // OwnerRemediated of the old check's request was still there in the same second; the new request was recorded
+    // unanswered and the next plan marked it answered (planning twice changed the status).
+    const stale = worker('a', { ownerRemediated: { status: 'False', reason: 'WaitingForRemediation', since: T0 + 21 * MINUTE } });
+    const sc = new Scenario(snapshot({ settings: { strategy: 'Auto' }, mhcs: [mhcFacts('mhc', { selector: {} })], machines: [stale], now: T0 + 21 * MINUTE }));
+    const p = sc.plan(); // the Scenario plans again and fails on any status change
+    expect(requestOf(p, 'a')).to.include({ state: 'Open', path: 'RemediateAnnotation', answered: true });
+    // An OwnerRemediated from before the request is no answer to it.
+    const older = new Scenario(snapshot({ settings: { strategy: 'Auto' }, mhcs: [mhcFacts('mhc', { selector: {} })], machines: [{ ...stale, ownerRemediated: { status: 'False', reason: 'WaitingForRemediation', since: T0 } }], now: T0 + 21 * MINUTE }));
+    expect(requestOf(older.plan(), 'a')?.answered).to.equal(undefined);
+  });
+
   it('an open request keeps its mark on every pass (a lost write is made again at once), never asked twice', () => {
     const sc = stuck();
     sc.plan();

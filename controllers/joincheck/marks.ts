@@ -144,10 +144,15 @@ function markVisible(path: RemediationPath, m: MachineFacts): boolean {
 }
 
 /** Someone acted on the request: the owner answered (or a MachineHealthCheck handed it on), or it is being deleted. */
-function answered(path: RemediationPath, m: MachineFacts): boolean {
+function answered(r: RequestRecord, m: MachineFacts): boolean {
+  const path = r.path;
   if (m.deletingSince !== undefined) return true;
   const or = m.ownerRemediated;
   if (or === undefined) return false;
+  // An answer comes after the question: an OwnerRemediated left by an earlier request (its owner has not dropped it
+  // yet, e.g. after a deleted check withdrew its mark) does not answer a new one.
+  const asked = ms(r.time);
+  if (or.since !== undefined && asked !== undefined && or.since < asked) return false;
   if (or.reason !== undefined && or.reason !== OWNER_WAITING) return true;
   return path === 'RemediateAnnotation' || path === 'MachineCondition'; // the MHC marked it for the owner
 }
@@ -203,7 +208,7 @@ export function followRequests(i: FollowInput): Followed {
       if (!r.marked && markVisible(r.path, m)) r.marked = true;
       // Timed from the first time the mark was seen (a record from before markedTime existed: from now).
       if (r.marked && r.markedTime === undefined) r.markedTime = iso(i.now);
-      if (!r.answered && answered(r.path, m)) r.answered = true;
+      if (!r.answered && answered(r, m)) r.answered = true;
       const deleting = m.deletingSince !== undefined;
       if (!deleting && isJoined(m, i.nodes)) withdraw(r, 'Joined');
       else if (!deleting && m.skipReason !== undefined) withdraw(r, 'OptedOut');
@@ -336,7 +341,7 @@ export function markIntents(requests: readonly RequestRecord[], machines: readon
 /** A new request record for a Stuck Machine. */
 export function newRequest(m: MachineFacts, v: MachineVerdict, path: RequestRecord['path'], state: RequestRecord['state'], now: number, canary = false): RequestRecord {
   const owner = ownerRef(m);
-  return {
+  const r: RequestRecord = {
     machine: m.name,
     uid: m.uid,
     ...(owner ? { owner } : {}),
@@ -347,4 +352,7 @@ export function newRequest(m: MachineFacts, v: MachineVerdict, path: RequestReco
     ...(canary ? { canary: true } : {}),
     ...(v.firstControlPlane ? { firstControlPlane: true } : {}),
   };
+  // As followRequests would find it in the next plan (planning twice changes nothing): an answer in the same second.
+  if (state === 'Open' && path !== 'Report' && answered(r, m)) r.answered = true;
+  return r;
 }
