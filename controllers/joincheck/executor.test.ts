@@ -267,4 +267,15 @@ describe('executor (fake apiserver)', () => {
     expect(needsWrite(intent, { ...m, healthCheckSucceeded: { status: 'False', reason: 'NodeStartupTimeout' } })).to.equal(false);
     expect(needsWrite(intent, { ...m, remediateAnnotation: true })).to.equal(false);
   });
+
+  it('a status write that keeps conflicting returns no plan: nothing was applied, so the caller keeps no view of it', async () => {
+    // Found by the property test: after three 409s the plan was returned, the controller kept its view and counted
+    // the newly settled Machines as planned with, and the join they showed was never recorded (join durations lost).
+    const api = new FakeApi();
+    const rest = api.rest();
+    const conflicting = { ...rest, put: async (path: string) => { throw new ApiError(409, 'PUT', path, 'modified'); } } as unknown as RestClient;
+    const r = await execute(deps(api, { rest: conflicting }), source(api));
+    expect(r.plan).to.equal(undefined);
+    expect(r.requeueAfterMs).to.equal(100);
+  });
 });

@@ -85,7 +85,8 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
   // Write-ahead: the status that records every request, before any Machine write.
   const written = await writeStatus(deps, s, p, live, src);
   if (written.outcome === 'gone') return { plan: p };
-  if (written.outcome === 'conflict') return { plan: p, requeueAfterMs: 100 };
+  // Not applied: no plan, so the caller neither keeps its view nor counts the newly settled Machines as planned with.
+  if (written.outcome === 'conflict') return { requeueAfterMs: 100 };
   ({ s, p } = written);
   if (written.outcome !== 'deferred') for (const e of p.events) deps.emit(e, s.check);
 
