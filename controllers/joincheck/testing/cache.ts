@@ -21,6 +21,10 @@ export class Cache implements SnapshotSource {
   kcp: Json | undefined;
   check: Json | undefined;
   previous?: PreviousView;
+  /** The check incarnation (uid) the in-process view belongs to: another check of the same name starts without it. */
+  previousFor?: string;
+  /** The check uid of the last snapshot built. */
+  lastBuiltFor?: string;
   lastStatusWrite?: number;
   probe?: { reachable: boolean; at: number };
   private readonly facts = new Map<string, MachineFacts>();
@@ -46,7 +50,7 @@ export class Cache implements SnapshotSource {
   deliver(what: string): void {
     if (what === 'cluster') this.cluster = structuredClone(this.w.cluster);
     else if (what === 'kcp') this.kcp = structuredClone(this.w.kcp);
-    else if (what === 'check') this.check = this.w.check === undefined ? undefined : structuredClone(this.w.check);
+    else if (what === 'check') this.setCheck(this.w.check === undefined ? undefined : structuredClone(this.w.check));
     else {
       const key = what.slice('machine:'.length);
       const m = this.w.machines.get(key.split('/')[1]!);
@@ -69,9 +73,19 @@ export class Cache implements SnapshotSource {
   }
 
   remember(kind: 'check' | 'machine' | 'cluster', raw: Json): void {
-    if (kind === 'check') this.check = structuredClone(raw);
+    if (kind === 'check') this.setCheck(structuredClone(raw));
     else if (kind === 'cluster') this.cluster = structuredClone(raw);
     else this.upsert(raw);
+  }
+
+  /** A check gone, or another with the same name (a new uid): what this process kept of the old one goes (as on a delete event). */
+  private setCheck(c: Json | undefined): void {
+    if (this.check !== undefined && c?.metadata.uid !== this.check.metadata.uid) {
+      this.index.forget(keyOf(this.check));
+      delete this.previous;
+      delete this.probe;
+    }
+    this.check = c;
   }
 
   private upsert(m: Json): void {
@@ -93,6 +107,7 @@ export class Cache implements SnapshotSource {
     const check = (live.check ?? this.check) as MachineJoinCheck | undefined;
     if (check === undefined) return undefined;
     const v = this.w.v;
+    this.lastBuiltFor = check.metadata.uid;
     const parsed = parseSettings(check.spec);
     const ck = `${check.metadata.namespace}/${check.spec.clusterName}`;
     this.index.watch(keyOf(check), ck, parsed.settings?.selector);
@@ -124,7 +139,7 @@ export class Cache implements SnapshotSource {
       ...(this.kcp ? { kcp: readKubeadmControlPlane(this.kcp, v) } : {}),
       mhcs: this.w.mhc ? [readMachineHealthCheck(this.w.mhc, v)] : [],
       capi: { apiVersion: v, minor: this.w.release === 'v1.14' ? 14 : 10 },
-      ...(this.previous ? { previous: this.previous } : {}),
+      ...(this.previous && this.previousFor === check.metadata.uid ? { previous: this.previous } : {}),
       ...(partitioned ? { settled: this.index.settled(keyOf(check), ck, included) } : {}),
       ...(this.probe ? { endpointProbe: this.probe } : {}),
       connectionGraceMs: 60_000,

@@ -160,6 +160,7 @@ export class Controller {
     if (r.statusWrittenAt !== undefined) this.cache.lastStatusWrite = r.statusWrittenAt;
     if (r.plan) {
       this.cache.previous = r.plan.view;
+      if (this.cache.lastBuiltFor !== undefined) this.cache.previousFor = this.cache.lastBuiltFor;
       this.cache.consumed();
       if (r.plan.probe !== undefined) this.cache.probe = { reachable: this.w.endpointAnswers, at: this.w.t };
     }
