@@ -278,4 +278,20 @@ describe('executor (fake apiserver)', () => {
     expect(r.plan).to.equal(undefined);
     expect(r.requeueAfterMs).to.equal(100);
   });
+
+  it('a mark whose request is already recorded is written only on the check as it was decided on: a stale check writes withdrawals only', async () => {
+    // Found by the property test with two leaders overlapping: the deposed leader, whose check was stale (the new one
+    // had withdrawn the request and removed the finalizer), wrote the mark with no status write to catch it.
+    const api = new FakeApi();
+    await execute(deps(api), source(api)); // the request recorded and the mark made
+    api.machine.status.conditions = (api.machine.status.conditions as Json[]).filter((c) => c.type !== 'HealthCheckSucceeded' && c.type !== 'OwnerRemediated'); // the mark lost
+    const cached = api.cached();
+    api.check = { ...api.check, metadata: { ...api.check.metadata, resourceVersion: String(Number(api.check.metadata.resourceVersion) + 1) } }; // changed since
+    const before = count(api, `PATCH ${MACHINE}/status`);
+    const r = await execute(deps(api), source(api, cached));
+    expect(count(api, `PATCH ${MACHINE}/status`)).to.equal(before);
+    expect(r.requeueAfterMs).to.equal(100);
+    await execute(deps(api), source(api)); // with the current check: made again
+    expect(healthCheck(api.machine)).to.include({ status: 'False', reason: 'JoinTimeout' });
+  });
 });

@@ -95,8 +95,18 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
   let requeue = written.outcome === 'deferred' ? Math.max(0, (deps.lastStatusWrite ?? 0) + STATUS_COALESCE_MS - deps.now()) : undefined;
   const refusals = deps.refusals ?? new Refusals();
   const ordered = [...p.intents.filter((i) => i.want === 'withdraw'), ...p.intents.filter((i) => i.want !== 'withdraw')];
+  // A mark or a delete is made only on the check as it was decided on: when the status was not written now, the check
+  // is read live first, and a view that is stale (another replica changed the check, or finalized it) writes
+  // withdrawals only this pass.
+  let marksAllowed = true;
+  const decidedOn = s;
+  if (written.outcome !== 'written' && p.intents.some((i) => i.want !== 'withdraw' && needsWrite(i, factsOf(decidedOn, i.machine.uid)))) {
+    marksAllowed = await checkUnchanged(deps, s);
+    if (!marksAllowed) requeue = 100;
+  }
   for (const intent of ordered) {
     const uid = intent.machine.uid;
+    if (!marksAllowed && intent.want !== 'withdraw') continue;
     if (!needsWrite(intent, factsOf(s, uid))) {
       refusals.cleared(uid);
       continue;
@@ -137,6 +147,18 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
     ...(requeue !== undefined ? { requeueAfterMs: requeue } : {}),
     ...(written.outcome === 'written' ? { statusWrittenAt: deps.now() } : {}),
   };
+}
+
+/** The check is as the snapshot has it (same uid and resourceVersion, not being deleted). */
+async function checkUnchanged(deps: ExecutorDeps, s: Snapshot): Promise<boolean> {
+  const meta = s.check.metadata;
+  try {
+    const c = await deps.rest.get(pathOf(CHECK_RESOURCE, meta.namespace, meta.name));
+    return c.metadata?.uid === meta.uid && c.metadata?.resourceVersion === meta.resourceVersion && c.metadata?.deletionTimestamp === undefined;
+  } catch (e) {
+    if (isNotFound(e)) return false;
+    throw e;
+  }
 }
 
 function resource(r: { group: string; version: string; plural: string }): Resource {
