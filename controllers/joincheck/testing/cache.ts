@@ -142,6 +142,8 @@ export class Cache implements SnapshotSource {
       ...(this.previous && this.previousFor === check.metadata.uid ? { previous: this.previous } : {}),
       ...(partitioned ? { settled: this.index.settled(keyOf(check), ck, included) } : {}),
       ...(this.probe ? { endpointProbe: this.probe } : {}),
+      // The namespace's checks this cache knows (a marker naming none of them is a deleted check's).
+      checkUids: new Set([check.metadata.uid, ...(this.check !== undefined ? [this.check.metadata.uid] : [])]),
       connectionGraceMs: 60_000,
       now: this.w.t,
     };
