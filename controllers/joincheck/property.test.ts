@@ -28,7 +28,7 @@ import { plan } from './planner.js';
 import type { Cache } from './testing/cache.js';
 import { Controller, setupArb, startWorld, stepArb, worldStep, type Setup, type Step } from './testing/history.js';
 import { MINUTE, T0 } from './testing/builders.js';
-import { count, Crash, exercised, type World } from './testing/world.js';
+import { count, exercised, type World } from './testing/world.js';
 import { ms } from './time.js';
 import type { Live } from './executor.js';
 import type { Plan, Snapshot } from './types.js';
@@ -91,8 +91,9 @@ async function run(setup: Setup, all: Step[]): Promise<void> {
           }
           // A failed request is part of the history; a broken invariant (checked inside) is the test failing.
           if (r.reason instanceof AssertionError) throw r.reason;
-          if (r.reason instanceof Crash && procs[n] === c) c = new Controller(w, samePartition); // died; a new one starts from status
         }
+        // A process that crashed is dead (whatever its code did with the error); a new one starts from status.
+        if (w.crashed.has(c.name)) c = new Controller(w, samePartition);
         deposed = undefined; // its lease ran out: it writes nothing more
         w.faults = [];
         w.races = 0;

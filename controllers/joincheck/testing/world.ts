@@ -305,10 +305,15 @@ export class World {
     return `/apis/cluster.x-k8s.io/${this.v}/namespaces/${NS}/clusters/c1`;
   }
 
+  /** Processes (by name) that crashed: a dead process sends nothing more, whatever its code does with the error. */
+  readonly crashed = new Set<string>();
+
   /** One write: a fault may stop it (or lose its answer); a webhook may refuse it; a resourceVersion guards it. */
-  private write<T>(method: string, path: string, rv: string | undefined, apply: () => T): T {
+  private write<T>(who: string, method: string, path: string, rv: string | undefined, apply: () => T): T {
+    if (this.crashed.has(who)) throw new Crash(`${who} is dead`);
     this.writes++;
     const f = this.faults.shift() ?? 'ok';
+    if (f === 'crash') this.crashed.add(who);
     const target = this.machinePath(path);
     if (target?.m !== undefined && (f === 'fail' || f === 'lost' || this.refused.has(target.m.metadata.name))) this.writeFailed.set(target.m.metadata.uid, this.t);
     if (f === 'fail') throw new ApiError(500, method, path, 'etcdserver: request timed out');
@@ -331,8 +336,8 @@ export class World {
     return out;
   }
 
-  private machineWrite(method: string, path: string, rv: string | undefined, f: (m: Json) => void, verb: 'status' | 'metadata' | 'delete'): Json {
-    return this.write(method, path, rv, () => {
+  private machineWrite(who: string, method: string, path: string, rv: string | undefined, f: (m: Json) => void, verb: 'status' | 'metadata' | 'delete'): Json {
+    return this.write(who, method, path, rv, () => {
       const m = this.machinePath(path)?.m;
       if (m === undefined) throw new ApiError(404, method, path, 'not found');
       const had = REMEDIATE_MACHINE in (m.metadata.annotations ?? {});
@@ -344,8 +349,8 @@ export class World {
     });
   }
 
-  private checkWrite(method: string, path: string, rv: string | undefined, f: (c: Json) => Json): Json {
-    return this.write(method, path, rv, () => {
+  private checkWrite(who: string, method: string, path: string, rv: string | undefined, f: (c: Json) => Json): Json {
+    return this.write(who, method, path, rv, () => {
       if (this.check === undefined) throw new ApiError(404, method, path, 'not found');
       const before = this.check;
       const next = f(structuredClone(before));
@@ -364,6 +369,7 @@ export class World {
   rest(who = 'joinguard'): RestClient {
     const trace = (what: string) => process.env['PROPERTY_DEBUG'] === '2' && console.log(`    ${who}: ${what}`);
     const get = async (path: string): Promise<Json> => {
+      if (this.crashed.has(who)) throw new Crash(`${who} is dead`);
       trace(`GET ${path.split('/').slice(-2).join('/')}`);
       if (path === this.clusterPath()) return structuredClone(this.cluster);
       if (path === CHECK_PATH && this.check !== undefined) return structuredClone(this.check);
@@ -377,12 +383,12 @@ export class World {
       trace(`${method} ${path.split('/').slice(-2).join('/')} ${JSON.stringify(body).slice(0, 160)}`);
       if (path === CHECK_PATH || path === `${CHECK_PATH}/status`) {
         const rv = json ? undefined : body?.metadata?.resourceVersion;
-        return this.checkWrite(method, path, rv, (c) => (json ? jsonPatch(c, body) : (mergePatch(c, path.endsWith('/status') ? { status: body.status } : { metadata: body.metadata }) as Json)));
+        return this.checkWrite(who, method, path, rv, (c) => (json ? jsonPatch(c, body) : (mergePatch(c, path.endsWith('/status') ? { status: body.status } : { metadata: body.metadata }) as Json)));
       }
       const target = this.machinePath(path);
       if (target === undefined) throw new ApiError(404, method, path, 'not found');
       const rv = json ? undefined : body?.metadata?.resourceVersion;
-      return this.machineWrite(method, path, rv, (m) => {
+      return this.machineWrite(who, method, path, rv, (m) => {
         const next = json ? jsonPatch(m, body) : (mergePatch(m, target.status ? { status: body.status } : { metadata: body.metadata }) as Json);
         if (target.status) m.status = next.status;
         else m.metadata = { ...next.metadata, resourceVersion: m.metadata.resourceVersion, uid: m.metadata.uid };
@@ -395,10 +401,10 @@ export class World {
       put: async (path: string, body: Json) => {
         trace(`PUT ${path.split('/').slice(-2).join('/')} rv ${body.metadata?.resourceVersion} requests ${JSON.stringify((body.status?.requests ?? []).map((r: Json) => [r.machine, r.state]))}`);
         if (path !== CHECK_PATH && path !== `${CHECK_PATH}/status`) throw new ApiError(405, 'PUT', path, 'the world takes PUTs of the check only');
-        return this.checkWrite('PUT', path, body.metadata?.resourceVersion, (c) => (path.endsWith('/status') ? { ...c, status: structuredClone(body.status) } : { ...c, metadata: { ...structuredClone(body.metadata) } }));
+        return this.checkWrite(who, 'PUT', path, body.metadata?.resourceVersion, (c) => (path.endsWith('/status') ? { ...c, status: structuredClone(body.status) } : { ...c, metadata: { ...structuredClone(body.metadata) } }));
       },
       deleteWithPreconditions: async (path: string, uid: string, rv: string) =>
-        trace(`DELETE ${path.split('/').slice(-1)} rv ${rv}`) || this.machineWrite('DELETE', path, rv, (m) => {
+        trace(`DELETE ${path.split('/').slice(-1)} rv ${rv}`) || this.machineWrite(who, 'DELETE', path, rv, (m) => {
           if (m.metadata.uid !== uid) throw new ApiError(409, 'DELETE', path, 'precondition failed: uid');
           m.metadata.deletionTimestamp = iso(this.t);
         }, 'delete'),
