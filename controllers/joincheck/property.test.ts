@@ -97,7 +97,7 @@ async function run(setup: Setup, all: Step[]): Promise<void> {
         deposed = undefined; // its lease ran out: it writes nothing more
         w.faults = [];
         w.races = 0;
-        if (w.check !== undefined) w.oracle.afterPass(w.t, clean, (uid) => c.cache.seesJoin(uid), (uid) => w.refusedForLiveness(uid), (uid) => w.truths.get(uid)?.joinedAt !== undefined);
+        if (w.check !== undefined) w.oracle.afterPass(w.t, clean, (uid) => c.cache.seesWhy(uid), (uid) => w.refusedForLiveness(uid), (uid) => w.mustBeClean(uid));
         break;
       }
       case 'deliver': {

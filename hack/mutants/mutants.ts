@@ -13,6 +13,8 @@ export interface Mutant {
   /** Exact text that must occur exactly once in `file`. */
   find: string;
   replace: string;
+  /** Further edits of the same file, each an anchor that must occur exactly once. */
+  more?: { find: string; replace: string }[];
   spec: string;
   /** The invariant tag (property test) or test title fragment expected to fail. */
   expect: string;
@@ -67,11 +69,21 @@ export const MUTANTS: Mutant[] = [
     expect: '[withdrawn-only-when]',
   },
   {
+    name: 'no-finalizer',
+    what: 'the finalizer is never added to a check: deleting it leaves its marks behind',
+    file: 'controllers/joincheck/deletion.ts',
+    find: "  if (deletion === undefined) return !has && !clusterPaused ? { addFinalizer: true } : {};",
+    replace: '  if (deletion === undefined) return {};',
+    spec: PROPERTY,
+    expect: '[deleted-check]',
+  },
+  {
     name: 'abort-on-refusal',
-    what: 'one refused write (403/422, any error but 404/409) aborts the pass: every Machine after it in the pass waits',
+    what: 'one refused write (403/422, any error but 404/409) aborts the pass, on every pass (no back-off to step over it): every Machine after it waits',
     file: 'controllers/joincheck/executor.ts',
     find: '      deps.emit(refusedEvent(intent, f), s.check);\n      continue;',
     replace: '      deps.emit(refusedEvent(intent, f), s.check);\n      throw r.error;',
+    more: [{ find: '    if (refusals.waiting(uid, deps.now())) continue;\n', replace: '' }],
     spec: PROPERTY,
     expect: '[clean-within-N]',
   },
@@ -88,8 +100,12 @@ export const MUTANTS: Mutant[] = [
 
 /** Applies a mutant to a file's text; throws unless its anchor occurs exactly once. */
 export function mutate(text: string, m: Mutant): string {
-  const first = text.indexOf(m.find);
-  if (first < 0) throw new Error(`mutant ${m.name}: its anchor is not in ${m.file} any more (the code moved: update the mutant)\n${m.find}`);
-  if (text.indexOf(m.find, first + 1) >= 0) throw new Error(`mutant ${m.name}: its anchor occurs more than once in ${m.file} (make it unique)\n${m.find}`);
-  return text.slice(0, first) + m.replace + text.slice(first + m.find.length);
+  let out = text;
+  for (const e of [{ find: m.find, replace: m.replace }, ...(m.more ?? [])]) {
+    const first = out.indexOf(e.find);
+    if (first < 0) throw new Error(`mutant ${m.name}: its anchor is not in ${m.file} any more (the code moved: update the mutant)\n${e.find}`);
+    if (out.indexOf(e.find, first + 1) >= 0) throw new Error(`mutant ${m.name}: its anchor occurs more than once in ${m.file} (make it unique)\n${e.find}`);
+    out = out.slice(0, first) + e.replace + out.slice(first + e.find.length);
+  }
+  return out;
 }

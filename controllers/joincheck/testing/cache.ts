@@ -66,9 +66,14 @@ export class Cache implements SnapshotSource {
     for (const s of this.stale()) this.deliver(s);
   }
 
-  /** The Machine's join is in this cache (the liveness clock of the oracle starts then). */
-  seesJoin(uid: string): boolean {
-    for (const m of this.machines.values()) if (m.metadata.uid === uid) return Boolean(m.status?.nodeRef?.name);
+  /**
+   * This cache shows why JoinGuard must withdraw its mark from the Machine (the oracle's liveness clock starts then):
+   * its join or skip annotation, or the check's withdraw-all or deletion.
+   */
+  seesWhy(uid: string): boolean {
+    const c = this.check;
+    if (c !== undefined && (c.metadata.deletionTimestamp !== undefined || 'joinguard.io/withdraw-all' in (c.metadata.annotations ?? {}))) return true;
+    for (const m of this.machines.values()) if (m.metadata.uid === uid) return Boolean(m.status?.nodeRef?.name) || 'joinguard.io/skip' in (m.metadata.annotations ?? {});
     return false;
   }
 

@@ -327,20 +327,21 @@ export class Oracle {
   }
 
   /**
-   * [clean-within-N] after a pass of the leader: a joined Machine carrying JoinGuard's mark, whose join that leader's
-   * cache shows and whose own writes are not refused, is clean after at most `passes` clean passes — whatever
-   * another Machine's writes do.
+   * [clean-within-N] after a pass of the leader: a Machine carrying JoinGuard's mark that must lose it — it joined, it
+   * was opted out, or every mark is withdrawn (withdraw-all, the check deleted) — and that the leader's cache shows
+   * so, whose own writes are not refused, is clean after at most `passes` clean passes, whatever another Machine's
+   * writes do.
    */
-  afterPass(t: number, clean: boolean, joinedInCache: (uid: string) => boolean, refused: (uid: string) => boolean, joined: (uid: string) => boolean): void {
+  afterPass(t: number, clean: boolean, seenInCache: (uid: string) => boolean, refused: (uid: string) => boolean, mustBeClean: (uid: string) => boolean): void {
     for (const [uid, k] of this.tracks) {
-      if (!this.marked(k) || k.deleting || !joined(uid) || !joinedInCache(uid) || refused(uid)) {
+      if (!this.marked(k) || k.deleting || !mustBeClean(uid) || !seenInCache(uid) || refused(uid)) {
         k.cleanPasses = 0;
         continue;
       }
       if (!clean) continue;
       k.cleanPasses++;
       if (k.cleanPasses > this.rules.passes) {
-        this.fail('clean-within-N', t, `${this.truth.machine(uid).name} joined and still carries JoinGuard's mark (${this.describe(k)}) after ${k.cleanPasses} clean passes that saw the join`);
+        this.fail('clean-within-N', t, `${this.truth.machine(uid).name} must lose JoinGuard's mark and still carries it (${this.describe(k)}) after ${k.cleanPasses} clean passes that saw why`);
         k.cleanPasses = -1_000_000; // once per Machine
       }
     }

@@ -281,6 +281,15 @@ export class World {
     this.refused.clear();
   }
 
+  /** JoinGuard must withdraw its mark from this Machine: it joined, was opted out, or every mark is withdrawn. */
+  mustBeClean(uid: string): boolean {
+    const tr = this.truths.get(uid);
+    const m = tr !== undefined ? this.machines.get(tr.name) : undefined;
+    if (m === undefined) return false;
+    const c = this.check;
+    return Boolean(m.status.nodeRef) || 'joinguard.io/skip' in (m.metadata.annotations ?? {}) || (c !== undefined && (c.metadata.deletionTimestamp !== undefined || 'joinguard.io/withdraw-all' in (c.metadata.annotations ?? {})));
+  }
+
   /**
    * Its writes are refused, or one failed less than a back-off ago (JoinGuard retries a Machine whose write failed
    * with back-off, up to 5 minutes): the oracle's liveness clock does not run for it then.
