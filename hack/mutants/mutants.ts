@@ -16,6 +16,8 @@ export interface Mutant {
   /** Further edits of the same file, each an anchor that must occur exactly once. */
   more?: { find: string; replace: string }[];
   spec: string;
+  /** A named spec run when `spec` passes (a second line of proof for a defect the histories rarely reach). */
+  also?: string;
   /** The invariant tag (property test) or test title fragment expected to fail. */
   expect: string;
 }
@@ -85,6 +87,7 @@ export const MUTANTS: Mutant[] = [
     replace: '      deps.emit(refusedEvent(intent, f), s.check);\n      throw r.error;',
     more: [{ find: '    if (refusals.waiting(uid, deps.now())) continue;\n', replace: '' }],
     spec: PROPERTY,
+    also: 'controllers/joincheck/executor-refusals.test.ts',
     expect: '[clean-within-N]',
   },
   {

@@ -48,24 +48,32 @@ function runOne(m: Mutant): Outcome {
   try {
     const file = join(dir, m.file);
     writeFileSync(file, mutate(readFileSync(file, 'utf8'), m));
-    const property = m.spec.endsWith('property.test.ts');
-    const seed = process.env['MUTANT_SEED'] ?? String(Math.floor(Math.random() * 2 ** 31));
-    const env = { ...process.env, ...(property ? { PROPERTY_NO_SHRINK: '1', PROPERTY_SEED: seed, PROPERTY_RUNS: RUNS } : {}) };
-    const r = spawnSync('npx', ['mocha', '--config', '.mocharc.unit.json', '--reporter', 'spec', m.spec], { cwd: dir, env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, timeout: 20 * 60 * 1000 });
-    const out = `${r.stdout}\n${r.stderr}`;
-    const seconds = (performance.now() - started) / 1000;
-    if (r.status === 0) return { killed: false, by: 'nothing failed', seconds, ...(property ? { seed } : {}) };
-    if (property) {
-      const tag = /AssertionError: (\[[A-Za-z-]+\])/.exec(out)?.[1] ?? /AssertionError: ([^\n]{0,80})/.exec(out)?.[1] ?? 'an error (see the log)';
-      const n = /Property failed after (\d+) tests/.exec(out)?.[1];
-      const detail = /AssertionError: ([^\n]*)/.exec(out)?.[1]?.slice(0, 300);
-      return { killed: true, by: tag, ...(n ? { histories: Number(n) } : {}), seed, seconds, ...(detail ? { detail } : {}) };
-    }
-    const failing = [...out.matchAll(/^\s+\d+\) (.+)$/gm)].map((x) => x[1]!.trim()).filter((t, i, all) => all.indexOf(t) === i);
-    return { killed: true, by: failing.slice(0, 3).join(' | ') || 'the spec failed', seconds };
+    const first = runSpec(m.spec, dir, started);
+    if (first.killed || m.also === undefined) return first;
+    const second = runSpec(m.also, dir, started);
+    return { ...second, by: `${m.also} (the histories missed it: ${first.by}${first.seed !== undefined ? `, seed ${first.seed}` : ''}): ${second.by}` };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Runs one spec in the mutated copy: killed when it fails. */
+function runSpec(spec: string, dir: string, started: number): Outcome {
+  const property = spec.endsWith('property.test.ts');
+  const seed = process.env['MUTANT_SEED'] ?? String(Math.floor(Math.random() * 2 ** 31));
+  const env = { ...process.env, ...(property ? { PROPERTY_NO_SHRINK: '1', PROPERTY_SEED: seed, PROPERTY_RUNS: RUNS } : {}) };
+  const r = spawnSync('npx', ['mocha', '--config', '.mocharc.unit.json', '--reporter', 'spec', spec], { cwd: dir, env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, timeout: 20 * 60 * 1000 });
+  const out = `${r.stdout}\n${r.stderr}`;
+  const seconds = (performance.now() - started) / 1000;
+  if (r.status === 0) return { killed: false, by: 'nothing failed', seconds, ...(property ? { seed } : {}) };
+  if (property) {
+    const tag = /AssertionError: (\[[A-Za-z-]+\])/.exec(out)?.[1] ?? /AssertionError: ([^\n]{0,80})/.exec(out)?.[1] ?? 'an error (see the log)';
+    const n = /Property failed after (\d+) tests/.exec(out)?.[1];
+    const detail = /AssertionError: ([^\n]*)/.exec(out)?.[1]?.slice(0, 300);
+    return { killed: true, by: tag, ...(n ? { histories: Number(n) } : {}), seed, seconds, ...(detail ? { detail } : {}) };
+  }
+  const failing = [...out.matchAll(/^\s+\d+\) (.+)$/gm)].map((x) => x[1]!.trim()).filter((t, i, all) => all.indexOf(t) === i);
+  return { killed: true, by: failing.slice(0, 3).join(' | ') || 'the spec failed', seconds };
 }
 
 const only = process.argv.slice(2);
@@ -80,7 +88,8 @@ for (const m of chosen) {
   if (o.killed) killed++;
   const where = o.histories !== undefined ? ` after ${o.histories} histories (seed ${o.seed})` : o.seed !== undefined ? ` (seed ${o.seed})` : '';
   const expected = o.by.includes(m.expect) ? '' : ` — expected ${m.expect}`;
-  console.log(`${o.killed ? 'KILLED  ' : 'SURVIVED'} ${m.name}: ${m.what}\n         caught by ${m.spec}: ${o.by}${where}${expected}; ${o.seconds.toFixed(0)} s`);
+  const by = o.by.startsWith(m.also ?? '\0') ? o.by : `${m.spec}: ${o.by}`;
+  console.log(`${o.killed ? 'KILLED  ' : 'SURVIVED'} ${m.name}: ${m.what}\n         caught by ${by}${where}${expected}; ${o.seconds.toFixed(0)} s`);
   if (o.detail !== undefined) console.log(`         ${o.detail}`);
 }
 console.log(`${chosen.length} mutants, ${killed} killed, ${chosen.length - killed} survived`);

@@ -305,7 +305,8 @@ export function worldStep(w: World, step: Step, pick: (i: number, of?: (m: Json)
     case 'refuse': {
       // A policy webhook refuses JoinGuard's writes on a Machine it is about to write to: one that has not joined, or
       // one that carries JoinGuard's mark (its withdrawal refused).
-      const m = pick(step.i, (x) => (!x.status.nodeRef || w.oracle.marksOf(x.metadata.uid) !== undefined) && x.metadata.deletionTimestamp === undefined);
+      const marked = (x: Json) => w.oracle.marksOf(x.metadata.uid) !== undefined && x.metadata.deletionTimestamp === undefined;
+      const m = pick(step.i, marked) ?? pick(step.i, (x) => !x.status.nodeRef && x.metadata.deletionTimestamp === undefined);
       if (m && !w.refused.has(m.metadata.name)) {
         w.refused.set(m.metadata.name, step.code);
         count(`Machines refusing JoinGuard (${step.code})`);
