@@ -19,7 +19,7 @@
 // Seeded and reproducible: PROPERTY_SEED=<seed> (printed) replays a run, PROPERTY_REPLAY=<counterexample JSON>
 // replays one history; PROPERTY_RUNS sets the count; PROPERTY_NO_SHRINK=1 stops at the first failure (hack/mutants). A failure names the oracle's invariant and the number of
 // histories it took (hack/mutants reads both).
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AssertionError, expect } from 'chai';
@@ -247,6 +247,19 @@ describe('planner and executor: properties over random histories (seeded), judge
       await run(setup, history);
     });
   }
+
+  // The histories that found defects (each fixed), replayed every run: testing/regressions.json.
+  const regressions = JSON.parse(readFileSync(new URL('./testing/regressions.json', import.meta.url), 'utf8')) as { name: string; found: string; setup: Setup; history: Step[] }[];
+  // (hack/mutants skips them with PROPERTY_REGRESSIONS=0: it reports how many random histories a defect takes.)
+  if (process.env['PROPERTY_REGRESSIONS'] !== '0') it(`replays the ${regressions.length} histories that found defects`, async () => {
+    for (const r of regressions) {
+      try {
+        await run(r.setup, r.history);
+      } catch (e) {
+        throw new AssertionError(`${r.name} (${r.found}): ${(e as Error).message}`);
+      }
+    }
+  });
 
   it('keeps every invariant, after every step, whatever fails and whenever it crashes', async () => {
     await fc.assert(

@@ -61,7 +61,7 @@ function runOne(m: Mutant): Outcome {
 function runSpec(spec: string, dir: string, started: number): Outcome {
   const property = spec.endsWith('property.test.ts');
   const seed = process.env['MUTANT_SEED'] ?? String(Math.floor(Math.random() * 2 ** 31));
-  const env = { ...process.env, ...(property ? { PROPERTY_NO_SHRINK: '1', PROPERTY_SEED: seed, PROPERTY_RUNS: RUNS } : {}) };
+  const env = { ...process.env, ...(property ? { PROPERTY_NO_SHRINK: '1', PROPERTY_SEED: seed, PROPERTY_RUNS: RUNS, PROPERTY_REGRESSIONS: '0' } : {}) };
   const r = spawnSync('npx', ['mocha', '--config', '.mocharc.unit.json', '--reporter', 'spec', spec], { cwd: dir, env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, timeout: 20 * 60 * 1000 });
   const out = `${r.stdout}\n${r.stderr}`;
   const seconds = (performance.now() - started) / 1000;
