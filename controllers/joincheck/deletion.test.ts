@@ -73,6 +73,20 @@ describe('deleting a check: its finalizer withdraws every mark it made', () => {
     expect(p.check.removeFinalizer).to.equal(true);
     expect(p.check.marksLeftBehind).to.deep.equal(['a', 'b']);
   });
+
+  it('with its Cluster gone, a deleted check still withdraws its marks, lets go, and never wakes in the past', () => {
+    const sc = marked();
+    deleteCheck(sc, T0 + 30 * MINUTE);
+    const { cluster: _gone, ...noCluster } = sc.s;
+    sc.s = noCluster;
+    const p = sc.at(T0 + 30 * MINUTE).plan();
+    expect(p.intents.map((i) => i.want)).to.deep.equal(['withdraw', 'withdraw']);
+    expect(p.check.removeFinalizer).to.equal(undefined);
+    expect(p.wakeAt).to.equal(T0 + 30 * MINUTE + DELETION_BOUND_MS);
+    const late = sc.at(T0 + 31 * MINUTE + DELETION_BOUND_MS).plan();
+    expect(late.check).to.deep.include({ removeFinalizer: true, marksLeftBehind: ['a', 'b'] });
+    expect(late.wakeAt).to.equal(undefined);
+  });
 });
 
 describe('recognisable marks: joinguard.io/requested-by on the Machine', () => {

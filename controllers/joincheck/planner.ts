@@ -73,7 +73,7 @@ export function plan(s: Snapshot): Plan {
     next.conditions = setCondition(next.conditions, { type: CONDITION_READY, status: 'False', ...why }, s.now, meta.generation);
     const intents = markIntents(next.requests ?? [], ofCluster, intentInput(s, withdrawAll)).filter((i) => i.want === 'withdraw');
     const check = finalizerIntent(s.check, deletion, intents.map((i) => i.machine.name), cluster?.paused === true, s.now);
-    return { ...base, status: next, intents, confirm: [], check, ...(deletion ? { wakeAt: deletion.until } : {}) };
+    return { ...base, status: next, intents, confirm: [], check, ...(deletion && deletion.until > s.now ? { wakeAt: deletion.until } : {}) };
   }
 
   const canAct = !settings.paused && !cluster.paused && !cluster.deleting && !withdrawAll;

@@ -3,6 +3,7 @@
 // JoinGuard; the MachineSet deletes one (its VM teardown held, so the remediation stays in flight) and defers the
 // other (OwnerRemediated=False/RemediationDeferred).
 import { expect } from 'chai';
+import type { ControllerOptions } from '../../controllers/manager.js';
 import type { Json } from '../../hack/testenv/kube-client.js';
 import type { PolicyRule } from '../sim/policy.js';
 import { conditionOf, isDeleting, waitFor } from './cluster-view.js';
@@ -32,8 +33,11 @@ export interface Deferral {
   stillThere(): Promise<Json>;
 }
 
-/** Starts JoinGuard and the Cluster and waits until one marked worker is being deleted and the other deferred. */
-export async function deferRemediation(s: Scenario): Promise<Deferral> {
+/**
+ * Starts JoinGuard (with `joinguard` options, e.g. its own identity or a shorter unanswered bound) and the
+ * Cluster, and waits until one marked worker is being deleted and the other deferred.
+ */
+export async function deferRemediation(s: Scenario, joinguard: Partial<ControllerOptions> = {}): Promise<Deferral> {
   const { kube, capi, sim, namespace, cluster } = s;
   const seen = s.seen();
   const slow = sim.policy.holdJoin({ namespace, role: 'worker' }, { limit: 2 });
@@ -43,7 +47,7 @@ export async function deferRemediation(s: Scenario): Promise<Deferral> {
     // Both held Machines are marked: no stall on two failures in a row, room for two in flight.
     maxInFlight: 3, remediation: { maxPerOwner: 5 }, suspicion: { consecutiveJoinFailures: 5 },
   });
-  await s.startJoinGuard();
+  await s.startJoinGuard(joinguard);
   await s.createCluster();
 
   const deferredReason = (m: Json) => capi.v1beta2Conditions(m).find((c) => c.type === 'OwnerRemediated')?.reason;
