@@ -1,5 +1,8 @@
 // The REST client against a FAKE apiserver (a plain node:http server): the write gate, the token bucket,
 // the per-request hook's labels, timeouts that bound the whole exchange, bearer tokens.
+import dc from 'node:diagnostics_channel';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { expect } from 'chai';
 import { ApiError, RestClient, TokenBucket, WritesForbiddenError, type RequestRecord } from './rest.js';
 import { closedAfterEach, sendJson, serve, type TestServer } from './testing/http-server.js';
@@ -122,5 +125,30 @@ describe('RestClient (fake apiserver)', function () {
     rest = keep(new RestClient(server.access, { userAgent: 'test' }));
     const e = (await rest.put('/a', {}).catch((err: Error) => err)) as ApiError;
     expect([e.code, e.reason]).to.deep.equal([409, 'the object has been modified']);
+  });
+
+  // Issue 18: a listener left on the request's timeout signal held the request, the response and every chunk
+  // of the page until the timeout fired (60 s for a LIST page): nothing of a finished request may stay reachable.
+  it('keeps nothing of a finished request alive (no listener left on a timeout signal)', async () => {
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc') as () => void;
+    const requests: WeakRef<object>[] = [];
+    const onStart = (m: unknown) => requests.push(new WeakRef((m as { request: object }).request));
+    dc.subscribe('http.client.request.start', onStart);
+    try {
+      const page = { items: Array.from({ length: 500 }, (_, i) => ({ name: `m${i}`, pad: 'x'.repeat(200) })) };
+      server = keep(await serve((_req, res) => sendJson(res, 200, page)));
+      rest = keep(new RestClient(server.access, { userAgent: 'test', qps: 0, timeoutMs: 60_000 }));
+      const ac = new AbortController(); // a caller's long-lived signal, as the leader elector's
+      for (let i = 0; i < 3; i++) await rest.get('/apis/x/v1/things', { limit: 500 });
+      await rest.get('/apis/x/v1/things', undefined, { signal: ac.signal });
+      await new Promise((r) => setTimeout(r, 20));
+      gc();
+      gc();
+      expect(requests).to.have.length(4);
+      expect(requests.filter((r) => r.deref() !== undefined), 'requests still reachable after they ended').to.have.length(0);
+    } finally {
+      dc.unsubscribe('http.client.request.start', onStart);
+    }
   });
 });

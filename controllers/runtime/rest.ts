@@ -184,8 +184,12 @@ export class RestClient {
       const req = lib.request(url, { method, headers, agent: this.agent }, (res) => {
         answered = true;
         clearTimeout(timer);
+        // The signal now aborts the body. Its listener holds the request, the response and every chunk read, and
+        // a signal keeps its listeners until it fires: removed when the response closes, or a page lives on.
+        const onBodyAbort = () => req.destroy(reasonOf(opts.signal!));
         opts.signal?.removeEventListener('abort', onAbort);
-        opts.signal?.addEventListener('abort', () => req.destroy(reasonOf(opts.signal!)), { once: true });
+        opts.signal?.addEventListener('abort', onBodyAbort, { once: true });
+        res.once('close', () => opts.signal?.removeEventListener('abort', onBodyAbort));
         record(String(res.statusCode ?? 0));
         resolve({ res, req, abort: (why) => req.destroy(why ?? new Error('aborted by the client')) });
       });
@@ -207,17 +211,23 @@ export class RestClient {
   /** One request, its whole answer read within `timeoutMs` (default 30 s); non-2xx throws ApiError. */
   async request<T = Json>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
     const timeoutMs = opts.timeoutMs ?? this.o.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    const deadline = AbortSignal.timeout(timeoutMs);
-    const signal = opts.signal ? AbortSignal.any([opts.signal, deadline]) : deadline;
-    const { res } = await this.open(method, path, { ...opts, timeoutMs: undefined, signal }).catch((e: Error) => {
-      throw deadline.aborted && e instanceof ApiError ? new ApiError(0, method, path, `no answer within ${timeoutMs} ms`) : e;
-    });
-    const text = await readAll(res).catch((e: Error) => {
-      throw new ApiError(0, method, path, deadline.aborted ? `no answer within ${timeoutMs} ms` : e.message);
-    });
-    const code = res.statusCode ?? 0;
-    if (code < 200 || code >= 300) throw new ApiError(code, method, path, statusMessage(text));
-    return (text === '' ? {} : JSON.parse(text)) as T;
+    // A clearable timer, not AbortSignal.timeout: that signal (and all its listeners reach) lives until it fires.
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    const signal = opts.signal ? AbortSignal.any([opts.signal, deadline.signal]) : deadline.signal;
+    try {
+      const { res } = await this.open(method, path, { ...opts, timeoutMs: undefined, signal }).catch((e: Error) => {
+        throw deadline.signal.aborted && e instanceof ApiError ? new ApiError(0, method, path, `no answer within ${timeoutMs} ms`) : e;
+      });
+      const text = await readAll(res).catch((e: Error) => {
+        throw new ApiError(0, method, path, deadline.signal.aborted ? `no answer within ${timeoutMs} ms` : e.message);
+      });
+      const code = res.statusCode ?? 0;
+      if (code < 200 || code >= 300) throw new ApiError(code, method, path, statusMessage(text));
+      return (text === '' ? {} : JSON.parse(text)) as T;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   get<T = Json>(path: string, query?: RequestOptions['query'], opts: Omit<RequestOptions, 'query' | 'body'> = {}): Promise<T> {
