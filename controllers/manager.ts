@@ -12,11 +12,13 @@ import { makeLogger, setVerbosity } from './runtime/logger.js';
 import { RuntimeMetrics } from './runtime/metrics.js';
 import { RestClient, type RequestRecord } from './runtime/rest.js';
 import { parseBindAddress, startDiagnosticsServer, startProbeServer, type BoundServer } from './runtime/servers.js';
+import { defaultUserAgent } from './runtime/user-agent.js';
+import { WarningLog } from './runtime/warnings.js';
 import { JoinCheckController } from './joincheck/controller.js';
 import { EventRecorder } from './joincheck/events.js';
 import { JoinGuardMetrics } from './joincheck/metrics.js';
 import { WorkloadNodeReader } from './joincheck/workload-access.js';
-import { DEFAULT_USER_AGENT, MACHINEJOINCHECK_CONTROLLER, type ControllerOptions, type RunningController } from './options.js';
+import { MACHINEJOINCHECK_CONTROLLER, type ControllerOptions, type RunningController } from './options.js';
 
 export type { ControllerOptions, RunningController } from './options.js';
 
@@ -36,7 +38,9 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   const log: Logger = opts.logger ?? withLevel(makeLogger({ format: 'json' }), opts.logLevel);
   const clock = opts.clock ?? Date.now;
   const identity = opts.identity ?? `${hostname()}_${randomBytes(4).toString('hex')}`;
-  const userAgent = opts.userAgent ?? DEFAULT_USER_AGENT;
+  const userAgent = opts.userAgent ?? defaultUserAgent();
+  // The apiserver's warnings, each logged once (CAPI's managers install a warning handler on their client).
+  const onWarning = new WarningLog(log).handle;
   const metrics = new RuntimeMetrics({ processMetrics: opts.collectDefaultMetrics ?? true });
   const onRequest = (r: RequestRecord) => metrics.restRequest({ method: r.method, host: r.host, code: r.code === '<error>' ? 0 : Number(r.code), seconds: r.seconds });
   let elector: LeaderElector | undefined;
@@ -48,10 +52,11 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     ...(opts.burst !== undefined ? { burst: opts.burst } : {}),
     ...(writeGate ? { writeGate } : {}),
     onRequest,
+    onWarning,
   });
   // Leader election and the diagnostics' reviews must not wait on (or be gated like) the controller's writes
   // (controller-runtime: a separate client, User-Agent suffix leader-election).
-  const ungated = new RestClient(opts.access, { userAgent: `${userAgent}/leader-election`, onRequest });
+  const ungated = new RestClient(opts.access, { userAgent: `${userAgent}/leader-election`, onRequest, onWarning });
   const joinguardMetrics = new JoinGuardMetrics(metrics.registry);
   const servers: BoundServer[] = [];
   let controller: JoinCheckController | undefined;

@@ -4,7 +4,7 @@ import dc from 'node:diagnostics_channel';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { expect } from 'chai';
-import { ApiError, RestClient, TokenBucket, WritesForbiddenError, type RequestRecord } from './rest.js';
+import { ApiError, RestClient, retryAfterOf, TokenBucket, WritesForbiddenError, type RequestRecord } from './rest.js';
 import { closedAfterEach, sendJson, serve, type TestServer } from './testing/http-server.js';
 
 describe('RestClient (fake apiserver)', function () {
@@ -150,5 +150,82 @@ describe('RestClient (fake apiserver)', function () {
     } finally {
       dc.unsubscribe('http.client.request.start', onStart);
     }
+  });
+
+  describe('answers that say when to come back (client-go checkWait)', () => {
+    /** Answers `codes` in turn (then 200), each with the given Retry-After. */
+    const scripted = (codes: number[], retryAfter?: string) => (_req: unknown, res: import('node:http').ServerResponse) => {
+      const code = codes.shift() ?? 200;
+      if (code === 200) return sendJson(res, 200, { ok: true });
+      const body = JSON.stringify({ kind: 'Status', code, message: code === 429 ? 'storage is (re)initializing' : 'unavailable' });
+      res.writeHead(code, { 'Content-Type': 'application/json', ...(retryAfter !== undefined ? { 'Retry-After': retryAfter } : {}) }).end(body);
+    };
+
+    it('retryAfterOf: 429 and 5xx with whole seconds; nothing else', () => {
+      expect([retryAfterOf(429, '1'), retryAfterOf(503, '3'), retryAfterOf(500, '0'), retryAfterOf(429, [' 2 '])]).to.deep.equal([1, 3, 0, 2]);
+      expect([retryAfterOf(429, undefined), retryAfterOf(409, '1'), retryAfterOf(404, '1'), retryAfterOf(429, 'Wed, 21 Oct 2015 07:28:00 GMT'), retryAfterOf(503, '-1')]).to.deep.equal([undefined, undefined, undefined, undefined, undefined]);
+    });
+
+    it('a 429 with Retry-After is sent again after that time, and succeeds', async () => {
+      server = keep(await serve(scripted([429], '1')));
+      const seen: string[] = [];
+      rest = keep(new RestClient(server.access, { userAgent: 'test', onRequest: (r) => seen.push(r.code) }));
+      const t0 = performance.now();
+      expect(await rest.get('/a')).to.deep.equal({ ok: true });
+      expect(performance.now() - t0).to.be.within(950, 3_000);
+      expect(seen, 'each attempt is a request for the metrics').to.deep.equal(['429', '200']);
+    });
+
+    it('5xx is retried only with Retry-After; 429 without it is an error at once', async () => {
+      server = keep(await serve(scripted([503, 500], '0')));
+      rest = keep(new RestClient(server.access, { userAgent: 'test' }));
+      expect(await rest.get('/a')).to.deep.equal({ ok: true });
+      expect(server.requests).to.have.length(3);
+      await server.close();
+      server = keep(await serve(scripted([429, 500])));
+      rest = keep(new RestClient(server.access, { userAgent: 'test' }));
+      const e = (await rest.get('/a').catch((err: Error) => err)) as ApiError;
+      expect([e.code, e.retryAfterS, server.requests.length]).to.deep.equal([429, undefined, 1]);
+    });
+
+    it('retries are bounded (maxRetries, or 0 for one request); the last answer is the error, with its Retry-After', async () => {
+      server = keep(await serve(scripted([429, 429, 429, 429, 429], '0')));
+      rest = keep(new RestClient(server.access, { userAgent: 'test', maxRetries: 2 }));
+      const e = (await rest.get('/a').catch((err: Error) => err)) as ApiError;
+      expect([e.code, e.retryAfterS, e.reason, server.requests.length]).to.deep.equal([429, 0, 'storage is (re)initializing', 3]);
+      const once = (await rest.get('/b', undefined, { retries: 0 }).catch((err: Error) => err)) as ApiError;
+      expect([once.code, server.requests.length]).to.deep.equal([429, 4]);
+    });
+
+    it('a write waiting to be retried passes the write gate again: leadership lost meanwhile, nothing more is sent', async () => {
+      let open = true;
+      server = keep(await serve(scripted([429], '1')));
+      rest = keep(new RestClient(server.access, { userAgent: 'test', writeGate: () => open }));
+      const write = rest.mergePatch('/apis/x/v1/things/a', { metadata: {} }).then(() => undefined, (e: Error) => e);
+      setTimeout(() => (open = false), 300);
+      expect(await write).to.be.instanceOf(WritesForbiddenError);
+      expect(server.requests.map((r) => r.method)).to.deep.equal(['PATCH']);
+    });
+
+    it('the whole-request timeout bounds the waits too', async () => {
+      server = keep(await serve(scripted([429, 429, 429], '5')));
+      rest = keep(new RestClient(server.access, { userAgent: 'test' }));
+      const t0 = performance.now();
+      const e = (await rest.get('/a', undefined, { timeoutMs: 300 }).catch((err: Error) => err)) as ApiError;
+      expect(performance.now() - t0).to.be.below(2_000);
+      expect(e).to.be.instanceOf(ApiError);
+      expect(server.requests).to.have.length(1);
+    });
+  });
+
+  it('hands every 299 warning of an answer to onWarning (several headers, several per header)', async () => {
+    server = keep(await serve((_req, res) => {
+      res.setHeader('Warning', ['299 - "cluster.x-k8s.io/v1beta1 Machine is deprecated; use cluster.x-k8s.io/v1beta2 Machine"', '299 - "unknown field \\"spec.x\\"", 299 - "second, with a comma"']);
+      sendJson(res, 200, {});
+    }));
+    const warnings: string[] = [];
+    rest = keep(new RestClient(server.access, { userAgent: 'test', onWarning: (w) => warnings.push(w) }));
+    await rest.get('/a');
+    expect(warnings).to.deep.equal(['cluster.x-k8s.io/v1beta1 Machine is deprecated; use cluster.x-k8s.io/v1beta2 Machine', 'unknown field "spec.x"', 'second, with a comma']);
   });
 });

@@ -3,12 +3,14 @@
 // Written here rather than through a generated client because the controller needs exact control of patch
 // content types, preconditions, subresources and long-lived watch streams (and their timeouts). Like
 // client-go's rest client it has a client-side token bucket (qps/burst), a hook per request for
-// controller-runtime's rest_client_* metrics, and a write gate: the one place where "no write after
-// leadership is lost" is enforced.
+// controller-runtime's rest_client_* metrics, a write gate: the one place where "no write after leadership is
+// lost" is enforced; client-go's retry of an answer that says when to come back (429, or 5xx with Retry-After),
+// and the apiserver's warnings (Warning: 299 headers) handed to a handler, as CAPI's managers install one.
 import https from 'node:https';
 import http from 'node:http';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import type { ClusterAccess } from './kubeconfig.js';
+import { parseWarningHeaders } from './warnings.js';
 
 export type Json = Record<string, any>;
 
@@ -19,6 +21,8 @@ export class ApiError extends Error {
     readonly method: string,
     readonly path: string,
     readonly reason: string,
+    /** The answer's Retry-After (whole seconds), when it had one. */
+    readonly retryAfterS?: number,
   ) {
     super(`${method} ${path}: ${code === 0 ? 'no answer' : code} ${reason}`);
     this.name = 'ApiError';
@@ -68,6 +72,8 @@ export interface RequestOptions {
   timeoutMs?: number;
   /** Aborts the request (and, for `open`, the stream) when it fires. */
   signal?: AbortSignal;
+  /** Retries after an answer that says when to come back; default the client's `maxRetries` (informers pass 0). */
+  retries?: number;
 }
 
 /** One request as controller-runtime's rest_client_* metrics see it. */
@@ -92,12 +98,29 @@ export interface RestClientOptions {
   onRequest?: (r: RequestRecord) => void;
   /** Default whole-request timeout of `request` (ms). Default 30 s. */
   timeoutMs?: number;
+  /** Retries of a request answered 429, or 5xx with Retry-After, after the time it names. Default 10 (client-go). */
+  maxRetries?: number;
+  /** Each warning (code 299) the apiserver attached to an answer. */
+  onWarning?: (text: string) => void;
 }
 
 /** CAPI v1.14's managers: --kube-api-qps=100, --kube-api-burst=200 (core/main.go). */
 export const DEFAULT_QPS = 100;
 export const DEFAULT_BURST = 200;
 const DEFAULT_TIMEOUT_MS = 30_000;
+/** client-go's Request.maxRetries. */
+export const DEFAULT_MAX_RETRIES = 10;
+
+/**
+ * Seconds the answer asks the client to wait before it retries, when it is retryable as client-go's `checkWait`
+ * sees it: 429 or any 5xx, with a Retry-After of whole seconds.
+ */
+export function retryAfterOf(code: number, header: string | string[] | undefined): number | undefined {
+  if (code !== 429 && code < 500) return undefined;
+  const h = Array.isArray(header) ? header[0] : header;
+  if (h === undefined || !/^\s*\d+\s*$/.test(h)) return undefined;
+  return Number(h);
+}
 
 /** client-go's flowcontrol token bucket: full at start, refilled at qps, waiters served in order. */
 export class TokenBucket {
@@ -153,8 +176,29 @@ export class RestClient {
     if (qps > 0 && Number.isFinite(qps)) this.limiter = new TokenBucket(qps, Math.max(1, o.burst ?? DEFAULT_BURST));
   }
 
-  /** Opens a request; the caller reads the response stream. Used by `request` and by watches. */
-  async open(method: string, path: string, opts: RequestOptions = {}): Promise<{ res: IncomingMessage; req: ClientRequest; abort: (why?: Error) => void }> {
+  /**
+   * Opens a request; the caller reads the response stream. Used by `request` and by watches. An answer that says
+   * when to come back (429, or 5xx with Retry-After) is drained and sent again after that time, up to `retries`
+   * times, as client-go does; each attempt passes the rate limiter and the write gate again.
+   */
+  async open(method: string, path: string, opts: RequestOptions = {}): Promise<Opened> {
+    const retries = opts.retries ?? this.o.maxRetries ?? DEFAULT_MAX_RETRIES;
+    for (let attempt = 0; ; attempt++) {
+      const opened = await this.send(method, path, opts);
+      const code = opened.res.statusCode ?? 0;
+      const after = retryAfterOf(code, opened.res.headers['retry-after']);
+      if (after === undefined || attempt >= retries) return opened;
+      await drain(opened.res);
+      try {
+        await abortableSleep(after * 1000, opts.signal);
+      } catch (e) {
+        throw new ApiError(code, method, path, `retry after ${after} s not sent: ${(e as Error).message}`, after);
+      }
+    }
+  }
+
+  /** One attempt. */
+  private async send(method: string, path: string, opts: RequestOptions): Promise<Opened> {
     const url = new URL(path, this.server);
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const data = opts.body === undefined ? undefined : JSON.stringify(opts.body);
@@ -191,6 +235,7 @@ export class RestClient {
         opts.signal?.addEventListener('abort', onBodyAbort, { once: true });
         res.once('close', () => opts.signal?.removeEventListener('abort', onBodyAbort));
         record(String(res.statusCode ?? 0));
+        if (res.headers.warning !== undefined && this.o.onWarning) for (const w of parseWarningHeaders(res.headers.warning)) if (w.code === 299) this.o.onWarning(w.text);
         resolve({ res, req, abort: (why) => req.destroy(why ?? new Error('aborted by the client')) });
       });
       const onAbort = () => req.destroy(reasonOf(opts.signal!));
@@ -223,7 +268,7 @@ export class RestClient {
         throw new ApiError(0, method, path, deadline.signal.aborted ? `no answer within ${timeoutMs} ms` : e.message);
       });
       const code = res.statusCode ?? 0;
-      if (code < 200 || code >= 300) throw new ApiError(code, method, path, statusMessage(text));
+      if (code < 200 || code >= 300) throw new ApiError(code, method, path, statusMessage(text), retryAfterOf(code, res.headers['retry-after']));
       return (text === '' ? {} : JSON.parse(text)) as T;
     } finally {
       clearTimeout(timer);
@@ -260,6 +305,22 @@ export class RestClient {
   close(): void {
     this.agent.destroy();
   }
+}
+
+export interface Opened {
+  res: IncomingMessage;
+  req: ClientRequest;
+  abort: (why?: Error) => void;
+}
+
+/** Reads and drops a (small, error) body so the connection can be reused; never waits past its end. */
+function drain(res: IncomingMessage): Promise<void> {
+  return new Promise((resolve) => {
+    res.resume();
+    res.once('end', resolve);
+    res.once('error', () => resolve());
+    res.once('close', () => resolve());
+  });
 }
 
 /** The whole body; any end but `end` (reset, abort, destroy) rejects, once. */
