@@ -275,6 +275,50 @@ export class RestClient {
     }
   }
 
+  /**
+   * A GET whose body is handed over chunk by chunk as it arrives, never held whole (a LIST page through
+   * json-items.ts); the whole exchange within `timeoutMs` (default 30 s). Non-2xx throws ApiError. A throw of
+   * `onChunk` ends the request with that error.
+   */
+  async getStream(path: string, query: RequestOptions['query'], opts: Pick<RequestOptions, 'timeoutMs' | 'signal' | 'retries'>, onChunk: (chunk: Buffer) => void): Promise<void> {
+    const timeoutMs = opts.timeoutMs ?? this.o.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    const signal = opts.signal ? AbortSignal.any([opts.signal, deadline.signal]) : deadline.signal;
+    const late = (e: Error) => new ApiError(0, 'GET', path, deadline.signal.aborted ? `no answer within ${timeoutMs} ms` : e.message);
+    try {
+      const { res } = await this.open('GET', path, { query, signal, ...(opts.retries !== undefined ? { retries: opts.retries } : {}) }).catch((e: Error) => {
+        throw deadline.signal.aborted && e instanceof ApiError ? late(e) : e;
+      });
+      const code = res.statusCode ?? 0;
+      if (code < 200 || code >= 300) throw new ApiError(code, 'GET', path, await readError(res), retryAfterOf(code, res.headers['retry-after']));
+      await new Promise<void>((resolve, reject) => {
+        let done = false;
+        const finish = (e?: Error) => {
+          if (done) return;
+          done = true;
+          if (e) {
+            res.destroy();
+            reject(e);
+          } else resolve();
+        };
+        res.on('data', (c: Buffer) => {
+          if (done) return;
+          try {
+            onChunk(c);
+          } catch (e) {
+            finish(e as Error);
+          }
+        });
+        res.once('end', () => finish());
+        res.once('error', (e) => finish(late(e)));
+        res.once('close', () => finish(late(new Error('the response ended before its body'))));
+      });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   get<T = Json>(path: string, query?: RequestOptions['query'], opts: Omit<RequestOptions, 'query' | 'body'> = {}): Promise<T> {
     return this.request<T>('GET', path, { ...opts, query });
   }
@@ -320,6 +364,18 @@ function drain(res: IncomingMessage): Promise<void> {
     res.once('end', resolve);
     res.once('error', () => resolve());
     res.once('close', () => resolve());
+  });
+}
+
+/** The message of an error answer (its first 4 KiB); never waits past the response's own end. */
+export function readError(res: IncomingMessage): Promise<string> {
+  return new Promise((resolve) => {
+    let text = '';
+    const done = () => resolve(statusMessage(text));
+    res.on('data', (c: Buffer) => (text.length < 4096 ? (text += c.toString('utf8')) : undefined));
+    res.once('end', done);
+    res.once('error', done);
+    res.once('close', done);
   });
 }
 
