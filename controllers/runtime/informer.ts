@@ -107,8 +107,9 @@ export class Informer<T = Json> {
   private syncedResolve!: () => void;
   readonly synced: Promise<void>;
   hasSynced = false;
-  /** The view is current: a sync completed and nothing failed since. */
+  /** The view is current: a sync completed and nothing failed since; else since when it is not. */
   private isCurrent = false;
+  private behindSince: number;
   /** Times the list/watch had to start over after an error, an expiry or a silent stream. */
   restarts = 0;
   /** Syncs completed, by how (WatchList or paged LIST). */
@@ -127,6 +128,7 @@ export class Informer<T = Json> {
     this.synced = new Promise((r) => (this.syncedResolve = r));
     this.now = o.monotonic ?? (() => performance.now());
     this.liveAt = this.now();
+    this.behindSince = this.liveAt;
     this.transform = o.transform ?? ((raw) => slim(raw) as T);
     this.backoff = new Backoff(this.now, o.random ?? Math.random);
     if (o.watchList === false) this.watchListRefused = true;
@@ -152,11 +154,17 @@ export class Informer<T = Json> {
     return this.isCurrent;
   }
 
-  /** ok=false when nothing came (a list answered, a byte on a watch) for longer than livenessMs. */
+  /**
+   * ok=false when nothing came (a list answered, a byte on a watch) for longer than livenessMs, or when the view
+   * has not been current for that long (e.g. an apiserver that answers every watch 410: lists pass, decisions wait).
+   */
   health(): { ok: boolean; why?: string } {
     const silentMs = this.now() - this.liveAt;
-    if (silentMs <= this.o.livenessMs) return { ok: true };
-    return { ok: false, why: `informer ${this.o.name}: no live watch for ${Math.round(silentMs / 1000)} s (bound ${Math.round(this.o.livenessMs / 1000)} s)` };
+    const s = (ms: number) => Math.round(ms / 1000);
+    if (silentMs > this.o.livenessMs) return { ok: false, why: `informer ${this.o.name}: no live watch for ${s(silentMs)} s (bound ${s(this.o.livenessMs)} s)` };
+    const behindMs = this.isCurrent || !this.hasSynced ? 0 : this.now() - this.behindSince;
+    if (behindMs > this.o.livenessMs) return { ok: false, why: `informer ${this.o.name}: not re-listed for ${s(behindMs)} s since its list/watch failed (bound ${s(this.o.livenessMs)} s)` };
+    return { ok: true };
   }
 
   private async loop(): Promise<void> {
@@ -190,6 +198,7 @@ export class Informer<T = Json> {
   private setCurrent(v: boolean): void {
     if (this.isCurrent === v) return;
     this.isCurrent = v;
+    if (!v) this.behindSince = this.now();
     try {
       this.o.onCurrent?.(v);
     } catch (e) {
