@@ -43,6 +43,8 @@ export interface CacheOptions {
   /** A check needs a reconcile (by key). */
   enqueue: (key: string) => void;
   onRestart?: (informer: string, why: string) => void;
+  /** An informer's view stopped being current (a list/watch failed) or is current again (a sync completed). */
+  onCurrent?: (informer: string, current: boolean) => void;
 }
 
 /** The Cluster an object belongs to: spec.clusterName or the cluster-name label. */
@@ -122,6 +124,7 @@ export class Caches {
       ...(same ? { same } : {}),
       onEvent,
       onRestart: (why) => this.o.onRestart?.(name, why),
+      onCurrent: (current) => this.o.onCurrent?.(name, current),
     });
     this.all.push({ name, inf: inf as Informer<unknown> });
     return inf;
@@ -150,6 +153,12 @@ export class Caches {
       if (!h.ok) return h;
     }
     return { ok: true };
+  }
+
+  /** Every informer has synced since its last failure: what a decision may read (the controller's gate). */
+  current(): { ok: boolean; why?: string } {
+    const behind = this.all.filter(({ inf }) => !inf.current).map(({ name }) => name);
+    return behind.length === 0 ? { ok: true } : { ok: false, why: `not re-listed since their list/watch failed: ${behind.join(', ')}` };
   }
 
   restarts(): Record<string, number> {
