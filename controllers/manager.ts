@@ -4,8 +4,9 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'winston';
-import { discoverCapi } from './runtime/discovery.js';
+import { discoverCapi, type CapiVersionInfo } from './runtime/discovery.js';
 import { DelegatingAuth } from './runtime/diagnostics-auth.js';
+import { CapiRediscovery, DEFAULT_REDISCOVERY_MS } from './runtime/rediscovery.js';
 import { DEFAULT_LIVENESS_MS } from './runtime/informer.js';
 import { LeaderElector } from './runtime/leader.js';
 import { makeLogger, setVerbosity } from './runtime/logger.js';
@@ -61,10 +62,12 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   const servers: BoundServer[] = [];
   let controller: JoinCheckController | undefined;
   let workloadNodes: WorkloadNodeReader | undefined;
+  let rediscovery: CapiRediscovery | undefined;
   let stopping: Promise<void> | undefined;
 
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
+      rediscovery?.stop();
       await controller?.stop();
       await elector?.stop();
       workloadNodes?.close();
@@ -83,6 +86,22 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       ? { apiVersion: opts.capiApiVersion, kubeadmControlPlane: true, kubeadmBootstrap: true, served: [opts.capiApiVersion], source: 'capiApiVersion option (tests)' }
       : await discoverCapi(rest);
     log.info('CAPI found', { apiVersion: capi.apiVersion, served: capi.served, minor: capi.minor, version: capi.version, source: capi.source, kubeadmControlPlane: capi.kubeadmControlPlane, kubeadmBootstrap: capi.kubeadmBootstrap });
+    // A CAPI upgrade under the running controller: restart cleanly (workers finish, the Lease is handed back, the
+    // command exits for its Deployment to start it again with the new release; docs/decisions.md).
+    const rediscoverMs = opts.capiRediscoveryMs ?? DEFAULT_REDISCOVERY_MS;
+    if (!opts.capiApiVersion && rediscoverMs > 0) {
+      rediscovery = new CapiRediscovery({
+        discover: () => discoverCapi(rest),
+        initial: capi as CapiVersionInfo,
+        periodMs: rediscoverMs,
+        log,
+        onChange: (why) => {
+          log.info('The CAPI release changed: stopping to restart with it', { change: why });
+          void stop().then(() => opts.onCapiChanged?.(why));
+        },
+      });
+      rediscovery.start();
+    }
 
     if (opts.workloadNodeCheck) workloadNodes = new WorkloadNodeReader(rest, log, 30_000, clock);
     metrics.registerController(MACHINEJOINCHECK_CONTROLLER.name, workers);
