@@ -7,8 +7,7 @@
 //   watch; the next attempt syncs again (a re-watch from the last resourceVersion would not say when it caught
 //   up). Decisions wait for every informer they read to be current (the controller's gate). The server's normal
 //   end of a watch (its timeout) keeps the view current and re-watches from the last resourceVersion;
-// - a watch ends on ANY end of its response or request (end, close, error, abort, the liveness abort), once;
-//   it never waits on a readline `close` (Node 24 does not emit it for an aborted response);
+// - a watch ends on ANY end of its response or request, once (watch-stream.ts);
 // - after a failure it waits as backoff.ts says (at most 4 s; Retry-After honoured; a 410 or a silent watch syncs
 //   at once the first time); a LIST page has a request timeout;
 // - a watch with no bytes for `livenessMs` is aborted (kube-apiserver v1.36 sends a bookmark about every 60 s to a
@@ -17,11 +16,14 @@
 //   (a watch answered 200 and then silent is not evidence of a current view);
 // - each object is turned into its cached form once, here (`transform`), and an update that changes nothing
 //   the controller reads (`same`) emits nothing.
-import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'winston';
 import { Backoff } from './backoff.js';
 import { JsonItemScanner } from './json-items.js';
-import { ApiError, pathOf, readError, reasonOf, retryAfterOf, type Json, type Resource, type RestClient } from './rest.js';
+import { ApiError, pathOf, type Json, type Resource, type RestClient } from './rest.js';
+import { keyOf, older, slim, versionOf, type Version } from './objects.js';
+import { readWatch, WatchSilent } from './watch-stream.js';
+
+export { keyOf, slim } from './objects.js';
 
 export type InformerEvent = 'add' | 'update' | 'delete';
 
@@ -58,38 +60,12 @@ export interface InformerOptions<T> {
 /** A watch that gets no byte for this long is dead: 3 missed bookmarks of kube-apiserver (~60 s each). */
 export const DEFAULT_LIVENESS_MS = 3 * 60_000;
 
-/** client-go's watch timeout: random in [5, 10] minutes, so informers do not all re-watch at once. */
+/** client-go's watch timeout: from 5 minutes (to 10). */
 const MIN_WATCH_TIMEOUT_S = 300;
 /** The bookmark that ends a WatchList's initial events (metav1.InitialEventsAnnotationKey). */
 export const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
-const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
-
-/** What the cache keeps of an object by default: everything but managedFields and the last-applied copy. */
-export function slim(obj: Json): Json {
-  const meta = obj.metadata;
-  if (meta) {
-    delete meta.managedFields;
-    if (meta.annotations && LAST_APPLIED in meta.annotations) delete meta.annotations[LAST_APPLIED];
-  }
-  return obj;
-}
-
-export const keyOf = (obj: Json): string => `${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`;
-
-/** etcd revisions as numbers (compact, comparable); anything else kept as its string. */
-type Version = number | string;
-const versionOf = (obj: Json): Version | undefined => {
-  const rv = obj?.metadata?.resourceVersion;
-  if (typeof rv !== 'string' || rv === '') return undefined;
-  return /^\d{1,15}$/.test(rv) ? Number(rv) : rv;
-};
-/** True when `a` is known to be older than `b` (not comparable: false). */
-const older = (a: Version | undefined, b: Version | undefined): boolean => typeof a === 'number' && typeof b === 'number' && a < b;
-
 class WatchEnded extends Error {}
-/** A watch aborted for silence (no header or no byte within the liveness bound). */
-class WatchSilent extends Error {}
 /** The apiserver does not serve WatchList (refused, or a watch without the initial events' end). */
 class WatchListRefused extends Error {}
 
@@ -302,59 +278,14 @@ export class Informer<T = Json> {
   }
 
   /**
-   * A watch until its end. `initial`: a WatchList (sendInitialEvents) that syncs the view first; false when the
-   * apiserver does not serve WatchList (the caller lists instead). Throws on every end but the server's own.
+   * A watch until the server ends it. `initial`: a WatchList (sendInitialEvents) that syncs the view first; false
+   * when the apiserver does not serve WatchList (the caller lists instead). Throws on every other end.
    */
   private async watch(initial: boolean): Promise<boolean> {
-    const timeoutSeconds = MIN_WATCH_TIMEOUT_S + Math.floor(Math.random() * MIN_WATCH_TIMEOUT_S);
-    const ac = new AbortController();
     const opened = this.now();
-    let events = 0;
-    // One timer bounds the wait for the response headers and then each silence on the stream. Bytes only move
-    // `lastByte`; the timer, when it fires, sleeps again for what is left (not one timer per chunk).
-    let liveness: NodeJS.Timeout | undefined;
-    let lastByte = this.now();
-    const check = () => {
-      const left = lastByte + this.o.livenessMs - this.now();
-      if (left > 0) liveness = setTimeout(check, left);
-      else ac.abort(new WatchSilent(`watch silent for ${this.o.livenessMs} ms`));
-    };
-    const arm = () => {
-      lastByte = this.now();
-      if (liveness === undefined) liveness = setTimeout(check, this.o.livenessMs);
-    };
-    this.abortWatch = (why) => ac.abort(why);
-    arm();
-    const query = {
-      watch: true,
-      resourceVersion: this.rv,
-      allowWatchBookmarks: true,
-      timeoutSeconds,
-      labelSelector: this.o.labelSelector,
-      ...(initial ? { sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan' } : {}),
-    };
-    let res: IncomingMessage;
-    try {
-      ({ res } = await this.o.rest.open('GET', this.path(), { query, signal: ac.signal, retries: 0 }));
-    } catch (e) {
-      clearTimeout(liveness);
-      this.abortWatch = undefined;
-      throw ac.signal.aborted ? reasonOf(ac.signal) : e;
-    }
-    if (res.statusCode !== 200) {
-      clearTimeout(liveness);
-      this.abortWatch = undefined;
-      const code = res.statusCode ?? 0;
-      const err = new ApiError(code, 'WATCH', this.path(), await readError(res), retryAfterOf(code, res.headers['retry-after']));
-      // An apiserver with the WatchList gate off answers 422 (Invalid: sendInitialEvents is forbidden); older ones 400.
-      if (initial && (code === 422 || code === 400)) return this.refuseWatchList(err.reason);
-      throw err;
-    }
-    arm();
     // The initial events of a WatchList: the view is replaced once their end is announced.
     let sync: Seen<T> | undefined = initial ? new Map() : undefined;
     const onEvent = (ev: Json) => {
-      events++;
       if (sync === undefined) return this.onWatchEvent(ev);
       const obj = ev.object as Json;
       if (ev.type === 'BOOKMARK') {
@@ -367,49 +298,35 @@ export class Informer<T = Json> {
       else if (ev.type === 'DELETED') sync.delete(keyOf(obj));
       else this.onWatchEvent(ev); // ERROR throws
     };
+    let events: number;
     try {
-      await new Promise<void>((resolve, reject) => {
-        let settled = false;
-        const scanner = new JsonItemScanner({ mode: 'stream', onItem: onEvent });
-        const finish = (failure?: Error) => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(liveness);
-          this.abortWatch = undefined;
-          if (!res.destroyed) res.destroy();
-          if (failure) reject(failure);
-          else resolve();
-        };
-        res.on('data', (chunk: Buffer) => {
-          if (settled) return;
-          this.liveAt = this.now();
-          arm();
-          try {
-            scanner.write(chunk);
-          } catch (e) {
-            finish(e as Error);
-          }
-        });
-        res.once('end', () => {
-          try {
-            scanner.end();
-          } catch (e) {
-            return finish(e as Error);
-          }
-          // client-go's VeryShortWatchError: a watch closed at once with nothing in it is a failure (back-off).
-          if (events === 0 && this.now() - opened < 1_000) finish(new Error('very short watch: closed within a second with no event'));
-          else if (sync !== undefined) finish(new Error('the watch ended before its initial events did'));
-          else finish();
-        });
-        res.once('error', (e) => finish(ac.signal.aborted ? reasonOf(ac.signal) : e));
-        res.once('aborted', () => finish(new Error('watch response aborted')));
-        res.once('close', () => finish(ac.signal.aborted ? reasonOf(ac.signal) : new Error('watch stream closed before its end')));
-        ac.signal.addEventListener('abort', () => finish(reasonOf(ac.signal)), { once: true });
-      });
+      ({ events } = await readWatch({
+        rest: this.o.rest,
+        path: this.path(),
+        query: {
+          watch: true,
+          resourceVersion: this.rv,
+          allowWatchBookmarks: true,
+          // client-go's watch timeout: random in [5, 10] minutes, so informers do not all re-watch at once.
+          timeoutSeconds: MIN_WATCH_TIMEOUT_S + Math.floor(Math.random() * MIN_WATCH_TIMEOUT_S),
+          labelSelector: this.o.labelSelector,
+          ...(initial ? { sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan' } : {}),
+        },
+        livenessMs: this.o.livenessMs,
+        now: this.now,
+        onEvent,
+        onBytes: () => (this.liveAt = this.now()),
+        setAbort: (abort) => (this.abortWatch = abort),
+      }));
     } catch (e) {
+      // An apiserver with the WatchList gate off answers 422 (Invalid: sendInitialEvents is forbidden); older ones 400.
+      if (initial && e instanceof ApiError && (e.code === 422 || e.code === 400)) return this.refuseWatchList(e.reason);
       if (e instanceof WatchListRefused) return this.refuseWatchList(e.message);
       throw e;
     }
+    // client-go's VeryShortWatchError: a watch closed at once with nothing in it is a failure (back-off).
+    if (events === 0 && this.now() - opened < 1_000) throw new Error('very short watch: closed within a second with no event');
+    if (sync !== undefined) throw new Error('the watch ended before its initial events did');
     return true;
   }
 

@@ -10,7 +10,12 @@ import https from 'node:https';
 import http from 'node:http';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import type { ClusterAccess } from './kubeconfig.js';
+import { abortableSleep, drain, readAll, readError, reasonOf, statusMessage } from './http-body.js';
+import { TokenBucket } from './token-bucket.js';
 import { parseWarningHeaders } from './warnings.js';
+
+export { readAll, readError, reasonOf, statusMessage } from './http-body.js';
+export { TokenBucket } from './token-bucket.js';
 
 export type Json = Record<string, any>;
 
@@ -120,30 +125,6 @@ export function retryAfterOf(code: number, header: string | string[] | undefined
   const h = Array.isArray(header) ? header[0] : header;
   if (h === undefined || !/^\s*\d+\s*$/.test(h)) return undefined;
   return Number(h);
-}
-
-/** client-go's flowcontrol token bucket: full at start, refilled at qps, waiters served in order. */
-export class TokenBucket {
-  private tokens: number;
-  private last: number;
-
-  constructor(
-    private readonly qps: number,
-    private readonly burst: number,
-    private readonly now: () => number = () => performance.now(),
-  ) {
-    this.tokens = burst;
-    this.last = now();
-  }
-
-  /** Ms to wait for the token just taken (reserved now, so later callers queue behind). */
-  take(): number {
-    const t = this.now();
-    this.tokens = Math.min(this.burst, this.tokens + ((t - this.last) * this.qps) / 1000);
-    this.last = t;
-    this.tokens -= 1;
-    return this.tokens >= 0 ? 0 : (-this.tokens * 1000) / this.qps;
-  }
 }
 
 export class RestClient {
@@ -355,67 +336,4 @@ export interface Opened {
   res: IncomingMessage;
   req: ClientRequest;
   abort: (why?: Error) => void;
-}
-
-/** Reads and drops a (small, error) body so the connection can be reused; never waits past its end. */
-function drain(res: IncomingMessage): Promise<void> {
-  return new Promise((resolve) => {
-    res.resume();
-    res.once('end', resolve);
-    res.once('error', () => resolve());
-    res.once('close', () => resolve());
-  });
-}
-
-/** The message of an error answer (its first 4 KiB); never waits past the response's own end. */
-export function readError(res: IncomingMessage): Promise<string> {
-  return new Promise((resolve) => {
-    let text = '';
-    const done = () => resolve(statusMessage(text));
-    res.on('data', (c: Buffer) => (text.length < 4096 ? (text += c.toString('utf8')) : undefined));
-    res.once('end', done);
-    res.once('error', done);
-    res.once('close', done);
-  });
-}
-
-/** The whole body; any end but `end` (reset, abort, destroy) rejects, once. */
-export function readAll(res: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    res.on('data', (c: Buffer) => chunks.push(c));
-    res.once('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    res.once('error', reject);
-    res.once('close', () => reject(new Error('the response ended before its body')));
-  });
-}
-
-/** An AbortSignal's reason as an Error. */
-export function reasonOf(signal: AbortSignal): Error {
-  return signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason ?? 'aborted'));
-}
-
-function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(t);
-      reject(reasonOf(signal!));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
-/** The message of a Status body, else the start of the text. */
-export function statusMessage(text: string): string {
-  try {
-    const s = JSON.parse(text) as Json;
-    if (typeof s.message === 'string') return s.message;
-  } catch {
-    // not a Status
-  }
-  return text.slice(0, 200);
 }
