@@ -362,4 +362,19 @@ describe('Informer (fake apiserver)', function () {
     await until('current again', () => inf.current);
     expect(changes).to.deep.equal([true, false, true]);
   });
+
+  it('health(): not ok while no sync completes for longer than livenessMs, though bytes flow (a first page, then a failure)', async () => {
+    let broken = false;
+    const { inf } = await start((req, res, url) => {
+      if (url.searchParams.get('watch') === 'true') {
+        if (!broken) return void setTimeout(() => ((broken = true), req.socket.destroy()), 100); // the watch fails: re-list
+        return void watchEvents(res, []);
+      }
+      if (!broken || url.searchParams.get('continue') === null) return void res.end(JSON.stringify(list('10', [obj('a', '9')], broken ? 'next' : undefined)));
+      res.writeHead(500).end(); // the second page never comes while broken
+    }, { livenessMs: 1_500 });
+    await inf.synced;
+    await until('not ok for being behind', () => !inf.health().ok && /not re-listed/.test(inf.health().why ?? ''), 8_000);
+    expect(inf.current).to.equal(false);
+  });
 });

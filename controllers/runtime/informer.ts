@@ -131,8 +131,8 @@ export class Informer<T = Json> {
   }
 
   /**
-   * ok=false when nothing came (a list answered, a byte on a watch) for longer than livenessMs, or when the view
-   * has not been current for that long (e.g. an apiserver that answers every watch 410: lists pass, decisions wait).
+   * ok=false when nothing came (a list answered, a byte on a watch) for longer than livenessMs, or when no sync
+   * completed for that long since a failure though bytes came (a list whose later pages fail: decisions wait).
    */
   health(): { ok: boolean; why?: string } {
     const silentMs = this.now() - this.liveAt;
