@@ -52,6 +52,12 @@ async function main(): Promise<number> {
     workloadNodeCheck: flags.workloadNodeCheck,
     connectionGraceMs: flags.connectionGraceMs,
     logger: log,
+    // The CAPI release changed under us: the controller stopped and handed the Lease back; exit for the
+    // Deployment to start JoinGuard again with the new release.
+    onCapiChanged: () => {
+      exitCode = 1;
+      resolveDone();
+    },
     onLeadershipLost: () => {
       leadershipLost = true;
       exitCode = 1;

@@ -4,19 +4,22 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'winston';
-import { discoverCapi } from './runtime/discovery.js';
+import { discoverCapi, type CapiVersionInfo } from './runtime/discovery.js';
 import { DelegatingAuth } from './runtime/diagnostics-auth.js';
+import { CapiRediscovery, DEFAULT_REDISCOVERY_MS } from './runtime/rediscovery.js';
 import { DEFAULT_LIVENESS_MS } from './runtime/informer.js';
 import { LeaderElector } from './runtime/leader.js';
 import { makeLogger, setVerbosity } from './runtime/logger.js';
 import { RuntimeMetrics } from './runtime/metrics.js';
 import { RestClient, type RequestRecord } from './runtime/rest.js';
 import { parseBindAddress, startDiagnosticsServer, startProbeServer, type BoundServer } from './runtime/servers.js';
+import { defaultUserAgent } from './runtime/user-agent.js';
+import { WarningLog } from './runtime/warnings.js';
 import { JoinCheckController } from './joincheck/controller.js';
 import { EventRecorder } from './joincheck/events.js';
 import { JoinGuardMetrics } from './joincheck/metrics.js';
 import { WorkloadNodeReader } from './joincheck/workload-access.js';
-import { DEFAULT_USER_AGENT, MACHINEJOINCHECK_CONTROLLER, type ControllerOptions, type RunningController } from './options.js';
+import { MACHINEJOINCHECK_CONTROLLER, type ControllerOptions, type RunningController } from './options.js';
 
 export type { ControllerOptions, RunningController } from './options.js';
 
@@ -36,7 +39,9 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   const log: Logger = opts.logger ?? withLevel(makeLogger({ format: 'json' }), opts.logLevel);
   const clock = opts.clock ?? Date.now;
   const identity = opts.identity ?? `${hostname()}_${randomBytes(4).toString('hex')}`;
-  const userAgent = opts.userAgent ?? DEFAULT_USER_AGENT;
+  const userAgent = opts.userAgent ?? defaultUserAgent();
+  // The apiserver's warnings, each logged once (CAPI's managers install a warning handler on their client).
+  const onWarning = new WarningLog(log).handle;
   const metrics = new RuntimeMetrics({ processMetrics: opts.collectDefaultMetrics ?? true });
   const onRequest = (r: RequestRecord) => metrics.restRequest({ method: r.method, host: r.host, code: r.code === '<error>' ? 0 : Number(r.code), seconds: r.seconds });
   let elector: LeaderElector | undefined;
@@ -48,18 +53,21 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     ...(opts.burst !== undefined ? { burst: opts.burst } : {}),
     ...(writeGate ? { writeGate } : {}),
     onRequest,
+    onWarning,
   });
   // Leader election and the diagnostics' reviews must not wait on (or be gated like) the controller's writes
   // (controller-runtime: a separate client, User-Agent suffix leader-election).
-  const ungated = new RestClient(opts.access, { userAgent: `${userAgent}/leader-election`, onRequest });
+  const ungated = new RestClient(opts.access, { userAgent: `${userAgent}/leader-election`, onRequest, onWarning });
   const joinguardMetrics = new JoinGuardMetrics(metrics.registry);
   const servers: BoundServer[] = [];
   let controller: JoinCheckController | undefined;
   let workloadNodes: WorkloadNodeReader | undefined;
+  let rediscovery: CapiRediscovery | undefined;
   let stopping: Promise<void> | undefined;
 
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
+      rediscovery?.stop();
       await controller?.stop();
       await elector?.stop();
       workloadNodes?.close();
@@ -78,6 +86,22 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       ? { apiVersion: opts.capiApiVersion, kubeadmControlPlane: true, kubeadmBootstrap: true, served: [opts.capiApiVersion], source: 'capiApiVersion option (tests)' }
       : await discoverCapi(rest);
     log.info('CAPI found', { apiVersion: capi.apiVersion, served: capi.served, minor: capi.minor, version: capi.version, source: capi.source, kubeadmControlPlane: capi.kubeadmControlPlane, kubeadmBootstrap: capi.kubeadmBootstrap });
+    // A CAPI upgrade under the running controller: restart cleanly (workers finish, the Lease is handed back, the
+    // command exits for its Deployment to start it again with the new release; docs/decisions.md).
+    const rediscoverMs = opts.capiRediscoveryMs ?? DEFAULT_REDISCOVERY_MS;
+    if (!opts.capiApiVersion && rediscoverMs > 0) {
+      rediscovery = new CapiRediscovery({
+        discover: () => discoverCapi(rest),
+        initial: capi as CapiVersionInfo,
+        periodMs: rediscoverMs,
+        log,
+        onChange: (why) => {
+          log.info('The CAPI release changed: stopping to restart with it', { change: why });
+          void stop().then(() => opts.onCapiChanged?.(why));
+        },
+      });
+      rediscovery.start();
+    }
 
     if (opts.workloadNodeCheck) workloadNodes = new WorkloadNodeReader(rest, log, 30_000, clock);
     metrics.registerController(MACHINEJOINCHECK_CONTROLLER.name, workers);

@@ -66,6 +66,10 @@ export interface ControllerOptions {
   userAgent?: string;
   /** Restart a watch that has been silent this long (ms). Default 3 min (controllers/runtime/informer.ts). */
   watchLivenessMs?: number;
+  /** Discover the CAPI release again this often; a change stops the controller (onCapiChanged). Default 5m; 0: never. */
+  capiRediscoveryMs?: number;
+  /** Called once the controller has stopped (Lease handed back) because the CAPI release changed; the command exits 1. */
+  onCapiChanged?: (why: string) => void;
   /** Called at once when the Lease is lost (writes are already refused); the command exits 1 without waiting. */
   onLeadershipLost?: () => void;
   /** process_* and nodejs_* on /metrics (off when two controllers share a process in tests). Default true. */

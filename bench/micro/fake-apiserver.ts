@@ -1,7 +1,8 @@
 // A small in-memory Kubernetes API server for the micro-benchmark (bench/micro/micro.ts): HTTPS, the
 // list/watch/get/create/update/patch/delete verbs of the resources JoinGuard reads and writes, with
 // resourceVersions, preconditions (409), label selectors, paged lists, watch replay from a resourceVersion
-// and bookmarks. It exists so that JoinGuard's event path and its requests per mark can be measured at
+// and bookmarks, WatchList (sendInitialEvents, unless `watchList` is off: then refused with 422 as by an apiserver
+// whose WatchList feature gate is off). It exists so that JoinGuard's event path and its requests per mark can be measured at
 // 10,000 Machines per Cluster in seconds, with objects captured from CAPI's real managers
 // (bench/micro/fixtures.json), and without an apiserver or CAPI sharing the 2 cores. Not a conformance
 // fake: no field validation, no admission, no server-side apply.
@@ -58,6 +59,10 @@ export class FakeApiserver {
   lastRequestAt = 0;
   /** Added to every answer but watches: the round trip of a busy apiserver. */
   delayMs = 0;
+  /** Serve watches with sendInitialEvents=true (kube-apiserver v1.34+: the WatchList gate is on by default). */
+  watchList = true;
+  /** A status to answer instead of serving (tests' faults), by resource and whether it is a watch. */
+  fault?: (plural: string, watch: boolean) => number | undefined;
   /** Sees every write as it is answered (the micro-benchmark times marks with it). */
   onWrite?: (verb: string, resource: string, obj: Json) => void;
 
@@ -77,6 +82,11 @@ export class FakeApiserver {
   }
 
   // ---- the world, changed directly (what CAPI's controllers would write) ----
+
+  /** Ends every open watch of a resource as a dropped connection does. */
+  dropWatches(plural: string): void {
+    for (const w of this.watchers) if (w.plural === plural) w.res.destroy();
+  }
 
   objects(plural: string): Map<string, Json> {
     return this.store.get(plural)!;
@@ -123,6 +133,8 @@ export class FakeApiserver {
     const kind = route.kind;
     if (!kind) return send(404, status(404, 'NotFound', `no route ${url.pathname}`));
     const resource = `${kind.plural}${route.sub ? `/${route.sub}` : ''}`;
+    const faulted = this.fault?.(kind.plural, req.method === 'GET' && q.get('watch') !== null);
+    if (faulted !== undefined) return send(faulted, status(faulted, 'InternalError', `injected: ${faulted}`));
     if (req.method === 'GET' && q.get('watch')) {
       this.count(`watch ${resource}`);
       return this.watch(kind, route.namespace, q, res);
@@ -205,8 +217,24 @@ export class FakeApiserver {
   }
 
   private watch(kind: Kind, namespace: string | undefined, q: URLSearchParams, res: ServerResponse): void {
+    const apiVersion = kind.group ? `${kind.group}/${kind.version}` : kind.version;
+    if (q.get('sendInitialEvents') === 'true') {
+      if (!this.watchList) {
+        res.writeHead(422, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify(status(422, 'Invalid', 'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled')));
+        return;
+      }
+      // The state now (NotOlderThan any resourceVersion asked), each object an ADDED event, then the bookmark
+      // that ends the initial events; the watch goes on from there.
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
+      const sel = selector(q.get('labelSelector'));
+      for (const o of this.store.get(kind.plural)!.values()) {
+        if ((namespace === undefined || o.metadata.namespace === namespace) && sel(o)) res.write(`${JSON.stringify({ type: 'ADDED', object: o })}\n`);
+      }
+      res.write(`${JSON.stringify({ type: 'BOOKMARK', object: { apiVersion, kind: kind.kind, metadata: { resourceVersion: String(this.rv), annotations: { 'k8s.io/initial-events-end': 'true' } } } })}\n`);
+      q.set('resourceVersion', String(this.rv));
+    } else res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
     const from = Number(q.get('resourceVersion') || this.rv);
-    res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
     if (this.log.length > 0 && from < this.log[0]!.rv - 1) {
       res.end(`${JSON.stringify({ type: 'ERROR', object: status(410, 'Expired', 'too old resource version') })}\n`);
       return;
@@ -216,7 +244,6 @@ export class FakeApiserver {
       if (e.rv > from && e.plural === w.plural && (namespace === undefined || e.obj.metadata.namespace === namespace) && w.selector(e.obj)) res.write(`${JSON.stringify({ type: e.type, object: e.obj })}\n`);
     }
     this.watchers.add(w);
-    const apiVersion = kind.group ? `${kind.group}/${kind.version}` : kind.version;
     const bookmark = q.get('allowWatchBookmarks') === 'true' || q.get('allowWatchBookmarks') === '1'
       ? setInterval(() => res.write(`${JSON.stringify({ type: 'BOOKMARK', object: { apiVersion, kind: kind.kind, metadata: { resourceVersion: String(this.rv) } } })}\n`), 60_000)
       : undefined;

@@ -43,6 +43,8 @@ export interface CacheOptions {
   /** A check needs a reconcile (by key). */
   enqueue: (key: string) => void;
   onRestart?: (informer: string, why: string) => void;
+  /** An informer's view stopped being current (a list/watch failed) or is current again (a sync completed). */
+  onCurrent?: (informer: string, current: boolean) => void;
 }
 
 /** The Cluster an object belongs to: spec.clusterName or the cluster-name label. */
@@ -89,16 +91,13 @@ export class Caches {
         return { key, ...(cluster ? { cluster } : {}), malformed: { name: String(raw?.metadata?.name ?? '(unnamed)'), ...(uid ? { uid } : {}), error } };
       }
     };
-    this.checks = this.informer('checks', { ...CHECK_RESOURCE }, (raw) => this.checkEntry(raw), (t, e, old) => this.onCheck(t, e, old));
-    this.machines = this.informer('machines', capi('Machine'), read('Machine', `cluster.x-k8s.io/${v}`, (x) => readMachine(x, v)), (t, e, old) => this.onMachine(t, e, old), sameEntry);
-    this.clusters = this.informer(
-      'clusters',
-      capi('Cluster'),
-      read('Cluster', `cluster.x-k8s.io/${v}`, (x) => readCluster(x, v)),
-      (_t, e) => this.enqueueCluster(e.key),
-      sameEntry,
-      o.watchFilter !== undefined ? `${WATCH_FILTER_LABEL}=${o.watchFilter}` : undefined,
-    );
+    // --watch-filter selects server-side, so a shard lists and caches only its own Clusters, Machines and checks
+    // (docs/decisions.md: how the label reaches Machines). MHCs, KCPs and configs are few and not filtered: one
+    // missing from a shard's view would change what it decides.
+    const shard = o.watchFilter !== undefined ? `${WATCH_FILTER_LABEL}=${o.watchFilter}` : undefined;
+    this.checks = this.informer('checks', { ...CHECK_RESOURCE }, (raw) => this.checkEntry(raw), (t, e, old) => this.onCheck(t, e, old), undefined, shard);
+    this.machines = this.informer('machines', capi('Machine'), read('Machine', `cluster.x-k8s.io/${v}`, (x) => readMachine(x, v)), (t, e, old) => this.onMachine(t, e, old), sameEntry, shard);
+    this.clusters = this.informer('clusters', capi('Cluster'), read('Cluster', `cluster.x-k8s.io/${v}`, (x) => readCluster(x, v)), (_t, e) => this.enqueueCluster(e.key), sameEntry, shard);
     this.mhcs = this.informer('machinehealthchecks', capi('MachineHealthCheck'), read('MachineHealthCheck', `cluster.x-k8s.io/${v}`, (x) => readMachineHealthCheck(x, v)), (t, e, old) => this.onIndexed(this.byCluster.mhcs, t, e, old), sameEntry);
     if (o.kubeadm.controlPlane) {
       this.kcps = this.informer('kubeadmcontrolplanes', capi('KubeadmControlPlane'), read('KubeadmControlPlane', `controlplane.cluster.x-k8s.io/${v}`, (x) => readKubeadmControlPlane(x, v)), (_t, e) => this.enqueueNamespace(e.key), sameEntry);
@@ -122,6 +121,7 @@ export class Caches {
       ...(same ? { same } : {}),
       onEvent,
       onRestart: (why) => this.o.onRestart?.(name, why),
+      onCurrent: (current) => this.o.onCurrent?.(name, current),
     });
     this.all.push({ name, inf: inf as Informer<unknown> });
     return inf;
@@ -150,6 +150,12 @@ export class Caches {
       if (!h.ok) return h;
     }
     return { ok: true };
+  }
+
+  /** Every informer has synced since its last failure: what a decision may read (the controller's gate). */
+  current(): { ok: boolean; why?: string } {
+    const behind = this.all.filter(({ inf }) => !inf.current).map(({ name }) => name);
+    return behind.length === 0 ? { ok: true } : { ok: false, why: `not re-listed since their list/watch failed: ${behind.join(', ')}` };
   }
 
   restarts(): Record<string, number> {

@@ -75,7 +75,27 @@ export class JoinCheckController {
       livenessMs: o.livenessMs,
       enqueue: (key) => this.queue.add(key),
       onRestart: (informer) => o.metrics.watchRestart(informer),
+      onCurrent: (informer, current) => this.onInformerCurrent(informer, current),
     });
+  }
+
+  /**
+   * The decision gate (runtime wiring): after any list/watch failed, no check is reconciled until every cache has
+   * synced again, so that no mark is decided from a view some cache had before an outage (issue 16: marks written
+   * while the MachineHealthCheck and KubeadmControlPlane caches still backed off). Every check is reconciled
+   * once the gate opens again.
+   */
+  private held = false;
+  private onInformerCurrent(informer: string, current: boolean): void {
+    const gate = this.caches.current();
+    if (!current && !this.held && this.started) {
+      this.held = true;
+      this.o.log.info('Decisions held until every cache has re-listed', { informer, reason: gate.why });
+    } else if (gate.ok && this.held) {
+      this.held = false;
+      this.o.log.info('Every cache has re-listed; decisions resume');
+      this.enqueueAll();
+    }
   }
 
   startInformers(): void {
@@ -148,6 +168,11 @@ export class JoinCheckController {
       if (entry === undefined) return this.forget(key, ref);
       if (this.caches.filteredOut(key)) {
         log.debug('the Cluster is outside --watch-filter: left alone');
+        return;
+      }
+      const gate = this.caches.current();
+      if (!gate.ok) {
+        log.debug(`decision held: ${gate.why}`); // reconciled again when the gate opens
         return;
       }
       const target = this.o.workloadNodes ? this.caches.anyUnjoined(key) : undefined;

@@ -1,21 +1,29 @@
 // A list+watch cache of one resource that cannot go blind. Why not client-node's informer: it stops for good
 // on any error but 410, has been seen to go silent, and keeps whole objects. Here:
-// - a watch ends on ANY end of its response or request (end, close, error, abort, the liveness abort), once;
-//   it never waits on a readline `close` (Node 24 does not emit it for an aborted response);
-// - then it re-watches from the last resourceVersion with client-go's back-off (0.8 s doubling to 30 s,
-//   jitter x1-2, reset after 2 min without failure); a 410 re-lists at once; a LIST has a request timeout;
+// - the view is built by WatchList where the apiserver serves it (one watch with sendInitialEvents: every object
+//   as an ADDED event, then a bookmark that says the initial events ended, then the watch goes on), else by a paged
+//   LIST; either way one object at a time (json-items.ts), never a page as one string (issue 18);
+// - the view is CURRENT once such a sync completed, and stops being current at any failure of the list or the
+//   watch; the next attempt syncs again (a re-watch from the last resourceVersion would not say when it caught
+//   up). Decisions wait for every informer they read to be current (the controller's gate). The server's normal
+//   end of a watch (its timeout) keeps the view current and re-watches from the last resourceVersion;
+// - a watch ends on ANY end of its response or request, once (watch-stream.ts);
+// - after a failure it waits as backoff.ts says (at most 4 s; Retry-After honoured; a 410 or a silent watch syncs
+//   at once the first time); a LIST page has a request timeout;
 // - a watch with no bytes for `livenessMs` is aborted (kube-apiserver v1.36 sends a bookmark about every 60 s to a
-//   watch that asks for them, so silence past the bound means a dead stream) and the informer RE-LISTS at once,
-//   unlike client-go, which re-watches from its resourceVersion: a path that silences watches (a proxy, a load
-//   balancer) would silence that one too, and a list is the only read that shows the world through it;
+//   watch that asks for them, so silence past the bound means a dead stream) and the informer syncs again;
 // - health() is not ok while nothing came for longer than `livenessMs`: no list answered, no byte on a watch
 //   (a watch answered 200 and then silent is not evidence of a current view);
 // - each object is turned into its cached form once, here (`transform`), and an update that changes nothing
 //   the controller reads (`same`) emits nothing.
-import type { IncomingMessage } from 'node:http';
-import { StringDecoder } from 'node:string_decoder';
 import type { Logger } from 'winston';
-import { ApiError, pathOf, reasonOf, statusMessage, type Json, type Resource, type RestClient } from './rest.js';
+import { Backoff } from './backoff.js';
+import { JsonItemScanner } from './json-items.js';
+import { ApiError, pathOf, type Json, type Resource, type RestClient } from './rest.js';
+import { keyOf, older, slim, versionOf, type Version } from './objects.js';
+import { readWatch, WatchSilent } from './watch-stream.js';
+
+export { keyOf, slim } from './objects.js';
 
 export type InformerEvent = 'add' | 'update' | 'delete';
 
@@ -36,47 +44,33 @@ export interface InformerOptions<T> {
   onEvent: (type: InformerEvent, obj: T, old?: T) => void;
   /** Called on every restart of the list/watch (for joinguard_watch_restarts_total). */
   onRestart?: (why: string) => void;
+  /** Called when the view becomes current (a sync completed) and when it stops being current (a failure). */
+  onCurrent?: (current: boolean) => void;
   pageSize?: number;
   /** Timeout of each LIST page request. Default 60 s (kube-apiserver's own --request-timeout). */
   listTimeoutMs?: number;
+  /** Sync by WatchList where the apiserver serves it. Default true. */
+  watchList?: boolean;
   /** Monotonic ms; default performance.now. */
   monotonic?: () => number;
+  /** [0, 1) for the back-off's jitter; default Math.random. */
+  random?: () => number;
 }
 
 /** A watch that gets no byte for this long is dead: 3 missed bookmarks of kube-apiserver (~60 s each). */
 export const DEFAULT_LIVENESS_MS = 3 * 60_000;
 
-/** client-go's reflector back-off and watch timeout. */
-const BACKOFF = { initialMs: 800, capMs: 30_000, resetMs: 120_000 } as const;
+/** client-go's watch timeout: from 5 minutes (to 10). */
 const MIN_WATCH_TIMEOUT_S = 300;
-
-const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
-
-/** What the cache keeps of an object by default: everything but managedFields and the last-applied copy. */
-export function slim(obj: Json): Json {
-  const meta = obj.metadata;
-  if (meta) {
-    delete meta.managedFields;
-    if (meta.annotations && LAST_APPLIED in meta.annotations) delete meta.annotations[LAST_APPLIED];
-  }
-  return obj;
-}
-
-export const keyOf = (obj: Json): string => `${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`;
-
-/** etcd revisions as numbers (compact, comparable); anything else kept as its string. */
-type Version = number | string;
-const versionOf = (obj: Json): Version | undefined => {
-  const rv = obj?.metadata?.resourceVersion;
-  if (typeof rv !== 'string' || rv === '') return undefined;
-  return /^\d{1,15}$/.test(rv) ? Number(rv) : rv;
-};
-/** True when `a` is known to be older than `b` (not comparable: false). */
-const older = (a: Version | undefined, b: Version | undefined): boolean => typeof a === 'number' && typeof b === 'number' && a < b;
+/** The bookmark that ends a WatchList's initial events (metav1.InitialEventsAnnotationKey). */
+export const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
 class WatchEnded extends Error {}
-/** A watch aborted for silence (no header or no byte within the liveness bound). */
-class WatchSilent extends Error {}
+/** The apiserver does not serve WatchList (refused, or a watch without the initial events' end). */
+class WatchListRefused extends Error {}
+
+/** A sync in progress: what it has seen so far. */
+type Seen<T> = Map<string, { value: T; version: Version | undefined }>;
 
 export class Informer<T = Json> {
   readonly store = new Map<string, T>();
@@ -89,18 +83,31 @@ export class Informer<T = Json> {
   private syncedResolve!: () => void;
   readonly synced: Promise<void>;
   hasSynced = false;
+  /** The view is current: a sync completed and nothing failed since; else since when it is not. */
+  private isCurrent = false;
+  private behindSince: number;
   /** Times the list/watch had to start over after an error, an expiry or a silent stream. */
   restarts = 0;
-  /** Last evidence that the cache is current: a byte on the watch, a watch opened, a LIST page. */
+  /** Syncs completed, by how (WatchList or paged LIST). */
+  readonly syncs = { watchList: 0, list: 0 };
+  /** The apiserver refused WatchList: lists from now on. */
+  private watchListRefused = false;
+  /** The last failure was a silent watch: the next sync is a LIST (a path that silences watches silences WatchList). */
+  private listNext = false;
+  /** Last evidence that the cache is current: a byte on the watch, a LIST chunk. */
   private liveAt: number;
   private readonly now: () => number;
   private readonly transform: (raw: Json) => T;
+  private readonly backoff: Backoff;
 
   constructor(private readonly o: InformerOptions<T>) {
     this.synced = new Promise((r) => (this.syncedResolve = r));
     this.now = o.monotonic ?? (() => performance.now());
     this.liveAt = this.now();
+    this.behindSince = this.liveAt;
     this.transform = o.transform ?? ((raw) => slim(raw) as T);
+    this.backoff = new Backoff(this.now, o.random ?? Math.random);
+    if (o.watchList === false) this.watchListRefused = true;
   }
 
   start(): void {
@@ -118,43 +125,60 @@ export class Informer<T = Json> {
     return [...this.store.values()];
   }
 
-  /** ok=false when nothing came (a list answered, a byte on a watch) for longer than livenessMs. */
+  /** A sync (WatchList or LIST) completed and no list or watch failed since. */
+  get current(): boolean {
+    return this.isCurrent;
+  }
+
+  /**
+   * ok=false when nothing came (a list answered, a byte on a watch) for longer than livenessMs, or when no sync
+   * completed for that long since a failure though bytes came (a list whose later pages fail: decisions wait).
+   */
   health(): { ok: boolean; why?: string } {
     const silentMs = this.now() - this.liveAt;
-    if (silentMs <= this.o.livenessMs) return { ok: true };
-    return { ok: false, why: `informer ${this.o.name}: no live watch for ${Math.round(silentMs / 1000)} s (bound ${Math.round(this.o.livenessMs / 1000)} s)` };
+    const s = (ms: number) => Math.round(ms / 1000);
+    if (silentMs > this.o.livenessMs) return { ok: false, why: `informer ${this.o.name}: no live watch for ${s(silentMs)} s (bound ${s(this.o.livenessMs)} s)` };
+    const behindMs = this.isCurrent || !this.hasSynced ? 0 : this.now() - this.behindSince;
+    if (behindMs > this.o.livenessMs) return { ok: false, why: `informer ${this.o.name}: not re-listed for ${s(behindMs)} s since its list/watch failed (bound ${s(this.o.livenessMs)} s)` };
+    return { ok: true };
   }
 
   private async loop(): Promise<void> {
-    let failures = 0;
-    let lastFailure = -Infinity;
     while (!this.stopped) {
       try {
-        if (this.rv === undefined) await this.relist();
-        await this.watch();
-        continue; // the server ended the watch (its timeout): watch again from rv
+        if (!this.isCurrent) {
+          const listNext = this.listNext;
+          this.listNext = false;
+          if (!this.watchListRefused && !listNext && (await this.watch(true))) continue;
+          if (this.stopped) return;
+          await this.relist();
+        }
+        await this.watch(false);
+        // The server ended the watch (its timeout): the view is still current; watch again from rv.
       } catch (e) {
         if (this.stopped) return;
+        this.setCurrent(false);
         const err = e as Error;
-        if (err instanceof ApiError && err.code === 410) {
-          this.rv = undefined;
-          this.restart(`expired: ${err.reason}`, 'info', {});
-          continue;
-        }
-        if (err instanceof WatchSilent) {
-          // A list now, without back-off: its answer is the liveness evidence; a failed list backs off below.
-          this.rv = undefined;
-          this.restart(`${err.message}; re-listing`, 'warn', {});
-          continue;
-        }
-        if (this.now() - lastFailure > BACKOFF.resetMs) failures = 0;
-        lastFailure = this.now();
-        const base = Math.min(BACKOFF.initialMs * 2 ** failures, BACKOFF.capMs);
-        const delay = Math.round(base * (1 + Math.random()));
-        failures++;
-        this.restart(err.message, 'warn', { retryInMs: delay });
-        await this.sleep(delay);
+        const gone = err instanceof ApiError && err.code === 410;
+        if (gone) this.rv = undefined;
+        this.listNext = err instanceof WatchSilent;
+        const retryAfterS = err instanceof ApiError ? err.retryAfterS : undefined;
+        const delay = this.backoff.next({ immediateFirst: gone || err instanceof WatchSilent, ...(retryAfterS !== undefined ? { retryAfterS } : {}) });
+        const why = gone ? `expired: ${err.reason}` : err instanceof WatchSilent ? `${err.message}; re-listing` : err.message;
+        this.restart(why, gone ? 'info' : 'warn', { retryInMs: delay });
+        if (delay > 0) await this.sleep(delay);
       }
+    }
+  }
+
+  private setCurrent(v: boolean): void {
+    if (this.isCurrent === v) return;
+    this.isCurrent = v;
+    if (!v) this.behindSince = this.now();
+    try {
+      this.o.onCurrent?.(v);
+    } catch (e) {
+      this.o.log.error('informer onCurrent threw', { informer: this.o.name, error: (e as Error).message });
     }
   }
 
@@ -191,28 +215,40 @@ export class Informer<T = Json> {
     }
   }
 
+  private see(seen: Seen<T>, raw: Json): void {
+    const value = this.convert(raw);
+    if (value !== undefined) seen.set(keyOf(raw), { value, version: versionOf(raw) });
+  }
+
+  /** A paged LIST, each page read one object at a time. */
   private async relist(): Promise<void> {
-    const seen = new Map<string, { value: T; version: Version | undefined }>();
+    const seen: Seen<T> = new Map();
     let cont: string | undefined;
     let rv = '';
     do {
-      const page = await this.o.rest.get(
+      let meta: Json | undefined;
+      const scanner = new JsonItemScanner({ mode: 'list', onItem: (item: Json) => this.see(seen, item), onField: (k, v) => (k === 'metadata' ? (meta = v as Json) : undefined) });
+      await this.o.rest.getStream(
         this.path(),
         { limit: this.o.pageSize ?? 500, continue: cont, labelSelector: this.o.labelSelector },
-        { timeoutMs: this.o.listTimeoutMs ?? 60_000 },
+        { timeoutMs: this.o.listTimeoutMs ?? 60_000, retries: 0 },
+        (chunk) => {
+          this.liveAt = this.now();
+          scanner.write(chunk);
+        },
       );
+      scanner.end();
       this.liveAt = this.now();
-      for (const item of (page.items ?? []) as Json[]) {
-        const version = versionOf(item);
-        const key = keyOf(item);
-        const value = this.convert(item);
-        if (value !== undefined) seen.set(key, { value, version });
-      }
-      cont = page.metadata?.continue || undefined;
-      rv = page.metadata?.resourceVersion ?? rv;
+      cont = meta?.continue || undefined;
+      rv = meta?.resourceVersion ?? rv;
     } while (cont && !this.stopped);
     if (this.stopped) return;
-    // Tell the handlers what changed while no watch was open.
+    this.syncs.list++;
+    this.replace(seen, rv);
+  }
+
+  /** The view is what a sync saw: tell the handlers what changed while no watch was open. */
+  private replace(seen: Seen<T>, rv: string): void {
     for (const [k, old] of this.store) {
       if (seen.has(k)) continue;
       this.store.delete(k);
@@ -225,6 +261,7 @@ export class Informer<T = Json> {
       this.hasSynced = true;
       this.syncedResolve();
     }
+    this.setCurrent(true);
   }
 
   /** Caches a value and emits add/update, unless an upsert already cached a newer version. */
@@ -240,87 +277,63 @@ export class Informer<T = Json> {
     else if (!this.o.same?.(old, value)) this.emit('update', value, old);
   }
 
-  private async watch(): Promise<void> {
-    // client-go's watch timeout: random in [5, 10] minutes, so informers do not all re-watch at once.
-    const timeoutSeconds = MIN_WATCH_TIMEOUT_S + Math.floor(Math.random() * MIN_WATCH_TIMEOUT_S);
-    const ac = new AbortController();
+  /**
+   * A watch until the server ends it. `initial`: a WatchList (sendInitialEvents) that syncs the view first; false
+   * when the apiserver does not serve WatchList (the caller lists instead). Throws on every other end.
+   */
+  private async watch(initial: boolean): Promise<boolean> {
     const opened = this.now();
-    let events = 0;
-    // One timer bounds the wait for the response headers and then each silence on the stream.
-    let liveness: NodeJS.Timeout | undefined;
-    const arm = () => {
-      clearTimeout(liveness);
-      liveness = setTimeout(() => ac.abort(new WatchSilent(`watch silent for ${this.o.livenessMs} ms`)), this.o.livenessMs);
+    // The initial events of a WatchList: the view is replaced once their end is announced.
+    let sync: Seen<T> | undefined = initial ? new Map() : undefined;
+    const onEvent = (ev: Json) => {
+      if (sync === undefined) return this.onWatchEvent(ev);
+      const obj = ev.object as Json;
+      if (ev.type === 'BOOKMARK') {
+        if (obj?.metadata?.annotations?.[INITIAL_EVENTS_END] !== 'true') throw new WatchListRefused('a bookmark before the end of the initial events');
+        const seen = sync;
+        sync = undefined;
+        this.syncs.watchList++;
+        this.replace(seen, obj.metadata.resourceVersion ?? this.rv ?? '');
+      } else if (ev.type === 'ADDED' || ev.type === 'MODIFIED') this.see(sync, obj);
+      else if (ev.type === 'DELETED') sync.delete(keyOf(obj));
+      else this.onWatchEvent(ev); // ERROR throws
     };
-    this.abortWatch = (why) => ac.abort(why);
-    arm();
-    let res: IncomingMessage;
+    let events: number;
     try {
-      ({ res } = await this.o.rest.open('GET', this.path(), {
-        query: { watch: true, resourceVersion: this.rv, allowWatchBookmarks: true, timeoutSeconds, labelSelector: this.o.labelSelector },
-        signal: ac.signal,
+      ({ events } = await readWatch({
+        rest: this.o.rest,
+        path: this.path(),
+        query: {
+          watch: true,
+          resourceVersion: this.rv,
+          allowWatchBookmarks: true,
+          // client-go's watch timeout: random in [5, 10] minutes, so informers do not all re-watch at once.
+          timeoutSeconds: MIN_WATCH_TIMEOUT_S + Math.floor(Math.random() * MIN_WATCH_TIMEOUT_S),
+          labelSelector: this.o.labelSelector,
+          ...(initial ? { sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan' } : {}),
+        },
+        livenessMs: this.o.livenessMs,
+        now: this.now,
+        onEvent,
+        onBytes: () => (this.liveAt = this.now()),
+        setAbort: (abort) => (this.abortWatch = abort),
       }));
     } catch (e) {
-      clearTimeout(liveness);
-      this.abortWatch = undefined;
-      throw ac.signal.aborted ? reasonOf(ac.signal) : e;
+      // An apiserver with the WatchList gate off answers 422 (Invalid: sendInitialEvents is forbidden); older ones 400.
+      if (initial && e instanceof ApiError && (e.code === 422 || e.code === 400)) return this.refuseWatchList(e.reason);
+      if (e instanceof WatchListRefused) return this.refuseWatchList(e.message);
+      throw e;
     }
-    if (res.statusCode !== 200) {
-      clearTimeout(liveness);
-      this.abortWatch = undefined;
-      const body = await readSome(res);
-      throw new ApiError(res.statusCode ?? 0, 'WATCH', this.path(), body);
-    }
-    arm();
-    await new Promise<void>((resolve, reject) => {
-      let settled = false;
-      let buffered = '';
-      const decoder = new StringDecoder('utf8');
-      const finish = (failure?: Error) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(liveness);
-        this.abortWatch = undefined;
-        if (!res.destroyed) res.destroy();
-        if (failure) reject(failure);
-        else resolve();
-      };
-      const onLine = (line: string) => {
-        if (line.trim() === '') return;
-        events++;
-        this.onWatchEvent(JSON.parse(line) as Json);
-      };
-      res.on('data', (chunk: Buffer) => {
-        if (settled) return;
-        this.liveAt = this.now();
-        arm();
-        buffered += decoder.write(chunk);
-        let nl: number;
-        try {
-          while (!settled && (nl = buffered.indexOf('\n')) >= 0) {
-            const line = buffered.slice(0, nl);
-            buffered = buffered.slice(nl + 1);
-            onLine(line);
-          }
-        } catch (e) {
-          finish(e as Error);
-        }
-      });
-      res.once('end', () => {
-        try {
-          onLine(buffered + decoder.end());
-        } catch (e) {
-          return finish(e as Error);
-        }
-        // client-go's VeryShortWatchError: a watch closed at once with nothing in it is a failure (back-off).
-        if (events === 0 && this.now() - opened < 1_000) finish(new Error('very short watch: closed within a second with no event'));
-        else finish();
-      });
-      res.once('error', (e) => finish(ac.signal.aborted ? reasonOf(ac.signal) : e));
-      res.once('aborted', () => finish(new Error('watch response aborted')));
-      res.once('close', () => finish(ac.signal.aborted ? reasonOf(ac.signal) : new Error('watch stream closed before its end')));
-      ac.signal.addEventListener('abort', () => finish(reasonOf(ac.signal)), { once: true });
-    });
+    // client-go's VeryShortWatchError: a watch closed at once with nothing in it is a failure (back-off).
+    if (events === 0 && this.now() - opened < 1_000) throw new Error('very short watch: closed within a second with no event');
+    if (sync !== undefined) throw new Error('the watch ended before its initial events did');
+    return true;
+  }
+
+  private refuseWatchList(why: string): false {
+    this.watchListRefused = true;
+    this.o.log.info('The apiserver does not serve WatchList; listing in pages instead', { informer: this.o.name, reason: why });
+    return false;
   }
 
   private onWatchEvent(ev: Json): void {
@@ -375,16 +388,4 @@ export class Informer<T = Json> {
     if (version === undefined) this.versions.delete(key);
     else this.versions.set(key, version);
   }
-}
-
-/** Up to 200 characters of an error body, for the message; never waits past the response's own end. */
-function readSome(res: IncomingMessage): Promise<string> {
-  return new Promise((resolve) => {
-    let text = '';
-    const done = () => resolve(statusMessage(text));
-    res.on('data', (c: Buffer) => (text.length < 4096 ? (text += c.toString('utf8')) : undefined));
-    res.once('end', done);
-    res.once('error', done);
-    res.once('close', done);
-  });
 }

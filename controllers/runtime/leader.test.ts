@@ -269,6 +269,7 @@ describe('the joinguard command on a lost Lease (fake apiserver, real process)',
       if (url.pathname === '/apis/cluster.x-k8s.io') return sendJson(res, 200, { versions: [{ groupVersion: 'cluster.x-k8s.io/v1beta2', version: 'v1beta2' }] });
       if (url.pathname.startsWith('/apis/controlplane') || url.pathname.startsWith('/apis/bootstrap') || url.pathname.startsWith('/apis/clusterctl')) return sendJson(res, 404, {});
       if (url.pathname === '/openapi/v3/apis/cluster.x-k8s.io/v1beta2') return sendJson(res, 200, schemaWith('v1beta2', ['Machine:status.deletion.waitForPreDrainHookStartTime']));
+      if (url.searchParams.get('sendInitialEvents') === 'true') return sendJson(res, 422, { message: 'sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled' });
       if (url.searchParams.get('watch') === 'true') return void res.writeHead(200).flushHeaders();
       const items = url.pathname.endsWith('/machinejoinchecks') ? [check] : [];
       sendJson(res, 200, { metadata: { resourceVersion: '10' }, items });

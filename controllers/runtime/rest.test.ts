@@ -1,7 +1,10 @@
 // The REST client against a FAKE apiserver (a plain node:http server): the write gate, the token bucket,
 // the per-request hook's labels, timeouts that bound the whole exchange, bearer tokens.
+import dc from 'node:diagnostics_channel';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { expect } from 'chai';
-import { ApiError, RestClient, TokenBucket, WritesForbiddenError, type RequestRecord } from './rest.js';
+import { ApiError, RestClient, retryAfterOf, TokenBucket, WritesForbiddenError, type RequestRecord } from './rest.js';
 import { closedAfterEach, sendJson, serve, type TestServer } from './testing/http-server.js';
 
 describe('RestClient (fake apiserver)', function () {
@@ -122,5 +125,107 @@ describe('RestClient (fake apiserver)', function () {
     rest = keep(new RestClient(server.access, { userAgent: 'test' }));
     const e = (await rest.put('/a', {}).catch((err: Error) => err)) as ApiError;
     expect([e.code, e.reason]).to.deep.equal([409, 'the object has been modified']);
+  });
+
+  // Issue 18: a listener left on the request's timeout signal held the request, the response and every chunk
+  // of the page until the timeout fired (60 s for a LIST page): nothing of a finished request may stay reachable.
+  it('keeps nothing of a finished request alive (no listener left on a timeout signal)', async () => {
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc') as () => void;
+    const requests: WeakRef<object>[] = [];
+    const onStart = (m: unknown) => requests.push(new WeakRef((m as { request: object }).request));
+    dc.subscribe('http.client.request.start', onStart);
+    try {
+      const page = { items: Array.from({ length: 500 }, (_, i) => ({ name: `m${i}`, pad: 'x'.repeat(200) })) };
+      server = keep(await serve((_req, res) => sendJson(res, 200, page)));
+      rest = keep(new RestClient(server.access, { userAgent: 'test', qps: 0, timeoutMs: 60_000 }));
+      const ac = new AbortController(); // a caller's long-lived signal, as the leader elector's
+      for (let i = 0; i < 3; i++) await rest.get('/apis/x/v1/things', { limit: 500 });
+      await rest.get('/apis/x/v1/things', undefined, { signal: ac.signal });
+      await new Promise((r) => setTimeout(r, 20));
+      gc();
+      gc();
+      expect(requests).to.have.length(4);
+      expect(requests.filter((r) => r.deref() !== undefined), 'requests still reachable after they ended').to.have.length(0);
+    } finally {
+      dc.unsubscribe('http.client.request.start', onStart);
+    }
+  });
+
+  describe('answers that say when to come back (client-go checkWait)', () => {
+    /** Answers `codes` in turn (then 200), each with the given Retry-After. */
+    const scripted = (codes: number[], retryAfter?: string) => (_req: unknown, res: import('node:http').ServerResponse) => {
+      const code = codes.shift() ?? 200;
+      if (code === 200) return sendJson(res, 200, { ok: true });
+      const body = JSON.stringify({ kind: 'Status', code, message: code === 429 ? 'storage is (re)initializing' : 'unavailable' });
+      res.writeHead(code, { 'Content-Type': 'application/json', ...(retryAfter !== undefined ? { 'Retry-After': retryAfter } : {}) }).end(body);
+    };
+
+    it('retryAfterOf: 429 and 5xx with whole seconds; nothing else', () => {
+      expect([retryAfterOf(429, '1'), retryAfterOf(503, '3'), retryAfterOf(500, '0'), retryAfterOf(429, [' 2 '])]).to.deep.equal([1, 3, 0, 2]);
+      expect([retryAfterOf(429, undefined), retryAfterOf(409, '1'), retryAfterOf(404, '1'), retryAfterOf(429, 'Wed, 21 Oct 2015 07:28:00 GMT'), retryAfterOf(503, '-1')]).to.deep.equal([undefined, undefined, undefined, undefined, undefined]);
+    });
+
+    it('a 429 with Retry-After is sent again after that time, and succeeds', async () => {
+      server = keep(await serve(scripted([429], '1')));
+      const seen: string[] = [];
+      rest = keep(new RestClient(server.access, { userAgent: 'test', onRequest: (r) => seen.push(r.code) }));
+      const t0 = performance.now();
+      expect(await rest.get('/a')).to.deep.equal({ ok: true });
+      expect(performance.now() - t0).to.be.within(950, 3_000);
+      expect(seen, 'each attempt is a request for the metrics').to.deep.equal(['429', '200']);
+    });
+
+    it('5xx is retried only with Retry-After; 429 without it is an error at once', async () => {
+      server = keep(await serve(scripted([503, 500], '0')));
+      rest = keep(new RestClient(server.access, { userAgent: 'test' }));
+      expect(await rest.get('/a')).to.deep.equal({ ok: true });
+      expect(server.requests).to.have.length(3);
+      await server.close();
+      server = keep(await serve(scripted([429, 500])));
+      rest = keep(new RestClient(server.access, { userAgent: 'test' }));
+      const e = (await rest.get('/a').catch((err: Error) => err)) as ApiError;
+      expect([e.code, e.retryAfterS, server.requests.length]).to.deep.equal([429, undefined, 1]);
+    });
+
+    it('retries are bounded (maxRetries, or 0 for one request); the last answer is the error, with its Retry-After', async () => {
+      server = keep(await serve(scripted([429, 429, 429, 429, 429], '0')));
+      rest = keep(new RestClient(server.access, { userAgent: 'test', maxRetries: 2 }));
+      const e = (await rest.get('/a').catch((err: Error) => err)) as ApiError;
+      expect([e.code, e.retryAfterS, e.reason, server.requests.length]).to.deep.equal([429, 0, 'storage is (re)initializing', 3]);
+      const once = (await rest.get('/b', undefined, { retries: 0 }).catch((err: Error) => err)) as ApiError;
+      expect([once.code, server.requests.length]).to.deep.equal([429, 4]);
+    });
+
+    it('a write waiting to be retried passes the write gate again: leadership lost meanwhile, nothing more is sent', async () => {
+      let open = true;
+      server = keep(await serve(scripted([429], '1')));
+      rest = keep(new RestClient(server.access, { userAgent: 'test', writeGate: () => open }));
+      const write = rest.mergePatch('/apis/x/v1/things/a', { metadata: {} }).then(() => undefined, (e: Error) => e);
+      setTimeout(() => (open = false), 300);
+      expect(await write).to.be.instanceOf(WritesForbiddenError);
+      expect(server.requests.map((r) => r.method)).to.deep.equal(['PATCH']);
+    });
+
+    it('the whole-request timeout bounds the waits too', async () => {
+      server = keep(await serve(scripted([429, 429, 429], '5')));
+      rest = keep(new RestClient(server.access, { userAgent: 'test' }));
+      const t0 = performance.now();
+      const e = (await rest.get('/a', undefined, { timeoutMs: 300 }).catch((err: Error) => err)) as ApiError;
+      expect(performance.now() - t0).to.be.below(2_000);
+      expect(e).to.be.instanceOf(ApiError);
+      expect(server.requests).to.have.length(1);
+    });
+  });
+
+  it('hands every 299 warning of an answer to onWarning (several headers, several per header)', async () => {
+    server = keep(await serve((_req, res) => {
+      res.setHeader('Warning', ['299 - "cluster.x-k8s.io/v1beta1 Machine is deprecated; use cluster.x-k8s.io/v1beta2 Machine"', '299 - "unknown field \\"spec.x\\"", 299 - "second, with a comma"']);
+      sendJson(res, 200, {});
+    }));
+    const warnings: string[] = [];
+    rest = keep(new RestClient(server.access, { userAgent: 'test', onWarning: (w) => warnings.push(w) }));
+    await rest.get('/a');
+    expect(warnings).to.deep.equal(['cluster.x-k8s.io/v1beta1 Machine is deprecated; use cluster.x-k8s.io/v1beta2 Machine', 'unknown field "spec.x"', 'second, with a comma']);
   });
 });

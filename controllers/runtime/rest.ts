@@ -3,12 +3,19 @@
 // Written here rather than through a generated client because the controller needs exact control of patch
 // content types, preconditions, subresources and long-lived watch streams (and their timeouts). Like
 // client-go's rest client it has a client-side token bucket (qps/burst), a hook per request for
-// controller-runtime's rest_client_* metrics, and a write gate: the one place where "no write after
-// leadership is lost" is enforced.
+// controller-runtime's rest_client_* metrics, a write gate: the one place where "no write after leadership is
+// lost" is enforced; client-go's retry of an answer that says when to come back (429, or 5xx with Retry-After),
+// and the apiserver's warnings (Warning: 299 headers) handed to a handler, as CAPI's managers install one.
 import https from 'node:https';
 import http from 'node:http';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import type { ClusterAccess } from './kubeconfig.js';
+import { abortableSleep, drain, readAll, readError, reasonOf, statusMessage } from './http-body.js';
+import { TokenBucket } from './token-bucket.js';
+import { parseWarningHeaders } from './warnings.js';
+
+export { readAll, readError, reasonOf, statusMessage } from './http-body.js';
+export { TokenBucket } from './token-bucket.js';
 
 export type Json = Record<string, any>;
 
@@ -19,6 +26,8 @@ export class ApiError extends Error {
     readonly method: string,
     readonly path: string,
     readonly reason: string,
+    /** The answer's Retry-After (whole seconds), when it had one. */
+    readonly retryAfterS?: number,
   ) {
     super(`${method} ${path}: ${code === 0 ? 'no answer' : code} ${reason}`);
     this.name = 'ApiError';
@@ -68,6 +77,8 @@ export interface RequestOptions {
   timeoutMs?: number;
   /** Aborts the request (and, for `open`, the stream) when it fires. */
   signal?: AbortSignal;
+  /** Retries after an answer that says when to come back; default the client's `maxRetries` (informers pass 0). */
+  retries?: number;
 }
 
 /** One request as controller-runtime's rest_client_* metrics see it. */
@@ -92,35 +103,28 @@ export interface RestClientOptions {
   onRequest?: (r: RequestRecord) => void;
   /** Default whole-request timeout of `request` (ms). Default 30 s. */
   timeoutMs?: number;
+  /** Retries of a request answered 429, or 5xx with Retry-After, after the time it names. Default 10 (client-go). */
+  maxRetries?: number;
+  /** Each warning (code 299) the apiserver attached to an answer. */
+  onWarning?: (text: string) => void;
 }
 
 /** CAPI v1.14's managers: --kube-api-qps=100, --kube-api-burst=200 (core/main.go). */
 export const DEFAULT_QPS = 100;
 export const DEFAULT_BURST = 200;
 const DEFAULT_TIMEOUT_MS = 30_000;
+/** client-go's Request.maxRetries. */
+export const DEFAULT_MAX_RETRIES = 10;
 
-/** client-go's flowcontrol token bucket: full at start, refilled at qps, waiters served in order. */
-export class TokenBucket {
-  private tokens: number;
-  private last: number;
-
-  constructor(
-    private readonly qps: number,
-    private readonly burst: number,
-    private readonly now: () => number = () => performance.now(),
-  ) {
-    this.tokens = burst;
-    this.last = now();
-  }
-
-  /** Ms to wait for the token just taken (reserved now, so later callers queue behind). */
-  take(): number {
-    const t = this.now();
-    this.tokens = Math.min(this.burst, this.tokens + ((t - this.last) * this.qps) / 1000);
-    this.last = t;
-    this.tokens -= 1;
-    return this.tokens >= 0 ? 0 : (-this.tokens * 1000) / this.qps;
-  }
+/**
+ * Seconds the answer asks the client to wait before it retries, when it is retryable as client-go's `checkWait`
+ * sees it: 429 or any 5xx, with a Retry-After of whole seconds.
+ */
+export function retryAfterOf(code: number, header: string | string[] | undefined): number | undefined {
+  if (code !== 429 && code < 500) return undefined;
+  const h = Array.isArray(header) ? header[0] : header;
+  if (h === undefined || !/^\s*\d+\s*$/.test(h)) return undefined;
+  return Number(h);
 }
 
 export class RestClient {
@@ -153,8 +157,29 @@ export class RestClient {
     if (qps > 0 && Number.isFinite(qps)) this.limiter = new TokenBucket(qps, Math.max(1, o.burst ?? DEFAULT_BURST));
   }
 
-  /** Opens a request; the caller reads the response stream. Used by `request` and by watches. */
-  async open(method: string, path: string, opts: RequestOptions = {}): Promise<{ res: IncomingMessage; req: ClientRequest; abort: (why?: Error) => void }> {
+  /**
+   * Opens a request; the caller reads the response stream. Used by `request` and by watches. An answer that says
+   * when to come back (429, or 5xx with Retry-After) is drained and sent again after that time, up to `retries`
+   * times, as client-go does; each attempt passes the rate limiter and the write gate again.
+   */
+  async open(method: string, path: string, opts: RequestOptions = {}): Promise<Opened> {
+    const retries = opts.retries ?? this.o.maxRetries ?? DEFAULT_MAX_RETRIES;
+    for (let attempt = 0; ; attempt++) {
+      const opened = await this.send(method, path, opts);
+      const code = opened.res.statusCode ?? 0;
+      const after = retryAfterOf(code, opened.res.headers['retry-after']);
+      if (after === undefined || attempt >= retries) return opened;
+      await drain(opened.res);
+      try {
+        await abortableSleep(after * 1000, opts.signal);
+      } catch (e) {
+        throw new ApiError(code, method, path, `retry after ${after} s not sent: ${(e as Error).message}`, after);
+      }
+    }
+  }
+
+  /** One attempt. */
+  private async send(method: string, path: string, opts: RequestOptions): Promise<Opened> {
     const url = new URL(path, this.server);
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const data = opts.body === undefined ? undefined : JSON.stringify(opts.body);
@@ -184,9 +209,14 @@ export class RestClient {
       const req = lib.request(url, { method, headers, agent: this.agent }, (res) => {
         answered = true;
         clearTimeout(timer);
+        // The signal now aborts the body. Its listener holds the request, the response and every chunk read, and
+        // a signal keeps its listeners until it fires: removed when the response closes, or a page lives on.
+        const onBodyAbort = () => req.destroy(reasonOf(opts.signal!));
         opts.signal?.removeEventListener('abort', onAbort);
-        opts.signal?.addEventListener('abort', () => req.destroy(reasonOf(opts.signal!)), { once: true });
+        opts.signal?.addEventListener('abort', onBodyAbort, { once: true });
+        res.once('close', () => opts.signal?.removeEventListener('abort', onBodyAbort));
         record(String(res.statusCode ?? 0));
+        if (res.headers.warning !== undefined && this.o.onWarning) for (const w of parseWarningHeaders(res.headers.warning)) if (w.code === 299) this.o.onWarning(w.text);
         resolve({ res, req, abort: (why) => req.destroy(why ?? new Error('aborted by the client')) });
       });
       const onAbort = () => req.destroy(reasonOf(opts.signal!));
@@ -207,17 +237,67 @@ export class RestClient {
   /** One request, its whole answer read within `timeoutMs` (default 30 s); non-2xx throws ApiError. */
   async request<T = Json>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
     const timeoutMs = opts.timeoutMs ?? this.o.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    const deadline = AbortSignal.timeout(timeoutMs);
-    const signal = opts.signal ? AbortSignal.any([opts.signal, deadline]) : deadline;
-    const { res } = await this.open(method, path, { ...opts, timeoutMs: undefined, signal }).catch((e: Error) => {
-      throw deadline.aborted && e instanceof ApiError ? new ApiError(0, method, path, `no answer within ${timeoutMs} ms`) : e;
-    });
-    const text = await readAll(res).catch((e: Error) => {
-      throw new ApiError(0, method, path, deadline.aborted ? `no answer within ${timeoutMs} ms` : e.message);
-    });
-    const code = res.statusCode ?? 0;
-    if (code < 200 || code >= 300) throw new ApiError(code, method, path, statusMessage(text));
-    return (text === '' ? {} : JSON.parse(text)) as T;
+    // A clearable timer, not AbortSignal.timeout: that signal (and all its listeners reach) lives until it fires.
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    const signal = opts.signal ? AbortSignal.any([opts.signal, deadline.signal]) : deadline.signal;
+    try {
+      const { res } = await this.open(method, path, { ...opts, timeoutMs: undefined, signal }).catch((e: Error) => {
+        throw deadline.signal.aborted && e instanceof ApiError ? new ApiError(0, method, path, `no answer within ${timeoutMs} ms`) : e;
+      });
+      const text = await readAll(res).catch((e: Error) => {
+        throw new ApiError(0, method, path, deadline.signal.aborted ? `no answer within ${timeoutMs} ms` : e.message);
+      });
+      const code = res.statusCode ?? 0;
+      if (code < 200 || code >= 300) throw new ApiError(code, method, path, statusMessage(text), retryAfterOf(code, res.headers['retry-after']));
+      return (text === '' ? {} : JSON.parse(text)) as T;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * A GET whose body is handed over chunk by chunk as it arrives, never held whole (a LIST page through
+   * json-items.ts); the whole exchange within `timeoutMs` (default 30 s). Non-2xx throws ApiError. A throw of
+   * `onChunk` ends the request with that error.
+   */
+  async getStream(path: string, query: RequestOptions['query'], opts: Pick<RequestOptions, 'timeoutMs' | 'signal' | 'retries'>, onChunk: (chunk: Buffer) => void): Promise<void> {
+    const timeoutMs = opts.timeoutMs ?? this.o.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    const signal = opts.signal ? AbortSignal.any([opts.signal, deadline.signal]) : deadline.signal;
+    const late = (e: Error) => new ApiError(0, 'GET', path, deadline.signal.aborted ? `no answer within ${timeoutMs} ms` : e.message);
+    try {
+      const { res } = await this.open('GET', path, { query, signal, ...(opts.retries !== undefined ? { retries: opts.retries } : {}) }).catch((e: Error) => {
+        throw deadline.signal.aborted && e instanceof ApiError ? late(e) : e;
+      });
+      const code = res.statusCode ?? 0;
+      if (code < 200 || code >= 300) throw new ApiError(code, 'GET', path, await readError(res), retryAfterOf(code, res.headers['retry-after']));
+      await new Promise<void>((resolve, reject) => {
+        let done = false;
+        const finish = (e?: Error) => {
+          if (done) return;
+          done = true;
+          if (e) {
+            res.destroy();
+            reject(e);
+          } else resolve();
+        };
+        res.on('data', (c: Buffer) => {
+          if (done) return;
+          try {
+            onChunk(c);
+          } catch (e) {
+            finish(e as Error);
+          }
+        });
+        res.once('end', () => finish());
+        res.once('error', (e) => finish(late(e)));
+        res.once('close', () => finish(late(new Error('the response ended before its body'))));
+      });
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   get<T = Json>(path: string, query?: RequestOptions['query'], opts: Omit<RequestOptions, 'query' | 'body'> = {}): Promise<T> {
@@ -252,43 +332,8 @@ export class RestClient {
   }
 }
 
-/** The whole body; any end but `end` (reset, abort, destroy) rejects, once. */
-export function readAll(res: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    res.on('data', (c: Buffer) => chunks.push(c));
-    res.once('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    res.once('error', reject);
-    res.once('close', () => reject(new Error('the response ended before its body')));
-  });
-}
-
-/** An AbortSignal's reason as an Error. */
-export function reasonOf(signal: AbortSignal): Error {
-  return signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason ?? 'aborted'));
-}
-
-function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(t);
-      reject(reasonOf(signal!));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
-/** The message of a Status body, else the start of the text. */
-export function statusMessage(text: string): string {
-  try {
-    const s = JSON.parse(text) as Json;
-    if (typeof s.message === 'string') return s.message;
-  } catch {
-    // not a Status
-  }
-  return text.slice(0, 200);
+export interface Opened {
+  res: IncomingMessage;
+  req: ClientRequest;
+  abort: (why?: Error) => void;
 }

@@ -121,6 +121,19 @@ describe('fault proxy (against a fake apiserver)', function () {
     expect(proxy.requests.map((r) => r.fault ?? '-')).to.deep.equal(['status 500', '-', '-', 'status 409']);
   });
 
+  it('answers a Status with Retry-After when asked; matches on the query; drops open streams on demand', async () => {
+    proxy.addRule({ query: /sendInitialEvents=true/, fault: { status: 429, retryAfterS: 1 } });
+    const refused = await new Promise<http.IncomingMessage>((resolve) => http.get(`${proxy.url}/apis/x/v1/things?watch=true&sendInitialEvents=true`, { agent }, (res) => (res.resume(), resolve(res))));
+    expect([refused.statusCode, refused.headers['retry-after']]).to.deep.equal([429, '1']);
+    const w = openWatch(proxy.url);
+    await sleep(100);
+    expect(w.status()).to.equal(200);
+    proxy.dropStreams();
+    await sleep(100);
+    expect(w.ended()).to.equal('aborted');
+    expect(proxy.requests.at(-1)!.end).to.equal('upstream-aborted');
+  });
+
   it('holds a request until the client gives up', async () => {
     proxy.addRule({ path: /slow/, fault: 'hold' });
     const err = await call(proxy.url, 'GET', '/slow', { timeoutMs: 200 }).then(() => undefined, (e: Error) => e);

@@ -112,6 +112,11 @@ describe('faults (a, b): JoinGuard is never blind', function () {
     const readyBy = (mark1 ?? Date.now()) + LIVENESS_MS + SLACK_MS;
     while (Date.now() < readyBy && !rz.samples.some((x) => x.at > backAt && x.code === 200)) await sleep(250);
     const firstList = p.find({ since: backAt, method: 'GET', watch: false }).find((r) => r.code === 200 && p.watchEvidence().has(r.path));
+    // Each cache live again: its first LIST or watch (WatchList included) answered 200 after the apiserver was back.
+    const liveAt = [...p.watchEvidence().keys()].map((path) => p.find({ since: backAt, method: 'GET' }).find((r) => r.path === path && r.code === 200)?.answeredAt);
+    const lives = liveAt.filter((t): t is number => t !== undefined);
+    figure('a', `caches live again after the apiserver was back: first ${lives.length ? secs(Math.min(...lives) - backAt) : 'never'}, last ${lives.length === liveAt.length && lives.length ? secs(Math.max(...lives) - backAt) : 'never (some)'} ` +
+      `(${liveAt.length} caches; 429 answers to JoinGuard after back: ${p.find({ since: backAt }).filter((r) => r.code === 429).length})`);
     const readyAgain = rz.samples.find((x) => x.at > backAt && x.code === 200);
     const marks = [mark0?.answeredAt, mark1].filter((x): x is number => x !== undefined && x >= backAt);
     figure('a', `apiserver back -> JoinGuard's first list ${firstList ? secs(firstList.at - backAt) : 'never'}; -> /readyz 200 again ${readyAgain ? secs(readyAgain.at - backAt) : 'never'}; ` +

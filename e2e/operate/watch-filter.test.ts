@@ -1,6 +1,9 @@
 // Issue 12, "Must show": the real `joinguard` command started with --watch-filter=x acts on a Cluster labelled
 // cluster.x-k8s.io/watch-filter=x and ignores one without the label, as CAPI's managers do — two simulated
-// clusters, each with a worker that never joins, each with a check; only the labelled one is touched.
+// clusters, each with a worker that never joins, each with a check; only the labelled one is touched. The filter
+// selects Clusters, Machines and checks server-side (issue 18), so the labelled Cluster's check and its Machines
+// carry the label too: the workers through the MachineDeployment's template, the control plane through the
+// KubeadmControlPlane's machineTemplate (docs/decisions.md, "Sharding with --watch-filter").
 // Until the controller supports the filter, the command refuses to start with it (never ignoring it
 // silently) and this spec is pending.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -9,7 +12,7 @@ import { expect } from 'chai';
 import type { Json, KubeClient } from '../../hack/testenv/kube-client.js';
 import { capiApi } from '../sim/capi-api.js';
 import type { PolicyRule } from '../sim/policy.js';
-import { createCluster } from '../sim/topology.js';
+import { controlPlaneName, createCluster } from '../sim/topology.js';
 import { conditionOf, deleteClusters, describeMachines, isControlPlane, listMachines, waitFor } from '../support/cluster-view.js';
 import { checksPath, createCheck, describeCheck, getCheck, installJoinGuardCrd } from '../support/joinguard.js';
 import { getSim } from '../support/shared-sim.js';
@@ -60,12 +63,15 @@ describe('operate: --watch-filter (the real command)', function () {
     rules.push(sim.policy.neverJoin({ namespace: ns, cluster: 'wf-in', role: 'worker' }, { limit: 1 }));
     rules.push(sim.policy.neverJoin({ namespace: ns, cluster: 'wf-out', role: 'worker' }, { limit: 1 }));
     for (const name of ['wf-in', 'wf-out']) {
-      await createCluster(kube, { namespace: ns, name, workers: [{ name: `${name}-md`, replicas: 1, labels: { pool: 'workers' } }], ca: { certPem: env.caCertPem, keyPem: env.caKeyPem } });
+      const shard: Record<string, string> = name === 'wf-in' ? { [WATCH_LABEL]: 'x' } : {};
+      await createCluster(kube, { namespace: ns, name, workers: [{ name: `${name}-md`, replicas: 1, labels: { pool: 'workers', ...shard } }], ca: { certPem: env.caCertPem, keyPem: env.caKeyPem } });
     }
     await kube.mergePatch(`/apis/cluster.x-k8s.io/v1beta2/namespaces/${ns}/clusters/wf-in`, { metadata: { labels: { [WATCH_LABEL]: 'x' } } });
+    await kube.mergePatch(`/apis/controlplane.cluster.x-k8s.io/v1beta2/namespaces/${ns}/kubeadmcontrolplanes/${controlPlaneName('wf-in')}`, { spec: { machineTemplate: { metadata: { labels: { [WATCH_LABEL]: 'x' } } } } });
     for (const [check, cluster] of [['in', 'wf-in'], ['out', 'wf-out']] as const) {
       await createCheck(kube, ns, check, { clusterName: cluster, selector: { matchLabels: { pool: 'workers' } }, joinTimeout: '10s' });
     }
+    await kube.mergePatch(`${checksPath(ns)}/in`, { metadata: { labels: { [WATCH_LABEL]: 'x' } } });
   });
 
   after(async function () {
@@ -86,6 +92,9 @@ describe('operate: --watch-filter (the real command)', function () {
       return conditionOf(m, 'HealthCheckSucceeded')?.status === 'False' && m;
     }, { timeoutMs: 180_000, describe: seen });
     expect(conditionOf(marked, 'HealthCheckSucceeded')!.reason).to.equal('JoinTimeout');
+    // CAPI carried the label from the templates to every Machine of the labelled Cluster.
+    const inMachines = await listMachines(kube, capi, ns, 'wf-in');
+    expect(inMachines.filter((m) => m.metadata.labels?.[WATCH_LABEL] !== 'x').map((m) => m.metadata.name), await seen()).to.deep.equal([]);
     expect((await getCheck(kube, ns, 'in')).status?.conditions?.length ?? 0).to.be.greaterThan(0);
 
     // The unlabelled Cluster's worker is as far past the same joinTimeout; give JoinGuard 10 s more.

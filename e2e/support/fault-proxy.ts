@@ -25,13 +25,15 @@ export interface Upstream {
  * `silence` (watches) keeps the connection open and forwards nothing more, from the headers on for a new
  * watch, from the next chunk for an open one; a silenced stream stays dead until its client gives up.
  */
-export type Fault = 'pass' | 'hold' | 'reset' | 'silence' | { status: number; reason?: string; message?: string };
+export type Fault = 'pass' | 'hold' | 'reset' | 'silence' | { status: number; reason?: string; message?: string; retryAfterS?: number };
 
 export interface FaultRule {
   fault: Fault;
   method?: string | RegExp;
   /** Tested against the path without the query. */
   path?: RegExp;
+  /** Tested against the query string (`?watch=true&...`). */
+  query?: RegExp;
   /** true: only watches; false: only other requests. */
   watch?: boolean;
   userAgent?: RegExp;
@@ -162,6 +164,11 @@ export class FaultProxy {
     return { matched: r.matched, remove: () => void (r.removed = true) };
   }
 
+  /** Ends every stream being forwarded (open watches) as a restarted apiserver does. */
+  dropStreams(): void {
+    for (const o of [...this.open]) if (!o.silenced) o.kill('upstream-aborted');
+  }
+
   clearRules(): void {
     for (const r of this.rules) r.removed = true;
     this.rules = [];
@@ -260,7 +267,8 @@ export class FaultProxy {
       const payload = JSON.stringify(status);
       rec.code = fault.status;
       rec.answeredAt = Date.now();
-      res.writeHead(fault.status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload) }).end(payload);
+      const retryAfter = fault.retryAfterS !== undefined ? { 'Retry-After': String(fault.retryAfterS) } : {};
+      res.writeHead(fault.status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload), ...retryAfter }).end(payload);
       return;
     }
     this.forward(req, res, rec, body, fault === 'silence', finish);
@@ -337,9 +345,10 @@ export class FaultProxy {
   }
 }
 
-function matchesRequest(f: { method?: string | RegExp; path?: RegExp; watch?: boolean; userAgent?: RegExp }, r: ProxiedRequest): boolean {
+function matchesRequest(f: { method?: string | RegExp; path?: RegExp; query?: RegExp; watch?: boolean; userAgent?: RegExp }, r: ProxiedRequest): boolean {
   if (f.method !== undefined && !(typeof f.method === 'string' ? f.method === r.method : f.method.test(r.method))) return false;
   if (f.path && !f.path.test(r.path)) return false;
+  if (f.query && !f.query.test(r.query)) return false;
   if (f.watch !== undefined && f.watch !== r.watch) return false;
   if (f.userAgent && !f.userAgent.test(r.userAgent)) return false;
   return true;
