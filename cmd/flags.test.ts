@@ -107,6 +107,10 @@ describe('joinguard flags', () => {
     expect(parse('--vmodule=leader=4,*/joincheck/*=5').vmodule).to.deep.equal([{ pattern: 'leader', v: 4 }, { pattern: '*/joincheck/*', v: 5 }]);
     expect(parse('--log-flush-frequency=1s').logFlushFrequencyMs).to.equal(1_000);
     expect(parse('--leader-elect-resource-name=joinguard-shard-a').leaderElectResourceName).to.equal('joinguard-shard-a');
+    // A shard gets its own Lease unless one is named; an empty filter is no filter.
+    expect(parse('--watch-filter=gpu').leaderElectResourceName).to.equal('joinguard-leader-gpu');
+    expect(parse('--watch-filter=gpu', '--leader-elect-resource-name=mine').leaderElectResourceName).to.equal('mine');
+    expect(parse('--watch-filter=').leaderElectResourceName).to.equal('joinguard-leader');
     expect(ecdhCurve(parse('--tls-curve-preferences=29,23').tlsCurvePreferences)).to.equal('X25519:P-256');
     expect(parse('--log-json-split-stream=false', '--log-text-info-buffer-size=0').logJsonSplitStream).to.equal(false);
     expect(parse('--health-addr=:9441').healthAddr).to.equal(':9441');
@@ -127,6 +131,7 @@ describe('joinguard flags', () => {
       [['--tls-curve-preferences=30'], /curve preference 30 is not supported/],
       [['--tls-curve-preferences=70000'], /curve preference 70000 is out of range/],
       [['--leader-elect-resource-name=Shard_A'], /--leader-elect-resource-name: "Shard_A" is not a valid Lease name/],
+      [['--watch-filter=GPU_pools'], /--watch-filter=GPU_pools: the shard's Lease would be "joinguard-leader-GPU_pools", not a valid name; set --leader-elect-resource-name/],
       [['--log-level=trace'], /"trace" for "--log-level" flag/],
       [['-leader-elect'], /unknown flag: -leader-elect/],
       [['extra'], /unexpected argument "extra"/],

@@ -96,7 +96,7 @@ export const FLAGS: Record<string, Spec> = {
   'leader-elect': { key: 'leaderElect', kind: 'bool', def: 'false', help: 'Enable leader election for controller manager. Enabling this will ensure there is only one active controller manager. Without it, run exactly one replica.' },
   'leader-elect-lease-duration': { key: 'leaderElectLeaseDurationMs', kind: 'duration', def: '15s', help: 'Interval at which non-leader candidates will wait to force acquire leadership (duration string)' },
   'leader-elect-renew-deadline': { key: 'leaderElectRenewDeadlineMs', kind: 'duration', def: '10s', help: 'Duration that the leading controller manager will retry refreshing leadership before giving up (duration string)' },
-  'leader-elect-resource-name': { key: 'leaderElectResourceName', kind: 'string', def: 'joinguard-leader', help: "The name of the Lease used for leader election, always in the pod's namespace (as Kubernetes components spell this flag). Each shard (its own --watch-filter) needs its own." },
+  'leader-elect-resource-name': { key: 'leaderElectResourceName', kind: 'string', def: 'joinguard-leader', help: "The name of the Lease used for leader election, always in the pod's namespace (as Kubernetes components spell this flag). With --watch-filter=X and this flag unset: joinguard-leader-X, so each shard elects its own leader." },
   'leader-elect-retry-period': { key: 'leaderElectRetryPeriodMs', kind: 'duration', def: '2s', help: 'Duration the LeaderElector clients should wait between tries of actions (duration string)' },
   'log-flush-frequency': { key: 'logFlushFrequencyMs', kind: 'duration', def: '5s', help: 'Maximum number of seconds between log flushes (JoinGuard writes every line at once: nothing waits for a flush).', check: positive },
   'log-json-info-buffer-size': { key: 'logJsonInfoBufferSize', kind: 'quantity', def: '', help: '[Alpha] In JSON format with split output streams, the info messages can be buffered for a while to increase performance. Only 0 (no buffering): the LoggingAlphaOptions feature gate is not available, as in CAPI.', check: alphaOff((v: string) => /^0+$/.test(v)) },
@@ -122,6 +122,9 @@ export const FLAGS: Record<string, Spec> = {
 };
 
 const SHORT: Record<string, string> = { v: 'v', h: 'help' };
+const DEFAULT_LEASE = 'joinguard-leader';
+/** A Lease's name: a lower-case DNS subdomain. */
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 
 /**
  * Older JoinGuard flags, still accepted with a warning (as CAPI kept --metrics-bind-addr for a release when it
@@ -253,6 +256,7 @@ function convert(name: string, spec: Spec, value: string, parseDuration: (s: str
 /** Parses argv; `warnings` receives one line per deprecated flag used. */
 export function parseFlags(argv: string[], parseDuration: (s: string) => number, warnings: string[] = []): Flags {
   const out = defaults(parseDuration) as unknown as Record<string, unknown>;
+  const given = new Set<string>();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const m = /^--([a-z][a-z0-9-]*)(?:=(.*))?$/s.exec(arg) ?? /^-([a-z])(?:=?(.+))?$/s.exec(arg);
@@ -284,15 +288,24 @@ export function parseFlags(argv: string[], parseDuration: (s: string) => number,
     const problem = spec.check?.(v);
     if (problem) throw new Error(`invalid argument ${JSON.stringify(value)} for "--${name}" flag: ${problem}`);
     out[spec.key] = v;
+    given.add(name);
   }
   const f = out as unknown as Flags;
+  // A shard elects on its own Lease unless one is named: two shards on one Lease would leave one without a leader.
+  if (f.watchFilter && !given.has('leader-elect-resource-name')) {
+    const lease = `${DEFAULT_LEASE}-${f.watchFilter}`;
+    if (!DNS_SUBDOMAIN.test(lease)) {
+      throw new Error(`--watch-filter=${f.watchFilter}: the shard's Lease would be ${JSON.stringify(lease)}, not a valid name; set --leader-elect-resource-name`);
+    }
+    f.leaderElectResourceName = lease;
+  }
   if (f.concurrency < 1) throw new Error('--machinejoincheck-concurrency: must be at least 1');
   if (f.kubeApiBurst < 1) throw new Error('--kube-api-burst: must be at least 1');
   // client-go's NewLeaderElector rules.
   if (f.leaderElectLeaseDurationMs <= f.leaderElectRenewDeadlineMs) throw new Error('--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline');
   if (f.leaderElectRenewDeadlineMs <= 1.2 * f.leaderElectRetryPeriodMs) throw new Error('--leader-elect-renew-deadline must be greater than 1.2 x --leader-elect-retry-period');
   if (f.leaderElectRetryPeriodMs < 1) throw new Error('--leader-elect-retry-period must be greater than zero');
-  if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(f.leaderElectResourceName)) {
+  if (!DNS_SUBDOMAIN.test(f.leaderElectResourceName)) {
     throw new Error(`--leader-elect-resource-name: ${JSON.stringify(f.leaderElectResourceName)} is not a valid Lease name (lower-case DNS subdomain)`);
   }
   const tls = tlsProblem(f.tlsMinVersion, f.tlsCipherSuites);

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
+import { parseAllDocuments } from 'yaml';
 import { checkComponents, MANIFESTS_DIR, objectsOf, renderProviderFiles, type K8sObject } from './render.js';
 import { listVariables } from './substitute.js';
 import { CONTROLLER_NEEDS, grantStrings, ruleStrings } from './rbac-needs.js';
@@ -58,7 +59,7 @@ describe('manifests: clusterctl provider files', function () {
     expect(checkComponents(components, version)).to.deep.equal([]);
     expect(listVariables(components)).to.have.deep.members([
       { name: 'JOINGUARD_NAMESPACE', default: 'joinguard-system' },
-      { name: 'JOINGUARD_REPLICAS', default: '2' },
+      { name: 'JOINGUARD_WATCH_FILTER_FLAG', default: '--watch-filter=' },
       { name: 'JOINGUARD_LOG_VERBOSITY', default: '2' },
       { name: 'JOINGUARD_LOGGING_FORMAT', default: 'text' },
       { name: 'JOINGUARD_CONCURRENCY', default: '2' },
@@ -106,6 +107,9 @@ describe('manifests: clusterctl provider files', function () {
   it('runs a hardened container named manager, two replicas, always with leader election', () => {
     const d = one(objs, 'Deployment', 'joinguard-controller-manager');
     expect(d.spec.replicas).to.equal(2);
+    // clusterctl parses the Deployment unsubstituted (generate provider --describe): no variable in an int field.
+    const raw = parseAllDocuments(components).map((x) => x.toJS() as Json).find((o) => o?.kind === 'Deployment')!;
+    expect(raw.spec.replicas).to.be.a('number');
     // Two replicas without leader election would both write: no variable turns it off.
     expect(components).not.to.match(/--leader-elect=\$\{/);
     const pod = d.spec.template.spec;
@@ -114,7 +118,7 @@ describe('manifests: clusterctl provider files', function () {
     expect(c.image).to.equal(`ghcr.io/joinguard/joinguard:v${version}`);
     expect(c.args).to.include.members([
       '--leader-elect=true',
-      '--leader-elect-resource-name=joinguard-leader',
+      '--watch-filter=',
       '--v=2',
       '--logging-format=text',
       '--workload-node-check=false',
@@ -143,10 +147,11 @@ describe('manifests: clusterctl provider files', function () {
 
   it('substitutes the variables into the args', () => {
     const d = one(
-      objectsOf(components, { JOINGUARD_LOG_VERBOSITY: '4', JOINGUARD_REPLICAS: '0', JOINGUARD_WORKLOAD_NODE_CHECK: 'true', JOINGUARD_ALLOW_MACHINE_DELETE: 'true' }),
+      objectsOf(components, { JOINGUARD_LOG_VERBOSITY: '4', JOINGUARD_WATCH_FILTER_FLAG: '--watch-filter=shard-a', JOINGUARD_WORKLOAD_NODE_CHECK: 'true', JOINGUARD_ALLOW_MACHINE_DELETE: 'true' }),
       'Deployment',
     );
-    expect(d.spec.replicas).to.equal(0);
+    const f = parseFlags(d.spec.template.spec.containers[0].args, parseDuration);
+    expect(f).to.deep.include({ watchFilter: 'shard-a', leaderElectResourceName: 'joinguard-leader-shard-a' });
     expect(d.spec.template.spec.containers[0].args).to.include.members([
       '--v=4',
       '--workload-node-check=true',

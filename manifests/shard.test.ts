@@ -26,11 +26,13 @@ function selects(sel: Json, labels: Record<string, string>): boolean {
 describe('manifests: shards (shard-components.yaml)', () => {
   let addon: Json[];
   let shard: string;
+  let components: string;
   const shardObjects = (value: string): Json[] => objectsOf(shard, { JOINGUARD_SHARD: value }) as Json[];
   const podLabels = (d: Json): Record<string, string> => d.spec.template.metadata.labels;
 
   before(async () => {
     const files = await renderProviderFiles('0.1.0');
+    components = files.components;
     addon = objectsOf(files.components) as Json[];
     shard = files.shard;
   });
@@ -58,11 +60,14 @@ describe('manifests: shards (shard-components.yaml)', () => {
     expect({ ...c, args: [] }).to.deep.equal({ ...main, args: [] });
   });
 
-  it('two shards and the add-on claim disjoint pods, each pod under exactly one budget; all serve the webhook and are scraped', () => {
-    const a = shardObjects('a');
-    const b = shardObjects('b');
-    const deployments = [addon.find((o) => o.kind === 'Deployment')!, a[0]!, b[0]!];
-    const budgets = [addon.find((o) => o.kind === 'PodDisruptionBudget')!, a[1]!, b[1]!];
+  it('the add-on as shard a, shards b and c: three Leases, disjoint pods, each pod under one budget; all serve the webhook', () => {
+    const main = objectsOf(components, { JOINGUARD_WATCH_FILTER_FLAG: '--watch-filter=a' }) as Json[];
+    const a = shardObjects('b');
+    const b = shardObjects('c');
+    const deployments = [main.find((o) => o.kind === 'Deployment')!, a[0]!, b[0]!];
+    const budgets = [main.find((o) => o.kind === 'PodDisruptionBudget')!, a[1]!, b[1]!];
+    const leases = deployments.map((d) => parseFlags((d.spec.template.spec.containers as Json[])[0]!.args, parseDuration));
+    expect(leases.map((f) => `${f.watchFilter} ${f.leaderElectResourceName}`)).to.deep.equal(['a joinguard-leader-a', 'b joinguard-leader-b', 'c joinguard-leader-c']);
     const webhook = addon.find((o) => o.kind === 'Service' && o.metadata.name === 'joinguard-webhook-service')!;
     for (const [i, d] of deployments.entries()) {
       const pod = podLabels(d);

@@ -2,7 +2,7 @@
 // add-on's own (so the container, probes, security and volumes never drift), for `clusterctl generate yaml` with
 // JOINGUARD_SHARD=<value> (required: no default) and the add-on's other variables. N shards are N Deployments:
 // - `--watch-filter=<shard>`: the shard watches only objects labelled cluster.x-k8s.io/watch-filter=<shard>;
-// - its own Lease, `joinguard-leader-<shard>` (--leader-elect-resource-name), in the pod's namespace;
+// - its own Lease, `joinguard-leader-<shard>` (derived from the filter by the command), in the pod's namespace;
 // - its own selector (label joinguard.io/shard), so no two Deployments claim the same pods; the pods keep the
 //   add-on's labels, so they serve the webhook behind its Service and are scraped like the add-on's pods.
 // The objects carry no clusterctl labels: clusterctl would delete them at `upgrade apply` without re-creating them.
@@ -43,8 +43,9 @@ function deployment(d: Document): void {
   const manager = containers.items.findIndex((c) => c.get('name') === 'manager');
   const argsPath = ['spec', 'template', 'spec', 'containers', manager, 'args'];
   const args = (d.getIn(argsPath) as { toJSON(): string[] }).toJSON();
-  const next = args.map((a) => (a.startsWith('--leader-elect-resource-name=') ? `--leader-elect-resource-name=joinguard-leader-${SHARD}` : a));
-  if (next.every((a) => !a.startsWith('--leader-elect-resource-name='))) throw new Error('manifests: shard: the manager has no --leader-elect-resource-name to change');
-  next.push(`--watch-filter=${SHARD}`);
+  // The add-on's own filter flag (a variable, manager.yaml) becomes the shard's.
+  const isFilter = (a: string) => a.startsWith('--watch-filter=') || a.startsWith('${JOINGUARD_WATCH_FILTER_FLAG');
+  if (!args.some(isFilter)) throw new Error('manifests: shard: the manager has no --watch-filter to set');
+  const next = args.map((a) => (isFilter(a) ? `--watch-filter=${SHARD}` : a));
   d.setIn(argsPath, d.createNode(next));
 }
