@@ -127,7 +127,7 @@ describe('operate: /metrics over HTTPS behind TokenReview and SubjectAccessRevie
       rest_client_requests_total: ['code', 'host', 'method'],
       rest_client_request_duration_seconds: ['host', 'verb'],
       leader_election_master_status: ['name'],
-      joinguard_check_condition: ['check', 'cluster', 'namespace', 'reason', 'status', 'type'],
+      joinguard_check_condition: ['check', 'cluster_name', 'cluster_namespace', 'reason', 'status', 'type'],
       joinguard_api_writes_total: ['result', 'write'],
     };
     for (const [family, labels] of Object.entries(want)) expect(labelsOf(t, family), family).to.deep.equal(labels);
@@ -135,7 +135,7 @@ describe('operate: /metrics over HTTPS behind TokenReview and SubjectAccessRevie
     expect(t).to.include('controller_runtime_max_concurrent_reconciles{controller="machinejoincheck"} 2');
     expect(t).to.include(`leader_election_master_status{name="${lease}"} 1`);
     expect(t).to.match(/^rest_client_requests_total\{code="200",method="GET",host="127\.0\.0\.1:\d+"\} [1-9]/m);
-    expect(t).to.match(new RegExp(`^joinguard_check_condition\\{namespace="${ns}",check="workers",cluster="nowhere",type="[A-Za-z]+",status="(True|False|Unknown)",reason="[A-Za-z]*"\\} 1$`, 'm'));
+    expect(t).to.match(new RegExp(`^joinguard_check_condition\\{cluster_namespace="${ns}",check="workers",cluster_name="nowhere",type="[A-Za-z]+",status="(True|False|Unknown)",reason="[A-Za-z]*"\\} 1$`, 'm'));
     for (const family of ['process_resident_memory_bytes', 'process_cpu_seconds_total', 'nodejs_heap_size_used_bytes', 'nodejs_eventloop_lag_seconds']) {
       expect(t, family).to.match(new RegExp(`^${family} [0-9.e+-]+$`, 'm'));
     }
