@@ -7,7 +7,7 @@ import https from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { readFile } from 'node:fs/promises';
 import { expect } from 'chai';
-import { parse } from 'yaml';
+import { parseAllDocuments } from 'yaml';
 import { startController, type RunningController } from '../../controllers/manager.js';
 import { substitute } from '../../manifests/substitute.js';
 import type { Json, KubeClient } from '../../hack/testenv/kube-client.js';
@@ -64,7 +64,8 @@ describe('operate: /metrics over HTTPS behind TokenReview and SubjectAccessRevie
       await kube.create(`/api/v1/namespaces/${ns}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: sa } });
     }
     // The ClusterRole as shipped (manifests/rbac/metrics_reader.yaml), bound to one ServiceAccount only.
-    role = parse(substitute(await readFile(new URL('../../manifests/rbac/metrics_reader.yaml', import.meta.url), 'utf8'), {})) as Json;
+    // (The file also holds the ServiceMonitor's reader ServiceAccount, its token Secret and binding: the ClusterRole is the first.)
+    role = parseAllDocuments(substitute(await readFile(new URL('../../manifests/rbac/metrics_reader.yaml', import.meta.url), 'utf8'), {})).map((d) => d.toJS() as Json).find((o) => o.kind === 'ClusterRole')!;
     const roles = '/apis/rbac.authorization.k8s.io/v1/clusterroles';
     if (await kube.get(`${roles}/${role.metadata.name}`)) await kube.delete(`${roles}/${role.metadata.name}`);
     await kube.create(roles, role);
