@@ -3,9 +3,12 @@
 # Build: hack/release.sh VERSION (linux/amd64 and linux/arm64 with buildx), or hack/docker-build.sh.
 ARG NODE_IMAGE=node:24-bookworm
 # Runtime: distroless Node 24 (no shell, no package manager), tag `nonroot` (uid 65532, as the Deployment's
-# runAsUser), pinned by digest. The digest is the one public Dockerfiles pin for this tag (found by code
-# search, December 2026); it was not pulled here (no registry access). hack/release.sh prints the digest
-# the tag resolves to at release time, so a stale pin shows; moving the pin is a reviewed commit.
+# runAsUser), pinned by digest. NOT VERIFIED HERE: no registry is reachable from the development sandbox, so it
+# was never pulled. It is the digest ten public Dockerfiles and lock files pin for this tag (code search,
+# December 2026; one of them notes it is the multi-arch index digest of :nonroot). hack/release.sh prints the
+# digest the tag resolves to at release time beside this one, so a stale or wrong pin shows before a push;
+# moving the pin is a reviewed commit.
+# The build stages' NODE_IMAGE is a moving tag here; hack/release.sh resolves it and builds with the digest.
 ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot@sha256:14d42e2511532589a7c7e01a753667a74fcc96266e137e8125006b87b0c32d0a
 
 # --- compile: all dependencies, only the product's sources (no tests, test helpers, e2e or bench) ---
@@ -32,6 +35,11 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
 
+# --- the version line's commit (controllers/version.ts reads build-info.json beside package.json) ---
+FROM --platform=$BUILDPLATFORM ${NODE_IMAGE} AS info
+ARG GIT_COMMIT=""
+RUN node -e 'const c=process.argv[1]; require("fs").writeFileSync("/build-info.json", JSON.stringify({gitCommit: /^[0-9a-f]{7,40}$/.test(c) ? c : ""})+"\n")' "${GIT_COMMIT}"
+
 # --- runtime: distroless Node 24, non-root, nothing but dist and production modules ---
 # Nothing is written to the image's filesystem at run time: the Deployment mounts it read-only, with an
 # emptyDir at /tmp and the webhook certificate from a Secret.
@@ -45,9 +53,10 @@ WORKDIR /app
 COPY --from=deps --chown=0:0 /app/node_modules ./node_modules
 COPY --from=build --chown=0:0 /src/dist ./dist
 COPY --chown=0:0 package.json ./
+COPY --from=info --chown=0:0 /build-info.json ./build-info.json
 # The numeric uid matches the Deployment's runAsUser, so runAsNonRoot can verify it; files stay root-owned
 # and read-only to it.
 USER 65532:65532
-EXPOSE 8443 8081 9443
+EXPOSE 8443 9440 9443
 # distroless keeps node at /nodejs/bin/node; no shell resolves a bare `node`.
 ENTRYPOINT ["/nodejs/bin/node", "/app/dist/cmd/joinguard.js"]

@@ -98,7 +98,7 @@ export class JoinGuardProcess {
         // Plain HTTP, as the bench serves CAPI's: the scrapes then cost no TokenReview or SubjectAccessReview.
         `--diagnostics-address=127.0.0.1:${metricsPort}`,
         '--insecure-diagnostics=true',
-        `--health-probe-bind-address=127.0.0.1:${healthPort}`,
+        `--health-addr=127.0.0.1:${healthPort}`,
         `--webhook-port=${webhookPort}`,
         `--webhook-cert-dir=${o.webhookCertDir}`,
         ...(o.extraFlags ?? []),

@@ -8,7 +8,7 @@ import { discoverCapi, type CapiVersionInfo } from './runtime/discovery.js';
 import { DelegatingAuth } from './runtime/diagnostics-auth.js';
 import { CapiRediscovery, DEFAULT_REDISCOVERY_MS } from './runtime/rediscovery.js';
 import { DEFAULT_LIVENESS_MS } from './runtime/informer.js';
-import { LeaderElector } from './runtime/leader.js';
+import { DEFAULT_LEASE_NAME, LeaderElector, podNamespace } from './runtime/leader.js';
 import { makeLogger, setVerbosity } from './runtime/logger.js';
 import { RuntimeMetrics } from './runtime/metrics.js';
 import { RestClient, type RequestRecord } from './runtime/rest.js';
@@ -79,7 +79,16 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
 
   try {
     const metricsAddr = parseBindAddress('--diagnostics-address', opts.metricsBindAddress ?? ':8443');
-    const probeAddr = parseBindAddress('--health-probe-bind-address', opts.healthProbeBindAddress ?? ':8081');
+    const probeAddr = parseBindAddress('--health-addr', opts.healthProbeBindAddress ?? ':9440');
+    // controller-runtime keeps the Lease in the pod's namespace, whatever the manager watches (--namespace):
+    // the add-on's Role grants Leases there and nowhere else. Outside a pod there is no such namespace.
+    const leaseNamespace = opts.leaderElect ? (opts.leaderElectionNamespace ?? podNamespace()) : undefined;
+    if (opts.leaderElect && !leaseNamespace) {
+      throw new Error("leader election: cannot find the pod's namespace for the Lease (not in a pod): set POD_NAMESPACE");
+    }
+    if (!opts.leaderElect) {
+      log.warn('Leader election is off: run exactly one replica. Two replicas without --leader-elect both write to the same Machines and checks', { replicasAllowed: 1 });
+    }
     const workers = opts.workers ?? DEFAULT_WORKERS;
 
     const capi = opts.capiApiVersion
@@ -157,9 +166,9 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
 
     let leading: Promise<void> = Promise.resolve();
     if (opts.leaderElect) {
-      const ns = opts.leaderElectionNamespace ?? opts.namespace ?? process.env['POD_NAMESPACE'] ?? 'joinguard-system';
-      const name = opts.leaderElectionId ?? 'joinguard-leader';
-      // As client-go's leader metric: no series until this replica first leads, 0 once it stopped leading.
+      const ns = leaseNamespace!;
+      const name = opts.leaderElectionId ?? DEFAULT_LEASE_NAME;
+      // As client-go's leader metric: 0 from the start (a standby), 1 while leading, 0 once it stopped leading.
       elector = new LeaderElector({
         rest: ungated,
         namespace: ns,
@@ -181,6 +190,8 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       leading = elector.leading$;
       log.info('Waiting for leadership', { Lease: { name, namespace: ns }, identity });
     }
+    // Whether this replica elects, per Lease: the alerts tell "no leader" from "runs without leader election".
+    metrics.leaderElection(opts.leaderElectionId ?? DEFAULT_LEASE_NAME, opts.leaderElect ?? false);
 
     const ready = Promise.all([synced, leading]).then(() => {
       if (stopping) return;

@@ -26,9 +26,12 @@ export interface ControllerOptions {
   burst?: number;
   /** Take part in leader election on a coordination.k8s.io Lease before reconciling. Default false. */
   leaderElect?: boolean;
-  /** Namespace of the Lease. Default: `namespace`, else the pod's namespace, else `joinguard-system`. */
+  /**
+   * Namespace of the Lease. Default: the pod's namespace ($POD_NAMESPACE, else the ServiceAccount's namespace
+   * file), as controller-runtime — never `namespace`, which only says what is watched. Outside a pod, tests name it.
+   */
   leaderElectionNamespace?: string;
-  /** Name of the Lease. Default `joinguard-leader`. */
+  /** Name of the Lease (--leader-elect-resource-name). Default `joinguard-leader`; each shard needs its own. */
   leaderElectionId?: string;
   /** Lease timings (--leader-elect-lease-duration, -renew-deadline, -retry-period). Default 15s, 10s, 2s. */
   leaseDurationMs?: number;
@@ -47,10 +50,15 @@ export interface ControllerOptions {
   tls?: ServingTls;
   /** A certificate and key for the diagnostics endpoint (the webhook's); absent files mean a self-signed one. */
   diagnosticsCert?: { certFile: string; keyFile: string };
-  /** `host:port` for /healthz and /readyz; same rules. Default `:8081`. */
+  /** `host:port` for /healthz and /readyz (--health-addr); same rules. Default `:9440`, CAPI's. */
   healthProbeBindAddress?: string;
   /** Read `<cluster>-kubeconfig` Secrets and count a Node with the Machine's providerID as joined. */
   workloadNodeCheck?: boolean;
+  /**
+   * remediation.strategy Delete may delete Machines (--allow-machine-delete; the install grants `delete` on
+   * Machines only with JOINGUARD_ALLOW_MACHINE_DELETE=true). Default false: such a check reports instead.
+   */
+  allowMachineDelete?: boolean;
   /** Grace after the workload connection is back before verdicts resume. Default 2m. */
   connectionGraceMs?: number;
   /** A visible mark nobody acted on for this long is withdrawn as Unanswered. Default 15m; no flag (tests shorten it). */

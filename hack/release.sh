@@ -4,7 +4,9 @@
 #   metadata.yaml                  clusterctl's release series -> contract
 #   observability-components.yaml  optional: metrics Service, ServiceMonitor, PrometheusRule, Grafana dashboard
 #   grafana-dashboard.json         the dashboard alone, for a Grafana import
-#   checksums.txt                  sha256 of the four files above (sha256sum -c checksums.txt)
+#   shard-components.yaml          optional: one shard's Deployment (JOINGUARD_SHARD=<value>), for sharded installs
+#   checksums.txt                  sha256 of the five files above (sha256sum -c checksums.txt)
+#   image-digest.txt               with --push: the pushed image's digest (what the release workflow signs)
 # and, where Docker buildx is available, the image ghcr.io/joinguard/joinguard:vVERSION for linux/amd64 and
 # linux/arm64 (pushed with --push; without it, built into the buildx cache only, since a multi-platform
 # image cannot be loaded into a local Docker image store).
@@ -36,7 +38,7 @@ echo "release: v${version} -> ${out}/"
 # The manifests build checks clusterctl's contract (one Namespace, container manager, every variable with a
 # default, the image tagged v${version}, a release series for ${version%.*}) and refuses to write otherwise.
 npx tsx manifests/build.ts "$out"
-files=(addon-components.yaml metadata.yaml observability-components.yaml grafana-dashboard.json)
+files=(addon-components.yaml metadata.yaml observability-components.yaml grafana-dashboard.json shard-components.yaml)
 (cd "$out" && sha256sum "${files[@]}" > checksums.txt && cat checksums.txt)
 
 runtime_pin="$(sed -n 's/^ARG RUNTIME_IMAGE=//p' Dockerfile)"
@@ -50,16 +52,33 @@ runtime_tag="${runtime_pin%@*}"
 current="$(docker buildx imagetools inspect "$runtime_tag" --format '{{json .Manifest.Digest}}' 2>/dev/null | tr -d '"' || true)"
 echo "release: runtime base pinned ${runtime_pin#*@}; ${runtime_tag} resolves to ${current:-(could not resolve)} today"
 
-echo "release: building ${image} for ${platforms}"
+# The build stages' image (node:24-bookworm) moves weekly: the release pins it to the digest it resolves to now,
+# printed here and in the image's provenance, so the build can be repeated.
+builder_tag="$(sed -n 's/^ARG NODE_IMAGE=//p' Dockerfile)"
+builder_digest="$(docker buildx imagetools inspect "$builder_tag" --format '{{json .Manifest.Digest}}' 2>/dev/null | tr -d '"' || true)"
+if [[ -z "$builder_digest" ]]; then
+  echo "release: cannot resolve ${builder_tag} to a digest; refusing to build from a moving tag" >&2
+  exit 1
+fi
+echo "release: build stages pinned to ${builder_tag}@${builder_digest}"
+commit="$(git rev-parse HEAD 2>/dev/null || echo "")"
+echo "release: building ${image} for ${platforms} (commit ${commit:-unknown})"
 args=(buildx build --platform "$platforms" -t "$image" -f Dockerfile
+  --build-arg "NODE_IMAGE=${builder_tag}@${builder_digest}"
+  --build-arg "GIT_COMMIT=${commit}"
   --label "org.opencontainers.image.version=v${version}"
+  --label "org.opencontainers.image.revision=${commit}"
   --label "org.opencontainers.image.source=https://github.com/joinguard/joinguard"
+  --metadata-file "${out}/build-metadata.json"
   --provenance=true --sbom=true)
 if $push; then args+=(--push); fi
 docker "${args[@]}" .
 if $push; then
+  # The digest of the pushed multi-platform index: what cosign signs (by digest, never by tag).
+  digest="$(node -p 'require(process.argv[1])["containerimage.digest"]' "${out}/build-metadata.json")"
+  echo "${digest}" > "${out}/image-digest.txt"
   docker buildx imagetools inspect "$image"
-  echo "release: pushed ${image}"
+  echo "release: pushed ${image}@${digest}"
 else
   echo "release: built ${image} (not pushed; run again with --push to publish)"
 fi

@@ -3,6 +3,7 @@
 //   out/metadata.yaml          the release series and the Cluster API contract they support
 //   out/observability-components.yaml  optional: metrics Service, ServiceMonitor, PrometheusRule, dashboard
 //   out/grafana-dashboard.json         the same dashboard, for a Grafana import
+//   out/shard-components.yaml          one shard (a Deployment per --watch-filter value), for sharded installs
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { MANIFESTS_DIR, objectsOf, renderProviderFiles } from './render.js';
@@ -19,9 +20,10 @@ try {
   await writeFile(join(outDir, 'metadata.yaml'), files.metadata);
   await writeFile(join(outDir, 'observability-components.yaml'), files.observability);
   await writeFile(join(outDir, 'grafana-dashboard.json'), files.dashboard);
+  await writeFile(join(outDir, 'shard-components.yaml'), files.shard);
   const kinds = objectsOf(files.components).map((o) => o.kind);
   console.log(`manifests: ${outDir}/addon-components.yaml (${kinds.length} objects), ${outDir}/metadata.yaml`);
-  console.log(`manifests: ${outDir}/observability-components.yaml (optional), ${outDir}/grafana-dashboard.json`);
+  console.log(`manifests: ${outDir}/observability-components.yaml (optional), ${outDir}/grafana-dashboard.json, ${outDir}/shard-components.yaml (sharding)`);
   for (const v of listVariables(files.components)) console.log(`  \${${v.name}:=${v.default}}`);
 } catch (e) {
   console.error((e as Error).message);

@@ -2,10 +2,14 @@
 // per check, Machines stuck and joined, the Progressing reason, remediations by outcome, suspicions, join
 // durations and time past the deadline; below, the controller-runtime panels CAPI's own dashboards show.
 // Built here rather than kept as a 1,000-line JSON so that every query is one readable line.
+// Variables: the data source, the management cluster (the `cluster` label a multi-cluster Prometheus adds; "All"
+// where there is none), then the Cluster's namespace and name and the check, as the series label them.
 
 const ds = { type: 'prometheus', uid: '${datasource}' };
-/** The filter every JoinGuard query carries. */
-const sel = 'namespace=~"$namespace", cluster=~"$cluster", check=~"$check"';
+/** JoinGuard's series, whoever scrapes them (observability.ts SELECTOR), in the chosen management cluster. */
+const mgmt = 'provider="addon-joinguard", cluster=~"$cluster"';
+/** The filter every per-check query carries. */
+const sel = `${mgmt}, cluster_namespace=~"$cluster_namespace", cluster_name=~"$cluster_name", check=~"$check"`;
 
 interface Target {
   expr: string;
@@ -35,11 +39,11 @@ function stat(title: string, w: number, h: number, expr: string, more: Partial<P
   return { title, type: 'stat', w, h, targets: [{ expr, instant: true }], ...more };
 }
 
-const cr = (metric: string) => `${metric}{job=~"$job", controller="machinejoincheck"}`;
+const cr = (metric: string) => `${metric}{${mgmt}, controller="machinejoincheck"}`;
 
 /** Every panel of the dashboard; tests check the metric names their queries read. */
 export function dashboardPanels(): Panel[] {
-  const byCheck = '{{namespace}}/{{check}} ({{cluster}})';
+  const byCheck = '{{cluster_namespace}}/{{check}} ({{cluster_name}})';
   return [
     { title: 'Checks', type: 'row', w: 24, h: 1 },
     stat('Checks not progressing', 6, 5, `count(joinguard_check_condition{type="Progressing", status="False", reason!="DryRun", ${sel}} == 1) or vector(0)`, {
@@ -54,19 +58,19 @@ export function dashboardPanels(): Panel[] {
       w: 24, h: 7,
       targets: [{ expr: `joinguard_check_condition{type="Progressing", ${sel}} == 1`, instant: true, format: 'table' }],
     },
-    series('Stuck Machines per check', 12, 8, `sum by (namespace, check, cluster) (joinguard_machines{state="Stuck", ${sel}})`, byCheck, {
+    series('Stuck Machines per check', 12, 8, `sum by (cluster_namespace, check, cluster_name) (joinguard_machines{state="Stuck", ${sel}})`, byCheck, {
       description: 'Machines past their join or provision deadline with no Node.',
     }),
-    series('Joined Machines per check', 12, 8, `sum by (namespace, check, cluster) (joinguard_machines{state="Joined", ${sel}})`, byCheck),
+    series('Joined Machines per check', 12, 8, `sum by (cluster_namespace, check, cluster_name) (joinguard_machines{state="Joined", ${sel}})`, byCheck),
     series('Machines by state', 12, 8, `sum by (state) (joinguard_machines{${sel}})`, '{{state}}', { stack: true }),
-    series('Time past deadline per check', 12, 8, `max by (namespace, check, cluster) (joinguard_seconds_past_deadline{${sel}})`, byCheck, {
+    series('Time past deadline per check', 12, 8, `max by (cluster_namespace, check, cluster_name) (joinguard_seconds_past_deadline{${sel}})`, byCheck, {
       description: 'The longest any stuck Machine of the check is past its deadline (0 when none).',
       unit: 's',
     }),
     { title: 'Remediations and suspicions', type: 'row', w: 24, h: 1 },
     series('Remediations by outcome', 12, 8, `sum by (outcome) (increase(joinguard_remediations_total{${sel}}[$__rate_interval]))`, '{{outcome}}', { bars: true, stack: true }),
     series('Remediations by path', 12, 8, `sum by (path) (increase(joinguard_remediations_total{${sel}}[$__rate_interval]))`, '{{path}}', { bars: true, stack: true }),
-    series('Suspicions raised', 12, 8, `sum by (namespace, check, cluster) (increase(joinguard_suspicions_raised_total{${sel}}[$__rate_interval]))`, byCheck, { bars: true }),
+    series('Suspicions raised', 12, 8, `sum by (cluster_namespace, check, cluster_name) (increase(joinguard_suspicions_raised_total{${sel}}[$__rate_interval]))`, byCheck, { bars: true }),
     {
       title: 'Join duration (p50, p95)',
       type: 'timeseries',
@@ -85,12 +89,13 @@ export function dashboardPanels(): Panel[] {
       targets: [{ expr: `sum by (le) (increase(joinguard_join_duration_seconds_bucket{${sel}}[$__rate_interval]))`, legend: '{{le}}', format: 'heatmap' }],
     },
     { title: 'Controller', type: 'row', w: 24, h: 1 },
-    stat('Leader', 6, 6, 'sum(leader_election_master_status{job=~"$job"}) or vector(0)', { description: '1 while a replica holds the Lease.' }),
+    stat('Leader', 6, 6, `sum(leader_election_master_status{${mgmt}}) or vector(0)`, { description: '1 while a replica holds the Lease (one per shard).' }),
     series('Reconciles by result', 9, 6, `sum by (result) (rate(${cr('controller_runtime_reconcile_total')}[$__rate_interval]))`, '{{result}}'),
     series('Reconcile errors', 9, 6, `sum(rate(${cr('controller_runtime_reconcile_errors_total')}[$__rate_interval]))`, 'errors'),
     series('Reconcile time (p99)', 8, 6, `histogram_quantile(0.99, sum by (le) (rate(${cr('controller_runtime_reconcile_time_seconds_bucket')}[$__rate_interval])))`, 'p99', { unit: 's' }),
-    series('Work queue depth', 8, 6, 'sum by (name) (workqueue_depth{job=~"$job"})', '{{name}}'),
-    series('API requests by code', 8, 6, 'sum by (code, method) (rate(rest_client_requests_total{job=~"$job"}[$__rate_interval]))', '{{method}} {{code}}'),
+    series('Work queue depth', 8, 6, `sum by (name) (workqueue_depth{${mgmt}})`, '{{name}}'),
+    series('API requests by code', 8, 6, `sum by (code, method) (rate(rest_client_requests_total{${mgmt}}[$__rate_interval]))`, '{{method}} {{code}}'),
+    series('Admission requests by code', 8, 6, `sum by (code) (rate(controller_runtime_webhook_requests_total{${mgmt}}[$__rate_interval]))`, '{{code}}'),
   ];
 }
 
@@ -153,10 +158,10 @@ export function dashboard(version: string): Record<string, unknown> {
     templating: {
       list: [
         { name: 'datasource', label: 'Data source', type: 'datasource', query: 'prometheus', current: {}, hide: 0 },
-        { ...variable('job', 'Job', 'label_values(controller_runtime_reconcile_total{controller="machinejoincheck"}, job)'), includeAll: false, multi: false, current: {} },
-        variable('namespace', 'Namespace', 'label_values(joinguard_machines, namespace)'),
-        variable('cluster', 'Cluster', 'label_values(joinguard_machines{namespace=~"$namespace"}, cluster)'),
-        variable('check', 'Check', 'label_values(joinguard_machines{namespace=~"$namespace", cluster=~"$cluster"}, check)'),
+        variable('cluster', 'Management cluster', 'label_values(joinguard_build_info{provider="addon-joinguard"}, cluster)'),
+        variable('cluster_namespace', 'Namespace', `label_values(joinguard_machines{${mgmt}}, cluster_namespace)`),
+        variable('cluster_name', 'Cluster', `label_values(joinguard_machines{${mgmt}, cluster_namespace=~"$cluster_namespace"}, cluster_name)`),
+        variable('check', 'Check', `label_values(joinguard_machines{${mgmt}, cluster_namespace=~"$cluster_namespace", cluster_name=~"$cluster_name"}, check)`),
       ],
     },
     annotations: { list: [] },

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
+import { parseAllDocuments } from 'yaml';
 import { checkComponents, MANIFESTS_DIR, objectsOf, renderProviderFiles, type K8sObject } from './render.js';
 import { listVariables } from './substitute.js';
 import { CONTROLLER_NEEDS, grantStrings, ruleStrings } from './rbac-needs.js';
@@ -58,13 +59,14 @@ describe('manifests: clusterctl provider files', function () {
     expect(checkComponents(components, version)).to.deep.equal([]);
     expect(listVariables(components)).to.have.deep.members([
       { name: 'JOINGUARD_NAMESPACE', default: 'joinguard-system' },
-      { name: 'JOINGUARD_LOG_VERBOSITY', default: '0' },
+      { name: 'JOINGUARD_WATCH_FILTER_FLAG', default: '--watch-filter=' },
+      { name: 'JOINGUARD_LOG_VERBOSITY', default: '2' },
       { name: 'JOINGUARD_LOGGING_FORMAT', default: 'text' },
       { name: 'JOINGUARD_CONCURRENCY', default: '2' },
       { name: 'JOINGUARD_DIAGNOSTICS_ADDRESS', default: ':8443' },
       { name: 'JOINGUARD_INSECURE_DIAGNOSTICS', default: 'false' },
-      { name: 'JOINGUARD_LEADER_ELECT', default: 'true' },
       { name: 'JOINGUARD_WORKLOAD_NODE_CHECK', default: 'false' },
+      { name: 'JOINGUARD_ALLOW_MACHINE_DELETE', default: 'false' },
     ]);
   });
 
@@ -102,18 +104,26 @@ describe('manifests: clusterctl provider files', function () {
     expect(crd.spec.names.shortNames).to.include('mjc');
   });
 
-  it('runs a hardened container named manager, two replicas with leader election', () => {
+  it('runs a hardened container named manager, two replicas, always with leader election', () => {
     const d = one(objs, 'Deployment', 'joinguard-controller-manager');
     expect(d.spec.replicas).to.equal(2);
+    // clusterctl parses the Deployment unsubstituted (generate provider --describe): no variable in an int field.
+    const raw = parseAllDocuments(components).map((x) => x.toJS() as Json).find((o) => o?.kind === 'Deployment')!;
+    expect(raw.spec.replicas).to.be.a('number');
+    // Two replicas without leader election would both write: no variable turns it off.
+    expect(components).not.to.match(/--leader-elect=\$\{/);
     const pod = d.spec.template.spec;
     const c = pod.containers.find((x: Json) => x.name === 'manager');
     expect(c, 'container manager').to.exist;
     expect(c.image).to.equal(`ghcr.io/joinguard/joinguard:v${version}`);
     expect(c.args).to.include.members([
       '--leader-elect=true',
-      '--v=0',
+      '--watch-filter=',
+      '--v=2',
       '--logging-format=text',
       '--workload-node-check=false',
+      '--allow-machine-delete=false',
+      '--health-addr=:9440',
       '--webhook-port=9443',
       '--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs',
       '--diagnostics-address=:8443',
@@ -123,20 +133,29 @@ describe('manifests: clusterctl provider files', function () {
     expect(c.securityContext).to.deep.include({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true });
     expect(c.securityContext.capabilities.drop).to.deep.equal(['ALL']);
     expect(c.resources.requests).to.have.keys('cpu', 'memory');
-    expect(c.livenessProbe.httpGet.path).to.equal('/healthz');
-    expect(c.readinessProbe.httpGet.path).to.equal('/readyz');
-    expect(pod.serviceAccountName).to.equal(one(objs, 'ServiceAccount').metadata.name);
+    expect(c.livenessProbe.httpGet).to.deep.equal({ path: '/healthz', port: 'healthz' });
+    expect(c.readinessProbe.httpGet).to.deep.equal({ path: '/readyz', port: 'healthz' });
+    // CAPI's names and numbers: metrics on 8443 named `metrics`, health on 9440 named `healthz`.
+    expect(c.ports).to.deep.include.members([
+      { name: 'metrics', containerPort: 8443, protocol: 'TCP' },
+      { name: 'healthz', containerPort: 9440, protocol: 'TCP' },
+    ]);
+    expect(d.spec.template.metadata.labels).to.include({ 'cluster.x-k8s.io/provider': 'addon-joinguard' });
+    expect(d.spec.selector.matchLabels).not.to.have.property('cluster.x-k8s.io/provider');
+    expect(pod.serviceAccountName).to.equal(one(objs, 'ServiceAccount', 'joinguard-controller-manager').metadata.name);
   });
 
   it('substitutes the variables into the args', () => {
     const d = one(
-      objectsOf(components, { JOINGUARD_LOG_VERBOSITY: '4', JOINGUARD_LEADER_ELECT: 'false', JOINGUARD_WORKLOAD_NODE_CHECK: 'true' }),
+      objectsOf(components, { JOINGUARD_LOG_VERBOSITY: '4', JOINGUARD_WATCH_FILTER_FLAG: '--watch-filter=shard-a', JOINGUARD_WORKLOAD_NODE_CHECK: 'true', JOINGUARD_ALLOW_MACHINE_DELETE: 'true' }),
       'Deployment',
     );
+    const f = parseFlags(d.spec.template.spec.containers[0].args, parseDuration);
+    expect(f).to.deep.include({ watchFilter: 'shard-a', leaderElectResourceName: 'joinguard-leader-shard-a' });
     expect(d.spec.template.spec.containers[0].args).to.include.members([
       '--v=4',
-      '--leader-elect=false',
       '--workload-node-check=true',
+      '--allow-machine-delete=true',
     ]);
   });
 
@@ -153,21 +172,27 @@ describe('manifests: clusterctl provider files', function () {
 
   it('has no * in any RBAC rule and grants exactly what the controller needs (rbac-needs.ts)', () => {
     const role = one(objs, 'ClusterRole', 'joinguard-manager-role');
-    expect(ruleStrings(role.rules)).to.deep.equal(grantStrings(CONTROLLER_NEEDS.filter((g) => !g.namespaced && !g.workloadNodeCheck)));
+    expect(ruleStrings(role.rules)).to.deep.equal(grantStrings(CONTROLLER_NEEDS.filter((g) => !g.namespaced && !g.workloadNodeCheck && !g.machineDelete)));
+    expect(ruleStrings(role.rules)).not.to.include('delete cluster.x-k8s.io/machines');
     const lease = one(objs, 'Role', 'joinguard-leader-election-role');
     expect(lease.metadata.namespace).to.equal('joinguard-system');
     expect(ruleStrings(lease.rules)).to.deep.equal(grantStrings(CONTROLLER_NEEDS.filter((g) => g.namespaced)));
     const secrets = one(objs, 'ClusterRole', 'joinguard-workload-secrets-true');
     expect(ruleStrings(secrets.rules)).to.deep.equal(grantStrings(CONTROLLER_NEEDS.filter((g) => g.workloadNodeCheck)));
+    const del = one(objs, 'ClusterRole', 'joinguard-machine-delete-true');
+    expect(ruleStrings(del.rules)).to.deep.equal(grantStrings(CONTROLLER_NEEDS.filter((g) => g.machineDelete)));
     for (const o of objs.filter((x) => x.kind === 'Role' || x.kind === 'ClusterRole') as Json[]) {
       expect(JSON.stringify(o.rules ?? []), o.metadata.name).not.to.include('*');
       expect(o, o.metadata.name).not.to.have.property('aggregationRule');
     }
-    // Every role is bound to the add-on's ServiceAccount, and only to it.
-    const sa = one(objs, 'ServiceAccount');
+    // Every role is bound to the add-on's ServiceAccount, and only to it; the metrics reader's only role is /metrics.
+    const sa = one(objs, 'ServiceAccount', 'joinguard-controller-manager');
     for (const b of objs.filter((x) => x.kind === 'RoleBinding' || x.kind === 'ClusterRoleBinding') as Json[]) {
-      expect(b.subjects, b.metadata.name).to.deep.equal([{ kind: 'ServiceAccount', name: sa.metadata.name, namespace: 'joinguard-system' }]);
+      const reader = b.metadata.name === 'joinguard-metrics-reader';
+      expect(b.subjects, b.metadata.name).to.deep.equal([{ kind: 'ServiceAccount', name: reader ? 'joinguard-metrics-reader' : sa.metadata.name, namespace: 'joinguard-system' }]);
+      if (reader) expect(b.roleRef.name).to.equal('joinguard-metrics-reader');
     }
+    expect(one(objs, 'ClusterRole', 'joinguard-metrics-reader').rules).to.deep.equal([{ nonResourceURLs: ['/metrics'], verbs: ['get'] }]);
   });
 
   it('out/addon-components.yaml as built: no variable without a default, no * verb or resource (grep)', async () => {
@@ -191,6 +216,21 @@ describe('manifests: clusterctl provider files', function () {
     expect(bindingRole({ JOINGUARD_WORKLOAD_NODE_CHECK: 'true' })).to.equal('joinguard-workload-secrets-true');
     expect(one(objs, 'ClusterRole', 'joinguard-workload-secrets-true').rules).to.deep.equal([
       { apiGroups: [''], resources: ['secrets'], verbs: ['get'] },
+    ]);
+  });
+
+  it('grants Machine delete only with JOINGUARD_ALLOW_MACHINE_DELETE=true, the flag with it', () => {
+    const at = (vars: Record<string, string>) => {
+      const o = objectsOf(components, vars);
+      return { role: one(o, 'ClusterRoleBinding', 'joinguard-machine-delete').roleRef.name, args: one(o, 'Deployment').spec.template.spec.containers[0].args as string[] };
+    };
+    expect(at({})).to.deep.include({ role: 'joinguard-machine-delete-false' });
+    expect(at({}).args).to.include('--allow-machine-delete=false');
+    expect(one(objs, 'ClusterRole', 'joinguard-machine-delete-false').rules).to.deep.equal([]);
+    expect(at({ JOINGUARD_ALLOW_MACHINE_DELETE: 'true' }).role).to.equal('joinguard-machine-delete-true');
+    expect(at({ JOINGUARD_ALLOW_MACHINE_DELETE: 'true' }).args).to.include('--allow-machine-delete=true');
+    expect(one(objs, 'ClusterRole', 'joinguard-machine-delete-true').rules).to.deep.equal([
+      { apiGroups: ['cluster.x-k8s.io'], resources: ['machines'], verbs: ['delete'] },
     ]);
   });
 

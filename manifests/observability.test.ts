@@ -6,21 +6,25 @@
 import { expect } from 'chai';
 import { parseAllDocuments } from 'yaml';
 import { objectsOf, renderProviderFiles } from './render.js';
-import { alertRules, DIAGNOSTICS_PORT, METRICS_SERVICE, runbookBase } from './observability.js';
+import { alertRules, DIAGNOSTICS_PORT, METRICS_SERVICE, METRICS_TOKEN_SECRET, runbookBase, SELECTOR } from './observability.js';
 import { dashboard, dashboardPanels } from './dashboard.js';
 import { RuntimeMetrics } from '../controllers/runtime/metrics.js';
 import { JoinGuardMetrics } from '../controllers/joincheck/metrics.js';
+import { VALIDATE_PATH } from '../webhooks/server.js';
 
 type Json = Record<string, any>;
 const VERSION = '0.1.0';
 
 /** What Prometheus itself and the kube-apiserver serve, read by the rules. */
 const NOT_OURS = new Set(['up', 'apiserver_admission_webhook_rejection_count']);
+/** Labels the scrape adds (ServiceMonitor or CAPI's relabelling) or a multi-cluster Prometheus adds (cluster). */
+const TARGET_LABELS = new Set(['provider', 'namespace', 'pod', 'job', 'instance', 'cluster']);
 
 /** The families the controller really registers (histograms are queried by their _bucket series), with their labels. */
 async function served(): Promise<Map<string, Set<string>>> {
   const runtime = new RuntimeMetrics();
   new JoinGuardMetrics(runtime.registry);
+  runtime.webhook(VALIDATE_PATH); // as the webhook server registers them once it listens
   const out = new Map<string, Set<string>>();
   for (const m of await runtime.registry.getMetricsAsJSON()) {
     // prom-client keeps a family's label names on the metric object (not in its JSON).
@@ -61,35 +65,57 @@ describe('manifests: the observability file', () => {
     for (const [k, v] of Object.entries(svc.spec.selector)) expect(d.spec.template.metadata.labels[k], k).to.equal(v);
   });
 
-  it('the ServiceMonitor selects that Service and scrapes it over HTTPS with a bearer token', () => {
+  it('the ServiceMonitor selects that Service and scrapes it over HTTPS with the metrics reader token, honouring no labels', () => {
     const svc = objs.find((o) => o.kind === 'Service')!;
     const sm = objs.find((o) => o.kind === 'ServiceMonitor')!;
     for (const [k, v] of Object.entries(sm.spec.selector.matchLabels)) expect(svc.metadata.labels[k], k).to.equal(v);
     const ep = sm.spec.endpoints[0];
-    expect(ep).to.deep.include({ port: svc.spec.ports[0].name, scheme: 'https', path: '/metrics', honorLabels: true });
-    expect(ep.bearerTokenFile).to.equal('/var/run/secrets/kubernetes.io/serviceaccount/token');
+    expect(ep).to.deep.include({ port: svc.spec.ports[0].name, scheme: 'https', path: '/metrics' });
+    // Neither honorLabels (a target's namespace or a federation's cluster would be overwritten) nor the
+    // deprecated bearerTokenFile.
+    expect(ep).not.to.have.any.keys('honorLabels', 'bearerTokenFile', 'bearerTokenSecret');
+    expect(ep.authorization).to.deep.equal({ type: 'Bearer', credentials: { name: METRICS_TOKEN_SECRET, key: 'token' } });
+    // The token Secret is the metrics reader's, in the add-on's components, and that identity may read /metrics only.
+    const secret = components.find((o) => o.kind === 'Secret' && o.metadata.name === METRICS_TOKEN_SECRET)!;
+    expect(secret.type).to.equal('kubernetes.io/service-account-token');
+    const sa = secret.metadata.annotations['kubernetes.io/service-account.name'];
+    const binding = components.find((o) => o.kind === 'ClusterRoleBinding' && o.subjects?.[0]?.name === sa)!;
+    const role = components.find((o) => o.kind === 'ClusterRole' && o.metadata.name === binding.roleRef.name)!;
+    expect(role.rules).to.deep.equal([{ nonResourceURLs: ['/metrics'], verbs: ['get'] }]);
+    expect(ep.relabelings).to.deep.include({ sourceLabels: ['__meta_kubernetes_pod_label_cluster_x_k8s_io_provider'], targetLabel: 'provider', action: 'replace' });
   });
 
-  it('the rules cover a stalled check, a suspicion, no leader, webhook unavailable and reconcile errors', () => {
+  it('the rules cover a stalled check, a suspicion, no leader, replicas without leader election, webhook unavailable and reconcile errors', () => {
     const rule = objs.find((o) => o.kind === 'PrometheusRule')!;
     expect(rule.spec.groups[0].rules.map((r: Json) => r.alert)).to.deep.equal(alertRules(VERSION).map((r) => r.alert));
     const byName = Object.fromEntries(alertRules(VERSION).map((r) => [r.alert, r]));
     expect(byName['JoinGuardCheckStalled']!.for).to.equal('15m');
     expect(byName['JoinGuardCheckStalled']!.expr).to.include('type="Progressing", status="False"');
-    for (const name of ['JoinGuardSuspicionRaised', 'JoinGuardNoLeader', 'JoinGuardWebhookUnavailable', 'JoinGuardReconcileErrors']) {
+    for (const name of ['JoinGuardSuspicionRaised', 'JoinGuardNoLeader', 'JoinGuardReplicasWithoutLeaderElection', 'JoinGuardWebhookUnavailable', 'JoinGuardReconcileErrors']) {
       expect(byName, name).to.have.property(name);
+    }
+    // Fixed: "no leader" is never made up from absent series (`or on() vector(0)`), and the webhook is judged by
+    // its own series, not by the metrics port being up.
+    expect(byName['JoinGuardNoLeader']!.expr).not.to.include('vector(0)');
+    expect(byName['JoinGuardWebhookUnavailable']!.expr).to.include('controller_runtime_webhook_requests_in_flight');
+    // Every JoinGuard selector picks the add-on by `provider`, which both shipped scrape setups set.
+    for (const r of alertRules(VERSION)) {
+      for (const m of r.expr.matchAll(/(joinguard_[a-z_]+|controller_runtime_[a-z_]+|leader_election_master_status|up)\{([^}]*)\}/g)) expect(m[2], `${r.alert}: ${m[0]}`).to.include(SELECTOR);
     }
   });
 
   it('the rules and the dashboard read only families the controller serves, by labels it sets', async () => {
     const families = await served();
+    // No family carries a label the scrape sets: without honorLabels it would be renamed exported_<label>.
+    for (const [name, labels] of families) for (const l of labels) expect(TARGET_LABELS.has(l), `${name} carries ${l}`).to.equal(false);
     const exprs = [...alertRules(VERSION).map((r) => r.expr), ...dashboardPanels().flatMap((p) => (p.targets ?? []).map((t) => t.expr))];
     const used = new Set(exprs.flatMap(metricsIn));
     expect([...used].filter((m) => !families.has(m) && !NOT_OURS.has(m))).to.deep.equal([]);
     // Every label a JoinGuard selector names is one of that family's labels (job and le come from Prometheus).
     for (const e of exprs) {
       for (const m of e.matchAll(/(joinguard_[a-z_]+|controller_runtime_[a-z_]+|leader_election_master_status|workqueue_[a-z_]+|rest_client_[a-z_]+)\{([^}]*)\}/g)) {
-        const names = [...m[2]!.matchAll(/([a-z_]+)\s*(?:=~|!~|!=|=)/g)].map((x) => x[1]!).filter((l) => l !== 'job');
+        // provider and cluster come from the scrape (target label, external label), not from the controller.
+        const names = [...m[2]!.matchAll(/([a-z_]+)\s*(?:=~|!~|!=|=)/g)].map((x) => x[1]!).filter((l) => !TARGET_LABELS.has(l));
         for (const l of names) expect(families.get(m[1]!)?.has(l), `${m[1]} has label ${l}`).to.equal(true);
       }
     }
@@ -106,6 +132,10 @@ describe('manifests: the observability file', () => {
     expect(cm.data['joinguard.json']).to.equal(files.dashboard);
     const d = dashboard(VERSION) as Json;
     const defined = new Set((d.templating.list as Json[]).map((v) => v.name));
+    // A data source to choose, and the management cluster (a multi-cluster Prometheus's `cluster` label).
+    expect((d.templating.list as Json[]).find((v) => v.name === 'datasource')).to.include({ type: 'datasource', query: 'prometheus' });
+    expect((d.templating.list as Json[]).find((v) => v.name === 'cluster')).to.include({ label: 'Management cluster', includeAll: true, allValue: '.*' });
+    for (const p of dashboardPanels()) for (const t of p.targets ?? []) expect(t.expr, p.title).to.include('cluster=~"$cluster"');
     const used = new Set([...files.dashboard.matchAll(/\$\{?(\w+)/g)].map((m) => m[1]!).filter((v) => !v.startsWith('__')));
     expect([...used].filter((v) => !defined.has(v))).to.deep.equal([]);
     const ids = (d.panels as Json[]).map((p) => p.id);

@@ -11,11 +11,27 @@ import type { K8sObject } from './render.js';
 export const PROVIDER_LABEL = 'cluster.x-k8s.io/provider';
 export const PROVIDER = 'addon-joinguard';
 export const METRICS_SERVICE = 'joinguard-controller-manager-metrics-service';
-/** Prometheus Operator names the job after the Service. */
-export const JOB = METRICS_SERVICE;
+/** The container port's name, as CAPI's managers name theirs (CAPI's observability keeps pods by it). */
+export const METRICS_PORT_NAME = 'metrics';
 export const DIAGNOSTICS_PORT = 8443;
 export const CONTROLLER = 'machinejoincheck';
 const WEBHOOK = 'validation.machinejoincheck.joinguard.io';
+const WEBHOOK_PATH = '/validate-joinguard-io-v1alpha1-machinejoincheck';
+/** The ServiceAccount token Secret the ServiceMonitor scrapes with (addon-components.yaml: rbac/metrics_reader.yaml). */
+export const METRICS_TOKEN_SECRET = 'joinguard-metrics-reader-token';
+/**
+ * Every JoinGuard series, whoever scrapes it: the ServiceMonitor below and CAPI's own scrape config
+ * (hack/observability) both turn the pod label cluster.x-k8s.io/provider into `provider`. The alerts select by it,
+ * not by job (the ServiceMonitor's job is the Service's name, CAPI's is `capi-providers`).
+ */
+export const SELECTOR = `provider="${PROVIDER}"`;
+/**
+ * What the alerts group by: the management cluster (the `cluster` external label of a multi-cluster Prometheus;
+ * absent elsewhere, which is fine), the add-on's namespace, and per check the Cluster's namespace and name as CAPI
+ * labels its own workload-cluster series (cluster_namespace, cluster_name).
+ */
+const BY_CHECK = 'cluster, cluster_namespace, cluster_name, check';
+const BY_INSTALL = 'cluster, namespace';
 
 /** Where a release's runbook lives: the same URL the controller's condition messages use. */
 export function runbookBase(version: string): string {
@@ -35,59 +51,79 @@ export interface AlertRule {
 /** The alerts; each links the runbook section that says what to do. */
 export function alertRules(version: string): AlertRule[] {
   const rb = runbookBase(version);
-  const progressingFalse = 'joinguard_check_condition{type="Progressing", status="False"';
+  const progressingFalse = `joinguard_check_condition{${SELECTOR}, type="Progressing", status="False"`;
+  const webhookSeries = `controller_runtime_webhook_requests_in_flight{${SELECTOR}, webhook="${WEBHOOK_PATH}"}`;
   return [
     {
       alert: 'JoinGuardCheckStalled',
       // DryRun is chosen by the user; a suspicion has its own alert, at once.
-      expr: `max by (namespace, check, cluster, reason) (${progressingFalse}, reason!~"DryRun|BootstrapCredentialSuspect"}) == 1`,
+      expr: `max by (${BY_CHECK}, reason) (${progressingFalse}, reason!~"DryRun|BootstrapCredentialSuspect"}) == 1`,
       for: '15m',
       labels: { severity: 'warning' },
       annotations: {
-        summary: 'MachineJoinCheck {{ $labels.namespace }}/{{ $labels.check }} has stopped remediating: {{ $labels.reason }}',
-        description: 'Progressing has been False with reason {{ $labels.reason }} for 15 minutes on the check of Cluster {{ $labels.cluster }}. `kubectl describe mjc -n {{ $labels.namespace }} {{ $labels.check }}` names the evidence.',
+        summary: 'MachineJoinCheck {{ $labels.cluster_namespace }}/{{ $labels.check }} has stopped remediating: {{ $labels.reason }}',
+        description: 'Progressing has been False with reason {{ $labels.reason }} for 15 minutes on the check of Cluster {{ $labels.cluster_name }}. `kubectl describe mjc -n {{ $labels.cluster_namespace }} {{ $labels.check }}` names the evidence.',
         runbook_url: `${rb}#{{ $labels.reason | toLower }}`,
       },
     },
     {
       alert: 'JoinGuardSuspicionRaised',
-      expr: `max by (namespace, check, cluster) (${progressingFalse}, reason="BootstrapCredentialSuspect"}) == 1`,
+      expr: `max by (${BY_CHECK}) (${progressingFalse}, reason="BootstrapCredentialSuspect"}) == 1`,
       for: '1m',
       labels: { severity: 'warning' },
       annotations: {
-        summary: 'Rebuilding stalled for MachineJoinCheck {{ $labels.namespace }}/{{ $labels.check }}: the join credential or network path is suspected',
-        description: 'Several Machines of Cluster {{ $labels.cluster }} in a row never joined. JoinGuard stopped rebuilding them and rebuilds one canary at growing intervals. The condition message names the Machines, their bootstrap data and the endpoint.',
+        summary: 'Rebuilding stalled for MachineJoinCheck {{ $labels.cluster_namespace }}/{{ $labels.check }}: the join credential or network path is suspected',
+        description: 'Several Machines of Cluster {{ $labels.cluster_name }} in a row never joined. JoinGuard stopped rebuilding them and rebuilds one canary at growing intervals. The condition message names the Machines, their bootstrap data and the endpoint.',
         runbook_url: `${rb}#bootstrapcredentialsuspect`,
       },
     },
     {
       alert: 'JoinGuardNoLeader',
-      // A replica that does not lead exports no leader_election_master_status; none at all means no leader.
-      expr: `(sum by (namespace) (leader_election_master_status{job="${JOB}"}) or on() vector(0)) < 1`,
+      // Every electing replica reports its Lease from the start (0 as a standby, 1 while leading): replicas that
+      // elect and none leads. A replica without leader election reports no such series (its own alert below); no
+      // replica at all is JoinGuardWebhookUnavailable.
+      expr: `max by (${BY_INSTALL}, name) (leader_election_master_status{${SELECTOR}}) == 0`,
       for: '5m',
       labels: { severity: 'critical' },
       annotations: {
-        summary: 'No JoinGuard replica holds the leader Lease',
-        description: 'For 5 minutes no replica has led: no check is reconciled and no stuck Machine is replaced.',
+        summary: 'No JoinGuard replica holds the leader Lease {{ $labels.namespace }}/{{ $labels.name }}',
+        description: 'For 5 minutes the replicas of Lease {{ $labels.name }} have run and none has led: no check of that shard is reconciled and no stuck Machine is replaced.',
+        runbook_url: `${rb}#no-leader`,
+      },
+    },
+    {
+      alert: 'JoinGuardReplicasWithoutLeaderElection',
+      // Replicas of one Lease (one shard), one of them with --leader-elect=false: two writers on the same objects.
+      expr:
+        `count by (${BY_INSTALL}, name) (joinguard_leader_election_enabled{${SELECTOR}}) > 1 ` +
+        `and on (${BY_INSTALL}, name) min by (${BY_INSTALL}, name) (joinguard_leader_election_enabled{${SELECTOR}}) == 0`,
+      for: '1m',
+      labels: { severity: 'critical' },
+      annotations: {
+        summary: 'More than one JoinGuard replica of Lease {{ $labels.namespace }}/{{ $labels.name }} runs, and not all of them with leader election',
+        description: 'A replica without --leader-elect writes whatever the others do: two writers on the same Machines and checks. Run one replica without leader election, or turn it on for all.',
         runbook_url: `${rb}#no-leader`,
       },
     },
     {
       alert: 'JoinGuardWebhookUnavailable',
-      // The webhook runs in the same process as the metrics: no replica scraped means none serves admission.
-      expr: `(sum(up{job="${JOB}"}) or on() vector(0)) < 1`,
+      // The webhook's own series exist only while a replica's webhook server listens (controller_runtime_webhook_*):
+      // replicas up of which none serves it, or no replica up at all.
+      expr:
+        `(count by (${BY_INSTALL}) (up{${SELECTOR}} == 1) unless on (${BY_INSTALL}) count by (${BY_INSTALL}) (${webhookSeries})) ` +
+        `or absent(up{${SELECTOR}} == 1)`,
       for: '5m',
       labels: { severity: 'critical' },
       annotations: {
-        summary: 'No JoinGuard replica is up: MachineJoinChecks cannot be created or their spec changed (failurePolicy Fail)',
-        description: 'Creating a MachineJoinCheck or changing its spec fails until a replica serves the webhook again (annotations such as joinguard.io/resume still work); no stuck Machine is replaced either.',
+        summary: 'No JoinGuard replica serves the admission webhook: MachineJoinChecks cannot be created or their spec changed (failurePolicy Fail)',
+        description: 'Creating a MachineJoinCheck or changing its spec fails until a replica serves the webhook again (annotations such as joinguard.io/resume still work). With no replica up at all, no stuck Machine is replaced either.',
         runbook_url: `${rb}#webhook-unavailable`,
       },
     },
     {
       alert: 'JoinGuardWebhookCallsFailing',
-      // Seen from the kube-apiserver (its own metrics): a replica may be up and still unreachable (Service, certificate).
-      expr: `sum(rate(apiserver_admission_webhook_rejection_count{name="${WEBHOOK}", error_type=~"calling_webhook_error|apiserver_internal_error"}[5m])) > 0`,
+      // Seen from the kube-apiserver (its own metrics): a replica may serve and still be unreachable (Service, certificate).
+      expr: `sum by (cluster) (rate(apiserver_admission_webhook_rejection_count{name="${WEBHOOK}", error_type=~"calling_webhook_error|apiserver_internal_error"}[5m])) > 0`,
       for: '5m',
       labels: { severity: 'warning' },
       annotations: {
@@ -98,12 +134,12 @@ export function alertRules(version: string): AlertRule[] {
     },
     {
       alert: 'JoinGuardReconcileErrors',
-      expr: `sum by (namespace) (rate(controller_runtime_reconcile_errors_total{job="${JOB}", controller="${CONTROLLER}"}[5m])) > 0`,
+      expr: `sum by (${BY_INSTALL}) (rate(controller_runtime_reconcile_errors_total{${SELECTOR}, controller="${CONTROLLER}"}[5m])) > 0`,
       for: '15m',
       labels: { severity: 'warning' },
       annotations: {
         summary: 'JoinGuard reconciles of MachineJoinChecks keep failing',
-        description: 'Reconcile errors for 15 minutes: read the leader\'s log lines with level error (fields controller, reconcileID, MachineJoinCheck).',
+        description: "Reconcile errors for 15 minutes: the leader's error log lines (JSON: the key err; text: lines starting with E) name the check and the error.",
         runbook_url: `${rb}#reconcile-errors`,
       },
     },
@@ -116,7 +152,7 @@ export function observabilityObjects(version: string): K8sObject[] {
     kind: 'Service',
     metadata: { name: METRICS_SERVICE, labels: labels('metrics') },
     spec: {
-      ports: [{ name: 'https-metrics', port: DIAGNOSTICS_PORT, targetPort: 'diagnostics', protocol: 'TCP' }],
+      ports: [{ name: 'https-metrics', port: DIAGNOSTICS_PORT, targetPort: METRICS_PORT_NAME, protocol: 'TCP' }],
       selector: { 'app.kubernetes.io/name': 'joinguard', 'app.kubernetes.io/component': 'controller-manager' },
     },
   };
@@ -131,15 +167,20 @@ export function observabilityObjects(version: string): K8sObject[] {
           port: 'https-metrics',
           scheme: 'https',
           path: '/metrics',
-          // Prometheus's own ServiceAccount token; the manager checks it with a TokenReview and a
-          // SubjectAccessReview (get on the non-resource URL /metrics), as controller-runtime's filter does.
-          bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token',
+          // A token of the ServiceAccount joinguard-metrics-reader, which may `get /metrics` and nothing else
+          // (addon-components.yaml); the manager checks it with a TokenReview and a SubjectAccessReview, as
+          // controller-runtime's filter does. Not bearerTokenFile (deprecated; Prometheus's own token).
+          authorization: { type: 'Bearer', credentials: { name: METRICS_TOKEN_SECRET, key: 'token' } },
           // The manager serves the webhook's certificate (issued for the webhook Service's name, its CA known only
-          // to cert-manager's injection), which Prometheus cannot verify for this Service.
+          // to cert-manager's injection), which Prometheus cannot verify for this Service; CAPI's own scrape
+          // config skips verification the same way.
           tlsConfig: { insecureSkipVerify: true },
-          // JoinGuard's families carry the check's `namespace`; without this Prometheus would rename it
-          // exported_namespace and put the add-on's namespace in its place.
-          honorLabels: true,
+          // No honorLabels: JoinGuard's series carry no label a target sets (the check's namespace is
+          // cluster_namespace), so nothing is renamed, and the management cluster's `cluster` label stays free.
+          // `provider`, as CAPI's scrape config sets it, so the alerts read either setup.
+          relabelings: [
+            { sourceLabels: ['__meta_kubernetes_pod_label_cluster_x_k8s_io_provider'], targetLabel: 'provider', action: 'replace' },
+          ],
         },
       ],
     },

@@ -12,6 +12,8 @@ export interface Grant {
   namespaced?: boolean;
   /** Granted only when JOINGUARD_WORKLOAD_NODE_CHECK=true. */
   workloadNodeCheck?: boolean;
+  /** Granted only when JOINGUARD_ALLOW_MACHINE_DELETE=true (remediation.strategy Delete). */
+  machineDelete?: boolean;
 }
 
 // Informers list and watch; nothing reads these kinds one by one.
@@ -24,17 +26,22 @@ export const CONTROLLER_NEEDS: Grant[] = [
   { group: 'joinguard.io', resource: 'machinejoinchecks', verbs: [...WATCH, 'patch'] },
   // Status is written whole, guarded by resourceVersion (executor.ts: PUT on /status).
   { group: 'joinguard.io', resource: 'machinejoinchecks/status', verbs: ['update'] },
-  // `get`: the live re-read before every write; `patch`: the remediate-machine and requested-by annotations; `delete`: the
-  // Delete strategy (uid and resourceVersion preconditions). The webhook lists them for overlaps.
-  { group: 'cluster.x-k8s.io', resource: 'machines', verbs: ['get', ...WATCH, 'patch', 'delete'] },
+  // `get`: the live re-read before every write; `patch`: the remediate-machine and requested-by annotations.
+  // The webhook lists them for overlaps.
+  { group: 'cluster.x-k8s.io', resource: 'machines', verbs: ['get', ...WATCH, 'patch'] },
+  // The Delete strategy (uid and resourceVersion preconditions), opt-in.
+  { group: 'cluster.x-k8s.io', resource: 'machines', verbs: ['delete'], machineDelete: true },
   // The remediation-contract conditions (and their withdrawal), merge patches guarded by resourceVersion.
   { group: 'cluster.x-k8s.io', resource: 'machines/status', verbs: ['patch'] },
   // `get`: the live re-read of the Cluster before every write.
   { group: 'cluster.x-k8s.io', resource: 'clusters', verbs: ['get', ...WATCH] },
   { group: 'cluster.x-k8s.io', resource: 'machinehealthchecks', verbs: WATCH },
   { group: 'controlplane.cluster.x-k8s.io', resource: 'kubeadmcontrolplanes', verbs: WATCH },
-  // Control-plane configs only (a label selector): whether a replacement carries a join configuration.
+  // Control-plane configs only (a label selector): whether a replacement carries a join configuration. RBAC
+  // cannot narrow the read: the grant exposes every KubeadmConfig's join token (docs/install.md).
   { group: 'bootstrap.cluster.x-k8s.io', resource: 'kubeadmconfigs', verbs: WATCH },
+  // runtime/discovery.ts: clusterctl's inventory says the exact CAPI release (else a 403 at every start).
+  { group: 'clusterctl.cluster.x-k8s.io', resource: 'providers', verbs: ['list'] },
   // events.ts creates core/v1 Events and never updates them (repeats are de-duplicated in memory).
   { group: '', resource: 'events', verbs: ['create'] },
   // runtime/diagnostics-auth.ts: who a scraper of /metrics is, and whether it may `get /metrics`.

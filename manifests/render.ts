@@ -8,6 +8,7 @@ import { parseAllDocuments } from 'yaml';
 import { listVariables, substitute, variableUses } from './substitute.js';
 import { PROVIDER, PROVIDER_LABEL, renderObservability } from './observability.js';
 import { dashboardJson } from './dashboard.js';
+import { renderShardComponents } from './shard.js';
 
 export const MANIFESTS_DIR = dirname(fileURLToPath(import.meta.url));
 export const CRD_FILE = join(MANIFESTS_DIR, 'crd', 'joinguard.io_machinejoinchecks.yaml');
@@ -20,6 +21,7 @@ export const SOURCES = [
   'rbac/role.yaml',
   'rbac/leader_election.yaml',
   'rbac/workload_secrets.yaml',
+  'rbac/machine_delete.yaml',
   'rbac/metrics_reader.yaml',
   'certmanager/certificate.yaml',
   'webhook/service.yaml',
@@ -34,6 +36,8 @@ export interface ProviderFiles {
   observability: string;
   /** out/grafana-dashboard.json: the same dashboard, for import. */
   dashboard: string;
+  /** out/shard-components.yaml: one shard's Deployment and PodDisruptionBudget (shard.ts). */
+  shard: string;
 }
 
 /** The image of a release: the manager's literal image with the release's tag (manager/manager.yaml). */
@@ -98,7 +102,7 @@ export async function renderProviderFiles(version: string, o: { metadata?: strin
   const metadata = o.metadata ?? (await readFile(join(MANIFESTS_DIR, 'clusterctl', 'metadata.yaml'), 'utf8'));
   const problems = [...checkComponents(components, version), ...checkMetadata(metadata, version)];
   if (problems.length > 0) throw new Error(`manifests: the build breaks clusterctl's contract:\n- ${problems.join('\n- ')}`);
-  return { components, metadata, observability: renderObservability(version), dashboard: dashboardJson(version) };
+  return { components, metadata, observability: renderObservability(version), dashboard: dashboardJson(version), shard: renderShardComponents(components, version) };
 }
 
 /** The objects of a components text after substitution with `vars` (defaults for the rest). */

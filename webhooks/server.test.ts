@@ -10,6 +10,7 @@ import { startWebhookServer, VALIDATE_PATH, type WebhookServer } from './server.
 import type { SpecRules } from './validate.js';
 import type { Lookups } from './lookups.js';
 import { selfSigned } from './test-certs.js';
+import { RuntimeMetrics } from '../controllers/runtime/metrics.js';
 
 const rules: SpecRules = {
   validateSpec: (spec) => ((spec as { joinTimeout?: string }).joinTimeout === 'bad' ? [{ field: 'spec.joinTimeout', message: 'must be a duration such as 20m' }] : []),
@@ -64,12 +65,14 @@ describe('webhooks/server', function () {
     machines: async () => [],
   };
 
+  const metrics = new RuntimeMetrics({ processMetrics: false });
+
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'joinguard-webhook-'));
     const one = await selfSigned(dir, 'one');
     await copyFile(one.cert, join(dir, 'tls.crt'));
     await copyFile(one.key, join(dir, 'tls.key'));
-    server = await startWebhookServer({ port: 0, host: '127.0.0.1', certFile: join(dir, 'tls.crt'), keyFile: join(dir, 'tls.key'), rules, lookups, certPollMs: 200 });
+    server = await startWebhookServer({ port: 0, host: '127.0.0.1', certFile: join(dir, 'tls.crt'), keyFile: join(dir, 'tls.key'), rules, lookups, certPollMs: 200, metrics });
   });
   after(async () => {
     await server.stop();
@@ -122,5 +125,21 @@ describe('webhooks/server', function () {
     let subject = '';
     while (Date.now() < end && (subject = await servedSubject(server.port)) !== 'CN=two') await new Promise((r) => setTimeout(r, 100));
     expect(subject).to.equal('CN=two');
+  });
+  it("counts admission requests in controller-runtime's webhook families (by code), not the health endpoints", async () => {
+    const count = async (code: string) => {
+      const m = new RegExp(`^controller_runtime_webhook_requests_total\\{webhook="${VALIDATE_PATH}",code="${code}"\\} (\\d+)$`, 'm').exec(await metrics.registry.metrics());
+      return m ? Number(m[1]) : undefined;
+    };
+    const before200 = (await count('200'))!;
+    const before400 = (await count('400')) ?? 0;
+    expect(before200).to.be.a('number');
+    await post(server.port, VALIDATE_PATH, review('CREATE', check({ clusterName: 'c1', selector: {} })));
+    await post(server.port, VALIDATE_PATH, '{not json');
+    await post(server.port, '/healthz', '', 'GET');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await count('200')).to.equal(before200 + 1);
+    expect(await count('400')).to.equal(before400 + 1);
+    expect(await metrics.registry.metrics()).to.include(`controller_runtime_webhook_requests_in_flight{webhook="${VALIDATE_PATH}"} 0`);
   });
 });

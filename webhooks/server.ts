@@ -6,6 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SecureContextOptions } from 'node:tls';
 import { discoverCapi } from '../controllers/runtime/discovery.js';
 import type { ClusterAccess } from '../controllers/runtime/kubeconfig.js';
+import type { RuntimeMetrics } from '../controllers/runtime/metrics.js';
 import { RestClient } from '../controllers/runtime/rest.js';
 import {
   allow,
@@ -56,8 +57,13 @@ export interface WebhookServerOptions {
   logger?: WebhookLogger;
   /** Cert poll interval in ms (default 10 s). */
   certPollMs?: number;
-  /** --tls-min-version and --tls-cipher-suites as Node options (default TLS 1.2, Node's suites). */
-  tls?: { minVersion?: SecureContextOptions['minVersion']; ciphers?: string };
+  /** --tls-min-version, --tls-cipher-suites and --tls-curve-preferences as Node options (default TLS 1.2, Node's). */
+  tls?: { minVersion?: SecureContextOptions['minVersion']; ciphers?: string; ecdhCurve?: string };
+  /**
+   * The process's registry: controller-runtime's controller_runtime_webhook_* families, present while this server
+   * listens (the JoinGuardWebhookUnavailable alert reads their absence).
+   */
+  metrics?: RuntimeMetrics;
 }
 
 export interface WebhookServer {
@@ -78,32 +84,41 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
   const capi = discover
     ? new CapiVersionWatch(discover, {
         ...(opts.capiRefreshMs !== undefined ? { refreshMs: opts.capiRefreshMs } : {}),
-        onChange: (f) => log.info('webhook: CAPI found', { apiVersion: f.apiVersion, minor: f.minor, version: f.version, source: f.source }),
-        onError: (e) => log.warn('webhook: CAPI discovery failed', { error: e }),
+        onChange: (f) => log.info('Webhook found CAPI', { apiVersion: f.apiVersion, minor: f.minor, version: f.version, source: f.source }),
+        onError: (e) => log.warn('Webhook CAPI discovery failed', { err: e }),
       })
     : undefined;
   void capi?.start();
   const lookups = opts.lookups ?? (rest && capi ? restLookups(rest, capi) : undefined);
   const ctx: DecideContext = { ...(lookups ? { lookups } : {}), ...(capi ? { capi: () => capi.get() } : {}) };
   const rules = opts.rules ?? (await import('./rules.js')).API_RULES;
-  if (!lookups) log.warn('webhook: no API access, overlap and MachineHealthCheck checks are off');
+  if (!lookups) log.warn('Webhook has no API access: overlap and MachineHealthCheck checks are off');
 
   let server: Server | undefined;
-  const tls = { minVersion: opts.tls?.minVersion ?? 'TLSv1.2', ...(opts.tls?.ciphers ? { ciphers: opts.tls.ciphers } : {}) } as const;
+  const tls = {
+    minVersion: opts.tls?.minVersion ?? 'TLSv1.2',
+    ...(opts.tls?.ciphers ? { ciphers: opts.tls.ciphers } : {}),
+    ...(opts.tls?.ecdhCurve ? { ecdhCurve: opts.tls.ecdhCurve } : {}),
+  } as const;
   const { watcher, pair } = await CertWatcher.start({
     certFile: opts.certFile,
     keyFile: opts.keyFile,
     pollMs: opts.certPollMs,
     onChange: (p) => {
       server?.setSecureContext({ cert: p.cert, key: p.key, ...tls });
-      log.info('webhook: serving certificate reloaded', { certFile: opts.certFile });
+      log.info('Webhook serving certificate reloaded', { certFile: opts.certFile });
     },
-    onError: (e) => log.warn('webhook: serving certificate not reloaded, keeping the current one', { error: e.message }),
+    onError: (e) => log.warn('Webhook serving certificate not reloaded, keeping the current one', { err: e.message }),
   });
 
+  let hooks: ReturnType<RuntimeMetrics['webhook']> | undefined;
   server = createServer({ cert: pair.cert, key: pair.key, ...tls }, (req, res) => {
+    const path = (req.url ?? '').split('?')[0];
+    // controller-runtime instruments the admission path only (not its health endpoints).
+    const end = path === VALIDATE_PATH ? hooks?.start() : undefined;
+    if (end) res.once('close', () => end(res.statusCode));
     handle(req, res, rules, ctx, log).catch((e: unknown) => {
-      log.error('webhook: request failed', { error: (e as Error).message });
+      log.error('Webhook request failed', { err: (e as Error).message });
       if (!res.headersSent) send(res, 500, { error: 'internal error' });
     });
   });
@@ -120,11 +135,14 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
   });
   const address = s.address();
   const port = typeof address === 'object' && address ? address.port : opts.port;
-  log.info('webhook: serving', { host: opts.host ?? '0.0.0.0', port });
+  log.info('Serving the webhook', { host: opts.host ?? '0.0.0.0', port, path: VALIDATE_PATH });
+  hooks = opts.metrics?.webhook(VALIDATE_PATH);
 
   return {
     port,
     async stop() {
+      hooks?.remove();
+      hooks = undefined;
       await watcher.stop();
       ownRest?.close();
       await new Promise<void>((resolve) => {
@@ -158,7 +176,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, rules: SpecRule
     else if (d.problems.length > 0) response = denyInvalid(request.uid, name, d.problems, d.warnings);
     else response = allow(request.uid, d.warnings);
   }
-  log.debug('webhook: admission', {
+  log.debug('Admission request answered', {
     path,
     operation: request.operation,
     namespace: request.namespace,

@@ -7,7 +7,7 @@ import type { Condition, MachineJoinCheckStatus, RemediationRecord } from '../..
 import { JoinGuardMetrics } from './metrics.js';
 
 const ref = { namespace: 'ns1', check: 'workers', cluster: 'prod' };
-const L = 'namespace="ns1",check="workers",cluster="prod"';
+const L = 'cluster_namespace="ns1",check="workers",cluster_name="prod"';
 const rec = (uid: string, outcome: RemediationRecord['outcome']): RemediationRecord =>
   ({ machine: uid, uid, time: '2026-01-01T00:00:00Z', path: 'OwnerRemediated', outcome, kind: 'JoinTimeout' });
 const cond = (type: string, status: Condition['status'], reason: string): Condition => ({ type, status, reason, message: '', lastTransitionTime: '2026-01-01T00:00:00Z' });

@@ -1,5 +1,7 @@
 // JoinGuard's own metric families, on the process's registry beside controller-runtime's (runtime/metrics.ts).
-// Per-check families carry namespace, check and cluster; counters count transitions between the status read
+// Per-check families carry cluster_namespace, cluster_name (CAPI's names for a workload cluster in its own series,
+// e.g. capi_cluster_cache_*) and check: no label a scrape sets (namespace, pod, provider, job, instance) or a
+// multi-cluster Prometheus sets (cluster), so nothing is renamed exported_*. Counters count transitions between the status read
 // and the status written, so a restart neither loses nor repeats an increment beyond the counter's reset.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
@@ -20,11 +22,15 @@ export interface ObservedVerdict {
 
 export type WriteResult = 'ok' | 'conflict' | 'gone' | 'error' | 'forbidden';
 
-const CHECK_LABELS = ['namespace', 'check', 'cluster'] as const;
+const CHECK_LABELS = ['cluster_namespace', 'check', 'cluster_name'] as const;
+type CheckLabels = Record<(typeof CHECK_LABELS)[number], string>;
+/** A check's series labels (the check lives in its Cluster's namespace). */
+const labelsOf = (r: CheckRef): CheckLabels => ({ cluster_namespace: r.namespace, check: r.check, cluster_name: r.cluster });
 const JOIN_BUCKETS = [15, 30, 60, 120, 180, 300, 450, 600, 900, 1200, 1800, 3600];
 
 interface CheckMemory {
   ref: CheckRef;
+  labels: CheckLabels;
   states: Set<string>;
   conditions: Map<string, { type: string; status: string; reason: string }>;
   /** Machines seen Joining in this process (uid -> clock start), for join durations. */
@@ -85,7 +91,7 @@ export class JoinGuardMetrics {
   /** Updates the check's series from one applied plan: `prev` the status read, `next` the status written. */
   observe(ref: CheckRef, verdicts: ObservedVerdict[], prev: MachineJoinCheckStatus, next: MachineJoinCheckStatus, now: number, settledJoined = 0): void {
     const m = this.memory(ref);
-    const labels = { ...m.ref };
+    const labels = { ...m.labels };
 
     // Settled Machines (joined for good) are counted, not listed, by the planner.
     const counts = new Map<string, number>(settledJoined > 0 ? [['Joined', settledJoined]] : []);
@@ -117,7 +123,7 @@ export class JoinGuardMetrics {
       if (v.state === 'Joining' && v.clockStart !== undefined) m.joining.set(v.uid, v.clockStart);
       else if (v.state === 'Joined') {
         const start = m.joining.get(v.uid);
-        if (start !== undefined) this.joinDuration.observe({ ...m.ref }, Math.max(0, (now - start) / 1000));
+        if (start !== undefined) this.joinDuration.observe({ ...m.labels }, Math.max(0, (now - start) / 1000));
         m.joining.delete(v.uid);
       } else if (v.state !== 'Stuck' && v.state !== 'Held') m.joining.delete(v.uid);
     }
@@ -130,8 +136,8 @@ export class JoinGuardMetrics {
       const l = { type: c.type, status: c.status, reason: c.reason ?? '' };
       current.set(`${l.type}|${l.status}|${l.reason}`, l);
     }
-    for (const [k, l] of m.conditions) if (!current.has(k)) this.condition.remove({ ...m.ref, ...l });
-    for (const l of current.values()) this.condition.set({ ...m.ref, ...l }, 1);
+    for (const [k, l] of m.conditions) if (!current.has(k)) this.condition.remove({ ...m.labels, ...l });
+    for (const l of current.values()) this.condition.set({ ...m.labels, ...l }, 1);
     m.conditions = current;
   }
 
@@ -141,7 +147,7 @@ export class JoinGuardMetrics {
       const p = m.pastDeadline;
       // The planner's clock may be shifted (tests); age it by the wall time since it was observed.
       const seconds = p ? Math.max(0, (p.observedAt - p.deadline + (wall - p.wallAt)) / 1000) : 0;
-      gauge.set({ ...m.ref }, seconds);
+      gauge.set({ ...m.labels }, seconds);
     }
   }
 
@@ -150,7 +156,7 @@ export class JoinGuardMetrics {
     const m = this.checks.get(keyOf(ref as CheckRef));
     if (!m) return;
     this.checks.delete(keyOf(m.ref));
-    const labels = { ...m.ref };
+    const labels = { ...m.labels };
     for (const state of m.states) this.machines.remove({ ...labels, state });
     for (const l of m.conditions.values()) this.condition.remove({ ...labels, ...l });
     this.secondsPastDeadline.remove(labels);
@@ -166,7 +172,7 @@ export class JoinGuardMetrics {
   /** How many of the check's Machines have their writes refused now. */
   refused(ref: CheckRef, machines: number): void {
     this.memory(ref);
-    this.refusedMachines.set({ namespace: ref.namespace, check: ref.check, cluster: ref.cluster }, machines);
+    this.refusedMachines.set(labelsOf(ref), machines);
   }
 
   write(kind: string, result: WriteResult): void {
@@ -186,7 +192,7 @@ export class JoinGuardMetrics {
       m = undefined;
     }
     if (!m) {
-      m = { ref: { namespace: ref.namespace, check: ref.check, cluster: ref.cluster }, states: new Set(), conditions: new Map(), joining: new Map(), remediations: new Set() };
+      m = { ref: { namespace: ref.namespace, check: ref.check, cluster: ref.cluster }, labels: labelsOf(ref), states: new Set(), conditions: new Map(), joining: new Map(), remediations: new Set() };
       this.checks.set(k, m);
     }
     return m;

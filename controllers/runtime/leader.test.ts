@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { LeaderElector, type LeaderOptions } from './leader.js';
+import { LeaderElector, podNamespace, type LeaderOptions } from './leader.js';
 import { RestClient, WritesForbiddenError, type Json } from './rest.js';
 import { capturingLogger, schemaWith, sendJson, serve, sleep, until, type TestServer } from './testing/http-server.js';
 
@@ -92,6 +92,18 @@ describe('LeaderElector (fake apiserver)', function () {
     return { e: elector, lost, status, lines };
   }
 
+  it("finds the pod's namespace as controller-runtime does: $POD_NAMESPACE, else the ServiceAccount's namespace file", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'jg-sa-'));
+    try {
+      expect(podNamespace({}, dir)).to.equal(undefined);
+      fs.writeFileSync(path.join(dir, 'namespace'), 'joinguard-system\n');
+      expect(podNamespace({}, dir)).to.equal('joinguard-system');
+      expect(podNamespace({ POD_NAMESPACE: 'shard-a' }, dir)).to.equal('shard-a');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('refuses client-go\'s invalid timings', () => {
     const log = capturingLogger().logger;
     const base = { rest: {} as RestClient, namespace: 'ns', name: 'l', identity: 'me', log, onLost: () => undefined };
@@ -104,7 +116,8 @@ describe('LeaderElector (fake apiserver)', function () {
     e.start();
     await e.leading$;
     expect(e.canWrite()).to.equal(true);
-    expect(status).to.deep.equal([true]);
+    // client-go's NewLeaderElector reports 0 at once: a standby that never led is seen as one.
+    expect(status).to.deep.equal([false, true]);
     expect(fake.lease!.spec).to.include({ holderIdentity: 'me', leaseDurationSeconds: 3, leaseTransitions: 0 });
     const before = server!.requests.length;
     await sleep(1_000);
@@ -129,9 +142,9 @@ describe('LeaderElector (fake apiserver)', function () {
     await until('every hung request aborted by the client', () => fake.openHung === 0, 500);
     await sleep(TIMING.retryPeriodMs * 2);
     expect(lost).to.have.length(1);
-    expect(status).to.deep.equal([true, false]);
+    expect(status).to.deep.equal([false, true, false]);
     expect(e.canWrite()).to.equal(false);
-    expect(lines.some((l) => l.level === 'error' && /lost the lease: the lease was not renewed within the renew deadline/.test(l.message))).to.equal(true);
+    expect(lines.some((l) => l.level === 'error' && l.message === 'Lost the leader Lease' && /the lease was not renewed within the renew deadline/.test(String(l['err'])))).to.equal(true);
   });
 
   it('loses when another candidate holds the Lease (409, then its fresh record); never leads again', async () => {
@@ -278,7 +291,7 @@ describe('the joinguard command on a lost Lease (fake apiserver, real process)',
     const kubeconfig = path.join(dir, 'config');
     fs.writeFileSync(kubeconfig, `apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{name: s, cluster: {server: '${server.access.server.href}'}}]\ncontexts: [{name: c, context: {cluster: s}}]\n`);
     const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-    const child = spawn(process.execPath, ['--import', 'tsx', 'cmd/joinguard.ts', `--kubeconfig=${kubeconfig}`, '--namespace=ns', '--leader-elect', '--diagnostics-address=0', '--webhook-port=0', '--health-probe-bind-address=0'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'cmd/joinguard.ts', `--kubeconfig=${kubeconfig}`, '--namespace=ns', '--leader-elect', '--diagnostics-address=0', '--webhook-port=0', '--health-addr=0'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, POD_NAMESPACE: 'ns' } });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.stderr.on('data', (c: Buffer) => (out += c.toString()));
@@ -291,6 +304,6 @@ describe('the joinguard command on a lost Lease (fake apiserver, real process)',
     expect(exitedAt - lostFrom!, out).to.be.below(10_000 + 2_000 + 5_000);
     expect(writes.length, out).to.be.above(0); // the reconcile's status write, left hanging
     expect(writes.filter((w) => w.at > lostFrom! + 10_000), out).to.deep.equal([]);
-    expect(out).to.match(/lost the lease/);
+    expect(out).to.match(/Lost the leader Lease/);
   });
 });

@@ -9,7 +9,13 @@
 // - a renewal by the leader is one PUT of the Lease it last saw (client-go's fast path); GET+PUT on conflict.
 // - canWrite(): leading and the last successful renewal younger than renewDeadline on a monotonic clock, so
 //   a process resumed after SIGSTOP cannot write before any of its timers has run.
+// - leader_election_master_status: 0 from the moment the elector exists (client-go's NewLeaderElector calls
+//   leaderOff), 1 while leading, 0 again after; so a standby is seen, and "no leader" is max == 0.
+// - the Lease lives in the pod's namespace (controller-runtime's default), whatever --namespace watches.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Logger } from 'winston';
+import { SERVICE_ACCOUNT_DIR } from './kubeconfig.js';
 import { ApiError, isConflict, isNotFound, pathOf, type Json, type RestClient } from './rest.js';
 
 const LEASES = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespaced: true };
@@ -38,6 +44,24 @@ export interface LeaderOptions {
 }
 
 export const LEADER_DEFAULTS = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 } as const;
+
+/** The Lease's default name (--leader-elect-resource-name); a shard needs its own. */
+export const DEFAULT_LEASE_NAME = 'joinguard-leader';
+
+/**
+ * The pod's namespace, where the Lease lives, as controller-runtime finds it: $POD_NAMESPACE (the Deployment sets
+ * it from the downward API), else the ServiceAccount's namespace file; undefined outside a pod.
+ */
+export function podNamespace(env: NodeJS.ProcessEnv = process.env, dir = SERVICE_ACCOUNT_DIR): string | undefined {
+  const fromEnv = env['POD_NAMESPACE']?.trim();
+  if (fromEnv) return fromEnv;
+  try {
+    const ns = readFileSync(join(dir, 'namespace'), 'utf8').trim();
+    return ns === '' ? undefined : ns;
+  } catch {
+    return undefined;
+  }
+}
 
 const microTime = (ms: number) => new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 
@@ -91,7 +115,8 @@ export class LeaderElector {
   }
 
   start(): void {
-    void this.run().catch((e: Error) => this.o.log.error('leader election: stopped on an unexpected error', { error: e.message }));
+    this.o.onStatus?.(false);
+    void this.run().catch((e: Error) => this.o.log.error('Leader election stopped on an unexpected error', { err: e.message, lease: this.lock }));
   }
 
   private get lock(): string {
@@ -99,7 +124,7 @@ export class LeaderElector {
   }
 
   private async run(): Promise<void> {
-    this.o.log.info('leader election: attempting to acquire the lease', { lease: this.lock, identity: this.o.identity });
+    this.o.log.info('Attempting to acquire the leader Lease', { lease: this.lock, identity: this.o.identity });
     while (!this.stopped) {
       this.round = new AbortController();
       const acquired = await this.attempt(this.round.signal);
@@ -109,7 +134,7 @@ export class LeaderElector {
     }
     if (this.stopped) return;
     this.leading = true;
-    this.o.log.info('leader election: became leader', { lease: this.lock, identity: this.o.identity });
+    this.o.log.info('Acquired the leader Lease', { lease: this.lock, identity: this.o.identity });
     this.o.onStatus?.(true);
     this.leadResolve();
     while (!this.stopped) {
@@ -151,7 +176,7 @@ export class LeaderElector {
       if (ok) this.lastRenew = startedAt;
       return ok;
     } catch (e) {
-      if (!this.stopped) this.o.log.info('leader election: lease request failed', { lease: this.lock, error: (e as Error).message });
+      if (!this.stopped) this.o.log.info('Leader Lease request failed', { lease: this.lock, err: (e as Error).message });
       return false;
     }
   }
@@ -198,7 +223,7 @@ export class LeaderElector {
         return true;
       } catch (e) {
         if (signal?.aborted) throw e;
-        this.o.log.debug('leader election: optimistic renewal failed, reading the lease', { lease: this.lock, error: (e as Error).message });
+        this.o.log.debug('Optimistic Lease renewal failed, reading the Lease', { lease: this.lock, err: (e as Error).message });
       }
     }
     // 2. Read it, or create it.
@@ -245,7 +270,7 @@ export class LeaderElector {
     this.lost = true;
     this.leading = false;
     this.stopped = true;
-    this.o.log.error(`leader election: lost the lease: ${why}`, { lease: this.lock, identity: this.o.identity });
+    this.o.log.error('Lost the leader Lease', { err: why, lease: this.lock, identity: this.o.identity });
     this.o.onStatus?.(false);
     this.o.onLost();
   }
@@ -288,10 +313,10 @@ export class LeaderElector {
         { ...lease, spec: { leaseDurationSeconds: 1, acquireTime: now, renewTime: now, leaseTransitions: lease.spec?.leaseTransitions ?? 0 } },
         { timeoutMs: this.requestMs },
       );
-      this.o.log.info('leader election: released the lease', { lease: this.lock, identity: this.o.identity });
+      this.o.log.info('Released the leader Lease', { lease: this.lock, identity: this.o.identity });
     } catch (e) {
       const gone = e instanceof ApiError && e.code === 404;
-      if (!gone) this.o.log.warn('leader election: could not release the lease', { lease: this.lock, error: (e as Error).message });
+      if (!gone) this.o.log.warn('Could not release the leader Lease', { lease: this.lock, err: (e as Error).message });
     }
   }
 }

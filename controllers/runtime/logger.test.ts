@@ -2,7 +2,7 @@
 // reconcile keys controller-runtime adds, verbosity, and no credential in any line. Unit tests on a stream.
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
-import { machineLogger, makeLogger, reconcileLogger, setVerbosity, type LoggerOptions } from './logger.js';
+import { machineLogger, makeLogger, parseVmodule, reconcileLogger, setVerbosity, type LoggerOptions } from './logger.js';
 
 function capture(o: LoggerOptions = {}) {
   const lines: string[] = [];
@@ -81,6 +81,38 @@ describe('logger', () => {
     await flush();
     expect(c.lines[0]).not.to.match(/sekret/);
     expect(c.json()[0]).to.deep.include({ token: '[redacted]', nested: { clientKey: '[redacted]', name: 'ok' }, Secret: { name: 'prod-kubeconfig', namespace: 'ns1' } });
+  });
+
+  it('marks every JSON error line with err, null when no error value was given (the runbook greps for it)', async () => {
+    const c = capture({ format: 'json' });
+    c.log.error('Lost the leader Lease');
+    c.log.warn('Slow');
+    await flush();
+    const [err, warn] = c.json();
+    expect(err).to.deep.equal({ ts: err!['ts'], msg: 'Lost the leader Lease', err: null });
+    expect(c.lines[0]).to.include('"err":null');
+    expect(warn).not.to.have.property('err');
+  });
+
+  it('--vmodule raises the verbosity of matching source files only (klog: the file name without extension, or a path pattern)', async () => {
+    // This file logs: "logger.test" matches its name; "controllers/runtime/*" and "*/runtime/*" its path below
+    // the project; "executor" nothing here.
+    for (const [rules, shown] of [
+      [parseVmodule('logger.test=4'), true],
+      [parseVmodule('logger.t*=4'), true],
+      [parseVmodule('*/runtime/*=4'), true],
+      [parseVmodule('controllers/runtime/logger*=4'), true],
+      [parseVmodule('runtime/*=4'), false],
+      [parseVmodule('logger.test=3'), false],
+      [parseVmodule('executor=5'), false],
+    ] as const) {
+      const c = capture({ format: 'text', verbosity: 2, vmodule: [...rules] });
+      c.log.debug('At V4');
+      c.log.verbose('At V2');
+      await flush();
+      expect(c.lines.map((l) => /"(.*)"/.exec(l)![1]), JSON.stringify(rules)).to.deep.equal(shown ? ['At V4', 'At V2'] : ['At V2']);
+    }
+    expect(() => makeLogger({ format: 'json', vmodule: parseVmodule('x=1') })).to.throw(/Only supported for text log format/);
   });
 
   it('refuses an unknown format', () => {

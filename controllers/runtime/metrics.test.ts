@@ -93,4 +93,40 @@ describe('RuntimeMetrics', () => {
     text = await m.registry.metrics();
     expect(text).to.include('leader_election_master_status{name="joinguard-leader"} 1');
   });
+  it("serves controller-runtime's webhook families while the webhook serves, and none once it stopped", async () => {
+    const m = new RuntimeMetrics({ processMetrics: false });
+    const path = '/validate-joinguard-io-v1alpha1-machinejoincheck';
+    expect(await m.registry.metrics()).not.to.match(/^controller_runtime_webhook_\w+\{/m);
+    const hooks = m.webhook(path);
+    let text = await m.registry.metrics();
+    // controller-runtime's InstrumentedHook: codes 200 and 500 exist at 0 from registration.
+    expect(text).to.include(`controller_runtime_webhook_requests_total{webhook="${path}",code="200"} 0`);
+    expect(text).to.include(`controller_runtime_webhook_requests_total{webhook="${path}",code="500"} 0`);
+    expect(text).to.include(`controller_runtime_webhook_requests_in_flight{webhook="${path}"} 0`);
+    const end = hooks.start();
+    expect(await m.registry.metrics()).to.include(`controller_runtime_webhook_requests_in_flight{webhook="${path}"} 1`);
+    end(200);
+    end(200); // once only
+    hooks.start()(400);
+    text = await m.registry.metrics();
+    expect(text).to.include(`controller_runtime_webhook_requests_total{webhook="${path}",code="200"} 1`);
+    expect(text).to.include(`controller_runtime_webhook_requests_total{webhook="${path}",code="400"} 1`);
+    expect(text).to.include(`controller_runtime_webhook_requests_in_flight{webhook="${path}"} 0`);
+    expect(text).to.include(`controller_runtime_webhook_latency_seconds_count{webhook="${path}"} 2`);
+    const f = families(text);
+    expect(f.get('controller_runtime_webhook_latency_seconds')).to.deep.equal({ type: 'histogram', labels: ['webhook'] });
+    expect(f.get('controller_runtime_webhook_requests_total')).to.deep.equal({ type: 'counter', labels: ['code', 'webhook'] });
+    expect(f.get('controller_runtime_webhook_requests_in_flight')).to.deep.equal({ type: 'gauge', labels: ['webhook'] });
+    hooks.remove();
+    expect(await m.registry.metrics()).not.to.match(/^controller_runtime_webhook_\w+\{/m);
+  });
+
+  it('says whether a replica elects (joinguard_leader_election_enabled) and which build it is', async () => {
+    const m = new RuntimeMetrics({ processMetrics: false });
+    m.leaderElection('joinguard-shard-a', false);
+    m.setBuildInfo('v0.1.0', 'abc123');
+    const text = await m.registry.metrics();
+    expect(text).to.include('joinguard_leader_election_enabled{name="joinguard-shard-a"} 0');
+    expect(text).to.include('joinguard_build_info{version="v0.1.0",git_commit="abc123"} 1');
+  });
 });

@@ -1,8 +1,11 @@
 // The metric families controller-runtime v0.24 serves (pkg/internal/controller/metrics, pkg/internal/metrics
 // workqueue.go, pkg/metrics client_go_adapter.go and leaderelection.go), with the same names, types, labels and
 // buckets, so that dashboards and alerts written for CAPI's managers work unchanged. Plus client-go's
-// rest_client_request_duration_seconds (component-base's buckets) and prom-client's process_* / nodejs_*
-// families, unprefixed. One Registry per process (per started controller in tests).
+// rest_client_request_duration_seconds (component-base's buckets), controller-runtime's webhook families
+// (pkg/webhook/internal/metrics: they exist while the webhook server serves) and prom-client's process_* /
+// nodejs_* families, unprefixed. Two of JoinGuard's own: joinguard_build_info and
+// joinguard_leader_election_enabled (whether a replica elects; the alerts need to tell a replica without leader
+// election from a standby). One Registry per process (per started controller in tests).
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export type ReconcileResult = 'success' | 'error' | 'requeue' | 'requeue_after';
@@ -36,6 +39,8 @@ const RECONCILE_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 
   1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60];
 // prometheus.ExponentialBuckets(10e-9, 10, 12): 1e-8 .. 1e3.
 const QUEUE_BUCKETS = Array.from({ length: 12 }, (_, i) => Number((1e-8 * 10 ** i).toPrecision(1)));
+// controller-runtime's webhook RequestLatency buckets: prometheus.ExponentialBuckets(10e-9, 10, 12).
+const WEBHOOK_BUCKETS = QUEUE_BUCKETS;
 // component-base's restclient requestLatency buckets.
 const REST_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0];
 // controller-runtime keeps priority labels below this many values (depthWithPriorityMetric).
@@ -65,6 +70,11 @@ export class RuntimeMetrics {
 
   readonly restRequests = new Counter({ name: 'rest_client_requests_total', help: 'Number of HTTP requests, partitioned by status code, method, and host.', labelNames: ['code', 'method', 'host'], registers: [this.registry] });
   readonly restLatency = new Histogram({ name: 'rest_client_request_duration_seconds', help: 'Request latency in seconds. Broken down by verb, and host.', labelNames: ['verb', 'host'], buckets: REST_BUCKETS, registers: [this.registry] });
+  readonly webhookLatency = new Histogram({ name: 'controller_runtime_webhook_latency_seconds', help: 'Histogram of the latency of processing admission requests', labelNames: ['webhook'], buckets: WEBHOOK_BUCKETS, registers: [this.registry] });
+  readonly webhookRequests = new Counter({ name: 'controller_runtime_webhook_requests_total', help: 'Total number of admission requests by HTTP status code.', labelNames: ['webhook', 'code'], registers: [this.registry] });
+  readonly webhookInFlight = new Gauge({ name: 'controller_runtime_webhook_requests_in_flight', help: 'Current number of admission requests being served.', labelNames: ['webhook'], registers: [this.registry] });
+  readonly buildInfo = new Gauge({ name: 'joinguard_build_info', help: 'Always 1: the version and git commit of the running JoinGuard', labelNames: ['version', 'git_commit'], registers: [this.registry] });
+  readonly leaderElectionEnabled = new Gauge({ name: 'joinguard_leader_election_enabled', help: "1 when this replica takes part in leader election on the Lease 'name', 0 when it runs without (--leader-elect=false: it must be the only replica)", labelNames: ['name'], registers: [this.registry] });
   readonly leader = new Gauge({ name: 'leader_election_master_status', help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.", labelNames: ['name'], registers: [this.registry] });
 
   constructor(o: { processMetrics?: boolean } = {}) {
@@ -169,6 +179,50 @@ export class RuntimeMetrics {
     this.restRequests.inc({ code: r.code === 0 ? '<error>' : String(r.code), method, host: r.host });
     this.restLatency.observe({ verb: method, host: r.host }, r.seconds);
   };
+
+  /**
+   * The hooks of one admission webhook (controller-runtime's InstrumentedHook), by path. Its series exist from
+   * this call, as controller-runtime initializes codes 200 and 500, until `remove()`: the webhook server calls it
+   * once it listens and removes it when it stops, so "no replica serves the webhook" is their absence.
+   */
+  webhook(path: string): { start(): (code: number) => void; remove(): void } {
+    const lbl = { webhook: path };
+    const codes = new Set(['200', '500']);
+    for (const code of codes) this.webhookRequests.inc({ ...lbl, code }, 0);
+    this.webhookInFlight.set(lbl, 0);
+    this.webhookLatency.zero(lbl);
+    return {
+      // One admission request: in flight until the returned function is called with its HTTP status.
+      start: () => {
+        const t = performance.now();
+        this.webhookInFlight.inc(lbl);
+        let ended = false;
+        return (code: number) => {
+          if (ended) return;
+          ended = true;
+          this.webhookInFlight.dec(lbl);
+          codes.add(String(code));
+          this.webhookRequests.inc({ ...lbl, code: String(code) });
+          this.webhookLatency.observe(lbl, (performance.now() - t) / 1000);
+        };
+      },
+      remove: () => {
+        for (const code of codes) this.webhookRequests.remove({ ...lbl, code });
+        this.webhookInFlight.remove(lbl);
+        this.webhookLatency.remove(lbl);
+      },
+    };
+  }
+
+  /** joinguard_build_info. */
+  setBuildInfo(version: string, gitCommit: string): void {
+    this.buildInfo.set({ version, git_commit: gitCommit }, 1);
+  }
+
+  /** Whether this replica elects on the Lease `name` (joinguard_leader_election_enabled). */
+  leaderElection(name: string, enabled: boolean): void {
+    this.leaderElectionEnabled.set({ name }, enabled ? 1 : 0);
+  }
 
   /** LeaderElector's onStatus: 1 while leading the Lease `name`, 0 as a standby. */
   leaderStatus(name: string, leading: boolean): void {

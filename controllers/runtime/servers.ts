@@ -140,7 +140,7 @@ export async function startDiagnosticsServer(o: DiagnosticsOptions): Promise<Bou
 
   let watcher: CertWatcher | undefined;
   let server: https.Server;
-  const tlsOpts = { minVersion: o.tls?.minVersion ?? 'TLSv1.2', ...(o.tls?.ciphers ? { ciphers: o.tls.ciphers } : {}) };
+  const tlsOpts = { minVersion: o.tls?.minVersion ?? 'TLSv1.2', ...(o.tls?.ciphers ? { ciphers: o.tls.ciphers } : {}), ...(o.tls?.ecdhCurve ? { ecdhCurve: o.tls.ecdhCurve } : {}) };
   if (o.certFile && o.keyFile && existsSync(o.certFile) && existsSync(o.keyFile)) {
     const started = await CertWatcher.start({
       certFile: o.certFile,

@@ -50,6 +50,8 @@ export interface ServingTls {
   minVersion: SecureContextOptions['minVersion'];
   /** OpenSSL cipher string; undefined keeps Node's defaults. */
   ciphers?: string;
+  /** --tls-curve-preferences as OpenSSL group names (`X25519:P-256`); undefined keeps Node's defaults. */
+  ecdhCurve?: string;
 }
 
 /** --tls-min-version and --tls-cipher-suites as Node options; throws on a name Go would not accept. */

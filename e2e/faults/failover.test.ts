@@ -56,7 +56,9 @@ describe('faults (f): the leader frozen past its lease and thawed', function () 
     fs.writeFileSync(kubeconfig, proxy.kubeconfigYaml(name));
     const replica = new Replica(name, [`--kubeconfig=${kubeconfig}`, `--namespace=${namespace}`, '--leader-elect',
       `--leader-elect-lease-duration=${LEASE.durationS}s`, `--leader-elect-renew-deadline=${LEASE.renewDeadlineS}s`, `--leader-elect-retry-period=${LEASE.retryPeriodS}s`,
-      '--diagnostics-address=0', '--health-probe-bind-address=0', '--webhook-port=0', '--connection-grace=2s', '--logging-format=json', '-v=4']);
+      '--diagnostics-address=0', '--health-addr=0', '--webhook-port=0', '--connection-grace=2s', '--logging-format=json', '-v=4'],
+      // The Lease lives in the pod's namespace (controller-runtime's rule); these replicas stand in pods of it.
+      { POD_NAMESPACE: namespace });
     replicas.push(replica);
     return { replica, proxy };
   }

@@ -89,7 +89,7 @@ describe('faults (refused write): a webhook refusing JoinGuard on one Machine ho
     const events = (await kube.list(`/api/v1/namespaces/${namespace}/events`)).items.filter((e) => e.reason === 'WriteRefused' && e.involvedObject?.name === frozenName);
     expect(events.length, 'a WriteRefused event on the frozen Machine').to.be.greaterThan(0);
     const metrics = await s.jg!.controller.metrics.registry.metrics();
-    const gauge = metrics.split('\n').find((l) => l.startsWith('joinguard_write_refused_machines{') && l.includes(`namespace="${namespace}"`));
+    const gauge = metrics.split('\n').find((l) => l.startsWith('joinguard_write_refused_machines{') && l.includes(`cluster_namespace="${namespace}"`));
     expect(gauge, metrics.split('\n').filter((l) => l.startsWith('joinguard_write')).join('\n')).to.match(/ 1$/);
     const mine = policy.refusals(USER);
     const gaps = mine.slice(1).map((c, i) => c.at - mine[i]!.at);

@@ -48,7 +48,7 @@ describe('install: the add-on components on the test control plane', function ()
   it('refuses, like clusterctl, a ${VAR} without default that is not set', async () => {
     // clusterctl's own behaviour on this is pinned in manifests/substitute.test.ts.
     const { components } = await renderProviderFiles('0.1.0');
-    const withRequired = components.replace('--v=${JOINGUARD_LOG_VERBOSITY:=0}', '--v=${JOINGUARD_REQUIRED_LEVEL}');
+    const withRequired = components.replace('--v=${JOINGUARD_LOG_VERBOSITY:=2}', '--v=${JOINGUARD_REQUIRED_LEVEL}');
     let err: Error | undefined;
     try {
       substitute(withRequired, {});

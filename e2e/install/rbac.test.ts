@@ -1,6 +1,7 @@
 // The add-on's RBAC, exercised under its own ServiceAccount (a TokenRequest token, as the pod would hold):
-// the controller's reads and writes succeed, everything else is refused, and Secrets are readable only
-// when the manifests are substituted with JOINGUARD_WORKLOAD_NODE_CHECK=true.
+// the controller's reads and writes succeed, everything else is refused, Secrets are readable only when the
+// manifests are substituted with JOINGUARD_WORKLOAD_NODE_CHECK=true, and Machines deletable only with
+// JOINGUARD_ALLOW_MACHINE_DELETE=true.
 import { expect } from 'chai';
 import { AuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { getTestEnv, type TestEnv } from '../support/testenv.js';
@@ -45,7 +46,7 @@ describe('install: RBAC under the add-on ServiceAccount', function () {
   });
 
   // Every grant of rbac-needs.ts, cluster-wide (a ClusterRole) or in the provider's Namespace (the Lease Role).
-  const GRANTED: Access[] = CONTROLLER_NEEDS.filter((g) => !g.workloadNodeCheck).flatMap((g) =>
+  const GRANTED: Access[] = CONTROLLER_NEEDS.filter((g) => !g.workloadNodeCheck && !g.machineDelete).flatMap((g) =>
     g.verbs.map((verb) => {
       const [resource, subresource] = g.resource.split('/') as [string, string | undefined];
       return { verb, group: g.group, resource, ...(subresource ? { subresource } : {}), ...(g.namespaced ? { namespace: ns } : {}) };
@@ -54,6 +55,9 @@ describe('install: RBAC under the add-on ServiceAccount', function () {
   const REFUSED: Access[] = [
     { verb: 'get', group: '', resource: 'secrets', namespace: workload },
     { verb: 'list', group: '', resource: 'secrets' },
+    // Only with the Delete strategy allowed (JOINGUARD_ALLOW_MACHINE_DELETE=true).
+    { verb: 'delete', group: 'cluster.x-k8s.io', resource: 'machines', namespace: workload },
+    { verb: 'get', group: 'clusterctl.cluster.x-k8s.io', resource: 'providers', namespace: workload },
     // What an earlier draft granted and the controller does not use.
     { verb: 'update', group: 'cluster.x-k8s.io', resource: 'machines', namespace: workload },
     { verb: 'update', group: 'cluster.x-k8s.io', resource: 'machines', subresource: 'status', namespace: workload },
@@ -138,7 +142,42 @@ describe('install: RBAC under the add-on ServiceAccount', function () {
     expect(lease.status, lease.body).to.equal(201);
 
     const del = await raw(sa, 'DELETE', `/apis/cluster.x-k8s.io/v1beta2/namespaces/${workload}/machines/rbac-m1`);
-    expect(del.status, del.body).to.equal(200);
+    expect(del.status, del.body).to.equal(403);
+    expect(JSON.parse(del.body).message).to.match(/cannot delete resource "machines"/);
+    // clusterctl's inventory, which discovery reads at every start: allowed (a 404 here: no clusterctl CRD in the env).
+    const inventory = await raw(sa, 'GET', '/apis/clusterctl.cluster.x-k8s.io/v1alpha3/providers');
+    expect(inventory.status, inventory.body).to.be.oneOf([200, 404]);
+  });
+
+  it('is refused Machine delete (403) by default, granted it with JOINGUARD_ALLOW_MACHINE_DELETE=true', async () => {
+    const admin = env.kubeConfig();
+    const m = await raw(admin, 'POST', `/apis/cluster.x-k8s.io/v1beta2/namespaces/${workload}/machines`, {
+      apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Machine', metadata: { name: 'rbac-del', labels: { [CN]: 'c1' } },
+      spec: { clusterName: 'c1', bootstrap: { dataSecretName: 'x' }, infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'FakeMachine', name: 'x' } },
+    });
+    expect(m.status, m.body).to.equal(201);
+    const del = () => raw(installed.sa, 'DELETE', `/apis/cluster.x-k8s.io/v1beta2/namespaces/${workload}/machines/rbac-del`);
+    expect((await del()).status).to.equal(403);
+    const on = await substitutedComponents({ JOINGUARD_NAMESPACE: ns, JOINGUARD_ALLOW_MACHINE_DELETE: 'true' });
+    const binding = on.objects.find((o) => o.kind === 'ClusterRoleBinding' && o.metadata.name === 'joinguard-machine-delete')!;
+    expect((binding as Json).roleRef.name).to.equal('joinguard-machine-delete-true');
+    const deployment = on.objects.find((o) => o.kind === 'Deployment')! as Json;
+    expect(deployment.spec.template.spec.containers[0].args).to.include('--allow-machine-delete=true');
+    const bindingPath = '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/joinguard-machine-delete';
+    try {
+      expect((await raw(admin, 'DELETE', bindingPath)).status).to.equal(200);
+      await apply(admin, binding);
+      let res = await del();
+      for (let i = 0; i < 50 && res.status === 403; i++) {
+        await new Promise((r) => setTimeout(r, 100)); // the authorizer's cache
+        res = await del();
+      }
+      expect(res.status, res.body).to.equal(200);
+    } finally {
+      const offBinding = installed.components.objects.find((o) => o.kind === 'ClusterRoleBinding' && o.metadata.name === 'joinguard-machine-delete')!;
+      await raw(admin, 'DELETE', bindingPath);
+      await apply(admin, offBinding);
+    }
   });
 
   it('is refused Secrets (403) while the workload-node check is off, granted them once it is on', async () => {

@@ -171,7 +171,10 @@ describe('install: the controller under the add-on ServiceAccount completes a re
     expect(requested?.type).to.equal('Warning');
   });
 
-  it('was refused nothing along the way (no 403 in its log)', () => {
+  it('was refused nothing along the way (no 403 in its requests or its log), and never deleted a Machine (no delete grant)', async () => {
+    const text = await controller!.metrics.registry.metrics();
+    expect(text).not.to.match(/rest_client_requests_total\{code="403"/);
+    expect(text).not.to.match(/method="DELETE"/);
     const problems = logged.filter((l) => l.level === 'warn' || l.level === 'error').map((l) => `${l.level}: ${l.message} ${l['error'] ?? ''}`);
     expect(problems.filter((p) => /\b403\b|forbidden/i.test(p))).to.deep.equal([]);
   });

@@ -1,7 +1,8 @@
 // The PrometheusRule JoinGuard ships, read by Prometheus's own promtool (built from its Go module by
 // hack/testenv/promtool/build.sh when missing, with progress on stderr): `promtool check rules` accepts it,
 // and `promtool test rules` shows each alert fires on the series it is written for and stays quiet on the
-// ones it must ignore (a dry run, a leader present, a replica up).
+// ones it must ignore (a dry run, a leader present, a replica that runs alone without leader election, the webhook
+// served), on series labelled as either shipped scrape setup labels them.
 import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,7 +11,7 @@ import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { parse, stringify } from 'yaml';
 import { MANIFESTS_DIR, renderProviderFiles } from '../../manifests/render.js';
-import { alertRules, JOB, runbookBase } from '../../manifests/observability.js';
+import { alertRules, PROVIDER, runbookBase } from '../../manifests/observability.js';
 
 const run = promisify(execFile);
 const BUILD = resolve(MANIFESTS_DIR, '..', 'hack', 'testenv', 'promtool', 'build.sh');
@@ -45,53 +46,98 @@ const alert = (name: string, at: string, labels: Record<string, string>[]) => ({
   exp_alerts: labels.map((l) => ({ exp_labels: l, exp_annotations: annotationsFor(name, l) })),
 });
 
+const P = `provider="${PROVIDER}"`;
+const NS = 'namespace="joinguard-system"';
+const LEASE = 'name="joinguard-leader"';
+const WEBHOOK = 'webhook="/validate-joinguard-io-v1alpha1-machinejoincheck"';
+/** One replica's own series, as a scrape with either shipped setup labels them (provider, namespace, pod). */
+const replica = (pod: string, o: { up: string; leader?: string; elects?: string; webhook?: string }): Series[] => [
+  { series: `up{${P},${NS},pod="${pod}"}`, values: o.up },
+  ...(o.leader !== undefined ? [{ series: `leader_election_master_status{${P},${NS},pod="${pod}",${LEASE}}`, values: o.leader }] : []),
+  ...(o.elects !== undefined ? [{ series: `joinguard_leader_election_enabled{${P},${NS},pod="${pod}",${LEASE}}`, values: o.elects }] : []),
+  ...(o.webhook !== undefined ? [{ series: `controller_runtime_webhook_requests_in_flight{${P},${NS},pod="${pod}",${WEBHOOK}}`, values: o.webhook }] : []),
+];
+
 /** promtool's unit tests of the rules: input series, then which alerts fire at which time. */
 function ruleTests(): unknown {
   const cond = (check: string, reason: string, status = 'False'): Series => ({
-    series: `joinguard_check_condition{namespace="fleet",check="${check}",cluster="c1",type="Progressing",status="${status}",reason="${reason}"}`,
+    series: `joinguard_check_condition{${P},${NS},pod="a",cluster_namespace="fleet",check="${check}",cluster_name="c1",type="Progressing",status="${status}",reason="${reason}"}`,
     values: '1x30',
   });
+  const stalled = (check: string, reason: string) => ({ severity: 'warning', cluster_namespace: 'fleet', check, cluster_name: 'c1', reason });
+  const quiet = ['JoinGuardNoLeader', 'JoinGuardReplicasWithoutLeaderElection', 'JoinGuardWebhookUnavailable', 'JoinGuardReconcileErrors'];
   return {
     rule_files: ['rules.yaml'],
     evaluation_interval: '1m',
     tests: [
       {
+        // Two replicas that elect, one leading, both serving the webhook: only the checks' own alerts.
         interval: '1m',
         input_series: [
           cond('budget', 'RemediationBudgetExhausted'),
           cond('dry', 'DryRun'),
           cond('suspect', 'BootstrapCredentialSuspect'),
           cond('fine', 'AsExpected', 'True'),
-          { series: `leader_election_master_status{job="${JOB}",namespace="joinguard-system",name="joinguard-leader"}`, values: '1x30' },
-          { series: `up{job="${JOB}",namespace="joinguard-system",pod="a"}`, values: '1x30' },
-          { series: `controller_runtime_reconcile_errors_total{job="${JOB}",namespace="joinguard-system",controller="machinejoincheck"}`, values: '0+0x30' },
+          ...replica('a', { up: '1x30', leader: '1x30', elects: '1x30', webhook: '0x30' }),
+          ...replica('b', { up: '1x30', leader: '0x30', elects: '1x30', webhook: '0x30' }),
+          { series: `controller_runtime_reconcile_errors_total{${P},${NS},pod="a",controller="machinejoincheck"}`, values: '0+0x30' },
         ],
         alert_rule_test: [
           // Not yet 15 minutes: nothing; after: the budget stop only (dry run and suspicion left out).
           alert('JoinGuardCheckStalled', '10m', []),
-          alert('JoinGuardCheckStalled', '20m', [{ severity: 'warning', namespace: 'fleet', check: 'budget', cluster: 'c1', reason: 'RemediationBudgetExhausted' }]),
-          alert('JoinGuardSuspicionRaised', '5m', [{ severity: 'warning', namespace: 'fleet', check: 'suspect', cluster: 'c1' }]),
-          alert('JoinGuardNoLeader', '20m', []),
-          alert('JoinGuardWebhookUnavailable', '20m', []),
-          alert('JoinGuardReconcileErrors', '20m', []),
+          alert('JoinGuardCheckStalled', '20m', [stalled('budget', 'RemediationBudgetExhausted')]),
+          alert('JoinGuardSuspicionRaised', '5m', [{ severity: 'warning', cluster_namespace: 'fleet', check: 'suspect', cluster_name: 'c1' }]),
+          ...quiet.map((a) => alert(a, '20m', [])),
         ],
       },
       {
+        // The leader steps down at minute 5 and the standby never takes over; the webhook server of both stops
+        // at minute 5 while their metrics are still scraped; reconciles fail.
         interval: '1m',
         input_series: [
-          // The leader steps down at minute 5 and nobody takes over; the only replica's scrapes fail from minute 5.
-          { series: `leader_election_master_status{job="${JOB}",namespace="joinguard-system",name="joinguard-leader"}`, values: '1x4 _x25' },
-          { series: `up{job="${JOB}",namespace="joinguard-system",pod="a"}`, values: '1x4 0x25' },
-          { series: `controller_runtime_reconcile_errors_total{job="${JOB}",namespace="joinguard-system",controller="machinejoincheck"}`, values: '0+3x30' },
+          ...replica('a', { up: '1x30', leader: '1x4 0x25', elects: '1x30', webhook: '0x4 _x25' }),
+          ...replica('b', { up: '1x30', leader: '0x30', elects: '1x30', webhook: '0x4 _x25' }),
+          { series: `controller_runtime_reconcile_errors_total{${P},${NS},pod="a",controller="machinejoincheck"}`, values: '0+3x30' },
           { series: 'apiserver_admission_webhook_rejection_count{name="validation.machinejoincheck.joinguard.io",type="validating",operation="CREATE",error_type="calling_webhook_error",rejection_code="0"}', values: '0+2x30' },
         ],
         alert_rule_test: [
           alert('JoinGuardNoLeader', '7m', []),
-          alert('JoinGuardNoLeader', '15m', [{ severity: 'critical' }]),
-          alert('JoinGuardWebhookUnavailable', '15m', [{ severity: 'critical' }]),
+          alert('JoinGuardNoLeader', '15m', [{ severity: 'critical', namespace: 'joinguard-system', name: 'joinguard-leader' }]),
+          alert('JoinGuardWebhookUnavailable', '7m', []),
+          alert('JoinGuardWebhookUnavailable', '15m', [{ severity: 'critical', namespace: 'joinguard-system' }]),
           alert('JoinGuardWebhookCallsFailing', '15m', [{ severity: 'warning' }]),
+          alert('JoinGuardReplicasWithoutLeaderElection', '15m', []),
           alert('JoinGuardReconcileErrors', '10m', []),
           alert('JoinGuardReconcileErrors', '25m', [{ severity: 'warning', namespace: 'joinguard-system' }]),
+        ],
+      },
+      {
+        // No replica at all (every scrape gone from minute 5): the webhook is unavailable; "no leader" is not
+        // claimed from series that do not exist.
+        interval: '1m',
+        input_series: [...replica('a', { up: '1x4 0x25', leader: '1x4 _x25', elects: '1x4 _x25', webhook: '0x4 _x25' })],
+        alert_rule_test: [
+          alert('JoinGuardWebhookUnavailable', '15m', [{ severity: 'critical' }]),
+          alert('JoinGuardNoLeader', '15m', []),
+        ],
+      },
+      {
+        // One replica run without leader election (allowed): no leader series, nothing fires — the old
+        // `or on() vector(0)` rule fired here forever.
+        interval: '1m',
+        input_series: [...replica('a', { up: '1x30', elects: '0x30', webhook: '0x30' })],
+        alert_rule_test: quiet.map((a) => alert(a, '20m', [])),
+      },
+      {
+        // Two replicas without leader election (or one without beside one with): two writers.
+        interval: '1m',
+        input_series: [
+          ...replica('a', { up: '1x30', elects: '0x30', webhook: '0x30' }),
+          ...replica('b', { up: '1x30', elects: '0x30', webhook: '0x30' }),
+        ],
+        alert_rule_test: [
+          alert('JoinGuardReplicasWithoutLeaderElection', '5m', [{ severity: 'critical', namespace: 'joinguard-system', name: 'joinguard-leader' }]),
+          alert('JoinGuardNoLeader', '20m', []),
         ],
       },
     ],
@@ -118,9 +164,9 @@ describe('lifecycle: the shipped PrometheusRule passes promtool', function () {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('promtool check rules: SUCCESS, six alerts', async () => {
+  it('promtool check rules: SUCCESS, seven alerts', async () => {
     const { stdout } = await run(promtool, ['check', 'rules', join(dir, 'rules.yaml')]);
-    expect(stdout).to.match(/SUCCESS: 6 rules found/);
+    expect(stdout).to.match(/SUCCESS: 7 rules found/);
   });
 
   it('promtool test rules: each alert fires when it should and only then', async () => {
@@ -136,7 +182,7 @@ describe('lifecycle: the shipped PrometheusRule passes promtool', function () {
   it('every alert links a runbook section of this release', async () => {
     const { observability } = await renderProviderFiles(VERSION);
     const urls = [...observability.matchAll(/runbook_url: (\S+)/g)].map((m) => m[1]!);
-    expect(urls).to.have.length(6);
+    expect(urls).to.have.length(7);
     for (const u of urls) expect(u.startsWith(`${runbookBase(VERSION)}#`), u).to.equal(true);
   });
 });

@@ -7,7 +7,7 @@ import https from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { readFile } from 'node:fs/promises';
 import { expect } from 'chai';
-import { parse } from 'yaml';
+import { parseAllDocuments } from 'yaml';
 import { startController, type RunningController } from '../../controllers/manager.js';
 import { substitute } from '../../manifests/substitute.js';
 import type { Json, KubeClient } from '../../hack/testenv/kube-client.js';
@@ -64,7 +64,8 @@ describe('operate: /metrics over HTTPS behind TokenReview and SubjectAccessRevie
       await kube.create(`/api/v1/namespaces/${ns}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: sa } });
     }
     // The ClusterRole as shipped (manifests/rbac/metrics_reader.yaml), bound to one ServiceAccount only.
-    role = parse(substitute(await readFile(new URL('../../manifests/rbac/metrics_reader.yaml', import.meta.url), 'utf8'), {})) as Json;
+    // (The file also holds the ServiceMonitor's reader ServiceAccount, its token Secret and binding: the ClusterRole is the first.)
+    role = parseAllDocuments(substitute(await readFile(new URL('../../manifests/rbac/metrics_reader.yaml', import.meta.url), 'utf8'), {})).map((d) => d.toJS() as Json).find((o) => o.kind === 'ClusterRole')!;
     const roles = '/apis/rbac.authorization.k8s.io/v1/clusterroles';
     if (await kube.get(`${roles}/${role.metadata.name}`)) await kube.delete(`${roles}/${role.metadata.name}`);
     await kube.create(roles, role);
@@ -127,7 +128,7 @@ describe('operate: /metrics over HTTPS behind TokenReview and SubjectAccessRevie
       rest_client_requests_total: ['code', 'host', 'method'],
       rest_client_request_duration_seconds: ['host', 'verb'],
       leader_election_master_status: ['name'],
-      joinguard_check_condition: ['check', 'cluster', 'namespace', 'reason', 'status', 'type'],
+      joinguard_check_condition: ['check', 'cluster_name', 'cluster_namespace', 'reason', 'status', 'type'],
       joinguard_api_writes_total: ['result', 'write'],
     };
     for (const [family, labels] of Object.entries(want)) expect(labelsOf(t, family), family).to.deep.equal(labels);
@@ -135,7 +136,7 @@ describe('operate: /metrics over HTTPS behind TokenReview and SubjectAccessRevie
     expect(t).to.include('controller_runtime_max_concurrent_reconciles{controller="machinejoincheck"} 2');
     expect(t).to.include(`leader_election_master_status{name="${lease}"} 1`);
     expect(t).to.match(/^rest_client_requests_total\{code="200",method="GET",host="127\.0\.0\.1:\d+"\} [1-9]/m);
-    expect(t).to.match(new RegExp(`^joinguard_check_condition\\{namespace="${ns}",check="workers",cluster="nowhere",type="[A-Za-z]+",status="(True|False|Unknown)",reason="[A-Za-z]*"\\} 1$`, 'm'));
+    expect(t).to.match(new RegExp(`^joinguard_check_condition\\{cluster_namespace="${ns}",check="workers",cluster_name="nowhere",type="[A-Za-z]+",status="(True|False|Unknown)",reason="[A-Za-z]*"\\} 1$`, 'm'));
     for (const family of ['process_resident_memory_bytes', 'process_cpu_seconds_total', 'nodejs_heap_size_used_bytes', 'nodejs_eventloop_lag_seconds']) {
       expect(t, family).to.match(new RegExp(`^${family} [0-9.e+-]+$`, 'm'));
     }

@@ -45,7 +45,7 @@ describe('operate: --watch-filter (the real command)', function () {
 
     child = spawn(process.execPath, ['--import', 'tsx', resolve(root, 'cmd/joinguard.ts'),
       `--kubeconfig=${env.kubeconfigPath}`, `--namespace=${ns}`, '--watch-filter=x', '--webhook-port=0',
-      '--diagnostics-address=0', '--health-probe-bind-address=0', '--logging-format=json', '-v=4', '--connection-grace=2s'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+      '--diagnostics-address=0', '--health-addr=0', '--logging-format=json', '-v=4', '--connection-grace=2s'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     for (const s of [child.stdout!, child.stderr!]) s.on('data', (c: Buffer) => output.push(...c.toString().trimEnd().split('\n')));
     exited = new Promise((r) => child!.once('exit', (code) => r(code)));
     const started = await Promise.race([

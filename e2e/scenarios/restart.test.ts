@@ -20,7 +20,7 @@ class JoinGuardProcess {
 
   constructor(kubeconfig: string, namespace: string) {
     this.child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'cmd/joinguard.ts'),
-      `--kubeconfig=${kubeconfig}`, `--namespace=${namespace}`, '--diagnostics-address=0', '--health-probe-bind-address=0',
+      `--kubeconfig=${kubeconfig}`, `--namespace=${namespace}`, '--diagnostics-address=0', '--health-addr=0',
       // No admission webhooks here (they need a serving certificate); e2e/install covers them.
       '--webhook-port=0', '--connection-grace=2s', '--v=4'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     const keep = (b: Buffer) => {
