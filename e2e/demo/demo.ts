@@ -36,7 +36,7 @@ async function main(): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   try {
     kube = env.kube();
-    sim = await startSim(env.kube(), { provisionDelayMs: 1500, bootDelayMs: 1500, capiApiVersion: env.capiApiVersion });
+    sim = await startSim(env.kube(), { provisionDelayMs: 1500, bootDelayMs: 1500, capiApiVersion: env.capiApiVersion, kubeletPort: env.ports['sim-kubelet'] });
     await installJoinGuardCrd(kube);
     const log = fs.createWriteStream(logFile);
     const started = await startJoinGuard(env.kubeConfig(), NS, { logLevel: 'info' });

@@ -107,6 +107,7 @@ async function join(ctx: SimContext, sm: Json, machine: Json, path: string, boot
   await registerNode(workload, {
     name: nodeName, providerID: providerIdOf(namespace, sm.metadata.name), controlPlane,
     kubeletVersion: version, address: ADDRESS, hostname: nodeName, machineRef: `${namespace}/${machineName}`,
+    cluster: { namespace, name: clusterName }, ...(ctx.opts.kubeletPort !== undefined ? { kubeletPort: ctx.opts.kubeletPort } : {}),
   });
   if (controlPlane && ctx.opts.mirrorPods) {
     const node = await workload.get(`/api/v1/nodes/${nodeName}`);

@@ -34,6 +34,17 @@ export interface ClusterShape {
 
 export const DEFAULT_K8S_VERSION = 'v1.36.3';
 
+/**
+ * The KCP's kubeadm settings; the sim ignores them, as it ignores the bootstrap data. An initConfiguration as real
+ * templates have one: v1.10's KCP compares it with the init Machine's KubeadmConfig (filters.go
+ * matchInitOrJoinConfiguration) and, when the KCP has none, takes the TypeMeta CABPK wrote for a difference and
+ * rolls the init Machine out as soon as the cluster is initialized.
+ */
+export const KCP_KUBEADM_CONFIG_SPEC: Json = {
+  clusterConfiguration: { apiServer: { certSANs: ['127.0.0.1'] } },
+  initConfiguration: { nodeRegistration: { imagePullPolicy: 'IfNotPresent' } },
+};
+
 export function controlPlaneName(cluster: string): string {
   return `${cluster}-cp`;
 }
@@ -80,8 +91,7 @@ export function clusterObjects(s: ClusterShape): Json[] {
           machineTemplate: capi.version === 'v1beta2'
             ? { spec: { infrastructureRef: infraRef('SimMachineTemplate', controlPlaneName(s.name)) } }
             : { infrastructureRef: infraRef('SimMachineTemplate', controlPlaneName(s.name)) },
-          // Not empty (the CRD wants a property); the sim ignores it, as it ignores the bootstrap data.
-          kubeadmConfigSpec: { clusterConfiguration: { apiServer: { certSANs: ['127.0.0.1'] } } },
+          kubeadmConfigSpec: KCP_KUBEADM_CONFIG_SPEC,
           ...(s.kcpRemediation ? kcpRemediation(s.kcpRemediation, capi.version) : {}),
         },
       },
