@@ -26,6 +26,9 @@ export interface JoinCandidate {
   createdAt: number;
   /** Epoch ms the sim first saw the Machine's bootstrap data. */
   dataSeenAt: number;
+  /** The VM's image (SimMachine spec.image, from its template) and the Machine's Kubernetes version. */
+  image?: string;
+  version?: string;
 }
 
 /** Which Machines a rule applies to; every given field must match. A function is the escape hatch. */
@@ -39,6 +42,10 @@ export type MachineMatch =
     role?: 'worker' | 'control-plane';
     /** Only Machines created at or after this epoch ms. */
     createdAfter?: number;
+    /** Only VMs of this image (a broken image fails every VM made from it). */
+    image?: string;
+    /** Only Machines of this Kubernetes version. */
+    version?: string;
   }
   | ((m: JoinCandidate) => boolean);
 
@@ -94,6 +101,8 @@ export function matchMachine(match: MachineMatch, m: JoinCandidate): boolean {
   if (match.role === 'worker' && m.controlPlane) return false;
   if (match.role === 'control-plane' && !m.controlPlane) return false;
   if (match.createdAfter !== undefined && m.createdAt < match.createdAfter) return false;
+  if (match.image !== undefined && match.image !== m.image) return false;
+  if (match.version !== undefined && match.version !== m.version) return false;
   return true;
 }
 

@@ -73,6 +73,8 @@ async function join(ctx: SimContext, sm: Json, machine: Json, path: string, boot
     controlPlane: isControlPlaneMachine(machine),
     createdAt: Date.parse(machine.metadata.creationTimestamp),
     dataSeenAt: Date.parse(boot.dataSeenAt),
+    ...(typeof sm.spec?.image === 'string' ? { image: sm.spec.image } : {}),
+    ...(typeof machine.spec?.version === 'string' ? { version: machine.spec.version } : {}),
   };
   const decision = ctx.policy.decide(candidate);
   const now = new Date().toISOString();

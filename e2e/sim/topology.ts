@@ -15,6 +15,10 @@ export interface WorkerPool {
   labels?: Record<string, string>;
   /** The MachineDeployment's remediation maxInFlight (its MachineSet defers marked Machines beyond it). */
   remediationMaxInFlight?: number | string;
+  /** RollingUpdate settings of the MachineDeployment (CAPI's defaults when unset: maxSurge 1, maxUnavailable 0). */
+  rollout?: { maxSurge?: number | string; maxUnavailable?: number | string };
+  /** The VM image of the pool's SimMachineTemplate (default: none). */
+  image?: string;
 }
 
 export interface ClusterShape {
@@ -100,18 +104,15 @@ export function clusterObjects(s: ClusterShape): Json[] {
   for (const pool of s.workers ?? []) {
     const md = `${s.name}-${pool.name}`;
     const labels = { 'cluster.x-k8s.io/deployment-name': md, ...(pool.labels ?? {}) };
-    const maxInFlight = pool.remediationMaxInFlight;
     objects.push(
-      { apiVersion: `${INFRA_GROUP}/${SIM_VERSION}`, kind: 'SimMachineTemplate', metadata: { name: md, namespace: ns }, spec: { template: { spec: {} } } },
+      simMachineTemplate(ns, md, pool.image),
       { apiVersion: `${BOOTSTRAP_GROUP}/${SIM_VERSION}`, kind: 'SimBootstrapConfigTemplate', metadata: { name: md, namespace: ns }, spec: { template: { spec: {} } } },
       {
         apiVersion: capi.apiVersionOf('MachineDeployment'), kind: 'MachineDeployment', metadata: { name: md, namespace: ns },
         spec: {
           clusterName: s.name, replicas: pool.replicas,
           selector: { matchLabels: { 'cluster.x-k8s.io/deployment-name': md } },
-          ...(maxInFlight === undefined ? {} : capi.version === 'v1beta2'
-            ? { remediation: { maxInFlight } }
-            : { strategy: { type: 'RollingUpdate', remediation: { maxInFlight } } }),
+          ...machineDeploymentStrategy(pool, capi.version),
           template: {
             metadata: { labels },
             spec: {
@@ -125,6 +126,54 @@ export function clusterObjects(s: ClusterShape): Json[] {
     );
   }
   return objects;
+}
+
+function simMachineTemplate(namespace: string, name: string, image: string | undefined): Json {
+  return {
+    apiVersion: `${INFRA_GROUP}/${SIM_VERSION}`, kind: 'SimMachineTemplate', metadata: { name, namespace },
+    spec: { template: { spec: image === undefined ? {} : { image } } },
+  };
+}
+
+/** Remediation maxInFlight and RollingUpdate settings as the API version spells them. */
+function machineDeploymentStrategy(pool: WorkerPool, v: CapiApiVersion): Json {
+  const maxInFlight = pool.remediationMaxInFlight;
+  const rollingUpdate = pool.rollout === undefined ? undefined : Object.fromEntries(Object.entries(pool.rollout).filter(([, x]) => x !== undefined));
+  if (v === 'v1beta2') {
+    return {
+      ...(maxInFlight === undefined ? {} : { remediation: { maxInFlight } }),
+      ...(rollingUpdate === undefined ? {} : { rollout: { strategy: { type: 'RollingUpdate', rollingUpdate } } }),
+    };
+  }
+  if (maxInFlight === undefined && rollingUpdate === undefined) return {};
+  return {
+    strategy: {
+      type: 'RollingUpdate',
+      ...(rollingUpdate === undefined ? {} : { rollingUpdate }),
+      ...(maxInFlight === undefined ? {} : { remediation: { maxInFlight } }),
+    },
+  };
+}
+
+/**
+ * A new template revision for a worker pool, as an operator rolls one out: a new SimMachineTemplate
+ * `<cluster>-<pool>-<revision>` with the image, and the MachineDeployment pointed at it (its MachineSet of the
+ * new revision then scales up as the rollout strategy allows). Returns the template's name.
+ */
+export async function rollWorkerPool(kube: KubeClient, o: { namespace: string; cluster: string; pool: string; revision: string; image: string; apiVersion?: CapiApiVersion }): Promise<string> {
+  const capi = capiApi(o.apiVersion ?? 'v1beta2');
+  const md = `${o.cluster}-${o.pool}`;
+  const name = `${md}-${o.revision}`;
+  const template = simMachineTemplate(o.namespace, name, o.image);
+  try {
+    await kube.create(collectionOf(template), template);
+  } catch (err) {
+    if (!isConflict(err)) throw err;
+  }
+  await kube.mergePatch(capi.path('MachineDeployment', o.namespace, md), {
+    spec: { template: { spec: { infrastructureRef: capi.ref(INFRA_GROUP, SIM_VERSION, 'SimMachineTemplate', name) } } },
+  });
+  return name;
 }
 
 /** REST collection path of an object's kind (the kinds clusterObjects makes, plus Namespace). */
