@@ -7,7 +7,7 @@ import type { ControllerOptions, RunningController } from '../../controllers/man
 import type { Json, KubeClient } from '../../hack/testenv/kube-client.js';
 import { capiApi, type CapiApi } from '../sim/capi-api.js';
 import type { Sim } from '../sim/sim.js';
-import { createCluster, type WorkerPool } from '../sim/topology.js';
+import { createCluster, type ClusterShape, type WorkerPool } from '../sim/topology.js';
 import { deleteClusters, describeMachines, hasNode, isControlPlane, listMachines, waitFor } from './cluster-view.js';
 import { describeCheck, getCheck, installJoinGuardCrd, startJoinGuard, type CapturedLog } from './joinguard.js';
 import { getSim } from './shared-sim.js';
@@ -24,6 +24,8 @@ export interface ScenarioOptions {
   createClusterFirst?: boolean;
   /** Wait in before() until every Machine joined (default false). */
   waitJoined?: boolean;
+  /** More of the cluster's shape: control-plane replicas (default 1), KCP remediation, Kubernetes version. */
+  shape?: Pick<ClusterShape, 'controlPlaneReplicas' | 'kcpRemediation' | 'version'>;
 }
 
 export interface Scenario {
@@ -49,7 +51,7 @@ export interface Scenario {
 export function useScenario(o: ScenarioOptions): Scenario {
   const namespace = `${o.prefix}-${process.pid}`;
   const s = { namespace, cluster: o.cluster } as Scenario;
-  s.createCluster = () => createCluster(s.kube, { namespace, name: o.cluster, workers: o.workers, ca: { certPem: s.env.caCertPem, keyPem: s.env.caKeyPem }, apiVersion: s.capi.version });
+  s.createCluster = () => createCluster(s.kube, { ...o.shape, namespace, name: o.cluster, workers: o.workers, ca: { certPem: s.env.caCertPem, keyPem: s.env.caKeyPem }, apiVersion: s.capi.version });
   s.startJoinGuard = async (extra = {}) => {
     s.jg = await startJoinGuard(s.env.kubeConfig(), namespace, extra);
   };
@@ -58,7 +60,9 @@ export function useScenario(o: ScenarioOptions): Scenario {
   s.workers = async () => (await s.machines()).filter((m) => !isControlPlane(m));
   s.seen = (extra) => async () => `${describeMachines(await s.machines())}\n` +
     `${describeCheck(await s.check().catch(() => ({ metadata: { name: o.checkName } }) as MachineJoinCheck))}\n` +
-    `${s.jg ? `JoinGuard log:\n${s.jg.log.tail(15)}\n` : ''}${extra ? extra() : ''}sim errors: ${s.sim.errors.slice(-3).join(' | ') || 'none'}`;
+    `${s.jg ? `JoinGuard log:\n${s.jg.log.tail(15)}\n` : ''}${extra ? extra() : ''}` +
+    `sim events:\n${s.sim.eventsOf(namespace).slice(-15).map((e) => `  ${new Date(e.time).toISOString().slice(11, 23)} ${e.type} ${e.name}: ${e.message}`).join('\n')}\n` +
+    `sim errors: ${s.sim.errors.slice(-3).join(' | ') || 'none'}`;
 
   before(async function () {
     this.timeout(300_000);
@@ -71,7 +75,7 @@ export function useScenario(o: ScenarioOptions): Scenario {
     if (o.createClusterFirst === false) return;
     await s.createCluster();
     if (!o.waitJoined) return;
-    const expected = 1 + o.workers.reduce((n, w) => n + w.replicas, 0);
+    const expected = (o.shape?.controlPlaneReplicas ?? 1) + o.workers.reduce((n, w) => n + w.replicas, 0);
     await waitFor(`the cluster up with ${expected} joined Machines`, async () => {
       const ms = await s.machines();
       return ms.length === expected && ms.every(hasNode);
