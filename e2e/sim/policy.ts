@@ -52,6 +52,11 @@ export type MachineMatch =
 export interface RuleOptions {
   /** The rule applies to at most this many Machines, then lifts itself. */
   limit?: number;
+  /**
+   * neverJoin of a control-plane Machine: kubeadm join added the Machine's etcd member as a learner and failed
+   * before promoting it; the learner stays in the etcd cluster after the Machine is gone (cluster-api #13221).
+   */
+  leaveEtcdLearner?: boolean;
 }
 
 /** A rule in force; lift() ends it for Machines that have not attempted to join yet. */
@@ -67,7 +72,7 @@ export interface PolicyRule {
 export type JoinDecision =
   | { verdict: 'join' }
   | { verdict: 'hold'; reason: string; message: string }
-  | { verdict: 'fail'; reason: string; message: string };
+  | { verdict: 'fail'; reason: string; message: string; leftEtcdLearner?: boolean };
 
 /** Namespace (and optionally cluster) a credential action applies to; all clusters when omitted. */
 export interface CredentialScope {
@@ -81,6 +86,7 @@ interface Rule extends PolicyRule {
   kind: Kind;
   matches(m: JoinCandidate): boolean;
   limit?: number;
+  leaveEtcdLearner?: boolean;
   appliedSet: Set<string>;
   /** The Machine name of a string match. */
   name?: string;
@@ -231,7 +237,8 @@ export class JoinPolicy {
       }
       if (r.kind === 'holdJoin') return { verdict: 'hold', reason: 'JoinHeld', message: `held by the sim policy: ${r.description}` };
       if (r.kind === 'neverJoinInit') return { verdict: 'fail', reason: 'InitFailed', message: `kubeadm init failed (sim policy: ${r.description})` };
-      return { verdict: 'fail', reason: 'JoinFailed', message: `kubeadm join failed (sim policy: ${r.description})` };
+      const learner = r.leaveEtcdLearner === true && m.controlPlane;
+      return { verdict: 'fail', reason: 'JoinFailed', message: `kubeadm join failed (sim policy: ${r.description})${learner ? '; its etcd member stays behind as a learner' : ''}`, ...(learner ? { leftEtcdLearner: true } : {}) };
     }
     return { verdict: 'join' };
   }
@@ -246,6 +253,7 @@ export class JoinPolicy {
       applied: [],
       appliedSet: new Set<string>(),
       limit: opts.limit,
+      ...(opts.leaveEtcdLearner ? { leaveEtcdLearner: true } : {}),
       name: typeof match === 'string' ? match : typeof match === 'object' ? match.name : undefined,
       matches: (m) => matchMachine(match, m),
       get active() {

@@ -10,7 +10,7 @@ import {
 import { SIM_MACHINE } from './crds.js';
 import { pathOf, type Json } from '../../hack/testenv/kube-client.js';
 import type { JoinCandidate, JoinRole } from './policy.js';
-import { createMirrorPods, deleteNode, nodeNameOf, registerNode } from './workload.js';
+import { createMirrorPods, deleteNode, leaveEtcdLearner, nodeNameOf, registerNode } from './workload.js';
 
 const HOLD_RECHECK_MS = 1000;
 const ADDRESS = '127.0.0.1'; // nothing dials a sim VM; loopback is refused at once if something tries
@@ -86,6 +86,7 @@ async function join(ctx: SimContext, sm: Json, machine: Json, path: string, boot
     return HOLD_RECHECK_MS;
   }
   if (decision.verdict === 'fail') {
+    if (decision.leftEtcdLearner) await leaveEtcdLearner(ctx.kube, namespace, clusterName, nodeNameOf(namespace, machineName));
     await patchStatus(ctx, sm, path, { boot: { phase: 'Failed', reason: decision.reason, message: decision.message, attemptedAt: now } });
     ctx.emit({ type: 'JoinFailed', namespace, name: machineName, cluster: clusterName, message: `${decision.reason}: ${decision.message}` });
     return undefined;

@@ -151,6 +151,31 @@ export async function deleteNode(kube: KubeClient, nodeName: string, providerID:
   return deleted;
 }
 
+/** The ConfigMap (in the Cluster's namespace) where sim-kubelet finds etcd members that have no Node. */
+export const simEtcdConfigMap = (cluster: string) => `${cluster}-sim-etcd`;
+
+/**
+ * A failed control-plane join left its etcd member behind as a learner (cluster-api #13221): sim-kubelet lists it
+ * in the Cluster's etcd member list from now on, under the name the member would have had (its Node's).
+ */
+export async function leaveEtcdLearner(kube: KubeClient, namespace: string, cluster: string, memberName: string): Promise<void> {
+  const path = `/api/v1/namespaces/${namespace}/configmaps/${simEtcdConfigMap(cluster)}`;
+  for (;;) {
+    const cm = await kube.get(path);
+    const learners = new Set(String(cm?.data?.learners ?? '').split('\n').filter(Boolean));
+    if (learners.has(memberName)) return;
+    learners.add(memberName);
+    const data = { learners: [...learners].join('\n') };
+    try {
+      if (cm) await kube.mergePatch(path, { metadata: { resourceVersion: cm.metadata.resourceVersion }, data });
+      else await kube.create(`/api/v1/namespaces/${namespace}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: simEtcdConfigMap(cluster), namespace }, data });
+      return;
+    } catch (err) {
+      if (!isConflict(err)) throw err;
+    }
+  }
+}
+
 /** Clients of the workload clusters, from their `<cluster>-kubeconfig` secrets (or the management client). */
 export class WorkloadClients {
   private readonly cache = new Map<string, { rv: string; kube: KubeClient }>();

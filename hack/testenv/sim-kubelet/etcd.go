@@ -2,6 +2,7 @@
 // controlplane/kubeadm/pkg/etcd (Status, MemberList, Alarm list, MoveLeader, MemberRemove), answered from the
 // simulated Cluster's control-plane Nodes. A member exists for every such Node (kubeadm adds it as the Node
 // joins, and names it after the Node) unless KCP removed it; the first Node is the leader until KCP moves it.
+// A learner left behind by a failed join (the simulation names it in <cluster>-sim-etcd) is a member too.
 package main
 
 import (
@@ -20,6 +21,7 @@ import (
 	"math/big"
 	"net"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -183,6 +185,7 @@ type member struct {
 	id      uint64
 	name    string
 	created time.Time
+	learner bool
 }
 
 func memberID(name string) uint64 {
@@ -223,6 +226,15 @@ func (e *etcdSim) members(ctx context.Context, key clusterKey) ([]member, uint64
 		}
 		out = append(out, member{id: id, name: n.Name, created: n.CreationTimestamp.Time})
 	}
+	// Members a failed control-plane join left behind as learners (cluster-api #13221): named in the
+	// ConfigMap <cluster>-sim-etcd that the simulation writes; they have no Node and are never promoted.
+	if cm, err := e.kube.CoreV1().ConfigMaps(key.namespace).Get(ctx, key.name+"-sim-etcd", metav1.GetOptions{}); err == nil {
+		for _, name := range strings.Split(cm.Data["learners"], "\n") {
+			if name = strings.TrimSpace(name); name != "" && !st.removed[memberID(name)] {
+				out = append(out, member{id: memberID(name), name: name, created: cm.CreationTimestamp.Time, learner: true})
+			}
+		}
+	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].created.Equal(out[j].created) {
 			return out[i].created.Before(out[j].created)
@@ -231,14 +243,17 @@ func (e *etcdSim) members(ctx context.Context, key clusterKey) ([]member, uint64
 	})
 	leaderPresent := false
 	for _, m := range out {
-		if m.id == st.leader {
+		if m.id == st.leader && !m.learner {
 			leaderPresent = true
 		}
 	}
 	if !leaderPresent {
 		st.leader = 0
-		if len(out) > 0 {
-			st.leader = out[0].id
+		for _, m := range out {
+			if !m.learner {
+				st.leader = m.id
+				break
+			}
 		}
 	}
 	return out, st.leader, nil
@@ -273,7 +288,7 @@ func header(key clusterKey, self member) *pb.ResponseHeader {
 func toPB(ms []member) []*pb.Member {
 	out := make([]*pb.Member, 0, len(ms))
 	for _, m := range ms {
-		out = append(out, &pb.Member{ID: m.id, Name: m.name, PeerURLs: []string{"https://127.0.0.1:2380"}, ClientURLs: []string{"https://127.0.0.1:2379"}})
+		out = append(out, &pb.Member{ID: m.id, Name: m.name, PeerURLs: []string{"https://127.0.0.1:2380"}, ClientURLs: []string{"https://127.0.0.1:2379"}, IsLearner: m.learner})
 	}
 	return out
 }
@@ -391,7 +406,7 @@ func (memberCreds) Info() credentials.ProtocolInfo {
 	return credentials.ProtocolInfo{SecurityProtocol: "tls"}
 }
 func (c memberCreds) Clone() credentials.TransportCredentials { return c }
-func (memberCreds) OverrideServerName(string) error          { return nil }
+func (memberCreds) OverrideServerName(string) error           { return nil }
 
 type streamListener struct {
 	conns  chan net.Conn
