@@ -176,10 +176,11 @@ export async function rollWorkerPool(kube: KubeClient, o: { namespace: string; c
   return name;
 }
 
-/** REST collection path of an object's kind (the kinds clusterObjects makes, plus Namespace). */
+/** REST collection path of an object's kind (the kinds clusterObjects and cluster-class.ts make, plus Namespace). */
 export function collectionOf(o: Json): string {
   const [group, version] = String(o.apiVersion).includes('/') ? String(o.apiVersion).split('/') as [string, string] : ['', o.apiVersion as string];
-  const plural = `${String(o.kind).toLowerCase()}s`;
+  const kind = String(o.kind).toLowerCase();
+  const plural = kind.endsWith('ss') ? `${kind}es` : `${kind}s`;
   const base = group === '' ? `/api/${version}` : `/apis/${group}/${version}`;
   return o.kind === 'Namespace' ? `${base}/namespaces` : `${base}/namespaces/${o.metadata.namespace}/${plural}`;
 }

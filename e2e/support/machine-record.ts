@@ -20,6 +20,11 @@ export interface MachineChange {
   node?: string;
   /** Any remediation mark: HealthCheckSucceeded=False (either condition list), remediate-machine, JoinGuardJoined=False. */
   marked: boolean;
+  /**
+   * A mark only JoinGuard writes: the remediate-machine annotation (no one else sets it in these specs),
+   * HealthCheckSucceeded=False with JoinGuard's reasons (JoinTimeout, ProvisionTimeout), JoinGuardJoined=False.
+   */
+  joinGuardMark: boolean;
   /** HealthCheckSucceeded as `status/reason` (metav1 conditions). */
   healthCheck?: string;
   /** The owner's OwnerRemediated as `status/reason` and its message (metav1 conditions; v1.10: status.v1beta2). */
@@ -46,6 +51,9 @@ export function changeOf(capi: CapiApi, m: Json, gone: boolean): MachineChange {
     ...(m.spec?.version ? { version: m.spec.version } : {}),
     ...(m.status?.nodeRef?.name ? { node: m.status.nodeRef.name } : {}),
     marked: hcAny || annotations[REMEDIATE_ANNOTATION] !== undefined || [...v1, ...v2].some((c) => c.type === 'JoinGuardJoined' && c.status === 'False'),
+    joinGuardMark: annotations[REMEDIATE_ANNOTATION] !== undefined
+      || [...v1, ...v2].some((c) => (c.type === 'HealthCheckSucceeded' && c.status === 'False' && /^(JoinTimeout|ProvisionTimeout)$/.test(c.reason ?? ''))
+        || (c.type === 'JoinGuardJoined' && c.status === 'False')),
     ...(hc ? { healthCheck: `${hc.status}/${hc.reason}` } : {}),
     ...(or ? { ownerRemediated: `${or.status}/${or.reason}`, ownerMessage: String(or.message ?? '') } : {}),
     annotations,
@@ -79,10 +87,10 @@ export class MachineRecord {
     return this.changes.filter((c) => c.uid === uid);
   }
 
-  /** Machines (by uid) that carried a mark at some moment, with the first such change. */
-  marked(): Map<string, MachineChange> {
+  /** Machines (by uid) that carried a mark (any, or JoinGuard's only) at some moment, with the first such change. */
+  marked(which: 'any' | 'joinguard' = 'any'): Map<string, MachineChange> {
     const out = new Map<string, MachineChange>();
-    for (const c of this.changes) if (c.marked && !out.has(c.uid)) out.set(c.uid, c);
+    for (const c of this.changes) if ((which === 'any' ? c.marked : c.joinGuardMark) && !out.has(c.uid)) out.set(c.uid, c);
     return out;
   }
 
