@@ -82,10 +82,12 @@ export type TestEnvComponent = 'etcd' | 'kube-apiserver' | 'capi-core' | 'capi-k
 /**
  * Feature gates of CAPI's managers: the release's defaults, except ClusterTopology, which is on for core and KCP
  * as `clusterctl init` sets it with CLUSTER_TOPOLOGY=true (ClusterClass clusters need it; KCP reads it before it
- * refuses a remediation while a topology version upgrade is pending). The release's manager.yaml ships it off.
+ * refuses a remediation while a topology version upgrade is pending), and RuntimeSDK on core (EXP_RUNTIME_SDK=true:
+ * lifecycle hooks such as BeforeClusterUpgrade; nothing changes until an ExtensionConfig exists). The releases'
+ * manager.yaml ship both off.
  */
 export const MANAGER_FEATURE_GATES: Partial<Record<string, string[]>> = {
-  'capi-core': ['--feature-gates=ClusterTopology=true'],
+  'capi-core': ['--feature-gates=ClusterTopology=true,RuntimeSDK=true'],
   'capi-kubeadm-control-plane': ['--feature-gates=ClusterTopology=true'],
 };
 
