@@ -106,14 +106,14 @@ build() { # target line, output folder
   # A heartbeat so that a long cold build shows it is alive.
   ( while sleep 30; do echo "[testenv build $i/$total] $name: still building, $(( $(now) - s ))s" >&2; done ) &
   beat=$!
-  if ! (cd "$here/$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags//@DATE@/$build_date}" -o "$2/$name.tmp" "$pkg"); then
+  if ! (cd "$here/$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags//@DATE@/$build_date}" -o "$2/$name.tmp.$$" "$pkg"); then
     kill "$beat" 2>/dev/null || true
     echo "[testenv build] $name (CAPI $release) FAILED" >&2
     exit 1
   fi
   kill "$beat" 2>/dev/null || true
   wait "$beat" 2>/dev/null || true
-  mv "$2/$name.tmp" "$2/$name"
+  mv "$2/$name.tmp.$$" "$2/$name"
   echo "[testenv build $i/$total] $name: built in $(( $(now) - s ))s" >&2
 }
 for t in "${base_targets[@]}"; do build "$t" "$base"; done
@@ -126,10 +126,12 @@ ln -sfn "$sim/sim-kubelet" "$bin/sim-kubelet"
 capi_dir="$(cd "$here/$capi_mod" && go list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api)"
 core_dir="$capi_dir/$core_sub"; [[ "$core_sub" == "." ]] && core_dir="$capi_dir"
 providers=("capi-core|$core_dir" "capi-kubeadm-bootstrap|$capi_dir/bootstrap/kubeadm" "capi-kubeadm-control-plane|$capi_dir/controlplane/kubeadm")
+# Temporary names are per process: every test env start runs this script, and parallel test processes
+# (.ci/run) may run it at the same time; each rename is atomic.
 if [[ ! -d "$bin/crds" ]]; then
-  mkdir -p "$bin/crds.tmp"
-  for p in "${providers[@]}"; do cp "${p#*|}/config/crd/bases"/*.yaml "$bin/crds.tmp/"; done
-  mv "$bin/crds.tmp" "$bin/crds"
+  mkdir -p "$bin/crds.tmp.$$"
+  for p in "${providers[@]}"; do cp "${p#*|}/config/crd/bases"/*.yaml "$bin/crds.tmp.$$/"; done
+  mv -T "$bin/crds.tmp.$$" "$bin/crds" 2>/dev/null || rm -rf "$bin/crds.tmp.$$"
 fi
 {
   echo "{"
@@ -138,8 +140,8 @@ fi
   sep=""
   for p in "${providers[@]}"; do printf '%s    "%s": "%s"' "$sep" "${p%|*}" "${p#*|}"; sep=$',\n'; done
   printf '\n  }\n}\n'
-} >"$bin/release.json.tmp"
-mv "$bin/release.json.tmp" "$bin/release.json"
+} >"$bin/release.json.tmp.$$"
+mv "$bin/release.json.tmp.$$" "$bin/release.json"
 
 echo "[testenv build] CAPI $release done in $(( $(now) - start_all ))s: $bin" >&2
 echo "$bin"
