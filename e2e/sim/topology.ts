@@ -170,10 +170,16 @@ export async function rollWorkerPool(kube: KubeClient, o: { namespace: string; c
   } catch (err) {
     if (!isConflict(err)) throw err;
   }
-  await kube.mergePatch(capi.path('MachineDeployment', o.namespace, md), {
-    spec: { template: { spec: { infrastructureRef: capi.ref(INFRA_GROUP, SIM_VERSION, 'SimMachineTemplate', name) } } },
-  });
+  await pointWorkerPool(kube, { ...o, template: name });
   return name;
+}
+
+/** Points a worker pool's MachineDeployment at a SimMachineTemplate (a rollback names the template it had before). */
+export async function pointWorkerPool(kube: KubeClient, o: { namespace: string; cluster: string; pool: string; template: string; apiVersion?: CapiApiVersion }): Promise<void> {
+  const capi = capiApi(o.apiVersion ?? 'v1beta2');
+  await kube.mergePatch(capi.path('MachineDeployment', o.namespace, `${o.cluster}-${o.pool}`), {
+    spec: { template: { spec: { infrastructureRef: capi.ref(INFRA_GROUP, SIM_VERSION, 'SimMachineTemplate', o.template) } } },
+  });
 }
 
 /** REST collection path of an object's kind (the kinds clusterObjects and cluster-class.ts make, plus Namespace). */
