@@ -3,7 +3,9 @@
 //   act 1: one worker never joins — JoinGuard asks CAPI to replace it, the MachineSet does, it joins;
 //   act 2: the join credential expires — the first failure is rebuilt, the second stalls the check with
 //          BootstrapCredentialSuspect instead of rebuilding forever;
-//   act 3: the credential is rotated — the canary joins, the suspicion clears, the rest is replaced.
+//   act 3: the credential is rotated — the canary joins, the suspicion clears, the rest is replaced;
+//   act 4: a rolling upgrade of the pool (a new image, maxSurge 1, maxUnavailable 0) whose first new VM fails to
+//          join — JoinGuard asks the new MachineSet for it, the rollout completes, no old Machine is touched.
 // It ends by itself and stops everything it started. JoinGuard's JSON log goes to a file (path printed).
 import fs from 'node:fs';
 import os from 'node:os';
@@ -15,7 +17,7 @@ import { checkCondition, createCheck, getCheck, installJoinGuardCrd, startJoinGu
 import type { Json, KubeClient } from '../../hack/testenv/kube-client.js';
 import { capiApi } from '../sim/capi-api.js';
 import { startSim, type Sim } from '../sim/sim.js';
-import { createCluster } from '../sim/topology.js';
+import { createCluster, rollWorkerPool } from '../sim/topology.js';
 import { Screen } from './screen.js';
 
 const NS = 'demo';
@@ -36,7 +38,7 @@ async function main(): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   try {
     kube = env.kube();
-    sim = await startSim(env.kube(), { provisionDelayMs: 1500, bootDelayMs: 1500, capiApiVersion: env.capiApiVersion });
+    sim = await startSim(env.kube(), { provisionDelayMs: 1500, bootDelayMs: 1500, capiApiVersion: env.capiApiVersion, kubeletPort: env.ports['sim-kubelet'] });
     await installJoinGuardCrd(kube);
     const log = fs.createWriteStream(logFile);
     const started = await startJoinGuard(env.kubeConfig(), NS, { logLevel: 'info' });
@@ -70,7 +72,10 @@ async function main(): Promise<void> {
 
     const workers = async () => (await listMachines(kube!, capi, NS, CLUSTER)).filter((m) => !isControlPlane(m));
     const firstWorker = await (async () => {
-      await createCluster(kube!, { namespace: NS, name: CLUSTER, workers: [{ name: 'md', replicas: 3, labels: { pool: 'workers' } }], ca: { certPem: env.caCertPem, keyPem: env.caKeyPem }, apiVersion: capi.version });
+      await createCluster(kube!, {
+        namespace: NS, name: CLUSTER, ca: { certPem: env.caCertPem, keyPem: env.caKeyPem }, apiVersion: capi.version,
+        workers: [{ name: 'md', replicas: 3, labels: { pool: 'workers' }, image: 'sim-image-1.0', rollout: { maxSurge: 1, maxUnavailable: 0 } }],
+      });
       return waitFor('the first worker', async () => (await workers())[0]?.metadata.name as string | undefined, { timeoutMs: 60_000 });
     })();
     sim.policy.neverJoin({ namespace: NS, name: firstWorker });
@@ -101,7 +106,20 @@ async function main(): Promise<void> {
       const c = await getCheck(kube!, NS, 'workers');
       return w.length === 5 && w.every(hasNode) && checkCondition(c, 'Progressing')?.reason === 'AsExpected' && !w.some((m) => conditionOf(m, 'HealthCheckSucceeded')?.status === 'False');
     }, { timeoutMs: 240_000 });
-    step('done: every worker joined; the check says AsExpected');
+    step('act 3 done: every worker joined; the check says AsExpected');
+    await pause(4000);
+
+    step('act 4: a rolling upgrade; the pool moves to image sim-image-1.1 and its first new VM fails to join');
+    const oldWorkers = new Set((await workers()).map((m) => m.metadata.uid as string));
+    sim.policy.neverJoin({ namespace: NS, image: 'sim-image-1.1' }, { limit: 1 });
+    await rollWorkerPool(kube, { namespace: NS, cluster: CLUSTER, pool: 'md', revision: 'r2', image: 'sim-image-1.1', apiVersion: capi.version });
+    await waitFor('all 5 workers on the new image, joined', async () => {
+      const w = await workers();
+      const images = await kube!.list(`/apis/infrastructure.sim.joinguard.io/v1alpha1/namespaces/${NS}/simmachines`);
+      const onNew = new Set(images.items.filter((x) => x.spec?.image === 'sim-image-1.1').map((x) => x.metadata.name as string));
+      return w.length === 5 && w.every((m) => hasNode(m) && !oldWorkers.has(m.metadata.uid) && onNew.has(m.spec.infrastructureRef.name));
+    }, { timeoutMs: 300_000 });
+    step('done: the upgrade is rolled out; JoinGuard asked the new MachineSet for the VM that failed, and touched no old Machine');
     await draw();
     clearInterval(timer);
     timer = undefined;

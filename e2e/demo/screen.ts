@@ -58,11 +58,11 @@ export function render(f: Frame): string {
   const out: string[] = [];
   out.push(bold(`JoinGuard demo — ${f.act}`) + `   (${f.elapsedS.toFixed(0)}s)`);
   out.push('');
-  out.push(bold(`${pad('MACHINE', 30)} ${pad('ROLE', 8)} ${pad('PHASE', 12)} ${pad('NODE', 8)} ${pad('STATE', 34)} CLOCK`));
+  out.push(bold(`${pad('MACHINE', 30)} ${pad('ROLE', 7)} ${pad('IMAGE', 14)} ${pad('PHASE', 12)} ${pad('NODE', 5)} ${pad('STATE', 34)} CLOCK`));
   for (const m of f.machines) {
     const sm = f.simMachines.get(m.spec?.infrastructureRef?.name);
     const { state, clock } = machineState(m, sm, f, now);
-    out.push(`${pad(m.metadata.name, 30)} ${pad(isControlPlane(m) ? 'cp' : 'worker', 8)} ${pad(m.status?.phase ?? '-', 12)} ${pad(hasNode(m) ? 'yes' : '-', 8)} ${padc(state, 34)} ${clock}`);
+    out.push(`${pad(m.metadata.name, 30)} ${pad(isControlPlane(m) ? 'cp' : 'worker', 7)} ${pad(sm?.spec?.image ?? '-', 14)} ${pad(m.status?.phase ?? '-', 12)} ${pad(hasNode(m) ? 'yes' : '-', 5)} ${padc(state, 34)} ${clock}`);
   }
   out.push('');
   const s = f.check?.status;

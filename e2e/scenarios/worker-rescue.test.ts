@@ -62,11 +62,12 @@ describe('scenario (a): a worker that never joins is replaced through its Machin
     process.stderr.write(`[scenario a] deadline -> mark ${markLatencyS.toFixed(0)}s (whole-second condition times); mark -> replacement joined in ${replacedAfterS.toFixed(1)}s\n`);
     expect(workers.map((m: Json) => m.metadata.name)).to.not.include(stuckName);
 
-    const done = await waitFor('the check back to Progressing=True/AsExpected with the remediation Replaced', async () => {
+    // Counts are written at most every 5 s (decisions at once): wait for them too.
+    const done = await waitFor('the check back to Progressing=True/AsExpected with the remediation Replaced, 3 joined', async () => {
       const c = await s.check();
       const p = checkCondition(c, 'Progressing');
       const r = c.status?.remediations?.find((x) => x.uid === marked.metadata.uid);
-      return p?.status === 'True' && p.reason === 'AsExpected' && r?.outcome === 'Replaced' && c;
+      return p?.status === 'True' && p.reason === 'AsExpected' && r?.outcome === 'Replaced' && c.status?.joinedMachines === 3 && c;
     }, { timeoutMs: 60_000, describe: seen });
     expect(done.status).to.include({ expectedMachines: 3, joinedMachines: 3, stuckMachines: 0, everJoined: true });
     expect(done.status?.consecutiveJoinFailures).to.equal(0); // the replacement's join reset the count

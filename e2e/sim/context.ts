@@ -4,7 +4,8 @@ import type { Json, KubeClient } from '../../hack/testenv/kube-client.js';
 import type { ResourceCache } from './cache.js';
 import type { CapiApi } from './capi-api.js';
 import type { JoinPolicy } from './policy.js';
-import type { KubeadmConfigLease, WorkloadClients } from './workload.js';
+import type { KubeadmConfigLease } from './kubeadm-config.js';
+import type { WorkloadClients } from './workload.js';
 
 export interface SimEvent {
   /** Epoch ms. */
@@ -30,6 +31,8 @@ export interface ResolvedOptions {
   nodeAccess: 'kubeconfig' | 'direct';
   mirrorPods: boolean;
   kubeadmConfigLeaseMs: number;
+  /** sim-kubelet's port (TestEnv.ports['sim-kubelet']): Nodes point their kubelet endpoint at it. */
+  kubeletPort?: number;
 }
 
 export interface SimCaches {
@@ -38,6 +41,7 @@ export interface SimCaches {
   simBootstrapConfigs: ResourceCache;
   machines: ResourceCache;
   clusters: ResourceCache;
+  kcps: ResourceCache;
 }
 
 export interface SimContext {

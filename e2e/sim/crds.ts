@@ -1,6 +1,6 @@
 // The CRDs of the simulation's kinds (test-only), built from TypeScript so that there is no YAML to keep
 // in step. Two kind sets, each clearly a simulation:
-//   infrastructure.sim.joinguard.io/v1alpha1: SimCluster, SimMachine, SimMachineTemplate
+//   infrastructure.sim.joinguard.io/v1alpha1: SimCluster, SimClusterTemplate, SimMachine, SimMachineTemplate
 //   bootstrap.sim.joinguard.io/v1alpha1:      SimBootstrapConfig, SimBootstrapConfigTemplate
 // They carry CAPI's contract label of the release under test, `cluster.x-k8s.io/v1beta2: v1alpha1` (v1.11+)
 // or `cluster.x-k8s.io/v1beta1: v1alpha1` (v1.10); CAPI reads it from the CRD to pick the API version of a
@@ -19,6 +19,7 @@ export const SIM_VERSION = 'v1alpha1';
 export const SIM_CLUSTER = { group: INFRA_GROUP, version: SIM_VERSION, plural: 'simclusters', namespaced: true, kind: 'SimCluster' };
 export const SIM_MACHINE = { group: INFRA_GROUP, version: SIM_VERSION, plural: 'simmachines', namespaced: true, kind: 'SimMachine' };
 export const SIM_MACHINE_TEMPLATE = { group: INFRA_GROUP, version: SIM_VERSION, plural: 'simmachinetemplates', namespaced: true, kind: 'SimMachineTemplate' };
+export const SIM_CLUSTER_TEMPLATE = { group: INFRA_GROUP, version: SIM_VERSION, plural: 'simclustertemplates', namespaced: true, kind: 'SimClusterTemplate' };
 export const SIM_BOOTSTRAP = { group: BOOTSTRAP_GROUP, version: SIM_VERSION, plural: 'simbootstrapconfigs', namespaced: true, kind: 'SimBootstrapConfig' };
 export const SIM_BOOTSTRAP_TEMPLATE = { group: BOOTSTRAP_GROUP, version: SIM_VERSION, plural: 'simbootstrapconfigtemplates', namespaced: true, kind: 'SimBootstrapConfigTemplate' };
 
@@ -52,6 +53,7 @@ const boot = obj({
 
 const simMachineSpec = obj({
   providerID: { ...str, description: 'sim://<namespace>/<machine>, set by the simulation when provisioned.' },
+  image: { ...str, description: 'The VM image (a name only): what a template revision changes; the join policy can fail every VM of one image.' },
 });
 
 const simMachineStatus = obj({
@@ -93,6 +95,11 @@ const KINDS: KindDef[] = [
       { name: 'Endpoint', type: 'string', jsonPath: '.spec.controlPlaneEndpoint.host' },
       { name: 'Port', type: 'integer', jsonPath: '.spec.controlPlaneEndpoint.port' },
     ],
+  },
+  {
+    group: INFRA_GROUP, kind: 'SimClusterTemplate', plural: 'simclustertemplates', singular: 'simclustertemplate',
+    description: 'SIMULATION (JoinGuard tests): template of SimClusters, for ClusterClasses (the topology controller clones it).',
+    spec: templateOf(obj({ controlPlaneEndpoint: endpoint })),
   },
   {
     group: INFRA_GROUP, kind: 'SimMachine', plural: 'simmachines', singular: 'simmachine',
@@ -156,7 +163,7 @@ function crdOf(def: KindDef, contract: CapiApiVersion): Json {
   };
 }
 
-/** The five CRDs of the simulation, labelled for the provider contract of the release under test. */
+/** The CRDs of the simulation, labelled for the provider contract of the release under test. */
 export function simCrds(contract: CapiApiVersion): Json[] {
   return KINDS.map((k) => crdOf(k, contract));
 }

@@ -26,6 +26,9 @@ export interface JoinCandidate {
   createdAt: number;
   /** Epoch ms the sim first saw the Machine's bootstrap data. */
   dataSeenAt: number;
+  /** The VM's image (SimMachine spec.image, from its template) and the Machine's Kubernetes version. */
+  image?: string;
+  version?: string;
 }
 
 /** Which Machines a rule applies to; every given field must match. A function is the escape hatch. */
@@ -39,12 +42,21 @@ export type MachineMatch =
     role?: 'worker' | 'control-plane';
     /** Only Machines created at or after this epoch ms. */
     createdAfter?: number;
+    /** Only VMs of this image (a broken image fails every VM made from it). */
+    image?: string;
+    /** Only Machines of this Kubernetes version. */
+    version?: string;
   }
   | ((m: JoinCandidate) => boolean);
 
 export interface RuleOptions {
   /** The rule applies to at most this many Machines, then lifts itself. */
   limit?: number;
+  /**
+   * neverJoin of a control-plane Machine: kubeadm join added the Machine's etcd member as a learner and failed
+   * before promoting it; the learner stays in the etcd cluster after the Machine is gone (cluster-api #13221).
+   */
+  leaveEtcdLearner?: boolean;
 }
 
 /** A rule in force; lift() ends it for Machines that have not attempted to join yet. */
@@ -60,7 +72,7 @@ export interface PolicyRule {
 export type JoinDecision =
   | { verdict: 'join' }
   | { verdict: 'hold'; reason: string; message: string }
-  | { verdict: 'fail'; reason: string; message: string };
+  | { verdict: 'fail'; reason: string; message: string; leftEtcdLearner?: boolean };
 
 /** Namespace (and optionally cluster) a credential action applies to; all clusters when omitted. */
 export interface CredentialScope {
@@ -74,6 +86,7 @@ interface Rule extends PolicyRule {
   kind: Kind;
   matches(m: JoinCandidate): boolean;
   limit?: number;
+  leaveEtcdLearner?: boolean;
   appliedSet: Set<string>;
   /** The Machine name of a string match. */
   name?: string;
@@ -94,6 +107,8 @@ export function matchMachine(match: MachineMatch, m: JoinCandidate): boolean {
   if (match.role === 'worker' && m.controlPlane) return false;
   if (match.role === 'control-plane' && !m.controlPlane) return false;
   if (match.createdAfter !== undefined && m.createdAt < match.createdAfter) return false;
+  if (match.image !== undefined && match.image !== m.image) return false;
+  if (match.version !== undefined && match.version !== m.version) return false;
   return true;
 }
 
@@ -222,7 +237,8 @@ export class JoinPolicy {
       }
       if (r.kind === 'holdJoin') return { verdict: 'hold', reason: 'JoinHeld', message: `held by the sim policy: ${r.description}` };
       if (r.kind === 'neverJoinInit') return { verdict: 'fail', reason: 'InitFailed', message: `kubeadm init failed (sim policy: ${r.description})` };
-      return { verdict: 'fail', reason: 'JoinFailed', message: `kubeadm join failed (sim policy: ${r.description})` };
+      const learner = r.leaveEtcdLearner === true && m.controlPlane;
+      return { verdict: 'fail', reason: 'JoinFailed', message: `kubeadm join failed (sim policy: ${r.description})${learner ? '; its etcd member stays behind as a learner' : ''}`, ...(learner ? { leftEtcdLearner: true } : {}) };
     }
     return { verdict: 'join' };
   }
@@ -237,6 +253,7 @@ export class JoinPolicy {
       applied: [],
       appliedSet: new Set<string>(),
       limit: opts.limit,
+      ...(opts.leaveEtcdLearner ? { leaveEtcdLearner: true } : {}),
       name: typeof match === 'string' ? match : typeof match === 'object' ? match.name : undefined,
       matches: (m) => matchMachine(match, m),
       get active() {

@@ -10,7 +10,7 @@ import {
 import { SIM_MACHINE } from './crds.js';
 import { pathOf, type Json } from '../../hack/testenv/kube-client.js';
 import type { JoinCandidate, JoinRole } from './policy.js';
-import { createMirrorPods, deleteNode, nodeNameOf, registerNode } from './workload.js';
+import { createMirrorPods, deleteNode, leaveEtcdLearner, nodeNameOf, registerNode } from './workload.js';
 
 const HOLD_RECHECK_MS = 1000;
 const ADDRESS = '127.0.0.1'; // nothing dials a sim VM; loopback is refused at once if something tries
@@ -73,6 +73,8 @@ async function join(ctx: SimContext, sm: Json, machine: Json, path: string, boot
     controlPlane: isControlPlaneMachine(machine),
     createdAt: Date.parse(machine.metadata.creationTimestamp),
     dataSeenAt: Date.parse(boot.dataSeenAt),
+    ...(typeof sm.spec?.image === 'string' ? { image: sm.spec.image } : {}),
+    ...(typeof machine.spec?.version === 'string' ? { version: machine.spec.version } : {}),
   };
   const decision = ctx.policy.decide(candidate);
   const now = new Date().toISOString();
@@ -84,6 +86,7 @@ async function join(ctx: SimContext, sm: Json, machine: Json, path: string, boot
     return HOLD_RECHECK_MS;
   }
   if (decision.verdict === 'fail') {
+    if (decision.leftEtcdLearner) await leaveEtcdLearner(ctx.kube, namespace, clusterName, nodeNameOf(namespace, machineName));
     await patchStatus(ctx, sm, path, { boot: { phase: 'Failed', reason: decision.reason, message: decision.message, attemptedAt: now } });
     ctx.emit({ type: 'JoinFailed', namespace, name: machineName, cluster: clusterName, message: `${decision.reason}: ${decision.message}` });
     return undefined;
@@ -107,6 +110,7 @@ async function join(ctx: SimContext, sm: Json, machine: Json, path: string, boot
   await registerNode(workload, {
     name: nodeName, providerID: providerIdOf(namespace, sm.metadata.name), controlPlane,
     kubeletVersion: version, address: ADDRESS, hostname: nodeName, machineRef: `${namespace}/${machineName}`,
+    cluster: { namespace, name: clusterName }, ...(ctx.opts.kubeletPort !== undefined ? { kubeletPort: ctx.opts.kubeletPort } : {}),
   });
   if (controlPlane && ctx.opts.mirrorPods) {
     const node = await workload.get(`/api/v1/nodes/${nodeName}`);

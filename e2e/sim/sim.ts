@@ -18,7 +18,8 @@ import { JoinPolicy } from './policy.js';
 import { reconcileSimBootstrap } from './reconcile-bootstrap.js';
 import { reconcileSimCluster } from './reconcile-infra-cluster.js';
 import { reconcileSimMachine } from './reconcile-infra-machine.js';
-import { KubeadmConfigLease, WorkloadClients } from './workload.js';
+import { KubeadmConfigLease, leaseStep } from './kubeadm-config.js';
+import { WorkloadClients } from './workload.js';
 
 export interface SimOptions extends Partial<ResolvedOptions> {
   /** Where every SimCluster's control plane answers; default: the kubeconfig's server. */
@@ -93,20 +94,22 @@ export class Sim {
         const ns = c.metadata.namespace as string;
         for (const b of caches.simBootstrapConfigs.list(ns)) bootstrapQueue.add(keyOf(b));
         for (const m of caches.simMachines.list(ns)) machineQueue.add(keyOf(m));
-        sim?.releaseLease();
+        void sim?.releaseLease();
       }, cacheError('Cluster')),
+      // KCPs and their Machines tell whether a control plane rolls out (it then needs kubeadm-config).
+      kcps: new ResourceCache(kube, capi.resource('KubeadmControlPlane'), () => void sim?.releaseLease(), cacheError('KubeadmControlPlane')),
     };
     const ctx: SimContext = {
       kube, capi, opts, caches, policy, emit,
       workloads: new WorkloadClients(kube, opts.nodeAccess),
       lease: new KubeadmConfigLease(kube, opts.kubeadmConfigLeaseMs),
     };
-    const all = [caches.clusters, caches.machines, caches.simClusters, caches.simBootstrapConfigs, caches.simMachines];
+    const all = [caches.clusters, caches.kcps, caches.machines, caches.simClusters, caches.simBootstrapConfigs, caches.simMachines];
     sim = new Sim(policy, ctx, all, machineQueue);
     sim.onEvent = onEvent;
     sim.queues.push(machineQueue, clusterQueue, bootstrapQueue);
     await Promise.all(all.map((c) => c.start()));
-    sim.leaseTimer = setInterval(() => sim.releaseLease(), LEASE_CHECK_MS);
+    sim.leaseTimer = setInterval(() => void sim.releaseLease(), LEASE_CHECK_MS);
     return sim;
   }
 
@@ -123,6 +126,7 @@ export class Sim {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     if (this.leaseTimer) clearInterval(this.leaseTimer);
     await Promise.all(this.queues.map((q) => q.stop()));
     await Promise.all(this.caches.map((c) => c.stop()));
@@ -143,17 +147,45 @@ export class Sim {
     this.record({ time: Date.now(), type: 'Error', namespace: '', name: '', message });
   }
 
-  /** Hands the shared kubeadm-config on once its holder's Cluster is initialized (or at stop). */
-  private async releaseLease(force = false): Promise<void> {
+  private leaseRun?: Promise<void>;
+  private leaseAgain = false;
+  private stopped = false;
+
+  /** Hands the shared kubeadm-config on (kubeadm-config.ts): one pass at a time, again if asked meanwhile. */
+  private releaseLease(force = false): Promise<void> {
+    if (this.stopped && !force) return Promise.resolve();
+    if (this.leaseRun) {
+      this.leaseAgain ||= !force;
+      return force ? this.leaseRun.then(() => this.releaseLease(true)) : this.leaseRun;
+    }
+    this.leaseRun = this.leasePass(force).finally(() => {
+      this.leaseRun = undefined;
+      if (this.leaseAgain) {
+        this.leaseAgain = false;
+        void this.releaseLease();
+      }
+    });
+    return this.leaseRun;
+  }
+
+  private async leasePass(force: boolean): Promise<void> {
+    const { lease, caches, capi } = this.ctx;
     try {
-      const why = await this.ctx.lease.maybeRelease((h) => {
-        if (force) return 'gone';
-        const c = this.ctx.caches.clusters.get(h.namespace, h.cluster);
-        return c === undefined ? 'gone' : this.ctx.capi.controlPlaneInitialized(c);
-      });
+      const world = {
+        clusters: caches.clusters.list(), kcps: caches.kcps.list(), machines: caches.machines.list(),
+        controlPlaneInitialized: (c: Json) => capi.controlPlaneInitialized(c), conditions: (o: Json) => capi.v1beta2Conditions(o),
+      };
+      const step = force ? { release: 'the simulation stops' } : leaseStep(world, lease.state);
+      const why = await lease.maybeRelease(() => (step && 'release' in step ? step.release : true));
       if (why) {
         this.record({ time: Date.now(), type: 'KubeadmConfigReleased', namespace: 'kube-system', name: 'kubeadm-config', message: why });
         this.touchAll();
+      }
+      if (step && 'acquire' in step && lease.state === undefined) {
+        const got = await lease.acquire(step.acquire, step.version, step.endpoint, 'rollout');
+        if (got === 'acquired') {
+          this.record({ time: Date.now(), type: 'KubeadmConfigCreated', namespace: step.acquire.namespace, name: 'kubeadm-config', cluster: step.acquire.cluster, message: 'for the rollout of its KubeadmControlPlane' });
+        }
       }
     } catch (err) {
       this.recordError(`kubeadm-config lease: ${err instanceof Error ? err.message : String(err)}`);

@@ -15,6 +15,10 @@ export interface WorkerPool {
   labels?: Record<string, string>;
   /** The MachineDeployment's remediation maxInFlight (its MachineSet defers marked Machines beyond it). */
   remediationMaxInFlight?: number | string;
+  /** RollingUpdate settings of the MachineDeployment (CAPI's defaults when unset: maxSurge 1, maxUnavailable 0). */
+  rollout?: { maxSurge?: number | string; maxUnavailable?: number | string };
+  /** The VM image of the pool's SimMachineTemplate (default: none). */
+  image?: string;
 }
 
 export interface ClusterShape {
@@ -33,6 +37,17 @@ export interface ClusterShape {
 }
 
 export const DEFAULT_K8S_VERSION = 'v1.36.3';
+
+/**
+ * The KCP's kubeadm settings; the sim ignores them, as it ignores the bootstrap data. An initConfiguration as real
+ * templates have one: v1.10's KCP compares it with the init Machine's KubeadmConfig (filters.go
+ * matchInitOrJoinConfiguration) and, when the KCP has none, takes the TypeMeta CABPK wrote for a difference and
+ * rolls the init Machine out as soon as the cluster is initialized.
+ */
+export const KCP_KUBEADM_CONFIG_SPEC: Json = {
+  clusterConfiguration: { apiServer: { certSANs: ['127.0.0.1'] } },
+  initConfiguration: { nodeRegistration: { imagePullPolicy: 'IfNotPresent' } },
+};
 
 export function controlPlaneName(cluster: string): string {
   return `${cluster}-cp`;
@@ -80,8 +95,7 @@ export function clusterObjects(s: ClusterShape): Json[] {
           machineTemplate: capi.version === 'v1beta2'
             ? { spec: { infrastructureRef: infraRef('SimMachineTemplate', controlPlaneName(s.name)) } }
             : { infrastructureRef: infraRef('SimMachineTemplate', controlPlaneName(s.name)) },
-          // Not empty (the CRD wants a property); the sim ignores it, as it ignores the bootstrap data.
-          kubeadmConfigSpec: { clusterConfiguration: { apiServer: { certSANs: ['127.0.0.1'] } } },
+          kubeadmConfigSpec: KCP_KUBEADM_CONFIG_SPEC,
           ...(s.kcpRemediation ? kcpRemediation(s.kcpRemediation, capi.version) : {}),
         },
       },
@@ -90,18 +104,15 @@ export function clusterObjects(s: ClusterShape): Json[] {
   for (const pool of s.workers ?? []) {
     const md = `${s.name}-${pool.name}`;
     const labels = { 'cluster.x-k8s.io/deployment-name': md, ...(pool.labels ?? {}) };
-    const maxInFlight = pool.remediationMaxInFlight;
     objects.push(
-      { apiVersion: `${INFRA_GROUP}/${SIM_VERSION}`, kind: 'SimMachineTemplate', metadata: { name: md, namespace: ns }, spec: { template: { spec: {} } } },
+      simMachineTemplate(ns, md, pool.image),
       { apiVersion: `${BOOTSTRAP_GROUP}/${SIM_VERSION}`, kind: 'SimBootstrapConfigTemplate', metadata: { name: md, namespace: ns }, spec: { template: { spec: {} } } },
       {
         apiVersion: capi.apiVersionOf('MachineDeployment'), kind: 'MachineDeployment', metadata: { name: md, namespace: ns },
         spec: {
           clusterName: s.name, replicas: pool.replicas,
           selector: { matchLabels: { 'cluster.x-k8s.io/deployment-name': md } },
-          ...(maxInFlight === undefined ? {} : capi.version === 'v1beta2'
-            ? { remediation: { maxInFlight } }
-            : { strategy: { type: 'RollingUpdate', remediation: { maxInFlight } } }),
+          ...machineDeploymentStrategy(pool, capi.version),
           template: {
             metadata: { labels },
             spec: {
@@ -117,10 +128,65 @@ export function clusterObjects(s: ClusterShape): Json[] {
   return objects;
 }
 
-/** REST collection path of an object's kind (the kinds clusterObjects makes, plus Namespace). */
+function simMachineTemplate(namespace: string, name: string, image: string | undefined): Json {
+  return {
+    apiVersion: `${INFRA_GROUP}/${SIM_VERSION}`, kind: 'SimMachineTemplate', metadata: { name, namespace },
+    spec: { template: { spec: image === undefined ? {} : { image } } },
+  };
+}
+
+/** Remediation maxInFlight and RollingUpdate settings as the API version spells them. */
+function machineDeploymentStrategy(pool: WorkerPool, v: CapiApiVersion): Json {
+  const maxInFlight = pool.remediationMaxInFlight;
+  const rollingUpdate = pool.rollout === undefined ? undefined : Object.fromEntries(Object.entries(pool.rollout).filter(([, x]) => x !== undefined));
+  if (v === 'v1beta2') {
+    return {
+      ...(maxInFlight === undefined ? {} : { remediation: { maxInFlight } }),
+      ...(rollingUpdate === undefined ? {} : { rollout: { strategy: { type: 'RollingUpdate', rollingUpdate } } }),
+    };
+  }
+  if (maxInFlight === undefined && rollingUpdate === undefined) return {};
+  return {
+    strategy: {
+      type: 'RollingUpdate',
+      ...(rollingUpdate === undefined ? {} : { rollingUpdate }),
+      ...(maxInFlight === undefined ? {} : { remediation: { maxInFlight } }),
+    },
+  };
+}
+
+/**
+ * A new template revision for a worker pool, as an operator rolls one out: a new SimMachineTemplate
+ * `<cluster>-<pool>-<revision>` with the image, and the MachineDeployment pointed at it (its MachineSet of the
+ * new revision then scales up as the rollout strategy allows). Returns the template's name.
+ */
+export async function rollWorkerPool(kube: KubeClient, o: { namespace: string; cluster: string; pool: string; revision: string; image: string; apiVersion?: CapiApiVersion }): Promise<string> {
+  const capi = capiApi(o.apiVersion ?? 'v1beta2');
+  const md = `${o.cluster}-${o.pool}`;
+  const name = `${md}-${o.revision}`;
+  const template = simMachineTemplate(o.namespace, name, o.image);
+  try {
+    await kube.create(collectionOf(template), template);
+  } catch (err) {
+    if (!isConflict(err)) throw err;
+  }
+  await pointWorkerPool(kube, { ...o, template: name });
+  return name;
+}
+
+/** Points a worker pool's MachineDeployment at a SimMachineTemplate (a rollback names the template it had before). */
+export async function pointWorkerPool(kube: KubeClient, o: { namespace: string; cluster: string; pool: string; template: string; apiVersion?: CapiApiVersion }): Promise<void> {
+  const capi = capiApi(o.apiVersion ?? 'v1beta2');
+  await kube.mergePatch(capi.path('MachineDeployment', o.namespace, `${o.cluster}-${o.pool}`), {
+    spec: { template: { spec: { infrastructureRef: capi.ref(INFRA_GROUP, SIM_VERSION, 'SimMachineTemplate', o.template) } } },
+  });
+}
+
+/** REST collection path of an object's kind (the kinds clusterObjects and cluster-class.ts make, plus Namespace). */
 export function collectionOf(o: Json): string {
   const [group, version] = String(o.apiVersion).includes('/') ? String(o.apiVersion).split('/') as [string, string] : ['', o.apiVersion as string];
-  const plural = `${String(o.kind).toLowerCase()}s`;
+  const kind = String(o.kind).toLowerCase();
+  const plural = kind.endsWith('ss') ? `${kind}es` : `${kind}s`;
   const base = group === '' ? `/api/${version}` : `/apis/${group}/${version}`;
   return o.kind === 'Namespace' ? `${base}/namespaces` : `${base}/namespaces/${o.metadata.namespace}/${plural}`;
 }

@@ -1,17 +1,15 @@
-// What a simulated VM makes visible in its workload cluster (test-only): the Node kubelet registers, the
-// static-pod mirror pods of a kubeadm control plane, and the `kube-system/kubeadm-config` ConfigMap that
-// `kubeadm init` uploads (KCP's only evidence that the control plane is initialized:
-// controlplane/kubeadm/reconcilers/kubeadmcontrolplane/status.go setControlPlaneInitialized -> HasKubeadmConfig).
-//
-// Every test cluster's workload cluster is the SAME apiserver, so kube-system is shared. KCP reads
-// kubeadm-config of "its" workload cluster, and any cluster's would do; hence the lease: the sim creates
-// kubeadm-config for one cluster at a time and deletes it as soon as that Cluster reports
-// ControlPlaneInitialized (KCP sets initialized once and never resets it), or when the lease runs out.
+// What a simulated VM makes visible in its workload cluster (test-only): the Node kubelet registers (its
+// kubelet endpoint is sim-kubelet, which also answers for the etcd member of a control-plane Node), the
+// static-pod mirror pods of a kubeadm control plane, and the clients of the workload clusters. The
+// `kube-system/kubeadm-config` ConfigMap that `kubeadm init` uploads is kubeadm-config.ts.
 import { isConflict, isNotFound, KubeClient, type Json } from '../../hack/testenv/kube-client.js';
 
 export const SIM_NODE_ANNOTATION = 'sim.joinguard.io/machine';
-const LEASE_ANNOTATION = 'sim.joinguard.io/cluster';
-const KUBEADM_CONFIG = '/api/v1/namespaces/kube-system/configmaps/kubeadm-config';
+/** The simulated Cluster of a Node: sim-kubelet answers for its etcd member from the Nodes of the same Cluster. */
+export const SIM_CLUSTER_NAMESPACE_LABEL = 'sim.joinguard.io/cluster-namespace';
+export const SIM_CLUSTER_NAME_LABEL = 'sim.joinguard.io/cluster-name';
+/** kubelet's port when no sim-kubelet runs: a loopback port nothing listens on, so a dial is refused at once. */
+const NO_KUBELET_PORT = 10250;
 const STATIC_PODS = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'etcd'];
 
 /** Node name of a Machine: unique across the test namespaces that share the apiserver. */
@@ -27,6 +25,9 @@ export interface NodeSpec {
   address: string;
   hostname: string;
   machineRef: string;
+  cluster: { namespace: string; name: string };
+  /** sim-kubelet's port (the apiserver's port-forwards reach it); default: nothing listens. */
+  kubeletPort?: number;
 }
 
 /** Registers the Node as kubelet would (labels, taints, Ready status); an existing Node of the same providerID is kept. */
@@ -37,6 +38,8 @@ export async function registerNode(kube: KubeClient, n: NodeSpec): Promise<void>
     'kubernetes.io/arch': 'amd64',
     'beta.kubernetes.io/os': 'linux',
     'beta.kubernetes.io/arch': 'amd64',
+    [SIM_CLUSTER_NAMESPACE_LABEL]: n.cluster.namespace,
+    [SIM_CLUSTER_NAME_LABEL]: n.cluster.name,
   };
   if (n.controlPlane) {
     labels['node-role.kubernetes.io/control-plane'] = '';
@@ -79,8 +82,9 @@ export async function registerNode(kube: KubeClient, n: NodeSpec): Promise<void>
         cond('Ready', 'True', 'KubeletReady', 'kubelet is posting ready status (simulated)'),
       ],
       addresses: [{ type: 'InternalIP', address: n.address }, { type: 'Hostname', address: n.hostname }],
-      // A loopback address and the usual port: anything that dials the "kubelet" is refused at once.
-      daemonEndpoints: { kubeletEndpoint: { Port: 10250 } },
+      // sim-kubelet answers the apiserver's port-forwards to this Node's static pods (etcd, kube-apiserver);
+      // without it, a loopback port nothing listens on: a dial is refused at once.
+      daemonEndpoints: { kubeletEndpoint: { Port: n.kubeletPort ?? NO_KUBELET_PORT } },
       nodeInfo: {
         machineID: simId(n.providerID, 'm'), systemUUID: simId(n.providerID, 's'), bootID: simId(n.providerID, 'b'),
         kernelVersion: '6.8.0-sim', osImage: 'JoinGuard simulation', containerRuntimeVersion: 'containerd://2.1.0',
@@ -147,94 +151,28 @@ export async function deleteNode(kube: KubeClient, nodeName: string, providerID:
   return deleted;
 }
 
-/** kubeadm's ClusterConfiguration as `kubeadm init` uploads it (what KCP would parse on upgrades). */
-function clusterConfiguration(clusterName: string, version: string, endpoint: string): string {
-  return [
-    'apiVersion: kubeadm.k8s.io/v1beta4',
-    'kind: ClusterConfiguration',
-    `clusterName: ${clusterName}`,
-    `kubernetesVersion: ${version}`,
-    `controlPlaneEndpoint: ${endpoint}`,
-    'certificatesDir: /etc/kubernetes/pki',
-    'imageRepository: registry.k8s.io',
-    'etcd:',
-    '  local:',
-    '    dataDir: /var/lib/etcd',
-    'networking:',
-    '  dnsDomain: cluster.local',
-    '  serviceSubnet: 10.96.0.0/12',
-    'apiServer: {}',
-    'controllerManager: {}',
-    'scheduler: {}',
-    'dns: {}',
-    'proxy: {}',
-    '',
-  ].join('\n');
-}
+/** The ConfigMap (in the Cluster's namespace) where sim-kubelet finds etcd members that have no Node. */
+export const simEtcdConfigMap = (cluster: string) => `${cluster}-sim-etcd`;
 
-export interface LeaseHolder {
-  namespace: string;
-  cluster: string;
-}
-
-/** The shared `kube-system/kubeadm-config`, handed to one initializing cluster at a time. */
-export class KubeadmConfigLease {
-  private held?: { holder: LeaseHolder; since: number; uid?: string };
-
-  constructor(private readonly kube: KubeClient, private readonly leaseMs: number) {}
-
-  get holder(): LeaseHolder | undefined {
-    return this.held?.holder;
-  }
-
-  /**
-   * Creates kubeadm-config for the cluster. 'busy' while another cluster holds it; 'foreign' when a
-   * kubeadm-config exists that the sim did not make (it is left alone: KCP will see it anyway).
-   */
-  async acquire(holder: LeaseHolder, version: string, endpoint: string): Promise<'acquired' | 'busy' | 'foreign'> {
-    const id = `${holder.namespace}/${holder.cluster}`;
-    const existing = await this.kube.get(KUBEADM_CONFIG);
-    if (existing) {
-      const owner = existing.metadata?.annotations?.[LEASE_ANNOTATION] as string | undefined;
-      if (owner === undefined) return 'foreign';
-      if (owner !== id) {
-        // A lease of an earlier sim (restart) that nobody releases: treat it by its age.
-        const age = Date.now() - Date.parse(existing.metadata.creationTimestamp);
-        if (this.held || age < this.leaseMs) return 'busy';
-        await this.kube.delete(KUBEADM_CONFIG, { preconditions: { uid: existing.metadata.uid } });
-      } else {
-        this.held = { holder, since: this.held?.since ?? Date.now(), uid: existing.metadata.uid };
-        return 'acquired';
-      }
-    }
+/**
+ * A failed control-plane join left its etcd member behind as a learner (cluster-api #13221): sim-kubelet lists it
+ * in the Cluster's etcd member list from now on, under the name the member would have had (its Node's).
+ */
+export async function leaveEtcdLearner(kube: KubeClient, namespace: string, cluster: string, memberName: string): Promise<void> {
+  const path = `/api/v1/namespaces/${namespace}/configmaps/${simEtcdConfigMap(cluster)}`;
+  for (;;) {
+    const cm = await kube.get(path);
+    const learners = new Set(String(cm?.data?.learners ?? '').split('\n').filter(Boolean));
+    if (learners.has(memberName)) return;
+    learners.add(memberName);
+    const data = { learners: [...learners].join('\n') };
     try {
-      const created = await this.kube.create('/api/v1/namespaces/kube-system/configmaps', {
-        apiVersion: 'v1', kind: 'ConfigMap',
-        metadata: { name: 'kubeadm-config', namespace: 'kube-system', annotations: { [LEASE_ANNOTATION]: id } },
-        data: { ClusterConfiguration: clusterConfiguration(holder.cluster, version, endpoint) },
-      });
-      this.held = { holder, since: Date.now(), uid: created.metadata?.uid };
-      return 'acquired';
+      if (cm) await kube.mergePatch(path, { metadata: { resourceVersion: cm.metadata.resourceVersion }, data });
+      else await kube.create(`/api/v1/namespaces/${namespace}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: simEtcdConfigMap(cluster), namespace }, data });
+      return;
     } catch (err) {
-      if (isConflict(err)) return 'busy';
-      throw err;
+      if (!isConflict(err)) throw err;
     }
-  }
-
-  /** Deletes kubeadm-config when initialized(holder) says so or the lease ran out; returns why, if it did. */
-  async maybeRelease(initialized: (h: LeaseHolder) => boolean | 'gone'): Promise<string | undefined> {
-    if (!this.held) return undefined;
-    const state = initialized(this.held.holder);
-    const expired = Date.now() - this.held.since > this.leaseMs;
-    if (state === false && !expired) return undefined;
-    const why = state === true ? 'its Cluster reports ControlPlaneInitialized' : state === 'gone' ? 'its Cluster is gone' : `the lease of ${this.leaseMs}ms ran out`;
-    try {
-      await this.kube.delete(KUBEADM_CONFIG, this.held.uid ? { preconditions: { uid: this.held.uid } } : undefined);
-    } catch (err) {
-      if (!(isConflict(err) || isNotFound(err))) throw err;
-    }
-    this.held = undefined;
-    return why;
   }
 }
 

@@ -77,7 +77,7 @@ describe('test control plane (hack/testenv)', function () {
   });
 
   it('runs the three CAPI managers, healthy and ready', async function () {
-    expect(env.components).to.include.members(['etcd', 'kube-apiserver', ...MANAGERS]);
+    expect(env.components).to.include.members(['etcd', 'kube-apiserver', 'sim-kubelet', ...MANAGERS]);
     for (const m of MANAGERS) {
       for (const probe of ['healthz', 'readyz']) {
         const res = await fetch(`${env.healthUrls[m]}/${probe}`);
@@ -189,8 +189,8 @@ describe('test control plane (hack/testenv)', function () {
     const target = env.owned ? env : await startTestEnv({ log: (l) => process.stderr.write(`${l}\n`) });
     const pids = Object.values(target.pids);
     const ports = Object.values(target.ports);
-    expect(pids).to.have.length(5);
-    expect(ports).to.have.length(9);
+    expect(pids).to.have.length(6); // etcd, kube-apiserver, sim-kubelet, CAPI's three managers
+    expect(ports).to.have.length(10);
     for (const port of ports) expect(await isPortFree(port), `port ${port} in use before stop`).to.equal(false);
     const started = Date.now();
     if (env.owned) {

@@ -7,7 +7,8 @@ import type { ControllerOptions, RunningController } from '../../controllers/man
 import type { Json, KubeClient } from '../../hack/testenv/kube-client.js';
 import { capiApi, type CapiApi } from '../sim/capi-api.js';
 import type { Sim } from '../sim/sim.js';
-import { createCluster, type WorkerPool } from '../sim/topology.js';
+import { createClassCluster, createClusterClass, type ClassShape } from '../sim/cluster-class.js';
+import { createCluster, type ClusterShape, type WorkerPool } from '../sim/topology.js';
 import { deleteClusters, describeMachines, hasNode, isControlPlane, listMachines, waitFor } from './cluster-view.js';
 import { describeCheck, getCheck, installJoinGuardCrd, startJoinGuard, type CapturedLog } from './joinguard.js';
 import { getSim } from './shared-sim.js';
@@ -24,6 +25,13 @@ export interface ScenarioOptions {
   createClusterFirst?: boolean;
   /** Wait in before() until every Machine joined (default false). */
   waitJoined?: boolean;
+  /** More of the cluster's shape: control-plane replicas (default 1), KCP remediation, Kubernetes version. */
+  shape?: Pick<ClusterShape, 'controlPlaneReplicas' | 'kcpRemediation' | 'version'>;
+  /**
+   * Make the cluster from a ClusterClass `<cluster>-class` (e2e/sim/cluster-class.ts, with the MachineHealthChecks
+   * it defines) instead of by hand; `workers` is then ignored.
+   */
+  topology?: { controlPlaneReplicas: number; workers: { name: string; replicas: number }[]; kcpRemediation?: ClassShape['kcpRemediation'] };
 }
 
 export interface Scenario {
@@ -49,7 +57,14 @@ export interface Scenario {
 export function useScenario(o: ScenarioOptions): Scenario {
   const namespace = `${o.prefix}-${process.pid}`;
   const s = { namespace, cluster: o.cluster } as Scenario;
-  s.createCluster = () => createCluster(s.kube, { namespace, name: o.cluster, workers: o.workers, ca: { certPem: s.env.caCertPem, keyPem: s.env.caKeyPem }, apiVersion: s.capi.version });
+  s.createCluster = async () => {
+    const ca = { certPem: s.env.caCertPem, keyPem: s.env.caKeyPem };
+    const t = o.topology;
+    if (t === undefined) return createCluster(s.kube, { ...o.shape, namespace, name: o.cluster, workers: o.workers, ca, apiVersion: s.capi.version });
+    const className = `${o.cluster}-class`;
+    await createClusterClass(s.kube, { namespace, name: className, apiVersion: s.capi.version, ...(t.kcpRemediation ? { kcpRemediation: t.kcpRemediation } : {}) });
+    await createClassCluster(s.kube, { namespace, name: o.cluster, className, controlPlaneReplicas: t.controlPlaneReplicas, workers: t.workers, ca, apiVersion: s.capi.version });
+  };
   s.startJoinGuard = async (extra = {}) => {
     s.jg = await startJoinGuard(s.env.kubeConfig(), namespace, extra);
   };
@@ -58,7 +73,9 @@ export function useScenario(o: ScenarioOptions): Scenario {
   s.workers = async () => (await s.machines()).filter((m) => !isControlPlane(m));
   s.seen = (extra) => async () => `${describeMachines(await s.machines())}\n` +
     `${describeCheck(await s.check().catch(() => ({ metadata: { name: o.checkName } }) as MachineJoinCheck))}\n` +
-    `${s.jg ? `JoinGuard log:\n${s.jg.log.tail(15)}\n` : ''}${extra ? extra() : ''}sim errors: ${s.sim.errors.slice(-3).join(' | ') || 'none'}`;
+    `${s.jg ? `JoinGuard log:\n${s.jg.log.tail(15)}\n` : ''}${extra ? extra() : ''}` +
+    `sim events:\n${s.sim.eventsOf(namespace).slice(-15).map((e) => `  ${new Date(e.time).toISOString().slice(11, 23)} ${e.type} ${e.name}: ${e.message}`).join('\n')}\n` +
+    `sim errors: ${s.sim.errors.slice(-3).join(' | ') || 'none'}`;
 
   before(async function () {
     this.timeout(300_000);
@@ -71,7 +88,9 @@ export function useScenario(o: ScenarioOptions): Scenario {
     if (o.createClusterFirst === false) return;
     await s.createCluster();
     if (!o.waitJoined) return;
-    const expected = 1 + o.workers.reduce((n, w) => n + w.replicas, 0);
+    const expected = o.topology
+      ? o.topology.controlPlaneReplicas + o.topology.workers.reduce((n, w) => n + w.replicas, 0)
+      : (o.shape?.controlPlaneReplicas ?? 1) + o.workers.reduce((n, w) => n + w.replicas, 0);
     await waitFor(`the cluster up with ${expected} joined Machines`, async () => {
       const ms = await s.machines();
       return ms.length === expected && ms.every(hasNode);

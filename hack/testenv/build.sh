@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the local test control plane from Go modules: etcd, kube-apiserver and, for one CAPI release,
-# CAPI's three managers (and, for the default release, clusterctl of the same version, for the install tests).
+# CAPI's three managers (and, for the default release, clusterctl of the same version, for the install tests),
+# and sim-kubelet, the simulation's kubelet endpoint and etcd members (hack/testenv/sim-kubelet, test-only).
 # Binaries go to a cache folder outside git, keyed by the pinned versions (go.mod + go.sum of each tool
 # module and the build recipe); a binary already there is reused. Prints what it builds, how far it is and
 # how long it took.
@@ -79,14 +80,18 @@ keyof() { # the recipe of a list of targets: their modules' go.mod/go.sum and th
   { for t in "$@"; do dir="$(cut -d'|' -f2 <<<"$t")"; cat "$here/$dir/go.mod" "$here/$dir/go.sum"; echo "$t"; done; } | sha256sum | cut -c1-12
 }
 base="$cache/bin/k8s-${kube_version}_etcd-${etcd_version}_$(keyof "${base_targets[@]}")"
+# The simulation's kubelet endpoint and etcd members (test-only, our own code): its own folder, keyed by its
+# module and sources, so that an edit of it rebuilds it alone (not etcd, kube-apiserver or a CAPI release).
+sim_target="sim-kubelet|sim-kubelet|.|-s -w"
+sim="$cache/bin/sim-kubelet_$( { cat "$here/sim-kubelet"/*.go; keyof "$sim_target"; } | sha256sum | cut -c1-12)"
 bin="$cache/bin/capi-${capi_version}_k8s-${kube_version}_$(keyof "${base_targets[@]}" "${release_targets[@]}")"
 
 if $print_only; then echo "$bin"; exit 0; fi
-mkdir -p "$base" "$bin"
+mkdir -p "$base" "$bin" "$sim"
 
 now() { date +%s; }
 start_all=$(now)
-total=$(( ${#base_targets[@]} + ${#release_targets[@]} ))
+total=$(( ${#base_targets[@]} + ${#release_targets[@]} + 1 ))
 i=0
 build() { # target line, output folder
   local name dir pkg ldflags s beat
@@ -101,28 +106,32 @@ build() { # target line, output folder
   # A heartbeat so that a long cold build shows it is alive.
   ( while sleep 30; do echo "[testenv build $i/$total] $name: still building, $(( $(now) - s ))s" >&2; done ) &
   beat=$!
-  if ! (cd "$here/$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags//@DATE@/$build_date}" -o "$2/$name.tmp" "$pkg"); then
+  if ! (cd "$here/$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "${ldflags//@DATE@/$build_date}" -o "$2/$name.tmp.$$" "$pkg"); then
     kill "$beat" 2>/dev/null || true
     echo "[testenv build] $name (CAPI $release) FAILED" >&2
     exit 1
   fi
   kill "$beat" 2>/dev/null || true
   wait "$beat" 2>/dev/null || true
-  mv "$2/$name.tmp" "$2/$name"
+  mv "$2/$name.tmp.$$" "$2/$name"
   echo "[testenv build $i/$total] $name: built in $(( $(now) - s ))s" >&2
 }
 for t in "${base_targets[@]}"; do build "$t" "$base"; done
 for t in "${release_targets[@]}"; do build "$t" "$bin"; done
+build "$sim_target" "$sim"
 for name in etcd kube-apiserver; do ln -sfn "$base/$name" "$bin/$name"; done
+ln -sfn "$sim/sim-kubelet" "$bin/sim-kubelet"
 
 # CRDs and webhook manifests come from the CAPI module of the same version.
 capi_dir="$(cd "$here/$capi_mod" && go list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api)"
 core_dir="$capi_dir/$core_sub"; [[ "$core_sub" == "." ]] && core_dir="$capi_dir"
 providers=("capi-core|$core_dir" "capi-kubeadm-bootstrap|$capi_dir/bootstrap/kubeadm" "capi-kubeadm-control-plane|$capi_dir/controlplane/kubeadm")
+# Temporary names are per process: every test env start runs this script, and parallel test processes
+# (.ci/run) may run it at the same time; each rename is atomic.
 if [[ ! -d "$bin/crds" ]]; then
-  mkdir -p "$bin/crds.tmp"
-  for p in "${providers[@]}"; do cp "${p#*|}/config/crd/bases"/*.yaml "$bin/crds.tmp/"; done
-  mv "$bin/crds.tmp" "$bin/crds"
+  mkdir -p "$bin/crds.tmp.$$"
+  for p in "${providers[@]}"; do cp "${p#*|}/config/crd/bases"/*.yaml "$bin/crds.tmp.$$/"; done
+  mv -T "$bin/crds.tmp.$$" "$bin/crds" 2>/dev/null || rm -rf "$bin/crds.tmp.$$"
 fi
 {
   echo "{"
@@ -131,8 +140,8 @@ fi
   sep=""
   for p in "${providers[@]}"; do printf '%s    "%s": "%s"' "$sep" "${p%|*}" "${p#*|}"; sep=$',\n'; done
   printf '\n  }\n}\n'
-} >"$bin/release.json.tmp"
-mv "$bin/release.json.tmp" "$bin/release.json"
+} >"$bin/release.json.tmp.$$"
+mv "$bin/release.json.tmp.$$" "$bin/release.json"
 
 echo "[testenv build] CAPI $release done in $(( $(now) - start_all ))s: $bin" >&2
 echo "$bin"

@@ -17,6 +17,7 @@ import { startWatchdog, track, untrack, writePgids } from './cleanup.js';
 import { installCrds, readCrds } from './crds.js';
 import type { KubeClient } from './kube-client.js';
 import { startEtcd, type Etcd } from './etcd.js';
+import { KUBELET_ADDRESS_FLAGS, startSimKubelet, type SimKubelet } from './sim-kubelet.js';
 import { freePorts } from './ports.js';
 import { ManagedProcess, tailFile } from './process.js';
 import { webhookConfigurationPath, webhookConfigurations, wireCrd } from './webhooks-wiring.js';
@@ -56,7 +57,7 @@ export interface TestEnv {
   /** Files of the CA (for openssl, or certs.ts issueServingCert). */
   caCertFile: string;
   caKeyFile: string;
-  /** Ports in use: etcd-client, etcd-peer, kube-apiserver, <manager>-webhook, <manager>-health. */
+  /** Ports in use: etcd-client, etcd-peer, kube-apiserver, sim-kubelet, <manager>-webhook, <manager>-health. */
   ports: Record<string, number>;
   /** Component -> pid (each component leads its own process group). */
   pids: Record<string, number>;
@@ -76,7 +77,19 @@ export interface TestEnv {
   auditLog?: string;
 }
 
-export type TestEnvComponent = 'etcd' | 'kube-apiserver' | 'capi-core' | 'capi-kubeadm-bootstrap' | 'capi-kubeadm-control-plane';
+export type TestEnvComponent = 'etcd' | 'kube-apiserver' | 'capi-core' | 'capi-kubeadm-bootstrap' | 'capi-kubeadm-control-plane' | 'sim-kubelet';
+
+/**
+ * Feature gates of CAPI's managers: the release's defaults, except ClusterTopology, which is on for core and KCP
+ * as `clusterctl init` sets it with CLUSTER_TOPOLOGY=true (ClusterClass clusters need it; KCP reads it before it
+ * refuses a remediation while a topology version upgrade is pending), and RuntimeSDK on core (EXP_RUNTIME_SDK=true:
+ * lifecycle hooks such as BeforeClusterUpgrade; nothing changes until an ExtensionConfig exists). The releases'
+ * manager.yaml ship both off.
+ */
+export const MANAGER_FEATURE_GATES: Partial<Record<string, string[]>> = {
+  'capi-core': ['--feature-gates=ClusterTopology=true,RuntimeSDK=true'],
+  'capi-kubeadm-control-plane': ['--feature-gates=ClusterTopology=true'],
+};
 
 export interface AuditOptions {
   /** The audit Policy (audit.k8s.io/v1) as YAML text. */
@@ -99,8 +112,10 @@ export interface StartTestEnvOptions {
   runDir?: string;
   log?: (line: string) => void;
   extraApiserverFlags?: string[];
-  /** Extra flags per manager, e.g. { 'capi-core': ['--machineset-preflight-checks=...'] }. */
+  /** Extra flags per manager, e.g. { 'capi-core': ['--machineset-preflight-checks=...'] }; after MANAGER_FEATURE_GATES (a later --feature-gates adds to them). */
   extraManagerFlags?: Partial<Record<string, string[]>>;
+  /** Start sim-kubelet (the simulation's kubelet endpoint and etcd members; default true with capi). */
+  simKubelet?: boolean;
   /** Folder with the binaries and crds/; default: the output of hack/testenv/build.sh (built if missing). */
   binDir?: string;
   /** An apiserver audit log with the caller's policy (off by default). */
@@ -235,12 +250,17 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
     etcd = await step('etcd', 'etcd', () => startEtcd({ binDir, runDir, dataDir: etcdDataDir, log, onStart: remember }));
     const etcdUrl = etcd.clientUrl;
     const audit = opts.audit ? auditFlags(runDir, opts.audit) : undefined;
-    const extraFlags = [...(audit?.flags ?? []), ...(opts.extraApiserverFlags ?? [])];
+    const extraFlags = [...KUBELET_ADDRESS_FLAGS, ...(audit?.flags ?? []), ...(opts.extraApiserverFlags ?? [])];
     api = await step('kube-apiserver', 'kube-apiserver', () =>
       startApiserver({ binDir, runDir, etcdUrl, certs, extraFlags, log, onStart: remember }));
     const kubeconfigPath = path.join(runDir, 'kubeconfig');
     writeKubeconfig(kubeconfigPath, api.server, certs);
     const rest = api.rest;
+    let simKubelet: SimKubelet | undefined;
+    if (opts.simKubelet ?? withCapi) {
+      simKubelet = await step('sim-kubelet', 'sim-kubelet (the simulation\'s kubelets and etcd members)', () =>
+        startSimKubelet({ binDir, runDir, kubeconfigPath, onStart: remember }));
+    }
 
     if (withCapi) {
       const caB64 = Buffer.from(certs.caCertPem).toString('base64');
@@ -257,7 +277,7 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
           binDir, runDir, kubeconfigPath, webhookCertDir: certs.webhookCertDir, rest, log,
           webhookPort: webhookPorts[i]!,
           rewire: (port) => wireProvider(rest, { ...targets[i]!, port }, rawCrds, caB64),
-          extraFlags: opts.extraManagerFlags?.[provider.component],
+          extraFlags: [...(MANAGER_FEATURE_GATES[provider.component] ?? []), ...(opts.extraManagerFlags?.[provider.component] ?? [])],
           onStart: remember,
         }))));
       for (const r of started) if (r.status === 'fulfilled') managers.push(r.value);
@@ -266,6 +286,7 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
     }
 
     const ports: Record<string, number> = { 'etcd-client': etcd.clientPort, 'etcd-peer': etcd.peerPort, 'kube-apiserver': api.port };
+    if (simKubelet) ports['sim-kubelet'] = simKubelet.port;
     const healthUrls: Record<string, string> = {};
     for (const m of managers) {
       ports[`${m.provider.component}-webhook`] = m.webhookPort;
@@ -273,7 +294,7 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
       healthUrls[m.provider.component] = m.healthUrl;
     }
     const apiserver = api;
-    const running = () => [etcd!.proc, apiserver.proc, ...managers.map((m) => m.proc)];
+    const running = () => [etcd!.proc, apiserver.proc, ...(simKubelet ? [simKubelet.proc] : []), ...managers.map((m) => m.proc)];
     const descriptor: TestEnvDescriptor = {
       server: api.server, kubeconfigPath, runDir, caCertFile: certs.ca.certFile, caKeyFile: certs.ca.keyFile,
       components: running().map((p) => p.name), ports, healthUrls, binDir,
