@@ -16,6 +16,8 @@ ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot@sha256:14d42e25115
 FROM --platform=$BUILDPLATFORM ${NODE_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
+# The lint workspace's manifest (npm ci needs every workspace the lock names; its tools are devDependencies).
+COPY lint/package.json ./lint/
 RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json ./
 COPY api ./api
@@ -33,6 +35,7 @@ RUN printf '%s\n' '{"extends":"./tsconfig.json","compilerOptions":{"sourceMap":f
 FROM --platform=$BUILDPLATFORM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY lint/package.json ./lint/
 RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
 
 # --- the version line's commit (controllers/version.ts reads build-info.json beside package.json) ---
