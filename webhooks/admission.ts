@@ -129,8 +129,3 @@ export function reviewOf(apiVersion: string | undefined, response: AdmissionResp
 export function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
-
-/** RFC 6901 escaping of one path segment. */
-export function pointerSegment(s: string): string {
-  return s.replace(/~/g, '~0').replace(/\//g, '~1');
-}

@@ -34,7 +34,6 @@ const KINDS: Record<CapiKind, { group: string; plural: string }> = {
 };
 
 export const CAPI_KINDS = Object.keys(KINDS) as CapiKind[];
-export const CAPI_API_VERSIONS: readonly CapiApiVersion[] = ['v1beta2', 'v1beta1'];
 
 export function capiResource(kind: CapiKind, version: CapiApiVersion): CapiResource {
   const { group, plural } = KINDS[kind];

@@ -18,7 +18,6 @@ const UNITS_TEXT = 'ns, us, ms, s, m, h';
 
 /** Go's time.Duration is an int64 of nanoseconds. */
 const MAX_NS = (1n << 63n) - 1n;
-export const MAX_DURATION_MS = Number(MAX_NS / 1_000_000n);
 
 /**
  * The same language as a regular expression, for the CRD schema and CEL (RE2 and JavaScript agree on it).

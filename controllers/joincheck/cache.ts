@@ -97,7 +97,7 @@ export class Caches {
     const shard = o.watchFilter !== undefined ? `${WATCH_FILTER_LABEL}=${o.watchFilter}` : undefined;
     this.checks = this.informer('checks', { ...CHECK_RESOURCE }, (raw) => this.checkEntry(raw), (t, e, old) => this.onCheck(t, e, old), undefined, shard);
     this.machines = this.informer('machines', capi('Machine'), read('Machine', `cluster.x-k8s.io/${v}`, (x) => readMachine(x, v)), (t, e, old) => this.onMachine(t, e, old), sameEntry, shard);
-    this.clusters = this.informer('clusters', capi('Cluster'), read('Cluster', `cluster.x-k8s.io/${v}`, (x) => readCluster(x, v)), (_t, e) => this.enqueueCluster(e.key), sameEntry, shard);
+    this.clusters = this.informer('clusters', capi('Cluster'), read('Cluster', `cluster.x-k8s.io/${v}`, (x) => readCluster(x, v)), (_t, e) => this.enqueueClusterKey(e.key), sameEntry, shard);
     this.mhcs = this.informer('machinehealthchecks', capi('MachineHealthCheck'), read('MachineHealthCheck', `cluster.x-k8s.io/${v}`, (x) => readMachineHealthCheck(x, v)), (t, e, old) => this.onIndexed(this.byCluster.mhcs, t, e, old), sameEntry);
     if (o.kubeadm.controlPlane) {
       this.kcps = this.informer('kubeadmcontrolplanes', capi('KubeadmControlPlane'), read('KubeadmControlPlane', `controlplane.cluster.x-k8s.io/${v}`, (x) => readKubeadmControlPlane(x, v)), (_t, e) => this.enqueueNamespace(e.key), sameEntry);
@@ -236,10 +236,6 @@ export class Caches {
     else index.set(e.key, clusterKey(ns, e.cluster));
     void old;
     for (const ck of new Set([before, index.filedUnder(e.key)])) if (ck !== undefined) this.enqueueClusterKey(ck);
-  }
-
-  private enqueueCluster(key: string): void {
-    this.enqueueClusterKey(key);
   }
 
   private enqueueClusterKey(ck: string): void {

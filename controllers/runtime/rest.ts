@@ -47,7 +47,6 @@ export class WritesForbiddenError extends Error {
 
 export const isNotFound = (e: unknown): boolean => e instanceof ApiError && e.code === 404;
 export const isConflict = (e: unknown): boolean => e instanceof ApiError && e.code === 409;
-export const isGone = (e: unknown): boolean => e instanceof ApiError && e.code === 410;
 
 export const CONTENT = {
   json: 'application/json',
