@@ -21,12 +21,13 @@ COPY lint/package.json ./lint/
 RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json ./
 COPY api ./api
+COPY runtime ./runtime
 COPY controllers ./controllers
 COPY webhooks ./webhooks
 COPY cmd ./cmd
 # A build config that narrows tsconfig.json to what runs in the image.
 RUN printf '%s\n' '{"extends":"./tsconfig.json","compilerOptions":{"sourceMap":false,"types":["node"]},' \
-      '"include":["api","controllers","webhooks","cmd"],' \
+      '"include":["api","runtime","controllers","webhooks","cmd"],' \
       '"exclude":["**/*.test.ts","**/testing/**","node_modules","dist"]}' > tsconfig.image.json \
  && npx tsc -p tsconfig.image.json \
  && test -f dist/cmd/joinguard.js

@@ -3,8 +3,8 @@
 // and what is not taken, with why, are in capi-flags.ts), plus JoinGuard's own. pflag's syntax: `--name=value`,
 // `--name value`, a bare `--name` for true, `-v N`/`-v=N`/`--v=N`, `-h`. An unknown flag or a bad value stops
 // the command with a message naming the flag.
-import { LOG_FORMATS, parseVmodule, type LogFormat, type VmoduleRule } from '../controllers/runtime/logger.js';
-import { CIPHER_SUITE_NAMES, servingTls, TLS_VERSION_NAMES } from '../controllers/runtime/serving-tls.js';
+import { LOG_FORMATS, parseVmodule, type LogFormat, type VmoduleRule } from '../runtime/logger.js';
+import { CIPHER_SUITE_NAMES, servingTls, TLS_VERSION_NAMES } from '../runtime/serving-tls.js';
 import { NOT_TAKEN } from './capi-flags.js';
 
 export interface Flags {

@@ -10,10 +10,10 @@ import { FakeApiserver } from '../bench/micro/fake-apiserver.js';
 import { makeTls } from '../bench/micro/micro.js';
 import { seed } from '../bench/micro/world.js';
 import { startController, type RunningController } from './manager.js';
-import type { CapiVersionInfo } from './runtime/discovery.js';
-import { CapiRediscovery, capiChange } from './runtime/rediscovery.js';
-import { ApiError } from './runtime/rest.js';
-import { capturingLogger, sleep, until } from './runtime/testing/http-server.js';
+import type { CapiVersionInfo } from '../runtime/discovery.js';
+import { CapiRediscovery, capiChange } from '../runtime/rediscovery.js';
+import { ApiError } from '../runtime/rest.js';
+import { capturingLogger, sleep, until } from '../runtime/testing/http-server.js';
 
 describe('CAPI upgrade under a running controller', function () {
   this.timeout(60_000);

@@ -10,7 +10,7 @@ import { FakeApiserver } from '../bench/micro/fake-apiserver.js';
 import { makeTls } from '../bench/micro/micro.js';
 import { clusterName, joining, markOf, seed } from '../bench/micro/world.js';
 import { startController, type RunningController } from './manager.js';
-import { capturingLogger, until } from './runtime/testing/http-server.js';
+import { capturingLogger, until } from '../runtime/testing/http-server.js';
 
 describe('decision gate (whole controller, fake apiserver)', function () {
   this.timeout(60_000);

@@ -1,17 +1,17 @@
 // What the JoinGuard controller is started with, and what a started controller offers. The `joinguard`
 // command (cmd/joinguard.ts), the e2e scenarios, the install tests, the demo and the benchmark all start
 // it through controllers/manager.ts `startController(opts)` with these options. Defaults are CAPI's.
-import type { ClusterAccess } from './runtime/kubeconfig.js';
+import type { ClusterAccess } from '../runtime/kubeconfig.js';
 import type { Logger } from 'winston';
-import type { ControllerIdentity } from './runtime/logger.js';
-import type { RuntimeMetrics } from './runtime/metrics.js';
-import type { ServingTls } from './runtime/serving-tls.js';
+import type { ControllerIdentity } from '../runtime/logger.js';
+import type { RuntimeMetrics } from '../runtime/metrics.js';
+import type { ServingTls } from '../runtime/serving-tls.js';
 
 /** The controller as controller-runtime would name it in metrics and logs. */
 export const MACHINEJOINCHECK_CONTROLLER: ControllerIdentity = { name: 'machinejoincheck', group: 'joinguard.io', kind: 'MachineJoinCheck' };
 
 export interface ControllerOptions {
-  /** The apiserver and credentials: controllers/runtime/kubeconfig.ts loadClusterAccess or clusterAccessFromKubeconfig. */
+  /** The apiserver and credentials: runtime/kubeconfig.ts loadClusterAccess or clusterAccessFromKubeconfig. */
   access: ClusterAccess;
   /** Watch only this namespace (checks, Machines, Clusters, MHCs). Default: all namespaces. */
   namespace?: string;
@@ -72,7 +72,7 @@ export interface ControllerOptions {
   capiApiVersion?: 'v1beta2' | 'v1beta1';
   /** HTTP User-Agent on every request, so the apiserver's metrics can tell JoinGuard apart. */
   userAgent?: string;
-  /** Restart a watch that has been silent this long (ms). Default 3 min (controllers/runtime/informer.ts). */
+  /** Restart a watch that has been silent this long (ms). Default 3 min (runtime/informer.ts). */
   watchLivenessMs?: number;
   /** Discover the CAPI release again this often; a change stops the controller (onCapiChanged). Default 5m; 0: never. */
   capiRediscoveryMs?: number;

@@ -1,11 +1,11 @@
 // --watch-filter selects server-side: the caches' lists and watches of Clusters, Machines and checks carry the
 // label selector cluster.x-k8s.io/watch-filter=<value>, so a shard lists only its own objects; MachineHealthChecks,
 // KubeadmControlPlanes and KubeadmConfigs are not filtered. Against a FAKE apiserver that answers every list
-// empty and records the queries (controllers/runtime/testing/http-server.ts).
+// empty and records the queries (runtime/testing/http-server.ts).
 import { expect } from 'chai';
 import { Caches } from './joincheck/cache.js';
-import { RestClient } from './runtime/rest.js';
-import { capturingLogger, closedAfterEach, sendJson, serve, until, watchEvents } from './runtime/testing/http-server.js';
+import { RestClient } from '../runtime/rest.js';
+import { capturingLogger, closedAfterEach, sendJson, serve, until, watchEvents } from '../runtime/testing/http-server.js';
 
 describe('--watch-filter (caches, fake apiserver)', function () {
   this.timeout(10_000);

@@ -1,6 +1,6 @@
 // The optional observability file: its Service reaches the Deployment's diagnostics port, the
 // ServiceMonitor selects that Service, the rules and the dashboard read only the metric families the
-// controller registers (controllers/runtime/metrics.ts, controllers/joincheck/metrics.ts), by labels it sets,
+// controller registers (runtime/metrics.ts, controllers/joincheck/metrics.ts), by labels it sets,
 // and it applies with `kubectl apply -n`.
 // `promtool check rules` / `test rules` on the same rules run in e2e/lifecycle/promtool.test.ts.
 import { expect } from 'chai';
@@ -8,7 +8,7 @@ import { parseAllDocuments } from 'yaml';
 import { objectsOf, renderProviderFiles } from './render.js';
 import { alertRules, DIAGNOSTICS_PORT, METRICS_SERVICE, METRICS_TOKEN_SECRET, runbookBase, SELECTOR } from './observability.js';
 import { dashboard, dashboardPanels } from './dashboard.js';
-import { RuntimeMetrics } from '../controllers/runtime/metrics.js';
+import { RuntimeMetrics } from '../runtime/metrics.js';
 import { JoinGuardMetrics } from '../controllers/joincheck/metrics.js';
 import { VALIDATE_PATH } from '../webhooks/server.js';
 

@@ -9,8 +9,8 @@ import type { LabelSelectorModel, MachineHealthCheckFacts } from '../api/capi/mo
 import { startWebhookServer, VALIDATE_PATH, type WebhookServer } from './server.js';
 import type { SpecRules } from './validate.js';
 import type { Lookups } from './lookups.js';
-import { selfSigned } from './test-certs.js';
-import { RuntimeMetrics } from '../controllers/runtime/metrics.js';
+import { selfSigned } from '../runtime/testing/test-certs.js';
+import { RuntimeMetrics } from '../runtime/metrics.js';
 
 const rules: SpecRules = {
   validateSpec: (spec) => ((spec as { joinTimeout?: string }).joinTimeout === 'bad' ? [{ field: 'spec.joinTimeout', message: 'must be a duration such as 20m' }] : []),

@@ -1,6 +1,6 @@
 // `npx tsx bench/micro/list-memory.ts [--machines N] [--rounds R] [--impl DIR] [--modes watchlist,list] [--label L] [--out FILE]`
 // What one list of N Machines costs the informer: a child process per case (fresh heap, the Deployment's
-// NODE_OPTIONS and --expose-gc) runs controllers/runtime's Informer — from this tree, or from DIR (a checkout
+// NODE_OPTIONS and --expose-gc) runs runtime's Informer — from this tree, or from DIR (a checkout
 // of an older commit, for a before/after) — with the cache's real transform (readMachine: the Machine model
 // the controller keeps) against the in-memory apiserver (fake-apiserver.ts) serving N Machines captured from
 // CAPI's managers (~6 KB each, 45 % managedFields), in pages of 500. Per case:
@@ -45,10 +45,10 @@ async function child(): Promise<void> {
   const vm = await import('node:vm');
   v8.setFlagsFromString('--expose-gc');
   const gc = vm.runInNewContext('gc') as () => void;
-  const { RestClient } = (await import(path.join(implDir, 'controllers/runtime/rest.ts'))) as typeof import('../../controllers/runtime/rest.js');
-  const { Informer } = (await import(path.join(implDir, 'controllers/runtime/informer.ts'))) as typeof import('../../controllers/runtime/informer.js');
+  const { RestClient } = (await import(path.join(implDir, 'runtime/rest.ts'))) as typeof import('../../runtime/rest.js');
+  const { Informer } = (await import(path.join(implDir, 'runtime/informer.ts'))) as typeof import('../../runtime/informer.js');
   const { readMachine } = await import('../../api/capi/readers.js');
-  const { silentLogger } = await import('../../controllers/runtime/logger.js');
+  const { silentLogger } = await import('../../runtime/logger.js');
   const rest = new RestClient({ server: new URL(server), ca: fs.readFileSync(caFile) }, { userAgent: 'list-memory', qps: 0 });
   const inf = new Informer({
     rest, resource: { group: 'cluster.x-k8s.io', version: 'v1beta2', plural: 'machines', namespaced: true }, name: 'machines', log: silentLogger(),

@@ -12,8 +12,8 @@ import { CABPK_GROUP, MalformedObjectError, type BootstrapConfigFacts, type Capi
 import { capiResource, type CapiKind } from '../../api/capi/resources.js';
 import { parseSettings } from '../../api/v1alpha1/settings.js';
 import { CHECK_RESOURCE, type CheckSettings, type MachineJoinCheck } from '../../api/v1alpha1/types.js';
-import { Informer, keyOf, type InformerEvent } from '../runtime/informer.js';
-import type { Json, Resource, RestClient } from '../runtime/rest.js';
+import { Informer, keyOf, type InformerEvent } from '../../runtime/informer.js';
+import type { Json, Resource, RestClient } from '../../runtime/rest.js';
 import type { Live } from './executor.js';
 import { Index, MachineIndex, namedUids } from './machine-index.js';
 import type { CapiInfo, Snapshot, SnapshotExtras } from './types.js';

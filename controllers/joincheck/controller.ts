@@ -5,10 +5,10 @@
 import type { Logger } from 'winston';
 import type { CapiApiVersion } from '../../api/capi/model.js';
 import { API_VERSION, KIND } from '../../api/v1alpha1/types.js';
-import { machineLogger, reconcileLogger } from '../runtime/logger.js';
-import type { ReconcileResult, RuntimeMetrics } from '../runtime/metrics.js';
-import { WorkQueue } from '../runtime/queue.js';
-import type { Json, RestClient } from '../runtime/rest.js';
+import { machineLogger, reconcileLogger } from '../../runtime/logger.js';
+import type { ReconcileResult, RuntimeMetrics } from '../../runtime/metrics.js';
+import { WorkQueue } from '../../runtime/queue.js';
+import type { Json, RestClient } from '../../runtime/rest.js';
 import { MACHINEJOINCHECK_CONTROLLER } from '../options.js';
 import { Caches } from './cache.js';
 import type { EventRecorder } from './events.js';

@@ -12,7 +12,7 @@ import { capiResource } from '../../api/capi/resources.js';
 import type { CapiApiVersion, MachineFacts } from '../../api/capi/model.js';
 import { ANNOTATION_MEMORY, ANNOTATION_REQUESTED_BY, ANNOTATION_RESUME, CAPI_ANNOTATION_REMEDIATE_MACHINE, CHECK_RESOURCE, CLUSTERCTL_ANNOTATION_BLOCK_MOVE, FINALIZER } from '../../api/v1alpha1/types.js';
 import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
-import { isConflict, isNotFound, pathOf, type Json, type Resource, type RestClient } from '../runtime/rest.js';
+import { isConflict, isNotFound, pathOf, type Json, type Resource, type RestClient } from '../../runtime/rest.js';
 import { DELETION_BOUND_MS } from './deletion.js';
 import { causedMarks } from './marks.js';
 import { plan } from './planner.js';

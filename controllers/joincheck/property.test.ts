@@ -32,7 +32,7 @@ import { count, exercised, type World } from './testing/world.js';
 import { ms } from './time.js';
 import type { Live } from './executor.js';
 import type { Plan, Snapshot } from './types.js';
-import type { Json } from '../runtime/rest.js';
+import type { Json } from '../../runtime/rest.js';
 
 const SEED = process.env['PROPERTY_SEED'] !== undefined ? Number(process.env['PROPERTY_SEED']) : Math.floor(Math.random() * 2 ** 31);
 const RUNS = Number(process.env['PROPERTY_RUNS'] ?? 1000);

@@ -8,7 +8,7 @@
 //     (before: ~48 full Machine lists a second), and watch again within 5 s of the end.
 import { expect } from 'chai';
 import { startController, type RunningController } from '../../controllers/manager.js';
-import { silentLogger } from '../../controllers/runtime/logger.js';
+import { silentLogger } from '../../runtime/logger.js';
 import type { FaultProxy, ProxiedRequest } from '../support/fault-proxy.js';
 import { installJoinGuardCrd } from '../support/joinguard.js';
 import { getTestEnv, type TestEnv } from '../support/testenv.js';

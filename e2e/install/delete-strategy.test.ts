@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import winston from 'winston';
 import { getTestEnv, type TestEnv } from '../support/testenv.js';
 import { startController, type RunningController } from '../../controllers/manager.js';
-import { clusterAccessFromKubeconfig } from '../../controllers/runtime/kubeconfig.js';
+import { clusterAccessFromKubeconfig } from '../../runtime/kubeconfig.js';
 import { install, raw, type Installed } from './install-env.js';
 import { createMachineSet, createReadyCluster, ensureStandInCrds, machinesOf, provisionInfrastructure } from './stand-in-providers.js';
 

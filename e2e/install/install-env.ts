@@ -14,7 +14,7 @@ import { substitute } from '../../manifests/substitute.js';
 import { issueServingCert } from '../../hack/testenv/certs.js';
 import { KubeClient, type RawResponse } from '../../hack/testenv/kube-client.js';
 import { startWebhookServer, type WebhookServer } from '../../webhooks/server.js';
-import { clusterAccessFromKubeconfig } from '../../controllers/runtime/kubeconfig.js';
+import { clusterAccessFromKubeconfig } from '../../runtime/kubeconfig.js';
 import type { TestEnv } from '../support/testenv.js';
 
 export const FIELD_MANAGER = 'clusterctl';

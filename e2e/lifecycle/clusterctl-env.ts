@@ -22,7 +22,7 @@ import { renderProviderFiles } from '../../manifests/render.js';
 import { findClusterctl } from '../../manifests/clusterctl.js';
 import { issueServingCert } from '../../hack/testenv/certs.js';
 import { startWebhookServer, type WebhookServer } from '../../webhooks/server.js';
-import { clusterAccessFromKubeconfig } from '../../controllers/runtime/kubeconfig.js';
+import { clusterAccessFromKubeconfig } from '../../runtime/kubeconfig.js';
 import { apply, pathOf, pointedAt, raw, serviceAccountKubeConfig, waitEstablished } from '../install/install-env.js';
 import { CP_GROUP, ensureStandInCrds, INFRA_GROUP } from '../install/stand-in-providers.js';
 import type { TestEnv } from '../support/testenv.js';

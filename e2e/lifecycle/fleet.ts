@@ -9,7 +9,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { startTestEnv } from '../../hack/testenv/testenv.js';
 import { waitFor } from '../../hack/testenv/wait.js';
 import { startController, type RunningController } from '../../controllers/manager.js';
-import { clusterAccessFromKubeconfig } from '../../controllers/runtime/kubeconfig.js';
+import { clusterAccessFromKubeconfig } from '../../runtime/kubeconfig.js';
 import type { WebhookServer } from '../../webhooks/server.js';
 import { raw } from '../install/install-env.js';
 import { createMachineSet, createReadyCluster, machinesOf, provisionInfrastructure } from '../install/stand-in-providers.js';

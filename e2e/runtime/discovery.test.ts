@@ -4,9 +4,9 @@
 import { expect } from 'chai';
 import fs from 'node:fs';
 import path from 'node:path';
-import { discoverCapi } from '../../controllers/runtime/discovery.js';
-import { loadClusterAccess } from '../../controllers/runtime/kubeconfig.js';
-import { RestClient, type Json } from '../../controllers/runtime/rest.js';
+import { discoverCapi } from '../../runtime/discovery.js';
+import { loadClusterAccess } from '../../runtime/kubeconfig.js';
+import { RestClient, type Json } from '../../runtime/rest.js';
 import { installCrds, readCrds } from '../../hack/testenv/crds.js';
 import { startTestEnv } from '../../hack/testenv/testenv.js';
 import { getTestEnv } from '../support/testenv.js';

@@ -93,10 +93,10 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'no-write-gate',
     what: 'the write gate is removed from the REST client: a leader that lost its Lease still writes',
-    file: 'controllers/runtime/rest.ts',
+    file: 'runtime/rest.ts',
     find: "    if (method !== 'GET' && this.o.writeGate && !this.o.writeGate()) throw new WritesForbiddenError(method, path);",
     replace: '',
-    spec: 'controllers/runtime/rest.test.ts',
+    spec: 'runtime/rest.test.ts',
     expect: 'write gate',
   },
 ];

@@ -54,7 +54,7 @@ export const isNotFound = (err: unknown) => codeOf(err) === 404;
 export const isConflict = (err: unknown) => codeOf(err) === 409;
 
 // The pure path builder is the product's: a wrong path fails both sides alike, it hides nothing.
-export { pathOf, type Resource } from '../../controllers/runtime/rest.js';
+export { pathOf, type Resource } from '../../runtime/rest.js';
 
 export interface WatchEvent {
   type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';

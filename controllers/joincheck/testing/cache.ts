@@ -7,7 +7,7 @@ import { readCluster, readKubeadmControlPlane, readMachine, readMachineHealthChe
 import type { MachineFacts } from '../../../api/capi/model.js';
 import { parseSettings } from '../../../api/v1alpha1/settings.js';
 import type { MachineJoinCheck } from '../../../api/v1alpha1/types.js';
-import type { Json } from '../../runtime/rest.js';
+import type { Json } from '../../../runtime/rest.js';
 import type { Live, SnapshotSource } from '../executor.js';
 import { MachineIndex, namedUids } from '../machine-index.js';
 import type { PreviousView, Snapshot } from '../types.js';

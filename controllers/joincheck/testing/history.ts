@@ -3,12 +3,12 @@
 // verdict after every step. property.test.ts drives it and adds the product's own consistency checks.
 import fc from 'fast-check';
 import type { RemediationStrategy } from '../../../api/v1alpha1/types.js';
-import { silentLogger } from '../../runtime/logger.js';
+import { silentLogger } from '../../../runtime/logger.js';
 import { execute, type Live } from '../executor.js';
 import { Refusals } from '../refusals.js';
 import { HOUR, MINUTE, SECOND } from '../time.js';
 import type { Plan, Snapshot } from '../types.js';
-import type { Json } from '../../runtime/rest.js';
+import type { Json } from '../../../runtime/rest.js';
 import { Cache } from './cache.js';
 import { isProvisioned } from './objects.js';
 import { kcpStep, machineSetStep, mhcStep } from './owners.js';

@@ -3,7 +3,7 @@
 // whose objects carry v1beta1 conditions in status.conditions and the v1beta2 ones under status.v1beta2), the
 // condition helpers CAPI's own controllers use on them, and RFC 7386 merge patch. Written from CAPI's Go types
 // (core/v1beta1, core/v1beta2, controlplane/kubeadm), not from JoinGuard's readers.
-import type { Json } from '../../runtime/rest.js';
+import type { Json } from '../../../runtime/rest.js';
 import { iso } from '../time.js';
 
 export type Release = 'v1.14' | 'v1.10';

@@ -10,7 +10,7 @@
 // 15-minute unanswered bound, a number of the contract.
 //
 // Each violation is a line starting with its invariant's tag, e.g. "[joined] ...": docs/planner.md lists them.
-import type { Json } from '../../runtime/rest.js';
+import type { Json } from '../../../runtime/rest.js';
 import { getCond, isFalse, REMEDIATE_MACHINE, type Release } from './objects.js';
 
 export type Actor = 'joinguard' | 'owner' | 'mhc' | 'fleet';

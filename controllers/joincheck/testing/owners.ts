@@ -13,7 +13,7 @@
 // - MachineHealthCheck: the remediate-machine annotation, unhealthyMachineConditions (JoinGuardJoined), and
 //   nodeStartupTimeout (from the latest of creation, control plane initialized and infrastructure ready; unset is
 //   600 s); a healthy Node sets HealthCheckSucceeded=True.
-import type { Json } from '../../runtime/rest.js';
+import type { Json } from '../../../runtime/rest.js';
 import { getCond, isFalse, isTrue, REMEDIATE_MACHINE, REMEDIATION_FOR, REMEDIATION_IN_PROGRESS, removeCond, setCond } from './objects.js';
 import { count, type World } from './world.js';
 

@@ -8,7 +8,7 @@
 // times it knows to be true, from which the oracle computes deadlines.
 import type { BootstrapConfigFacts } from '../../../api/capi/model.js';
 import type { MachineJoinCheckSpec } from '../../../api/v1alpha1/types.js';
-import { ApiError, type Json, type RestClient } from '../../runtime/rest.js';
+import { ApiError, type Json, type RestClient } from '../../../runtime/rest.js';
 import { iso } from '../time.js';
 import { cluster, initializeCluster, isProvisioned, jsonPatch, kubeadmControlPlane, machine, machineHealthCheck, mergePatch, NS, provisionMachine, REMEDIATE_MACHINE, setCond, setKcpInitialized, versionOf, type Release } from './objects.js';
 import { Oracle, type Actor, type CheckAt, type ClusterTruth, type MachineTruth, type OracleRules } from './oracle.js';

@@ -290,7 +290,7 @@ describe('the joinguard command on a lost Lease (fake apiserver, real process)',
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'jg-leader-'));
     const kubeconfig = path.join(dir, 'config');
     fs.writeFileSync(kubeconfig, `apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{name: s, cluster: {server: '${server.access.server.href}'}}]\ncontexts: [{name: c, context: {cluster: s}}]\n`);
-    const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+    const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
     const child = spawn(process.execPath, ['--import', 'tsx', 'cmd/joinguard.ts', `--kubeconfig=${kubeconfig}`, '--namespace=ns', '--leader-elect', '--diagnostics-address=0', '--webhook-port=0', '--health-addr=0'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, POD_NAMESPACE: 'ns' } });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));

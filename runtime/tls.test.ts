@@ -6,11 +6,11 @@ import { join } from 'node:path';
 import { X509Certificate } from 'node:crypto';
 import { expect } from 'chai';
 import { CertWatcher, loadKeyPair, type KeyPair } from './tls.js';
-import { selfSigned } from './test-certs.js';
+import { selfSigned } from './testing/test-certs.js';
 
 const cnOf = (p: KeyPair) => new X509Certificate(p.cert).subject;
 
-describe('webhooks/tls: certificate reload', function () {
+describe('runtime/tls: certificate reload', function () {
   this.timeout(20_000);
   let dir: string;
   before(async () => {

@@ -7,7 +7,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { Registry } from 'prom-client';
 import type { Logger } from 'winston';
-import { CertWatcher } from '../../webhooks/tls.js';
+import { CertWatcher } from './tls.js';
 import type { DelegatingAuth } from './diagnostics-auth.js';
 import { selfSignedCertificate, type ServingTls } from './serving-tls.js';
 

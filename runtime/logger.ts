@@ -112,14 +112,14 @@ function vmoduleAllows(rules: VmoduleRule[], v: number): boolean {
   if (file === undefined) return false;
   const path = file.replace(/\.(ts|js|mjs|cjs)$/, '');
   const base = path.slice(path.lastIndexOf('/') + 1);
-  // A path pattern is matched against the path below the project (or dist/): `controllers/runtime/*`.
+  // A path pattern is matched against the path below the project (or dist/): `runtime/*`.
   const rel = path.startsWith(ROOT) ? path.slice(ROOT.length) : path;
   return rules.some((r) => r.v >= v && (r.pattern.includes('/') ? globToRegExp(r.pattern).test(rel) : globToRegExp(r.pattern).test(base)));
 }
 
 const THIS_FILE = fileURLToPath(import.meta.url);
-/** The project's root (or dist/), two levels above controllers/runtime/, with a trailing slash. */
-const ROOT = `${dirname(dirname(dirname(THIS_FILE)))}/`;
+/** The project's root (or dist/), one level above runtime/, with a trailing slash. */
+const ROOT = `${dirname(dirname(THIS_FILE))}/`;
 
 function callerFile(): string | undefined {
   const limit = Error.stackTraceLimit;

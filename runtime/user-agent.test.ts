@@ -5,7 +5,7 @@ import { buildInfo, defaultUserAgent, goPlatform } from './user-agent.js';
 
 describe('User-Agent', () => {
   it('is joinguard/<version> (<os>/<arch>) joinguard.io/<commit>, the version from package.json', () => {
-    const pkg = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    const pkg = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
     expect(buildInfo().version).to.equal(`v${pkg.version}`);
     expect(defaultUserAgent()).to.equal(`joinguard/v${pkg.version} (${goPlatform()}) joinguard.io/${buildInfo().commit}`);
     expect(defaultUserAgent()).to.match(/^joinguard\/v\d+\.\d+\.\d+ \((linux|darwin|windows)\/(amd64|arm64)\) joinguard\.io\/(unknown|[0-9a-f]{1,7})$/);

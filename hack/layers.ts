@@ -1,0 +1,52 @@
+// The house's floors: which top-level folder imports which (relative imports of .ts files, tests included), and the
+// cycles between folders. A cycle means two folders can only be understood, tested and changed together.
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, normalize, relative } from 'node:path';
+
+const SKIP = new Set(['node_modules', 'dist', 'out', '.git', 'lint']);
+
+export function tsFiles(root: string, dir = root): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    if (e.name.startsWith('.') || SKIP.has(e.name)) return [];
+    const p = join(dir, e.name);
+    if (e.isDirectory()) return tsFiles(root, p);
+    return e.name.endsWith('.ts') ? [relative(root, p)] : [];
+  });
+}
+
+const IMPORT = /(?:from|import)\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g;
+
+/** Folder -> the folders its files import (relative imports only; a file at the root is its own "folder"). */
+export function folderArrows(root: string, files: readonly string[]): Map<string, Set<string>> {
+  const top = (p: string) => p.split('/')[0]!;
+  const arrows = new Map<string, Set<string>>();
+  for (const f of files) {
+    const from = top(f);
+    const to = arrows.get(from) ?? new Set<string>();
+    arrows.set(from, to);
+    for (const m of readFileSync(join(root, f), 'utf8').matchAll(IMPORT)) {
+      const target = top(normalize(join(dirname(f), m[1]!)));
+      if (target !== from && !target.startsWith('..')) to.add(target);
+    }
+  }
+  return arrows;
+}
+
+/** Every cycle found by a depth-first walk, each as the folders on it (first repeated at the end). */
+export function cycles(arrows: ReadonlyMap<string, ReadonlySet<string>>): string[][] {
+  const found: string[][] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const path: string[] = [];
+  const visit = (n: string): void => {
+    state.set(n, 'open');
+    path.push(n);
+    for (const next of [...(arrows.get(n) ?? [])].sort()) {
+      if (state.get(next) === 'open') found.push([...path.slice(path.indexOf(next)), next]);
+      else if (state.get(next) === undefined) visit(next);
+    }
+    path.pop();
+    state.set(n, 'done');
+  };
+  for (const n of [...arrows.keys()].sort()) if (state.get(n) === undefined) visit(n);
+  return found;
+}
