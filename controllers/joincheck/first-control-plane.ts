@@ -6,6 +6,7 @@
 // the endpoint's VIP — and must be an init Machine), and decides the endpoint probe before acting on it.
 import type { BootstrapConfigFacts, ClusterFacts, MachineFacts } from '../../api/capi/model.js';
 import type { FirstControlPlaneStatus } from '../../api/v1alpha1/types.js';
+import { judge, type VerdictContext } from './judge.js';
 import { iso, ms, SECOND } from './time.js';
 import type { MachineVerdict } from './types.js';
 
@@ -145,4 +146,51 @@ export function probeDecision(
 /** Status times keep whole seconds: compare and store at that precision, so a restart sees the same. */
 function truncated(t: number): number {
   return Math.floor(t / SECOND) * SECOND;
+}
+
+export interface FirstControlPlaneJudgment {
+  verdict: MachineVerdict;
+  /** Ask the executor to probe the endpoint. */
+  probe?: { host: string; port: number };
+  /** When the probe's answer is due (replan then). */
+  retryAt?: number;
+  /** Why JoinGuard waits (said in Progressing). */
+  wait?: string;
+}
+
+/**
+ * The first control-plane rule, judged in its own stage: a first control-plane Machine whose join timed out, that
+ * JoinGuard may act on, is held while its endpoint is probed, and judged again with one more joinTimeout when the
+ * endpoint answered. `memory` is the next status's firstControlPlane memory, updated in place.
+ */
+export function judgeFirstControlPlane(
+  m: MachineFacts,
+  ctx: VerdictContext,
+  o: { act: boolean; handled: boolean; memory: () => FirstControlPlaneStatus; probe: { reachable: boolean; at: number } | undefined },
+): FirstControlPlaneJudgment {
+  const v = judge(m, ctx);
+  const { settings, cluster, now } = ctx;
+  const memory = o.memory();
+  const mayAct = o.act && settings.firstControlPlane === 'Remediate' && memory.misconfigured === undefined && !o.handled;
+  if (v.state !== 'Stuck' || v.failureKind !== 'JoinTimeout' || !mayAct) {
+    delete memory.probeRequested;
+    return { verdict: v };
+  }
+  const d = probeDecision(v, cluster, memory, o.probe, settings.joinTimeoutMs, now);
+  if (d.kind === 'act') {
+    delete memory.probeRequested;
+    return { verdict: v };
+  }
+  if (d.kind === 'extend') {
+    delete memory.probeRequested;
+    Object.assign(memory, { extendedFor: m.uid, extendedUntil: iso(d.until) });
+    return { verdict: judge(m, { ...ctx, extension: { uid: m.uid, until: d.until } }) };
+  }
+  if (d.ask) memory.probeRequested = iso(now);
+  return {
+    verdict: { ...v, state: 'Held', hold: 'EndpointProbe', pastDeadline: true, reason: `${v.reason}; probing the control-plane endpoint before acting` },
+    ...(d.ask ? { probe: { host: d.host, port: d.port } } : {}),
+    retryAt: d.retryAt,
+    wait: `probing the control-plane endpoint ${d.host}:${d.port} before acting on the first control-plane Machine ${m.name}`,
+  };
 }

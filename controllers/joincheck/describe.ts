@@ -1,0 +1,94 @@
+// The planner's describe stage (DESIGN: "Status", "What users see"): the counts, the conditions (conditions.ts
+// words them), the event that says a stop began, what every Machine must carry now (marks.ts), and what the check
+// itself must carry (finalizer, annotations).
+import type { CheckSettings } from '../../api/v1alpha1/types.js';
+import { CONDITION_PROGRESSING } from '../../api/v1alpha1/types.js';
+import { conditionOf, countVerdicts, pausedCondition, progressing, readyCondition, RESTRICTING, setCondition } from './conditions.js';
+import { deletionNote, finalizerIntent } from './deletion.js';
+import { suspicionMessage } from './guards.js';
+import { byName } from './judge.js';
+import { markIntents, type IntentInput } from './marks.js';
+import { checkMetadata } from './memory.js';
+import { assign, type Followed, type Observed } from './observe.js';
+import type { Remediated } from './remediate.js';
+import type { MachineVerdict, MarkIntent, Snapshot } from './types.js';
+import type { Judged } from './verdicts.js';
+
+export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Remediated): MarkIntent[] {
+  const { next, prev, ofCluster } = f;
+  const { settings, cluster, stops, canAct } = w;
+  const { verdicts } = j;
+  const { requests, flying } = r;
+  const meta = s.check.metadata;
+  const c = countVerdicts(verdicts);
+  const held = new Set([...stops.machinesHeld(), ...verdicts.filter((v) => v.state === 'Held' || v.state === 'Unobservable').map((v) => v.machine)]);
+  Object.assign(next, { expectedMachines: w.expected, joinedMachines: c.joined + f.settledInScope, joiningMachines: c.joining, stuckMachines: c.stuck, heldMachines: held.size });
+  next.consecutiveJoinFailures ??= 0;
+  next.everJoined ??= false;
+  const flyingMachines = new Map(flying.map((name) => [name, ofCluster.find((x) => x.name === name)]));
+  const flyingNames = [...flying].sort().map((name) => {
+    const m = flyingMachines.get(name);
+    const req = requests.find((x) => x.machine === name);
+    const or = m?.ownerRemediated;
+    return `${name} (${req?.path ?? 'mark'}${m === undefined ? ', unreadable' : ''}${or?.status === 'False' && or.reason ? `, owner says ${or.reason}` : ''})`;
+  });
+  const prog = progressing({
+    stops,
+    status: next,
+    cluster,
+    settings: settings as CheckSettings & Record<string, unknown>,
+    expected: w.expected,
+    verdicts,
+    settledJoined: f.settledInScope,
+    flying: flyingNames,
+    connection: w.connection,
+    graceMs: w.graceMs,
+    suspicion: (heldBack) => suspicionMessage(next, next.recentFailures ?? [], cluster, settings, heldBack),
+    ...(s.refusedWrites !== undefined ? { refused: s.refusedWrites } : {}),
+  });
+  // The first held Machine by name: the caches list Machines in no set order (a count field must not flap with it).
+  const firstHeld = verdicts.filter((v) => v.state === 'Held' || v.state === 'Unobservable').reduce<MachineVerdict | undefined>((a, v) => (a === undefined || v.machine < a.machine ? v : a), undefined);
+  const heldReason = stops.first()?.reason ?? firstHeld?.hold;
+  assign(next, 'heldReason', next.heldMachines! > 0 ? heldReason : undefined);
+  if (canAct && prog.status === 'False' && RESTRICTING[prog.reason as keyof typeof RESTRICTING] && conditionOf(prev, CONDITION_PROGRESSING)?.reason !== prog.reason) {
+    f.events.push({ on: 'Check', reason: 'RemediationRestricted', message: prog.message, warning: true });
+  }
+  const ready = readyCondition({ inScope: w.inScope.length + f.settledInScope, ofCluster: ofCluster.length + (s.settled?.total ?? 0), cluster: cluster.name, malformed: s.malformed });
+  const conditions = setCondition(setCondition(next.conditions, ready, s.now, meta.generation), prog, s.now, meta.generation);
+
+  // What every Machine must carry now: marks only while actions are allowed; withdrawals always.
+  // While CAPI cannot see the workload cluster (and during the grace after), no mark or delete is written on a Machine
+  // but the first control-plane one, not even for a request made before: its Node may exist unseen.
+  const blind = w.connection.down || w.connection.graceUntil !== undefined;
+  const intents = markIntents(requests, ofCluster, { ...intentInput(s, f.withdrawAll), inScope: new Set(w.inScope.map((m) => m.uid)) })
+    .filter((i) => i.want === 'withdraw' || (canAct && (!blind || i.machine.uid === w.first?.uid)))
+    .sort((a, b) => byName(a.machine, b.machine));
+  // Requests still open under withdraw-all: their Machine is being deleted, or could not be read (not known clean).
+  const stillOpen = requests.filter((x) => x.state === 'Open');
+  const isDeleting = (uid: string) => f.anyMachine.get(uid)?.deletingSince !== undefined;
+  const withdrawing = f.withdrawAll
+    ? {
+        left: [...intents.map((i) => i.machine.name), ...stillOpen.filter((x) => !isDeleting(x.uid)).map((x) => `${x.machine} (unreadable)`)],
+        deleting: stillOpen.filter((x) => isDeleting(x.uid)).map((x) => x.machine),
+        ...(f.deletion ? { note: deletionNote(f.deletion) } : {}),
+      }
+    : undefined;
+  const paused = pausedCondition({ specPaused: settings.paused, cluster, pausedMhcs: r.pausedMhcs, verdicts, ...(withdrawing ? { withdrawing } : {}) });
+  next.conditions = setCondition(conditions, paused, s.now, meta.generation);
+  if (f.deletion === undefined) checkMetadata(s, next, w.check);
+  Object.assign(w.check, finalizerIntent(s.check, f.deletion, withdrawing?.left ?? [], cluster.paused, s.now));
+  return intents;
+}
+
+export function intentInput(s: Snapshot, withdrawAll: boolean): IntentInput {
+  const { uid, name, deletionTimestamp } = s.check.metadata;
+  return {
+    nodes: s.workloadNodes,
+    checkName: name,
+    withdrawAll,
+    deleting: deletionTimestamp !== undefined,
+    ...(uid !== undefined ? { checkUid: uid } : {}),
+    ...(s.checkUids !== undefined ? { liveChecks: s.checkUids } : {}),
+    ...(s.unansweredAfterMs !== undefined ? { unansweredAfterMs: s.unansweredAfterMs } : {}),
+  };
+}

@@ -1,0 +1,178 @@
+// The planner's remediate stage (DESIGN: "Guards, in the order they apply"; "How a replacement is asked of CAPI"):
+// every Stuck Machine not handled before, oldest deadline first, is counted as a failure once, given its path, and
+// put through the guards (guards.ts); what passes is asked, what is held says why — in the words the next plan will
+// find. Then the per-Machine memory and the stops whose evidence is state rather than this plan's candidates.
+import type { MachineFacts } from '../../api/capi/model.js';
+import type { MachineObservation, OwnerWindow, RequestRecord } from '../../api/v1alpha1/types.js';
+import { STATUS_LIMITS } from '../../api/v1alpha1/types.js';
+import { countFailure, guardChain, inFlight, neverJoinedActive, recordOwnerRequest, spendCanary, trimWindows, windowStart, type GuardResult, type GuardState, type GuardWorld } from './guards.js';
+import { byName } from './judge.js';
+import { appendHistory, choosePath, newRequest, ownerRef, target } from './marks.js';
+import { assign, type Followed, type Observed } from './observe.js';
+import { iso } from './time.js';
+import type { MachineTarget, MachineVerdict, Snapshot } from './types.js';
+import type { Judged } from './verdicts.js';
+
+export interface Remediated {
+  requests: RequestRecord[];
+  /** Names of the Machines in flight (maxInFlight counts them). */
+  flying: string[];
+  confirm: MachineTarget[];
+  /** "MachineHealthCheck h selects it and is paused: m is left to it" (the Paused condition). */
+  pausedMhcs: string[];
+}
+
+type Hold = { m: MachineFacts; v: MachineVerdict; loop: GuardResult & { go: false } };
+
+export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Remediated {
+  const { next, events, anyMachine } = f;
+  const { settings, cluster, stops, inScope } = w;
+  const verdicts = j.verdicts;
+  const handled = new Set((next.requests ?? []).map((r) => r.uid));
+  const flying = inFlight(inScope, next.requests ?? [], f.unreadable);
+  const failed = new Map<string, string>([...w.prevObs].flatMap(([uid, o]) => (o.failedAt !== undefined ? [[uid, o.failedAt]] : [])));
+  const candidates = inScope
+    .map((m, i) => ({ m, v: verdicts[i]! }))
+    .filter(({ m, v }) => v.state === 'Stuck' && !handled.has(m.uid))
+    .sort((a, b) => (a.v.deadline ?? 0) - (b.v.deadline ?? 0) || byName(a.m, b.m));
+  const requests = [...(next.requests ?? [])];
+  const confirm = confirmations(s, f);
+  let history = next.remediations ?? [];
+  let ownerWindows: OwnerWindow[] = trimWindows(next.ownerWindows, windowStart(s.now, settings, next.lastResume?.time), settings.maxPerOwner);
+  let canaryTaken = false;
+  const wouldAsk: string[] = [];
+  const pausedMhcs: string[] = [];
+  const holds: Hold[] = [];
+  const kcp = s.kcp;
+  const guardWorld: GuardWorld = {
+    settings,
+    machines: anyMachine,
+    ...(kcp ? { kcp } : {}),
+    kcpMachines: kcp ? f.ofCluster.filter((x) => x.owner.kind === 'KubeadmControlPlane' && x.owner.name === kcp.name).length : 0,
+    initialized: w.initialized,
+    expected: w.expected,
+    now: s.now,
+  };
+  const sinceResume = (list: readonly RequestRecord[]) => list.filter((r) => r.time >= (next.lastResume?.time ?? ''));
+  for (const { m, v } of w.canAct ? candidates : []) {
+    let raisedNow = false;
+    const fresh = !failed.has(m.uid);
+    if (fresh) {
+      confirm.push(target(m));
+      failed.set(m.uid, iso(s.now));
+      raisedNow = countFailure(next, m, v, anyMachine, settings, cluster, s.now, events);
+    }
+    const stuckEvent = (): void => {
+      if (fresh) events.push({ on: 'Machine', machine: target(m), reason: v.failureKind === 'ProvisionTimeout' ? 'ProvisionTimedOut' : 'JoinTimedOut', warning: true, message: `Machine ${m.name}: ${v.reason}` });
+    };
+    if (v.firstControlPlane && next.firstControlPlane?.misconfigured !== undefined) {
+      stops.add('FirstControlPlaneReplacementMisconfigured', '', m.name);
+      stuckEvent();
+      continue;
+    }
+    const choice = choosePath(m, settings, s.mhcs, s.capi, v.firstControlPlane === true);
+    if (choice.kind === 'blocked') {
+      pausedMhcs.push(`${choice.why}: ${m.name} is left to it`);
+      stuckEvent();
+      continue;
+    }
+    if (choice.kind === 'report') {
+      const r = newRequest(m, v, 'Report', 'Reported', s.now);
+      requests.push(r);
+      history = appendHistory(history, r, 'Reported');
+      events.push({ on: 'Machine', machine: target(m), reason: 'RemediationSkipped', warning: true, message: `Machine ${m.name}: ${v.reason}. JoinGuard does not remediate it: ${choice.why}. Reported only.` });
+      continue;
+    }
+    const gate = guardChain(m, v, raisedNow, { status: next, requests: sinceResume(next.requests ?? []), canaryTaken, flying, ownerWindows }, guardWorld);
+    if (!gate.go) {
+      holds.push({ m, v, loop: gate });
+      stuckEvent();
+      continue;
+    }
+    if (gate.canary) canaryTaken = true;
+    // Spent in a dry run too: it shows the cadence the real thing would keep (one would-be canary per interval).
+    if (gate.canary && next.suspicion !== undefined) next.suspicion = spendCanary(next.suspicion, settings, s.now);
+    const r = newRequest(m, v, choice.path, settings.dryRun ? 'DryRun' : 'Open', s.now, gate.canary);
+    requests.push(r);
+    history = appendHistory(history, r, settings.dryRun ? 'DryRun' : 'Requested');
+    if (settings.dryRun) {
+      wouldAsk.push(`${m.name} via ${choice.path}`);
+      events.push({ on: 'Machine', machine: target(m), reason: 'RemediationSkipped', warning: false, message: `dry run: Machine ${m.name}: ${v.reason}. JoinGuard would ask for its replacement via ${choice.via} (path ${choice.path}).` });
+      continue;
+    }
+    flying.push(m.name);
+    ownerWindows = recordOwnerRequest(ownerWindows, ownerRef(m), s.now, settings.maxPerOwner);
+    if (v.firstControlPlane) (next.firstControlPlane ??= {}).replaced = { machine: m.name, uid: m.uid, time: iso(s.now) };
+  }
+
+  // Why each held Machine waits, as the guards see it once this plan's requests are made (a canary taken, budgets
+  // filled): the words the next plan will find, whatever order the Machines were decided in.
+  const final: GuardState = { status: next, requests: sinceResume(requests), canaryTaken, flying, ownerWindows };
+  for (const h of holds) {
+    const g = guardChain(h.m, h.v, false, final, guardWorld);
+    const why = g.go ? h.loop : g;
+    w.wake.push(why.until);
+    if ('wait' in why) stops.wait(why.wait);
+    else stops.add(why.stop, why.note, h.m.name);
+  }
+
+  assign(next, 'requests', requests);
+  assign(next, 'remediations', history);
+  assign(next, 'ownerWindows', ownerWindows.length > 0 ? ownerWindows : undefined);
+  observations(f, w, verdicts, failed);
+  // An emptied memory is no memory (the next plan reads it back as none: planning twice must change nothing).
+  if (next.firstControlPlane !== undefined && Object.keys(next.firstControlPlane).length === 0) delete next.firstControlPlane;
+  stateStops(f, w, verdicts, requests, wouldAsk);
+  return { requests, flying, confirm, pausedMhcs };
+}
+
+/**
+ * Request changes decided before this stage (withdrawn, unanswered) are confirmed live like failures counted in it;
+ * a request forgotten because its Machine is not in the caches is confirmed gone by a live read first: a cache that
+ * lags (a Machine created after its last event) must not erase a request another process recorded.
+ */
+function confirmations(s: Snapshot, f: Followed): MachineTarget[] {
+  const { next, prev, byUid } = f;
+  const prevState = new Map((prev.requests ?? []).map((r) => [r.uid, r.state]));
+  const confirm = (next.requests ?? []).filter((r) => prevState.get(r.uid) !== r.state && byUid.has(r.uid)).map((r) => target(byUid.get(r.uid)!));
+  const kept = new Set((next.requests ?? []).map((r) => r.uid));
+  for (const r of prev.requests ?? []) {
+    if (r.state === 'Open' && !kept.has(r.uid) && !f.anyMachine.has(r.uid)) confirm.push({ name: r.machine, namespace: s.check.metadata.namespace, uid: r.uid, resourceVersion: '' });
+  }
+  return confirm;
+}
+
+/**
+ * Per-Machine memory, only where no object carries it (see MachineObservation), and every not-joined Machine
+ * while there is a count or a suspicion that a join would reset.
+ */
+function observations(f: Followed, w: Observed, verdicts: readonly MachineVerdict[], failed: ReadonlyMap<string, string>): void {
+  const { next } = f;
+  const watchAll = (next.consecutiveJoinFailures ?? 0) > 0 || next.suspicion !== undefined;
+  const out: MachineObservation[] = [];
+  for (const [i, m] of w.inScope.entries()) {
+    if (m.deletingSince !== undefined || verdicts[i]!.state === 'Joined') continue;
+    const pin = w.pins.get(m.uid);
+    const failedAt = failed.get(m.uid);
+    if (pin === undefined && failedAt === undefined && !watchAll) continue;
+    out.push({ machine: m.name, uid: m.uid, ...(pin !== undefined ? { readySeen: pin } : {}), ...(failedAt !== undefined ? { failedAt } : {}) });
+  }
+  out.sort((a, b) => byName({ name: a.machine }, { name: b.machine }));
+  assign(next, 'observations', out.length > 0 ? out.slice(0, STATUS_LIMITS.observations) : undefined);
+}
+
+/** Stops whose evidence is state, not this plan's candidates. */
+function stateStops(f: Followed, w: Observed, verdicts: readonly MachineVerdict[], requests: readonly RequestRecord[], wouldAsk: string[]): void {
+  const { next } = f;
+  const { stops, settings } = w;
+  if (next.firstControlPlane?.misconfigured !== undefined) stops.add('FirstControlPlaneReplacementMisconfigured', next.firstControlPlane.misconfigured.message);
+  for (const v of verdicts) if ((v.hold === 'ConnectionDown' || v.hold === 'ConnectionGrace') && v.pastDeadline) stops.add('ControlPlaneEndpointUnreachable', '', v.machine);
+  if (neverJoinedActive(next, settings)) stops.add('NeverJoined', '');
+  if (next.suspicion !== undefined) stops.add('BootstrapCredentialSuspect', '');
+  if (settings.dryRun) {
+    const stuck = new Set(verdicts.filter((v) => v.state === 'Stuck').map((v) => v.uid));
+    for (const r of requests) if (r.state === 'DryRun' && stuck.has(r.uid) && !wouldAsk.includes(`${r.machine} via ${r.path}`)) wouldAsk.push(`${r.machine} via ${r.path}`);
+    stops.add('DryRun', '');
+    for (const x of wouldAsk) stops.add('DryRun', x);
+  }
+}
