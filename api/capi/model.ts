@@ -187,3 +187,8 @@ export class MalformedObjectError extends Error {
     this.name = 'MalformedObjectError';
   }
 }
+
+/** A remediation mark of anyone's: HealthCheckSucceeded=False, the remediate-machine annotation, JoinGuardJoined=False. */
+export function carriesAnyMark(m: MachineFacts): boolean {
+  return m.healthCheckSucceeded?.status === 'False' || m.remediateAnnotation || m.joinGuardJoined?.status === 'False';
+}

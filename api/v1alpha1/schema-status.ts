@@ -2,7 +2,7 @@
 // restarted controller decides the same way. The schema holds the bounds the controller keeps (counts >= 0 and
 // int32, lists bounded, enums from the same code as the controller's values), so a hand-edited status out of
 // those bounds is refused by the apiserver; the controller still reads status with suspicion (memory.ts).
-import { STATUS_LIMITS } from './types.js';
+import { FAILURE_KINDS, REMEDIATION_OUTCOMES, REMEDIATION_PATHS, REQUEST_STATES, STATUS_LIMITS, WITHDRAWN_REASONS } from './types.js';
 import { arr, bool, conditions, int32, int64, num, obj, str, time, type JSONSchemaProps } from './schema-parts.js';
 
 const count = (description: string): JSONSchemaProps => int32(description, { minimum: 0 });
@@ -15,11 +15,11 @@ const owner = (what: string): JSONSchemaProps =>
   });
 
 const failureKind = str('kind of failure: JoinTimeout (no Node within joinTimeout) or ProvisionTimeout (infrastructure or bootstrap data not ready within provisionTimeout).', {
-  enum: ['JoinTimeout', 'ProvisionTimeout'],
+  enum: [...FAILURE_KINDS],
 });
 const path = str(
   'path is how the replacement was asked: OwnerRemediated (remediation-contract conditions), RemediateAnnotation (cluster.x-k8s.io/remediate-machine for a MachineHealthCheck), MachineCondition (JoinGuardJoined=False), Delete, or Report (no owner can re-create it: reported only).',
-  { enum: ['OwnerRemediated', 'RemediateAnnotation', 'MachineCondition', 'Delete', 'Report'] },
+  { enum: [...REMEDIATION_PATHS] },
 );
 
 const failure = obj('A Machine that timed out.', {
@@ -41,7 +41,7 @@ const remediation = obj('A replacement JoinGuard asked of CAPI (or would have, i
   path,
   outcome: str(
     'outcome so far: Requested (recorded, the mark being made), Marked (visible on the Machine), Deferred (the owner said RemediationDeferred), Refused (the owner said CannotBeRemediated), Withdrawn (the Machine joined or was opted out first; mark removed), Cancelled (it joined before the mark was made), Unanswered (nobody acted on it in time; withdrawn and reported), Replaced (old Machine gone), Reported, or DryRun.',
-    { enum: ['Requested', 'Marked', 'Deferred', 'Refused', 'Withdrawn', 'Cancelled', 'Unanswered', 'Replaced', 'Reported', 'DryRun'] },
+    { enum: [...REMEDIATION_OUTCOMES] },
   ),
   kind: failureKind,
   ownerReason: str("ownerReason is the owner's OwnerRemediated reason as last seen, e.g. RemediationDeferred, CannotBeRemediated, MachineDeleting."),
@@ -59,9 +59,9 @@ const request = obj("What JoinGuard asked about one Machine that still exists: t
   kind: failureKind,
   time: time('time the request was recorded (before it was made).'),
   state: str('state: Open (the mark stays until the Machine is gone), Withdrawn (every mark JoinGuard caused is removed), Reported or DryRun (nothing written).', {
-    enum: ['Open', 'Withdrawn', 'Reported', 'DryRun'],
+    enum: [...REQUEST_STATES],
   }),
-  withdrawn: str('withdrawn says why: Joined, OptedOut (a skip annotation), Unanswered, or WithdrawAll (the check\'s joinguard.io/withdraw-all annotation).', { enum: ['Joined', 'OptedOut', 'Unanswered', 'WithdrawAll'] }),
+  withdrawn: str('withdrawn says why: Joined, OptedOut (a skip annotation), Unanswered, or WithdrawAll (the check\'s joinguard.io/withdraw-all annotation).', { enum: [...WITHDRAWN_REASONS] }),
   marked: bool('marked is true once the mark was seen on the Machine.'),
   markedTime: time('markedTime is when the mark was first seen on the Machine: a request is unanswered only counting from then.'),
   answered: bool('answered is true once the owner (or the MachineHealthCheck asked) acted on it.'),

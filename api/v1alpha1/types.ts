@@ -26,7 +26,28 @@ export const CONDITION_JOINGUARD_JOINED = 'JoinGuardJoined';
 
 export type RemediationStrategy = 'Auto' | 'OwnerRemediated' | 'MachineCondition' | 'Delete';
 export type FirstControlPlanePolicy = 'Remediate' | 'Report';
-export type FailureKind = 'JoinTimeout' | 'ProvisionTimeout';
+// The status vocabularies, each one `as const` list: the types, the CRD schema's enums (schema-status.ts) and the
+// checks on read (controllers/joincheck/memory.ts) are all derived from these, so a word added here is known everywhere.
+export const FAILURE_KINDS = ['JoinTimeout', 'ProvisionTimeout'] as const;
+export type FailureKind = (typeof FAILURE_KINDS)[number];
+/** How a replacement was asked of CAPI (Report: it was not; reported only). */
+export const REMEDIATION_PATHS = ['OwnerRemediated', 'RemediateAnnotation', 'MachineCondition', 'Delete', 'Report'] as const;
+/**
+ * What became of a request, as shown in the bounded history `status.remediations`: Requested (recorded; the mark is
+ * being made), Marked (visible on the Machine), Deferred (the owner said RemediationDeferred; still in flight),
+ * Refused (the owner said CannotBeRemediated), Withdrawn (the Machine joined or was opted out before it was deleted;
+ * JoinGuard's mark removed), Cancelled (it joined before the mark was ever made: nothing was written), Unanswered
+ * (nobody acted on the mark within the bound: withdrawn and reported), Replaced (old Machine gone), Reported (no
+ * owner that can re-create it), DryRun (what would have been done).
+ */
+export const REMEDIATION_OUTCOMES = ['Requested', 'Marked', 'Deferred', 'Refused', 'Withdrawn', 'Cancelled', 'Unanswered', 'Replaced', 'Reported', 'DryRun'] as const;
+/**
+ * Open: the mark must be on the Machine until it is gone. Withdrawn: every mark JoinGuard caused must be removed.
+ * Reported / DryRun: nothing is written, the Machine is not asked again.
+ */
+export const REQUEST_STATES = ['Open', 'Withdrawn', 'Reported', 'DryRun'] as const;
+/** Why a request was withdrawn. */
+export const WITHDRAWN_REASONS = ['Joined', 'OptedOut', 'Unanswered', 'WithdrawAll'] as const;
 
 export interface MachineJoinCheckSpec {
   clusterName: string;
@@ -96,26 +117,8 @@ export interface FailureRecord {
   controlPlane?: boolean;
 }
 
-/** How a replacement was asked of CAPI. */
-export type RemediationPath =
-  | 'OwnerRemediated'
-  | 'RemediateAnnotation'
-  | 'MachineCondition'
-  | 'Delete'
-  | 'Report';
-
-/** What became of a request, as shown in the bounded history `status.remediations`. */
-export type RemediationOutcome =
-  | 'Requested' // recorded; the mark is being made
-  | 'Marked' // the mark is visible on the Machine
-  | 'Deferred' // the owner said RemediationDeferred (still in flight)
-  | 'Refused' // the owner said CannotBeRemediated
-  | 'Withdrawn' // the Machine joined (or was opted out) before it was deleted; JoinGuard's mark removed
-  | 'Cancelled' // the Machine joined before the mark was ever made: nothing was written
-  | 'Unanswered' // nobody acted on the mark within the bound: withdrawn and reported
-  | 'Replaced' // old Machine gone
-  | 'Reported' // no owner that can re-create it; reported only
-  | 'DryRun'; // what would have been done
+export type RemediationPath = (typeof REMEDIATION_PATHS)[number];
+export type RemediationOutcome = (typeof REMEDIATION_OUTCOMES)[number];
 
 /** One entry of the bounded history of requests (display; the decisions come from `requests`). */
 export interface RemediationRecord {
@@ -148,13 +151,10 @@ export interface RequestRecord {
   kind: FailureKind;
   /** When the request was recorded (before it was made). */
   time: string;
-  /**
-   * Open: the mark must be on the Machine until it is gone. Withdrawn: every mark JoinGuard caused must be
-   * removed. Reported / DryRun: nothing is written, the Machine is not asked again.
-   */
-  state: 'Open' | 'Withdrawn' | 'Reported' | 'DryRun';
+  /** REQUEST_STATES. */
+  state: (typeof REQUEST_STATES)[number];
   /** Why a request was withdrawn. */
-  withdrawn?: 'Joined' | 'OptedOut' | 'Unanswered' | 'WithdrawAll';
+  withdrawn?: (typeof WITHDRAWN_REASONS)[number];
   /** The mark was seen on the Machine at least once. */
   marked?: boolean;
   /** When the mark was first seen on the Machine: "unanswered" is timed from here, not from `time`. */

@@ -1,39 +1,18 @@
 // The check's conditions and counts (DESIGN: "Status", "What users see"). Progressing is False with the stop of
-// highest precedence met — each with a message that names the evidence and links its runbook section — else
-// True/Remediating while a request is in flight, else True/AsExpected. lastTransitionTime moves only when a
-// condition's status does; every condition carries the check's generation. Message pieces live here too.
+// highest precedence met (the order of guards.ts's STOPS) — each with a message that names the evidence and links
+// its runbook section — else True/Remediating while a request is in flight, else True/AsExpected.
+// lastTransitionTime moves only when a condition's status does; every condition carries the check's generation.
 import type { ClusterFacts } from '../../api/capi/model.js';
-import type { Condition, FailureRecord, JoinDurationsStatus, MachineJoinCheckStatus, ProgressingReason } from '../../api/v1alpha1/types.js';
-import { ANNOTATION_WITHDRAW_ALL, CONDITION_PAUSED, CONDITION_PROGRESSING, CONDITION_READY, RUNBOOK_URL, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
+import type { Condition, JoinDurationsStatus, MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
+import { ANNOTATION_WITHDRAW_ALL, CONDITION_PAUSED, CONDITION_PROGRESSING, CONDITION_READY, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
+import { stopMessage, STOPS_IN_ORDER, type StopContext, type StopReason } from './guards.js';
 import { formatDuration, iso, MINUTE, SECOND } from './time.js';
 import type { RefusedWrite } from './refusals.js';
 import type { MachineVerdict } from './types.js';
+import { listNames, runbook, said } from './words.js';
 
-/** Progressing=False reasons: something keeps JoinGuard from remediating. */
-export type StopReason = Exclude<ProgressingReason, 'AsExpected' | 'Remediating'>;
-
-/** Precedence, highest first; a record keyed by reason, so a reason left out is a compile error. */
-const STOP_RANK: Record<StopReason, number> = {
-  FirstControlPlaneReplacementMisconfigured: 0,
-  ControlPlaneEndpointUnreachable: 1,
-  NeverJoined: 2,
-  BootstrapCredentialSuspect: 3,
-  RemediationRefusedByOwner: 4,
-  RemediationBudgetExhausted: 5,
-  DryRun: 6,
-};
-const STOPS_IN_ORDER = (Object.keys(STOP_RANK) as StopReason[]).sort((a, b) => STOP_RANK[a] - STOP_RANK[b]);
-
-/** Stops that announce themselves with a RemediationRestricted event when they begin. */
-export const RESTRICTING: Readonly<Record<StopReason, boolean>> = {
-  FirstControlPlaneReplacementMisconfigured: false,
-  ControlPlaneEndpointUnreachable: false,
-  NeverJoined: true,
-  BootstrapCredentialSuspect: true,
-  RemediationRefusedByOwner: true,
-  RemediationBudgetExhausted: true,
-  DryRun: false,
-};
+export { endpointOf, failureEvidence, listNames, runbook } from './words.js';
+export { RESTRICTING, type StopReason } from './guards.js';
 
 /** What the rules met in one plan: per stop, what was seen and which Machines it holds back. */
 export class Stops {
@@ -66,46 +45,6 @@ export class Stops {
     for (const s of this.map.values()) for (const m of s.machines) all.add(m);
     return [...all];
   }
-}
-
-// ---- message pieces ----
-
-/** The runbook section of a reason: an absolute, release-pinned link, readable from inside a cluster. */
-export function runbook(reason: string): string {
-  return `See ${RUNBOOK_URL}#${reason.toLowerCase()}.`;
-}
-
-export function endpointOf(cluster: ClusterFacts | undefined): string {
-  const ep = cluster?.controlPlaneEndpoint;
-  return ep === undefined || ep.host === '' ? '(not set)' : `${ep.host}:${ep.port}`;
-}
-
-/** "m1 (spec.bootstrap.configRef KubeadmConfig/m1, dataSecretName m1), ..." */
-export function failureEvidence(failures: readonly FailureRecord[]): string {
-  return failures
-    .map((f) => {
-      const bits = [`spec.bootstrap.configRef ${f.bootstrapConfig ?? '(none)'}`, `dataSecretName ${f.dataSecretName ?? '(none)'}`];
-      if (f.owner !== undefined) bits.push(`owner ${f.owner.kind}/${f.owner.name}`);
-      return `${f.machine} (${bits.join(', ')})`;
-    })
-    .join('; ');
-}
-
-/** "a, b, c, d, e and 3 more": names in a message stay bounded whatever the fleet size. */
-export function listNames(names: readonly string[], max = 5): string {
-  // Sorted: a message must not depend on the order the caches list Machines in (it would rewrite status for nothing).
-  const shown = [...names].sort().slice(0, max).join(', ');
-  return names.length > max ? `${shown} and ${names.length - max} more` : shown;
-}
-
-/** Bounded, so that a large fleet cannot make a condition message unbounded. */
-function said(notes: readonly string[]): string {
-  const shown = notes.slice(0, 3).join('; ');
-  return notes.length > 3 ? `${shown}; and ${notes.length - 3} more` : shown;
-}
-
-function heldBack(machines: readonly string[]): string {
-  return machines.length > 0 ? ` Held back: ${listNames(machines)}.` : '';
 }
 
 // ---- counts ----
@@ -176,61 +115,16 @@ export function conditionOf(status: MachineJoinCheckStatus | undefined, type: st
   return status?.conditions?.find((c) => c.type === type);
 }
 
-export interface ProgressingInput {
+export interface ProgressingInput extends StopContext {
   stops: Stops;
-  status: MachineJoinCheckStatus;
-  cluster: ClusterFacts;
-  settings: { neverJoinedLimit: number; joinTimeoutMs: number; consecutiveJoinFailures: number; probeIntervalMs: number; maxProbeIntervalMs: number } & Record<string, unknown>;
   expected: number;
   verdicts: readonly MachineVerdict[];
   /** Joined Machines in scope left out of `verdicts` (settled). */
   settledJoined: number;
   /** Requests in flight: "name (path, what the owner says)". */
   flying: string[];
-  connection: { down: boolean; evidence?: string };
-  graceMs: number;
-  /** Suspicion message builder (guards own the words of the suspicion). */
-  suspicion: (heldBack: string[]) => string;
   /** Machines whose writes the apiserver refuses now: said after whatever else Progressing says. */
   refused?: readonly RefusedWrite[];
-}
-
-function stopMessage(i: ProgressingInput, reason: StopReason, notes: string[], machines: string[]): string {
-  const { status, cluster, settings } = i;
-  switch (reason) {
-    case 'FirstControlPlaneReplacementMisconfigured':
-      return `JoinGuard stopped remediating the first control-plane Machine: ${notes[0] ?? 'its replacement is not an init Machine'}.${heldBack(machines)} ${runbook(reason)}`;
-    case 'ControlPlaneEndpointUnreachable': {
-      const seen = i.connection.down
-        ? `CAPI cannot see the workload cluster: ${i.connection.evidence}`
-        : `${i.connection.evidence ?? 'the workload connection came back'}, less than the grace period (${formatDuration(i.graceMs)}) ago`;
-      return (
-        `${seen} (controlPlaneEndpoint ${endpointOf(cluster)}). Past their deadline without a Node: ${listNames(machines)}; a Machine whose Node ` +
-        `CAPI cannot see is never taken for one that never joined, so there is no verdict until the connection has been back for ` +
-        `${formatDuration(i.graceMs)}. ${runbook(reason)}`
-      );
-    }
-    case 'NeverJoined': {
-      const since = status.lastResume?.time;
-      const failures = (status.recentFailures ?? []).filter((f) => since === undefined || f.time >= since);
-      return (
-        `No Machine in scope has ever joined and ${status.failuresSinceResume ?? 0} failures happened${since !== undefined ? ` since the resume at ${since}` : ''} ` +
-        `(neverJoinedLimit ${settings.neverJoinedLimit}): ${failureEvidence(failures.slice(-settings.neverJoinedLimit))}. The cluster looks misconfigured ` +
-        `from the start (image, bootstrap settings, an endpoint ${endpointOf(cluster)} the Machines cannot reach); rebuilding would repeat it, so all ` +
-        `remediation stopped.${heldBack(machines)} Fix the templates, then resume with joinguard.io/resume. ${runbook(reason)}`
-      );
-    }
-    case 'BootstrapCredentialSuspect':
-      return i.suspicion(machines);
-    case 'RemediationRefusedByOwner':
-      return `An owner refuses remediation, so JoinGuard does not ask it: ${said(notes)}.${heldBack(machines)} ${runbook(reason)}`;
-    case 'RemediationBudgetExhausted':
-      return `A remediation budget holds back requests: ${said(notes)}.${heldBack(machines)} ${runbook(reason)}`;
-    case 'DryRun':
-      return notes.length > 0
-        ? `spec.dryRun is true: JoinGuard would ask for the replacement of ${listNames(notes)}, and changes no Machine. ${runbook(reason)}`
-        : `spec.dryRun is true: JoinGuard judges and reports, and changes no Machine; nothing would be asked now. ${runbook(reason)}`;
-  }
 }
 
 /** " Writes refused, retried with back-off: m (mark: 422 ...) since T; ..." — or nothing. */
@@ -246,7 +140,7 @@ export function progressing(i: ProgressingInput): ConditionInput {
 
 function progressingOf(i: ProgressingInput): ConditionInput {
   const stop = i.stops.first();
-  if (stop !== undefined) return { type: CONDITION_PROGRESSING, status: 'False', reason: stop.reason, message: stopMessage(i, stop.reason, stop.notes, stop.machines) };
+  if (stop !== undefined) return { type: CONDITION_PROGRESSING, status: 'False', reason: stop.reason, message: stopMessage(stop.reason, i, stop.notes, stop.machines) };
   const waits = i.stops.waits.length > 0 ? ` Waiting: ${said(i.stops.waits)}.` : '';
   if (i.flying.length > 0) {
     return { type: CONDITION_PROGRESSING, status: 'True', reason: 'Remediating', message: `Replacements in flight: ${said(i.flying)}.${waits} ${runbook('Remediating')}` };

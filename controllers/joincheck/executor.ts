@@ -9,12 +9,12 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'winston';
 import { markForRemediation, setJoinGuardCondition, statusPatch, withdrawConditions } from '../../api/capi/remediation-writes.js';
 import { capiResource } from '../../api/capi/resources.js';
-import type { CapiApiVersion, MachineFacts } from '../../api/capi/model.js';
+import { carriesAnyMark, type CapiApiVersion, type MachineFacts } from '../../api/capi/model.js';
 import { ANNOTATION_MEMORY, ANNOTATION_REQUESTED_BY, ANNOTATION_RESUME, CAPI_ANNOTATION_REMEDIATE_MACHINE, CHECK_RESOURCE, CLUSTERCTL_ANNOTATION_BLOCK_MOVE, FINALIZER } from '../../api/v1alpha1/types.js';
 import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
 import { isConflict, isNotFound, pathOf, type Json, type Resource, type RestClient } from '../../runtime/rest.js';
 import { DELETION_BOUND_MS } from './deletion.js';
-import { causedMarks } from './marks.js';
+import { causedMarks, PATHS } from './marks.js';
 import { plan } from './planner.js';
 import { Refusals, type RefusedWrite } from './refusals.js';
 import type { MachineTarget, MarkIntent, Plan, PlannedEvent, Snapshot } from './types.js';
@@ -186,8 +186,7 @@ export function needsWrite(i: MarkIntent, m: MachineFacts | undefined): boolean 
     }
     case 'mark':
       // Only where the Machine carries no mark at all: never over someone else's, never re-asserting an owner's.
-      if (m.healthCheckSucceeded?.status === 'False' || m.remediateAnnotation || m.joinGuardJoined?.status === 'False') return false;
-      return true;
+      return !carriesAnyMark(m);
   }
 }
 
@@ -295,7 +294,7 @@ async function converge(deps: ExecutorDeps, res: Resource, i: MarkIntent, live: 
       case 'mark': {
         // The marker first (recognisable from the Machine alone), then the mark; the annotation path in one patch.
         const marker = i.marker !== undefined && facts!.requestedBy !== i.marker ? { [ANNOTATION_REQUESTED_BY]: i.marker } : {};
-        if (i.path === 'RemediateAnnotation') {
+        if (PATHS[i.path].write === 'annotation') {
           deps.remember('machine', await deps.rest.mergePatch(path, { metadata: { resourceVersion: rv, annotations: { ...marker, [CAPI_ANNOTATION_REMEDIATE_MACHINE]: '' } } }));
           break;
         }
@@ -305,7 +304,7 @@ async function converge(deps: ExecutorDeps, res: Resource, i: MarkIntent, live: 
           deps.remember('machine', current);
         }
         const write =
-          i.path === 'MachineCondition'
+          PATHS[i.path].write === 'joinGuardCondition'
             ? setJoinGuardCondition(current, deps.apiVersion, { status: 'False', reason: i.kind, message: i.message, now })
             : markForRemediation(current, deps.apiVersion, { kind: i.kind, message: i.message, now, setOwnerRemediated: true });
         deps.remember('machine', await deps.rest.mergePatch(`${path}/status`, statusPatch(current, write)));

@@ -7,6 +7,7 @@
 import type { BootstrapConfigFacts, ClusterFacts, MachineFacts } from '../../api/capi/model.js';
 import type { FirstControlPlaneStatus } from '../../api/v1alpha1/types.js';
 import { judge, type VerdictContext } from './judge.js';
+import { byName } from './words.js';
 import { iso, ms, SECOND } from './time.js';
 import type { MachineVerdict } from './types.js';
 
@@ -34,7 +35,7 @@ export function findFirstControlPlane(
         (a, b) =>
           Number(a.deletingSince !== undefined) - Number(b.deletingSince !== undefined) ||
           a.createdAt - b.createdAt ||
-          (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+          byName(a, b),
       )[0]
   );
 }

@@ -1,113 +1,20 @@
-// The guards (DESIGN: "Guards, in the order they apply", 3 to 5), and the failure memory they count: a Machine
-// that times out is counted once; join timeouts in a row, with no Machine joining in between, raise the
-// suspicion; owners are not asked what they would refuse; budgets are counted from the world. Guards 1 and 2
-// (pause, unobservable, first control-plane) are settled before a Machine gets here.
+// The guards (DESIGN: "Guards, in the order they apply") as one list, STOPS: every reason Progressing can be False
+// for, in precedence order, with whether it announces itself, its gate for one Stuck Machine (the guards of the
+// chain; the other stops are met as state) and its message. The chain order, the ranks and the stop messages are
+// derived from it: a new guard is one entry (and its reason in api/v1alpha1). Guards 1 and 2 (pause,
+// unobservable, first control-plane) are settled before a Machine gets here; the failure memory is failures.ts,
+// the budgets budgets.ts.
 import type { ClusterFacts, KcpFacts, MachineFacts } from '../../api/capi/model.js';
-import type { CheckSettings, FailureRecord, MachineJoinCheckStatus, OwnerReference, OwnerWindow, RequestRecord, SuspicionStatus } from '../../api/v1alpha1/types.js';
-import { ANNOTATION_RESUME, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
-import { endpointOf, failureEvidence, listNames, runbook, type StopReason } from './conditions.js';
-import { anyMark, causedMarks, ownerRef, sameOwner } from './marks.js';
-import { formatDuration, iso, latest, ms } from './time.js';
-import type { CheckMetadataIntent, MachineVerdict, PlannedEvent, Snapshot } from './types.js';
+import type { CheckSettings, MachineJoinCheckStatus, OwnerReference, OwnerWindow, ProgressingReason, RequestRecord } from '../../api/v1alpha1/types.js';
+import { budgetGate } from './budgets.js';
+import { nextCanaryAt } from './failures.js';
+import { ownerRef, sameOwner } from './marks.js';
+import { formatDuration, iso } from './time.js';
+import type { MachineVerdict } from './types.js';
+import { endpointOf, failureEvidence, heldBack, listNames, runbook, said } from './words.js';
 
-/** Counts in status are int32: they saturate instead of overflowing. */
-const inc = (n: number | undefined): number => Math.min((n ?? 0) + 1, STATUS_LIMITS.count);
-
-// ---- failures and the suspicion (guard 4's memory) ----
-
-export function failureRecord(m: MachineFacts, v: MachineVerdict, now: number): FailureRecord {
-  const owner = ownerRef(m);
-  const ref = m.bootstrapConfigRef;
-  return {
-    machine: m.name,
-    uid: m.uid,
-    ...(owner ? { owner } : {}),
-    kind: v.failureKind ?? 'JoinTimeout',
-    time: iso(now),
-    ...(ref ? { bootstrapConfig: `${ref.kind}/${ref.name}` } : {}),
-    ...(m.dataSecretName !== undefined ? { dataSecretName: m.dataSecretName } : {}),
-    ...(m.controlPlane ? { controlPlane: true } : {}),
-  };
-}
-
-/**
- * Counts one failure into the next status: the evidence list (records of gone Machines leave first), the
- * never-joined count and — join timeouts only; provision timeouts neither count nor reset — the consecutive
- * count, which raises the suspicion at its threshold. Returns true when this failure raised it (the failure
- * that reaches the threshold is not rebuilt).
- */
-export function countFailure(next: MachineJoinCheckStatus, m: MachineFacts, v: MachineVerdict, live: { has(uid: string): boolean }, settings: CheckSettings, cluster: ClusterFacts, now: number, events: PlannedEvent[]): boolean {
-  const list = [...(next.recentFailures ?? []), failureRecord(m, v, now)];
-  while (list.length > STATUS_LIMITS.recentFailures) {
-    const gone = list.findIndex((f) => !live.has(f.uid));
-    list.splice(gone >= 0 ? gone : 0, 1);
-  }
-  next.recentFailures = list;
-  next.failuresSinceResume = inc(next.failuresSinceResume);
-  if (v.failureKind !== 'JoinTimeout') return false;
-  next.consecutiveJoinFailures = inc(next.consecutiveJoinFailures);
-  if (next.suspicion !== undefined) {
-    if (!next.suspicion.machines.includes(m.name)) next.suspicion = { ...next.suspicion, machines: [...next.suspicion.machines, m.name].slice(-STATUS_LIMITS.suspectMachines) };
-    return false;
-  }
-  const threshold = settings.consecutiveJoinFailures;
-  if (threshold <= 0 || next.consecutiveJoinFailures < threshold) return false;
-  const names = list.filter((f) => f.kind === 'JoinTimeout').slice(-threshold).map((f) => f.machine);
-  next.suspicion = { reason: 'BootstrapCredentialSuspect', since: iso(now), nextCanaryTime: iso(now + canaryDelay(settings, 0)), canariesSpent: 0, machines: names };
-  events.push({ on: 'Check', reason: 'SuspicionRaised', warning: true, message: suspicionMessage(next, list, cluster, settings) });
-  return true;
-}
-
-/** A Machine joined: Machines can join again, so the count restarts and a suspicion clears. */
-export function joinSeen(next: MachineJoinCheckStatus, joined: string[], events: PlannedEvent[]): void {
-  next.consecutiveJoinFailures = 0;
-  if (next.suspicion === undefined) return;
-  events.push({
-    on: 'Check',
-    reason: 'SuspicionCleared',
-    warning: false,
-    message: `Machine ${listNames(joined)} joined: Machines can join again, so the suspicion raised at ${next.suspicion.since} is cleared.`,
-  });
-  delete next.suspicion;
-}
-
-/** Wait before the next canary after `spent` canaries: probeInterval × 2^spent, capped. */
-export function canaryDelay(settings: CheckSettings, spent: number): number {
-  return Math.min(settings.probeIntervalMs * 2 ** Math.min(spent, 40), settings.maxProbeIntervalMs);
-}
-
-/** The next canary time, never later than one maxProbeInterval from now (the value is user-writable). */
-export function nextCanaryAt(s: SuspicionStatus, settings: CheckSettings, now: number): number {
-  const t = ms(s.nextCanaryTime) ?? now;
-  return Math.min(t, Math.max(ms(s.since) ?? now, now) + settings.maxProbeIntervalMs);
-}
-
-export function spendCanary(s: SuspicionStatus, settings: CheckSettings, now: number): SuspicionStatus {
-  const spent = Math.min(s.canariesSpent + 1, STATUS_LIMITS.count);
-  return { ...s, canariesSpent: spent, nextCanaryTime: iso(now + canaryDelay(settings, spent)) };
-}
-
-export function suspicionMessage(status: MachineJoinCheckStatus, failures: readonly FailureRecord[], cluster: ClusterFacts | undefined, settings: CheckSettings, heldBack: string[] = []): string {
-  const s = status.suspicion!;
-  const names = new Set(s.machines);
-  const evidence = failures.filter((f) => f.kind === 'JoinTimeout' && names.has(f.machine));
-  const parts = [
-    `${Math.max(status.consecutiveJoinFailures ?? 0, s.machines.length)} Machines in a row reached Joining and timed out with no Node ` +
-      `(joinTimeout ${formatDuration(settings.joinTimeoutMs)}): ${failureEvidence(evidence) || s.machines.join(', ')}.`,
-    `CAPI itself still reaches the Cluster's controlPlaneEndpoint ${endpointOf(cluster)}, so the fault is most likely not in the Machines: ` +
-      `the join credential in their bootstrap data (expired or revoked), or the network path from the Machines to that endpoint.`,
-  ];
-  if (evidence.some((f) => f.controlPlane === true)) {
-    parts.push('Control-plane Machines failed: an etcd member left behind by a failed control-plane join also makes every later control-plane join fail (cluster-api #13221).');
-  }
-  parts.push(
-    `Rebuilds stalled since ${s.since}; ${s.canariesSpent} canaries spent, next canary at ${s.nextCanaryTime ?? 'n/a'}. ` +
-      `Clears when a Machine joins, or with the joinguard.io/resume annotation.`,
-  );
-  if (heldBack.length > 0) parts.push(`Held back: ${listNames(heldBack)}.`);
-  parts.push(runbook('BootstrapCredentialSuspect'));
-  return parts.join(' ');
-}
+export { canaryDelay, countFailure, failureRecord, joinSeen, nextCanaryAt, resume, spendCanary, suspicionMessage } from './failures.js';
+export { budgetGate, inFlight, maxInFlightLimit, recordOwnerRequest, trimWindows, windowStart } from './budgets.js';
 
 // ---- guard 3: never joined ----
 
@@ -189,76 +96,6 @@ export function ownerRefusal(owner: OwnerReference | undefined, requests: readon
   return undefined;
 }
 
-// ---- guard 5b: budgets, from the world ----
-
-export function maxInFlightLimit(settings: CheckSettings, expectedMachines: number): number {
-  const m = settings.maxInFlight;
-  if ('count' in m) return m.count;
-  return Math.max(1, Math.floor((m.percent * expectedMachines) / 100));
-}
-
-/**
- * In flight (by name): Machines in scope, not gone, that JoinGuard asked to replace and has not withdrawn, or that
- * still carry a mark JoinGuard caused (remembered or not: a mark only JoinGuard writes counts even without memory);
- * an open request whose Machine cannot be read counts too (it is not gone).
- */
-export function inFlight(inScope: readonly MachineFacts[], requests: readonly RequestRecord[], unreadable: ReadonlySet<string>): string[] {
-  const byUid = new Map(requests.map((r) => [r.uid, r]));
-  const flying = inScope.filter((m) => {
-    const r = byUid.get(m.uid);
-    if (r?.state === 'Open' && r.path !== 'Report') return true;
-    if (r?.state === 'Reported' || r?.state === 'DryRun') return false;
-    if (r?.path === 'Delete' && m.deletingSince !== undefined) return true; // being deleted because JoinGuard asked
-    if (r === undefined && m.healthCheckSucceeded?.status !== 'False' && m.joinGuardJoined?.status !== 'False') return false; // most of a fleet
-    return anyMark(causedMarks(m, r?.path));
-  });
-  const unread = requests.filter((r) => r.state === 'Open' && (unreadable.has(r.uid) || unreadable.has(r.machine)));
-  return [...flying.map((m) => m.name), ...unread.map((r) => r.machine)];
-}
-
-/** The window of maxPerOwner: starts a window ago, or at the last resume, whichever is later. */
-export function windowStart(now: number, settings: CheckSettings, lastResume: string | undefined): number {
-  return latest(now - settings.windowMs, ms(lastResume)) as number;
-}
-
-/** Request times of each owner still inside the window (the newest maxPerOwner of them: all that can matter). */
-export function trimWindows(windows: readonly OwnerWindow[] | undefined, start: number, keep: number): OwnerWindow[] {
-  const out: OwnerWindow[] = [];
-  for (const w of windows ?? []) {
-    const times = w.times.filter((t) => (ms(t) ?? 0) >= start).slice(-Math.max(keep, 1));
-    if (times.length > 0) out.push({ kind: w.kind, name: w.name, times });
-  }
-  return out;
-}
-
-export function recordOwnerRequest(windows: OwnerWindow[], owner: OwnerReference | undefined, now: number, keep: number): OwnerWindow[] {
-  if (owner === undefined) return windows;
-  const i = windows.findIndex((w) => w.kind === owner.kind && w.name === owner.name);
-  const times = [...(i >= 0 ? windows[i]!.times : []), iso(now)].slice(-Math.max(keep, 1));
-  const out = windows.filter((_, j) => j !== i);
-  out.push({ kind: owner.kind, name: owner.name, times });
-  return out.sort((a, b) => (`${a.kind}/${a.name}` < `${b.kind}/${b.name}` ? -1 : 1));
-}
-
-export type BudgetGate = { ok: true } | { ok: false; frees?: number; message: string };
-
-export function budgetGate(flying: readonly string[], windows: readonly OwnerWindow[], owner: OwnerReference | undefined, settings: CheckSettings, expected: number): BudgetGate {
-  const limit = maxInFlightLimit(settings, expected);
-  if (flying.length >= limit) {
-    return { ok: false, message: `maxInFlight ${limit} reached: ${listNames([...flying].sort())} in flight; it frees when one of their old Machines is gone` };
-  }
-  if (owner === undefined) return { ok: true };
-  const w = windows.find((x) => x.kind === owner.kind && x.name === owner.name);
-  const times = (w?.times ?? []).map((t) => ms(t) ?? 0);
-  if (times.length < settings.maxPerOwner) return { ok: true };
-  const frees = times[times.length - settings.maxPerOwner]! + settings.windowMs;
-  return {
-    ok: false,
-    frees,
-    message: `remediation.maxPerOwner ${settings.maxPerOwner} reached for ${owner.kind}/${owner.name} within remediation.window ${formatDuration(settings.windowMs)}; it frees at ${iso(frees)}`,
-  };
-}
-
 // ---- guards 3 to 5, in their order ----
 
 /** What the guards see of a plan at one moment: what it asked so far, and the budgets that fills. */
@@ -286,56 +123,132 @@ export type GuardResult =
   | { go: false; stop: StopReason; note: string; until?: number }
   | { go: false; wait: string; until?: number };
 
-/** Guards 3 to 5 in order for one Stuck Machine: the first that holds it says why (and when it may free). */
-export function guardChain(m: MachineFacts, v: MachineVerdict, raisedNow: boolean, st: GuardState, w: GuardWorld): GuardResult {
-  if (neverJoinedActive(st.status, w.settings)) return { go: false, stop: 'NeverJoined', note: '' };
-  const sg = suspicionGate(st.status, v, raisedNow, st.canaryTaken, w.settings, w.now);
-  if (!sg.go) return { go: false, stop: 'BootstrapCredentialSuspect', note: '' };
-  const owner = ownerRef(m);
-  const refused = ownerRefusal(owner, st.requests, w.machines);
-  if (refused !== undefined) return { go: false, stop: 'RemediationRefusedByOwner', note: refused };
-  if (m.owner.kind === 'KubeadmControlPlane' && w.kcp !== undefined && w.kcp.name === m.owner.name) {
-    const g = kcpGate(w.kcp, m, w.kcpMachines, w.initialized, w.now);
-    if (g.kind === 'wait') return { go: false, wait: `${m.name}: ${g.message}`, ...(g.until !== undefined ? { until: g.until } : {}) };
-    if (g.kind === 'refused') return { go: false, stop: 'RemediationRefusedByOwner', note: g.message, ...(g.until !== undefined ? { until: g.until } : {}) };
-  }
-  const b = budgetGate(st.flying, st.ownerWindows, owner, w.settings, w.expected);
-  if (!b.ok) return { go: false, stop: 'RemediationBudgetExhausted', note: b.message, ...(b.frees !== undefined ? { until: b.frees } : {}) };
-  return { go: true, canary: sg.canary };
+/** Progressing=False reasons: something keeps JoinGuard from remediating. */
+export type StopReason = Exclude<ProgressingReason, 'AsExpected' | 'Remediating'>;
+
+/** What a stop's message may say (conditions.ts fills it in). */
+export interface StopContext {
+  status: MachineJoinCheckStatus;
+  cluster: ClusterFacts;
+  settings: { neverJoinedLimit: number; joinTimeoutMs: number; consecutiveJoinFailures: number; probeIntervalMs: number; maxProbeIntervalMs: number } & Record<string, unknown>;
+  connection: { down: boolean; evidence?: string };
+  graceMs: number;
+  /** Suspicion message builder (failures.ts owns the words of the suspicion). */
+  suspicion: (heldBack: string[]) => string;
 }
 
-// ---- a resume by hand ----
+/** A gate's answer for one Stuck Machine: it passes (undefined), stops it with a note, or makes it wait. */
+export type Gate = { note: string; until?: number } | { wait: string; until?: number } | undefined;
 
-/**
- * `joinguard.io/resume`: any value not acted on yet (or written again after its annotation was removed) clears
- * the suspicion, the counts, the first control-plane stop and the per-owner window; the annotation is removed.
- * The first control-plane wait (the old Machine gone before its replacement's clock starts) survives it.
- */
-export function resume(s: Snapshot, prev: MachineJoinCheckStatus, next: MachineJoinCheckStatus, check: CheckMetadataIntent, events: PlannedEvent[]): void {
-  const value = s.check.metadata.annotations?.[ANNOTATION_RESUME];
-  const last = prev.lastResume;
-  if (value === undefined) {
-    if (last !== undefined && !last.removed) next.lastResume = { ...last, removed: true };
-    return;
+export interface Stop {
+  reason: StopReason;
+  /** Announced with a RemediationRestricted event when it begins. */
+  restricting: boolean;
+  /** The guard of the chain, for one Stuck Machine; none for a stop met as state (its evidence is not a candidate). */
+  gate?: (m: MachineFacts, v: MachineVerdict, raisedNow: boolean, st: GuardState, w: GuardWorld) => Gate;
+  /** Progressing's message: what was seen (`notes`), the Machines held back, the runbook section. */
+  message: (c: StopContext, notes: readonly string[], machines: readonly string[]) => string;
+}
+
+const until = (t: number | undefined) => (t !== undefined ? { until: t } : {});
+
+/** Every stop, highest precedence first; the guards of the chain apply in this order. */
+export const STOPS = [
+  {
+    reason: 'FirstControlPlaneReplacementMisconfigured',
+    restricting: false,
+    message: (_c, notes, machines) =>
+      `JoinGuard stopped remediating the first control-plane Machine: ${notes[0] ?? 'its replacement is not an init Machine'}.${heldBack(machines)} ${runbook('FirstControlPlaneReplacementMisconfigured')}`,
+  },
+  {
+    reason: 'ControlPlaneEndpointUnreachable',
+    restricting: false,
+    message: (c, _notes, machines) => {
+      const seen = c.connection.down
+        ? `CAPI cannot see the workload cluster: ${c.connection.evidence}`
+        : `${c.connection.evidence ?? 'the workload connection came back'}, less than the grace period (${formatDuration(c.graceMs)}) ago`;
+      return (
+        `${seen} (controlPlaneEndpoint ${endpointOf(c.cluster)}). Past their deadline without a Node: ${listNames(machines)}; a Machine whose Node ` +
+        `CAPI cannot see is never taken for one that never joined, so there is no verdict until the connection has been back for ` +
+        `${formatDuration(c.graceMs)}. ${runbook('ControlPlaneEndpointUnreachable')}`
+      );
+    },
+  },
+  {
+    reason: 'NeverJoined',
+    restricting: true,
+    gate: (_m, _v, _raisedNow, st, w) => (neverJoinedActive(st.status, w.settings) ? { note: '' } : undefined),
+    message: ({ status, settings, cluster }, _notes, machines) => {
+      const since = status.lastResume?.time;
+      const failures = (status.recentFailures ?? []).filter((f) => since === undefined || f.time >= since);
+      return (
+        `No Machine in scope has ever joined and ${status.failuresSinceResume ?? 0} failures happened${since !== undefined ? ` since the resume at ${since}` : ''} ` +
+        `(neverJoinedLimit ${settings.neverJoinedLimit}): ${failureEvidence(failures.slice(-settings.neverJoinedLimit))}. The cluster looks misconfigured ` +
+        `from the start (image, bootstrap settings, an endpoint ${endpointOf(cluster)} the Machines cannot reach); rebuilding would repeat it, so all ` +
+        `remediation stopped.${heldBack(machines)} Fix the templates, then resume with joinguard.io/resume. ${runbook('NeverJoined')}`
+      );
+    },
+  },
+  {
+    reason: 'BootstrapCredentialSuspect',
+    restricting: true,
+    gate: (_m, v, raisedNow, st, w) => (suspicionGate(st.status, v, raisedNow, st.canaryTaken, w.settings, w.now).go ? undefined : { note: '' }),
+    message: (c, _notes, machines) => c.suspicion([...machines]),
+  },
+  {
+    reason: 'RemediationRefusedByOwner',
+    restricting: true,
+    gate: (m, _v, _raisedNow, st, w) => {
+      const refused = ownerRefusal(ownerRef(m), st.requests, w.machines);
+      if (refused !== undefined) return { note: refused };
+      if (m.owner.kind !== 'KubeadmControlPlane' || w.kcp === undefined || w.kcp.name !== m.owner.name) return undefined;
+      const g = kcpGate(w.kcp, m, w.kcpMachines, w.initialized, w.now);
+      if (g.kind === 'wait') return { wait: `${m.name}: ${g.message}`, ...until(g.until) };
+      return g.kind === 'refused' ? { note: g.message, ...until(g.until) } : undefined;
+    },
+    message: (_c, notes, machines) => `An owner refuses remediation, so JoinGuard does not ask it: ${said(notes)}.${heldBack(machines)} ${runbook('RemediationRefusedByOwner')}`,
+  },
+  {
+    reason: 'RemediationBudgetExhausted',
+    restricting: true,
+    gate: (m, _v, _raisedNow, st, w) => {
+      const b = budgetGate(st.flying, st.ownerWindows, ownerRef(m), w.settings, w.expected);
+      return b.ok ? undefined : { note: b.message, ...until(b.frees) };
+    },
+    message: (_c, notes, machines) => `A remediation budget holds back requests: ${said(notes)}.${heldBack(machines)} ${runbook('RemediationBudgetExhausted')}`,
+  },
+  {
+    reason: 'DryRun',
+    restricting: false,
+    message: (_c, notes) =>
+      notes.length > 0
+        ? `spec.dryRun is true: JoinGuard would ask for the replacement of ${listNames(notes)}, and changes no Machine. ${runbook('DryRun')}`
+        : `spec.dryRun is true: JoinGuard judges and reports, and changes no Machine; nothing would be asked now. ${runbook('DryRun')}`,
+  },
+] as const satisfies readonly Stop[];
+
+// Every StopReason has its entry: the type checker fails here when a reason is added to api/ and not to STOPS.
+type Listed = (typeof STOPS)[number]['reason'];
+const everyReasonListed: [StopReason] extends [Listed] ? true : never = true;
+void everyReasonListed;
+
+export const STOPS_IN_ORDER: readonly StopReason[] = STOPS.map((x) => x.reason);
+/** Stops that announce themselves with a RemediationRestricted event when they begin. */
+export const RESTRICTING = Object.fromEntries(STOPS.map((x) => [x.reason, x.restricting])) as Readonly<Record<StopReason, boolean>>;
+const BY_REASON = new Map<StopReason, Stop>(STOPS.map((x) => [x.reason, x]));
+
+export function stopMessage(reason: StopReason, c: StopContext, notes: readonly string[], machines: readonly string[]): string {
+  return BY_REASON.get(reason)!.message(c, notes, machines);
+}
+
+/** The guards of the chain in STOPS order for one Stuck Machine: the first that holds it says why (and when it may free). */
+export function guardChain(m: MachineFacts, v: MachineVerdict, raisedNow: boolean, st: GuardState, w: GuardWorld): GuardResult {
+  for (const s of STOPS) {
+    const g = 'gate' in s ? s.gate(m, v, raisedNow, st, w) : undefined;
+    if (g === undefined) continue;
+    if ('wait' in g) return { go: false, ...g };
+    return { go: false, stop: s.reason, ...g };
   }
-  check.removeResume = value;
-  if (last !== undefined && last.value === value && !last.removed) return; // acted on; its removal is pending
-  const cleared: string[] = [];
-  if (next.suspicion !== undefined) {
-    cleared.push(`the suspicion raised at ${next.suspicion.since}`);
-    events.push({ on: 'Check', reason: 'SuspicionCleared', warning: false, message: `${ANNOTATION_RESUME}=${value}: the suspicion raised at ${next.suspicion.since} is cleared by hand.` });
-  }
-  if (next.firstControlPlane?.misconfigured !== undefined) cleared.push('the first control-plane stop');
-  delete next.suspicion;
-  if (next.firstControlPlane !== undefined) delete next.firstControlPlane.misconfigured;
-  delete next.ownerWindows;
-  next.consecutiveJoinFailures = 0;
-  next.failuresSinceResume = 0;
-  next.lastResume = { value, time: iso(s.now) };
-  events.push({
-    on: 'Check',
-    reason: 'Resumed',
-    warning: false,
-    message: `${ANNOTATION_RESUME}=${value}: failure counters, owner refusals and the per-owner window restart now${cleared.length > 0 ? `; cleared ${cleared.join(', ')}` : ''}. JoinGuard decides again from the current state.`,
-  });
+  // Past the suspicion's gate, a join timeout under suspicion is its canary.
+  return { go: true, canary: v.failureKind === 'JoinTimeout' && st.status.suspicion !== undefined };
 }

@@ -3,10 +3,10 @@
 // and one verdict per Machine. Transition times come from the objects' conditions while they are True; a time
 // that is missing, in the future, or that moved later while its flag stayed true is not trusted: the first
 // time seen stands, and only then is a time kept in status (observations[].readySeen).
-import type { ClusterFacts, KcpFacts, MachineFacts, WorkloadNodeFacts } from '../../api/capi/model.js';
+import { carriesAnyMark, type ClusterFacts, type KcpFacts, type MachineFacts, type WorkloadNodeFacts } from '../../api/capi/model.js';
 import { matchesSelector } from '../../api/capi/selector.js';
 import type { CheckSettings, MachineJoinCheckStatus, MachineObservation } from '../../api/v1alpha1/types.js';
-import { listNames } from './conditions.js';
+import { byName, listNames } from './words.js';
 import { formatDuration, iso, latest, ms, SECOND } from './time.js';
 import type { MachineVerdict, PreviousView } from './types.js';
 
@@ -16,9 +16,7 @@ export const CLOCK_SKEW_MS = 60 * SECOND;
 
 // ---- scope ----
 
-export function byName<T extends { name: string }>(a: T, b: T): number {
-  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
-}
+export { byName } from './words.js';
 
 /** Facts objects are immutable (a new one per update, from the informer): per-object answers are kept by identity. */
 const inScopeOf = new WeakMap<MachineFacts, { selector: CheckSettings['selector']; ok: boolean }>();
@@ -51,9 +49,7 @@ export function isSettled(m: MachineFacts): boolean {
     !m.controlPlane &&
     !m.nodeConnectionDown &&
     m.skipReason === undefined &&
-    m.healthCheckSucceeded?.status !== 'False' &&
-    !m.remediateAnnotation &&
-    m.joinGuardJoined?.status !== 'False' &&
+    !carriesAnyMark(m) &&
     m.requestedBy === undefined
   );
 }

@@ -4,12 +4,12 @@
 // caused), and the executor converges it, whatever write failed or crashed before. A mark is not a deletion:
 // owners defer, and a Machine may join while it waits; then JoinGuard withdraws its mark, again on every pass
 // until none remains (cluster-api #12870).
-import type { MachineFacts, MachineHealthCheckFacts, WorkloadNodeFacts } from '../../api/capi/model.js';
+import { carriesAnyMark, type MachineFacts, type MachineHealthCheckFacts, type WorkloadNodeFacts } from '../../api/capi/model.js';
 import { matchesSelector } from '../../api/capi/selector.js';
 import type { CheckSettings, OwnerReference, RemediationPath, RemediationRecord, RequestRecord } from '../../api/v1alpha1/types.js';
 import { ANNOTATION_WITHDRAW_ALL, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
 import { markOwner } from './deletion.js';
-import { isJoined } from './judge.js';
+import { byName, isJoined } from './judge.js';
 import { formatDuration, iso, ms, MINUTE } from './time.js';
 import type { CapiInfo, MachineTarget, MachineVerdict, MarkIntent } from './types.js';
 
@@ -25,6 +25,28 @@ const ANNOTATION_REASONS = new Set(['HasRemediateAnnotation', 'HasRemediateMachi
 const OWNER_WAITING = 'WaitingForRemediation';
 
 export type Path = Exclude<RemediationPath, 'Report'>;
+
+/** One remediation path: how its request shows on the Machine, who answers it, what it writes and withdraws. */
+export interface PathRule {
+  /** The write of this path is visible on the Machine. */
+  visible: (m: MachineFacts) => boolean;
+  /** A MachineHealthCheck answers it for the owner (OwnerRemediated=False/WaitingForRemediation counts as an answer). */
+  answered: boolean;
+  /** Marks a MachineHealthCheck makes because JoinGuard asked (the annotation path: the MHC's own reasons). */
+  caused: { annotation: boolean };
+  /** What the executor writes (executor.ts writeIntent): a Machine deletion, an annotation, or status conditions. */
+  write: 'delete' | 'annotation' | 'ownerRemediated' | 'joinGuardCondition';
+  /** What a withdrawal removes besides JoinGuard's own conditions and marker (causedMarks says which are there). */
+  withdraw: 'nothing' | 'annotation' | 'conditions';
+}
+
+/** Every path, as CAPI_FIELDS is every version: a new path is one entry here (and its word in api/v1alpha1). */
+export const PATHS: Readonly<Record<Path, PathRule>> = {
+  OwnerRemediated: { visible: (m) => m.healthCheckSucceeded?.status === 'False', answered: false, caused: { annotation: false }, write: 'ownerRemediated', withdraw: 'conditions' },
+  RemediateAnnotation: { visible: (m) => m.remediateAnnotation, answered: true, caused: { annotation: true }, write: 'annotation', withdraw: 'annotation' },
+  MachineCondition: { visible: (m) => m.joinGuardJoined?.status === 'False', answered: true, caused: { annotation: false }, write: 'joinGuardCondition', withdraw: 'conditions' },
+  Delete: { visible: (m) => m.deletingSince !== undefined, answered: false, caused: { annotation: false }, write: 'delete', withdraw: 'nothing' },
+};
 
 export type PathChoice =
   | { kind: 'report'; why: string }
@@ -48,7 +70,7 @@ export function sameOwner(a: OwnerReference | undefined, b: OwnerReference | und
 export function selectingMhcs(m: MachineFacts, mhcs: readonly MachineHealthCheckFacts[]): MachineHealthCheckFacts[] {
   return mhcs
     .filter((h) => h.clusterName === m.clusterName && h.namespace === m.namespace && matchesSelector(h.selector, m.labels))
-    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    .sort(byName);
 }
 
 /**
@@ -110,11 +132,12 @@ export function causedMarks(m: MachineFacts, path: RemediationPath | undefined):
   const hc = m.healthCheckSucceeded;
   const hcFalse = hc?.status === 'False';
   const own = hcFalse && OWN_REASONS.has(hc.reason ?? '');
-  const viaAnnotation = hcFalse && path === 'RemediateAnnotation' && ANNOTATION_REASONS.has(hc.reason ?? '');
+  const rule = path !== undefined && path !== 'Report' ? PATHS[path] : undefined;
+  const viaAnnotation = hcFalse && rule?.caused.annotation === true && ANNOTATION_REASONS.has(hc.reason ?? '');
   const viaCondition = hcFalse && hc.reason === 'UnhealthyMachine' && namesOnlyJoinGuardCondition(hc.message);
   return {
     healthCheck: own || viaAnnotation || viaCondition,
-    annotation: path === 'RemediateAnnotation' && m.remediateAnnotation,
+    annotation: rule?.caused.annotation === true && m.remediateAnnotation,
     condition: m.joinGuardJoined?.status === 'False',
   };
 }
@@ -125,22 +148,6 @@ export const anyMark = (c: CausedMarks): boolean => c.healthCheck || c.annotatio
 function namesOnlyJoinGuardCondition(message: string | undefined): boolean {
   const lines = (message ?? '').split('\n').map((l) => l.trim()).filter((l) => l.startsWith('*'));
   return lines.length > 0 && lines.every((l) => l.includes('Condition JoinGuardJoined on Machine'));
-}
-
-/** The write of this path is visible on the Machine. */
-function markVisible(path: RemediationPath, m: MachineFacts): boolean {
-  switch (path) {
-    case 'OwnerRemediated':
-      return m.healthCheckSucceeded?.status === 'False';
-    case 'RemediateAnnotation':
-      return m.remediateAnnotation;
-    case 'MachineCondition':
-      return m.joinGuardJoined?.status === 'False';
-    case 'Delete':
-      return m.deletingSince !== undefined;
-    default:
-      return false;
-  }
 }
 
 /** Someone acted on the request: the owner answered (or a MachineHealthCheck handed it on), or it is being deleted. */
@@ -154,7 +161,7 @@ function answered(r: RequestRecord, m: MachineFacts): boolean {
   const asked = ms(r.time);
   if (or.since !== undefined && asked !== undefined && or.since < asked) return false;
   if (or.reason !== undefined && or.reason !== OWNER_WAITING) return true;
-  return path === 'RemediateAnnotation' || path === 'MachineCondition'; // the MHC marked it for the owner
+  return path !== 'Report' && PATHS[path].answered; // the MHC marked it for the owner
 }
 
 export interface FollowInput {
@@ -205,7 +212,7 @@ export function followRequests(i: FollowInput): Followed {
     if (r0.state === 'DryRun' && !i.dryRun) continue; // asked for real once the dry run ends
     const r: RequestRecord = { ...r0 };
     if (r.state === 'Open') {
-      if (!r.marked && markVisible(r.path, m)) r.marked = true;
+      if (!r.marked && r.path !== 'Report' && PATHS[r.path].visible(m)) r.marked = true;
       // Timed from the first time the mark was seen (a record from before markedTime existed: from now).
       if (r.marked && r.markedTime === undefined) r.markedTime = iso(i.now);
       if (!r.answered && answered(r, m)) r.answered = true;
@@ -297,7 +304,7 @@ export function markIntents(requests: readonly RequestRecord[], machines: readon
     if (m.deletingSince !== undefined) continue;
     const r = byUid.get(m.uid);
     // Most of a fleet: asked nothing, carrying no mark at all.
-    if (r === undefined && m.requestedBy === undefined && m.healthCheckSucceeded?.status !== 'False' && !m.remediateAnnotation && m.joinGuardJoined?.status !== 'False') continue;
+    if (r === undefined && m.requestedBy === undefined && !carriesAnyMark(m)) continue;
     const owner = markOwner(m, o.checkUid, o.liveChecks);
     if (owner === 'other') continue; // another live check's mark: its business
     const orphan = owner === 'orphan';

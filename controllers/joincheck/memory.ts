@@ -13,18 +13,19 @@ import type {
   RequestRecord,
   SuspicionStatus,
 } from '../../api/v1alpha1/types.js';
-import { ANNOTATION_MEMORY, CLUSTERCTL_ANNOTATION_BLOCK_MOVE, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
+import { ANNOTATION_MEMORY, CLUSTERCTL_ANNOTATION_BLOCK_MOVE, FAILURE_KINDS, REMEDIATION_OUTCOMES, REMEDIATION_PATHS, REQUEST_STATES, STATUS_LIMITS, WITHDRAWN_REASONS } from '../../api/v1alpha1/types.js';
 import type { CheckMetadataIntent, Snapshot } from './types.js';
 import { iso, ms } from './time.js';
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-const PATHS = new Set(['OwnerRemediated', 'RemediateAnnotation', 'MachineCondition', 'Delete', 'Report']);
-const KINDS = new Set(['JoinTimeout', 'ProvisionTimeout']);
-const STATES = new Set(['Open', 'Withdrawn', 'Reported', 'DryRun']);
-const WITHDRAWN = new Set(['Joined', 'OptedOut', 'Unanswered', 'WithdrawAll']);
-const OUTCOMES = new Set(['Requested', 'Marked', 'Deferred', 'Refused', 'Withdrawn', 'Cancelled', 'Unanswered', 'Replaced', 'Reported', 'DryRun']);
+// The words a status may hold, from api/'s one list of each: a word unknown there is dropped on read.
+const PATHS = new Set<string>(REMEDIATION_PATHS);
+const KINDS = new Set<string>(FAILURE_KINDS);
+const STATES = new Set<string>(REQUEST_STATES);
+const WITHDRAWN = new Set<string>(WITHDRAWN_REASONS);
+const OUTCOMES = new Set<string>(REMEDIATION_OUTCOMES);
 
 /** The parts of the status that decide; carried across `clusterctl move` (conditions and counts are recomputed). */
 const DECISIVE = [

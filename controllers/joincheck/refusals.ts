@@ -2,6 +2,7 @@
 // 404/409), per check, in this process: each is retried on its own with back-off and reported (the check's
 // Progressing message, a WriteRefused event, joinguard_write_refused_machines), and never holds back another
 // Machine. In-process like a work queue's rate limiter: a restart tries every Machine again at once.
+import { compareText } from './words.js';
 import type { MachineTarget } from './types.js';
 
 export type RefusedKind = 'mark' | 'withdraw' | 'delete';
@@ -65,7 +66,7 @@ export class Refusals {
   }
 
   list(): RefusedWrite[] {
-    return [...this.byUid.values()].sort((a, b) => (a.machine < b.machine ? -1 : a.machine > b.machine ? 1 : 0));
+    return [...this.byUid.values()].sort((a, b) => compareText(a.machine, b.machine));
   }
 
   nextRetryAt(): number | undefined {

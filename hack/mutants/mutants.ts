@@ -37,7 +37,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'no-max-in-flight',
     what: 'the maxInFlight check is removed from the budget guard',
-    file: 'controllers/joincheck/guards.ts',
+    file: 'controllers/joincheck/budgets.ts',
     find: 'if (flying.length >= limit) {',
     replace: 'if (false) {',
     spec: PROPERTY,
