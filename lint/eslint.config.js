@@ -29,7 +29,7 @@ export default tseslint.config(
       '@typescript-eslint/no-unsafe-call': 'off',
       // Defensive checks on values a user could have written (status, annotations) look "unnecessary" to the types.
       '@typescript-eslint/no-unnecessary-condition': 'off',
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true }],
     },
   },
   {

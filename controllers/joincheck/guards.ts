@@ -229,8 +229,7 @@ export const STOPS = [
 
 // Every StopReason has its entry: the type checker fails here when a reason is added to api/ and not to STOPS.
 type Listed = (typeof STOPS)[number]['reason'];
-const everyReasonListed: [StopReason] extends [Listed] ? true : never = true;
-void everyReasonListed;
+const _everyReasonListed: [StopReason] extends [Listed] ? true : never = true;
 
 export const STOPS_IN_ORDER: readonly StopReason[] = STOPS.map((x) => x.reason);
 /** Stops that announce themselves with a RemediationRestricted event when they begin. */

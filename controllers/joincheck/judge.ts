@@ -6,13 +6,13 @@
 import { carriesAnyMark, type ClusterFacts, type KcpFacts, type MachineFacts, type WorkloadNodeFacts } from '../../api/capi/model.js';
 import { matchesSelector } from '../../api/capi/selector.js';
 import type { CheckSettings, MachineJoinCheckStatus, MachineObservation } from '../../api/v1alpha1/types.js';
-import { byName, listNames } from './words.js';
-import { formatDuration, iso, latest, ms, SECOND } from './time.js';
+import { formatDuration, iso, latest, ms, trusted } from './time.js';
+
+export { CLOCK_SKEW_MS, trusted } from './time.js';
+export { connectionState, DEFAULT_CONNECTION_GRACE_MS, type ConnectionMemory, type ConnectionState } from './connection.js';
+import type { ConnectionState } from './connection.js';
 import type { MachineVerdict, PreviousView } from './types.js';
 
-export const DEFAULT_CONNECTION_GRACE_MS = 2 * 60 * 1000;
-/** Clocks of CAPI's controllers and JoinGuard's differ a little: a time this far ahead is still believed. */
-export const CLOCK_SKEW_MS = 60 * SECOND;
 
 // ---- scope ----
 
@@ -61,61 +61,6 @@ export function isProvisioned(m: MachineFacts): boolean {
 /** Either the Cluster or the KubeadmControlPlane says so (set once, never reset). */
 export function controlPlaneInitialized(cluster: ClusterFacts, kcp: KcpFacts | undefined): boolean {
   return cluster.controlPlaneInitialized.value || kcp?.initialized === true;
-}
-
-/** A condition time JoinGuard believes: present and not ahead of its own clock by more than the skew. */
-export function trusted(since: number | undefined, now: number): number | undefined {
-  return since !== undefined && since <= now + CLOCK_SKEW_MS ? since : undefined;
-}
-
-// ---- the workload connection ----
-
-export interface ConnectionState {
-  down: boolean;
-  /** Verdicts are held until then (the connection came back less than a grace period ago). */
-  graceUntil?: number;
-  /** What was seen, for messages. */
-  evidence?: string;
-}
-
-export interface ConnectionMemory {
-  connectionDownSeen?: string;
-  connectionRestoredSeen?: string;
-}
-
-/**
- * Whether CAPI can see the workload cluster. Before the control plane is initialized CAPI does not connect at
- * all (the probe says "not established yet"), so the connection means nothing then and is ignored.
- */
-export function connectionState(
-  cluster: ClusterFacts,
-  ofCluster: readonly MachineFacts[],
-  initialized: boolean,
-  prev: MachineJoinCheckStatus,
-  now: number,
-  graceMs: number,
-): { state: ConnectionState; memory: ConnectionMemory } {
-  if (!initialized) return { state: { down: false }, memory: {} };
-  const probeDown = cluster.remoteConnection?.value === false;
-  const machinesDown = ofCluster.filter((m) => m.nodeConnectionDown && m.deletingSince === undefined).map((m) => m.name);
-  if (probeDown || machinesDown.length > 0) {
-    const parts: string[] = [];
-    if (probeDown) parts.push(`the Cluster's RemoteConnectionProbe is False`);
-    if (machinesDown.length > 0) parts.push(`NodeReady is ConnectionDown on ${listNames(machinesDown)}`);
-    return { state: { down: true, evidence: parts.join(' and ') }, memory: { connectionDownSeen: prev.connectionDownSeen ?? iso(now) } };
-  }
-  // Back up: the probe's transition time says when; without one (or one in the future), the first time we saw
-  // it back — only if we saw it down: a connection never seen down needs no grace.
-  let restored = prev.connectionRestoredSeen;
-  if (prev.connectionDownSeen !== undefined && restored === undefined) restored = iso(now);
-  const start = latest(trusted(cluster.remoteConnection?.since, now), ms(restored));
-  if (start !== undefined && now < start + graceMs) {
-    return {
-      state: { down: false, graceUntil: start + graceMs, evidence: `the workload connection came back at ${iso(start)}` },
-      memory: restored !== undefined ? { connectionRestoredSeen: restored } : {},
-    };
-  }
-  return { state: { down: false }, memory: {} };
 }
 
 // ---- clocks ----

@@ -44,3 +44,11 @@ export function earliestAfter(now: number, values: Iterable<number | undefined>)
   for (const v of values) if (v !== undefined && v > now && (best === undefined || v < best)) best = v;
   return best;
 }
+
+/** Clocks of CAPI's controllers and JoinGuard's differ a little: a time this far ahead is still believed. */
+export const CLOCK_SKEW_MS = 60 * SECOND;
+
+/** A condition time JoinGuard believes: present and not ahead of its own clock by more than the skew. */
+export function trusted(since: number | undefined, now: number): number | undefined {
+  return since !== undefined && since <= now + CLOCK_SKEW_MS ? since : undefined;
+}
