@@ -6,6 +6,7 @@ import type { ClusterFacts } from '../../api/capi/model.js';
 import type { Condition, FailureRecord, JoinDurationsStatus, MachineJoinCheckStatus, ProgressingReason } from '../../api/v1alpha1/types.js';
 import { ANNOTATION_WITHDRAW_ALL, CONDITION_PAUSED, CONDITION_PROGRESSING, CONDITION_READY, RUNBOOK_URL, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
 import { formatDuration, iso, MINUTE, SECOND } from './time.js';
+import { countVerdicts } from './counts.js';
 import type { RefusedWrite } from './refusals.js';
 import type { MachineVerdict } from './types.js';
 
@@ -106,21 +107,6 @@ function said(notes: readonly string[]): string {
 
 function heldBack(machines: readonly string[]): string {
   return machines.length > 0 ? ` Held back: ${listNames(machines)}.` : '';
-}
-
-// ---- counts ----
-
-export function countVerdicts(verdicts: readonly MachineVerdict[]): { joined: number; joining: number; stuck: number; held: number } {
-  const c = { joined: 0, joining: 0, stuck: 0, held: 0 };
-  for (const v of verdicts) {
-    if (v.state === 'Joined') c.joined++;
-    else if (v.state === 'Provisioning' || v.state === 'Joining') c.joining++;
-    else if (v.state === 'Held' || v.state === 'Unobservable') {
-      c.joining++;
-      c.held++;
-    } else if (v.state === 'Stuck' || v.state === 'Remediating') c.stuck++;
-  }
-  return c;
 }
 
 // ---- join durations ----

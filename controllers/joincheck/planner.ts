@@ -6,7 +6,8 @@
 import type { MachineFacts } from '../../api/capi/model.js';
 import type { CheckSettings, MachineJoinCheckStatus, MachineObservation, RequestRecord } from '../../api/v1alpha1/types.js';
 import { ANNOTATION_MEMORY, ANNOTATION_WITHDRAW_ALL, CONDITION_PROGRESSING, CONDITION_READY, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
-import { addJoinDuration, conditionOf, countVerdicts, pausedCondition, progressing, readyCondition, RESTRICTING, setCondition, Stops } from './conditions.js';
+import { addJoinDuration, conditionOf, pausedCondition, progressing, readyCondition, RESTRICTING, setCondition, Stops } from './conditions.js';
+import { countVerdicts } from './counts.js';
 import { findFirstControlPlane, nextFirstControlPlaneMemory, probeDecision } from './first-control-plane.js';
 import { countFailure, guardChain, inFlight, joinSeen, neverJoinedActive, nextCanaryAt, recordOwnerRequest, resume, spendCanary, suspicionMessage, trimWindows, windowStart, type GuardResult, type GuardState, type GuardWorld } from './guards.js';
 import {
