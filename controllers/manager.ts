@@ -131,6 +131,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       workers,
       ...(opts.connectionGraceMs !== undefined ? { connectionGraceMs: opts.connectionGraceMs } : {}),
       ...(opts.unansweredAfterMs !== undefined ? { unansweredAfterMs: opts.unansweredAfterMs } : {}),
+      allowMachineDelete: opts.allowMachineDelete === true,
       ...(workloadNodes ? { workloadNodes } : {}),
     });
     const c = controller;

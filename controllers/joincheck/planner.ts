@@ -197,6 +197,7 @@ export function plan(s: Snapshot): Plan {
   let canaryTaken = false;
   const wouldAsk: string[] = [];
   const holds: { m: MachineFacts; v: MachineVerdict; loop: GuardResult & { go: false } }[] = [];
+  const deleteNotAllowed: string[] = [];
   const kcp = s.kcp;
   const guardWorld: GuardWorld = {
     settings,
@@ -227,6 +228,14 @@ export function plan(s: Snapshot): Plan {
     const choice = choosePath(m, settings, s.mhcs, s.capi, v.firstControlPlane === true);
     if (choice.kind === 'blocked') {
       pausedMhcs.push(`${choice.why}: ${m.name} is left to it`);
+      stuckEvent();
+      continue;
+    }
+    // Strategy Delete without --allow-machine-delete: nothing is deleted and nothing recorded, so the Machine is
+    // deleted once the flag is on; Ready says why (MachineDeleteNotAllowed).
+    if (choice.kind === 'request' && choice.path === 'Delete' && s.allowMachineDelete !== true) {
+      deleteNotAllowed.push(m.name);
+      stops.wait(`${m.name} is not deleted: JoinGuard runs without --allow-machine-delete (see the Ready condition)`);
       stuckEvent();
       continue;
     }
@@ -338,7 +347,15 @@ export function plan(s: Snapshot): Plan {
   if (canAct && prog.status === 'False' && RESTRICTING[prog.reason as keyof typeof RESTRICTING] && conditionOf(prev, CONDITION_PROGRESSING)?.reason !== prog.reason) {
     events.push({ on: 'Check', reason: 'RemediationRestricted', message: prog.message, warning: true });
   }
-  let conditions = setCondition(next.conditions, readyCondition({ inScope: inScope.length + settledInScope, ofCluster: ofCluster.length + (s.settled?.total ?? 0), cluster: cluster.name, malformed: s.malformed }), s.now, meta.generation);
+  const ready = readyCondition({
+    inScope: inScope.length + settledInScope,
+    ofCluster: ofCluster.length + (s.settled?.total ?? 0),
+    cluster: cluster.name,
+    malformed: s.malformed,
+    progressing: prog,
+    ...(settings.strategy === 'Delete' && s.allowMachineDelete !== true ? { deleteNotAllowed } : {}),
+  });
+  let conditions = setCondition(next.conditions, ready, s.now, meta.generation);
   conditions = setCondition(conditions, prog, s.now, meta.generation);
 
   // What every Machine must carry now: marks only while actions are allowed; withdrawals always.
@@ -347,6 +364,8 @@ export function plan(s: Snapshot): Plan {
   const blind = conn.state.down || conn.state.graceUntil !== undefined;
   const intents = markIntents(requests, ofCluster, { ...intentInput(s, withdrawAll), inScope: new Set(inScope.map((m) => m.uid)) })
     .filter((i) => i.want === 'withdraw' || (canAct && (!blind || i.machine.uid === first?.uid)))
+    // Not even a delete asked before the flag was turned off.
+    .filter((i) => i.want !== 'delete' || s.allowMachineDelete === true)
     .sort((a, b) => (a.machine.name < b.machine.name ? -1 : a.machine.name > b.machine.name ? 1 : 0));
   // Requests still open under withdraw-all: their Machine is being deleted, or could not be read (not known clean).
   const stillOpen = requests.filter((r) => r.state === 'Open');
