@@ -101,5 +101,3 @@ export interface RunningController {
   /** List+watch restarts per informer since start. */
   watchRestarts(): Record<string, number>;
 }
-
-export const DEFAULT_USER_AGENT = 'joinguard';
