@@ -78,7 +78,7 @@ export const statusSchema: JSONSchemaProps = obj(
     joiningMachines: count('joiningMachines is how many are provisioning or waiting for their Node.'),
     stuckMachines: count('stuckMachines is how many are past their deadline with no Node, or asked to be replaced and not gone yet: each counted once, as joinguard_machines{state="Stuck"} counts them.'),
     heldMachines: count('heldMachines is how many have no verdict yet, or are held back from a request (see heldReason and Progressing).'),
-    heldReason: str('heldReason is the main reason Machines are held: a Progressing reason, or why a verdict waits (e.g. FirstControlPlane, ConnectionDown).'),
+    heldReason: str('heldReason is the main reason Machines are held: a Progressing reason, MachineDeleteNotAllowed (see Ready), or why a verdict waits (e.g. FirstControlPlane, ConnectionDown).'),
     everJoined: bool('everJoined is true once any Machine in scope has joined; until then neverJoinedLimit applies.'),
     consecutiveJoinFailures: count('consecutiveJoinFailures is how many Machines in a row timed out joining with no Machine joining in between.'),
     failuresSinceResume: count('failuresSinceResume is how many failures were recorded since the last joinguard.io/resume: what neverJoinedLimit counts.'),

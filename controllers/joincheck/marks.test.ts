@@ -325,6 +325,7 @@ describe('marks: each path, marked and withdrawn', () => {
     expect(ready).to.include({ status: 'False', reason: 'MachineDeleteNotAllowed' });
     expect(ready?.message).to.contain('--allow-machine-delete').and.contain('JOINGUARD_ALLOW_MACHINE_DELETE=true').and.contain('Held back: a.');
     expect(cond(p.status, 'Progressing')?.message).to.contain('a is not deleted: JoinGuard runs without --allow-machine-delete');
+    expect(p.status).to.include({ stuckMachines: 1, heldMachines: 1, heldReason: 'MachineDeleteNotAllowed' }); // kubectl get mjc: HELD BY
     // Even before any Machine is stuck, Ready says the strategy cannot act here.
     const early = new Scenario(snapshot({ settings: { strategy: 'Delete' }, allowMachineDelete: false })).plan();
     expect(cond(early.status, 'Ready')).to.include({ status: 'False', reason: 'MachineDeleteNotAllowed' });

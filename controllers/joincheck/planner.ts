@@ -5,7 +5,7 @@
 // first-control-plane, marks, guards, conditions); this file only merges their results, in DESIGN's order.
 import type { MachineFacts } from '../../api/capi/model.js';
 import type { CheckSettings, MachineJoinCheckStatus, MachineObservation, RequestRecord } from '../../api/v1alpha1/types.js';
-import { ANNOTATION_MEMORY, ANNOTATION_WITHDRAW_ALL, CONDITION_PROGRESSING, CONDITION_READY, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
+import { ANNOTATION_MEMORY, ANNOTATION_WITHDRAW_ALL, CONDITION_PROGRESSING, CONDITION_READY, ReadyReason, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
 import { addJoinDuration, conditionOf, pausedCondition, progressing, readyCondition, RESTRICTING, setCondition, Stops } from './conditions.js';
 import { countVerdicts } from './counts.js';
 import { findFirstControlPlane, nextFirstControlPlaneMemory, probeDecision } from './first-control-plane.js';
@@ -69,8 +69,8 @@ export function plan(s: Snapshot): Plan {
   if (settings === undefined || cluster === undefined) {
     // Nothing is judged; only JoinGuard's own marks on joined Machines are withdrawn (that never waits).
     const why = settings === undefined
-      ? { reason: 'InvalidSpec', message: `The spec is invalid: ${s.settingsError ?? 'it could not be read'}. JoinGuard does nothing until it is fixed.` }
-      : { reason: 'ClusterNotFound', message: `Cluster ${meta.namespace}/${settings.clusterName} not found: nothing is judged or changed until it exists.` };
+      ? { reason: ReadyReason.InvalidSpec, message: `The spec is invalid: ${s.settingsError ?? 'it could not be read'}. JoinGuard does nothing until it is fixed.` }
+      : { reason: ReadyReason.ClusterNotFound, message: `Cluster ${meta.namespace}/${settings.clusterName} not found: nothing is judged or changed until it exists.` };
     next.conditions = setCondition(next.conditions, { type: CONDITION_READY, status: 'False', ...why }, s.now, meta.generation);
     const intents = markIntents(next.requests ?? [], ofCluster, intentInput(s, withdrawAll)).filter((i) => i.want === 'withdraw');
     const check = finalizerIntent(s.check, deletion, intents.map((i) => i.machine.name), cluster?.paused === true, s.now);
@@ -315,7 +315,7 @@ export function plan(s: Snapshot): Plan {
 
   // Status: counts, conditions, the event that says a stop began.
   const c = countVerdicts(verdictList);
-  const held = new Set([...stops.machinesHeld(), ...verdictList.filter((v) => v.state === 'Held' || v.state === 'Unobservable').map((v) => v.machine)]);
+  const held = new Set([...stops.machinesHeld(), ...deleteNotAllowed, ...verdictList.filter((v) => v.state === 'Held' || v.state === 'Unobservable').map((v) => v.machine)]);
   Object.assign(next, { expectedMachines: expected, joinedMachines: c.joined + settledInScope, joiningMachines: c.joining, stuckMachines: c.stuck, heldMachines: held.size });
   next.consecutiveJoinFailures ??= 0;
   next.everJoined ??= false;
@@ -342,7 +342,7 @@ export function plan(s: Snapshot): Plan {
   });
   // The first held Machine by name: the caches list Machines in no set order (a count field must not flap with it).
   const firstHeld = verdictList.filter((v) => v.state === 'Held' || v.state === 'Unobservable').reduce<MachineVerdict | undefined>((a, v) => (a === undefined || v.machine < a.machine ? v : a), undefined);
-  const heldReason = stops.first()?.reason ?? firstHeld?.hold;
+  const heldReason = stops.first()?.reason ?? (deleteNotAllowed.length > 0 ? ReadyReason.MachineDeleteNotAllowed : firstHeld?.hold);
   assign(next, 'heldReason', next.heldMachines! > 0 ? heldReason : undefined);
   if (canAct && prog.status === 'False' && RESTRICTING[prog.reason as keyof typeof RESTRICTING] && conditionOf(prev, CONDITION_PROGRESSING)?.reason !== prog.reason) {
     events.push({ on: 'Check', reason: 'RemediationRestricted', message: prog.message, warning: true });
