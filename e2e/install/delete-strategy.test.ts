@@ -30,20 +30,28 @@ async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T 
 /** JoinGuard under the add-on's ServiceAccount, with or without --allow-machine-delete; its log lines collected. */
 async function startJoinGuard(installed: Installed, ns: string, fleet: string, allowMachineDelete: boolean, logged: Json[]): Promise<RunningController> {
   const collect = new winston.transports.Stream({ stream: new Writable({ objectMode: true, write: (info: Json, _e, done) => (logged.push(info), done()) }) });
-  return startController({
-    access: clusterAccessFromKubeconfig(installed.sa.exportConfig()),
-    namespace: fleet,
-    leaderElect: true,
-    leaderElectionNamespace: ns,
-    leaderElectionId: 'joinguard-delete-test',
-    identity: `delete-test-${allowMachineDelete}`,
-    allowMachineDelete,
-    connectionGraceMs: 2_000,
-    metricsBindAddress: '127.0.0.1:0',
-    healthProbeBindAddress: '127.0.0.1:0',
-    collectDefaultMetrics: false,
-    logger: winston.createLogger({ level: 'info', transports: [collect] }),
-  });
+  // As in the pod: --namespace names what is watched (the fleet); the Lease goes to the pod's namespace, the add-on's
+  // (controller-runtime's rule, issue 19 item 1), found from $POD_NAMESPACE — no leaderElectionNamespace given.
+  const before = process.env['POD_NAMESPACE'];
+  process.env['POD_NAMESPACE'] = ns;
+  try {
+    return await startController({
+      access: clusterAccessFromKubeconfig(installed.sa.exportConfig()),
+      namespace: fleet,
+      leaderElect: true,
+      leaderElectionId: 'joinguard-delete-test',
+      identity: `delete-test-${allowMachineDelete}`,
+      allowMachineDelete,
+      connectionGraceMs: 2_000,
+      metricsBindAddress: '127.0.0.1:0',
+      healthProbeBindAddress: '127.0.0.1:0',
+      collectDefaultMetrics: false,
+      logger: winston.createLogger({ level: 'info', transports: [collect] }),
+    });
+  } finally {
+    if (before === undefined) delete process.env['POD_NAMESPACE'];
+    else process.env['POD_NAMESPACE'] = before;
+  }
 }
 
 describe('install: strategy Delete under the add-on ServiceAccount with JOINGUARD_ALLOW_MACHINE_DELETE=true, with and without --allow-machine-delete', function () {
@@ -114,6 +122,11 @@ describe('install: strategy Delete under the add-on ServiceAccount with JOINGUAR
   it('deletes the stuck worker itself, and the MachineSet replaces it', async () => {
     const admin = env.kubeConfig();
     controller = await startJoinGuard(installed, ns, fleet, true, logged);
+    await controller.ready();
+    // It leads from a Lease in the add-on's namespace, where the shipped Role grants Leases; none in the watched one.
+    const lease = JSON.parse((await raw(admin, 'GET', `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/joinguard-delete-test`)).body) as Json;
+    expect(lease.spec?.holderIdentity).to.equal('delete-test-true');
+    expect((await raw(admin, 'GET', `/apis/coordination.k8s.io/v1/namespaces/${fleet}/leases/joinguard-delete-test`)).status).to.equal(404);
     await until('the stuck Machine to be gone', 120_000, async () =>
       (await raw(admin, 'GET', `${CAPI}/namespaces/${fleet}/machines/${stuck.metadata.name}`)).status === 404 ? true : undefined);
     const record = await until('status.remediations to record the Delete', 60_000, async () => {
