@@ -90,6 +90,28 @@ export const ProgressingReason = {
 } as const;
 export type ProgressingReason = (typeof ProgressingReason)[keyof typeof ProgressingReason];
 
+/**
+ * Ready summarises, as CAPI's v1beta2 Ready does (util/conditions summary): `Ready`, or `NotReady` while remediation
+ * stalls (Progressing=False for any reason but DryRun, a mode the user chose). Three reasons of its own say the
+ * check cannot work as written: nothing is judged (InvalidSpec, ClusterNotFound), or nothing is deleted
+ * (MachineDeleteNotAllowed). Each but Ready has its runbook section.
+ */
+export const ReadyReason = {
+  Ready: 'Ready',
+  NotReady: 'NotReady',
+  InvalidSpec: 'InvalidSpec',
+  ClusterNotFound: 'ClusterNotFound',
+  MachineDeleteNotAllowed: 'MachineDeleteNotAllowed',
+} as const;
+export type ReadyReason = (typeof ReadyReason)[keyof typeof ReadyReason];
+
+/**
+ * CAPI's Paused reasons (util/paused) for a pause — spec.paused, a paused Cluster, a paused MachineHealthCheck on the
+ * Auto path — and two of JoinGuard's while a check asks nothing because it withdraws every mark it made
+ * (joinguard.io/withdraw-all, or the check deleted): what an uninstall waits for.
+ */
+export const PausedReason = { Paused: 'Paused', NotPaused: 'NotPaused', WithdrawingMarks: 'WithdrawingMarks', MarksWithdrawn: 'MarksWithdrawn' } as const;
+
 /** metav1.Condition */
 export interface Condition {
   type: string;

@@ -2,8 +2,9 @@
 // words them), the event that says a stop began, what every Machine must carry now (marks.ts), and what the check
 // itself must carry (finalizer, annotations).
 import type { CheckSettings } from '../../api/v1alpha1/types.js';
-import { CONDITION_PROGRESSING } from '../../api/v1alpha1/types.js';
-import { conditionOf, countVerdicts, pausedCondition, progressing, readyCondition, RESTRICTING, setCondition } from './conditions.js';
+import { CONDITION_PROGRESSING, ReadyReason } from '../../api/v1alpha1/types.js';
+import { conditionOf, pausedCondition, progressing, readyCondition, RESTRICTING, setCondition } from './conditions.js';
+import { countVerdicts } from './counts.js';
 import { deletionNote, finalizerIntent } from './deletion.js';
 import { suspicionMessage } from './guards.js';
 import { byName } from './judge.js';
@@ -21,7 +22,7 @@ export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Re
   const { requests, flying } = r;
   const meta = s.check.metadata;
   const c = countVerdicts(verdicts);
-  const held = new Set([...stops.machinesHeld(), ...verdicts.filter((v) => v.state === 'Held' || v.state === 'Unobservable').map((v) => v.machine)]);
+  const held = new Set([...stops.machinesHeld(), ...r.deleteNotAllowed, ...verdicts.filter((v) => v.state === 'Held' || v.state === 'Unobservable').map((v) => v.machine)]);
   Object.assign(next, { expectedMachines: w.expected, joinedMachines: c.joined + f.settledInScope, joiningMachines: c.joining, stuckMachines: c.stuck, heldMachines: held.size });
   next.consecutiveJoinFailures ??= 0;
   next.everJoined ??= false;
@@ -48,12 +49,19 @@ export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Re
   });
   // The first held Machine by name: the caches list Machines in no set order (a count field must not flap with it).
   const firstHeld = verdicts.filter((v) => v.state === 'Held' || v.state === 'Unobservable').reduce<MachineVerdict | undefined>((a, v) => (a === undefined || v.machine < a.machine ? v : a), undefined);
-  const heldReason = stops.first()?.reason ?? firstHeld?.hold;
+  const heldReason = stops.first()?.reason ?? (r.deleteNotAllowed.length > 0 ? ReadyReason.MachineDeleteNotAllowed : firstHeld?.hold);
   assign(next, 'heldReason', next.heldMachines! > 0 ? heldReason : undefined);
   if (canAct && prog.status === 'False' && RESTRICTING[prog.reason as keyof typeof RESTRICTING] && conditionOf(prev, CONDITION_PROGRESSING)?.reason !== prog.reason) {
     f.events.push({ on: 'Check', reason: 'RemediationRestricted', message: prog.message, warning: true });
   }
-  const ready = readyCondition({ inScope: w.inScope.length + f.settledInScope, ofCluster: ofCluster.length + (s.settled?.total ?? 0), cluster: cluster.name, malformed: s.malformed });
+  const ready = readyCondition({
+    inScope: w.inScope.length + f.settledInScope,
+    ofCluster: ofCluster.length + (s.settled?.total ?? 0),
+    cluster: cluster.name,
+    malformed: s.malformed,
+    progressing: prog,
+    ...(settings.strategy === 'Delete' && s.allowMachineDelete !== true ? { deleteNotAllowed: r.deleteNotAllowed } : {}),
+  });
   const conditions = setCondition(setCondition(next.conditions, ready, s.now, meta.generation), prog, s.now, meta.generation);
 
   // What every Machine must carry now: marks only while actions are allowed; withdrawals always.
@@ -62,6 +70,8 @@ export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Re
   const blind = w.connection.down || w.connection.graceUntil !== undefined;
   const intents = markIntents(requests, ofCluster, { ...intentInput(s, f.withdrawAll), inScope: new Set(w.inScope.map((m) => m.uid)) })
     .filter((i) => i.want === 'withdraw' || (canAct && (!blind || i.machine.uid === w.first?.uid)))
+    // Not even a delete asked before the flag was turned off.
+    .filter((i) => i.want !== 'delete' || s.allowMachineDelete === true)
     .sort((a, b) => byName(a.machine, b.machine));
   // Requests still open under withdraw-all: their Machine is being deleted, or could not be read (not known clean).
   const stillOpen = requests.filter((x) => x.state === 'Open');

@@ -8,7 +8,7 @@
 //   remediate  counted failures, paths and guards, the requests made            (remediate.ts, guards.ts)
 //   describe   counts, conditions, what every Machine and the check must carry  (describe.ts, conditions.ts)
 //   wake       the next moment the plan changes with no event                    (here)
-import { CONDITION_READY } from '../../api/v1alpha1/types.js';
+import { CONDITION_READY, ReadyReason } from '../../api/v1alpha1/types.js';
 import { setCondition } from './conditions.js';
 import { finalizerIntent } from './deletion.js';
 import { describe, intentInput } from './describe.js';
@@ -49,8 +49,8 @@ function idle(s: Snapshot, f: Followed): Plan {
   const meta = s.check.metadata;
   const why =
     f.settings === undefined
-      ? { reason: 'InvalidSpec', message: `The spec is invalid: ${s.settingsError ?? 'it could not be read'}. JoinGuard does nothing until it is fixed.` }
-      : { reason: 'ClusterNotFound', message: `Cluster ${meta.namespace}/${f.settings.clusterName} not found: nothing is judged or changed until it exists.` };
+      ? { reason: ReadyReason.InvalidSpec, message: `The spec is invalid: ${s.settingsError ?? 'it could not be read'}. JoinGuard does nothing until it is fixed.` }
+      : { reason: ReadyReason.ClusterNotFound, message: `Cluster ${meta.namespace}/${f.settings.clusterName} not found: nothing is judged or changed until it exists.` };
   f.next.conditions = setCondition(f.next.conditions, { type: CONDITION_READY, status: 'False', ...why }, s.now, meta.generation);
   const intents = markIntents(f.next.requests ?? [], f.ofCluster, intentInput(s, f.withdrawAll)).filter((i) => i.want === 'withdraw');
   const check = finalizerIntent(s.check, f.deletion, intents.map((i) => i.machine.name), f.cluster?.paused === true, s.now);

@@ -20,6 +20,8 @@ export interface Remediated {
   confirm: MachineTarget[];
   /** "MachineHealthCheck h selects it and is paused: m is left to it" (the Paused condition). */
   pausedMhcs: string[];
+  /** Strategy Delete without --allow-machine-delete: the Machines it holds back (the Ready condition). */
+  deleteNotAllowed: string[];
 }
 
 type Hold = { m: MachineFacts; v: MachineVerdict; loop: GuardResult & { go: false } };
@@ -42,6 +44,7 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
   let canaryTaken = false;
   const wouldAsk: string[] = [];
   const pausedMhcs: string[] = [];
+  const deleteNotAllowed: string[] = [];
   const holds: Hold[] = [];
   const kcp = s.kcp;
   const guardWorld: GuardWorld = {
@@ -73,6 +76,14 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
     const choice = choosePath(m, settings, s.mhcs, s.capi, v.firstControlPlane === true);
     if (choice.kind === 'blocked') {
       pausedMhcs.push(`${choice.why}: ${m.name} is left to it`);
+      stuckEvent();
+      continue;
+    }
+    // Strategy Delete without --allow-machine-delete: nothing is deleted and nothing recorded, so the Machine is
+    // deleted once the flag is on; Ready says why (MachineDeleteNotAllowed).
+    if (choice.kind === 'request' && choice.path === 'Delete' && s.allowMachineDelete !== true) {
+      deleteNotAllowed.push(m.name);
+      stops.wait(`${m.name} is not deleted: JoinGuard runs without --allow-machine-delete (see the Ready condition)`);
       stuckEvent();
       continue;
     }
@@ -123,7 +134,7 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
   // An emptied memory is no memory (the next plan reads it back as none: planning twice must change nothing).
   if (next.firstControlPlane !== undefined && Object.keys(next.firstControlPlane).length === 0) delete next.firstControlPlane;
   stateStops(f, w, verdicts, requests, wouldAsk);
-  return { requests, flying, confirm, pausedMhcs };
+  return { requests, flying, confirm, pausedMhcs, deleteNotAllowed };
 }
 
 /**

@@ -58,13 +58,15 @@ export interface Snapshot {
   /** The uids of the checks of this namespace (deleting ones too): a mark naming none of them is a deleted check's. */
   checkUids?: ReadonlySet<string>;
   previous?: PreviousView;
+  /** The manager runs with --allow-machine-delete: only then does strategy Delete delete (absent: it is refused). */
+  allowMachineDelete?: boolean;
   /** Machines of the Cluster left out of `machines` (absent: every Machine is in `machines`). */
   settled?: SettledMachines;
   now: number;
 }
 
 /** What a snapshot carries beside the caches: the process's own memory of the check, and tunings. */
-export type SnapshotExtras = Pick<Snapshot, 'now'> & Partial<Pick<Snapshot, 'previous' | 'endpointProbe' | 'workloadNodes' | 'connectionGraceMs' | 'unansweredAfterMs' | 'refusedWrites' | 'checkUids'>>;
+export type SnapshotExtras = Pick<Snapshot, 'now'> & Partial<Pick<Snapshot, 'previous' | 'endpointProbe' | 'workloadNodes' | 'connectionGraceMs' | 'unansweredAfterMs' | 'refusedWrites' | 'checkUids' | 'allowMachineDelete'>>;
 
 /**
  * The Cluster's Machines that are settled (judge.ts `isSettled`: joined for good, nothing on them for JoinGuard): a
