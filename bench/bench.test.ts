@@ -44,12 +44,12 @@ describe('bench (smoke size)', function () {
     expect(res.run.runs).to.have.members(['joinguard', 'mhc', 'both']);
     const stuck = res.setup.shape.stuck;
     for (const r of Object.values(res.runs)) {
-      expect(r!.machines.rows, `${r!.name}: per-Machine rows`).to.have.length(stuck);
-      for (const d of Object.values(r!.detection)) {
-        expect(d!.stuck).to.equal(stuck);
-        expect(d!.marked + d!.censored, 'censored Machines counted').to.equal(stuck);
-        expect(d!.falseMarks, 'resting Machines marked').to.deep.equal([]);
-        expect(d!.early, 'marks before the deadline').to.equal(0);
+      expect(r.machines.rows, `${r.name}: per-Machine rows`).to.have.length(stuck);
+      for (const d of Object.values(r.detection)) {
+        expect(d.stuck).to.equal(stuck);
+        expect(d.marked + d.censored, 'censored Machines counted').to.equal(stuck);
+        expect(d.falseMarks, 'resting Machines marked').to.deep.equal([]);
+        expect(d.early, 'marks before the deadline').to.equal(0);
       }
     }
     expect(res.runs.joinguard!.detection.joinguard!.censored, 'JoinGuard alone left stuck Machines unmarked').to.equal(0);
@@ -74,8 +74,8 @@ describe('bench (smoke size)', function () {
 
   it('counts every request: the audit log lost no event in any run', () => {
     for (const r of Object.values(res.runs)) {
-      expect(r!.audit.integrity.errors, `${r!.name}: apiserver_audit_error_total`).to.equal(0);
-      expect(r!.audit.integrity.lines).to.be.at.least(r!.audit.integrity.eventsGenerated);
+      expect(r.audit.integrity.errors, `${r.name}: apiserver_audit_error_total`).to.equal(0);
+      expect(r.audit.integrity.lines).to.be.at.least(r.audit.integrity.eventsGenerated);
     }
   });
 

@@ -120,7 +120,7 @@ export async function startBenchEnv(log: (line: string) => void, realBin: string
       pems[user] = { cert: fs.readFileSync(cert, 'utf8'), key: fs.readFileSync(key, 'utf8') };
       yamls[user] = kubeconfigYaml(env.server, env.caCertPem, pems[user].cert, pems[user].key, user);
       kubeconfigs[user] = path.join(dir, `${user}.kubeconfig`);
-      fs.writeFileSync(kubeconfigs[user], yamls[user]!, { mode: 0o600 });
+      fs.writeFileSync(kubeconfigs[user], yamls[user], { mode: 0o600 });
     }
     // A long request timeout: listing 10,000 Machines from a busy apiserver takes more than the harness's 15 s.
     const driver = new KubeClient({ server: env.server, caPem: env.caCertPem, certPem: pems[USER_DRIVER]!.cert, keyPem: pems[USER_DRIVER]!.key }, 120_000);

@@ -184,7 +184,7 @@ export async function createMachine(rest: KubeClient, m: MachineSpec, msUids: Ma
     metadata: {
       name: m.name,
       labels: { pool: m.pool, 'cluster.x-k8s.io/cluster-name': m.cluster, 'cluster.x-k8s.io/set-name': m.pool },
-      ownerReferences: [{ apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineSet', name: m.pool, uid: msUids.get(`${m.pool}`)!, controller: true, blockOwnerDeletion: true }],
+      ownerReferences: [{ apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineSet', name: m.pool, uid: msUids.get(m.pool)!, controller: true, blockOwnerDeletion: true }],
     },
     spec: {
       clusterName: m.cluster,

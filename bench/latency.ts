@@ -60,7 +60,7 @@ export function detection(side: Side, machines: Iterable<MachineRecord>, cluster
   const how: Record<string, number> = {};
   let early = 0;
   for (const r of machines) {
-    const mark = r.marks[side] && r.marks[side]!.seenAt <= windowEnd ? r.marks[side] : undefined;
+    const mark = r.marks[side] && r.marks[side].seenAt <= windowEnd ? r.marks[side] : undefined;
     if (!isStuck(r)) {
       if (mark) falseMarks.push(r.name);
       continue;

@@ -99,7 +99,7 @@ export function simulateJoinGuard(p: RebuildParams, settings: Partial<CheckSetti
     for (const name of requested(planned)) {
       rebuildTimes.push(next - T0);
       // The mark as the owner sees it; the MachineSet acts on it a little later.
-      sc.update(name, { healthCheckSucceeded: { status: 'False', reason: 'JoinTimeout' } as MachineFacts['healthCheckSucceeded'] });
+      sc.update(name, { healthCheckSucceeded: { status: 'False', reason: 'JoinTimeout' } });
       replaceAt.set(name, next + p.replaceMs);
     }
     // A wake-up at the same instant means "still blocked at this very moment": look again a second later.

@@ -175,7 +175,7 @@ function buildSummary(b: BenchInputs, per: PerRun) {
 type Summary = ReturnType<typeof buildSummary>;
 
 export function buildResults(b: BenchInputs) {
-  const per = Object.fromEntries(Object.entries(b.runs).map(([k, r]) => [k, runSummary(r!)])) as PerRun;
+  const per = Object.fromEntries(Object.entries(b.runs).map(([k, r]) => [k, runSummary(r)])) as PerRun;
   const summary = buildSummary(b, per);
   return {
     run: { date: new Date().toISOString(), machines: b.machines, smoke: b.smoke, wallS: round(b.wallS, 1), runs: Object.keys(b.runs), host: host(), joinguardNodeOptions: b.nodeOptions },
@@ -186,7 +186,7 @@ export function buildResults(b: BenchInputs) {
       runs: 'each run on a control plane and a fleet of its own, built afresh: joinguard = MachineJoinChecks only; mhc = MachineHealthChecks only; both = both on the same Machines. Checks use the default strategy (Auto); JoinGuard runs as the Deployment does (--leader-elect, default lease timings, webhook server in process); CAPI\'s three managers with --leader-elect (defaults)',
       requestCounting: 'apiserver audit log (level Metadata, blocking mode, checked complete against apiserver_audit_event_total/error_total): apiserver_request_total has no client label',
       apiserverRequestTotalLabels: Object.values(b.runs)[0]?.apiserverRequestTotalLabels,
-      clients: Object.assign({}, ...Object.values(b.runs).map((r) => r!.audit.userAgents)),
+      clients: Object.assign({}, ...Object.values(b.runs).map((r) => r.audit.userAgents)),
     },
     summary,
     targets: targets(b, summary, per),

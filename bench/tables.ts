@@ -14,9 +14,9 @@ function table(rows: string[][]): string {
 function detectionTable(res: Results): string {
   const rows = [['run', 'side', 'stuck', 'marked', 'censored', 'p50 (all)', 'p99 (all)', 'max (all)', 'p99 (marked only)', 'marked how']];
   for (const [name, r] of Object.entries(res.runs)) {
-    for (const [side, d] of Object.entries(r!.detection)) {
-      rows.push([name, side === 'mhc' ? 'MHC' : 'JoinGuard', String(d!.stuck), String(d!.marked), String(d!.censored), pct(d!.p50), pct(d!.p99), pct(d!.max),
-        f(d!.markedOnly.p99, ' s'), Object.entries(d!.how).map(([k, v]) => `${k} ${v}`).join(', ')]);
+    for (const [side, d] of Object.entries(r.detection)) {
+      rows.push([name, side === 'mhc' ? 'MHC' : 'JoinGuard', String(d.stuck), String(d.marked), String(d.censored), pct(d.p50), pct(d.p99), pct(d.max),
+        f(d.markedOnly.p99, ' s'), Object.entries(d.how).map(([k, v]) => `${k} ${v}`).join(', ')]);
     }
   }
   return table(rows);
@@ -56,7 +56,7 @@ function byKindTable(res: Results): string {
 function atRestTable(res: Results): string {
   const rows = [['run', 'client', 'verb resource', 'per min at rest']];
   for (const [name, p] of Object.entries(res.perRun)) {
-    for (const [who, c] of [['JoinGuard', p!.joinguard?.atRest], ['CAPI core', p!.core.atRest]] as const) {
+    for (const [who, c] of [['JoinGuard', p.joinguard?.atRest], ['CAPI core', p.core.atRest]] as const) {
       for (const [k, v] of Object.entries(c?.byVerbResourcePerMin ?? {})) rows.push([name, who, k, String(v)]);
       for (const [k, v] of Object.entries(c?.workloadByVerbResourcePerMin ?? {})) rows.push([name, `${who} → workload cluster`, k, String(v)]);
     }

@@ -101,7 +101,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     if (!opts.capiApiVersion && rediscoverMs > 0) {
       rediscovery = new CapiRediscovery({
         discover: () => discoverCapi(rest),
-        initial: capi as CapiVersionInfo,
+        initial: capi,
         periodMs: rediscoverMs,
         log,
         onChange: (why) => {

@@ -42,7 +42,7 @@ describe('manifests: the observability file', () => {
   before(async () => {
     const files = await renderProviderFiles(VERSION);
     objs = parseAllDocuments(files.observability).map((d) => d.toJS() as Json);
-    components = objectsOf(files.components) as Json[];
+    components = objectsOf(files.components);
   });
 
   it('holds a metrics Service, a ServiceMonitor, a PrometheusRule and the dashboard ConfigMap', () => {

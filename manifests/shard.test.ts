@@ -27,13 +27,13 @@ describe('manifests: shards (shard-components.yaml)', () => {
   let addon: Json[];
   let shard: string;
   let components: string;
-  const shardObjects = (value: string): Json[] => objectsOf(shard, { JOINGUARD_SHARD: value }) as Json[];
+  const shardObjects = (value: string): Json[] => objectsOf(shard, { JOINGUARD_SHARD: value });
   const podLabels = (d: Json): Record<string, string> => d.spec.template.metadata.labels;
 
   before(async () => {
     const files = await renderProviderFiles('0.1.0');
     components = files.components;
-    addon = objectsOf(files.components) as Json[];
+    addon = objectsOf(files.components);
     shard = files.shard;
   });
 

@@ -115,16 +115,16 @@ function resolve(cfg: Config, context: string | undefined, baseDir: string | und
   if (!name) throw new Error(`${source} has no current-context and none was given`);
   const ctxEntry = cfg.contexts.find((c) => c.name === name);
   if (!ctxEntry) throw new Error(`${source} has no context named ${JSON.stringify(name)}`);
-  const ctx = (ctxEntry['context'] ?? {}) as Entry;
+  const ctx = (ctxEntry['context'] ?? {});
   const clusterEntry = cfg.clusters.find((c) => c.name === ctx['cluster']);
   if (!clusterEntry) throw new Error(`${source}: context ${JSON.stringify(name)} names no known cluster (${JSON.stringify(ctx['cluster'])})`);
-  const cluster = (clusterEntry['cluster'] ?? {}) as Entry;
+  const cluster = (clusterEntry['cluster'] ?? {});
   const userEntry = ctx['user'] === undefined || ctx['user'] === '' ? undefined : cfg.users.find((u) => u.name === ctx['user']);
   if (ctx['user'] && !userEntry) throw new Error(`${source}: context ${JSON.stringify(name)} names no known user (${JSON.stringify(ctx['user'])})`);
-  const user = (userEntry?.['user'] ?? {}) as Entry;
+  const user = (userEntry?.['user'] ?? {});
 
   const where = `${source} (context ${name})`;
-  const str = (o: Entry, k: string): string | undefined => (typeof o[k] === 'string' && o[k] !== '' ? (o[k] as string) : undefined);
+  const str = (o: Entry, k: string): string | undefined => (typeof o[k] === 'string' && o[k] !== '' ? (o[k]) : undefined);
   const file = (entry: object | undefined, p: string) => {
     const dir = (entry && cfg.dirs.get(entry)) ?? baseDir;
     return path.isAbsolute(p) || dir === undefined ? p : path.join(dir, p);

@@ -202,6 +202,7 @@ export class LeaderElector {
   private async update(lease: Json, spec: Json, signal: AbortSignal | undefined): Promise<void> {
     const next = { ...lease, spec };
     this.lease = await this.o.rest.put(this.path(this.o.name), next, { timeoutMs: this.requestMs, ...(signal ? { signal } : {}) });
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- tsc 7 does not narrow the field across the await
     this.observe(this.lease!, this.mono());
   }
 
@@ -238,7 +239,8 @@ export class LeaderElector {
           { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: this.o.name, namespace: this.o.namespace }, spec: this.record(this.o.identity, this.wall(), 0) },
           opts,
         );
-        this.observe(this.lease!, this.mono());
+        // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- tsc 7 does not narrow the field across the await
+    this.observe(this.lease!, this.mono());
         return true;
       } catch (err) {
         if (isConflict(err)) return false;

@@ -50,7 +50,7 @@ function checkLike(obj: unknown): CheckLike {
     name: typeof meta['name'] === 'string' ? meta['name'] : '',
     deleting: typeof meta['deletionTimestamp'] === 'string',
     clusterName: typeof spec['clusterName'] === 'string' ? spec['clusterName'] : undefined,
-    selector: isObject(spec['selector']) ? (spec['selector'] as LabelSelectorModel) : undefined,
+    selector: isObject(spec['selector']) ? (spec['selector']) : undefined,
   };
 }
 

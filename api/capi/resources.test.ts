@@ -26,7 +26,7 @@ describe('api/capi resources', () => {
       const r = capiResource(kind, 'v1beta2');
       const file = DIRS.map((d) => join(d, `${r.group}_${r.plural}.yaml`)).find(existsSync);
       expect(file, `${r.group}_${r.plural}.yaml`).to.be.a('string');
-      const crd = parse(readFileSync(file!, 'utf8')) as any;
+      const crd = parse(readFileSync(file!, 'utf8'));
       expect(crd.spec.names.kind).to.equal(kind);
       const served = crd.spec.versions.filter((v: any) => v.served).map((v: any) => v.name);
       expect(served).to.include.members(['v1beta1', 'v1beta2']);

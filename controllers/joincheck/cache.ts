@@ -229,12 +229,11 @@ export class Caches {
     return settings === undefined || matchesSelector(settings.selector, f.labels);
   }
 
-  private onIndexed<F>(index: Index, t: InformerEvent, e: Entry<F>, old?: Entry<F>): void {
+  private onIndexed<F>(index: Index, t: InformerEvent, e: Entry<F>, _old?: Entry<F>): void {
     const ns = e.key.slice(0, e.key.indexOf('/'));
     const before = index.filedUnder(e.key);
     if (t === 'delete' || e.cluster === undefined) index.remove(e.key);
     else index.set(e.key, clusterKey(ns, e.cluster));
-    void old;
     for (const ck of new Set([before, index.filedUnder(e.key)])) if (ck !== undefined) this.enqueueClusterKey(ck);
   }
 

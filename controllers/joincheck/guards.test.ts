@@ -234,7 +234,7 @@ describe('guards', () => {
     const p = sc.at(STUCK).plan();
     expect(p.status.consecutiveJoinFailures).to.equal(2147483647);
     expect(p.status.suspicion).not.to.equal(undefined);
-    const q = plan(snapshot({ check: check({ status: { consecutiveJoinFailures: 1e12 as number } }), machines: [] }));
+    const q = plan(snapshot({ check: check({ status: { consecutiveJoinFailures: 1e12 } }), machines: [] }));
     expect(q.status.consecutiveJoinFailures).to.equal(2147483647);
     expect(q.memoryNotes).to.deep.equal(['status.consecutiveJoinFailures: 1000000000000 is out of range, read as 2147483647']);
   });

@@ -72,7 +72,7 @@ async function main(): Promise<void> {
 
     const workers = async () => (await listMachines(kube!, capi, NS, CLUSTER)).filter((m) => !isControlPlane(m));
     const firstWorker = await (async () => {
-      await createCluster(kube!, {
+      await createCluster(kube, {
         namespace: NS, name: CLUSTER, ca: { certPem: env.caCertPem, keyPem: env.caKeyPem }, apiVersion: capi.version,
         workers: [{ name: 'md', replicas: 3, labels: { pool: 'workers' }, image: 'sim-image-1.0', rollout: { maxSurge: 1, maxUnavailable: 0 } }],
       });

@@ -19,7 +19,7 @@ export interface Frame {
   simEvents: SimEvent[];
 }
 
-const tty = process.stdout.isTTY === true;
+const tty = process.stdout.isTTY;
 const bold = (s: string) => (tty ? `\x1b[1m${s}\x1b[0m` : s);
 const color = (code: number, s: string) => (tty ? `\x1b[${code}m${s}\x1b[0m` : s);
 const red = (s: string) => color(31, s);

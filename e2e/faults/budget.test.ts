@@ -39,7 +39,7 @@ describe('faults (d): 40 stuck workers, maxInFlight 25', function () {
     const peak = h.peak((x) => carriesJoinGuardMark(x));
     figure('d', `scaled to ${WORKERS} at 0s; first mark +${secs(firstMark.at - t0)}; ${marked().length} distinct Machines marked by +${secs(allAt - t0)}; ` +
       `peak marked at one moment: ${peak.count} (at +${secs(peak.at - t0)}), limit ${MAX_IN_FLIGHT}; from ${h.changes.length} watch events` +
-      `${h.restarts.length ? `, watch restarted ${h.restarts.length}x` : ''}`);
+      (h.restarts.length ? `, watch restarted ${h.restarts.length}x` : ''));
 
     const problems: string[] = [];
     if (peak.count > MAX_IN_FLIGHT) problems.push(`${peak.count} Machines carried JoinGuard's mark at once (maxInFlight ${MAX_IN_FLIGHT}): ${peak.names.join(', ')}`);

@@ -148,7 +148,7 @@ export class ReadyzSampler {
     const lastWhy = inWindow.findLast((s) => s.why)?.why;
     return `/readyz samples: ${[...codes].map(([c, n]) => `${c || 'no answer'}×${n}`).join(', ') || 'none'}; ` +
       `longest without watch evidence ${secs(worst.staleMs)} (${worst.stalePath}, /readyz said ${worst.code || 'nothing'})` +
-      `${lastWhy ? `; last reason given: ${lastWhy}` : ''}`;
+      (lastWhy ? `; last reason given: ${lastWhy}` : '');
   }
 }
 

@@ -81,7 +81,7 @@ export class MachineHistory {
 
   /** Distinct Machines (by uid) for which `pred` held at some moment. */
   distinct(pred: (s: MachineState) => boolean): string[] {
-    return [...new Set(this.changes.filter(pred).map((s) => `${s.name}`))];
+    return [...new Set(this.changes.filter(pred).map((s) => s.name))];
   }
 
   /** The latest state of a Machine by name. */

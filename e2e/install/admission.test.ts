@@ -64,7 +64,7 @@ describe('install: admission of MachineJoinChecks by the real kube-apiserver', f
     const crd = objectsOf(components, {}).find((o) => o.kind === 'CustomResourceDefinition')!;
     await apply(admin, crd);
     await waitEstablished(admin, crd.metadata.name);
-    await apply(admin, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } } as K8sObject);
+    await apply(admin, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
     // The world the overlap rows meet: existing checks and a Machine that breaks CAPI's label conventions.
     for (const c of EXISTING_CHECKS) {
       const res = await create(c.name, c.spec);

@@ -53,7 +53,7 @@ describe('lifecycle: clusterctl upgrade apply v0.1.0 -> v0.2.0 keeps checks and 
 
   it('clusterctl upgrade plan offers v0.2.0', async () => {
     const plan = await clusterctl(repo, ['upgrade', 'plan', '--kubeconfig', mc.env.kubeconfigPath]);
-    expect(`${plan.stdout}`).to.match(/addon-joinguard\s+joinguard-system\s+AddonProvider\s+v0\.1\.0\s+v0\.2\.0/);
+    expect(plan.stdout).to.match(/addon-joinguard\s+joinguard-system\s+AddonProvider\s+v0\.1\.0\s+v0\.2\.0/);
   });
 
   it('clusterctl upgrade apply --addon joinguard-system/joinguard:v0.2.0 replaces the components', async () => {

@@ -36,8 +36,8 @@ async function runUntilError(kubeconfig: string, namespace: string, format: 'tex
   const child = spawn(process.execPath, ['--import', 'tsx', resolve(root, 'cmd/joinguard.ts'), `--kubeconfig=${kubeconfig}`, `--namespace=${namespace}`,
     '--webhook-port=0', '--diagnostics-address=0', '--health-addr=0', `--logging-format=${format}`], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
-  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (out += c.toString()));
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   const deadline = Date.now() + 90_000;
   while (!/Reconciler error/.test(out) && Date.now() < deadline && child.exitCode === null) await new Promise((r) => setTimeout(r, 200));

@@ -34,7 +34,7 @@ describe('scenario: a check deleted and re-created while its owner defers a Mach
     const seen = s.seen();
     const { taken, deferred, slow, teardown, stillThere } = await deferRemediation(s);
     const name = deferred.metadata.name as string;
-    const old = (await s.check()) as MachineJoinCheck;
+    const old = (await s.check());
     expect(old.metadata.finalizers, 'every check carries the finalizer').to.include('joinguard.io/withdraw-marks');
     expect(deferred.metadata.annotations?.[REQUESTED_BY], 'the mark carries its check').to.equal(old.metadata.uid);
 

@@ -96,7 +96,7 @@ describe('scenario (c): an expired join credential is caught, probed with one ca
     const uids = (done.status?.remediations ?? []).map((r) => r.uid);
     expect(new Set(uids).size).to.equal(uids.length);
     const failedUids = new Set((done.status?.recentFailures ?? []).map((f) => f.uid));
-    for (const m of final as Json[]) expect(failedUids.has(m.metadata.uid)).to.equal(false);
+    for (const m of final) expect(failedUids.has(m.metadata.uid)).to.equal(false);
     process.stderr.write(`[scenario c] rebuilds before the stall: ${rebuildsBeforeStall.length}; canary after ${canaryDelayS.toFixed(1)}s; ` +
       `stall -> all joined in ${((Date.now() - stalledAt) / 1000).toFixed(1)}s; remediations ${uids.length}\n`);
   });

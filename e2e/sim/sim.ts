@@ -65,7 +65,7 @@ export class Sim {
       ...DEFAULTS,
       ...Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)),
       endpoint: options.endpoint ?? { host: server.hostname, port: Number(server.port || 443) },
-    } as ResolvedOptions;
+    };
 
     let sim!: Sim;
     const emit = (e: Omit<SimEvent, 'time'>) => sim.record({ time: Date.now(), ...e });

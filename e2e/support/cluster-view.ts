@@ -30,7 +30,7 @@ export function describeMachines(machines: Json[]): string {
     const or2 = (m.status?.v1beta2?.conditions as Json[] | undefined)?.find((c) => c.type === 'OwnerRemediated');
     return `  ${m.metadata.name}${isControlPlane(m) ? ' (cp)' : ''}: phase=${m.status?.phase} node=${m.status?.nodeRef?.name ?? '-'}` +
       `${isDeleting(m) ? ' deleting' : ''}${hc ? ` HealthCheckSucceeded=${hc.status}/${hc.reason}` : ''}${or ? ` OwnerRemediated=${or.status}/${or.reason}` : ''}` +
-      `${or2 ? ` (v1beta2 OwnerRemediated=${or2.status}/${or2.reason})` : ''}`;
+      (or2 ? ` (v1beta2 OwnerRemediated=${or2.status}/${or2.reason})` : '');
   }).join('\n');
 }
 

@@ -14,7 +14,7 @@ export const checksPath = (namespace: string) => `/apis/joinguard.io/v1alpha1/na
 
 /** Creates (or updates) the MachineJoinCheck CRD from api/v1alpha1 and waits until it is served. */
 export function installJoinGuardCrd(kube: KubeClient): Promise<void> {
-  return installCrds(kube, [buildCrd() as unknown as Json]);
+  return installCrds(kube, [buildCrd()]);
 }
 
 /** Log lines kept in memory (and printed with JOINGUARD_E2E_LOG=1), so a failing spec can show them. */

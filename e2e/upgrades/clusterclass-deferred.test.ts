@@ -96,7 +96,7 @@ describe('ClusterClass (b): KCP defers remediation while a topology version upgr
     expect(record.ownerAnswers(stuck.metadata.uid).filter((a) => a.includes(REFUSAL)).length, 'KCP kept its answer').to.be.at.least(1);
 
     // 5. The hook lets the upgrade go; the topology propagates V2; KCP acts on the standing request.
-    hold!.release();
+    hold.release();
     const removed = await waitFor('KCP deleting the stuck Machine once V2 is propagated', async () =>
       record!.of(stuck.metadata.uid).find((c) => c.deleting), { timeoutMs: 240_000, describe: seen });
     const done = await waitFor(`3 control-plane Machines and the worker at ${V2}, joined`, async () => {

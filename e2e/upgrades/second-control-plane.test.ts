@@ -53,7 +53,7 @@ describe('three control planes (a): the second control-plane Machine of a new Cl
     }, { timeoutMs: 180_000, describe: seen });
 
     // 1. The second Machine: asked at its deadline; KCP deletes it (etcd members read, 1 member, none on it).
-    const second = (await failed(1))!;
+    const second = (await failed(1));
     const deletedBy = (uid: string) => waitFor('KCP deleting it, OwnerRemediated=False/MachineDeleting', async () =>
       record!.of(uid).find((c) => c.deleting && c.ownerRemediated === 'False/MachineDeleting'), { timeoutMs: 120_000, describe: seen });
     const deleting = await deletedBy(second.metadata.uid);
@@ -61,7 +61,7 @@ describe('three control planes (a): the second control-plane Machine of a new Cl
     expect(deleting.marked).to.equal(true);
 
     // 2. Its replacement carries KCP's remediation-for; when it fails, JoinGuard waits until retryPeriodSeconds passed.
-    const retry = (await failed(2))!;
+    const retry = (await failed(2));
     const rf = JSON.parse(retry.metadata.annotations?.[REMEDIATION_FOR] ?? '{}') as { machine?: string; timestamp?: string; retryCount?: number };
     expect(rf, `${REMEDIATION_FOR} on ${retry.metadata.name}`).to.include({ machine: second.metadata.name, retryCount: 0 });
     const retryMarked = await waitFor(`${retry.metadata.name} marked`, async () => record!.of(retry.metadata.uid).find((c) => c.marked), { timeoutMs: 150_000, describe: seen });
@@ -73,7 +73,7 @@ describe('three control planes (a): the second control-plane Machine of a new Cl
     await deletedBy(retry.metadata.uid);
 
     // 3. The third carries retryCount 1 = maxRetry: KCP would refuse it, so JoinGuard does not ask.
-    const third = (await failed(3))!;
+    const third = (await failed(3));
     const rf3 = JSON.parse(third.metadata.annotations?.[REMEDIATION_FOR] ?? '{}') as { retryCount?: number };
     expect(rf3.retryCount).to.equal(1);
     const refused = await waitFor('Progressing=False/RemediationRefusedByOwner naming the third Machine', async () => {

@@ -188,7 +188,7 @@ export function worldSetup(s: Setup): WorldSetup {
       : undefined;
   return {
     release: s.release,
-    spec: spec as WorldSetup['spec'],
+    spec: spec,
     initialized: s.initialized,
     kcp: { replicas: s.kcpReplicas, retryPeriodSeconds: s.kcpRetryPeriodSeconds, minHealthyPeriodSeconds: 3600, ...(s.kcpMaxRetry !== null ? { maxRetry: s.kcpMaxRetry } : {}) },
     ...(mhc ? { mhc } : {}),
