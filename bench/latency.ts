@@ -10,7 +10,7 @@
 // Transition times have whole-second precision in the API; both controllers see the same truncated values.
 import type { ClusterTimes, FleetShape } from './fleet.js';
 import { percentile as nearestRank, round } from './stats.js';
-import type { MachineRecord, MachineWatcher, Side } from './watch.js';
+import type { MachineRecord, Side } from './watch.js';
 
 export interface Percentile {
   s: number;

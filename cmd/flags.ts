@@ -336,7 +336,8 @@ export function usage(): string {
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([n, s]) => {
       const type = typeWord(n);
-      const head = `${n === 'v' ? '  -v, --v' : n === 'help' ? '  -h, --help' : `      --${n}`}${type ? ` ${type}` : ''}`;
+      const names: Record<string, string> = { v: '  -v, --v', help: '  -h, --help' };
+      const head = `${names[n] ?? `      --${n}`}${type ? ` ${type}` : ''}`;
       const def = printedDefault(n);
       const help = s.help.split('\n').join('\n          ');
       return `${head}\n          ${help}${def ? ` (default ${def})` : ''}`;

@@ -131,7 +131,11 @@ async function run(flags: Flags, log: Logger, deprecations: string[]): Promise<n
   return exitCode;
 }
 
-const flagValue = (v: unknown): string => (Array.isArray(v) ? v.map((x) => (typeof x === 'object' ? `${x.pattern}=${x.v}` : String(x))).join(',') : typeof v === 'object' && v !== null ? Object.entries(v).map(([k, b]) => `${k}=${b}`).join(',') : String(v ?? ''));
+function flagValue(v: unknown): string {
+  if (Array.isArray(v)) return v.map((x) => (typeof x === 'object' ? `${x.pattern}=${x.v}` : String(x))).join(',');
+  if (typeof v === 'object' && v !== null) return Object.entries(v).map(([k, b]) => `${k}=${b}`).join(',');
+  return String(v ?? '');
+}
 
 /** winston hands lines to the stream on later ticks: let the last ones out before the process exits. */
 const flushed = () => new Promise<void>((r) => setTimeout(r, 50));

@@ -4,7 +4,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'winston';
-import { discoverCapi, type CapiVersionInfo } from '../runtime/discovery.js';
+import { discoverCapi } from '../runtime/discovery.js';
 import { DelegatingAuth } from '../runtime/diagnostics-auth.js';
 import { CapiRediscovery, DEFAULT_REDISCOVERY_MS } from '../runtime/rediscovery.js';
 import { DEFAULT_LIVENESS_MS } from '../runtime/informer.js';

@@ -28,6 +28,8 @@ interface Panel {
   stack?: boolean;
   bars?: boolean;
 }
+/** Grafana's panel options, by panel type (the others take none). */
+const PANEL_OPTIONS: Partial<Record<Panel['type'], object>> = { heatmap: { calculate: false, yAxis: { unit: 's' } }, table: { showHeader: true } };
 
 /** A time series panel of one query. */
 function series(title: string, w: number, h: number, expr: string, legend: string, more: Partial<Panel> = {}): Panel {
@@ -135,7 +137,7 @@ export function dashboard(version: string): Record<string, unknown> {
       datasource: ds,
       gridPos,
       fieldConfig: { defaults: { ...(p.unit ? { unit: p.unit } : {}), ...(Object.keys(custom).length ? { custom } : {}) }, overrides: [] },
-      options: p.type === 'heatmap' ? { calculate: false, yAxis: { unit: 's' } } : p.type === 'table' ? { showHeader: true } : {},
+      options: PANEL_OPTIONS[p.type] ?? {},
       targets: (p.targets ?? []).map((t, j) => ({
         refId: String.fromCharCode(65 + j),
         datasource: ds,

@@ -49,7 +49,8 @@ const INVENTORY = '/apis/clusterctl.cluster.x-k8s.io/v1alpha3/providers';
 export async function discoverCapi(rest: RestClient): Promise<CapiVersionInfo> {
   const served = await servedVersions(rest, CAPI);
   if (served.length === 0) throw new Error(`CAPI is not installed: the API group ${CAPI} is not served`);
-  const apiVersion: CapiApiVersion | undefined = served.includes('v1beta2') ? 'v1beta2' : served.includes('v1beta1') ? 'v1beta1' : undefined;
+  // The newest version served.
+  const apiVersion = (['v1beta2', 'v1beta1'] as const).find((v) => served.includes(v));
   if (!apiVersion) throw unsupported(`${CAPI} serves ${served.join(', ')} only (no v1beta1)`);
 
   const found = (await fromInventory(rest)) ?? (await fromSchema(rest, apiVersion));

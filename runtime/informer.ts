@@ -164,7 +164,8 @@ export class Informer<T = Json> {
         this.listNext = err instanceof WatchSilent;
         const retryAfterS = err instanceof ApiError ? err.retryAfterS : undefined;
         const delay = this.backoff.next({ immediateFirst: gone || err instanceof WatchSilent, ...(retryAfterS !== undefined ? { retryAfterS } : {}) });
-        const why = gone ? `expired: ${err.reason}` : err instanceof WatchSilent ? `${err.message}; re-listing` : err.message;
+        let why = err instanceof WatchSilent ? `${err.message}; re-listing` : err.message;
+        if (gone) why = `expired: ${err.reason}`;
         this.restart(why, gone ? 'info' : 'warn', { retryInMs: delay });
         if (delay > 0) await this.sleep(delay);
       }

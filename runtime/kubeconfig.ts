@@ -175,7 +175,7 @@ function resolve(cfg: Config, context: string | undefined, baseDir: string | und
     access.token = pluginToken(text, name, where);
   }
   else if (tokenFile) access.token = tokenFromFile(file(userEntry, tokenFile));
-  else if (token) access.token = async () => token;
+  else if (token) access.token = () => Promise.resolve(token);
   return access;
 }
 

@@ -257,7 +257,8 @@ export class LeaderElector {
     // 4. Take or renew it, guarded by the resourceVersion just read.
     const spec = mine
       ? this.record(this.o.identity, cur.acquireTime, cur.leaseTransitions ?? 0)
-      : this.record(this.o.identity, this.wall(), (cur.leaseTransitions ?? 0) + 1);
+      : // eslint-disable-next-line @typescript-eslint/restrict-plus-operands -- the Lease's field, as read
+        this.record(this.o.identity, this.wall(), (cur.leaseTransitions ?? 0) + 1);
     try {
       await this.update(lease, spec, signal);
       return true;

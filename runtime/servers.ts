@@ -167,7 +167,9 @@ const bindText = (a: BindAddress, port: number) => `${a.host?.includes(':') ? `[
 export function startProbeServer(addr: BindAddress, state: ProbeState): Promise<BoundServer> {
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
-    const probe = path === '/healthz' ? state.healthy() : path === '/readyz' ? state.ready() : undefined;
+    let probe: ReturnType<typeof state.ready> | undefined;
+    if (path === '/healthz') probe = state.healthy();
+    else if (path === '/readyz') probe = state.ready();
     if (!probe || req.method !== 'GET') {
       res.writeHead(404).end();
       return;

@@ -75,7 +75,9 @@ export function servingTls(minVersion: string, cipherSuites: string[]): ServingT
 function tlv(tag: number, ...parts: Buffer[]): Buffer {
   const body = Buffer.concat(parts);
   const n = body.length;
-  const len = n < 0x80 ? [n] : n < 0x100 ? [0x81, n] : [0x82, n >> 8, n & 0xff];
+  let len = [0x82, n >> 8, n & 0xff];
+  if (n < 0x100) len = [0x81, n];
+  if (n < 0x80) len = [n];
   return Buffer.concat([Buffer.from([tag, ...len]), body]);
 }
 const seq = (...parts: Buffer[]) => tlv(0x30, ...parts);

@@ -94,6 +94,7 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
   const rules = opts.rules ?? (await import('./rules.js')).API_RULES;
   if (!lookups) log.warn('Webhook has no API access: overlap and MachineHealthCheck checks are off');
 
+  // eslint-disable-next-line prefer-const -- declared before the handlers that close over it
   let server: Server | undefined;
   const tls = {
     minVersion: opts.tls?.minVersion ?? 'TLSv1.2',

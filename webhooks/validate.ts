@@ -114,7 +114,8 @@ export async function decide(req: AdmissionRequest, rules: SpecRules, ctx: Decid
       if (!selectorsOverlap(self.selector, mhc.selector, clusterName).overlap && shared.length === 0) continue;
       // CAPI's MHC defaulting writes 600 into an unset timeout, so "unset" is seldom seen on a stored MHC.
       const t = mhc.nodeStartupTimeoutSeconds;
-      const timeout = t === undefined ? 'unset (CAPI uses 10m)' : t === 600 ? "600s (CAPI's default)" : `${t}s`;
+      let timeout = t === 600 ? "600s (CAPI's default)" : `${t}s`;
+      if (t === undefined) timeout = 'unset (CAPI uses 10m)';
       warnings.push(
         `MachineHealthCheck ${JSON.stringify(mhc.name)} also selects these Machines and its node startup timeout is ${timeout}: it acts first on Machines that never join; set its nodeStartupTimeout explicitly to 0 to leave them to JoinGuard`,
       );

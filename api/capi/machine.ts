@@ -111,14 +111,7 @@ export function readOwner(r: ObjectReader, controlPlaneLabel: boolean): OwnerFac
     };
     const rawKind = field('kind');
     const group = groupOf(field('apiVersion'));
-    const kind: OwnerFacts['kind'] =
-      group === CAPI_GROUP && rawKind === 'MachineSet'
-        ? 'MachineSet'
-        : group === KCP_GROUP && rawKind === 'KubeadmControlPlane'
-          ? 'KubeadmControlPlane'
-          : group === CAPI_GROUP && rawKind === 'MachinePool'
-            ? 'MachinePool'
-            : 'Other';
+    const kind = ownerKind(group, rawKind);
     return {
       kind,
       rawKind,
@@ -161,4 +154,12 @@ export function skipReason(annotations: Record<string, string>): MachineFacts['s
     if (a in annotations) return a;
   }
   return undefined;
+}
+
+/** The owner kinds JoinGuard tells apart, by API group and kind; any other owner is Other. */
+function ownerKind(group: string | undefined, rawKind: string | undefined): OwnerFacts['kind'] {
+  if (group === CAPI_GROUP && rawKind === 'MachineSet') return 'MachineSet';
+  if (group === KCP_GROUP && rawKind === 'KubeadmControlPlane') return 'KubeadmControlPlane';
+  if (group === CAPI_GROUP && rawKind === 'MachinePool') return 'MachinePool';
+  return 'Other';
 }

@@ -29,7 +29,9 @@ export class ObjectReader {
     const meta = obj['metadata'];
     const name = isObj(meta) && typeof meta['name'] === 'string' && meta['name'] !== '' ? meta['name'] : undefined;
     const ns = isObj(meta) && typeof meta['namespace'] === 'string' ? meta['namespace'] : undefined;
-    const r = new ObjectReader(kind, obj, name === undefined ? '(unnamed)' : ns ? `${ns}/${name}` : name);
+    let where = name ?? '(unnamed)';
+    if (name !== undefined && ns) where = `${ns}/${name}`;
+    const r = new ObjectReader(kind, obj, where);
     if (!isObj(meta)) r.fail('metadata', `is required, found ${kindOf(meta)}`);
     if (name === undefined) r.fail('metadata.name', 'is required (a non-empty string)');
     return r;

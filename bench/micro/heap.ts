@@ -61,7 +61,7 @@ async function runSetting(setting: string, machines: number, tls: { cert: string
     // Churn: updates JoinGuard does not read, 50 per second.
     const keys = [...api.objects('machines').keys()];
     for (let i = 0; i < 2000; i++) {
-      const m = structuredClone(api.objects('machines').get(keys[(i * 7919) % keys.length]!)!) as Json;
+      const m = structuredClone<Json>(api.objects('machines').get(keys[(i * 7919) % keys.length]!)!);
       (m.status.conditions as { type: string; message: string }[]).find((x) => x.type === 'Ready')!.message = `churn ${i}`;
       api.put('machines', m);
       if (i % 5 === 4) await sleep(100);

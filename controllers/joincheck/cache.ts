@@ -168,8 +168,10 @@ export class Caches {
 
   /** Puts an object read or written by the executor back into its cache. */
   remember(kind: 'check' | 'machine' | 'cluster', raw: Json): void {
-    const inf = kind === 'check' ? this.checks : kind === 'machine' ? this.machines : this.clusters;
-    if (raw?.metadata?.name) inf.upsert(raw);
+    if (!raw?.metadata?.name) return;
+    if (kind === 'check') this.checks.upsert(raw);
+    else if (kind === 'machine') this.machines.upsert(raw);
+    else this.clusters.upsert(raw);
   }
 
   /** The check's Cluster is outside --watch-filter (not in the filtered cache): the check is left alone. */

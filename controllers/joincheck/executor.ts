@@ -353,7 +353,7 @@ async function converge(deps: ExecutorDeps, res: Resource, i: MarkIntent, live: 
 }
 
 function refusedEvent(i: MarkIntent, f: RefusedWrite): PlannedEvent {
-  const what = i.want === 'withdraw' ? 'withdrawal of its mark' : i.want === 'delete' ? 'deletion' : 'mark';
+  const what = { withdraw: 'withdrawal of its mark', delete: 'deletion', mark: 'mark' }[i.want];
   return { on: 'Machine', machine: i.machine, reason: 'WriteRefused', warning: true, message: `Machine ${i.machine.name}: JoinGuard's ${what} was refused: ${f.message}. It is retried with back-off; other Machines are not held back.` };
 }
 

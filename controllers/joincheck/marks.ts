@@ -195,21 +195,11 @@ export function markIntents(requests: readonly RequestRecord[], machines: readon
     if (!withdrawing && !unremembered) continue;
     // With no memory of the path, the marker says the remediate-machine annotation is JoinGuard's too.
     const recorded: Path | undefined = r !== undefined && r.path !== 'Report' ? r.path : undefined;
-    const path: Path = recorded ?? (owner !== 'unmarked' && m.remediateAnnotation ? 'RemediateAnnotation' : m.joinGuardJoined?.status === 'False' ? 'MachineCondition' : 'OwnerRemediated');
+    const path: Path = recorded ?? unrememberedPath(m, owner !== 'unmarked');
     const marks = causedMarks(m, path);
     const staleMarker = owner === 'this' || orphan ? { marker: m.requestedBy as string } : {};
     if (!anyMark(marks) && !('marker' in staleMarker)) continue;
-    const why = orphan
-      ? `its mark was made by a MachineJoinCheck that no longer exists (uid ${m.requestedBy}); JoinGuard withdraws it, and ${checkName} judges the Machine anew`
-      : r?.withdrawn === 'Unanswered'
-        ? `nobody acted on JoinGuard's ${path} request within ${formatDuration(o.unansweredAfterMs ?? UNANSWERED_AFTER_MS)} of its mark; it is withdrawn and the Machine is not asked again`
-        : r?.withdrawn === 'OptedOut'
-          ? `it was opted out (${m.skipReason}) before it was replaced; JoinGuard withdraws its ${path} request`
-          : r?.withdrawn === 'WithdrawAll' || (r === undefined && withdrawAll && !isJoined(m, nodes))
-            ? o.deleting
-              ? `its check ${checkName} is being deleted; JoinGuard withdraws its ${path} request before the check goes`
-              : `its check carries ${ANNOTATION_WITHDRAW_ALL}; JoinGuard withdraws its ${path} request (and never asks for this Machine again)`
-            : `it joined (${m.nodeName !== undefined ? `Node ${m.nodeName}` : 'a Node with its providerID'}) before it was replaced; JoinGuard withdraws its ${path} request`;
+    const why = withdrawalWhy({ m, r, path, orphan, allWithdrawn: r === undefined && withdrawAll && !isJoined(m, nodes) }, o);
     out.push({ want: 'withdraw', machine: t, path, event: { on: 'Machine', machine: t, reason: 'RemediationWithdrawn', warning: r?.withdrawn === 'Unanswered', message: `Machine ${m.name}: ${why}.` }, ...staleMarker });
   }
   return out;
@@ -232,4 +222,28 @@ export function newRequest(m: MachineFacts, v: MachineVerdict, path: RequestReco
   // As followRequests would find it in the next plan (planning twice changes nothing): an answer in the same second.
   if (state === 'Open' && path !== 'Report' && answered(r, m)) r.answered = true;
   return r;
+}
+
+/** The path of a mark JoinGuard has no record of: the annotation if its marker says so, else what the Machine shows. */
+function unrememberedPath(m: MachineFacts, marked: boolean): Path {
+  if (marked && m.remediateAnnotation) return 'RemediateAnnotation';
+  return m.joinGuardJoined?.status === 'False' ? 'MachineCondition' : 'OwnerRemediated';
+}
+
+/** Why a mark is withdrawn, for the RemediationWithdrawn event. */
+function withdrawalWhy(w: { m: MachineFacts; r: RequestRecord | undefined; path: Path; orphan: boolean; allWithdrawn: boolean }, o: IntentInput): string {
+  const { m, r, path } = w;
+  if (w.orphan) {
+    return `its mark was made by a MachineJoinCheck that no longer exists (uid ${m.requestedBy}); JoinGuard withdraws it, and ${o.checkName} judges the Machine anew`;
+  }
+  if (r?.withdrawn === 'Unanswered') {
+    return `nobody acted on JoinGuard's ${path} request within ${formatDuration(o.unansweredAfterMs ?? UNANSWERED_AFTER_MS)} of its mark; it is withdrawn and the Machine is not asked again`;
+  }
+  if (r?.withdrawn === 'OptedOut') return `it was opted out (${m.skipReason}) before it was replaced; JoinGuard withdraws its ${path} request`;
+  if (r?.withdrawn === 'WithdrawAll' || w.allWithdrawn) {
+    if (o.deleting) return `its check ${o.checkName} is being deleted; JoinGuard withdraws its ${path} request before the check goes`;
+    return `its check carries ${ANNOTATION_WITHDRAW_ALL}; JoinGuard withdraws its ${path} request (and never asks for this Machine again)`;
+  }
+  const node = m.nodeName !== undefined ? `Node ${m.nodeName}` : 'a Node with its providerID';
+  return `it joined (${node}) before it was replaced; JoinGuard withdraws its ${path} request`;
 }

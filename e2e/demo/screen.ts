@@ -46,7 +46,6 @@ function machineState(m: Json, sm: Json | undefined, f: Frame, now: number): { s
   if (hc?.status === 'False') return { state: red(`Marked (${hc.reason})`), clock: `marked ${secs(now - Date.parse(hc.lastTransitionTime))} ago` };
   const boot = sm?.status?.boot as Json | undefined;
   if (boot?.phase === 'Failed') {
-    const since = boot.provisionedAt ? now - Date.parse(boot.provisionedAt) : age;
     return { state: red(`VM: join failed (${boot.reason})`), clock: joinClock(m, f, now) };
   }
   if (m.status?.phase === 'Provisioned') return { state: 'Joining', clock: joinClock(m, f, now) };

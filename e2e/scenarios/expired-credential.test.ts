@@ -7,7 +7,6 @@ import { expect } from 'chai';
 import { conditionOf, hasNode, waitFor } from '../support/cluster-view.js';
 import { checkCondition, createCheck, describeCheck } from '../support/joinguard.js';
 import { useScenario } from '../support/scenario.js';
-import type { Json } from '../../hack/testenv/kube-client.js';
 
 const JOIN_TIMEOUT_S = 8;
 const PROBE_INTERVAL_S = 20;

@@ -67,6 +67,7 @@ export class Sim {
       endpoint: options.endpoint ?? { host: server.hostname, port: Number(server.port || 443) },
     };
 
+    // eslint-disable-next-line prefer-const -- assigned once below, after the closures that use it are made
     let sim!: Sim;
     const emit = (e: Omit<SimEvent, 'time'>) => sim.record({ time: Date.now(), ...e });
     const onError = (what: string) => (key: string, err: unknown) => sim.recordError(`${what} ${key}: ${err instanceof Error ? err.message : String(err)}`);

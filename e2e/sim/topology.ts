@@ -161,7 +161,6 @@ function machineDeploymentStrategy(pool: WorkerPool, v: CapiApiVersion): Json {
  * new revision then scales up as the rollout strategy allows). Returns the template's name.
  */
 export async function rollWorkerPool(kube: KubeClient, o: { namespace: string; cluster: string; pool: string; revision: string; image: string; apiVersion?: CapiApiVersion }): Promise<string> {
-  const capi = capiApi(o.apiVersion ?? 'v1beta2');
   const md = `${o.cluster}-${o.pool}`;
   const name = `${md}-${o.revision}`;
   const template = simMachineTemplate(o.namespace, name, o.image);

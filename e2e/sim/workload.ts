@@ -2,7 +2,7 @@
 // kubelet endpoint is sim-kubelet, which also answers for the etcd member of a control-plane Node), the
 // static-pod mirror pods of a kubeadm control plane, and the clients of the workload clusters. The
 // `kube-system/kubeadm-config` ConfigMap that `kubeadm init` uploads is kubeadm-config.ts.
-import { isConflict, isNotFound, KubeClient, type Json } from '../../hack/testenv/kube-client.js';
+import { isConflict, KubeClient, type Json } from '../../hack/testenv/kube-client.js';
 
 export const SIM_NODE_ANNOTATION = 'sim.joinguard.io/machine';
 /** The simulated Cluster of a Node: sim-kubelet answers for its etcd member from the Nodes of the same Cluster. */

@@ -219,7 +219,7 @@ export class FaultProxy {
     const watch = /^(true|1)$/.test(url.searchParams.get('watch') ?? '');
     const rec: ProxiedRequest = {
       id: this.nextId++, at: Date.now(), method: req.method ?? 'GET', path: url.pathname, query: url.search, watch,
-      userAgent: String(req.headers['user-agent'] ?? ''), code: 0, bytes: 0,
+      userAgent: req.headers['user-agent'] ?? '', code: 0, bytes: 0,
     };
     this.requests.push(rec);
     const chunks: Buffer[] = [];

@@ -8,7 +8,7 @@ import { buildCrd } from '../../api/v1alpha1/crd.js';
 import type { Condition, MachineJoinCheck, MachineJoinCheckSpec } from '../../api/v1alpha1/types.js';
 import { startController, type ControllerOptions, type RunningController } from '../../controllers/manager.js';
 import { installCrds } from '../../hack/testenv/crds.js';
-import type { Json, KubeClient } from '../../hack/testenv/kube-client.js';
+import type { KubeClient } from '../../hack/testenv/kube-client.js';
 
 export const checksPath = (namespace: string) => `/apis/joinguard.io/v1alpha1/namespaces/${namespace}/machinejoinchecks`;
 

@@ -231,6 +231,7 @@ async function status(): Promise<number> {
     const health = d.healthUrls[name] ? ` readyz ${(await httpGet(`${d.healthUrls[name]}/readyz`)).status || 'unreachable'}` : '';
     console.log(`${name.padEnd(27)} pid ${pid} ${dead.has(name) ? 'GONE' : 'running'}${health}`);
   }
+  // eslint-disable-next-line no-useless-assignment -- the value if the try below throws
   let version = 'unreachable';
   try {
     const te = attachTestEnv(state.kubeconfigPath);

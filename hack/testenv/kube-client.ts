@@ -221,7 +221,7 @@ export class KubeClient {
         if (settled) return;
         settled = true;
         if (err === undefined || signal.aborted) resolve();
-        else reject(codeOf(err) !== undefined ? err : new KubeError(0, 'WATCH', path, String((err as Error)?.message ?? err)));
+        else reject(codeOf(err) !== undefined ? err : new KubeError(0, 'WATCH', path, (err as Error)?.message ?? String(err)));
       };
       const req = https.request({
         host: this.server.hostname, port: this.server.port, path: `${path}${q}`, method: 'GET', agent: this.agent, signal,

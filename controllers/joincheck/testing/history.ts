@@ -12,7 +12,7 @@ import type { Json } from '../../../runtime/rest.js';
 import { Cache } from './cache.js';
 import { isProvisioned } from './objects.js';
 import { kcpStep, machineSetStep, mhcStep } from './owners.js';
-import { count, Crash, World, type Fault, type WorldSetup } from './world.js';
+import { count, World, type Fault, type WorldSetup } from './world.js';
 
 export type Step =
   | { k: 'advance'; ms: number }
