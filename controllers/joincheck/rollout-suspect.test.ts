@@ -105,7 +105,13 @@ describe('RolloutSuspect: a rollout that cannot join', () => {
     sc.at(STALL).plan();
     sc.remove('a');
     sc.with({ machineSets: [machineSet('ms-1', '3', 'md'), machineSet('ms-2', '2', 'md-r2')] });
+    // Rolled back, but b (of revision 2) is still there: held until ms-2 scales it away, never asked for.
+    const waiting = sc.advance(MINUTE).plan();
+    expect(progressingReason(waiting)).to.equal('RolloutSuspect');
+    expect(requested(waiting)).to.deep.equal([]);
+    sc.update('b', { deletingSince: T0 + 23 * MINUTE, phase: 'Deleting' });
     const p = sc.advance(MINUTE).plan();
+    expect(requested(p)).to.deep.equal([]);
     expect(p.status.suspicion).to.equal(undefined);
     expect(p.status.consecutiveJoinFailures).to.equal(0);
     expect(progressingReason(p)).to.not.equal('RolloutSuspect');
@@ -116,7 +122,7 @@ describe('RolloutSuspect: a rollout that cannot join', () => {
   it('a new revision (the template fixed) clears it too; the MachineSet gone as well', () => {
     const sc = rollout([...OLD, of('ms-2', 'a'), of('ms-2', 'b')]);
     sc.at(STALL).plan();
-    sc.with({ machineSets: [SETS[0]!] });
+    sc.with({ machineSets: [SETS[0]!] }).remove('a').remove('b');
     const p = sc.advance(MINUTE).plan();
     expect(p.events.find((e) => e.reason === 'SuspicionCleared')?.message).to.contain('MachineSet ms-2 of revision 2 is gone');
   });
@@ -168,7 +174,9 @@ describe('RolloutSuspect: the rule alone', () => {
     expect(rolloutSuspect([fail('cp-a', kcp, 'v1.36.3'), fail('cp-b', kcp, 'v1.36.3')], { ...w, machines: [cpMachine('cp-0', { version: 'v1.35.0' })] }), 'v1 never joined').to.equal(undefined);
     const e = rolloutSuspect([fail('cp-a', kcp, 'v1.36.3'), fail('cp-b', kcp, 'v1.36.3')], w)!;
     expect(rolloutOver(e, w)).to.equal(undefined);
-    expect(rolloutOver(e, { ...w, kcp: kcpFacts({ version: 'v1.35.0' }) })).to.contain('now rolls out version v1.35.0');
+    const rolledBack = { ...w, kcp: kcpFacts({ version: 'v1.35.0' }) };
+    expect(rolloutOver(e, rolledBack), 'cp-a of v1.36.3 still there').to.equal(undefined);
+    expect(rolloutOver(e, { ...rolledBack, machines: [machines[0]!] })).to.contain('now rolls out version v1.35.0');
   });
 
   it('a MachineSet without a revision, or not of a MachineDeployment, is no rollout', () => {

@@ -89,8 +89,22 @@ function kcpRevision(name: string, version: string, w: RolloutWorld): RolloutEvi
   return { owner: { kind: 'KubeadmControlPlane', name }, revision: version, previousRevision: previous.version!, changes: [`spec.version: ${previous.version} -> ${version}`] };
 }
 
-/** Why the suspect revision is no longer rolled out (rolled back, or a newer revision), or undefined while it is. */
+/**
+ * Why the suspect revision is over — no longer rolled out (rolled back, or a newer revision) and none of its Machines
+ * left but those being deleted — or undefined while it is not. Until its owner has scaled its Machines away they stay
+ * held: once cleared, a stuck Machine of it would be asked for, only for its owner to delete what it deletes anyway.
+ */
 export function rolloutOver(e: RolloutEvidence, w: RolloutWorld): string | undefined {
+  const why = revisionLeft(e, w);
+  if (why === undefined) return undefined;
+  const ofRevision = (m: MachineFacts) =>
+    e.owner.kind === 'KubeadmControlPlane'
+      ? m.owner.kind === 'KubeadmControlPlane' && m.owner.name === e.owner.name && m.version === e.revision && m.nodeName === undefined
+      : m.owner.kind === 'MachineSet' && m.owner.name === e.machineSet;
+  return w.machines.some((m) => ofRevision(m) && m.deletingSince === undefined) ? undefined : why;
+}
+
+function revisionLeft(e: RolloutEvidence, w: RolloutWorld): string | undefined {
   if (e.owner.kind === 'KubeadmControlPlane') {
     if (w.kcp?.name !== e.owner.name || w.kcp.version === undefined || w.kcp.version === e.revision) return undefined;
     return `KubeadmControlPlane ${e.owner.name} now rolls out version ${w.kcp.version}, not ${e.revision}`;
