@@ -19,6 +19,7 @@ const STOP_RANK: Record<StopReason, number> = {
   ControlPlaneEndpointUnreachable: 1,
   NeverJoined: 2,
   BootstrapCredentialSuspect: 3,
+  RolloutSuspect: 3, // [rollout-suspect] the same suspicion, never both at once
   RemediationRefusedByOwner: 4,
   RemediationBudgetExhausted: 5,
   DryRun: 6,
@@ -31,6 +32,7 @@ export const RESTRICTING: Readonly<Record<StopReason, boolean>> = {
   ControlPlaneEndpointUnreachable: false,
   NeverJoined: true,
   BootstrapCredentialSuspect: true,
+  RolloutSuspect: true, // [rollout-suspect]
   RemediationRefusedByOwner: true,
   RemediationBudgetExhausted: true,
   DryRun: false,
@@ -207,6 +209,7 @@ function stopMessage(i: ProgressingInput, reason: StopReason, notes: string[], m
       );
     }
     case 'BootstrapCredentialSuspect':
+    case 'RolloutSuspect': // [rollout-suspect] its words are rollout-suspect.ts's
       return i.suspicion(machines);
     case 'RemediationRefusedByOwner':
       return `An owner refuses remediation, so JoinGuard does not ask it: ${said(notes)}.${heldBack(machines)} ${runbook(reason)}`;

@@ -27,6 +27,7 @@ import {
 } from './judge.js';
 import { appendHistory, choosePath, followRequests, markIntents, newRequest, ownerRef, target, UNANSWERED_AFTER_MS, type IntentInput } from './marks.js';
 import { deletionNote, deletionOf, finalizerIntent } from './deletion.js';
+import { clearRolloutIfOver, rolloutSuspect, type RolloutWorld } from './rollout-suspect.js';
 import { checkMetadata, readMemory } from './memory.js';
 import { earliestAfter, iso, ms } from './time.js';
 import type { CheckMetadataIntent, MachineTarget, MachineVerdict, Plan, PlannedEvent, Snapshot } from './types.js';
@@ -140,6 +141,9 @@ export function plan(s: Snapshot): Plan {
   const somethingToReset = (next.consecutiveJoinFailures ?? 0) > 0 || next.suspicion !== undefined;
   const joinEvents = joinedNow.filter((m) => prevObs.has(m.uid) || (somethingToReset && newestFailure > 0 && m.createdAt > newestFailure));
   if (joinEvents.length > 0 && somethingToReset) joinSeen(next, joinEvents.map((m) => m.name), events);
+  // [rollout-suspect] which revision the failures come from; a RolloutSuspect clears once its revision is rolled back.
+  const rolloutWorld: RolloutWorld = { machines: ofCluster, ...(s.settled ? { settled: s.settled } : {}), ...(s.machineSets ? { machineSets: s.machineSets } : {}), ...(s.kcp ? { kcp: s.kcp } : {}) };
+  clearRolloutIfOver(next, rolloutWorld, events);
   // Join durations of the joins seen happen (by this process, or remembered as not joined).
   // By name: the samples kept must not depend on the order the caches list Machines in.
   const timedJoins = joinedNow.filter((m) => joinEvents.includes(m) || s.previous?.pending.has(m.uid) === true).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -215,7 +219,7 @@ export function plan(s: Snapshot): Plan {
     if (fresh) {
       confirm.push(target(m));
       failed.set(m.uid, iso(s.now));
-      raisedNow = countFailure(next, m, v, anyMachine, settings, cluster, s.now, events);
+      raisedNow = countFailure(next, m, v, anyMachine, settings, cluster, s.now, events, (f) => rolloutSuspect(f, rolloutWorld)); // [rollout-suspect]
     }
     const stuckEvent = (): void => {
       if (fresh) events.push({ on: 'Machine', machine: target(m), reason: v.failureKind === 'ProvisionTimeout' ? 'ProvisionTimedOut' : 'JoinTimedOut', warning: true, message: `Machine ${m.name}: ${v.reason}` });
@@ -305,7 +309,7 @@ export function plan(s: Snapshot): Plan {
   if (next.firstControlPlane?.misconfigured !== undefined) stops.add('FirstControlPlaneReplacementMisconfigured', next.firstControlPlane.misconfigured.message);
   for (const v of verdictList) if ((v.hold === 'ConnectionDown' || v.hold === 'ConnectionGrace') && v.pastDeadline) stops.add('ControlPlaneEndpointUnreachable', '', v.machine);
   if (neverJoinedActive(next, settings)) stops.add('NeverJoined', '');
-  if (next.suspicion !== undefined) stops.add('BootstrapCredentialSuspect', '');
+  if (next.suspicion !== undefined) stops.add(next.suspicion.reason, ''); // [rollout-suspect] either suspicion
   if (settings.dryRun) {
     const stuck = new Set(verdictList.filter((v) => v.state === 'Stuck').map((v) => v.uid));
     for (const r of requests) if (r.state === 'DryRun' && stuck.has(r.uid) && !wouldAsk.includes(`${r.machine} via ${r.path}`)) wouldAsk.push(`${r.machine} via ${r.path}`);
