@@ -81,6 +81,7 @@ export const ProgressingReason = {
   AsExpected: 'AsExpected',
   Remediating: 'Remediating',
   BootstrapCredentialSuspect: 'BootstrapCredentialSuspect',
+  RolloutSuspect: 'RolloutSuspect',
   ControlPlaneEndpointUnreachable: 'ControlPlaneEndpointUnreachable',
   NeverJoined: 'NeverJoined',
   RemediationBudgetExhausted: 'RemediationBudgetExhausted',
@@ -137,6 +138,8 @@ export interface FailureRecord {
   bootstrapConfig?: string;
   dataSecretName?: string;
   controlPlane?: boolean;
+  /** spec.version of the Machine: a KubeadmControlPlane rollout's revision (RolloutSuspect). */
+  version?: string;
 }
 
 export type RemediationPath = (typeof REMEDIATION_PATHS)[number];
@@ -195,12 +198,28 @@ export interface OwnerWindow {
 }
 
 export interface SuspicionStatus {
-  reason: 'BootstrapCredentialSuspect';
+  reason: 'BootstrapCredentialSuspect' | 'RolloutSuspect';
   since: string;
   nextCanaryTime?: string;
   canariesSpent: number;
   /** Machines (names) whose failures raised the suspicion. */
   machines: string[];
+  /** RolloutSuspect: the template revision the failures all come from (rollout-suspect.ts). */
+  rollout?: RolloutEvidence;
+}
+
+/** The revision a RolloutSuspect names, and the last revision of the same owner whose Machines joined. */
+export interface RolloutEvidence {
+  /** The MachineDeployment or KubeadmControlPlane rolling out. */
+  owner: OwnerReference;
+  /** The MachineDeployment's revision number, or the KubeadmControlPlane's version. */
+  revision: string;
+  /** The MachineSet of that revision (a MachineDeployment's). */
+  machineSet?: string;
+  previousRevision: string;
+  previousMachineSet?: string;
+  /** What differs from the previous revision: `what: old -> new`. */
+  changes: string[];
 }
 
 export interface JoinDurationsStatus {
@@ -325,6 +344,7 @@ export const STATUS_LIMITS = {
   observations: 10000,
   ownerWindows: 1000,
   suspectMachines: 10,
+  rolloutChanges: 5,
   /** int32, like every count in the Kubernetes API. */
   count: 2147483647,
 } as const;

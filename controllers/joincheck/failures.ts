@@ -2,9 +2,10 @@
 // counted once; join timeouts in a row, with no Machine joining in between, raise the suspicion, which holds back
 // every join timeout but one canary at a growing cadence; a join clears it, and so does a resume by hand.
 import type { ClusterFacts, MachineFacts } from '../../api/capi/model.js';
-import type { CheckSettings, FailureRecord, MachineJoinCheckStatus, SuspicionStatus } from '../../api/v1alpha1/types.js';
+import type { CheckSettings, FailureRecord, MachineJoinCheckStatus, RolloutEvidence, SuspicionStatus } from '../../api/v1alpha1/types.js';
 import { ANNOTATION_RESUME, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
 import { ownerRef } from './marks.js';
+import { rolloutMessage } from './rollout-suspect.js';
 import { formatDuration, iso, ms } from './time.js';
 import type { CheckMetadataIntent, MachineVerdict, PlannedEvent, Snapshot } from './types.js';
 import { endpointOf, failureEvidence, listNames, runbook } from './words.js';
@@ -24,6 +25,7 @@ export function failureRecord(m: MachineFacts, v: MachineVerdict, now: number): 
     ...(ref ? { bootstrapConfig: `${ref.kind}/${ref.name}` } : {}),
     ...(m.dataSecretName !== undefined ? { dataSecretName: m.dataSecretName } : {}),
     ...(m.controlPlane ? { controlPlane: true } : {}),
+    ...(m.version !== undefined ? { version: m.version } : {}),
   };
 }
 
@@ -33,7 +35,7 @@ export function failureRecord(m: MachineFacts, v: MachineVerdict, now: number): 
  * count, which raises the suspicion at its threshold. Returns true when this failure raised it (the failure
  * that reaches the threshold is not rebuilt).
  */
-export function countFailure(next: MachineJoinCheckStatus, m: MachineFacts, v: MachineVerdict, live: { has(uid: string): boolean }, settings: CheckSettings, cluster: ClusterFacts, now: number, events: PlannedEvent[]): boolean {
+export function countFailure(next: MachineJoinCheckStatus, m: MachineFacts, v: MachineVerdict, live: { has(uid: string): boolean }, settings: CheckSettings, cluster: ClusterFacts, now: number, events: PlannedEvent[], rollout?: (failures: FailureRecord[]) => RolloutEvidence | undefined): boolean {
   const list = [...(next.recentFailures ?? []), failureRecord(m, v, now)];
   while (list.length > STATUS_LIMITS.recentFailures) {
     const gone = list.findIndex((f) => !live.has(f.uid));
@@ -49,9 +51,13 @@ export function countFailure(next: MachineJoinCheckStatus, m: MachineFacts, v: M
   }
   const threshold = settings.consecutiveJoinFailures;
   if (threshold <= 0 || next.consecutiveJoinFailures < threshold) return false;
-  const names = list.filter((f) => f.kind === 'JoinTimeout').slice(-threshold).map((f) => f.machine);
+  const raising = list.filter((f) => f.kind === 'JoinTimeout').slice(-threshold);
+  const names = raising.map((f) => f.machine);
   next.suspicion = { reason: 'BootstrapCredentialSuspect', since: iso(now), nextCanaryTime: iso(now + canaryDelay(settings, 0)), canariesSpent: 0, machines: names };
-  events.push({ on: 'Check', reason: 'SuspicionRaised', warning: true, message: suspicionMessage(next, list, cluster, settings) });
+  // [rollout-suspect] the same suspicion, when its failures all come from one new template revision (rollout-suspect.ts).
+  const evidence = rollout?.(raising);
+  if (evidence !== undefined) next.suspicion = { ...next.suspicion, reason: 'RolloutSuspect', rollout: evidence };
+  events.push({ on: 'Check', reason: evidence !== undefined ? 'RolloutSuspect' : 'SuspicionRaised', warning: true, message: suspicionMessage(next, list, cluster, settings) });
   return true;
 }
 
@@ -86,6 +92,7 @@ export function spendCanary(s: SuspicionStatus, settings: CheckSettings, now: nu
 
 export function suspicionMessage(status: MachineJoinCheckStatus, failures: readonly FailureRecord[], cluster: ClusterFacts | undefined, settings: CheckSettings, heldBack: string[] = []): string {
   const s = status.suspicion!;
+  if (s.reason === 'RolloutSuspect' && s.rollout !== undefined) return rolloutMessage(status, failures, cluster, settings, heldBack); // [rollout-suspect]
   const names = new Set(s.machines);
   const evidence = failures.filter((f) => f.kind === 'JoinTimeout' && names.has(f.machine));
   const parts = [

@@ -152,6 +152,12 @@ export interface Stop {
 
 const until = (t: number | undefined) => (t !== undefined ? { until: t } : {});
 
+/** The suspicion's gate, for the entry of the suspicion's kind (status.suspicion.reason). */
+function suspicionHolds(kind: StopReason, v: MachineVerdict, raisedNow: boolean, st: GuardState, w: GuardWorld): Gate {
+  if ((st.status.suspicion?.reason ?? 'BootstrapCredentialSuspect') !== kind) return undefined;
+  return suspicionGate(st.status, v, raisedNow, st.canaryTaken, w.settings, w.now).go ? undefined : { note: '' };
+}
+
 /** Every stop, highest precedence first; the guards of the chain apply in this order. */
 export const STOPS = [
   {
@@ -192,7 +198,15 @@ export const STOPS = [
   {
     reason: 'BootstrapCredentialSuspect',
     restricting: true,
-    gate: (_m, v, raisedNow, st, w) => (suspicionGate(st.status, v, raisedNow, st.canaryTaken, w.settings, w.now).go ? undefined : { note: '' }),
+    gate: (_m, v, raisedNow, st, w) => suspicionHolds('BootstrapCredentialSuspect', v, raisedNow, st, w),
+    message: (c, _notes, machines) => c.suspicion([...machines]),
+  },
+  {
+    // The same suspicion when its failures all come from one new template revision (rollout-suspect.ts words it);
+    // never both at once.
+    reason: 'RolloutSuspect',
+    restricting: true,
+    gate: (_m, v, raisedNow, st, w) => suspicionHolds('RolloutSuspect', v, raisedNow, st, w),
     message: (c, _notes, machines) => c.suspicion([...machines]),
   },
   {

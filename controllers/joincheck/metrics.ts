@@ -69,7 +69,7 @@ export class JoinGuardMetrics {
       registers,
     });
     this.remediations = new Counter({ name: 'joinguard_remediations_total', help: 'Remediation outcomes reached, by path and outcome (each outcome once per Machine)', labelNames: [...CHECK_LABELS, 'path', 'outcome'], registers });
-    this.suspicions = new Counter({ name: 'joinguard_suspicions_raised_total', help: 'BootstrapCredentialSuspect suspicions raised', labelNames: [...CHECK_LABELS], registers });
+    this.suspicions = new Counter({ name: 'joinguard_suspicions_raised_total', help: 'Suspicions raised (BootstrapCredentialSuspect or RolloutSuspect)', labelNames: [...CHECK_LABELS], registers });
     this.joinDuration = new Histogram({
       name: 'joinguard_join_duration_seconds',
       help: 'Time from the join clock start to the Node, of Machines that joined while this process watched',

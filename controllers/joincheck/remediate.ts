@@ -11,7 +11,8 @@ import { appendHistory, choosePath, newRequest, ownerRef, target } from './marks
 import { assign, type Followed, type Observed } from './observe.js';
 import { iso } from './time.js';
 import type { MachineTarget, MachineVerdict, Snapshot } from './types.js';
-import type { Judged } from './verdicts.js';
+import { rolloutSuspect } from './rollout-suspect.js';
+import { rolloutWorld, type Judged } from './verdicts.js';
 
 export interface Remediated {
   requests: RequestRecord[];
@@ -56,6 +57,7 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
     expected: w.expected,
     now: s.now,
   };
+  const rollouts = rolloutWorld(s, f);
   const sinceResume = (list: readonly RequestRecord[]) => list.filter((r) => r.time >= (next.lastResume?.time ?? ''));
   for (const { m, v } of w.canAct ? candidates : []) {
     let raisedNow = false;
@@ -63,7 +65,7 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
     if (fresh) {
       confirm.push(target(m));
       failed.set(m.uid, iso(s.now));
-      raisedNow = countFailure(next, m, v, anyMachine, settings, cluster, s.now, events);
+      raisedNow = countFailure(next, m, v, anyMachine, settings, cluster, s.now, events, (x) => rolloutSuspect(x, rollouts)); // [rollout-suspect]
     }
     const stuckEvent = (): void => {
       if (fresh) events.push({ on: 'Machine', machine: target(m), reason: v.failureKind === 'ProvisionTimeout' ? 'ProvisionTimedOut' : 'JoinTimedOut', warning: true, message: `Machine ${m.name}: ${v.reason}` });
@@ -179,7 +181,7 @@ function stateStops(f: Followed, w: Observed, verdicts: readonly MachineVerdict[
   if (next.firstControlPlane?.misconfigured !== undefined) stops.add('FirstControlPlaneReplacementMisconfigured', next.firstControlPlane.misconfigured.message);
   for (const v of verdicts) if ((v.hold === 'ConnectionDown' || v.hold === 'ConnectionGrace') && v.pastDeadline) stops.add('ControlPlaneEndpointUnreachable', '', v.machine);
   if (neverJoinedActive(next, settings)) stops.add('NeverJoined', '');
-  if (next.suspicion !== undefined) stops.add('BootstrapCredentialSuspect', '');
+  if (next.suspicion !== undefined) stops.add(next.suspicion.reason, ''); // [rollout-suspect] either suspicion
   if (settings.dryRun) {
     const stuck = new Set(verdicts.filter((v) => v.state === 'Stuck').map((v) => v.uid));
     for (const r of requests) if (r.state === 'DryRun' && stuck.has(r.uid) && !wouldAsk.includes(`${r.machine} via ${r.path}`)) wouldAsk.push(`${r.machine} via ${r.path}`);

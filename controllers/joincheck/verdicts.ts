@@ -7,6 +7,7 @@ import { judgeFirstControlPlane } from './first-control-plane.js';
 import { joinSeen } from './guards.js';
 import { byName, joinClockStart, judge, trusted } from './judge.js';
 import type { Followed, Observed } from './observe.js';
+import { clearRolloutIfOver, type RolloutWorld } from './rollout-suspect.js';
 import { ms } from './time.js';
 import type { MachineVerdict, Plan, Snapshot } from './types.js';
 
@@ -43,6 +44,8 @@ function countJoins(s: Snapshot, f: Followed, w: Observed, verdicts: readonly Ma
   const somethingToReset = (next.consecutiveJoinFailures ?? 0) > 0 || next.suspicion !== undefined;
   const joinEvents = joinedNow.filter((m) => w.prevObs.has(m.uid) || (somethingToReset && newestFailure > 0 && m.createdAt > newestFailure));
   if (joinEvents.length > 0 && somethingToReset) joinSeen(next, joinEvents.map((m) => m.name), f.events);
+  // [rollout-suspect] a RolloutSuspect clears once its revision is rolled back.
+  clearRolloutIfOver(next, rolloutWorld(s, f), f.events);
   // Join durations of the joins seen happen (by this process, or remembered as not joined).
   // By name: the samples kept must not depend on the order the caches list Machines in.
   const timed: MachineFacts[] = joinedNow.filter((m) => joinEvents.includes(m) || s.previous?.pending.has(m.uid) === true).sort(byName);
@@ -52,4 +55,9 @@ function countJoins(s: Snapshot, f: Followed, w: Observed, verdicts: readonly Ma
     const start = joinClockStart(m, { firstControlPlane: m.controlPlane, readyAt, ...(cpInitAt !== undefined ? { controlPlaneInitializedAt: cpInitAt } : {}) });
     next.joinDurations = addJoinDuration(next.joinDurations, Math.max(0, Math.round((s.now - start) / 1000)));
   }
+}
+
+/** What the rollout rule reads of the world (rollout-suspect.ts). */
+export function rolloutWorld(s: Snapshot, f: Followed): RolloutWorld {
+  return { machines: f.ofCluster, ...(s.settled ? { settled: s.settled } : {}), ...(s.machineSets ? { machineSets: s.machineSets } : {}), ...(s.kcp ? { kcp: s.kcp } : {}) };
 }
