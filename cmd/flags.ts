@@ -79,6 +79,9 @@ export const CURVES: Record<number, string> = {
   4588: 'X25519MLKEM768',
   4589: 'SecP384r1MLKEM1024',
 };
+const SUPPORTED_CURVES = Object.entries(CURVES)
+  .map(([id, n]) => `${id} (${n})`)
+  .join(', ');
 
 const gatesHelp = Object.entries(FEATURE_GATES).map(([n, g]) => `${n}=true|false (${g.stage} - default=${g.default})`).join('\n');
 
@@ -109,7 +112,7 @@ export const FLAGS: Record<string, Spec> = {
   'profiler-address': { key: 'profilerAddress', kind: 'string', def: '', help: "Bind address to expose the profiler (e.g. localhost:6060): Node's CPU profile at /debug/pprof/profile?seconds=N and a heap snapshot at /debug/pprof/heap, for Chrome DevTools. Plain HTTP without authentication, as CAPI's; bind it to localhost." },
   'sync-period': { key: 'syncPeriodMs', kind: 'duration', def: '10m0s', help: 'The minimum interval at which watched resources are reconciled (e.g. 15m)' },
   'tls-cipher-suites': { key: 'tlsCipherSuites', kind: 'list', def: '', help: `Comma-separated list of cipher suites for the webhook server and metrics server (the latter only if --insecure-diagnostics is not set to true). If omitted, the default Node.js cipher suites will be used. Possible values: ${CIPHER_SUITE_NAMES.join(', ')}.`, check: ((v: string[]) => tlsProblem('VersionTLS12', v)) },
-  'tls-curve-preferences': { key: 'tlsCurvePreferences', kind: 'int32list', def: '[]', help: `Comma-separated list of numeric Go crypto/tls CurveID values, as the allowed key exchange mechanisms for the webhook server and metrics server (the latter only if --insecure-diagnostics is not set to true). Supported: ${Object.entries(CURVES).map(([id, n]) => `${id} (${n})`).join(', ')}. If omitted, the default Node.js curves will be used.`, check: curvesProblem },
+  'tls-curve-preferences': { key: 'tlsCurvePreferences', kind: 'int32list', def: '[]', help: `Comma-separated list of numeric Go crypto/tls CurveID values, as the allowed key exchange mechanisms for the webhook server and metrics server (the latter only if --insecure-diagnostics is not set to true). Supported: ${SUPPORTED_CURVES}. If omitted, the default Node.js curves will be used.`, check: curvesProblem },
   'tls-min-version': { key: 'tlsMinVersion', kind: 'string', def: 'VersionTLS12', help: `The minimum TLS version in use by the webhook server and metrics server (the latter only if --insecure-diagnostics is not set to true). Possible values are ${TLS_VERSION_NAMES.join(', ')}.`, check: ((v: string) => tlsProblem(v, [])) },
   v: { key: 'verbosity', kind: 'level', def: '2', help: 'number for the log level verbosity' },
   vmodule: { key: 'vmodule', kind: 'vmodule', def: '', help: 'comma-separated list of pattern=N settings for file-filtered logging (only works for text log format)' },

@@ -46,6 +46,7 @@ const cr = (metric: string) => `${metric}{${mgmt}, controller="machinejoincheck"
 /** Every panel of the dashboard; tests check the metric names their queries read. */
 export function dashboardPanels(): Panel[] {
   const byCheck = '{{cluster_namespace}}/{{check}} ({{cluster_name}})';
+  const reconcileBuckets = cr('controller_runtime_reconcile_time_seconds_bucket');
   return [
     { title: 'Checks', type: 'row', w: 24, h: 1 },
     stat('Checks not progressing', 6, 5, `count(joinguard_check_condition{type="Progressing", status="False", reason!="DryRun", ${sel}} == 1) or vector(0)`, {
@@ -94,7 +95,7 @@ export function dashboardPanels(): Panel[] {
     stat('Leader', 6, 6, `sum(leader_election_master_status{${mgmt}}) or vector(0)`, { description: '1 while a replica holds the Lease (one per shard).' }),
     series('Reconciles by result', 9, 6, `sum by (result) (rate(${cr('controller_runtime_reconcile_total')}[$__rate_interval]))`, '{{result}}'),
     series('Reconcile errors', 9, 6, `sum(rate(${cr('controller_runtime_reconcile_errors_total')}[$__rate_interval]))`, 'errors'),
-    series('Reconcile time (p99)', 8, 6, `histogram_quantile(0.99, sum by (le) (rate(${cr('controller_runtime_reconcile_time_seconds_bucket')}[$__rate_interval])))`, 'p99', { unit: 's' }),
+    series('Reconcile time (p99)', 8, 6, `histogram_quantile(0.99, sum by (le) (rate(${reconcileBuckets}[$__rate_interval])))`, 'p99', { unit: 's' }),
     series('Work queue depth', 8, 6, `sum by (name) (workqueue_depth{${mgmt}})`, '{{name}}'),
     series('API requests by code', 8, 6, `sum by (code, method) (rate(rest_client_requests_total{${mgmt}}[$__rate_interval]))`, '{{method}} {{code}}'),
     series('Admission requests by code', 8, 6, `sum by (code) (rate(controller_runtime_webhook_requests_total{${mgmt}}[$__rate_interval]))`, '{{code}}'),

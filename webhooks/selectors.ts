@@ -32,7 +32,8 @@ function requirements(sel: LabelSelectorModel | undefined): Map<string, Req[]> {
   const add = (k: string, r: Req) => m.set(k, [...(m.get(k) ?? []), r]);
   if (!sel || typeof sel !== 'object') return m;
   if (sel.matchLabels && typeof sel.matchLabels === 'object') {
-    for (const [k, v] of Object.entries(sel.matchLabels)) add(k, { op: 'In', values: [String(v)] }); // eslint-disable-line @typescript-eslint/no-unnecessary-type-conversion -- a user's selector, as written
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-conversion -- a user's selector, as written
+    for (const [k, v] of Object.entries(sel.matchLabels)) add(k, { op: 'In', values: [String(v)] });
   }
   if (Array.isArray(sel.matchExpressions)) {
     for (const e of sel.matchExpressions) {

@@ -188,7 +188,7 @@ export function conditions(description: string): JSONSchemaProps {
         status: str('status of the condition, one of True, False, Unknown.', { enum: ['True', 'False', 'Unknown'] }),
         type: str('type of condition in CamelCase or in foo.example.com/CamelCase.', {
           maxLength: 316,
-          pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
+          pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?' + '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
         }),
       },
       { required: ['lastTransitionTime', 'message', 'reason', 'status', 'type'] },

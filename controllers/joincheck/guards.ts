@@ -187,9 +187,10 @@ export const STOPS = [
     message: ({ status, settings, cluster }, _notes, machines) => {
       const since = status.lastResume?.time;
       const failures = (status.recentFailures ?? []).filter((f) => since === undefined || f.time >= since);
+      const evidence = failureEvidence(failures.slice(-settings.neverJoinedLimit));
       return (
         `No Machine in scope has ever joined and ${status.failuresSinceResume ?? 0} failures happened${since !== undefined ? ` since the resume at ${since}` : ''} ` +
-        `(neverJoinedLimit ${settings.neverJoinedLimit}): ${failureEvidence(failures.slice(-settings.neverJoinedLimit))}. The cluster looks misconfigured ` +
+        `(neverJoinedLimit ${settings.neverJoinedLimit}): ${evidence}. The cluster looks misconfigured ` +
         `from the start (image, bootstrap settings, an endpoint ${endpointOf(cluster)} the Machines cannot reach); rebuilding would repeat it, so all ` +
         `remediation stopped.${heldBack(machines)} Fix the templates, then resume with joinguard.io/resume. ${runbook('NeverJoined')}`
       );

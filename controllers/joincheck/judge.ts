@@ -190,6 +190,8 @@ export function remediationMark(m: MachineFacts, openRequests: ReadonlySet<strin
   return undefined;
 }
 
+const EXTENDED_ONCE = ', extended once after the endpoint answered';
+
 function clockVerdict(m: MachineFacts, ctx: VerdictContext, isFirst: boolean): MachineVerdict {
   const base: MachineVerdict = { machine: m.name, uid: m.uid, state: 'Joining', reason: '', ...(isFirst ? { firstControlPlane: true } : {}) };
   const { settings, now } = ctx;
@@ -258,7 +260,7 @@ function clockVerdict(m: MachineFacts, ctx: VerdictContext, isFirst: boolean): M
       failureKind: 'JoinTimeout',
       reason:
         `no Node ${formatDuration(now - start)} after its join clock started at ${iso(start)} ` +
-        `(joinTimeout ${formatDuration(settings.joinTimeoutMs)}${extended ? ', extended once after the endpoint answered' : ''})`,
+        `(joinTimeout ${formatDuration(settings.joinTimeoutMs)}${extended ? EXTENDED_ONCE : ''})`,
     };
   }
   return { ...timed, state: 'Joining', reason: `no Node yet; join clock started at ${iso(start)}, deadline ${iso(deadline)}` };

@@ -237,7 +237,8 @@ function withdrawalWhy(w: { m: MachineFacts; r: RequestRecord | undefined; path:
     return `its mark was made by a MachineJoinCheck that no longer exists (uid ${m.requestedBy}); JoinGuard withdraws it, and ${o.checkName} judges the Machine anew`;
   }
   if (r?.withdrawn === 'Unanswered') {
-    return `nobody acted on JoinGuard's ${path} request within ${formatDuration(o.unansweredAfterMs ?? UNANSWERED_AFTER_MS)} of its mark; it is withdrawn and the Machine is not asked again`;
+    const bound = formatDuration(o.unansweredAfterMs ?? UNANSWERED_AFTER_MS);
+    return `nobody acted on JoinGuard's ${path} request within ${bound} of its mark; it is withdrawn and the Machine is not asked again`;
   }
   if (r?.withdrawn === 'OptedOut') return `it was opted out (${m.skipReason}) before it was replaced; JoinGuard withdraws its ${path} request`;
   if (r?.withdrawn === 'WithdrawAll' || w.allWithdrawn) {

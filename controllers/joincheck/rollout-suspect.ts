@@ -132,6 +132,8 @@ export function clearRolloutIfOver(next: MachineJoinCheckStatus, w: RolloutWorld
 }
 
 /** The words of a RolloutSuspect: the revision, the failing Machines, what differs, what to do. */
+const UNREADABLE_CHANGES = 'nothing JoinGuard can read (the infrastructure or bootstrap templates behind the same names)';
+
 export function rolloutMessage(status: MachineJoinCheckStatus, failures: readonly FailureRecord[], cluster: ClusterFacts | undefined, settings: CheckSettings, heldBack: string[] = []): string {
   const s = status.suspicion!;
   const e = s.rollout!;
@@ -144,7 +146,7 @@ export function rolloutMessage(status: MachineJoinCheckStatus, failures: readonl
     `${Math.max(status.consecutiveJoinFailures ?? 0, s.machines.length)} Machines in a row timed out joining (joinTimeout ${formatDuration(settings.joinTimeoutMs)}), ` +
       `all of ${rev}: ${listNames(failed.length > 0 ? failed : s.machines)}. No Machine of it has joined, while Machines of ${prev} did, through the same ` +
       `credential and endpoint ${endpointOf(cluster)}: the new template is the suspect, not the join credential.`,
-    `It differs from ${prev} in: ${e.changes.length > 0 ? e.changes.join('; ') : 'nothing JoinGuard can read (the infrastructure or bootstrap templates behind the same names)'}.`,
+    `It differs from ${prev} in: ${e.changes.length > 0 ? e.changes.join('; ') : UNREADABLE_CHANGES}.`,
     md
       ? `Fix the template (a new one, and point the MachineDeployment at it) or roll back (point spec.template back at ${prev}'s templates).`
       : `Fix the KubeadmControlPlane's machine template or kubeadm settings, or roll back spec.version to ${e.previousRevision}.`,
