@@ -16,6 +16,7 @@ import { Informer, keyOf, type InformerEvent } from '../../runtime/informer.js';
 import type { Json, Resource, RestClient } from '../../runtime/rest.js';
 import type { Live } from './executor.js';
 import { Index, MachineIndex, namedUids } from './machine-index.js';
+import { snapshotMachines } from './snapshot-machines.js';
 import type { CapiInfo, Snapshot, SnapshotExtras } from './types.js';
 
 const CLUSTER_LABEL = 'cluster.x-k8s.io/cluster-name';
@@ -280,43 +281,11 @@ export class Caches {
       }
     }
 
-    const machines: MachineFacts[] = [];
-    const seen = new Set<string>();
     const planned = this.machineIndex.planned(key, ck, namedUids(raw.status));
     this.lastRecent.set(key, planned);
-    const included: string[] = [];
-    for (const k of planned) {
-      const e = this.machines.store.get(k);
-      if (e === undefined) continue;
-      if (e.malformed) {
-        problems.push(e.malformed);
-        continue;
-      }
-      const uid = e.facts.uid;
-      seen.add(uid);
-      const l = live.machines.get(uid);
-      if (l === null) continue; // read live as gone
-      included.push(k);
-      if (l === undefined) {
-        machines.push(e.facts);
-        continue;
-      }
-      try {
-        machines.push(readMachine(l, v));
-      } catch (err) {
-        problems.push({ name: e.facts.name, uid, error: (err as Error).message });
-      }
-    }
-    for (const [uid, l] of live.machines) {
-      if (seen.has(uid) || l === null || clusterOf(l) !== clusterName || l.metadata?.namespace !== ns) continue;
-      const k = this.machineIndex.keyOf(uid);
-      if (k !== undefined) included.push(k);
-      try {
-        machines.push(readMachine(l, v));
-      } catch (err) {
-        problems.push({ name: String(l.metadata?.name), uid, error: (err as Error).message });
-      }
-    }
+    const source = { get: (k: string) => this.machines.store.get(k), keyOf: (uid: string) => this.machineIndex.keyOf(uid) };
+    const inCluster = (l: Json) => clusterOf(l) === clusterName && l.metadata?.namespace === ns;
+    const { machines, included } = snapshotMachines(planned, source, live.machines, inCluster, v, problems);
 
     const ref = cluster?.controlPlaneRef;
     const kcp = ref?.kind === 'KubeadmControlPlane' ? this.kcps?.store.get(`${ns}/${ref.name}`)?.facts : undefined;
