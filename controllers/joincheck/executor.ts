@@ -4,20 +4,21 @@
 // recorded before it is made), then converges each Machine to its intent — writing only what is missing, guarded
 // by the resourceVersion the decision was made on — then the check's own metadata. 404 on delete is done; 409
 // re-reads and decides again; any other refusal is that Machine's alone (refusals.ts); a lost leadership forbids
-// every write (the REST client refuses them) and ends the pass at once.
+// every write (the REST client refuses them) and ends the pass at once. Each Machine's write is machine-writes.ts.
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'winston';
-import { markForRemediation, setJoinGuardCondition, statusPatch, withdrawConditions } from '../../api/capi/remediation-writes.js';
 import { capiResource } from '../../api/capi/resources.js';
-import { carriesAnyMark, type CapiApiVersion, type MachineFacts } from '../../api/capi/model.js';
-import { ANNOTATION_MEMORY, ANNOTATION_REQUESTED_BY, ANNOTATION_RESUME, CAPI_ANNOTATION_REMEDIATE_MACHINE, CHECK_RESOURCE, CLUSTERCTL_ANNOTATION_BLOCK_MOVE, FINALIZER } from '../../api/v1alpha1/types.js';
+import type { CapiApiVersion } from '../../api/capi/model.js';
+import { ANNOTATION_MEMORY, ANNOTATION_REQUESTED_BY, ANNOTATION_RESUME, CHECK_RESOURCE, CLUSTERCTL_ANNOTATION_BLOCK_MOVE, FINALIZER } from '../../api/v1alpha1/types.js';
 import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
 import { isConflict, isNotFound, pathOf, type Json, type Resource, type RestClient } from '../../runtime/rest.js';
 import { DELETION_BOUND_MS } from './deletion.js';
-import { causedMarks, PATHS } from './marks.js';
+import { converge, factsOf, needsWrite, ref, type Converged } from './machine-writes.js';
 import { plan } from './planner.js';
 import { Refusals, type RefusedWrite } from './refusals.js';
 import type { MachineTarget, MarkIntent, Plan, PlannedEvent, Snapshot } from './types.js';
+
+export { needsWrite } from './machine-writes.js';
 
 /** Objects read live in this reconcile (null: read as gone). */
 export interface Live {
@@ -165,30 +166,6 @@ function resource(r: { group: string; version: string; plural: string }): Resour
   return { group: r.group, version: r.version, plural: r.plural, namespaced: true };
 }
 
-function ref(t: { name: string; namespace: string }) {
-  return { namespace: t.namespace, name: t.name };
-}
-
-function factsOf(s: Snapshot, uid: string): MachineFacts | undefined {
-  return s.machines.find((m) => m.uid === uid);
-}
-
-/** Whether the Machine, as these facts show it, still misses what the intent wants. */
-export function needsWrite(i: MarkIntent, m: MachineFacts | undefined): boolean {
-  if (m === undefined || m.deletingSince !== undefined) return false;
-  switch (i.want) {
-    case 'delete':
-      // Not over someone else's mark (JoinGuard's Delete path writes none): its owner replaces it already.
-      return m.healthCheckSucceeded?.status !== 'False' && !m.remediateAnnotation;
-    case 'withdraw': {
-      const c = causedMarks(m, i.path);
-      return c.healthCheck || c.annotation || c.condition || (i.marker !== undefined && m.requestedBy === i.marker);
-    }
-    case 'mark':
-      // Only where the Machine carries no mark at all: never over someone else's, never re-asserting an owner's.
-      return !carriesAnyMark(m);
-  }
-}
 
 async function readLive(deps: ExecutorDeps, res: Resource, s: Snapshot, targets: MachineTarget[], live: Live): Promise<void> {
   const clusterRes = resource(capiResource('Cluster', deps.apiVersion));
@@ -221,9 +198,6 @@ function decisive(status: MachineJoinCheckStatus | undefined): unknown {
 }
 
 /** A write the apiserver refused (any error but 404, 409 and a lost leadership): reported, retried with back-off. */
-type Refused = { want: MarkIntent['want']; error: Error };
-type Converged = 'ok' | 'none' | 'gone' | 'conflict' | 'unread' | Refused;
-
 async function writeStatus(
   deps: ExecutorDeps,
   s: Snapshot,
@@ -276,82 +250,6 @@ async function writeStatus(
 }
 
 /** Writes what the live Machine misses of its intent; each write guarded by the resourceVersion it was built from. */
-async function converge(deps: ExecutorDeps, res: Resource, i: MarkIntent, live: Live, s: Snapshot): Promise<Converged> {
-  const raw = live.machines.get(i.machine.uid);
-  const facts = factsOf(s, i.machine.uid);
-  if (raw === null) return 'gone';
-  if (!needsWrite(i, facts)) return 'none';
-  if (raw === undefined) return 'unread'; // never written from the cache alone
-  const path = pathOf(res, i.machine.namespace, i.machine.name);
-  const rv: string = raw.metadata.resourceVersion;
-  const now = new Date(deps.now());
-  const log = { Machine: ref(i.machine), write: i.want };
-  try {
-    switch (i.want) {
-      case 'delete':
-        await deps.rest.deleteWithPreconditions(path, i.machine.uid, rv);
-        break;
-      case 'mark': {
-        // The marker first (recognisable from the Machine alone), then the mark; the annotation path in one patch.
-        const marker = i.marker !== undefined && facts!.requestedBy !== i.marker ? { [ANNOTATION_REQUESTED_BY]: i.marker } : {};
-        if (PATHS[i.path].write === 'annotation') {
-          deps.remember('machine', await deps.rest.mergePatch(path, { metadata: { resourceVersion: rv, annotations: { ...marker, [CAPI_ANNOTATION_REMEDIATE_MACHINE]: '' } } }));
-          break;
-        }
-        let current = raw;
-        if (Object.keys(marker).length > 0) {
-          current = await deps.rest.mergePatch(path, { metadata: { resourceVersion: rv, annotations: marker } });
-          deps.remember('machine', current);
-        }
-        const write =
-          PATHS[i.path].write === 'joinGuardCondition'
-            ? setJoinGuardCondition(current, deps.apiVersion, { status: 'False', reason: i.kind, message: i.message, now })
-            : markForRemediation(current, deps.apiVersion, { kind: i.kind, message: i.message, now, setOwnerRemediated: true });
-        deps.remember('machine', await deps.rest.mergePatch(`${path}/status`, statusPatch(current, write)));
-        break;
-      }
-      case 'withdraw': {
-        const c = causedMarks(facts!, i.path);
-        const conditions = c.healthCheck || c.condition;
-        const marker = i.marker !== undefined && facts!.requestedBy === i.marker;
-        let current = raw;
-        if (c.annotation || (marker && !conditions)) {
-          // First the annotation, so the MachineHealthCheck stops marking it; then the conditions; the marker last.
-          const annotations = { ...(c.annotation ? { [CAPI_ANNOTATION_REMEDIATE_MACHINE]: null } : {}), ...(marker && !conditions ? { [ANNOTATION_REQUESTED_BY]: null } : {}) };
-          current = await deps.rest.mergePatch(path, { metadata: { resourceVersion: rv, annotations } });
-          deps.remember('machine', current);
-        }
-        if (conditions) {
-          const write = withdrawConditions(current, deps.apiVersion, now, { healthCheck: c.healthCheck, condition: c.condition });
-          current = await deps.rest.mergePatch(`${path}/status`, statusPatch(current, write));
-          deps.remember('machine', current);
-          if (marker) deps.remember('machine', await deps.rest.mergePatch(path, { metadata: { resourceVersion: current.metadata.resourceVersion, annotations: { [ANNOTATION_REQUESTED_BY]: null } } }));
-        }
-        break;
-      }
-    }
-    deps.writeMetric(i.want, 'ok');
-    deps.log.info(`${i.want} written`, log);
-    return 'ok';
-  } catch (e) {
-    if (isNotFound(e)) {
-      deps.writeMetric(i.want, 'gone');
-      return 'gone';
-    }
-    if (isConflict(e)) {
-      deps.writeMetric(i.want, 'conflict');
-      deps.log.debug(`${i.want}: the Machine changed since the decision, deciding again`, log);
-      return 'conflict';
-    }
-    if ((e as Error).name === 'WritesForbiddenError') {
-      deps.writeMetric(i.want, 'forbidden');
-      throw e; // leadership lost: nothing more is written, at once
-    }
-    deps.writeMetric(i.want, 'error');
-    return { want: i.want, error: e as Error };
-  }
-}
-
 function refusedEvent(i: MarkIntent, f: RefusedWrite): PlannedEvent {
   const what = { withdraw: 'withdrawal of its mark', delete: 'deletion', mark: 'mark' }[i.want];
   return { on: 'Machine', machine: i.machine, reason: 'WriteRefused', warning: true, message: `Machine ${i.machine.name}: JoinGuard's ${what} was refused: ${f.message}. It is retried with back-off; other Machines are not held back.` };
