@@ -16,49 +16,16 @@
 //   (a watch answered 200 and then silent is not evidence of a current view);
 // - each object is turned into its cached form once, here (`transform`), and an update that changes nothing
 //   the controller reads (`same`) emits nothing.
-import type { Logger } from 'winston';
 import { Backoff } from './backoff.js';
 import { JsonItemScanner } from './json-items.js';
-import { ApiError, pathOf, type Json, type Resource, type RestClient } from './rest.js';
+import { ApiError, pathOf, type Json } from './rest.js';
 import { keyOf, older, slim, versionOf, type Version } from './objects.js';
 import { readWatch, WatchSilent } from './watch-stream.js';
 
 export { keyOf, slim } from './objects.js';
 
-export type InformerEvent = 'add' | 'update' | 'delete';
-
-export interface InformerOptions<T> {
-  rest: RestClient;
-  resource: Resource;
-  /** Human name for logs and metrics (e.g. `machines`). */
-  name: string;
-  namespace?: string;
-  labelSelector?: string;
-  log: Logger;
-  /** A watch silent this long (no event, no bookmark) is restarted; health() fails past it without a live watch. */
-  livenessMs: number;
-  /** Parse once at the informer; must not throw. Default: `slim` (the JSON without managedFields). */
-  transform?: (raw: Json) => T;
-  /** An update whose value is `same` as the cached one emits nothing. */
-  same?: (a: T, b: T) => boolean;
-  onEvent: (type: InformerEvent, obj: T, old?: T) => void;
-  /** Called on every restart of the list/watch (for joinguard_watch_restarts_total). */
-  onRestart?: (why: string) => void;
-  /** Called when the view becomes current (a sync completed) and when it stops being current (a failure). */
-  onCurrent?: (current: boolean) => void;
-  pageSize?: number;
-  /** Timeout of each LIST page request. Default 60 s (kube-apiserver's own --request-timeout). */
-  listTimeoutMs?: number;
-  /** Sync by WatchList where the apiserver serves it. Default true. */
-  watchList?: boolean;
-  /** Monotonic ms; default performance.now. */
-  monotonic?: () => number;
-  /** [0, 1) for the back-off's jitter; default Math.random. */
-  random?: () => number;
-}
-
-/** A watch that gets no byte for this long is dead: 3 missed bookmarks of kube-apiserver (~60 s each). */
-export const DEFAULT_LIVENESS_MS = 3 * 60_000;
+export { DEFAULT_LIVENESS_MS, type InformerEvent, type InformerOptions } from './informer-options.js';
+import type { InformerEvent, InformerOptions } from './informer-options.js';
 
 /** client-go's watch timeout: from 5 minutes (to 10). */
 const MIN_WATCH_TIMEOUT_S = 300;
