@@ -1,58 +1,10 @@
 // The `joinguard` command's flags as one table (flags.ts parses and prints them): each flag's field, kind,
 // default, help and check, with CAPI's spelling, type and default; the feature gates and the TLS curves they name.
-import { LOG_FORMATS, type LogFormat, type VmoduleRule } from '../runtime/logger.js';
+import { LOG_FORMATS, type LogFormat } from '../runtime/logger.js';
 import { CIPHER_SUITE_NAMES, servingTls, TLS_VERSION_NAMES } from '../runtime/serving-tls.js';
 
-export interface Flags {
-  kubeconfig?: string;
-  namespace?: string;
-  watchFilter?: string;
-  syncPeriodMs: number;
-  kubeApiQps: number;
-  kubeApiBurst: number;
-  leaderElect: boolean;
-  leaderElectLeaseDurationMs: number;
-  leaderElectRenewDeadlineMs: number;
-  leaderElectRetryPeriodMs: number;
-  leaderElectResourceName: string;
-  concurrency: number;
-  webhookPort: number;
-  webhookCertDir: string;
-  webhookCertName: string;
-  webhookKeyName: string;
-  tlsMinVersion: string;
-  tlsCipherSuites: string[];
-  tlsCurvePreferences: number[];
-  diagnosticsAddress: string;
-  insecureDiagnostics: boolean;
-  healthAddr: string;
-  profilerAddress: string;
-  featureGates: Record<string, boolean>;
-  loggingFormat: LogFormat;
-  verbosity: number;
-  vmodule: VmoduleRule[];
-  logFlushFrequencyMs: number;
-  logJsonSplitStream: boolean;
-  logTextSplitStream: boolean;
-  logJsonInfoBufferSize: string;
-  logTextInfoBufferSize: string;
-  workloadNodeCheck: boolean;
-  allowMachineDelete: boolean;
-  connectionGraceMs: number;
-  help: boolean;
-}
-
-export type Kind = 'string' | 'bool' | 'port' | 'count' | 'float' | 'duration' | 'list' | 'int32list' | 'gates' | 'vmodule' | 'quantity' | 'level';
-
-export interface Spec {
-  key: keyof Flags;
-  kind: Kind;
-  /** As `--help` prints it (pflag's style); '' prints no default. */
-  def: string;
-  help: string;
-  /** Extra validation of the parsed value; returns a problem. */
-  check?: (v: any) => string | undefined;
-}
+export type { Flags, Kind, Spec } from './flag-types.js';
+import type { Spec } from './flag-types.js';
 
 const positive = (v: number): string | undefined => (v > 0 ? undefined : 'must be greater than 0');
 // component-base: the alpha logging options need the LoggingAlphaOptions gate, which CAPI's managers do not

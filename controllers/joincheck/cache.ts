@@ -4,65 +4,24 @@
 // objects the executor read live in place of the cached ones. An update whose facts did not change emits
 // nothing; a Machine event concerns only the checks whose selector matches it (every check of its Cluster for a
 // control-plane Machine), so the cost of an event does not grow with the Cluster's size.
-import { isDeepStrictEqual } from 'node:util';
-import type { Logger } from 'winston';
 import { readBootstrapConfig, readCluster, readKubeadmControlPlane, readMachine, readMachineHealthCheck, readMachineSet } from '../../api/capi/readers.js';
 import { matchesSelector } from '../../api/capi/selector.js';
-import { CABPK_GROUP, MalformedObjectError, type BootstrapConfigFacts, type CapiApiVersion, type ClusterFacts, type KcpFacts, type MachineFacts, type MachineHealthCheckFacts, type MachineSetFacts } from '../../api/capi/model.js';
+import { CABPK_GROUP, MalformedObjectError, type BootstrapConfigFacts, type ClusterFacts, type KcpFacts, type MachineFacts, type MachineHealthCheckFacts, type MachineSetFacts } from '../../api/capi/model.js';
 import { capiResource, type CapiKind } from '../../api/capi/resources.js';
 import { parseSettings } from '../../api/v1alpha1/settings.js';
-import { CHECK_RESOURCE, type CheckSettings, type MachineJoinCheck } from '../../api/v1alpha1/types.js';
+import { CHECK_RESOURCE, type MachineJoinCheck } from '../../api/v1alpha1/types.js';
 import { Informer, keyOf, type InformerEvent } from '../../runtime/informer.js';
-import type { Json, Resource, RestClient } from '../../runtime/rest.js';
+import type { Json, Resource } from '../../runtime/rest.js';
 import type { Live } from './executor.js';
 import { Index, MachineIndex, namedUids } from './machine-index.js';
 import { snapshotMachines } from './snapshot-machines.js';
+import { clusterKey, clusterOf, sameEntry, type CacheOptions, type CheckEntry, type Entry } from './cache-entries.js';
 import type { CapiInfo, Snapshot, SnapshotExtras } from './types.js';
 
-const CLUSTER_LABEL = 'cluster.x-k8s.io/cluster-name';
 const CONTROL_PLANE_LABEL = 'cluster.x-k8s.io/control-plane';
 export const WATCH_FILTER_LABEL = 'cluster.x-k8s.io/watch-filter';
 
-/** One cached object: its facts, or why it could not be read; and the Cluster it belongs to. */
-export type Entry<F> = { key: string; cluster?: string; facts: F; malformed?: undefined } | { key: string; cluster?: string; facts?: undefined; malformed: { name: string; uid?: string; error: string } };
-
-/** A check as cached: the raw object (its status is written back whole) and its parsed settings. */
-export interface CheckEntry {
-  raw: Json;
-  settings?: CheckSettings;
-  settingsError?: string;
-}
-
-export interface CacheOptions {
-  rest: RestClient;
-  apiVersion: CapiApiVersion;
-  kubeadm: { controlPlane: boolean; bootstrap: boolean };
-  namespace?: string;
-  watchFilter?: string;
-  log: Logger;
-  livenessMs: number;
-  /** A check needs a reconcile (by key). */
-  enqueue: (key: string) => void;
-  onRestart?: (informer: string, why: string) => void;
-  /** An informer's view stopped being current (a list/watch failed) or is current again (a sync completed). */
-  onCurrent?: (informer: string, current: boolean) => void;
-}
-
-/** The Cluster an object belongs to: spec.clusterName or the cluster-name label. */
-export function clusterOf(obj: Json): string | undefined {
-  const spec = obj?.spec?.clusterName;
-  if (typeof spec === 'string' && spec !== '') return spec;
-  const label = obj?.metadata?.labels?.[CLUSTER_LABEL];
-  return typeof label === 'string' && label !== '' ? label : undefined;
-}
-
-const clusterKey = (namespace: string, cluster: string): string => `${namespace}/${cluster}`;
-
-/** Facts equal but for the resourceVersion: nothing the controller reads changed. */
-function sameEntry<F>(a: Entry<F>, b: Entry<F>): boolean {
-  if (a.malformed || b.malformed) return isDeepStrictEqual(a, b);
-  return a.cluster === b.cluster && isDeepStrictEqual({ ...(a.facts as object), resourceVersion: '' }, { ...(b.facts as object), resourceVersion: '' });
-}
+export { clusterOf, type CacheOptions, type CheckEntry, type Entry } from './cache-entries.js';
 
 export class Caches {
   readonly checks: Informer<CheckEntry>;
