@@ -201,9 +201,9 @@ export class LeaderElector {
 
   private async update(lease: Json, spec: Json, signal: AbortSignal | undefined): Promise<void> {
     const next = { ...lease, spec };
-    this.lease = await this.o.rest.put(this.path(this.o.name), next, { timeoutMs: this.requestMs, ...(signal ? { signal } : {}) });
-    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- tsc 7 does not narrow the field across the await
-    this.observe(this.lease!, this.mono());
+    const written = await this.o.rest.put(this.path(this.o.name), next, { timeoutMs: this.requestMs, ...(signal ? { signal } : {}) });
+    this.lease = written;
+    this.observe(written, this.mono());
   }
 
   private observe(lease: Json, at: number): void {
@@ -234,13 +234,13 @@ export class LeaderElector {
     } catch (e) {
       if (!isNotFound(e)) throw e;
       try {
-        this.lease = await this.o.rest.post(
+        const created = await this.o.rest.post(
           this.path(),
           { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: this.o.name, namespace: this.o.namespace }, spec: this.record(this.o.identity, this.wall(), 0) },
           opts,
         );
-        // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- tsc 7 does not narrow the field across the await
-    this.observe(this.lease!, this.mono());
+        this.lease = created;
+        this.observe(created, this.mono());
         return true;
       } catch (err) {
         if (isConflict(err)) return false;

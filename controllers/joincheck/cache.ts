@@ -248,21 +248,11 @@ export class Caches {
 
     const ref = cluster?.controlPlaneRef;
     const kcp = ref?.kind === 'KubeadmControlPlane' ? this.kcps?.store.get(`${ns}/${ref.name}`)?.facts : undefined;
-    const bootstrapConfigs = new Map<string, BootstrapConfigFacts>();
-    for (const k of this.byCluster.configs.keys(ck)) {
-      const f = this.configs?.store.get(k)?.facts;
-      if (f) bootstrapConfigs.set(`${f.kind}/${f.name}`, f);
-    }
-    const mhcs: MachineHealthCheckFacts[] = [];
-    for (const k of this.byCluster.mhcs.keys(ck)) {
-      const f = this.mhcs.store.get(k)?.facts;
-      if (f) mhcs.push(f);
-    }
-    const machineSets: MachineSetFacts[] = [];
-    for (const k of this.byCluster.machineSets.keys(ck)) {
-      const f = this.machineSets.store.get(k)?.facts;
-      if (f) machineSets.push(f);
-    }
+    const filed = <F>(index: Index, inf: Informer<Entry<F>> | undefined): F[] =>
+      [...index.keys(ck)].flatMap((k) => inf?.store.get(k)?.facts ?? []);
+    const bootstrapConfigs = new Map(filed(this.byCluster.configs, this.configs).map((f) => [`${f.kind}/${f.name}`, f]));
+    const mhcs = filed(this.byCluster.mhcs, this.mhcs);
+    const machineSets = filed(this.byCluster.machineSets, this.machineSets);
     return {
       check: raw as MachineJoinCheck,
       ...(entry.settings ? { settings: entry.settings } : { settingsError: entry.settingsError ?? 'the spec could not be read' }),
