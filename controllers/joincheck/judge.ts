@@ -141,10 +141,10 @@ export interface VerdictContext {
   readyAt: ReadonlyMap<string, number>;
 }
 
-/** One Machine -> one verdict: Deleting, Joined, Skipped, Remediating, then the clock verdicts and the holds. */
 /** Deleting and joined-by-nodeRef verdicts depend on the Machine alone (most of a large fleet): made once per facts. */
 const settled = new WeakMap<MachineFacts, MachineVerdict>();
 
+/** One Machine -> one verdict: Deleting, Joined, Skipped, Remediating, then the clock verdicts and the holds. */
 export function judge(m: MachineFacts, ctx: VerdictContext): MachineVerdict {
   const v = (state: MachineVerdict['state'], reason: string): MachineVerdict => ({ machine: m.name, uid: m.uid, state, reason });
   if (m.deletingSince !== undefined || m.nodeName !== undefined) {

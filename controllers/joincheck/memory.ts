@@ -1,6 +1,6 @@
 // The check's persisted memory, read back with suspicion. Status is user-writable (`kubectl edit --subresource
-// status`), so nothing in it is trusted as is: counts are clamped to int32 and to what the lists can justify,
-// times in the future come back as now, entries of the wrong shape are dropped, lists are bounded — each with a
+// status`), so nothing in it is trusted as is: counts are clamped to int32 (one the lists cannot justify is kept,
+// bounded: a hand-written value), times in the future come back as now, entries of the wrong shape are dropped, lists are bounded — each with a
 // note the controller logs. A check moved by `clusterctl move` arrives with an empty status and its memory in
 // the `joinguard.io/memory` annotation (written when the move paused its Cluster): it is restored from there.
 import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
@@ -89,7 +89,6 @@ function sanitize(s: Obj, now: number, notes: string[], where: string): MachineJ
     set('lastResume', { value: s['lastResume']['value'], time: t ?? iso(now), ...(s['lastResume']['removed'] === true ? { removed: true } : {}) });
   }
   if (Array.isArray(s['conditions'])) out.conditions = s['conditions'].filter(isObj) as unknown as MachineJoinCheckStatus['conditions'];
-  // A consecutive count the failure memory cannot justify is a hand-written value: keep it, but bounded.
   return out;
 }
 
