@@ -83,7 +83,7 @@ export const CURVES: Record<number, string> = {
 const gatesHelp = Object.entries(FEATURE_GATES).map(([n, g]) => `${n}=true|false (${g.stage} - default=${g.default})`).join('\n');
 
 export const FLAGS: Record<string, Spec> = {
-  'allow-machine-delete': { key: 'allowMachineDelete', kind: 'bool', def: 'false', help: 'Allow remediation.strategy Delete: JoinGuard then deletes Machines itself (needs the Machine delete grant, JOINGUARD_ALLOW_MACHINE_DELETE=true). Off: a check with strategy Delete reports instead.' },
+  'allow-machine-delete': { key: 'allowMachineDelete', kind: 'bool', def: 'false', help: 'Allow remediation.strategy Delete: JoinGuard then deletes Machines itself (needs the Machine delete grant, JOINGUARD_ALLOW_MACHINE_DELETE=true). Off: a check with strategy Delete deletes nothing and says Ready=False/MachineDeleteNotAllowed.' },
   'connection-grace': { key: 'connectionGraceMs', kind: 'duration', def: '2m0s', help: "Wait after a workload cluster's connection is back (RemoteConnectionProbe True again) before Machine verdicts resume. Not CAPI's --remote-connection-grace-period, which decides when the connection counts as lost." },
   'diagnostics-address': { key: 'diagnosticsAddress', kind: 'string', def: ':8443', help: 'The address the diagnostics endpoint binds to. Per default metrics are served via https and with authentication/authorization (TokenReview and SubjectAccessReview; the caller needs `get` on the non-resource URL /metrics). To serve via http and without authentication/authorization set --insecure-diagnostics. 0 turns it off.' },
   'feature-gates': { key: 'featureGates', kind: 'gates', def: '', help: `A set of key=value pairs that describe feature gates for alpha/experimental features. Options are:\n${gatesHelp}` },

@@ -13,7 +13,7 @@ import { makeLogger, setVerbosity } from './runtime/logger.js';
 import { RuntimeMetrics } from './runtime/metrics.js';
 import { RestClient, type RequestRecord } from './runtime/rest.js';
 import { parseBindAddress, startDiagnosticsServer, startProbeServer, type BoundServer } from './runtime/servers.js';
-import { defaultUserAgent } from './runtime/user-agent.js';
+import { defaultUserAgent } from './version.js';
 import { WarningLog } from './runtime/warnings.js';
 import { JoinCheckController } from './joincheck/controller.js';
 import { EventRecorder } from './joincheck/events.js';
@@ -131,6 +131,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       workers,
       ...(opts.connectionGraceMs !== undefined ? { connectionGraceMs: opts.connectionGraceMs } : {}),
       ...(opts.unansweredAfterMs !== undefined ? { unansweredAfterMs: opts.unansweredAfterMs } : {}),
+      allowMachineDelete: opts.allowMachineDelete === true,
       ...(workloadNodes ? { workloadNodes } : {}),
     });
     const c = controller;

@@ -56,7 +56,7 @@ export interface ControllerOptions {
   workloadNodeCheck?: boolean;
   /**
    * remediation.strategy Delete may delete Machines (--allow-machine-delete; the install grants `delete` on
-   * Machines only with JOINGUARD_ALLOW_MACHINE_DELETE=true). Default false: such a check reports instead.
+   * Machines only with JOINGUARD_ALLOW_MACHINE_DELETE=true). Default false: such a check deletes nothing (Ready=False/MachineDeleteNotAllowed).
    */
   allowMachineDelete?: boolean;
   /** Grace after the workload connection is back before verdicts resume. Default 2m. */
@@ -101,5 +101,3 @@ export interface RunningController {
   /** List+watch restarts per informer since start. */
   watchRestarts(): Record<string, number>;
 }
-
-export const DEFAULT_USER_AGENT = 'joinguard';

@@ -1,5 +1,5 @@
 // The link check of README.md and docs/*.md (runs with the unit tests, so in CI): no link leaves the
-// repository, every relative link and anchor resolves. Also: every Progressing reason, and every alert the
+// repository, every relative link and anchor resolves. Also: every Progressing and Ready=False reason, and every alert the
 // PrometheusRule links, has its section in docs/runbook.md — condition messages and alerts point there.
 import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -7,7 +7,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { anchorsOf, checkLinks, documents, format, linksOf, slug } from './links.js';
-import { ProgressingReason } from '../api/v1alpha1/types.js';
+import { PausedReason, ProgressingReason, ReadyReason } from '../api/v1alpha1/types.js';
 import { alertRules } from '../manifests/observability.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -32,6 +32,13 @@ describe('links: README.md and docs/*.md', () => {
     const anchors = anchorsOf(readFileSync(join(root, 'docs', 'runbook.md'), 'utf8'));
     const missing = Object.values(ProgressingReason).filter((r) => !anchors.has(r.toLowerCase()));
     expect(missing).to.deep.equal([]);
+  });
+
+  it('the runbook has a section for every Ready=False reason, and the Paused one (issue 19 item 8)', () => {
+    const anchors = anchorsOf(readFileSync(join(root, 'docs', 'runbook.md'), 'utf8'));
+    const missing = Object.values(ReadyReason).filter((r) => r !== ReadyReason.Ready && !anchors.has(r.toLowerCase()));
+    expect(missing).to.deep.equal([]);
+    expect(anchors.has(PausedReason.Paused.toLowerCase())).to.equal(true);
   });
 
   it('the runbook has the sections the alerts link (no leader, webhook unavailable, reconcile errors)', () => {

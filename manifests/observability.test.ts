@@ -91,7 +91,7 @@ describe('manifests: the observability file', () => {
     const byName = Object.fromEntries(alertRules(VERSION).map((r) => [r.alert, r]));
     expect(byName['JoinGuardCheckStalled']!.for).to.equal('15m');
     expect(byName['JoinGuardCheckStalled']!.expr).to.include('type="Progressing", status="False"');
-    for (const name of ['JoinGuardSuspicionRaised', 'JoinGuardNoLeader', 'JoinGuardReplicasWithoutLeaderElection', 'JoinGuardWebhookUnavailable', 'JoinGuardReconcileErrors']) {
+    for (const name of ['JoinGuardSuspicionRaised', 'JoinGuardRolloutSuspect', 'JoinGuardNoLeader', 'JoinGuardReplicasWithoutLeaderElection', 'JoinGuardWebhookUnavailable', 'JoinGuardReconcileErrors']) {
       expect(byName, name).to.have.property(name);
     }
     // Fixed: "no leader" is never made up from absent series (`or on() vector(0)`), and the webhook is judged by

@@ -56,8 +56,8 @@ export function alertRules(version: string): AlertRule[] {
   return [
     {
       alert: 'JoinGuardCheckStalled',
-      // DryRun is chosen by the user; a suspicion has its own alert, at once.
-      expr: `max by (${BY_CHECK}, reason) (${progressingFalse}, reason!~"DryRun|BootstrapCredentialSuspect"}) == 1`,
+      // DryRun is chosen by the user; a suspicion (of the credential or of a rollout) has its own alert, at once.
+      expr: `max by (${BY_CHECK}, reason) (${progressingFalse}, reason!~"DryRun|BootstrapCredentialSuspect|RolloutSuspect"}) == 1`,
       for: '15m',
       labels: { severity: 'warning' },
       annotations: {
@@ -75,6 +75,17 @@ export function alertRules(version: string): AlertRule[] {
         summary: 'Rebuilding stalled for MachineJoinCheck {{ $labels.cluster_namespace }}/{{ $labels.check }}: the join credential or network path is suspected',
         description: 'Several Machines of Cluster {{ $labels.cluster_name }} in a row never joined. JoinGuard stopped rebuilding them and rebuilds one canary at growing intervals. The condition message names the Machines, their bootstrap data and the endpoint.',
         runbook_url: `${rb}#bootstrapcredentialsuspect`,
+      },
+    },
+    {
+      alert: 'JoinGuardRolloutSuspect',
+      expr: `max by (${BY_CHECK}) (${progressingFalse}, reason="RolloutSuspect"}) == 1`,
+      for: '1m',
+      labels: { severity: 'warning' },
+      annotations: {
+        summary: 'A rollout cannot join: MachineJoinCheck {{ $labels.cluster_namespace }}/{{ $labels.check }} stopped rebuilding the Machines of a new template revision',
+        description: 'Machines of one new template revision of Cluster {{ $labels.cluster_name }} failed to join in a row while the previous revision joined. JoinGuard stopped asking for them; fix the template or roll back. The condition message names the revision, the Machines and the templates that differ.',
+        runbook_url: `${rb}#rolloutsuspect`,
       },
     },
     {

@@ -36,6 +36,8 @@ export const CONTROLLER_NEEDS: Grant[] = [
   // `get`: the live re-read of the Cluster before every write.
   { group: 'cluster.x-k8s.io', resource: 'clusters', verbs: ['get', ...WATCH] },
   { group: 'cluster.x-k8s.io', resource: 'machinehealthchecks', verbs: WATCH },
+  // A MachineDeployment's revisions and their templates: the evidence of RolloutSuspect (rollout-suspect.ts).
+  { group: 'cluster.x-k8s.io', resource: 'machinesets', verbs: WATCH },
   { group: 'controlplane.cluster.x-k8s.io', resource: 'kubeadmcontrolplanes', verbs: WATCH },
   // Control-plane configs only (a label selector): whether a replacement carries a join configuration. RBAC
   // cannot narrow the read: the grant exposes every KubeadmConfig's join token (docs/install.md).

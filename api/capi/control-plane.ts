@@ -19,6 +19,8 @@ export function readKubeadmControlPlane(obj: unknown, v: CapiApiVersion): KcpFac
   };
   const replicas = r.int('spec.replicas');
   if (replicas !== undefined) facts.replicas = replicas;
+  const version = r.string('spec.version');
+  if (version) facts.version = version;
   const rip = annotations[KCP_ANNOTATION_REMEDIATION_IN_PROGRESS];
   if (rip !== undefined) facts.remediationInProgress = readRemediationData(rip);
   return facts;

@@ -56,6 +56,8 @@ export function readMachine(obj: unknown, v: CapiApiVersion): MachineFacts {
   if (nodeName) facts.nodeName = nodeName;
   const ref = configRef(r, f);
   if (ref) facts.bootstrapConfigRef = ref;
+  const version = r.string('spec.version');
+  if (version) facts.version = version;
   const dataSecretName = r.string('spec.bootstrap.dataSecretName');
   if (dataSecretName) facts.dataSecretName = dataSecretName;
   const hc = toCond(conds.get('HealthCheckSucceeded'));

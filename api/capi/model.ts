@@ -70,6 +70,8 @@ export interface MachineFacts {
   bootstrapReady: TimedFact;
   bootstrapConfigRef?: ObjectRef;
   dataSecretName?: string;
+  /** spec.version: the Kubernetes version (a KubeadmControlPlane rollout's revision, rollout-suspect.ts). */
+  version?: string;
   /** NodeReady / NodeHealthy reason `ConnectionDown`: CAPI cannot see the workload cluster for this Machine. */
   nodeConnectionDown: boolean;
   /** The remediation-contract conditions as the owners read them (v1beta2 `status.conditions` on v1.11+). */
@@ -134,9 +136,33 @@ export interface KcpFacts {
   /** status.initialization.controlPlaneInitialized (v1beta2) or status.initialized (v1beta1). */
   initialized: boolean;
   replicas?: number;
+  /** spec.version: the version its new Machines get (the current revision of a rollout). */
+  version?: string;
   remediation: KcpRemediationSpec;
   /** `controlplane.cluster.x-k8s.io/remediation-in-progress` annotation, parsed when it is JSON. */
   remediationInProgress?: RemediationData;
+}
+
+/**
+ * A MachineSet as a rollout sees it (rollout-suspect.ts): the MachineDeployment it belongs to, its revision
+ * (annotation `machinedeployment.clusters.x-k8s.io/revision`) and the templates its Machines are made from.
+ * Status is not read: which Machines joined is read from the Machines themselves.
+ */
+export interface MachineSetFacts {
+  name: string;
+  namespace: string;
+  uid: string;
+  clusterName: string;
+  createdAt: number;
+  deletingSince?: number;
+  /** The controller owner's name when it is a MachineDeployment, else the `cluster.x-k8s.io/deployment-name` label. */
+  deployment?: string;
+  /** The revision annotation as written (an integer string); undefined when absent. */
+  revision?: string;
+  /** spec.template.spec: `Kind/name` of the infrastructure and bootstrap templates, and the version. */
+  infrastructureTemplate?: string;
+  bootstrapTemplate?: string;
+  version?: string;
 }
 
 /** What JoinGuard needs of a Machine's bootstrap config (KubeadmConfig, or another provider's). */

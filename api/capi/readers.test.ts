@@ -106,6 +106,7 @@ describe('api/capi readKubeadmControlPlane', () => {
       uid: 'uid-kcp-1',
       initialized: true,
       replicas: 3,
+      version: 'v1.33.1',
       remediation: { maxRetry: 3, retryPeriodSeconds: 300, minHealthyPeriodSeconds: 7200 },
     });
   });
@@ -117,6 +118,7 @@ describe('api/capi readKubeadmControlPlane', () => {
       uid: 'uid-kcp-1',
       initialized: false,
       replicas: 3,
+      version: 'v1.30.4',
       remediation: { maxRetry: 3, retryPeriodSeconds: 300, minHealthyPeriodSeconds: 7200 },
     });
   });

@@ -4,6 +4,7 @@ export { readMachine, readOwner, skipReason, REASON_CONNECTION_DOWN } from './ma
 export { readCluster } from './cluster.js';
 export { readKubeadmControlPlane } from './control-plane.js';
 export { readBootstrapConfig } from './bootstrap.js';
+export { readMachineSet } from './machine-set.js';
 export { readMachineHealthCheck, readSelector } from './machine-health-check.js';
 export { matchesSelector } from './selector.js';
 export { MalformedObjectError } from './model.js';

@@ -38,7 +38,7 @@ export const PRINTER_COLUMNS: PrinterColumn[] = [
   { name: 'Expected', type: 'integer', jsonPath: '.status.expectedMachines', description: 'Machines the selector chooses' },
   { name: 'Joined', type: 'integer', jsonPath: '.status.joinedMachines', description: 'Machines with a Node' },
   { name: 'Joining', type: 'integer', jsonPath: '.status.joiningMachines', description: 'Machines waiting for their Node', priority: 1 },
-  { name: 'Stuck', type: 'integer', jsonPath: '.status.stuckMachines', description: 'Machines past their deadline with no Node' },
+  { name: 'Stuck', type: 'integer', jsonPath: '.status.stuckMachines', description: 'Machines past their deadline with no Node, or asked to be replaced and not gone yet' },
   { name: 'Held', type: 'integer', jsonPath: '.status.heldMachines', description: 'Machines without a verdict yet, or held back from a request' },
   { name: 'Held By', type: 'string', jsonPath: '.status.heldReason', description: 'Why Machines are held (a Progressing reason, or what a verdict waits for)' },
   {

@@ -31,6 +31,7 @@ const failure = obj('A Machine that timed out.', {
   bootstrapConfig: str("bootstrapConfig is the Machine's spec.bootstrap.configRef, as Kind/name."),
   dataSecretName: str("dataSecretName is the Machine's spec.bootstrap.dataSecretName: the join data it was given."),
   controlPlane: bool('controlPlane is true for a control-plane Machine.'),
+  version: str("version is the Machine's spec.version: a KubeadmControlPlane rollout's revision."),
 });
 
 const remediation = obj('A replacement JoinGuard asked of CAPI (or would have, in dry run): the history shown to users.', {
@@ -76,9 +77,9 @@ export const statusSchema: JSONSchemaProps = obj(
     expectedMachines: count('expectedMachines is how many Machines of the Cluster the selector chooses (not being deleted).'),
     joinedMachines: count('joinedMachines is how many of them have a Node (status.nodeRef).'),
     joiningMachines: count('joiningMachines is how many are provisioning or waiting for their Node.'),
-    stuckMachines: count('stuckMachines is how many are past their deadline with no Node (or asked to be replaced).'),
+    stuckMachines: count('stuckMachines is how many are past their deadline with no Node, or asked to be replaced and not gone yet: each counted once, as joinguard_machines{state="Stuck"} counts them.'),
     heldMachines: count('heldMachines is how many have no verdict yet, or are held back from a request (see heldReason and Progressing).'),
-    heldReason: str('heldReason is the main reason Machines are held: a Progressing reason, or why a verdict waits (e.g. FirstControlPlane, ConnectionDown).'),
+    heldReason: str('heldReason is the main reason Machines are held: a Progressing reason, MachineDeleteNotAllowed (see Ready), or why a verdict waits (e.g. FirstControlPlane, ConnectionDown).'),
     everJoined: bool('everJoined is true once any Machine in scope has joined; until then neverJoinedLimit applies.'),
     consecutiveJoinFailures: count('consecutiveJoinFailures is how many Machines in a row timed out joining with no Machine joining in between.'),
     failuresSinceResume: count('failuresSinceResume is how many failures were recorded since the last joinguard.io/resume: what neverJoinedLimit counts.'),
@@ -97,11 +98,19 @@ export const statusSchema: JSONSchemaProps = obj(
     suspicion: obj(
       'suspicion is set while join failures in a row point at the join credential or the network path to the control-plane endpoint; only canaries are rebuilt meanwhile.',
       {
-        reason: str('reason of the suspicion: BootstrapCredentialSuspect.', { enum: ['BootstrapCredentialSuspect'] }),
+        reason: str('reason of the suspicion: BootstrapCredentialSuspect, or RolloutSuspect when the failures all come from a new template revision.', { enum: ['BootstrapCredentialSuspect', 'RolloutSuspect'] }),
         since: time('since is when the suspicion was raised.'),
         nextCanaryTime: time('nextCanaryTime is when the next canary Machine may be rebuilt.'),
         canariesSpent: count('canariesSpent is how many canaries were rebuilt under this suspicion.'),
         machines: bounded('machines are the names of the Machines whose failures raised the suspicion', str('A Machine name.'), STATUS_LIMITS.suspectMachines),
+        rollout: obj('rollout (RolloutSuspect) is the template revision the failures all come from, of which no Machine joined, and the previous revision whose Machines did.', {
+          owner: owner('owner is the MachineDeployment or KubeadmControlPlane rolling out; owner'),
+          revision: str("revision is the MachineDeployment's revision number, or the KubeadmControlPlane's version."),
+          machineSet: str('machineSet is the MachineSet of that revision.'),
+          previousRevision: str('previousRevision is the last revision whose Machines joined.'),
+          previousMachineSet: str('previousMachineSet is the MachineSet of the previous revision.'),
+          changes: bounded('changes are the template references that differ from the previous revision, as "what: old -> new"', str('A change.'), STATUS_LIMITS.rolloutChanges),
+        }),
       },
     ),
     joinDurations: obj('joinDurations summarises how long the Machines that did join took, from their join clock start to their Node.', {
@@ -146,7 +155,7 @@ export const statusSchema: JSONSchemaProps = obj(
       removed: bool('removed is true once the annotation was seen removed (the same value written again then acts again).'),
     }),
     conditions: conditions(
-      'conditions are Ready (the check works and its view is current), Progressing (True/AsExpected or True/Remediating; False with BootstrapCredentialSuspect, ControlPlaneEndpointUnreachable, NeverJoined, RemediationBudgetExhausted, RemediationRefusedByOwner, FirstControlPlaneReplacementMisconfigured or DryRun, each with a runbook section) and Paused.',
+      'conditions are Ready (the check works and its view is current), Progressing (True/AsExpected or True/Remediating; False with BootstrapCredentialSuspect, RolloutSuspect, ControlPlaneEndpointUnreachable, NeverJoined, RemediationBudgetExhausted, RemediationRefusedByOwner, FirstControlPlaneReplacementMisconfigured or DryRun, each with a runbook section) and Paused.',
     ),
   },
 );

@@ -59,7 +59,7 @@ export const full: DeepRequired<MachineJoinCheck> = {
     consecutiveJoinFailures: 1,
     failuresSinceResume: 1,
     recentFailures: [
-      { machine: 'm1', uid: 'u1', owner, kind: 'JoinTimeout', time: t, bootstrapConfig: 'KubeadmConfig/m1', dataSecretName: 'm1', controlPlane: false },
+      { machine: 'm1', uid: 'u1', owner, kind: 'JoinTimeout', time: t, bootstrapConfig: 'KubeadmConfig/m1', dataSecretName: 'm1', controlPlane: false, version: 'v1.36.3' },
     ],
     remediations: [
       {
@@ -81,7 +81,10 @@ export const full: DeepRequired<MachineJoinCheck> = {
       { machine: 'm1', uid: 'u1', owner, path: 'OwnerRemediated', kind: 'JoinTimeout', time: t, state: 'Open', withdrawn: 'Joined', marked: true, markedTime: t, answered: true, canary: false, firstControlPlane: false },
     ],
     ownerWindows: [{ kind: 'MachineSet', name: 'md-0-abc', times: [t] }],
-    suspicion: { reason: 'BootstrapCredentialSuspect', since: t, nextCanaryTime: t, canariesSpent: 0, machines: ['m1'] },
+    suspicion: {
+      reason: 'RolloutSuspect', since: t, nextCanaryTime: t, canariesSpent: 0, machines: ['m1'],
+      rollout: { owner: { kind: 'MachineDeployment', name: 'md-0' }, revision: '2', machineSet: 'md-0-def', previousRevision: '1', previousMachineSet: 'md-0-abc', changes: ['infrastructure template: A/a -> A/b'] },
+    },
     joinDurations: { count: 2, p50Seconds: 61.5, p95Seconds: 90, maxSeconds: 90, suggestedJoinTimeout: '3m', recentSeconds: [33, 90] },
     observations: [{ machine: 'm1', uid: 'u1', readySeen: t, failedAt: t }],
     firstControlPlane: {

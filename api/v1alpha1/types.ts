@@ -60,6 +60,7 @@ export const ProgressingReason = {
   AsExpected: 'AsExpected',
   Remediating: 'Remediating',
   BootstrapCredentialSuspect: 'BootstrapCredentialSuspect',
+  RolloutSuspect: 'RolloutSuspect',
   ControlPlaneEndpointUnreachable: 'ControlPlaneEndpointUnreachable',
   NeverJoined: 'NeverJoined',
   RemediationBudgetExhausted: 'RemediationBudgetExhausted',
@@ -68,6 +69,28 @@ export const ProgressingReason = {
   DryRun: 'DryRun',
 } as const;
 export type ProgressingReason = (typeof ProgressingReason)[keyof typeof ProgressingReason];
+
+/**
+ * Ready summarises, as CAPI's v1beta2 Ready does (util/conditions summary): `Ready`, or `NotReady` while remediation
+ * stalls (Progressing=False for any reason but DryRun, a mode the user chose). Three reasons of its own say the
+ * check cannot work as written: nothing is judged (InvalidSpec, ClusterNotFound), or nothing is deleted
+ * (MachineDeleteNotAllowed). Each but Ready has its runbook section.
+ */
+export const ReadyReason = {
+  Ready: 'Ready',
+  NotReady: 'NotReady',
+  InvalidSpec: 'InvalidSpec',
+  ClusterNotFound: 'ClusterNotFound',
+  MachineDeleteNotAllowed: 'MachineDeleteNotAllowed',
+} as const;
+export type ReadyReason = (typeof ReadyReason)[keyof typeof ReadyReason];
+
+/**
+ * CAPI's Paused reasons (util/paused) for a pause — spec.paused, a paused Cluster, a paused MachineHealthCheck on the
+ * Auto path — and two of JoinGuard's while a check asks nothing because it withdraws every mark it made
+ * (joinguard.io/withdraw-all, or the check deleted): what an uninstall waits for.
+ */
+export const PausedReason = { Paused: 'Paused', NotPaused: 'NotPaused', WithdrawingMarks: 'WithdrawingMarks', MarksWithdrawn: 'MarksWithdrawn' } as const;
 
 /** metav1.Condition */
 export interface Condition {
@@ -94,6 +117,8 @@ export interface FailureRecord {
   bootstrapConfig?: string;
   dataSecretName?: string;
   controlPlane?: boolean;
+  /** spec.version of the Machine: a KubeadmControlPlane rollout's revision (RolloutSuspect). */
+  version?: string;
 }
 
 /** How a replacement was asked of CAPI. */
@@ -173,12 +198,28 @@ export interface OwnerWindow {
 }
 
 export interface SuspicionStatus {
-  reason: 'BootstrapCredentialSuspect';
+  reason: 'BootstrapCredentialSuspect' | 'RolloutSuspect';
   since: string;
   nextCanaryTime?: string;
   canariesSpent: number;
   /** Machines (names) whose failures raised the suspicion. */
   machines: string[];
+  /** RolloutSuspect: the template revision the failures all come from (rollout-suspect.ts). */
+  rollout?: RolloutEvidence;
+}
+
+/** The revision a RolloutSuspect names, and the last revision of the same owner whose Machines joined. */
+export interface RolloutEvidence {
+  /** The MachineDeployment or KubeadmControlPlane rolling out. */
+  owner: OwnerReference;
+  /** The MachineDeployment's revision number, or the KubeadmControlPlane's version. */
+  revision: string;
+  /** The MachineSet of that revision (a MachineDeployment's). */
+  machineSet?: string;
+  previousRevision: string;
+  previousMachineSet?: string;
+  /** What differs from the previous revision: `what: old -> new`. */
+  changes: string[];
 }
 
 export interface JoinDurationsStatus {
@@ -303,6 +344,7 @@ export const STATUS_LIMITS = {
   observations: 10000,
   ownerWindows: 1000,
   suspectMachines: 10,
+  rolloutChanges: 5,
   /** int32, like every count in the Kubernetes API. */
   count: 2147483647,
 } as const;

@@ -6,9 +6,9 @@
 // control-plane Machine), so the cost of an event does not grow with the Cluster's size.
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'winston';
-import { readBootstrapConfig, readCluster, readKubeadmControlPlane, readMachine, readMachineHealthCheck } from '../../api/capi/readers.js';
+import { readBootstrapConfig, readCluster, readKubeadmControlPlane, readMachine, readMachineHealthCheck, readMachineSet } from '../../api/capi/readers.js';
 import { matchesSelector } from '../../api/capi/selector.js';
-import { CABPK_GROUP, MalformedObjectError, type BootstrapConfigFacts, type CapiApiVersion, type ClusterFacts, type KcpFacts, type MachineFacts, type MachineHealthCheckFacts } from '../../api/capi/model.js';
+import { CABPK_GROUP, MalformedObjectError, type BootstrapConfigFacts, type CapiApiVersion, type ClusterFacts, type KcpFacts, type MachineFacts, type MachineHealthCheckFacts, type MachineSetFacts } from '../../api/capi/model.js';
 import { capiResource, type CapiKind } from '../../api/capi/resources.js';
 import { parseSettings } from '../../api/v1alpha1/settings.js';
 import { CHECK_RESOURCE, type CheckSettings, type MachineJoinCheck } from '../../api/v1alpha1/types.js';
@@ -70,7 +70,9 @@ export class Caches {
   readonly mhcs: Informer<Entry<MachineHealthCheckFacts>>;
   readonly kcps?: Informer<Entry<KcpFacts>>;
   readonly configs?: Informer<Entry<BootstrapConfigFacts>>;
-  private readonly byCluster = { checks: new Index(), mhcs: new Index(), configs: new Index() };
+  /** MachineSets: a rollout's revisions and templates (rollout-suspect.ts). */
+  readonly machineSets: Informer<Entry<MachineSetFacts>>;
+  private readonly byCluster = { checks: new Index(), mhcs: new Index(), configs: new Index(), machineSets: new Index() };
   /** The Machines of each Cluster: those a plan reads, and the settled ones counted per check. */
   private readonly machineIndex = new MachineIndex((key) => this.machines.store.get(key)?.facts);
   /** The just-settled Machines each check's last snapshot included (consumed once its reconcile succeeded). */
@@ -99,6 +101,8 @@ export class Caches {
     this.machines = this.informer('machines', capi('Machine'), read('Machine', `cluster.x-k8s.io/${v}`, (x) => readMachine(x, v)), (t, e, old) => this.onMachine(t, e, old), sameEntry, shard);
     this.clusters = this.informer('clusters', capi('Cluster'), read('Cluster', `cluster.x-k8s.io/${v}`, (x) => readCluster(x, v)), (_t, e) => this.enqueueCluster(e.key), sameEntry, shard);
     this.mhcs = this.informer('machinehealthchecks', capi('MachineHealthCheck'), read('MachineHealthCheck', `cluster.x-k8s.io/${v}`, (x) => readMachineHealthCheck(x, v)), (t, e, old) => this.onIndexed(this.byCluster.mhcs, t, e, old), sameEntry);
+    // Status is not read, so a MachineSet's replica counts changing emits nothing; a revision or template does.
+    this.machineSets = this.informer('machinesets', capi('MachineSet'), read('MachineSet', `cluster.x-k8s.io/${v}`, (x) => readMachineSet(x)), (t, e, old) => this.onIndexed(this.byCluster.machineSets, t, e, old), sameEntry, shard);
     if (o.kubeadm.controlPlane) {
       this.kcps = this.informer('kubeadmcontrolplanes', capi('KubeadmControlPlane'), read('KubeadmControlPlane', `controlplane.cluster.x-k8s.io/${v}`, (x) => readKubeadmControlPlane(x, v)), (_t, e) => this.enqueueNamespace(e.key), sameEntry);
     }
@@ -329,6 +333,11 @@ export class Caches {
       const f = this.mhcs.store.get(k)?.facts;
       if (f) mhcs.push(f);
     }
+    const machineSets: MachineSetFacts[] = [];
+    for (const k of this.byCluster.machineSets.keys(ck)) {
+      const f = this.machineSets.store.get(k)?.facts;
+      if (f) machineSets.push(f);
+    }
     return {
       check: raw as MachineJoinCheck,
       ...(entry.settings ? { settings: entry.settings } : { settingsError: entry.settingsError ?? 'the spec could not be read' }),
@@ -338,6 +347,7 @@ export class Caches {
       bootstrapConfigs,
       ...(kcp ? { kcp } : {}),
       mhcs,
+      machineSets,
       capi,
       settled: this.machineIndex.settled(key, ck, included),
       checkUids: this.checkUids(ns, raw.metadata.uid),

@@ -4,8 +4,9 @@
 // condition's status does; every condition carries the check's generation. Message pieces live here too.
 import type { ClusterFacts } from '../../api/capi/model.js';
 import type { Condition, FailureRecord, JoinDurationsStatus, MachineJoinCheckStatus, ProgressingReason } from '../../api/v1alpha1/types.js';
-import { ANNOTATION_WITHDRAW_ALL, CONDITION_PAUSED, CONDITION_PROGRESSING, CONDITION_READY, RUNBOOK_URL, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
+import { ANNOTATION_WITHDRAW_ALL, CONDITION_PAUSED, CONDITION_PROGRESSING, CONDITION_READY, PausedReason, ReadyReason, RUNBOOK_URL, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
 import { formatDuration, iso, MINUTE, SECOND } from './time.js';
+import { countVerdicts } from './counts.js';
 import type { RefusedWrite } from './refusals.js';
 import type { MachineVerdict } from './types.js';
 
@@ -18,6 +19,7 @@ const STOP_RANK: Record<StopReason, number> = {
   ControlPlaneEndpointUnreachable: 1,
   NeverJoined: 2,
   BootstrapCredentialSuspect: 3,
+  RolloutSuspect: 3, // [rollout-suspect] the same suspicion, never both at once
   RemediationRefusedByOwner: 4,
   RemediationBudgetExhausted: 5,
   DryRun: 6,
@@ -30,6 +32,7 @@ export const RESTRICTING: Readonly<Record<StopReason, boolean>> = {
   ControlPlaneEndpointUnreachable: false,
   NeverJoined: true,
   BootstrapCredentialSuspect: true,
+  RolloutSuspect: true, // [rollout-suspect]
   RemediationRefusedByOwner: true,
   RemediationBudgetExhausted: true,
   DryRun: false,
@@ -106,21 +109,6 @@ function said(notes: readonly string[]): string {
 
 function heldBack(machines: readonly string[]): string {
   return machines.length > 0 ? ` Held back: ${listNames(machines)}.` : '';
-}
-
-// ---- counts ----
-
-export function countVerdicts(verdicts: readonly MachineVerdict[]): { joined: number; joining: number; stuck: number; held: number } {
-  const c = { joined: 0, joining: 0, stuck: 0, held: 0 };
-  for (const v of verdicts) {
-    if (v.state === 'Joined') c.joined++;
-    else if (v.state === 'Provisioning' || v.state === 'Joining') c.joining++;
-    else if (v.state === 'Held' || v.state === 'Unobservable') {
-      c.joining++;
-      c.held++;
-    } else if (v.state === 'Stuck' || v.state === 'Remediating') c.stuck++;
-  }
-  return c;
 }
 
 // ---- join durations ----
@@ -221,6 +209,7 @@ function stopMessage(i: ProgressingInput, reason: StopReason, notes: string[], m
       );
     }
     case 'BootstrapCredentialSuspect':
+    case 'RolloutSuspect': // [rollout-suspect] its words are rollout-suspect.ts's
       return i.suspicion(machines);
     case 'RemediationRefusedByOwner':
       return `An owner refuses remediation, so JoinGuard does not ask it: ${said(notes)}.${heldBack(machines)} ${runbook(reason)}`;
@@ -270,18 +259,49 @@ export function pausedCondition(o: { specPaused: boolean; cluster: ClusterFacts;
     const deleting = w.deleting.length > 0 ? ` Already being deleted at JoinGuard's request: ${listNames(w.deleting)}.` : '';
     // The check being deleted (its finalizer) says so; else withdraw-all.
     const why = w.note ?? `${ANNOTATION_WITHDRAW_ALL}: JoinGuard asks nothing and withdraws its marks`;
-    if (w.left.length > 0) return { type: t, status: 'True', reason: 'WithdrawingMarks', message: `${why}; still carrying one: ${listNames(w.left)}.${deleting}` };
-    return { type: t, status: 'True', reason: 'MarksWithdrawn', message: `${w.note ?? `${ANNOTATION_WITHDRAW_ALL}: JoinGuard asks nothing`}; no Machine carries a mark it made.${deleting}` };
+    if (w.left.length > 0) return { type: t, status: 'True', reason: PausedReason.WithdrawingMarks, message: `${why}; still carrying one: ${listNames(w.left)}.${deleting}` };
+    return { type: t, status: 'True', reason: PausedReason.MarksWithdrawn, message: `${w.note ?? `${ANNOTATION_WITHDRAW_ALL}: JoinGuard asks nothing`}; no Machine carries a mark it made.${deleting}` };
   }
-  if (o.specPaused) return { type: t, status: 'True', reason: 'SpecPaused', message: 'spec.paused is true: JoinGuard changes nothing and only reports (it still withdraws its own marks from Machines that joined).' };
-  if (o.cluster.paused) return { type: t, status: 'True', reason: 'ClusterPaused', message: `the Cluster ${o.cluster.name} is paused: its Machines are left alone.` };
-  if (o.pausedMhcs.length > 0) return { type: t, status: 'True', reason: 'MachineHealthCheckPaused', message: `${said(o.pausedMhcs)}.` };
+  // CAPI's reason (util/paused), and every cause in the message, as CAPI joins them.
+  const causes = [
+    ...(o.specPaused ? ['spec.paused is true: JoinGuard changes nothing and only reports (it still withdraws its own marks from Machines that joined)'] : []),
+    ...(o.cluster.paused ? [`the Cluster ${o.cluster.name} is paused: its Machines are left alone`] : []),
+    ...(o.pausedMhcs.length > 0 ? [said(o.pausedMhcs)] : []),
+  ];
+  if (causes.length > 0) return { type: t, status: 'True', reason: PausedReason.Paused, message: `${causes.join('; ')}.` };
   const skipped = o.verdicts.filter((v) => v.state === 'Skipped').map((v) => `${v.machine} (${v.reason})`);
-  return { type: t, status: 'False', reason: 'NotPaused', message: skipped.length > 0 ? `Not paused; skipped by annotation: ${listNames(skipped)}.` : 'Not paused.' };
+  return { type: t, status: 'False', reason: PausedReason.NotPaused, message: skipped.length > 0 ? `Not paused; skipped by annotation: ${listNames(skipped)}.` : 'Not paused.' };
 }
 
-export function readyCondition(o: { inScope: number; ofCluster: number; cluster: string; malformed: { name: string; error: string }[] }): ConditionInput {
+/** Why strategy Delete deletes nothing here: the condition names the flag (and the install variable that sets it). */
+export function machineDeleteNotAllowed(held: readonly string[]): string {
+  const which = held.length > 0 ? ` Held back: ${listNames(held)}.` : '';
+  return (
+    'remediation.strategy is Delete, but JoinGuard runs without --allow-machine-delete (installed without ' +
+    'JOINGUARD_ALLOW_MACHINE_DELETE=true, which also grants the Machine delete role): it deletes no Machine, and stuck MachineSet Machines ' +
+    `wait.${which} Enable the flag, or choose another strategy. ${runbook(ReadyReason.MachineDeleteNotAllowed)}`
+  );
+}
+
+/**
+ * Ready summarises the check in CAPI's v1beta2 form (util/conditions NewSummaryCondition): False/NotReady while
+ * remediation stalls, with the issue in the message as `* Progressing: ...`; False with a reason of its own when the
+ * check cannot work as written. DryRun is not a stall (the user chose it): Ready stays True.
+ */
+export function readyCondition(o: {
+  inScope: number;
+  ofCluster: number;
+  cluster: string;
+  malformed: { name: string; error: string }[];
+  progressing: ConditionInput;
+  /** Strategy Delete without --allow-machine-delete: the Machines it holds back. */
+  deleteNotAllowed?: readonly string[];
+}): ConditionInput {
+  const issues: { reason: string; line: string }[] = [];
+  if (o.deleteNotAllowed !== undefined) issues.push({ reason: ReadyReason.MachineDeleteNotAllowed, line: `* Remediation: ${machineDeleteNotAllowed(o.deleteNotAllowed)}` });
+  if (o.progressing.status === 'False' && o.progressing.reason !== 'DryRun') issues.push({ reason: ReadyReason.NotReady, line: `* ${CONDITION_PROGRESSING}: ${o.progressing.message}` });
+  if (issues.length > 0) return { type: CONDITION_READY, status: 'False', reason: issues[0]!.reason, message: issues.map((x) => x.line).join('\n') };
   const base = `Watching ${o.inScope} of the ${o.ofCluster} Machines of Cluster ${o.cluster}.`;
   const bad = o.malformed.length > 0 ? ` ${o.malformed.length} Machines could not be read and are never acted on: ${listNames(o.malformed.map((x) => `${x.name} (${x.error})`), 3)}.` : '';
-  return { type: CONDITION_READY, status: 'True', reason: 'AsExpected', message: base + bad };
+  return { type: CONDITION_READY, status: 'True', reason: ReadyReason.Ready, message: base + bad };
 }

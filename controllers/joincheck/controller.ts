@@ -37,6 +37,8 @@ export interface JoinCheckControllerOptions {
   connectionGraceMs?: number;
   /** A visible mark nobody acted on for this long is withdrawn (default 15m; the e2e shortens it). */
   unansweredAfterMs?: number;
+  /** --allow-machine-delete: strategy Delete may delete Machines. */
+  allowMachineDelete?: boolean;
   workloadNodes?: WorkloadNodeReader;
   workers?: number;
   /** Every check is reconciled again this often (CAPI's managers: 10m). */
@@ -199,6 +201,7 @@ export class JoinCheckController {
               ...(workloadNodes ? { workloadNodes } : {}),
               ...(this.o.connectionGraceMs !== undefined ? { connectionGraceMs: this.o.connectionGraceMs } : {}),
               ...(this.o.unansweredAfterMs !== undefined ? { unansweredAfterMs: this.o.unansweredAfterMs } : {}),
+              allowMachineDelete: this.o.allowMachineDelete === true,
               refusedWrites: refusals.list(),
               now: this.o.clock(),
             }),

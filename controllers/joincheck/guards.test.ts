@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import type { MachineFacts } from '../../api/capi/model.js';
 import { canaryDelay, kcpGate, maxInFlightLimit } from './guards.js';
 import { plan } from './planner.js';
-import { HOUR, MINUTE, SECOND, T0, check, clusterFacts, cpMachine, kcpFacts, provisioning, settings, snapshot, withNode, worker } from './testing/builders.js';
+import { CLUSTER, HOUR, MINUTE, SECOND, T0, check, clusterFacts, cpMachine, kcpFacts, provisioning, settings, snapshot, withNode, worker } from './testing/builders.js';
 import { Scenario, cond, eventReasons, progressingReason, requested } from './testing/scenario.js';
 import { ms } from './time.js';
 
@@ -21,22 +21,23 @@ function fleet(n: number, o: Parameters<typeof snapshot>[0] = {}, joinedBefore =
 }
 
 describe('guards', () => {
-  it('paused: no actions at all, Paused=True/SpecPaused, counts still updated', () => {
+  it('paused: no actions at all, Paused=True/Paused (CAPI\'s reason) saying spec.paused, counts still updated', () => {
     const sc = fleet(2, { settings: { paused: true } });
     const p = sc.at(STUCK).plan();
     expect(p.intents).to.deep.equal([]);
     expect(p.events).to.deep.equal([]);
-    expect(cond(p.status, 'Paused')).to.include({ status: 'True', reason: 'SpecPaused' });
+    expect(cond(p.status, 'Paused')).to.include({ status: 'True', reason: 'Paused' });
+    expect(cond(p.status, 'Paused')?.message).to.match(/^spec\.paused is true/);
     expect(p.status).to.include({ expectedMachines: 3, joinedMachines: 1, stuckMachines: 2 });
     expect(p.status.recentFailures ?? []).to.deep.equal([]);
   });
 
-  it('a paused Cluster: everything Skipped, Paused=True/ClusterPaused', () => {
+  it('a paused Cluster: everything Skipped, Paused=True/Paused naming the Cluster', () => {
     const sc = fleet(1, { cluster: clusterFacts({ paused: true }) });
     const p = sc.at(STUCK).plan();
     expect(p.intents).to.deep.equal([]);
     expect(p.verdicts.find((v) => v.machine === 'm0')?.state).to.equal('Skipped');
-    expect(cond(p.status, 'Paused')?.reason).to.equal('ClusterPaused');
+    expect(cond(p.status, 'Paused')).to.include({ reason: 'Paused', message: `the Cluster ${CLUSTER} is paused: its Machines are left alone.` });
   });
 
   it('skip annotations: left alone, named in the Paused message', () => {

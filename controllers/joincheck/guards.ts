@@ -3,10 +3,11 @@
 // suspicion; owners are not asked what they would refuse; budgets are counted from the world. Guards 1 and 2
 // (pause, unobservable, first control-plane) are settled before a Machine gets here.
 import type { ClusterFacts, KcpFacts, MachineFacts } from '../../api/capi/model.js';
-import type { CheckSettings, FailureRecord, MachineJoinCheckStatus, OwnerReference, OwnerWindow, RequestRecord, SuspicionStatus } from '../../api/v1alpha1/types.js';
+import type { CheckSettings, FailureRecord, MachineJoinCheckStatus, OwnerReference, OwnerWindow, RequestRecord, RolloutEvidence, SuspicionStatus } from '../../api/v1alpha1/types.js';
 import { ANNOTATION_RESUME, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
 import { endpointOf, failureEvidence, listNames, runbook, type StopReason } from './conditions.js';
 import { anyMark, causedMarks, ownerRef, sameOwner } from './marks.js';
+import { rolloutMessage } from './rollout-suspect.js';
 import { formatDuration, iso, latest, ms } from './time.js';
 import type { CheckMetadataIntent, MachineVerdict, PlannedEvent, Snapshot } from './types.js';
 
@@ -27,6 +28,7 @@ export function failureRecord(m: MachineFacts, v: MachineVerdict, now: number): 
     ...(ref ? { bootstrapConfig: `${ref.kind}/${ref.name}` } : {}),
     ...(m.dataSecretName !== undefined ? { dataSecretName: m.dataSecretName } : {}),
     ...(m.controlPlane ? { controlPlane: true } : {}),
+    ...(m.version !== undefined ? { version: m.version } : {}),
   };
 }
 
@@ -36,7 +38,7 @@ export function failureRecord(m: MachineFacts, v: MachineVerdict, now: number): 
  * count, which raises the suspicion at its threshold. Returns true when this failure raised it (the failure
  * that reaches the threshold is not rebuilt).
  */
-export function countFailure(next: MachineJoinCheckStatus, m: MachineFacts, v: MachineVerdict, live: { has(uid: string): boolean }, settings: CheckSettings, cluster: ClusterFacts, now: number, events: PlannedEvent[]): boolean {
+export function countFailure(next: MachineJoinCheckStatus, m: MachineFacts, v: MachineVerdict, live: { has(uid: string): boolean }, settings: CheckSettings, cluster: ClusterFacts, now: number, events: PlannedEvent[], rollout?: (failures: FailureRecord[]) => RolloutEvidence | undefined): boolean {
   const list = [...(next.recentFailures ?? []), failureRecord(m, v, now)];
   while (list.length > STATUS_LIMITS.recentFailures) {
     const gone = list.findIndex((f) => !live.has(f.uid));
@@ -52,9 +54,13 @@ export function countFailure(next: MachineJoinCheckStatus, m: MachineFacts, v: M
   }
   const threshold = settings.consecutiveJoinFailures;
   if (threshold <= 0 || next.consecutiveJoinFailures < threshold) return false;
-  const names = list.filter((f) => f.kind === 'JoinTimeout').slice(-threshold).map((f) => f.machine);
+  const raising = list.filter((f) => f.kind === 'JoinTimeout').slice(-threshold);
+  const names = raising.map((f) => f.machine);
   next.suspicion = { reason: 'BootstrapCredentialSuspect', since: iso(now), nextCanaryTime: iso(now + canaryDelay(settings, 0)), canariesSpent: 0, machines: names };
-  events.push({ on: 'Check', reason: 'SuspicionRaised', warning: true, message: suspicionMessage(next, list, cluster, settings) });
+  // [rollout-suspect] the same suspicion, when its failures all come from one new template revision (rollout-suspect.ts).
+  const evidence = rollout?.(raising);
+  if (evidence !== undefined) next.suspicion = { ...next.suspicion, reason: 'RolloutSuspect', rollout: evidence };
+  events.push({ on: 'Check', reason: evidence !== undefined ? 'RolloutSuspect' : 'SuspicionRaised', warning: true, message: suspicionMessage(next, list, cluster, settings) });
   return true;
 }
 
@@ -89,6 +95,7 @@ export function spendCanary(s: SuspicionStatus, settings: CheckSettings, now: nu
 
 export function suspicionMessage(status: MachineJoinCheckStatus, failures: readonly FailureRecord[], cluster: ClusterFacts | undefined, settings: CheckSettings, heldBack: string[] = []): string {
   const s = status.suspicion!;
+  if (s.reason === 'RolloutSuspect' && s.rollout !== undefined) return rolloutMessage(status, failures, cluster, settings, heldBack); // [rollout-suspect]
   const names = new Set(s.machines);
   const evidence = failures.filter((f) => f.kind === 'JoinTimeout' && names.has(f.machine));
   const parts = [
@@ -290,7 +297,7 @@ export type GuardResult =
 export function guardChain(m: MachineFacts, v: MachineVerdict, raisedNow: boolean, st: GuardState, w: GuardWorld): GuardResult {
   if (neverJoinedActive(st.status, w.settings)) return { go: false, stop: 'NeverJoined', note: '' };
   const sg = suspicionGate(st.status, v, raisedNow, st.canaryTaken, w.settings, w.now);
-  if (!sg.go) return { go: false, stop: 'BootstrapCredentialSuspect', note: '' };
+  if (!sg.go) return { go: false, stop: st.status.suspicion?.reason ?? 'BootstrapCredentialSuspect', note: '' }; // [rollout-suspect] either suspicion
   const owner = ownerRef(m);
   const refused = ownerRefusal(owner, st.requests, w.machines);
   if (refused !== undefined) return { go: false, stop: 'RemediationRefusedByOwner', note: refused };

@@ -166,6 +166,14 @@ export class MachineIndex {
         if (key === undefined || !this.known.get(key)?.settled) return undefined;
         return this.factsOf(key);
       },
+      find: (pred) => {
+        for (const key of this.all.keys(ck)) {
+          if (!this.known.get(key)?.settled) continue;
+          const f = this.factsOf(key);
+          if (f !== undefined && pred(f)) return f;
+        }
+        return undefined;
+      },
     };
   }
 

@@ -315,13 +315,36 @@ describe('marks: each path, marked and withdrawn', () => {
     expect(p.status.remediations?.[0]?.outcome).to.equal('Cancelled');
   });
 
-  it('a paused MHC: nothing happens, Paused=True/MachineHealthCheckPaused names it; unpaused, it is asked', () => {
+  it('Delete without --allow-machine-delete: nothing deleted or recorded, Ready=False/MachineDeleteNotAllowed names the flag; with it, deleted', () => {
+    const sc = stuck({ settings: { strategy: 'Delete', consecutiveJoinFailures: 0 }, allowMachineDelete: false });
+    const p = sc.plan();
+    expect(p.intents).to.deep.equal([]);
+    expect(p.status.requests ?? []).to.deep.equal([]);
+    expect(eventReasons(p)).to.deep.equal(['JoinTimedOut']);
+    const ready = cond(p.status, 'Ready');
+    expect(ready).to.include({ status: 'False', reason: 'MachineDeleteNotAllowed' });
+    expect(ready?.message).to.contain('--allow-machine-delete').and.contain('JOINGUARD_ALLOW_MACHINE_DELETE=true').and.contain('Held back: a.');
+    expect(cond(p.status, 'Progressing')?.message).to.contain('a is not deleted: JoinGuard runs without --allow-machine-delete');
+    expect(p.status).to.include({ stuckMachines: 1, heldMachines: 1, heldReason: 'MachineDeleteNotAllowed' }); // kubectl get mjc: HELD BY
+    // Even before any Machine is stuck, Ready says the strategy cannot act here.
+    const early = new Scenario(snapshot({ settings: { strategy: 'Delete' }, allowMachineDelete: false })).plan();
+    expect(cond(early.status, 'Ready')).to.include({ status: 'False', reason: 'MachineDeleteNotAllowed' });
+    // The flag turned on (a restart with it): the same Machine is deleted, nothing remembered stood in the way.
+    const q = sc.with({ allowMachineDelete: true }).advance(MINUTE).plan();
+    expect(intentOf(q, 'a')).to.deep.include({ want: 'delete' });
+    expect(cond(q.status, 'Ready')).to.include({ status: 'True', reason: 'Ready' });
+    // And turned off again with the delete still open: no delete is attempted.
+    const r = sc.with({ allowMachineDelete: false }).advance(MINUTE).plan();
+    expect(r.intents.filter((i) => i.want === 'delete')).to.deep.equal([]);
+  });
+
+  it('a paused MHC: nothing happens, Paused=True/Paused names it; unpaused, it is asked', () => {
     const sc = stuck({ mhcs: [mhcFacts('mhc-a', { paused: true })] });
     const p = sc.plan();
     expect(requested(p)).to.deep.equal([]);
     expect(eventReasons(p)).to.deep.equal(['JoinTimedOut']);
     const c = cond(p.status, 'Paused');
-    expect(c).to.include({ status: 'True', reason: 'MachineHealthCheckPaused' });
+    expect(c).to.include({ status: 'True', reason: 'Paused' });
     expect(c?.message).to.contain('mhc-a').and.contain('a is left to it');
     const q = sc.with({ mhcs: [mhcFacts('mhc-a')] }).plan();
     expect(requested(q)).to.deep.equal(['a']);

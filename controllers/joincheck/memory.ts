@@ -11,6 +11,7 @@ import type {
   OwnerWindow,
   RemediationRecord,
   RequestRecord,
+  RolloutEvidence,
   SuspicionStatus,
 } from '../../api/v1alpha1/types.js';
 import { ANNOTATION_MEMORY, CLUSTERCTL_ANNOTATION_BLOCK_MOVE, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
@@ -122,7 +123,7 @@ function failure(f: Fields, e: Obj): FailureRecord | undefined {
     kind: kind as FailureRecord['kind'],
     time,
     ...f.owner(e),
-    ...f.optional(e, 'bootstrapConfig', 'dataSecretName'),
+    ...f.optional(e, 'bootstrapConfig', 'dataSecretName', 'version'),
     ...(e['controlPlane'] === true ? { controlPlane: true } : {}),
   };
 }
@@ -194,13 +195,25 @@ function suspicion(f: Fields, e: Obj): SuspicionStatus | undefined {
   // The next canary is ahead by nature; the guard bounds it by maxProbeInterval.
   const next = f.time(e, 'nextCanaryTime', true);
   const machines = Array.isArray(e['machines']) ? e['machines'].filter((x): x is string => typeof x === 'string').slice(-STATUS_LIMITS.suspectMachines) : [];
+  // RolloutSuspect only with its evidence: without it, it is the credential suspicion (same guard, same canaries).
+  const rollout = e['reason'] === 'RolloutSuspect' && isObj(e['rollout']) ? rolloutEvidence(f.in('rollout'), e['rollout']) : undefined;
   return {
-    reason: 'BootstrapCredentialSuspect',
+    reason: rollout !== undefined ? 'RolloutSuspect' : 'BootstrapCredentialSuspect',
     since,
     ...(next !== undefined ? { nextCanaryTime: next } : {}),
     canariesSpent: f.count(e, 'canariesSpent') ?? 0,
     machines,
+    ...(rollout !== undefined ? { rollout } : {}),
   };
+}
+
+function rolloutEvidence(f: Fields, e: Obj): RolloutEvidence | undefined {
+  const { owner } = f.owner(e);
+  const revision = f.str(e, 'revision');
+  const previousRevision = f.str(e, 'previousRevision');
+  if (owner === undefined || !revision || !previousRevision) return f.drop('');
+  const changes = Array.isArray(e['changes']) ? e['changes'].filter((x): x is string => typeof x === 'string').slice(0, STATUS_LIMITS.rolloutChanges) : [];
+  return { owner, revision, previousRevision, ...f.optional(e, 'machineSet', 'previousMachineSet'), changes };
 }
 
 function joinDurations(f: Fields, e: Obj): MachineJoinCheckStatus['joinDurations'] {

@@ -49,9 +49,9 @@ describe('JoinGuardMetrics', () => {
     m.observe(ref, [{ uid: 'a', state: 'Joining' }, { uid: 'b', state: 'Stuck' }, { uid: 'c', state: 'Stuck' }], {}, {}, 0);
     m.observe(ref, [{ uid: 'a', state: 'Joined' }], {}, {}, 0);
     const t = await text();
-    expect(t).to.include(`joinguard_machines{${L},state="Joined"} 1`);
-    expect(t).to.include(`joinguard_machines{${L},state="Stuck"} 0`);
-    expect(t).to.include(`joinguard_machines{${L},state="Joining"} 0`);
+    expect(t).to.include(`joinguard_machines{${L},state="Joined",verdict="Joined"} 1`);
+    expect(t).to.include(`joinguard_machines{${L},state="Stuck",verdict="Stuck"} 0`);
+    expect(t).to.include(`joinguard_machines{${L},state="Joining",verdict="Joining"} 0`);
   });
 
   it('observes join durations of Machines seen joining, per check', async () => {

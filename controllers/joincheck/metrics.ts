@@ -5,6 +5,8 @@
 // and the status written, so a restart neither loses nor repeats an increment beyond the counter's reset.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
+import { COUNTED_AS } from './counts.js';
+import type { MachineState } from './types.js';
 
 export interface CheckRef {
   namespace: string;
@@ -15,7 +17,7 @@ export interface CheckRef {
 /** What observe needs of a planner verdict. */
 export interface ObservedVerdict {
   uid: string;
-  state: string;
+  state: MachineState;
   clockStart?: number;
   deadline?: number;
 }
@@ -31,6 +33,7 @@ const JOIN_BUCKETS = [15, 30, 60, 120, 180, 300, 450, 600, 900, 1200, 1800, 3600
 interface CheckMemory {
   ref: CheckRef;
   labels: CheckLabels;
+  /** `state|verdict` of the joinguard_machines series this check has. */
   states: Set<string>;
   conditions: Map<string, { type: string; status: string; reason: string }>;
   /** Machines seen Joining in this process (uid -> clock start), for join durations. */
@@ -58,9 +61,15 @@ export class JoinGuardMetrics {
   constructor(registry: Registry) {
     const registers = [registry];
     const self = this;
-    this.machines = new Gauge({ name: 'joinguard_machines', help: 'Machines in scope of a check, by state', labelNames: [...CHECK_LABELS, 'state'], registers });
+    // state: the status count the Machine is in (counts.ts, as kubectl get mjc shows it); verdict: the finer verdict.
+    this.machines = new Gauge({
+      name: 'joinguard_machines',
+      help: 'Machines in scope of a check, by state (the status count: Joined, Joining, Stuck, Skipped, Deleting) and verdict',
+      labelNames: [...CHECK_LABELS, 'state', 'verdict'],
+      registers,
+    });
     this.remediations = new Counter({ name: 'joinguard_remediations_total', help: 'Remediation outcomes reached, by path and outcome (each outcome once per Machine)', labelNames: [...CHECK_LABELS, 'path', 'outcome'], registers });
-    this.suspicions = new Counter({ name: 'joinguard_suspicions_raised_total', help: 'BootstrapCredentialSuspect suspicions raised', labelNames: [...CHECK_LABELS], registers });
+    this.suspicions = new Counter({ name: 'joinguard_suspicions_raised_total', help: 'Suspicions raised (BootstrapCredentialSuspect or RolloutSuspect)', labelNames: [...CHECK_LABELS], registers });
     this.joinDuration = new Histogram({
       name: 'joinguard_join_duration_seconds',
       help: 'Time from the join clock start to the Node, of Machines that joined while this process watched',
@@ -94,10 +103,17 @@ export class JoinGuardMetrics {
     const labels = { ...m.labels };
 
     // Settled Machines (joined for good) are counted, not listed, by the planner.
-    const counts = new Map<string, number>(settledJoined > 0 ? [['Joined', settledJoined]] : []);
-    for (const v of verdicts) counts.set(v.state, (counts.get(v.state) ?? 0) + 1);
-    for (const s of m.states) if (!counts.has(s)) this.machines.set({ ...labels, state: s }, 0);
-    for (const [state, n] of counts) this.machines.set({ ...labels, state }, n);
+    const counts = new Map<string, number>(settledJoined > 0 ? [['Joined|Joined', settledJoined]] : []);
+    for (const v of verdicts) {
+      const k = `${COUNTED_AS[v.state]}|${v.state}`;
+      counts.set(k, (counts.get(k) ?? 0) + 1);
+    }
+    const series = (k: string) => {
+      const [state, verdict] = k.split('|') as [string, string];
+      return { ...labels, state, verdict };
+    };
+    for (const k of m.states) if (!counts.has(k)) this.machines.set(series(k), 0);
+    for (const [k, n] of counts) this.machines.set(series(k), n);
     m.states = new Set([...m.states, ...counts.keys()]);
 
     const before = new Set((prev.remediations ?? []).map((r) => `${r.uid}|${r.outcome}`));
@@ -157,7 +173,10 @@ export class JoinGuardMetrics {
     if (!m) return;
     this.checks.delete(keyOf(m.ref));
     const labels = { ...m.labels };
-    for (const state of m.states) this.machines.remove({ ...labels, state });
+    for (const k of m.states) {
+      const [state, verdict] = k.split('|') as [string, string];
+      this.machines.remove({ ...labels, state, verdict });
+    }
     for (const l of m.conditions.values()) this.condition.remove({ ...labels, ...l });
     this.secondsPastDeadline.remove(labels);
     this.refusedMachines.remove(labels);

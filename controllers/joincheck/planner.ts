@@ -5,8 +5,9 @@
 // first-control-plane, marks, guards, conditions); this file only merges their results, in DESIGN's order.
 import type { MachineFacts } from '../../api/capi/model.js';
 import type { CheckSettings, MachineJoinCheckStatus, MachineObservation, RequestRecord } from '../../api/v1alpha1/types.js';
-import { ANNOTATION_MEMORY, ANNOTATION_WITHDRAW_ALL, CONDITION_PROGRESSING, CONDITION_READY, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
-import { addJoinDuration, conditionOf, countVerdicts, pausedCondition, progressing, readyCondition, RESTRICTING, setCondition, Stops } from './conditions.js';
+import { ANNOTATION_MEMORY, ANNOTATION_WITHDRAW_ALL, CONDITION_PROGRESSING, CONDITION_READY, ReadyReason, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
+import { addJoinDuration, conditionOf, pausedCondition, progressing, readyCondition, RESTRICTING, setCondition, Stops } from './conditions.js';
+import { countVerdicts } from './counts.js';
 import { findFirstControlPlane, nextFirstControlPlaneMemory, probeDecision } from './first-control-plane.js';
 import { countFailure, guardChain, inFlight, joinSeen, neverJoinedActive, nextCanaryAt, recordOwnerRequest, resume, spendCanary, suspicionMessage, trimWindows, windowStart, type GuardResult, type GuardState, type GuardWorld } from './guards.js';
 import {
@@ -26,6 +27,7 @@ import {
 } from './judge.js';
 import { appendHistory, choosePath, followRequests, markIntents, newRequest, ownerRef, target, UNANSWERED_AFTER_MS, type IntentInput } from './marks.js';
 import { deletionNote, deletionOf, finalizerIntent } from './deletion.js';
+import { clearRolloutIfOver, rolloutSuspect, type RolloutWorld } from './rollout-suspect.js';
 import { checkMetadata, readMemory } from './memory.js';
 import { earliestAfter, iso, ms } from './time.js';
 import type { CheckMetadataIntent, MachineTarget, MachineVerdict, Plan, PlannedEvent, Snapshot } from './types.js';
@@ -68,8 +70,8 @@ export function plan(s: Snapshot): Plan {
   if (settings === undefined || cluster === undefined) {
     // Nothing is judged; only JoinGuard's own marks on joined Machines are withdrawn (that never waits).
     const why = settings === undefined
-      ? { reason: 'InvalidSpec', message: `The spec is invalid: ${s.settingsError ?? 'it could not be read'}. JoinGuard does nothing until it is fixed.` }
-      : { reason: 'ClusterNotFound', message: `Cluster ${meta.namespace}/${settings.clusterName} not found: nothing is judged or changed until it exists.` };
+      ? { reason: ReadyReason.InvalidSpec, message: `The spec is invalid: ${s.settingsError ?? 'it could not be read'}. JoinGuard does nothing until it is fixed.` }
+      : { reason: ReadyReason.ClusterNotFound, message: `Cluster ${meta.namespace}/${settings.clusterName} not found: nothing is judged or changed until it exists.` };
     next.conditions = setCondition(next.conditions, { type: CONDITION_READY, status: 'False', ...why }, s.now, meta.generation);
     const intents = markIntents(next.requests ?? [], ofCluster, intentInput(s, withdrawAll)).filter((i) => i.want === 'withdraw');
     const check = finalizerIntent(s.check, deletion, intents.map((i) => i.machine.name), cluster?.paused === true, s.now);
@@ -139,6 +141,9 @@ export function plan(s: Snapshot): Plan {
   const somethingToReset = (next.consecutiveJoinFailures ?? 0) > 0 || next.suspicion !== undefined;
   const joinEvents = joinedNow.filter((m) => prevObs.has(m.uid) || (somethingToReset && newestFailure > 0 && m.createdAt > newestFailure));
   if (joinEvents.length > 0 && somethingToReset) joinSeen(next, joinEvents.map((m) => m.name), events);
+  // [rollout-suspect] which revision the failures come from; a RolloutSuspect clears once its revision is rolled back.
+  const rolloutWorld: RolloutWorld = { machines: ofCluster, ...(s.settled ? { settled: s.settled } : {}), ...(s.machineSets ? { machineSets: s.machineSets } : {}), ...(s.kcp ? { kcp: s.kcp } : {}) };
+  clearRolloutIfOver(next, rolloutWorld, events);
   // Join durations of the joins seen happen (by this process, or remembered as not joined).
   // By name: the samples kept must not depend on the order the caches list Machines in.
   const timedJoins = joinedNow.filter((m) => joinEvents.includes(m) || s.previous?.pending.has(m.uid) === true).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -196,6 +201,7 @@ export function plan(s: Snapshot): Plan {
   let canaryTaken = false;
   const wouldAsk: string[] = [];
   const holds: { m: MachineFacts; v: MachineVerdict; loop: GuardResult & { go: false } }[] = [];
+  const deleteNotAllowed: string[] = [];
   const kcp = s.kcp;
   const guardWorld: GuardWorld = {
     settings,
@@ -213,7 +219,7 @@ export function plan(s: Snapshot): Plan {
     if (fresh) {
       confirm.push(target(m));
       failed.set(m.uid, iso(s.now));
-      raisedNow = countFailure(next, m, v, anyMachine, settings, cluster, s.now, events);
+      raisedNow = countFailure(next, m, v, anyMachine, settings, cluster, s.now, events, (f) => rolloutSuspect(f, rolloutWorld)); // [rollout-suspect]
     }
     const stuckEvent = (): void => {
       if (fresh) events.push({ on: 'Machine', machine: target(m), reason: v.failureKind === 'ProvisionTimeout' ? 'ProvisionTimedOut' : 'JoinTimedOut', warning: true, message: `Machine ${m.name}: ${v.reason}` });
@@ -226,6 +232,14 @@ export function plan(s: Snapshot): Plan {
     const choice = choosePath(m, settings, s.mhcs, s.capi, v.firstControlPlane === true);
     if (choice.kind === 'blocked') {
       pausedMhcs.push(`${choice.why}: ${m.name} is left to it`);
+      stuckEvent();
+      continue;
+    }
+    // Strategy Delete without --allow-machine-delete: nothing is deleted and nothing recorded, so the Machine is
+    // deleted once the flag is on; Ready says why (MachineDeleteNotAllowed).
+    if (choice.kind === 'request' && choice.path === 'Delete' && s.allowMachineDelete !== true) {
+      deleteNotAllowed.push(m.name);
+      stops.wait(`${m.name} is not deleted: JoinGuard runs without --allow-machine-delete (see the Ready condition)`);
       stuckEvent();
       continue;
     }
@@ -295,7 +309,7 @@ export function plan(s: Snapshot): Plan {
   if (next.firstControlPlane?.misconfigured !== undefined) stops.add('FirstControlPlaneReplacementMisconfigured', next.firstControlPlane.misconfigured.message);
   for (const v of verdictList) if ((v.hold === 'ConnectionDown' || v.hold === 'ConnectionGrace') && v.pastDeadline) stops.add('ControlPlaneEndpointUnreachable', '', v.machine);
   if (neverJoinedActive(next, settings)) stops.add('NeverJoined', '');
-  if (next.suspicion !== undefined) stops.add('BootstrapCredentialSuspect', '');
+  if (next.suspicion !== undefined) stops.add(next.suspicion.reason, ''); // [rollout-suspect] either suspicion
   if (settings.dryRun) {
     const stuck = new Set(verdictList.filter((v) => v.state === 'Stuck').map((v) => v.uid));
     for (const r of requests) if (r.state === 'DryRun' && stuck.has(r.uid) && !wouldAsk.includes(`${r.machine} via ${r.path}`)) wouldAsk.push(`${r.machine} via ${r.path}`);
@@ -305,7 +319,7 @@ export function plan(s: Snapshot): Plan {
 
   // Status: counts, conditions, the event that says a stop began.
   const c = countVerdicts(verdictList);
-  const held = new Set([...stops.machinesHeld(), ...verdictList.filter((v) => v.state === 'Held' || v.state === 'Unobservable').map((v) => v.machine)]);
+  const held = new Set([...stops.machinesHeld(), ...deleteNotAllowed, ...verdictList.filter((v) => v.state === 'Held' || v.state === 'Unobservable').map((v) => v.machine)]);
   Object.assign(next, { expectedMachines: expected, joinedMachines: c.joined + settledInScope, joiningMachines: c.joining, stuckMachines: c.stuck, heldMachines: held.size });
   next.consecutiveJoinFailures ??= 0;
   next.everJoined ??= false;
@@ -332,12 +346,20 @@ export function plan(s: Snapshot): Plan {
   });
   // The first held Machine by name: the caches list Machines in no set order (a count field must not flap with it).
   const firstHeld = verdictList.filter((v) => v.state === 'Held' || v.state === 'Unobservable').reduce<MachineVerdict | undefined>((a, v) => (a === undefined || v.machine < a.machine ? v : a), undefined);
-  const heldReason = stops.first()?.reason ?? firstHeld?.hold;
+  const heldReason = stops.first()?.reason ?? (deleteNotAllowed.length > 0 ? ReadyReason.MachineDeleteNotAllowed : firstHeld?.hold);
   assign(next, 'heldReason', next.heldMachines! > 0 ? heldReason : undefined);
   if (canAct && prog.status === 'False' && RESTRICTING[prog.reason as keyof typeof RESTRICTING] && conditionOf(prev, CONDITION_PROGRESSING)?.reason !== prog.reason) {
     events.push({ on: 'Check', reason: 'RemediationRestricted', message: prog.message, warning: true });
   }
-  let conditions = setCondition(next.conditions, readyCondition({ inScope: inScope.length + settledInScope, ofCluster: ofCluster.length + (s.settled?.total ?? 0), cluster: cluster.name, malformed: s.malformed }), s.now, meta.generation);
+  const ready = readyCondition({
+    inScope: inScope.length + settledInScope,
+    ofCluster: ofCluster.length + (s.settled?.total ?? 0),
+    cluster: cluster.name,
+    malformed: s.malformed,
+    progressing: prog,
+    ...(settings.strategy === 'Delete' && s.allowMachineDelete !== true ? { deleteNotAllowed } : {}),
+  });
+  let conditions = setCondition(next.conditions, ready, s.now, meta.generation);
   conditions = setCondition(conditions, prog, s.now, meta.generation);
 
   // What every Machine must carry now: marks only while actions are allowed; withdrawals always.
@@ -346,6 +368,8 @@ export function plan(s: Snapshot): Plan {
   const blind = conn.state.down || conn.state.graceUntil !== undefined;
   const intents = markIntents(requests, ofCluster, { ...intentInput(s, withdrawAll), inScope: new Set(inScope.map((m) => m.uid)) })
     .filter((i) => i.want === 'withdraw' || (canAct && (!blind || i.machine.uid === first?.uid)))
+    // Not even a delete asked before the flag was turned off.
+    .filter((i) => i.want !== 'delete' || s.allowMachineDelete === true)
     .sort((a, b) => (a.machine.name < b.machine.name ? -1 : a.machine.name > b.machine.name ? 1 : 0));
   // Requests still open under withdraw-all: their Machine is being deleted, or could not be read (not known clean).
   const stillOpen = requests.filter((r) => r.state === 'Open');

@@ -7,6 +7,7 @@ import type {
   KcpFacts,
   MachineFacts,
   MachineHealthCheckFacts,
+  MachineSetFacts,
   WorkloadNodeFacts,
 } from '../../api/capi/model.js';
 import type { FailureKind, MachineJoinCheck, MachineJoinCheckStatus, RemediationPath } from '../../api/v1alpha1/types.js';
@@ -44,6 +45,8 @@ export interface Snapshot {
   bootstrapConfigs: ReadonlyMap<string, BootstrapConfigFacts>;
   kcp?: KcpFacts;
   mhcs: MachineHealthCheckFacts[];
+  /** The Cluster's MachineSets (absent: not known, e.g. a test that builds none): a rollout's revisions. */
+  machineSets?: MachineSetFacts[];
   capi: CapiInfo;
   /** Result of probing the Cluster's controlPlaneEndpoint, when the executor was asked to. */
   endpointProbe?: { reachable: boolean; at: number };
@@ -58,13 +61,15 @@ export interface Snapshot {
   /** The uids of the checks of this namespace (deleting ones too): a mark naming none of them is a deleted check's. */
   checkUids?: ReadonlySet<string>;
   previous?: PreviousView;
+  /** The manager runs with --allow-machine-delete: only then does strategy Delete delete (absent: it is refused). */
+  allowMachineDelete?: boolean;
   /** Machines of the Cluster left out of `machines` (absent: every Machine is in `machines`). */
   settled?: SettledMachines;
   now: number;
 }
 
 /** What a snapshot carries beside the caches: the process's own memory of the check, and tunings. */
-export type SnapshotExtras = Pick<Snapshot, 'now'> & Partial<Pick<Snapshot, 'previous' | 'endpointProbe' | 'workloadNodes' | 'connectionGraceMs' | 'unansweredAfterMs' | 'refusedWrites' | 'checkUids'>>;
+export type SnapshotExtras = Pick<Snapshot, 'now'> & Partial<Pick<Snapshot, 'previous' | 'endpointProbe' | 'workloadNodes' | 'connectionGraceMs' | 'unansweredAfterMs' | 'refusedWrites' | 'checkUids' | 'allowMachineDelete'>>;
 
 /**
  * The Cluster's Machines that are settled (judge.ts `isSettled`: joined for good, nothing on them for JoinGuard): a
@@ -77,6 +82,11 @@ export interface SettledMachines {
   /** All settled Machines of the Cluster. */
   total: number;
   get(uid: string): MachineFacts | undefined;
+  /**
+   * A settled Machine of the Cluster the predicate accepts (O(Cluster): asked only when a suspicion is about to be
+   * raised, rollout-suspect.ts). Absent: not known.
+   */
+  find?(pred: (m: MachineFacts) => boolean): MachineFacts | undefined;
 }
 
 export type MachineState =
@@ -139,7 +149,7 @@ export type MarkIntent =
   | { want: 'withdraw'; machine: MachineTarget; path: Exclude<RemediationPath, 'Report'>; event: PlannedEvent; marker?: string };
 
 export type MachineEventReason = 'JoinTimedOut' | 'ProvisionTimedOut' | 'RemediationRequested' | 'RemediationWithdrawn' | 'RemediationSkipped' | 'WriteRefused';
-export type CheckEventReason = 'SuspicionRaised' | 'SuspicionCleared' | 'RemediationRestricted' | 'Resumed' | 'MarksLeftBehind';
+export type CheckEventReason = 'SuspicionRaised' | 'RolloutSuspect' | 'SuspicionCleared' | 'RemediationRestricted' | 'Resumed' | 'MarksLeftBehind';
 
 export type PlannedEvent =
   | { on: 'Machine'; machine: MachineTarget; reason: MachineEventReason; message: string; warning: boolean }

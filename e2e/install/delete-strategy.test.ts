@@ -1,7 +1,8 @@
 // remediation.strategy Delete under the add-on's own identity, installed with JOINGUARD_ALLOW_MACHINE_DELETE=true:
 // the ServiceAccount (a TokenRequest token, bound only to the manifests' roles, the Machine delete role among them)
 // deletes the worker that never gets a Node itself, and CAPI's real MachineSet controller replaces it. The default
-// install grants no delete (e2e/install/rbac.test.ts); e2e/install/remediation.test.ts runs a remediation under it.
+// install grants no delete (e2e/install/rbac.test.ts); e2e/install/remediation.test.ts runs a remediation under it. Without
+// --allow-machine-delete the same grant deletes nothing: the flag, not only the role, holds strategy Delete back.
 import { expect } from 'chai';
 import { Writable } from 'node:stream';
 import winston from 'winston';
@@ -26,7 +27,34 @@ async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T 
   }
 }
 
-describe('install: strategy Delete under the add-on ServiceAccount with JOINGUARD_ALLOW_MACHINE_DELETE=true', function () {
+/** JoinGuard under the add-on's ServiceAccount, with or without --allow-machine-delete; its log lines collected. */
+async function startJoinGuard(installed: Installed, ns: string, fleet: string, allowMachineDelete: boolean, logged: Json[]): Promise<RunningController> {
+  const collect = new winston.transports.Stream({ stream: new Writable({ objectMode: true, write: (info: Json, _e, done) => (logged.push(info), done()) }) });
+  // As in the pod: --namespace names what is watched (the fleet); the Lease goes to the pod's namespace, the add-on's
+  // (controller-runtime's rule, issue 19 item 1), found from $POD_NAMESPACE — no leaderElectionNamespace given.
+  const before = process.env['POD_NAMESPACE'];
+  process.env['POD_NAMESPACE'] = ns;
+  try {
+    return await startController({
+      access: clusterAccessFromKubeconfig(installed.sa.exportConfig()),
+      namespace: fleet,
+      leaderElect: true,
+      leaderElectionId: 'joinguard-delete-test',
+      identity: `delete-test-${allowMachineDelete}`,
+      allowMachineDelete,
+      connectionGraceMs: 2_000,
+      metricsBindAddress: '127.0.0.1:0',
+      healthProbeBindAddress: '127.0.0.1:0',
+      collectDefaultMetrics: false,
+      logger: winston.createLogger({ level: 'info', transports: [collect] }),
+    });
+  } finally {
+    if (before === undefined) delete process.env['POD_NAMESPACE'];
+    else process.env['POD_NAMESPACE'] = before;
+  }
+}
+
+describe('install: strategy Delete under the add-on ServiceAccount with JOINGUARD_ALLOW_MACHINE_DELETE=true, with and without --allow-machine-delete', function () {
   this.timeout(180_000);
   let env: TestEnv;
   let installed: Installed;
@@ -61,21 +89,6 @@ describe('install: strategy Delete under the add-on ServiceAccount with JOINGUAR
       spec: { clusterName: CLUSTER, selector: { matchLabels: { pool: POOL } }, joinTimeout: '15s', remediation: { strategy: 'Delete' } },
     });
     expect(check.status, check.body).to.equal(201);
-    const collect = new winston.transports.Stream({ stream: new Writable({ objectMode: true, write: (info: Json, _e, done) => (logged.push(info), done()) }) });
-    controller = await startController({
-      access: clusterAccessFromKubeconfig(installed.sa.exportConfig()),
-      namespace: fleet,
-      leaderElect: true,
-      leaderElectionNamespace: ns,
-      leaderElectionId: 'joinguard-delete-test',
-      identity: 'delete-test',
-      allowMachineDelete: true,
-      connectionGraceMs: 2_000,
-      metricsBindAddress: '127.0.0.1:0',
-      healthProbeBindAddress: '127.0.0.1:0',
-      collectDefaultMetrics: false,
-      logger: winston.createLogger({ level: 'info', transports: [collect] }),
-    });
   });
 
   after(async () => {
@@ -84,8 +97,36 @@ describe('install: strategy Delete under the add-on ServiceAccount with JOINGUAR
     await installed?.uninstall();
   });
 
+  it('without --allow-machine-delete (the delete role granted all the same): no delete is attempted, Ready=False/MachineDeleteNotAllowed names the flag', async () => {
+    const admin = env.kubeConfig();
+    const off = await startJoinGuard(installed, ns, fleet, false, []);
+    try {
+      const ready = await until('Ready=False/MachineDeleteNotAllowed and the stuck Machine held back', 90_000, async () => {
+        const c = JSON.parse((await raw(admin, 'GET', `/apis/joinguard.io/v1alpha1/namespaces/${fleet}/machinejoinchecks/${POOL}`)).body) as Json;
+        const r = ((c.status?.conditions ?? []) as Json[]).find((x) => x.type === 'Ready');
+        return r?.reason === 'MachineDeleteNotAllowed' && String(r.message).includes(`Held back: ${stuck.metadata.name}`) ? r : undefined;
+      });
+      expect(ready.status).to.equal('False');
+      expect(ready.message).to.contain('--allow-machine-delete').and.contain('JOINGUARD_ALLOW_MACHINE_DELETE=true');
+      // Held back means past its deadline: a plan decided about it, and still no DELETE left the process.
+      await new Promise((r) => setTimeout(r, 3_000));
+      expect(await off.metrics.registry.metrics()).not.to.match(/rest_client_requests_total\{code="[0-9]+",method="DELETE"/);
+      expect((await raw(admin, 'GET', `${CAPI}/namespaces/${fleet}/machines/${stuck.metadata.name}`)).status).to.equal(200);
+      const c = JSON.parse((await raw(admin, 'GET', `/apis/joinguard.io/v1alpha1/namespaces/${fleet}/machinejoinchecks/${POOL}`)).body) as Json;
+      expect(c.status?.requests ?? []).to.deep.equal([]);
+    } finally {
+      await off.stop();
+    }
+  });
+
   it('deletes the stuck worker itself, and the MachineSet replaces it', async () => {
     const admin = env.kubeConfig();
+    controller = await startJoinGuard(installed, ns, fleet, true, logged);
+    await controller.ready();
+    // It leads from a Lease in the add-on's namespace, where the shipped Role grants Leases; none in the watched one.
+    const lease = JSON.parse((await raw(admin, 'GET', `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/joinguard-delete-test`)).body) as Json;
+    expect(lease.spec?.holderIdentity).to.equal('delete-test-true');
+    expect((await raw(admin, 'GET', `/apis/coordination.k8s.io/v1/namespaces/${fleet}/leases/joinguard-delete-test`)).status).to.equal(404);
     await until('the stuck Machine to be gone', 120_000, async () =>
       (await raw(admin, 'GET', `${CAPI}/namespaces/${fleet}/machines/${stuck.metadata.name}`)).status === 404 ? true : undefined);
     const record = await until('status.remediations to record the Delete', 60_000, async () => {

@@ -77,16 +77,19 @@ function ruleTests(): unknown {
           cond('budget', 'RemediationBudgetExhausted'),
           cond('dry', 'DryRun'),
           cond('suspect', 'BootstrapCredentialSuspect'),
+          cond('rollout', 'RolloutSuspect'),
           cond('fine', 'AsExpected', 'True'),
           ...replica('a', { up: '1x30', leader: '1x30', elects: '1x30', webhook: '0x30' }),
           ...replica('b', { up: '1x30', leader: '0x30', elects: '1x30', webhook: '0x30' }),
           { series: `controller_runtime_reconcile_errors_total{${P},${NS},pod="a",controller="machinejoincheck"}`, values: '0+0x30' },
         ],
         alert_rule_test: [
-          // Not yet 15 minutes: nothing; after: the budget stop only (dry run and suspicion left out).
+          // Not yet 15 minutes: nothing; after: the budget stop only (dry run and both suspicions left out).
           alert('JoinGuardCheckStalled', '10m', []),
           alert('JoinGuardCheckStalled', '20m', [stalled('budget', 'RemediationBudgetExhausted')]),
           alert('JoinGuardSuspicionRaised', '5m', [{ severity: 'warning', cluster_namespace: 'fleet', check: 'suspect', cluster_name: 'c1' }]),
+          // A rollout that cannot join has its own alert, and is not also a stalled check.
+          alert('JoinGuardRolloutSuspect', '5m', [{ severity: 'warning', cluster_namespace: 'fleet', check: 'rollout', cluster_name: 'c1' }]),
           ...quiet.map((a) => alert(a, '20m', [])),
         ],
       },
@@ -164,9 +167,9 @@ describe('lifecycle: the shipped PrometheusRule passes promtool', function () {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('promtool check rules: SUCCESS, seven alerts', async () => {
+  it('promtool check rules: SUCCESS, eight alerts', async () => {
     const { stdout } = await run(promtool, ['check', 'rules', join(dir, 'rules.yaml')]);
-    expect(stdout).to.match(/SUCCESS: 7 rules found/);
+    expect(stdout).to.match(/SUCCESS: 8 rules found/);
   });
 
   it('promtool test rules: each alert fires when it should and only then', async () => {
@@ -182,7 +185,7 @@ describe('lifecycle: the shipped PrometheusRule passes promtool', function () {
   it('every alert links a runbook section of this release', async () => {
     const { observability } = await renderProviderFiles(VERSION);
     const urls = [...observability.matchAll(/runbook_url: (\S+)/g)].map((m) => m[1]!);
-    expect(urls).to.have.length(7);
+    expect(urls).to.have.length(8);
     for (const u of urls) expect(u.startsWith(`${runbookBase(VERSION)}#`), u).to.equal(true);
   });
 });

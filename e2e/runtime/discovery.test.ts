@@ -2,7 +2,9 @@
 // test env; installed from the CAPI module, no clusterctl inventory), then with a clusterctl inventory, and
 // on a bare apiserver with the CRDs of v1.10.10, v1.9.0 and v1.8.4 straight from their modules.
 import { expect } from 'chai';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { discoverCapi } from '../../controllers/runtime/discovery.js';
 import { loadClusterAccess } from '../../controllers/runtime/kubeconfig.js';
@@ -11,14 +13,21 @@ import { installCrds, readCrds } from '../../hack/testenv/crds.js';
 import { startTestEnv } from '../../hack/testenv/testenv.js';
 import { getTestEnv } from '../support/testenv.js';
 
-const MODULES = '/root/go/pkg/mod/sigs.k8s.io';
 const PROVIDERS = '/apis/clusterctl.cluster.x-k8s.io/v1alpha3';
 
-/** The core cluster.x-k8s.io CRDs of a release, from its Go module (v1.13+ keep them under core/). */
+/** Where CAPI's Go module of a release is, downloaded through the module proxy when the cache lacks it. */
+function moduleDir(release: string): string {
+  const out = execFileSync('go', ['mod', 'download', '-json', `sigs.k8s.io/cluster-api@${release}`], { encoding: 'utf8', cwd: os.tmpdir() });
+  return (JSON.parse(out) as { Dir?: string }).Dir ?? '';
+}
+
+/** The core cluster.x-k8s.io CRDs of a release, from its Go module (v1.13+ keep them under core/), downloaded through
+ * the module proxy when the cache lacks it (a fresh machine has only the releases the test env builds). */
 function coreCrds(release: string): Json[] {
-  const root = path.join(MODULES, `cluster-api@${release}`);
+  const mod = `sigs.k8s.io/cluster-api@${release}`;
+  const root = moduleDir(release);
   const dir = [path.join(root, 'core/config/crd/bases'), path.join(root, 'config/crd/bases')].find((d) => fs.existsSync(d));
-  if (!dir) throw new Error(`no CRDs of ${release} under ${root} (go mod download sigs.k8s.io/cluster-api@${release})`);
+  if (!dir) throw new Error(`no CRDs of ${release} under ${root} (go mod download ${mod})`);
   return readCrds(dir).filter((c) => c.spec.group === 'cluster.x-k8s.io');
 }
 
@@ -52,7 +61,7 @@ describe('discoverCapi on the real apiserver', function () {
       process.stderr.write(`      [discovery] ${Math.round(ms)} ms; the v1beta2 schema document is ${(bytes / 1024).toFixed(0)} KiB\n`);
 
       // clusterctl's inventory, as `clusterctl init` writes it.
-      await installCrds(admin, readCrds(path.join(MODULES, 'cluster-api@v1.14.2/cmd/clusterctl/config/crd/bases')).filter((c) => c.spec.names.kind === 'Provider'));
+      await installCrds(admin, readCrds(path.join(moduleDir('v1.14.2'), 'cmd/clusterctl/config/crd/bases')).filter((c) => c.spec.names.kind === 'Provider'));
       await admin.createOrReplace('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'capi-system' } });
       const provider = { apiVersion: 'clusterctl.cluster.x-k8s.io/v1alpha3', kind: 'Provider', metadata: { name: 'cluster-api', namespace: 'capi-system', labels: { 'clusterctl.cluster.x-k8s.io': '' } }, providerName: 'cluster-api', type: 'CoreProvider', version: 'v1.14.2' };
       await admin.createOrReplace(`${PROVIDERS}/namespaces/capi-system/providers`, provider);

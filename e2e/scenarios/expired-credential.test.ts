@@ -39,6 +39,8 @@ describe('scenario (c): an expired join credential is caught, probed with one ca
     const stalledAt = Date.now();
     const progressing = checkCondition(stalled, 'Progressing')!;
     expect(progressing.status).to.equal('False');
+    // Ready summarises (CAPI v1beta2, issue 19 item 8): not ready while the check stalls, the stall in its message.
+    expect(checkCondition(stalled, 'Ready')).to.include({ status: 'False', reason: 'NotReady', message: `* Progressing: ${progressing.message}` });
     expect(stalled.status?.consecutiveJoinFailures).to.equal(2);
     expect(stalled.status?.suspicion?.canariesSpent).to.equal(0);
     // Exactly one rebuild before the stall: the first failure.
@@ -89,6 +91,7 @@ describe('scenario (c): an expired join credential is caught, probed with one ca
       const c = await check();
       return checkCondition(c, 'Progressing')?.reason === 'AsExpected' && c;
     }, { timeoutMs: 60_000, describe: seen });
+    expect(checkCondition(done, 'Ready')).to.include({ status: 'True', reason: 'Ready' });
     // Every Machine that failed was replaced exactly once; none twice.
     const uids = (done.status?.remediations ?? []).map((r) => r.uid);
     expect(new Set(uids).size).to.equal(uids.length);

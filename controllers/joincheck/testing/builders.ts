@@ -171,6 +171,8 @@ export function snapshot(o: SnapshotOverrides = {}): Snapshot {
     bootstrapConfigs: new Map(),
     mhcs: [],
     capi: { apiVersion: 'v1beta2', minor: 14 },
+    // Installed with the delete allowed, so strategy Delete is tested as it acts (marks.test.ts tests the refusal).
+    allowMachineDelete: true,
     now: T0,
     ...rest,
   };

@@ -144,6 +144,7 @@ export class Cache implements SnapshotSource {
       ...(this.kcp ? { kcp: readKubeadmControlPlane(this.kcp, v) } : {}),
       mhcs: this.w.mhc ? [readMachineHealthCheck(this.w.mhc, v)] : [],
       capi: { apiVersion: v, minor: this.w.release === 'v1.14' ? 14 : 10 },
+      allowMachineDelete: true, // strategy Delete acts in the world (an install with JOINGUARD_ALLOW_MACHINE_DELETE=true)
       ...(this.previous && this.previousFor === check.metadata.uid ? { previous: this.previous } : {}),
       ...(partitioned ? { settled: this.index.settled(keyOf(check), ck, included) } : {}),
       ...(this.probe ? { endpointProbe: this.probe } : {}),
