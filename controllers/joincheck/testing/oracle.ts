@@ -94,6 +94,8 @@ interface Track {
   /** The check incarnations that withdrew their mark from it (a new check starts with no memory). */
   withdrawnBy: Set<string>;
   recorded?: { t: number; epoch: number };
+  /** The check recorded the request withdrawn while withdraw-all held or the check was going: the write may come later. */
+  withdrawalDecidedForAll?: boolean;
   cleanPasses: number;
 }
 
@@ -260,6 +262,8 @@ export class Oracle {
     if (SKIPS.some((s) => s in (m.metadata.annotations ?? {}))) return;
     const c = w.check;
     if (c === undefined || c.deleting || 'joinguard.io/withdraw-all' in c.annotations || (k.check !== undefined && c.uid !== k.check)) return;
+    // Decided and recorded under withdraw-all (or while the check was going), written once a refusal let it through.
+    if (k.withdrawalDecidedForAll === true) return;
     const name = this.truth.machine(w.uid).name;
     // Answered within the bound: JoinGuard reads the Machine live before it calls a request unanswered. (An answer
     // that came later may meet a withdrawal decided, and recorded, before it.)
@@ -271,7 +275,14 @@ export class Oracle {
   }
 
   /** An accepted write of the check's status: requests it records (per-owner windows) and resumes (new windows). */
-  statusWrite(t: number, before: Json | undefined, after: Json): void {
+  statusWrite(t: number, before: Json | undefined, after: Json, check: { annotations: Record<string, string>; deleting: boolean }): void {
+    if (check.deleting || 'joinguard.io/withdraw-all' in check.annotations) {
+      const was = new Map<string, string>((before?.requests ?? []).map((r: Json) => [r.uid, r.state]));
+      for (const r of after.requests ?? []) {
+        const k = this.tracks.get(r.uid);
+        if (r.state === 'Withdrawn' && was.get(r.uid) !== 'Withdrawn' && k !== undefined) k.withdrawalDecidedForAll = true;
+      }
+    }
     const lb = before?.lastResume;
     const la = after.lastResume;
     if (la !== undefined && (lb === undefined || lb.time !== la.time || lb.value !== la.value)) this.epoch++;

@@ -368,7 +368,7 @@ export class World {
       else delete next.metadata.deletionTimestamp;
       next.spec = before.spec;
       this.check = next;
-      if (JSON.stringify(before.status) !== JSON.stringify(next.status)) this.oracle.statusWrite(this.t, before.status, next.status ?? {});
+      if (JSON.stringify(before.status) !== JSON.stringify(next.status)) this.oracle.statusWrite(this.t, before.status, next.status ?? {}, { annotations: next.metadata.annotations ?? {}, deleting: next.metadata.deletionTimestamp !== undefined });
       const out = structuredClone(next);
       this.checkFinalized();
       return out;
