@@ -65,6 +65,32 @@ describe('WorkQueue', () => {
     expect(r.order).to.deep.equal(['a', 'a']);
   });
 
+  it('warm-up workers work keys at once, stop when no longer wanted, and pass on a wake they took to a worker that stays', async () => {
+    q = new WorkQueue();
+    let warm = true;
+    let running = 0;
+    let most = 0;
+    const done: string[] = [];
+    const work = async (key: string) => {
+      most = Math.max(most, ++running);
+      await tick(5);
+      running--;
+      done.push(key);
+    };
+    q.run(1, work);
+    q.runWhile(3, work, () => warm);
+    for (const k of ['a', 'b', 'c', 'd']) q.add(k);
+    await tick(30);
+    expect(most, 'four at once while warming').to.equal(4);
+    warm = false;
+    await tick(5);
+    // Every worker is idle: a warm-up worker may be woken first; it stops and the key still runs.
+    for (const k of ['e', 'f', 'g']) q.add(k);
+    await tick(60);
+    expect(done.slice(4).sort()).to.deep.equal(['e', 'f', 'g']);
+    expect(most).to.equal(4);
+  });
+
   it('works a fired deadline before event work queued earlier', async () => {
     const r = await busyWorker((q = new WorkQueue()));
     for (const k of ['e1', 'e2', 'e3']) q.add(k);

@@ -135,6 +135,11 @@ export class WorkQueue {
     for (let i = 0; i < n; i++) this.running.push(this.workerLoop(work));
   }
 
+  /** Starts `n` more workers that stop once `wanted()` is false (checked before each key they take). */
+  runWhile(n: number, work: Worker, wanted: () => boolean): void {
+    for (let i = 0; i < n; i++) this.running.push(this.workerLoop(work, wanted));
+  }
+
   /** The next key to work on: the deadline lane first, FIFO within a lane. */
   private take(): { key: string; priority: Priority } | undefined {
     for (const priority of LANES) {
@@ -148,8 +153,8 @@ export class WorkQueue {
     return undefined;
   }
 
-  private async workerLoop(work: Worker): Promise<void> {
-    while (!this.stopped) {
+  private async workerLoop(work: Worker, wanted: () => boolean = () => true): Promise<void> {
+    while (!this.stopped && wanted()) {
       const next = this.take();
       if (next === undefined) {
         await new Promise<void>((r) => this.waiting.push(r));
@@ -170,6 +175,8 @@ export class WorkQueue {
         }
       }
     }
+    // A worker that stops may have been woken for a key: the wake goes on to a worker that stays.
+    if (!this.stopped && this.queued.size > 0) this.waiting.shift()?.();
   }
 
   /** Stops taking work; resolves when the workers finished what they were doing. */

@@ -47,6 +47,8 @@ export interface JoinCheckControllerOptions {
 
 const CONTROLLER_NAME = MACHINEJOINCHECK_CONTROLLER.name;
 const PROBE_TIMEOUT_MS = 3_000;
+/** Workers until every check has been reconciled once (at least --machinejoincheck-concurrency). */
+const WARMUP_WORKERS = 8;
 
 export class JoinCheckController {
   readonly queue: WorkQueue;
@@ -125,7 +127,11 @@ export class JoinCheckController {
   /** Starts the workers (after the caches synced and, with leader election, the Lease is held). */
   startWorkers(): void {
     this.started = true;
-    this.queue.run(this.o.workers ?? 2, (key) => this.reconcile(key));
+    const workers = this.o.workers ?? 2;
+    this.queue.run(workers, (key) => this.reconcile(key));
+    // Until every check has been reconciled once, more workers: a start's first pass is mostly waiting on writes
+    // (each check's status and metadata), so the first complete reconcile comes sooner (issue 18 §4).
+    this.queue.runWhile(Math.max(0, WARMUP_WORKERS - workers), (key) => this.reconcile(key), () => this.fullAt === undefined);
     this.enqueueAll();
     const period = this.o.syncPeriodMs;
     if (period !== undefined && period > 0) {

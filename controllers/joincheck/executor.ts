@@ -58,8 +58,12 @@ export interface Result {
   statusWrittenAt?: number;
 }
 
-/** Count-only changes to the status are written at most this often; decisions are written at once. */
-export const STATUS_COALESCE_MS = 5_000;
+/**
+ * Display-only changes to the status (counts, messages, the history, a mark first seen) are written at most this
+ * often, or with the next decision; decisions are written at once. 30 s: Machines of a pool fail seconds apart, so
+ * the `marked` flag of one rides on the next one's write-ahead instead of a write of its own (decisions.md, issue 18).
+ */
+export const STATUS_COALESCE_MS = 30_000;
 const ROUNDS = 3;
 
 export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<Result> {
@@ -190,11 +194,19 @@ async function readLive(deps: ExecutorDeps, res: Resource, s: Snapshot, targets:
   });
 }
 
-/** Count-only differences (what `kubectl get` shows and messages) are coalesced; every other field is a decision. */
+/**
+ * Display-only differences (what `kubectl get` shows, messages, the history, a mark first seen) are coalesced; every
+ * other field is a decision. Each coalesced field is derived again from the world on every pass until written:
+ * `marked`/`markedTime` from the Machine (an unanswered request is then timed from a later moment, never earlier).
+ */
 function decisive(status: MachineJoinCheckStatus | undefined): unknown {
   if (status === undefined) return {};
-  const { expectedMachines, joinedMachines, joiningMachines, stuckMachines, heldMachines, heldReason, joinDurations, remediations, conditions, ...rest } = status;
-  return { ...rest, conditions: (conditions ?? []).map((c) => [c.type, c.status, c.reason, c.observedGeneration]) };
+  const { expectedMachines, joinedMachines, joiningMachines, stuckMachines, heldMachines, heldReason, joinDurations, remediations, conditions, requests, ...rest } = status;
+  return {
+    ...rest,
+    ...(requests !== undefined ? { requests: requests.map(({ marked, markedTime, ...r }) => r) } : {}),
+    conditions: (conditions ?? []).map((c) => [c.type, c.status, c.reason, c.observedGeneration]),
+  };
 }
 
 /** A write the apiserver refused (any error but 404, 409 and a lost leadership): reported, retried with back-off. */

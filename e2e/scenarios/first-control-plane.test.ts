@@ -61,7 +61,7 @@ describe('scenario (b): the first control-plane Machine never initializes', func
     process.stderr.write(`[scenario b] mark -> cluster complete in ${((Date.now() - markedAt) / 1000).toFixed(1)}s\n`);
     expect(sim.eventsOf(namespace, 'NodeJoined').filter((e) => e.message.endsWith('(init)')).map((e) => e.name)).to.deep.equal([replacement.metadata.name]);
 
-    // Counts are written at most every 5 s (decisions at once): wait for them too.
+    // Counts are written at most every 30 s (decisions at once): wait for them too.
     const done = await waitFor('the check at AsExpected with one remediation, Replaced, 3 joined', async () => {
       const c = await s.check();
       const p = checkCondition(c, 'Progressing');

@@ -62,7 +62,7 @@ describe('scenario (a): a worker that never joins is replaced through its Machin
     process.stderr.write(`[scenario a] deadline -> mark ${markLatencyS.toFixed(0)}s (whole-second condition times); mark -> replacement joined in ${replacedAfterS.toFixed(1)}s\n`);
     expect(workers.map((m: Json) => m.metadata.name)).to.not.include(stuckName);
 
-    // Counts are written at most every 5 s (decisions at once): wait for them too.
+    // Counts are written at most every 30 s (decisions at once): wait for them too.
     const done = await waitFor('the check back to Progressing=True/AsExpected with the remediation Replaced, 3 joined', async () => {
       const c = await s.check();
       const p = checkCondition(c, 'Progressing');

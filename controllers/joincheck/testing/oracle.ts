@@ -257,7 +257,8 @@ export class Oracle {
   private judgeWithdrawal(w: MachineWrite, k: Track): void {
     const m = w.before;
     this.counts.withdrawals++;
-    if (w.check !== undefined) k.withdrawnBy.add(w.check.uid);
+    // Only a check's own mark counts: clearing a deleted check's leftover mark is not this check's ask taken back.
+    if (w.check !== undefined && (k.check === undefined || k.check === w.check.uid)) k.withdrawnBy.add(w.check.uid);
     if (m.status?.nodeRef?.name) return;
     if (SKIPS.some((s) => s in (m.metadata.annotations ?? {}))) return;
     const c = w.check;
