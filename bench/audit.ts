@@ -32,7 +32,10 @@ export function clientOf(user: string, userAgent: string): string {
   return `${user}:${product}`;
 }
 
-export async function countAudit(file: string, windows: AuditWindow[]): Promise<{ counts: AuditCounts; lines: number; userAgents: Record<string, string> }> {
+export async function countAudit(
+  file: string,
+  windows: AuditWindow[],
+): Promise<{ counts: AuditCounts; lines: number; userAgents: Record<string, string> }> {
   const counts: AuditCounts = Object.fromEntries(windows.map((w) => [w.name, {}]));
   const userAgents: Record<string, string> = {};
   let lines = 0;
@@ -41,7 +44,15 @@ export async function countAudit(file: string, windows: AuditWindow[]): Promise<
   for await (const line of rl) {
     if (!line) continue;
     lines++;
-    let e: { stage: string; verb: string; user?: { username?: string }; userAgent?: string; objectRef?: { resource?: string; subresource?: string; namespace?: string }; requestURI?: string; requestReceivedTimestamp: string };
+    let e: {
+      stage: string;
+      verb: string;
+      user?: { username?: string };
+      userAgent?: string;
+      objectRef?: { resource?: string; subresource?: string; namespace?: string };
+      requestURI?: string;
+      requestReceivedTimestamp: string;
+    };
     try {
       e = JSON.parse(line);
     } catch {
@@ -58,7 +69,9 @@ export async function countAudit(file: string, windows: AuditWindow[]): Promise<
       if (isWatch) c.watches++;
       else {
         c.requests++;
-        const res = e.objectRef?.resource ? `${e.objectRef.resource}${e.objectRef.subresource ? `/${e.objectRef.subresource}` : ''}` : (e.requestURI ?? '').split('?')[0]!;
+        const res = e.objectRef?.resource
+          ? `${e.objectRef.resource}${e.objectRef.subresource ? `/${e.objectRef.subresource}` : ''}`
+          : (e.requestURI ?? '').split('?')[0]!;
         const k = `${e.verb} ${res}`;
         c.byVerbResource[k] = (c.byVerbResource[k] ?? 0) + 1;
         const ns = e.objectRef?.namespace ?? '';
@@ -70,7 +83,10 @@ export async function countAudit(file: string, windows: AuditWindow[]): Promise<
 }
 
 /** Sums the counts of every client whose key matches. */
-export function sumClients(byClient: Record<string, ClientCounts> | undefined, match: (client: string) => boolean): ClientCounts {
+export function sumClients(
+  byClient: Record<string, ClientCounts> | undefined,
+  match: (client: string) => boolean,
+): ClientCounts {
   const out: ClientCounts = { requests: 0, watches: 0, byVerbResource: {}, byNamespace: {} };
   for (const [client, c] of Object.entries(byClient ?? {})) {
     if (!match(client)) continue;
@@ -93,10 +109,17 @@ export interface AuditIntegrity {
 
 /** Throws unless every audit event the apiserver generated is in the file. */
 export function checkAuditComplete(apiserverMetrics: Sample[], lines: number): AuditIntegrity {
-  const r = { eventsGenerated: sum(apiserverMetrics, 'apiserver_audit_event_total'), errors: sum(apiserverMetrics, 'apiserver_audit_error_total'), lines };
-  if (r.eventsGenerated === 0) throw new Error('audit: the apiserver reports no audit event generated; the audit log is not on');
+  const r = {
+    eventsGenerated: sum(apiserverMetrics, 'apiserver_audit_event_total'),
+    errors: sum(apiserverMetrics, 'apiserver_audit_error_total'),
+    lines,
+  };
+  if (r.eventsGenerated === 0)
+    throw new Error('audit: the apiserver reports no audit event generated; the audit log is not on');
   if (r.errors > 0 || lines < r.eventsGenerated) {
-    throw new Error(`audit: events lost — apiserver_audit_error_total ${r.errors}, ${r.eventsGenerated} generated before the last scrape, ${lines} in the log; the request counts would be short`);
+    throw new Error(
+      `audit: events lost — apiserver_audit_error_total ${r.errors}, ${r.eventsGenerated} generated before the last scrape, ${lines} in the log; the request counts would be short`,
+    );
   }
   return r;
 }

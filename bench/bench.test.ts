@@ -21,10 +21,14 @@ describe('bench (smoke size)', function () {
 
   before(async () => {
     let stderr = '';
-    child = spawn(process.execPath, ['--import', 'tsx', path.join(here, 'bench.ts'), '--smoke', '--machines', '40', '--out', out], {
-      cwd: path.join(here, '..'),
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    child = spawn(
+      process.execPath,
+      ['--import', 'tsx', path.join(here, 'bench.ts'), '--smoke', '--machines', '40', '--out', out],
+      {
+        cwd: path.join(here, '..'),
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     child.stderr!.on('data', (d) => (stderr += String(d)));
     const code = await new Promise<number | null>((r) => child!.once('exit', r));
     expect(code, `bench failed:\n${stderr.slice(-6000)}`).to.equal(0);
@@ -52,7 +56,9 @@ describe('bench (smoke size)', function () {
         expect(d.early, 'marks before the deadline').to.equal(0);
       }
     }
-    expect(res.runs.joinguard!.detection.joinguard!.censored, 'JoinGuard alone left stuck Machines unmarked').to.equal(0);
+    expect(res.runs.joinguard!.detection.joinguard!.censored, 'JoinGuard alone left stuck Machines unmarked').to.equal(
+      0,
+    );
     expect(res.runs.mhc!.detection.mhc!.censored, 'the MHC alone left stuck Machines unmarked').to.equal(0);
     const race = res.runs.both!.race!;
     expect(race.joinguardFirst + race.mhcFirst.length + race.neither.length).to.equal(stuck);
@@ -62,11 +68,13 @@ describe('bench (smoke size)', function () {
     const r = res.runs.joinguard!;
     const col = (n: string) => r.machines.columns.indexOf(n);
     const end = r.windows.detection.to;
-    const lat = r.machines.rows.map((row) => {
-      const seen = row[col('joinguardMarkSeenAt')] as number | null;
-      const d = row[col('joinguardDeadline')] as number;
-      return seen !== null && seen <= end ? { s: (seen - d) / 1000, c: 0 } : { s: (end - d) / 1000, c: 1 };
-    }).sort((a, b) => a.c - b.c || a.s - b.s);
+    const lat = r.machines.rows
+      .map((row) => {
+        const seen = row[col('joinguardMarkSeenAt')] as number | null;
+        const d = row[col('joinguardDeadline')] as number;
+        return seen !== null && seen <= end ? { s: (seen - d) / 1000, c: 0 } : { s: (end - d) / 1000, c: 1 };
+      })
+      .sort((a, b) => a.c - b.c || a.s - b.s);
     const p99 = lat[Math.ceil(0.99 * lat.length) - 1]!;
     expect(res.summary.detectionP99AllS).to.be.closeTo(p99.s, 0.001);
     expect(res.summary.detectionP99AllCensored).to.equal(p99.c === 1);
@@ -84,18 +92,27 @@ describe('bench (smoke size)', function () {
     const core = res.perRun.joinguard!.core;
     expect(jg.atRest.otherRequestsPerMin, JSON.stringify(jg.atRest.byVerbResourcePerMin)).to.equal(0);
     expect(jg.atRest.leaseRequestsPerMin, 'JoinGuard renews a Lease').to.be.greaterThan(0);
-    expect(core.atRest.leaseRequestsPerMin, 'CAPI\'s core manager renews a Lease').to.be.greaterThan(0);
+    expect(core.atRest.leaseRequestsPerMin, "CAPI's core manager renews a Lease").to.be.greaterThan(0);
   });
 
-  it('measures workload-cluster requests (the core manager\'s are seen; JoinGuard\'s are counted, not assumed)', () => {
+  it("measures workload-cluster requests (the core manager's are seen; JoinGuard's are counted, not assumed)", () => {
     expect(res.perRun.mhc!.core.atRest.workloadClusterRequestsPerMin).to.be.greaterThan(0);
     expect(res.summary.atRestWorkloadClusterRequestsPerMin).to.be.a('number');
   });
 
   it('writes the summary the issue asks for, for JoinGuard and under mhc', () => {
     const s = res.summary;
-    for (const k of ['machines', 'detectionP99AllS', 'peakRssMiB', 'firstReconcileS', 'requestsPerMark', 'atRestRequestsPerMin'] as const) expect(s[k], k).to.be.a('number');
-    for (const k of ['detectionP99AllS', 'peakRssMiB', 'requestsPerMark', 'atRestRequestsPerMin'] as const) expect(s.mhc[k], `mhc.${k}`).to.be.a('number');
+    for (const k of [
+      'machines',
+      'detectionP99AllS',
+      'peakRssMiB',
+      'firstReconcileS',
+      'requestsPerMark',
+      'atRestRequestsPerMin',
+    ] as const)
+      expect(s[k], k).to.be.a('number');
+    for (const k of ['detectionP99AllS', 'peakRssMiB', 'requestsPerMark', 'atRestRequestsPerMin'] as const)
+      expect(s.mhc[k], `mhc.${k}`).to.be.a('number');
     expect(res.runs.joinguard!.joinguard!.checks).to.equal(2 * res.setup.shape.clusters);
     expect(res.rebuilds.rows.find((r) => r.guard === 'JoinGuard, defaults')!.rebuilds).to.be.at.most(7);
   });

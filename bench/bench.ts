@@ -31,7 +31,8 @@ export interface BenchArgs {
   out: string;
 }
 
-const USAGE = 'usage: npm run bench -- [--machines N] [--smoke] [--runs joinguard,mhc,both] [--quiet-min M | --quiet-min joinguard=M,mhc=M,both=M] [--parallel] [--node-options "..."] [--out FILE]';
+const USAGE =
+  'usage: npm run bench -- [--machines N] [--smoke] [--runs joinguard,mhc,both] [--quiet-min M | --quiet-min joinguard=M,mhc=M,both=M] [--parallel] [--node-options "..."] [--out FILE]';
 
 function parseQuiet(v: string): BenchArgs['quietMin'] {
   if (!v.includes('=')) return Number(v);
@@ -45,7 +46,14 @@ function parseQuiet(v: string): BenchArgs['quietMin'] {
 }
 
 function parseArgs(argv: string[]): BenchArgs {
-  const a: BenchArgs = { machines: 0, smoke: false, runs: ['joinguard', 'mhc', 'both'], parallel: false, nodeOptions: deployedNodeOptions(), out: '' };
+  const a: BenchArgs = {
+    machines: 0,
+    smoke: false,
+    runs: ['joinguard', 'mhc', 'both'],
+    parallel: false,
+    nodeOptions: deployedNodeOptions(),
+    out: '',
+  };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i]!.split(/=(.*)/s, 2) as [string, string | undefined];
     const value = () => inline ?? argv[++i] ?? '';
@@ -74,7 +82,14 @@ export function timingFor(a: BenchArgs, run?: RunName): RunTiming {
   // cycle (JoinGuard 4–6 min, client-go's reflectors 5–10 min). JoinGuard holds verdicts for a grace
   // (default 2m) after a Cluster's connection came up; the smoke run shortens it, full runs wait it out.
   const t: RunTiming = a.smoke
-    ? { joinTimeoutS: 30, quietMs: 15_000, stuckSpreadMs: 10_000, tailMs: 20_000, connectionGraceMs: 5_000, settleMs: 3_000 }
+    ? {
+        joinTimeoutS: 30,
+        quietMs: 15_000,
+        stuckSpreadMs: 10_000,
+        tailMs: 20_000,
+        connectionGraceMs: 5_000,
+        settleMs: 3_000,
+      }
     : { joinTimeoutS: 60, quietMs: 10 * 60_000, stuckSpreadMs: 60_000, tailMs: 120_000, settleMs: 10_000 };
   const m = typeof a.quietMin === 'number' ? a.quietMin : run && a.quietMin?.[run];
   if (m !== undefined) t.quietMs = m * 60_000;
@@ -92,7 +107,9 @@ async function main(): Promise<void> {
   const timing = timingFor(args);
   const shape = fleetShape(args.machines, timing.joinTimeoutS);
   const quietMin = Object.fromEntries(args.runs.map((r) => [r, timingFor(args, r).quietMs / 60_000]));
-  log(`fleet per run: ${shape.machines} Machines (${shape.resting} resting + ${shape.stuck} stuck) over ${shape.clusters} Clusters; runs ${args.runs.join(', ')}${args.parallel ? ' at once' : ' one after another'}; quiet ${args.runs.map((r) => `${r} ${quietMin[r]} min`).join(', ')}`);
+  log(
+    `fleet per run: ${shape.machines} Machines (${shape.resting} resting + ${shape.stuck} stuck) over ${shape.clusters} Clusters; runs ${args.runs.join(', ')}${args.parallel ? ' at once' : ' one after another'}; quiet ${args.runs.map((r) => `${r} ${quietMin[r]} min`).join(', ')}`,
+  );
   let t = Date.now();
   compileController();
   log(`JoinGuard compiled with tsc in ${(Date.now() - t) / 1000} s`);
@@ -103,18 +120,37 @@ async function main(): Promise<void> {
   const runs: Partial<Record<RunName, RunResult>> = {};
   const one = async (name: RunName) => {
     t = Date.now();
-    runs[name] = await runOne({ name, shape, timing: timingFor(args, name), nodeOptions: args.nodeOptions, binDir, log: (l) => log(`[${name}] ${l}`) });
+    runs[name] = await runOne({
+      name,
+      shape,
+      timing: timingFor(args, name),
+      nodeOptions: args.nodeOptions,
+      binDir,
+      log: (l) => log(`[${name}] ${l}`),
+    });
     log(`[${name}] done in ${Math.round((Date.now() - t) / 1000)} s`);
   };
   const write = () => {
-    const r = buildResults({ machines: args.machines, smoke: args.smoke, shape, timing, quietMin, nodeOptions: args.nodeOptions, wallS: (Date.now() - t0) / 1000, runs, rebuilds });
+    const r = buildResults({
+      machines: args.machines,
+      smoke: args.smoke,
+      shape,
+      timing,
+      quietMin,
+      nodeOptions: args.nodeOptions,
+      wallS: (Date.now() - t0) / 1000,
+      runs,
+      rebuilds,
+    });
     fs.mkdirSync(path.dirname(args.out), { recursive: true });
     fs.writeFileSync(args.out, `${JSON.stringify(r, null, 1)}\n`);
     return r;
   };
   if (args.parallel) {
     // Every run ends (and stops what it started) before a failure is reported.
-    const failed = (await Promise.allSettled(args.runs.map(one))).find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    const failed = (await Promise.allSettled(args.runs.map(one))).find(
+      (r): r is PromiseRejectedResult => r.status === 'rejected',
+    );
     if (failed) throw failed.reason;
   } else {
     // One after another, the results so far are written (and their tables logged) after each run: a long

@@ -32,12 +32,15 @@ export function compileController(extra: string[] = []): string {
   fs.mkdirSync(buildDir, { recursive: true });
   const config = path.join(buildDir, 'tsconfig.json');
   const rel = (p: string) => path.relative(buildDir, path.join(root, p));
-  fs.writeFileSync(config, JSON.stringify({
-    extends: rel('tsconfig.json'),
-    compilerOptions: { sourceMap: false, types: ['node'], outDir: 'dist', rootDir: rel('.') },
-    include: [rel('api'), rel('controllers'), rel('webhooks'), rel('cmd'), ...extra.map(rel)],
-    exclude: [rel('**/*.test.ts'), rel('**/testing/**'), rel('node_modules')],
-  }));
+  fs.writeFileSync(
+    config,
+    JSON.stringify({
+      extends: rel('tsconfig.json'),
+      compilerOptions: { sourceMap: false, types: ['node'], outDir: 'dist', rootDir: rel('.') },
+      include: [rel('api'), rel('controllers'), rel('webhooks'), rel('cmd'), ...extra.map(rel)],
+      exclude: [rel('**/*.test.ts'), rel('**/testing/**'), rel('node_modules')],
+    }),
+  );
   execFileSync(path.join(root, 'node_modules', '.bin', 'tsc'), ['-p', config], { stdio: 'inherit' });
   const entry = compiled('cmd/joinguard.ts');
   if (!fs.existsSync(entry)) throw new Error(`tsc did not produce ${entry}`);
@@ -63,8 +66,12 @@ export interface JoinGuardStart {
 
 /** NODE_OPTIONS of the Deployment's `manager` container (manifests/manager/manager.yaml): the bench's default. */
 export function deployedNodeOptions(): string {
-  const docs = YAML.parseAllDocuments(fs.readFileSync(path.join(root, 'manifests', 'manager', 'manager.yaml'), 'utf8')).map((d) => d.toJS() as Json);
-  const c = docs.find((d) => d?.kind === 'Deployment')?.spec.template.spec.containers.find((x: Json) => x.name === 'manager');
+  const docs = YAML.parseAllDocuments(
+    fs.readFileSync(path.join(root, 'manifests', 'manager', 'manager.yaml'), 'utf8'),
+  ).map((d) => d.toJS() as Json);
+  const c = docs
+    .find((d) => d?.kind === 'Deployment')
+    ?.spec.template.spec.containers.find((x: Json) => x.name === 'manager');
   return c?.env?.find((e: Json) => e.name === 'NODE_OPTIONS')?.value ?? '';
 }
 
@@ -114,8 +121,10 @@ export class JoinGuardProcess {
   async waitReady(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while ((await httpGet(`${this.healthUrl}/readyz`, 1000)).status !== 200) {
-      if (!this.proc.running) throw new Error(`JoinGuard ${this.proc.describeExit()}:\n${tailFile(this.proc.logFile, 30)}`);
-      if (Date.now() > deadline) throw new Error(`JoinGuard not ready after ${timeoutMs} ms:\n${tailFile(this.proc.logFile, 30)}`);
+      if (!this.proc.running)
+        throw new Error(`JoinGuard ${this.proc.describeExit()}:\n${tailFile(this.proc.logFile, 30)}`);
+      if (Date.now() > deadline)
+        throw new Error(`JoinGuard not ready after ${timeoutMs} ms:\n${tailFile(this.proc.logFile, 30)}`);
       await new Promise((r) => setTimeout(r, 100));
     }
     this.readyAt = Date.now();
@@ -136,7 +145,10 @@ export class JoinGuardProcess {
   /** Log lines written (at the default verbosity, as deployed). */
   logLines(): number {
     try {
-      return fs.readFileSync(this.proc.logFile, 'utf8').split('\n').filter((l) => l !== '' && !l.startsWith('# ')).length;
+      return fs
+        .readFileSync(this.proc.logFile, 'utf8')
+        .split('\n')
+        .filter((l) => l !== '' && !l.startsWith('# ')).length;
     } catch {
       return 0;
     }

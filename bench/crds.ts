@@ -16,9 +16,27 @@ export const BENCH_INFRA_GROUP = 'infrastructure.bench.joinguard.io';
 export const BENCH_CP_GROUP = 'controlplane.bench.joinguard.io';
 export const BENCH_VERSION = 'v1alpha1';
 
-export const BENCH_CLUSTER = { group: BENCH_INFRA_GROUP, version: BENCH_VERSION, plural: 'benchclusters', kind: 'BenchCluster', namespaced: true };
-export const BENCH_MACHINE = { group: BENCH_INFRA_GROUP, version: BENCH_VERSION, plural: 'benchmachines', kind: 'BenchMachine', namespaced: true };
-export const BENCH_CONTROL_PLANE = { group: BENCH_CP_GROUP, version: BENCH_VERSION, plural: 'benchcontrolplanes', kind: 'BenchControlPlane', namespaced: true };
+export const BENCH_CLUSTER = {
+  group: BENCH_INFRA_GROUP,
+  version: BENCH_VERSION,
+  plural: 'benchclusters',
+  kind: 'BenchCluster',
+  namespaced: true,
+};
+export const BENCH_MACHINE = {
+  group: BENCH_INFRA_GROUP,
+  version: BENCH_VERSION,
+  plural: 'benchmachines',
+  kind: 'BenchMachine',
+  namespaced: true,
+};
+export const BENCH_CONTROL_PLANE = {
+  group: BENCH_CP_GROUP,
+  version: BENCH_VERSION,
+  plural: 'benchcontrolplanes',
+  kind: 'BenchControlPlane',
+  namespaced: true,
+};
 
 const CRD_PATH = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -39,18 +57,35 @@ function benchCrd(def: { group: string; kind: string; plural: string }): Json {
       group: def.group,
       scope: 'Namespaced',
       names: { kind: def.kind, listKind: `${def.kind}List`, plural: def.plural, singular: def.kind.toLowerCase() },
-      versions: [{
-        name: BENCH_VERSION, served: true, storage: true,
-        subresources: { status: {} },
-        schema: { openAPIV3Schema: { type: 'object', properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { type: 'object' }, spec: open, status: open } } },
-      }],
+      versions: [
+        {
+          name: BENCH_VERSION,
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              properties: {
+                apiVersion: { type: 'string' },
+                kind: { type: 'string' },
+                metadata: { type: 'object' },
+                spec: open,
+                status: open,
+              },
+            },
+          },
+        },
+      ],
     },
   };
 }
 
 export function machineJoinCheckCrd(): Json {
   const file = path.join(here, '..', 'manifests', 'crd', 'joinguard.io_machinejoinchecks.yaml');
-  const docs = YAML.parseAllDocuments(fs.readFileSync(file, 'utf8')).map((d) => d.toJSON() as Json).filter((d) => d?.kind === 'CustomResourceDefinition');
+  const docs = YAML.parseAllDocuments(fs.readFileSync(file, 'utf8'))
+    .map((d) => d.toJSON() as Json)
+    .filter((d) => d?.kind === 'CustomResourceDefinition');
   if (docs.length !== 1) throw new Error(`${file}: expected one CRD, found ${docs.length}`);
   return docs[0]!;
 }

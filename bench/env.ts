@@ -54,11 +54,25 @@ rules:
 function kubeconfigYaml(server: string, caPem: string, certPem: string, keyPem: string, user: string): string {
   const b64 = (s: string) => Buffer.from(s).toString('base64');
   return [
-    'apiVersion: v1', 'kind: Config',
-    'clusters:', `- name: bench`, `  cluster:`, `    server: ${server}`, `    certificate-authority-data: ${b64(caPem)}`,
-    'users:', `- name: ${user}`, `  user:`, `    client-certificate-data: ${b64(certPem)}`, `    client-key-data: ${b64(keyPem)}`,
-    'contexts:', `- name: ${user}@bench`, `  context:`, `    cluster: bench`, `    user: ${user}`,
-    `current-context: ${user}@bench`, '',
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    `- name: bench`,
+    `  cluster:`,
+    `    server: ${server}`,
+    `    certificate-authority-data: ${b64(caPem)}`,
+    'users:',
+    `- name: ${user}`,
+    `  user:`,
+    `    client-certificate-data: ${b64(certPem)}`,
+    `    client-key-data: ${b64(keyPem)}`,
+    'contexts:',
+    `- name: ${user}@bench`,
+    `  context:`,
+    `    cluster: bench`,
+    `    user: ${user}`,
+    `current-context: ${user}@bench`,
+    '',
   ].join('\n');
 }
 
@@ -72,18 +86,25 @@ export function leaderElectionBinDir(realBin: string, dir: string): string {
   try {
     execFileSync('unshare', ['--mount', '--propagation', 'private', 'true'], { stdio: 'ignore' });
   } catch {
-    throw new Error('the bench runs CAPI\'s managers with --leader-elect, which needs `unshare --mount` (root or CAP_SYS_ADMIN) to give them an in-cluster namespace file');
+    throw new Error(
+      "the bench runs CAPI's managers with --leader-elect, which needs `unshare --mount` (root or CAP_SYS_ADMIN) to give them an in-cluster namespace file",
+    );
   }
   const bin = path.join(dir, 'bin');
   fs.mkdirSync(bin, { recursive: true });
-  for (const f of fs.readdirSync(realBin)) if (!MANAGERS.includes(f)) fs.symlinkSync(path.join(realBin, f), path.join(bin, f));
+  for (const f of fs.readdirSync(realBin))
+    if (!MANAGERS.includes(f)) fs.symlinkSync(path.join(realBin, f), path.join(bin, f));
   const sa = '/run/secrets/kubernetes.io/serviceaccount';
   for (const m of MANAGERS) {
-    fs.writeFileSync(path.join(bin, m), [
-      '#!/bin/sh',
-      `exec unshare --mount --propagation private /bin/sh -c 'mount -t tmpfs bench-run /run && mkdir -p ${sa} && printf %s ${CAPI_LEASE_NAMESPACE} > ${sa}/namespace && exec "$0" "$@"' ${path.join(realBin, m)} "$@"`,
-      '',
-    ].join('\n'), { mode: 0o755 });
+    fs.writeFileSync(
+      path.join(bin, m),
+      [
+        '#!/bin/sh',
+        `exec unshare --mount --propagation private /bin/sh -c 'mount -t tmpfs bench-run /run && mkdir -p ${sa} && printf %s ${CAPI_LEASE_NAMESPACE} > ${sa}/namespace && exec "$0" "$@"' ${path.join(realBin, m)} "$@"`,
+        '',
+      ].join('\n'),
+      { mode: 0o755 },
+    );
   }
   return bin;
 }
@@ -123,10 +144,18 @@ export async function startBenchEnv(log: (line: string) => void, realBin: string
       fs.writeFileSync(kubeconfigs[user], yamls[user], { mode: 0o600 });
     }
     // A long request timeout: listing 10,000 Machines from a busy apiserver takes more than the harness's 15 s.
-    const driver = new KubeClient({ server: env.server, caPem: env.caCertPem, certPem: pems[USER_DRIVER]!.cert, keyPem: pems[USER_DRIVER]!.key }, 120_000);
+    const driver = new KubeClient(
+      { server: env.server, caPem: env.caCertPem, certPem: pems[USER_DRIVER]!.cert, keyPem: pems[USER_DRIVER]!.key },
+      120_000,
+    );
     const started = env;
     return {
-      env: started, dir, auditLog, kubeconfigs, workloadKubeconfigYaml: yamls[USER_WORKLOAD]!, driver,
+      env: started,
+      dir,
+      auditLog,
+      kubeconfigs,
+      workloadKubeconfigYaml: yamls[USER_WORKLOAD]!,
+      driver,
       coreMetricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
       stop: async () => {
         driver.close();

@@ -31,7 +31,13 @@ export interface FleetShape {
 export function fleetShape(machines: number, joinTimeoutS: number, machinesPerCluster = 100): FleetShape {
   const stuck = Math.max(10, Math.round(machines * 0.05));
   if (machines <= stuck) throw new Error(`--machines must be more than ${stuck}`);
-  return { machines, clusters: Math.ceil(machines / machinesPerCluster), resting: machines - stuck, stuck, joinTimeoutS };
+  return {
+    machines,
+    clusters: Math.ceil(machines / machinesPerCluster),
+    resting: machines - stuck,
+    stuck,
+    joinTimeoutS,
+  };
 }
 
 export const clusterName = (i: number) => `c${String(i).padStart(4, '0')}`;
@@ -78,22 +84,43 @@ export async function createNamespace(rest: KubeClient, name = NAMESPACE): Promi
 }
 
 /** Clusters with their infrastructure, control plane, kubeconfig Secret and the two paused MachineSets. */
-export async function createClusters(rest: KubeClient, shape: FleetShape, server: URL, kubeconfigYaml: string): Promise<Map<string, string>> {
+export async function createClusters(
+  rest: KubeClient,
+  shape: FleetShape,
+  server: URL,
+  kubeconfigYaml: string,
+): Promise<Map<string, string>> {
   const ns = NAMESPACE;
   const msUids = new Map<string, string>();
   const names = Array.from({ length: shape.clusters }, (_, i) => clusterName(i));
   await pool(names, 8, async (c) => {
-    await create(rest, benchPath(BENCH_CLUSTER, ns), { apiVersion: `${BENCH_CLUSTER.group}/${BENCH_VERSION}`, kind: BENCH_CLUSTER.kind, metadata: { name: c }, spec: { controlPlaneEndpoint: { host: server.hostname, port: Number(server.port) } } });
-    await rest.mergePatch(benchPath(BENCH_CLUSTER, ns, c, 'status'), { status: { initialization: { provisioned: true } } });
-    await create(rest, benchPath(BENCH_CONTROL_PLANE, ns), { apiVersion: `${BENCH_CONTROL_PLANE.group}/${BENCH_VERSION}`, kind: BENCH_CONTROL_PLANE.kind, metadata: { name: c }, spec: {} });
-    await rest.mergePatch(benchPath(BENCH_CONTROL_PLANE, ns, c, 'status'), { status: { initialization: { controlPlaneInitialized: true } } });
+    await create(rest, benchPath(BENCH_CLUSTER, ns), {
+      apiVersion: `${BENCH_CLUSTER.group}/${BENCH_VERSION}`,
+      kind: BENCH_CLUSTER.kind,
+      metadata: { name: c },
+      spec: { controlPlaneEndpoint: { host: server.hostname, port: Number(server.port) } },
+    });
+    await rest.mergePatch(benchPath(BENCH_CLUSTER, ns, c, 'status'), {
+      status: { initialization: { provisioned: true } },
+    });
+    await create(rest, benchPath(BENCH_CONTROL_PLANE, ns), {
+      apiVersion: `${BENCH_CONTROL_PLANE.group}/${BENCH_VERSION}`,
+      kind: BENCH_CONTROL_PLANE.kind,
+      metadata: { name: c },
+      spec: {},
+    });
+    await rest.mergePatch(benchPath(BENCH_CONTROL_PLANE, ns, c, 'status'), {
+      status: { initialization: { controlPlaneInitialized: true } },
+    });
     await create(rest, `/api/v1/namespaces/${ns}/secrets`, {
       metadata: { name: `${c}-kubeconfig`, labels: { 'cluster.x-k8s.io/cluster-name': c } },
       type: 'cluster.x-k8s.io/secret',
       data: { value: Buffer.from(kubeconfigYaml).toString('base64') },
     });
     await create(rest, `${CAPI}/namespaces/${ns}/clusters`, {
-      apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', metadata: { name: c },
+      apiVersion: 'cluster.x-k8s.io/v1beta2',
+      kind: 'Cluster',
+      metadata: { name: c },
       spec: {
         infrastructureRef: { apiGroup: BENCH_CLUSTER.group, kind: BENCH_CLUSTER.kind, name: c },
         controlPlaneRef: { apiGroup: BENCH_CONTROL_PLANE.group, kind: BENCH_CONTROL_PLANE.kind, name: c },
@@ -102,14 +129,20 @@ export async function createClusters(rest: KubeClient, shape: FleetShape, server
     for (const kind of ['rest', 'watch'] as const) {
       const name = `${c}-${kind}`;
       const ms = await create(rest, `${CAPI}/namespaces/${ns}/machinesets`, {
-        apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineSet',
+        apiVersion: 'cluster.x-k8s.io/v1beta2',
+        kind: 'MachineSet',
         metadata: { name, annotations: { [PAUSED]: '' }, labels: { 'cluster.x-k8s.io/cluster-name': c } },
         spec: {
-          clusterName: c, replicas: 0,
+          clusterName: c,
+          replicas: 0,
           selector: { matchLabels: { pool: name } },
           template: {
             metadata: { labels: { pool: name, 'cluster.x-k8s.io/cluster-name': c } },
-            spec: { clusterName: c, bootstrap: { dataSecretName: 'bench-bootstrap' }, infrastructureRef: { apiGroup: BENCH_MACHINE.group, kind: 'BenchMachineTemplate', name: 'unused' } },
+            spec: {
+              clusterName: c,
+              bootstrap: { dataSecretName: 'bench-bootstrap' },
+              infrastructureRef: { apiGroup: BENCH_MACHINE.group, kind: 'BenchMachineTemplate', name: 'unused' },
+            },
           },
         },
       });
@@ -129,21 +162,33 @@ export async function createChecks(rest: KubeClient, shape: FleetShape, sides: r
   await pool(items, 8, async ({ c, pool: p, timeoutS }) => {
     if (sides.includes('joinguard')) {
       await create(rest, `/apis/joinguard.io/v1alpha1/namespaces/${ns}/machinejoinchecks`, {
-        apiVersion: 'joinguard.io/v1alpha1', kind: 'MachineJoinCheck', metadata: { name: p },
+        apiVersion: 'joinguard.io/v1alpha1',
+        kind: 'MachineJoinCheck',
+        metadata: { name: p },
         spec: {
-          clusterName: c, selector: { matchLabels: { pool: p } }, joinTimeout: `${timeoutS}s`,
+          clusterName: c,
+          selector: { matchLabels: { pool: p } },
+          joinTimeout: `${timeoutS}s`,
           // Every Machine of a watch pool is stuck on purpose, so the guards that exist to stop exactly
           // that are off here (they are measured in the wasted-rebuilds table); budgets open. MHC has no
           // such limits by default (no triggerIf).
           remediation: { maxPerOwner: 1_000_000 },
-          maxInFlight: '100%', suspicion: { consecutiveJoinFailures: 0 }, neverJoinedLimit: 0,
+          maxInFlight: '100%',
+          suspicion: { consecutiveJoinFailures: 0 },
+          neverJoinedLimit: 0,
         },
       });
     }
     if (sides.includes('mhc')) {
       await create(rest, `${CAPI}/namespaces/${ns}/machinehealthchecks`, {
-        apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineHealthCheck', metadata: { name: p },
-        spec: { clusterName: c, selector: { matchLabels: { pool: p } }, checks: { nodeStartupTimeoutSeconds: timeoutS } },
+        apiVersion: 'cluster.x-k8s.io/v1beta2',
+        kind: 'MachineHealthCheck',
+        metadata: { name: p },
+        spec: {
+          clusterName: c,
+          selector: { matchLabels: { pool: p } },
+          checks: { nodeStartupTimeoutSeconds: timeoutS },
+        },
       });
     }
   });
@@ -167,7 +212,11 @@ export function stuckMachines(shape: FleetShape): MachineSpec[] {
 function spread(n: number, clusters: number, kind: string): MachineSpec[] {
   return Array.from({ length: n }, (_, i) => {
     const c = clusterName(i % clusters);
-    return { cluster: c, pool: `${c}-${kind}`, name: `${c}-${kind}-${String(Math.floor(i / clusters)).padStart(4, '0')}` };
+    return {
+      cluster: c,
+      pool: `${c}-${kind}`,
+      name: `${c}-${kind}-${String(Math.floor(i / clusters)).padStart(4, '0')}`,
+    };
   });
 }
 
@@ -175,16 +224,30 @@ function spread(n: number, clusters: number, kind: string): MachineSpec[] {
 export async function createMachine(rest: KubeClient, m: MachineSpec, msUids: Map<string, string>): Promise<void> {
   const ns = NAMESPACE;
   await create(rest, benchPath(BENCH_MACHINE, ns), {
-    apiVersion: `${BENCH_MACHINE.group}/${BENCH_VERSION}`, kind: BENCH_MACHINE.kind, metadata: { name: m.name },
+    apiVersion: `${BENCH_MACHINE.group}/${BENCH_VERSION}`,
+    kind: BENCH_MACHINE.kind,
+    metadata: { name: m.name },
     spec: { providerID: `bench://${ns}/${m.name}` },
   });
-  await rest.mergePatch(benchPath(BENCH_MACHINE, ns, m.name, 'status'), { status: { initialization: { provisioned: true }, addresses: [{ type: 'InternalIP', address: '127.0.0.1' }] } });
+  await rest.mergePatch(benchPath(BENCH_MACHINE, ns, m.name, 'status'), {
+    status: { initialization: { provisioned: true }, addresses: [{ type: 'InternalIP', address: '127.0.0.1' }] },
+  });
   await create(rest, `${CAPI}/namespaces/${ns}/machines`, {
-    apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Machine',
+    apiVersion: 'cluster.x-k8s.io/v1beta2',
+    kind: 'Machine',
     metadata: {
       name: m.name,
       labels: { pool: m.pool, 'cluster.x-k8s.io/cluster-name': m.cluster, 'cluster.x-k8s.io/set-name': m.pool },
-      ownerReferences: [{ apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineSet', name: m.pool, uid: msUids.get(m.pool)!, controller: true, blockOwnerDeletion: true }],
+      ownerReferences: [
+        {
+          apiVersion: 'cluster.x-k8s.io/v1beta2',
+          kind: 'MachineSet',
+          name: m.pool,
+          uid: msUids.get(m.pool)!,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
     },
     spec: {
       clusterName: m.cluster,
@@ -207,7 +270,8 @@ export async function clusterTimes(rest: KubeClient): Promise<Map<string, Cluste
   const list = await listWithRetry(rest, `${CAPI}/namespaces/${NAMESPACE}/clusters`);
   const out = new Map<string, ClusterTimes>();
   for (const c of list.items as Json[]) {
-    const cond = (t: string) => ((c.status?.conditions ?? []) as Json[]).find((x) => x.type === t && x.status === 'True');
+    const cond = (t: string) =>
+      ((c.status?.conditions ?? []) as Json[]).find((x) => x.type === t && x.status === 'True');
     const cpi = cond('ControlPlaneInitialized');
     const infra = cond('InfrastructureReady');
     const probe = cond('RemoteConnectionProbe');

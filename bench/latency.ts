@@ -38,14 +38,23 @@ export interface SideDetection {
 
 /** nearest-rank percentile over values where censored ones sort after every observed one. */
 function percentile(items: { s: number; censored: boolean }[], p: number): Percentile | undefined {
-  const x = nearestRank([...items].sort((a, b) => Number(a.censored) - Number(b.censored) || a.s - b.s), p);
+  const x = nearestRank(
+    [...items].sort((a, b) => Number(a.censored) - Number(b.censored) || a.s - b.s),
+    p,
+  );
   return x && { s: round(x.s)!, censored: x.censored };
 }
 
-export function deadline(side: Side, r: MachineRecord, c: ClusterTimes | undefined, timeoutMs: number): number | undefined {
-  const times = side === 'joinguard'
-    ? [r.createdAt, r.infraReadyAt, r.bootstrapReadyAt, c?.controlPlaneInitializedAt]
-    : [r.createdAt, c?.controlPlaneInitializedAt, c?.infrastructureReadyAt, r.infraReadyAt];
+export function deadline(
+  side: Side,
+  r: MachineRecord,
+  c: ClusterTimes | undefined,
+  timeoutMs: number,
+): number | undefined {
+  const times =
+    side === 'joinguard'
+      ? [r.createdAt, r.infraReadyAt, r.bootstrapReadyAt, c?.controlPlaneInitializedAt]
+      : [r.createdAt, c?.controlPlaneInitializedAt, c?.infrastructureReadyAt, r.infraReadyAt];
   if (times.some((t) => t === undefined)) return undefined;
   return Math.max(...(times as number[])) + timeoutMs;
 }
@@ -53,7 +62,13 @@ export function deadline(side: Side, r: MachineRecord, c: ClusterTimes | undefin
 const isStuck = (r: MachineRecord) => r.pool.endsWith('-watch');
 const clusterOfPool = (pool: string) => pool.replace(/-(watch|rest)$/, '');
 
-export function detection(side: Side, machines: Iterable<MachineRecord>, clusters: Map<string, ClusterTimes>, shape: FleetShape, windowEnd: number): SideDetection {
+export function detection(
+  side: Side,
+  machines: Iterable<MachineRecord>,
+  clusters: Map<string, ClusterTimes>,
+  shape: FleetShape,
+  windowEnd: number,
+): SideDetection {
   const items: { s: number; censored: boolean }[] = [];
   const censoredNames: string[] = [];
   const falseMarks: string[] = [];
@@ -80,14 +95,25 @@ export function detection(side: Side, machines: Iterable<MachineRecord>, cluster
   const marked = items.filter((x) => !x.censored);
   const p = (q: number) => percentile(marked, q)?.s;
   return {
-    stuck: items.length, marked: marked.length, censored: censoredNames.length, censoredNames, early, falseMarks, how,
-    p50: percentile(items, 50), p99: percentile(items, 99), max: percentile(items, 100),
+    stuck: items.length,
+    marked: marked.length,
+    censored: censoredNames.length,
+    censoredNames,
+    early,
+    falseMarks,
+    how,
+    p50: percentile(items, 50),
+    p99: percentile(items, 99),
+    max: percentile(items, 100),
     markedOnly: { p50: p(50), p99: p(99), max: p(100) },
   };
 }
 
 /** Beside each other: which side's own mark came first on each stuck Machine. */
-export function race(machines: Iterable<MachineRecord>, windowEnd: number): { joinguardFirst: number; mhcFirst: string[]; neither: string[] } {
+export function race(
+  machines: Iterable<MachineRecord>,
+  windowEnd: number,
+): { joinguardFirst: number; mhcFirst: string[]; neither: string[] } {
   let joinguardFirst = 0;
   const mhcFirst: string[] = [];
   const neither: string[] = [];
@@ -95,7 +121,10 @@ export function race(machines: Iterable<MachineRecord>, windowEnd: number): { jo
     if (!isStuck(r)) continue;
     const jg = r.marks.joinguard && r.marks.joinguard.seenAt <= windowEnd ? r.marks.joinguard : undefined;
     // Only the MHC's own timeout counts against JoinGuard; HasRemediateAnnotation is the MHC acting on JoinGuard's ask.
-    const mhc = r.marks.mhc && r.marks.mhc.seenAt <= windowEnd && r.marks.mhc.how === 'NodeStartupTimeout' ? r.marks.mhc : undefined;
+    const mhc =
+      r.marks.mhc && r.marks.mhc.seenAt <= windowEnd && r.marks.mhc.how === 'NodeStartupTimeout'
+        ? r.marks.mhc
+        : undefined;
     if (jg && (!mhc || jg.seenAt <= mhc.seenAt)) joinguardFirst++;
     else if (mhc) mhcFirst.push(r.name);
     else neither.push(r.name);
@@ -105,15 +134,37 @@ export function race(machines: Iterable<MachineRecord>, windowEnd: number): { jo
 
 /** Every stuck Machine's inputs and marks (ms epoch), so that every figure can be recomputed. */
 export function machineRows(machines: Iterable<MachineRecord>, clusters: Map<string, ClusterTimes>, shape: FleetShape) {
-  const columns = ['name', 'pool', 'createdAt', 'infraReadyAt', 'bootstrapReadyAt', 'joinguardDeadline', 'joinguardMarkSeenAt', 'joinguardMarkHow', 'mhcDeadline', 'mhcMarkSeenAt', 'mhcMarkHow'];
+  const columns = [
+    'name',
+    'pool',
+    'createdAt',
+    'infraReadyAt',
+    'bootstrapReadyAt',
+    'joinguardDeadline',
+    'joinguardMarkSeenAt',
+    'joinguardMarkHow',
+    'mhcDeadline',
+    'mhcMarkSeenAt',
+    'mhcMarkHow',
+  ];
   const rows: (string | number | null)[][] = [];
   for (const r of machines) {
     if (!isStuck(r)) continue;
     const c = clusters.get(clusterOfPool(r.pool));
     const t = shape.joinTimeoutS * 1000;
-    rows.push([r.name, r.pool, r.createdAt, r.infraReadyAt ?? null, r.bootstrapReadyAt ?? null,
-      deadline('joinguard', r, c, t) ?? null, r.marks.joinguard?.seenAt ?? null, r.marks.joinguard?.how ?? null,
-      deadline('mhc', r, c, t) ?? null, r.marks.mhc?.seenAt ?? null, r.marks.mhc?.how ?? null]);
+    rows.push([
+      r.name,
+      r.pool,
+      r.createdAt,
+      r.infraReadyAt ?? null,
+      r.bootstrapReadyAt ?? null,
+      deadline('joinguard', r, c, t) ?? null,
+      r.marks.joinguard?.seenAt ?? null,
+      r.marks.joinguard?.how ?? null,
+      deadline('mhc', r, c, t) ?? null,
+      r.marks.mhc?.seenAt ?? null,
+      r.marks.mhc?.how ?? null,
+    ]);
   }
   return { columns, rows };
 }

@@ -31,7 +31,11 @@ export class ProcSampler {
   peakRssKiB = 0;
   private timer?: NodeJS.Timeout;
 
-  constructor(readonly pid: number, intervalMs = 1000, readonly label = String(pid)) {
+  constructor(
+    readonly pid: number,
+    intervalMs = 1000,
+    readonly label = String(pid),
+  ) {
     this.take();
     this.timer = setInterval(() => this.take(), intervalMs);
     this.timer.unref();

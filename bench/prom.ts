@@ -24,14 +24,16 @@ export function parseMetrics(text: string): Sample[] {
 /** The sum of a family's samples whose labels include `where`. */
 export function sum(samples: Sample[], name: string, where: Record<string, string> = {}): number {
   let s = 0;
-  for (const x of samples) if (x.name === name && Object.entries(where).every(([k, v]) => x.labels[k] === v)) s += x.value;
+  for (const x of samples)
+    if (x.name === name && Object.entries(where).every(([k, v]) => x.labels[k] === v)) s += x.value;
   return s;
 }
 
 /** name{label} -> summed value, for one label (e.g. controller_runtime_reconcile_total by controller). */
 export function byLabel(samples: Sample[], name: string, label: string): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const x of samples) if (x.name === name) out[x.labels[label] ?? ''] = (out[x.labels[label] ?? ''] ?? 0) + x.value;
+  for (const x of samples)
+    if (x.name === name) out[x.labels[label] ?? ''] = (out[x.labels[label] ?? ''] ?? 0) + x.value;
   return out;
 }
 

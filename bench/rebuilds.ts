@@ -55,7 +55,10 @@ export function mhcRebuildsPerSlot(p: RebuildParams): number {
 }
 
 /** JoinGuard with defaults on a 5-worker pool whose 5 Machines are (re)created at T0 under an expired credential. */
-export function simulateJoinGuard(p: RebuildParams, settings: Partial<CheckSettings> = {}): { rebuildTimes: number[]; plans: number } {
+export function simulateJoinGuard(
+  p: RebuildParams,
+  settings: Partial<CheckSettings> = {},
+): { rebuildTimes: number[]; plans: number } {
   let gen = 0;
   const fresh = (slot: number, at: number): MachineFacts =>
     worker(`w${slot}-${gen++}`, {
@@ -93,7 +96,11 @@ export function simulateJoinGuard(p: RebuildParams, settings: Partial<CheckSetti
     for (const [name, at] of [...provisionAt]) {
       if (at > next) continue;
       provisionAt.delete(name);
-      sc.update(name, { phase: 'Provisioned', infrastructureReady: { value: true, since: at }, bootstrapReady: { value: true, since: at } });
+      sc.update(name, {
+        phase: 'Provisioned',
+        infrastructureReady: { value: true, since: at },
+        bootstrapReady: { value: true, since: at },
+      });
     }
     const planned = sc.plan();
     for (const name of requested(planned)) {

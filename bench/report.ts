@@ -25,18 +25,38 @@ const isLease = (verbResource: string) => verbResource.endsWith(' leases');
 function host() {
   const mem = fs.readFileSync('/proc/meminfo', 'utf8');
   const memKiB = Number(/^MemTotal:\s+(\d+)/m.exec(mem)?.[1] ?? 0);
-  return { cpus: os.availableParallelism(), cpuModel: os.cpus()[0]?.model ?? 'unknown', memTotalGiB: round(memKiB / 1024 / 1024, 1), kernel: os.release(), node: process.version };
+  return {
+    cpus: os.availableParallelism(),
+    cpuModel: os.cpus()[0]?.model ?? 'unknown',
+    memTotalGiB: round(memKiB / 1024 / 1024, 1),
+    kernel: os.release(),
+    node: process.version,
+  };
 }
 
 const minutes = (w: AuditWindow) => (w.to - w.from) / 60_000;
 const perMin = (n: number, w: AuditWindow) => round(n / minutes(w), 1)!;
-const without = (c: ClientCounts, drop: (k: string) => boolean) => Object.entries(c.byVerbResource).filter(([k]) => !drop(k)).reduce((a, [, v]) => a + v, 0);
-const rates = (c: ClientCounts, w: AuditWindow) => Object.fromEntries(Object.entries(c.byVerbResource).sort(([, a], [, b]) => b - a).map(([k, v]) => [k, perMin(v, w)]));
+const without = (c: ClientCounts, drop: (k: string) => boolean) =>
+  Object.entries(c.byVerbResource)
+    .filter(([k]) => !drop(k))
+    .reduce((a, [, v]) => a + v, 0);
+const rates = (c: ClientCounts, w: AuditWindow) =>
+  Object.fromEntries(
+    Object.entries(c.byVerbResource)
+      .sort(([, a], [, b]) => b - a)
+      .map(([k, v]) => [k, perMin(v, w)]),
+  );
 const cpu = (e: Edge, who: string) => e.proc[who]?.cpuSeconds;
-const delta = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? undefined : round(b - a, 2));
+const delta = (a: number | undefined, b: number | undefined) =>
+  a === undefined || b === undefined ? undefined : round(b - a, 2);
 
 /** What one side costs in one run, from the audit log and /proc. `who` is the process label. */
-function cost(r: RunResult, who: 'joinguard' | 'capi-core', client: (c: string) => boolean, workload: (c: string) => boolean) {
+function cost(
+  r: RunResult,
+  who: 'joinguard' | 'capi-core',
+  client: (c: string) => boolean,
+  workload: (c: string) => boolean,
+) {
   const at = (name: 'quiet' | 'detection' | 'startup') => sumClients(r.audit.counts[name], client);
   const quiet = at('quiet');
   const detect = at('detection');
@@ -45,7 +65,11 @@ function cost(r: RunResult, who: 'joinguard' | 'capi-core', client: (c: string) 
     peakRssMiB: mib(r.peakRssKiB[who]),
     rssAtQuietStartMiB: mib(r.edges.quietStart.proc[who]?.rssKiB),
     rssAtEndMiB: mib(r.edges.detectionEnd.proc[who]?.rssKiB),
-    cpuSeconds: { total: round(cpu(r.edges.detectionEnd, who), 2), quiet: delta(cpu(r.edges.quietStart, who), cpu(r.edges.quietEnd, who)), detection: delta(cpu(r.edges.detectionStart, who), cpu(r.edges.detectionEnd, who)) },
+    cpuSeconds: {
+      total: round(cpu(r.edges.detectionEnd, who), 2),
+      quiet: delta(cpu(r.edges.quietStart, who), cpu(r.edges.quietEnd, who)),
+      detection: delta(cpu(r.edges.detectionStart, who), cpu(r.edges.detectionEnd, who)),
+    },
     atRest: {
       minutes: round(minutes(r.windows.quiet), 2),
       requestsPerMin: perMin(quiet.requests, r.windows.quiet),
@@ -57,7 +81,12 @@ function cost(r: RunResult, who: 'joinguard' | 'capi-core', client: (c: string) 
       byVerbResourcePerMin: rates(quiet, r.windows.quiet),
       workloadByVerbResourcePerMin: rates(wq, r.windows.quiet),
     },
-    detection: { seconds: round((r.windows.detection.to - r.windows.detection.from) / 1000, 1), requests: detect.requests, nonLeaseRequests: without(detect, isLease), byVerbResource: detect.byVerbResource },
+    detection: {
+      seconds: round((r.windows.detection.to - r.windows.detection.from) / 1000, 1),
+      requests: detect.requests,
+      nonLeaseRequests: without(detect, isLease),
+      byVerbResource: detect.byVerbResource,
+    },
     startup: { requests: at('startup').requests, byVerbResource: at('startup').byVerbResource },
   };
 }
@@ -66,7 +95,12 @@ function cost(r: RunResult, who: 'joinguard' | 'capi-core', client: (c: string) 
 function reconcileSeconds(a: Edge, b: Edge): Record<string, number> {
   const x = byLabel(a.core ?? [], 'controller_runtime_reconcile_time_seconds_sum', 'controller');
   const y = byLabel(b.core ?? [], 'controller_runtime_reconcile_time_seconds_sum', 'controller');
-  return Object.fromEntries(Object.entries(y).map(([k, v]) => [k, round(v - (x[k] ?? 0), 3)!]).filter(([, v]) => (v as number) > 0).sort(([, p], [, q]) => (q as number) - (p as number)));
+  return Object.fromEntries(
+    Object.entries(y)
+      .map(([k, v]) => [k, round(v - (x[k] ?? 0), 3)!])
+      .filter(([, v]) => (v as number) > 0)
+      .sort(([, p], [, q]) => (q as number) - (p as number)),
+  );
 }
 
 /** JoinGuard's V8 heap and GC between two edges (prom-client's default metrics). */
@@ -75,9 +109,12 @@ function heapAndGc(a: Edge, b: Edge) {
   const gc = (s: Sample[], f: string) => byLabel(s, `nodejs_gc_duration_seconds_${f}`, 'kind');
   const [c0, c1, s0, s1] = [gc(a.joinguard ?? [], 'count'), gc(m, 'count'), gc(a.joinguard ?? [], 'sum'), gc(m, 'sum')];
   return {
-    heapUsedMiB: mib(sum(m, 'nodejs_heap_size_used_bytes') / 1024), heapTotalMiB: mib(sum(m, 'nodejs_heap_size_total_bytes') / 1024),
+    heapUsedMiB: mib(sum(m, 'nodejs_heap_size_used_bytes') / 1024),
+    heapTotalMiB: mib(sum(m, 'nodejs_heap_size_total_bytes') / 1024),
     externalMiB: mib(sum(m, 'nodejs_external_memory_bytes') / 1024),
-    gc: Object.fromEntries(Object.keys(c1).map((k) => [k, { count: c1[k]! - (c0[k] ?? 0), seconds: round(s1[k]! - (s0[k] ?? 0), 3) }])),
+    gc: Object.fromEntries(
+      Object.keys(c1).map((k) => [k, { count: c1[k]! - (c0[k] ?? 0), seconds: round(s1[k]! - (s0[k] ?? 0), 3) }]),
+    ),
   };
 }
 
@@ -91,11 +128,22 @@ function runSummary(r: RunResult) {
       readyS: round((r.joinguard!.readyAt - r.joinguard!.spawnedAt) / 1000, 2),
       firstReconcileS: round((r.joinguard!.firstReconcileAt - r.joinguard!.spawnedAt) / 1000, 2),
       requestsPerMark: marks ? round(jg.detection.nonLeaseRequests / marks, 2) : undefined,
-      requestsPerMarkByKind: marks ? Object.fromEntries(Object.entries(jg.detection.byVerbResource).filter(([k]) => !isLease(k)).sort(([, a], [, b]) => b - a).map(([k, v]) => [k, round(v / marks, 2)])) : undefined,
+      requestsPerMarkByKind: marks
+        ? Object.fromEntries(
+            Object.entries(jg.detection.byVerbResource)
+              .filter(([k]) => !isLease(k))
+              .sort(([, a], [, b]) => b - a)
+              .map(([k, v]) => [k, round(v / marks, 2)]),
+          )
+        : undefined,
       heapAtEnd: heapAndGc(r.edges.quietStart, r.edges.detectionEnd),
       logLines: r.joinguard!.logLines,
     },
-    core: { ...core, reconcileSecondsQuiet: reconcileSeconds(r.edges.quietStart, r.edges.quietEnd), reconcileSecondsDetection: reconcileSeconds(r.edges.detectionStart, r.edges.detectionEnd) },
+    core: {
+      ...core,
+      reconcileSecondsQuiet: reconcileSeconds(r.edges.quietStart, r.edges.quietEnd),
+      reconcileSecondsDetection: reconcileSeconds(r.edges.detectionStart, r.edges.detectionEnd),
+    },
   };
 }
 
@@ -114,9 +162,14 @@ export interface BenchInputs {
 
 /** Over every stuck Machine, censored ones included (bench/latency.ts). */
 const detectionFields = (d: SideDetection | undefined) => ({
-  stuck: d?.stuck, marked: d?.marked, censored: d?.censored,
-  detectionP50AllS: d?.p50?.s, detectionP99AllS: d?.p99?.s, detectionP99AllCensored: d?.p99?.censored,
-  detectionMaxAllS: d?.max?.s, detectionMaxAllCensored: d?.max?.censored,
+  stuck: d?.stuck,
+  marked: d?.marked,
+  censored: d?.censored,
+  detectionP50AllS: d?.p50?.s,
+  detectionP99AllS: d?.p99?.s,
+  detectionP99AllCensored: d?.p99?.censored,
+  detectionMaxAllS: d?.max?.s,
+  detectionMaxAllCensored: d?.max?.censored,
 });
 
 type PerRun = Partial<Record<RunName, ReturnType<typeof runSummary>>>;
@@ -133,12 +186,13 @@ function buildSummary(b: BenchInputs, per: PerRun) {
   // The MHC's own share: the core manager with MachineHealthChecks (mhc run) minus the same manager on an
   // identical fleet without any (joinguard run); and, within the mhc run, the MHC controller's share of
   // the manager's reconcile time (controller-runtime's metrics).
-  const diff = (f: (c: NonNullable<typeof coreM>) => number | undefined) => (coreM && coreJ ? round((f(coreM) ?? 0) - (f(coreJ) ?? 0), 2) : undefined);
+  const diff = (f: (c: NonNullable<typeof coreM>) => number | undefined) =>
+    coreM && coreJ ? round((f(coreM) ?? 0) - (f(coreJ) ?? 0), 2) : undefined;
   const mhcReconcile = per.mhc?.core.reconcileSecondsDetection ?? {};
   const allReconcile = Object.values(mhcReconcile).reduce((a, v) => a + v, 0);
   return {
     machines: b.machines,
-    note: 'JoinGuard alone (run joinguard); under mhc: the MHC alone (run mhc), where memory, CPU and requests are the whole CAPI core manager and *MhcShareEstimate is the MHC\'s own part (see docs/benchmarks.md)',
+    note: "JoinGuard alone (run joinguard); under mhc: the MHC alone (run mhc), where memory, CPU and requests are the whole CAPI core manager and *MhcShareEstimate is the MHC's own part (see docs/benchmarks.md)",
     ...detectionFields(dj),
     peakRssMiB: jg?.peakRssMiB,
     firstReconcileS: jg?.firstReconcileS,
@@ -155,19 +209,28 @@ function buildSummary(b: BenchInputs, per: PerRun) {
       firstReconcileS: null,
       firstReconcileNote: 'not measured: the core manager runs before the fleet exists (it is what builds it)',
       requestsPerMark: coreM && mhcMarks ? round(coreM.detection.nonLeaseRequests / mhcMarks, 2) : undefined,
-      requestsPerMarkMhcShareEstimate: coreM && coreJ && mhcMarks ? round((coreM.detection.nonLeaseRequests - coreJ.detection.nonLeaseRequests) / mhcMarks, 2) : undefined,
+      requestsPerMarkMhcShareEstimate:
+        coreM && coreJ && mhcMarks
+          ? round((coreM.detection.nonLeaseRequests - coreJ.detection.nonLeaseRequests) / mhcMarks, 2)
+          : undefined,
       atRestRequestsPerMin: coreM?.atRest.requestsPerMin,
       atRestRequestsPerMinMhcShareEstimate: diff((c) => c.atRest.requestsPerMin),
       atRestLeaseRequestsPerMin: coreM?.atRest.leaseRequestsPerMin,
       atRestWorkloadClusterRequestsPerMin: coreM?.atRest.workloadClusterRequestsPerMin,
       cpuSecondsDetection: coreM?.cpuSeconds.detection,
       cpuSecondsDetectionMhcShareEstimate: diff((c) => c.cpuSeconds.detection),
-      mhcShareOfReconcileTimeDetection: allReconcile ? round((mhcReconcile['machinehealthcheck'] ?? 0) / allReconcile, 3) : undefined,
+      mhcShareOfReconcileTimeDetection: allReconcile
+        ? round((mhcReconcile['machinehealthcheck'] ?? 0) / allReconcile, 3)
+        : undefined,
     },
     both: b.runs.both && {
       joinguard: pick(b.runs.both.detection.joinguard),
       mhc: pick(b.runs.both.detection.mhc),
-      race: b.runs.both.race && { joinguardFirst: b.runs.both.race.joinguardFirst, mhcFirst: b.runs.both.race.mhcFirst.length, neither: b.runs.both.race.neither.length },
+      race: b.runs.both.race && {
+        joinguardFirst: b.runs.both.race.joinguardFirst,
+        mhcFirst: b.runs.both.race.mhcFirst.length,
+        neither: b.runs.both.race.neither.length,
+      },
     },
   };
 }
@@ -178,13 +241,22 @@ export function buildResults(b: BenchInputs) {
   const per = Object.fromEntries(Object.entries(b.runs).map(([k, r]) => [k, runSummary(r)])) as PerRun;
   const summary = buildSummary(b, per);
   return {
-    run: { date: new Date().toISOString(), machines: b.machines, smoke: b.smoke, wallS: round(b.wallS, 1), runs: Object.keys(b.runs), host: host(), joinguardNodeOptions: b.nodeOptions },
+    run: {
+      date: new Date().toISOString(),
+      machines: b.machines,
+      smoke: b.smoke,
+      wallS: round(b.wallS, 1),
+      runs: Object.keys(b.runs),
+      host: host(),
+      joinguardNodeOptions: b.nodeOptions,
+    },
     setup: {
       shape: b.shape,
       timing: b.timing,
       quietMinByRun: b.quietMin,
-      runs: 'each run on a control plane and a fleet of its own, built afresh: joinguard = MachineJoinChecks only; mhc = MachineHealthChecks only; both = both on the same Machines. Checks use the default strategy (Auto); JoinGuard runs as the Deployment does (--leader-elect, default lease timings, webhook server in process); CAPI\'s three managers with --leader-elect (defaults)',
-      requestCounting: 'apiserver audit log (level Metadata, blocking mode, checked complete against apiserver_audit_event_total/error_total): apiserver_request_total has no client label',
+      runs: "each run on a control plane and a fleet of its own, built afresh: joinguard = MachineJoinChecks only; mhc = MachineHealthChecks only; both = both on the same Machines. Checks use the default strategy (Auto); JoinGuard runs as the Deployment does (--leader-elect, default lease timings, webhook server in process); CAPI's three managers with --leader-elect (defaults)",
+      requestCounting:
+        'apiserver audit log (level Metadata, blocking mode, checked complete against apiserver_audit_event_total/error_total): apiserver_request_total has no client label',
       apiserverRequestTotalLabels: Object.values(b.runs)[0]?.apiserverRequestTotalLabels,
       clients: Object.assign({}, ...Object.values(b.runs).map((r) => r.audit.userAgents)),
     },
@@ -202,24 +274,58 @@ export type Results = ReturnType<typeof buildResults>;
 
 function targets(b: BenchInputs, s: Summary, per: PerRun) {
   const scale = b.machines >= 10_000 ? 'at 10,000' : `at ${b.machines} (the target is for 10,000)`;
-  const t = (name: string, measured: string, met: boolean | undefined, atScale = scale) => ({ name, measured, met, atScale });
+  const t = (name: string, measured: string, met: boolean | undefined, atScale = scale) => ({
+    name,
+    measured,
+    met,
+    atScale,
+  });
   const coreBeside = per.joinguard?.core.peakRssMiB;
   const race = s.both?.race;
   const jgDefault = b.rebuilds.rows.find((x) => x.guard === 'JoinGuard, defaults')!.rebuilds;
   const lease = s.atRestLeaseRequestsPerMin;
   const coreLease = per.joinguard?.core.atRest.leaseRequestsPerMin;
   return [
-    t('p99 detection < 1 s over every stuck Machine (JoinGuard alone)', s.detectionP99AllS === undefined ? '—' : `${s.detectionP99AllCensored ? '> ' : ''}${s.detectionP99AllS} s (${s.censored} censored)`,
-      s.detectionP99AllS === undefined ? undefined : !s.detectionP99AllCensored && s.detectionP99AllS < 1),
+    t(
+      'p99 detection < 1 s over every stuck Machine (JoinGuard alone)',
+      s.detectionP99AllS === undefined
+        ? '—'
+        : `${s.detectionP99AllCensored ? '> ' : ''}${s.detectionP99AllS} s (${s.censored} censored)`,
+      s.detectionP99AllS === undefined ? undefined : !s.detectionP99AllCensored && s.detectionP99AllS < 1,
+    ),
     t('peak RSS < 150 MiB', `${s.peakRssMiB} MiB`, s.peakRssMiB === undefined ? undefined : s.peakRssMiB < 150),
-    t('first complete reconcile < 5 s from process start', `${s.firstReconcileS} s`, s.firstReconcileS === undefined ? undefined : s.firstReconcileS < 5),
-    t('<= 4 requests per mark', `${s.requestsPerMark}`, s.requestsPerMark === undefined ? undefined : s.requestsPerMark <= 4),
-    t('at rest: only lease renewals, no more often than CAPI\'s core manager renews', `${s.atRestOtherRequestsPerMin}/min other, ${lease}/min lease (core manager: ${coreLease}/min)`,
-      lease === undefined || coreLease === undefined ? undefined : s.atRestOtherRequestsPerMin === 0 && lease <= coreLease),
-    t('beside the MHC: JoinGuard marks every stuck Machine first', race ? `${race.joinguardFirst}/${s.both!.joinguard!.stuck} first (MHC first on ${race.mhcFirst}, neither on ${race.neither})` : '—',
-      race ? race.mhcFirst === 0 && race.neither === 0 : undefined),
-    t('peak RSS below the CAPI core manager\'s', `${s.peakRssMiB} vs ${coreBeside} MiB`, s.peakRssMiB === undefined || coreBeside === undefined ? undefined : s.peakRssMiB < coreBeside,
-      b.machines === 2000 || b.machines >= 10_000 ? `at ${b.machines}` : `at ${b.machines} (the target is for 2,000 and 10,000)`),
+    t(
+      'first complete reconcile < 5 s from process start',
+      `${s.firstReconcileS} s`,
+      s.firstReconcileS === undefined ? undefined : s.firstReconcileS < 5,
+    ),
+    t(
+      '<= 4 requests per mark',
+      `${s.requestsPerMark}`,
+      s.requestsPerMark === undefined ? undefined : s.requestsPerMark <= 4,
+    ),
+    t(
+      "at rest: only lease renewals, no more often than CAPI's core manager renews",
+      `${s.atRestOtherRequestsPerMin}/min other, ${lease}/min lease (core manager: ${coreLease}/min)`,
+      lease === undefined || coreLease === undefined
+        ? undefined
+        : s.atRestOtherRequestsPerMin === 0 && lease <= coreLease,
+    ),
+    t(
+      'beside the MHC: JoinGuard marks every stuck Machine first',
+      race
+        ? `${race.joinguardFirst}/${s.both!.joinguard!.stuck} first (MHC first on ${race.mhcFirst}, neither on ${race.neither})`
+        : '—',
+      race ? race.mhcFirst === 0 && race.neither === 0 : undefined,
+    ),
+    t(
+      "peak RSS below the CAPI core manager's",
+      `${s.peakRssMiB} vs ${coreBeside} MiB`,
+      s.peakRssMiB === undefined || coreBeside === undefined ? undefined : s.peakRssMiB < coreBeside,
+      b.machines === 2000 || b.machines >= 10_000
+        ? `at ${b.machines}`
+        : `at ${b.machines} (the target is for 2,000 and 10,000)`,
+    ),
     t('wasted rebuilds in 24 h with defaults <= 7', String(jgDefault), jgDefault <= 7, 'pool of 5'),
   ];
 }

@@ -14,8 +14,17 @@ import { JOINGUARD_LEASE_NAMESPACE, JoinGuardProcess } from './controller-proces
 import { installBenchCrds } from './crds.js';
 import { startBenchEnv, USER_JOINGUARD, type BenchEnv } from './env.js';
 import {
-  clusterTimes, createChecks, createClusters, createMachine, createNamespace, NAMESPACE, pool, restingMachines, stuckMachines,
-  type ClusterTimes, type FleetShape,
+  clusterTimes,
+  createChecks,
+  createClusters,
+  createMachine,
+  createNamespace,
+  NAMESPACE,
+  pool,
+  restingMachines,
+  stuckMachines,
+  type ClusterTimes,
+  type FleetShape,
 } from './fleet.js';
 import { deadline, detection, machineRows, race, type SideDetection } from './latency.js';
 import { ProcSampler, type ProcSample } from './proc.js';
@@ -23,7 +32,11 @@ import { parseMetrics, scrape, type Sample } from './prom.js';
 import { CheckWatcher, MachineWatcher, type Side } from './watch.js';
 
 export type RunName = 'joinguard' | 'mhc' | 'both';
-export const RUN_SIDES: Record<RunName, Side[]> = { joinguard: ['joinguard'], mhc: ['mhc'], both: ['joinguard', 'mhc'] };
+export const RUN_SIDES: Record<RunName, Side[]> = {
+  joinguard: ['joinguard'],
+  mhc: ['mhc'],
+  both: ['joinguard', 'mhc'],
+};
 const MAX_PENDING = 200;
 
 export interface RunTiming {
@@ -67,7 +80,15 @@ export interface RunResult {
   windows: Record<'startup' | 'quiet' | 'detection', AuditWindow>;
   edges: Record<'quietStart' | 'quietEnd' | 'detectionStart' | 'detectionEnd', Edge>;
   peakRssKiB: Record<string, number>;
-  joinguard?: { spawnedAt: number; readyAt: number; firstReconcileAt: number; checks: number; logLines: number; exit: string; nodeOptions: string };
+  joinguard?: {
+    spawnedAt: number;
+    readyAt: number;
+    firstReconcileAt: number;
+    checks: number;
+    logLines: number;
+    exit: string;
+    nodeOptions: string;
+  };
   audit: { counts: AuditCounts; userAgents: Record<string, string>; integrity: AuditIntegrity };
   apiserverRequestTotalLabels: string[];
   detection: Partial<Record<Side, SideDetection>>;
@@ -78,7 +99,8 @@ export interface RunResult {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 // Only the families the report reads are kept (a full scrape of the core manager is thousands of lines).
-const KEEP = /^(controller_runtime_reconcile_(total|time_seconds_sum)|process_cpu_seconds_total|process_resident_memory_bytes|nodejs_heap_size_(used|total)_bytes|nodejs_external_memory_bytes|nodejs_gc_duration_seconds_(sum|count)|go_memstats_heap_inuse_bytes)$/;
+const KEEP =
+  /^(controller_runtime_reconcile_(total|time_seconds_sum)|process_cpu_seconds_total|process_resident_memory_bytes|nodejs_heap_size_(used|total)_bytes|nodejs_external_memory_bytes|nodejs_gc_duration_seconds_(sum|count)|go_memstats_heap_inuse_bytes)$/;
 const keep = (s: Sample[] | undefined) => s?.filter((x) => KEEP.test(x.name));
 
 export async function runOne(o: RunOptions): Promise<RunResult> {
@@ -94,7 +116,8 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     let t = Date.now();
     bench = await startBenchEnv((l) => log(`testenv: ${l}`), o.binDir);
     const kube = bench.driver;
-    const labelsLine = (await kube.send('GET', '/metrics')).body.split('\n').find((l) => l.startsWith('apiserver_request_total{')) ?? '';
+    const labelsLine =
+      (await kube.send('GET', '/metrics')).body.split('\n').find((l) => l.startsWith('apiserver_request_total{')) ?? '';
     const apiserverRequestTotalLabels = [...labelsLine.matchAll(/(\w+)="/g)].map((m) => m[1]!);
     await installBenchCrds(kube);
     await createNamespace(kube);
@@ -112,10 +135,15 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
       watchers.push(checks);
       await checks.start();
     }
-    await waitFor('every Cluster initialized and connected', 180_000, async () => [...(await clusterTimes(kube)).values()].every((c) => c.ready));
+    await waitFor('every Cluster initialized and connected', 180_000, async () =>
+      [...(await clusterTimes(kube)).values()].every((c) => c.ready),
+    );
     const resting = restingMachines(shape);
     let created = 0;
-    const progress = setInterval(() => log(`created ${created}/${resting.length} resting Machines; Provisioned ${w.provisionedCount}`), 30_000);
+    const progress = setInterval(
+      () => log(`created ${created}/${resting.length} resting Machines; Provisioned ${w.provisionedCount}`),
+      30_000,
+    );
     // Back-pressure: no more than MAX_PENDING Machines ahead of CAPI. Flooding CAPI's Machine controller on
     // 2 cores lags its cache, and its status patches then conflict (409) in a storm that feeds itself.
     await pool(resting, 16, async (m) => {
@@ -127,9 +155,13 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     phase('fleetS', t);
     log(`fleet ready in ${phasesS.fleetS} s`);
     const pids = bench.env.pids;
-    const watched: Record<string, number> = { 'capi-core': pids['capi-core']!, 'kube-apiserver': pids['kube-apiserver']!, etcd: pids['etcd']! };
+    const watched: Record<string, number> = {
+      'capi-core': pids['capi-core']!,
+      'kube-apiserver': pids['kube-apiserver']!,
+      etcd: pids['etcd']!,
+    };
     for (const [name, pid] of Object.entries(watched)) samplers.push(new ProcSampler(pid, 1000, name));
-    log(`settled after ${Math.round(await w.settle(timing.settleMs, 300_000) / 1000)} s without a Machine change`);
+    log(`settled after ${Math.round((await w.settle(timing.settleMs, 300_000)) / 1000)} s without a Machine change`);
 
     const startup: AuditWindow = { name: 'startup', from: Date.now(), to: 0 };
     if (sides.includes('joinguard')) {
@@ -138,15 +170,19 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
         webhookCertDir: path.join(bench.env.runDir, 'pki', 'webhook'),
         logFile: path.join(bench.dir, 'joinguard.log'),
         nodeOptions: o.nodeOptions,
-        ...(timing.connectionGraceMs !== undefined ? { extraFlags: [`--connection-grace=${timing.connectionGraceMs / 1000}s`] } : {}),
+        ...(timing.connectionGraceMs !== undefined
+          ? { extraFlags: [`--connection-grace=${timing.connectionGraceMs / 1000}s`] }
+          : {}),
         pgidFile: path.join(bench.env.runDir, 'pgids'),
       });
       samplers.push(jg.sampler);
       startup.from = jg.spawnedAt;
       await jg.waitReady(180_000);
       const all = () => checks.names.size > 0 && [...checks.names].every((n) => checks.firstStatusAt.has(n));
-      await checks.until('JoinGuard\'s first status on every check', all, 180_000);
-      log(`JoinGuard: ready ${(jg.readyAt! - jg.spawnedAt) / 1000} s, every check reconciled ${(Math.max(...checks.firstStatusAt.values()) - jg.spawnedAt) / 1000} s after spawn`);
+      await checks.until("JoinGuard's first status on every check", all, 180_000);
+      log(
+        `JoinGuard: ready ${(jg.readyAt! - jg.spawnedAt) / 1000} s, every check reconciled ${(Math.max(...checks.firstStatusAt.values()) - jg.spawnedAt) / 1000} s after spawn`,
+      );
       await sleep(3000);
     }
     startup.to = Date.now();
@@ -168,7 +204,8 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     // No deadline may fall within JoinGuard's connection grace (MHC has none), or the latency measured would be the grace.
     let graceEnd = 0;
     const grace = timing.connectionGraceMs ?? 120_000;
-    for (const c of (await clusterTimes(kube)).values()) graceEnd = Math.max(graceEnd, (c.remoteConnectionAt ?? 0) + grace + 1000);
+    for (const c of (await clusterTimes(kube)).values())
+      graceEnd = Math.max(graceEnd, (c.remoteConnectionAt ?? 0) + grace + 1000);
     const graceWait = graceEnd - timing.joinTimeoutS * 1000 - Date.now();
     if (graceWait > 0) {
       log(`waiting ${Math.ceil(graceWait / 1000)} s so that no deadline falls within JoinGuard's connection grace`);
@@ -187,28 +224,42 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
       if (due > Date.now()) await sleep(due - Date.now());
       await createMachine(kube, s, msUids);
     });
-    await w.until('every stuck Machine Provisioned', () => w.provisionedCount >= shape.machines, timing.joinTimeoutS * 1000 + 300_000);
+    await w.until(
+      'every stuck Machine Provisioned',
+      () => w.provisionedCount >= shape.machines,
+      timing.joinTimeoutS * 1000 + 300_000,
+    );
     const clusters = await clusterTimes(kube);
     let lastDeadline = 0;
     for (const r of w.machines.values()) {
       if (!r.pool.endsWith('-watch')) continue;
-      for (const side of sides) lastDeadline = Math.max(lastDeadline, deadline(side, r, clusters.get(r.pool.replace(/-watch$/, '')), timing.joinTimeoutS * 1000) ?? 0);
+      for (const side of sides)
+        lastDeadline = Math.max(
+          lastDeadline,
+          deadline(side, r, clusters.get(r.pool.replace(/-watch$/, '')), timing.joinTimeoutS * 1000) ?? 0,
+        );
     }
     const windowEnd = lastDeadline + timing.tailMs;
-    log(`stuck Machines created in ${(Date.now() - t) / 1000} s; the detection window closes in ${Math.round((windowEnd - Date.now()) / 1000)} s`);
+    log(
+      `stuck Machines created in ${(Date.now() - t) / 1000} s; the detection window closes in ${Math.round((windowEnd - Date.now()) / 1000)} s`,
+    );
     await sleep(Math.max(0, windowEnd - Date.now()));
     detect.to = Date.now();
     const detectionEnd = await edge();
     phase('detectionS', t);
 
     const result = {
-      detection: Object.fromEntries(sides.map((s) => [s, detection(s, w.machines.values(), clusters, shape, windowEnd)])) as RunResult['detection'],
+      detection: Object.fromEntries(
+        sides.map((s) => [s, detection(s, w.machines.values(), clusters, shape, windowEnd)]),
+      ) as RunResult['detection'],
       ...(sides.length === 2 ? { race: race(w.machines.values(), windowEnd) } : {}),
       machines: machineRows(w.machines.values(), clusters, shape),
     };
     for (const s of sides) {
       const d = result.detection[s]!;
-      log(`${s}: marked ${d.marked}/${d.stuck}, censored ${d.censored}, p50 ${d.p50?.s} s, p99 ${d.p99?.censored ? '> ' : ''}${d.p99?.s} s`);
+      log(
+        `${s}: marked ${d.marked}/${d.stuck}, censored ${d.censored}, p50 ${d.p50?.s} s, p99 ${d.p99?.censored ? '> ' : ''}${d.p99?.s} s`,
+      );
     }
 
     // Stop: JoinGuard first (it hands its Lease back), then the control plane (flushes the audit log).
@@ -218,8 +269,13 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     if (jg) {
       await jg.stop();
       jgSummary = {
-        spawnedAt: jg.spawnedAt, readyAt: jg.readyAt!, firstReconcileAt: Math.max(...checks.firstStatusAt.values()), checks: checks.names.size,
-        logLines: jg.logLines(), exit: jg.proc.describeExit(), nodeOptions: o.nodeOptions,
+        spawnedAt: jg.spawnedAt,
+        readyAt: jg.readyAt!,
+        firstReconcileAt: Math.max(...checks.firstStatusAt.values()),
+        checks: checks.names.size,
+        logLines: jg.logLines(),
+        exit: jg.proc.describeExit(),
+        nodeOptions: o.nodeOptions,
       };
     }
     for (const x of [...watchers, ...samplers]) x.stop();
@@ -235,7 +291,9 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     const integrity = checkAuditComplete(apiserverMetrics, audit.lines);
     phase('auditS', t);
     return {
-      name: o.name, sides, phasesS,
+      name: o.name,
+      sides,
+      phasesS,
       windows: { startup, quiet, detection: detect },
       edges: { quietStart, quietEnd, detectionStart, detectionEnd },
       peakRssKiB,

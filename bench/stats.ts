@@ -18,5 +18,7 @@ export function summarize(values: number[]): Summary {
   return { n: s.length, p50: percentile(s, 50), p99: percentile(s, 99), max: s.at(-1), min: s[0] };
 }
 
-export const round = (v: number | undefined, digits = 3): number | undefined => (v === undefined ? undefined : Math.round(v * 10 ** digits) / 10 ** digits);
-export const mib = (kib: number | undefined): number | undefined => (kib === undefined ? undefined : round(kib / 1024, 1));
+export const round = (v: number | undefined, digits = 3): number | undefined =>
+  v === undefined ? undefined : Math.round(v * 10 ** digits) / 10 ** digits;
+export const mib = (kib: number | undefined): number | undefined =>
+  kib === undefined ? undefined : round(kib / 1024, 1);

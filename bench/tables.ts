@@ -12,11 +12,36 @@ function table(rows: string[][]): string {
 }
 
 function detectionTable(res: Results): string {
-  const rows = [['run', 'side', 'stuck', 'marked', 'censored', 'p50 (all)', 'p99 (all)', 'max (all)', 'p99 (marked only)', 'marked how']];
+  const rows = [
+    [
+      'run',
+      'side',
+      'stuck',
+      'marked',
+      'censored',
+      'p50 (all)',
+      'p99 (all)',
+      'max (all)',
+      'p99 (marked only)',
+      'marked how',
+    ],
+  ];
   for (const [name, r] of Object.entries(res.runs)) {
     for (const [side, d] of Object.entries(r.detection)) {
-      rows.push([name, side === 'mhc' ? 'MHC' : 'JoinGuard', String(d.stuck), String(d.marked), String(d.censored), pct(d.p50), pct(d.p99), pct(d.max),
-        f(d.markedOnly.p99, ' s'), Object.entries(d.how).map(([k, v]) => `${k} ${v}`).join(', ')]);
+      rows.push([
+        name,
+        side === 'mhc' ? 'MHC' : 'JoinGuard',
+        String(d.stuck),
+        String(d.marked),
+        String(d.censored),
+        pct(d.p50),
+        pct(d.p99),
+        pct(d.max),
+        f(d.markedOnly.p99, ' s'),
+        Object.entries(d.how)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', '),
+      ]);
     }
   }
   return table(rows);
@@ -27,28 +52,87 @@ function costTable(res: Results): string {
   const cm = res.perRun.mhc?.core;
   const cj = res.perRun.joinguard?.core;
   const s = res.summary.mhc;
-  const rows: string[][] = [['', 'JoinGuard (run joinguard)', 'CAPI core manager, whole (run mhc)', 'core manager without MHCs (run joinguard)', 'MHC share (estimate)']];
+  const rows: string[][] = [
+    [
+      '',
+      'JoinGuard (run joinguard)',
+      'CAPI core manager, whole (run mhc)',
+      'core manager without MHCs (run joinguard)',
+      'MHC share (estimate)',
+    ],
+  ];
   const add = (label: string, a: string, b: string, c: string, d = '') => rows.push([label, a, b, c, d]);
-  add('peak RSS', f(jg?.peakRssMiB, ' MiB'), f(cm?.peakRssMiB, ' MiB'), f(cj?.peakRssMiB, ' MiB'), f(s.peakRssMiBMhcShareEstimate, ' MiB'));
-  add('RSS at the quiet window\'s start', f(jg?.rssAtQuietStartMiB, ' MiB'), f(cm?.rssAtQuietStartMiB, ' MiB'), f(cj?.rssAtQuietStartMiB, ' MiB'));
-  add('CPU s: quiet window / detection window', `${f(jg?.cpuSeconds.quiet)} / ${f(jg?.cpuSeconds.detection)}`, `${f(cm?.cpuSeconds.quiet)} / ${f(cm?.cpuSeconds.detection)}`,
-    `${f(cj?.cpuSeconds.quiet)} / ${f(cj?.cpuSeconds.detection)}`, `— / ${f(s.cpuSecondsDetectionMhcShareEstimate)}`);
-  add('quiet window (at rest)', f(jg?.atRest.minutes, ' min'), f(cm?.atRest.minutes, ' min'), f(cj?.atRest.minutes, ' min'));
-  add('requests/min at rest (all)', f(jg?.atRest.requestsPerMin), f(cm?.atRest.requestsPerMin), f(cj?.atRest.requestsPerMin), f(s.atRestRequestsPerMinMhcShareEstimate));
-  add('  of which Lease renewals', f(jg?.atRest.leaseRequestsPerMin), f(cm?.atRest.leaseRequestsPerMin), f(cj?.atRest.leaseRequestsPerMin));
-  add('watches opened/min at rest', f(jg?.atRest.watchesOpenedPerMin), f(cm?.atRest.watchesOpenedPerMin), f(cj?.atRest.watchesOpenedPerMin));
-  add('workload-cluster requests/min at rest', f(jg?.atRest.workloadClusterRequestsPerMin), f(cm?.atRest.workloadClusterRequestsPerMin), f(cj?.atRest.workloadClusterRequestsPerMin));
-  add('requests per mark (detection window, no leases)', f(jg?.requestsPerMark), f(s.requestsPerMark), '', f(s.requestsPerMarkMhcShareEstimate));
+  add(
+    'peak RSS',
+    f(jg?.peakRssMiB, ' MiB'),
+    f(cm?.peakRssMiB, ' MiB'),
+    f(cj?.peakRssMiB, ' MiB'),
+    f(s.peakRssMiBMhcShareEstimate, ' MiB'),
+  );
+  add(
+    "RSS at the quiet window's start",
+    f(jg?.rssAtQuietStartMiB, ' MiB'),
+    f(cm?.rssAtQuietStartMiB, ' MiB'),
+    f(cj?.rssAtQuietStartMiB, ' MiB'),
+  );
+  add(
+    'CPU s: quiet window / detection window',
+    `${f(jg?.cpuSeconds.quiet)} / ${f(jg?.cpuSeconds.detection)}`,
+    `${f(cm?.cpuSeconds.quiet)} / ${f(cm?.cpuSeconds.detection)}`,
+    `${f(cj?.cpuSeconds.quiet)} / ${f(cj?.cpuSeconds.detection)}`,
+    `— / ${f(s.cpuSecondsDetectionMhcShareEstimate)}`,
+  );
+  add(
+    'quiet window (at rest)',
+    f(jg?.atRest.minutes, ' min'),
+    f(cm?.atRest.minutes, ' min'),
+    f(cj?.atRest.minutes, ' min'),
+  );
+  add(
+    'requests/min at rest (all)',
+    f(jg?.atRest.requestsPerMin),
+    f(cm?.atRest.requestsPerMin),
+    f(cj?.atRest.requestsPerMin),
+    f(s.atRestRequestsPerMinMhcShareEstimate),
+  );
+  add(
+    '  of which Lease renewals',
+    f(jg?.atRest.leaseRequestsPerMin),
+    f(cm?.atRest.leaseRequestsPerMin),
+    f(cj?.atRest.leaseRequestsPerMin),
+  );
+  add(
+    'watches opened/min at rest',
+    f(jg?.atRest.watchesOpenedPerMin),
+    f(cm?.atRest.watchesOpenedPerMin),
+    f(cj?.atRest.watchesOpenedPerMin),
+  );
+  add(
+    'workload-cluster requests/min at rest',
+    f(jg?.atRest.workloadClusterRequestsPerMin),
+    f(cm?.atRest.workloadClusterRequestsPerMin),
+    f(cj?.atRest.workloadClusterRequestsPerMin),
+  );
+  add(
+    'requests per mark (detection window, no leases)',
+    f(jg?.requestsPerMark),
+    f(s.requestsPerMark),
+    '',
+    f(s.requestsPerMarkMhcShareEstimate),
+  );
   add('first complete reconcile from spawn', f(jg?.firstReconcileS, ' s'), '—', '—');
   add('  of which caches synced (/readyz)', f(jg?.readyS, ' s'), '—', '—');
-  add('MHC controller\'s share of reconcile time (detection)', '', f(s.mhcShareOfReconcileTimeDetection), '');
+  add("MHC controller's share of reconcile time (detection)", '', f(s.mhcShareOfReconcileTimeDetection), '');
   return table(rows);
 }
 
 function byKindTable(res: Results): string {
   const jg = res.perRun.joinguard?.joinguard;
   const rows = [['JoinGuard request (run joinguard)', 'per mark', 'per min at rest']];
-  const kinds = new Set([...Object.keys(jg?.requestsPerMarkByKind ?? {}), ...Object.keys(jg?.atRest.byVerbResourcePerMin ?? {})]);
+  const kinds = new Set([
+    ...Object.keys(jg?.requestsPerMarkByKind ?? {}),
+    ...Object.keys(jg?.atRest.byVerbResourcePerMin ?? {}),
+  ]);
   for (const k of kinds) rows.push([k, f(jg?.requestsPerMarkByKind?.[k]), f(jg?.atRest.byVerbResourcePerMin[k])]);
   return table(rows);
 }
@@ -56,9 +140,13 @@ function byKindTable(res: Results): string {
 function atRestTable(res: Results): string {
   const rows = [['run', 'client', 'verb resource', 'per min at rest']];
   for (const [name, p] of Object.entries(res.perRun)) {
-    for (const [who, c] of [['JoinGuard', p.joinguard?.atRest], ['CAPI core', p.core.atRest]] as const) {
+    for (const [who, c] of [
+      ['JoinGuard', p.joinguard?.atRest],
+      ['CAPI core', p.core.atRest],
+    ] as const) {
       for (const [k, v] of Object.entries(c?.byVerbResourcePerMin ?? {})) rows.push([name, who, k, String(v)]);
-      for (const [k, v] of Object.entries(c?.workloadByVerbResourcePerMin ?? {})) rows.push([name, `${who} → workload cluster`, k, String(v)]);
+      for (const [k, v] of Object.entries(c?.workloadByVerbResourcePerMin ?? {}))
+        rows.push([name, `${who} → workload cluster`, k, String(v)]);
     }
   }
   return table(rows);
@@ -67,9 +155,27 @@ function atRestTable(res: Results): string {
 export function renderTables(res: Results): string {
   const out = [detectionTable(res), costTable(res), byKindTable(res), atRestTable(res)];
   const race = res.summary.both?.race;
-  if (race) out.push(`beside each other (run both): JoinGuard's mark first on ${race.joinguardFirst}, the MHC's own timeout first on ${race.mhcFirst}, neither on ${race.neither}`);
-  out.push(table([['target', 'measured', 'met', 'scale'], ...res.targets.map((t) => [t.name, t.measured, t.met === undefined ? 'not run' : t.met ? 'yes' : 'NO', t.atScale])]));
-  out.push(table([['24 h expired credential, pool of 5', 'rebuilds', 'how', 'detail'], ...res.rebuilds.rows.map((r) => [r.guard, String(r.rebuilds), r.how, r.detail])]));
+  if (race)
+    out.push(
+      `beside each other (run both): JoinGuard's mark first on ${race.joinguardFirst}, the MHC's own timeout first on ${race.mhcFirst}, neither on ${race.neither}`,
+    );
+  out.push(
+    table([
+      ['target', 'measured', 'met', 'scale'],
+      ...res.targets.map((t) => [
+        t.name,
+        t.measured,
+        t.met === undefined ? 'not run' : t.met ? 'yes' : 'NO',
+        t.atScale,
+      ]),
+    ]),
+  );
+  out.push(
+    table([
+      ['24 h expired credential, pool of 5', 'rebuilds', 'how', 'detail'],
+      ...res.rebuilds.rows.map((r) => [r.guard, String(r.rebuilds), r.how, r.detail]),
+    ]),
+  );
   return out.join('\n\n');
 }
 

@@ -35,7 +35,8 @@ export interface MachineRecord {
 }
 
 const ts = (s: unknown): number | undefined => (typeof s === 'string' ? Date.parse(s) : undefined);
-const conditionOf = (obj: Json, type: string): Json | undefined => ((obj.status?.conditions ?? []) as Json[]).find((c) => c.type === type);
+const conditionOf = (obj: Json, type: string): Json | undefined =>
+  ((obj.status?.conditions ?? []) as Json[]).find((c) => c.type === type);
 const trueSince = (obj: Json, type: string) => {
   const c = conditionOf(obj, type);
   return c?.status === 'True' ? ts(c.lastTransitionTime) : undefined;
@@ -47,7 +48,10 @@ abstract class ListWatch {
   restarts = 0;
   private readonly waiters: { check: () => boolean; resolve: () => void }[] = [];
 
-  constructor(protected readonly kube: KubeClient, private readonly path: string) {}
+  constructor(
+    protected readonly kube: KubeClient,
+    private readonly path: string,
+  ) {}
 
   protected abstract observe(obj: Json, now: number): void;
 
@@ -68,12 +72,18 @@ abstract class ListWatch {
     while (!this.abort.signal.aborted) {
       let expired = false;
       try {
-        await this.kube.watch(this.path, rv, (e) => {
-          if (e.type === 'ERROR') expired = true;
-          if (e.object?.metadata?.resourceVersion) rv = e.object.metadata.resourceVersion;
-          if (e.type === 'ADDED' || e.type === 'MODIFIED') this.observe(e.object, Date.now());
-          this.notify();
-        }, this.abort.signal, 300);
+        await this.kube.watch(
+          this.path,
+          rv,
+          (e) => {
+            if (e.type === 'ERROR') expired = true;
+            if (e.object?.metadata?.resourceVersion) rv = e.object.metadata.resourceVersion;
+            if (e.type === 'ADDED' || e.type === 'MODIFIED') this.observe(e.object, Date.now());
+            this.notify();
+          },
+          this.abort.signal,
+          300,
+        );
         if (!expired) continue;
       } catch {
         // a broken stream: re-list below
@@ -86,10 +96,11 @@ abstract class ListWatch {
   }
 
   private notify(): void {
-    for (const w of [...this.waiters]) if (w.check()) {
-      this.waiters.splice(this.waiters.indexOf(w), 1);
-      w.resolve();
-    }
+    for (const w of [...this.waiters])
+      if (w.check()) {
+        this.waiters.splice(this.waiters.indexOf(w), 1);
+        w.resolve();
+      }
   }
 
   /** Resolves when check() holds (re-evaluated on every event), rejects after timeoutMs. */
@@ -124,7 +135,8 @@ export class MachineWatcher extends ListWatch {
   /** Resolves once no Machine has changed for quietMs (CAPI's follow-up reconciles are done), or after maxMs. */
   async settle(quietMs: number, maxMs: number): Promise<number> {
     const start = Date.now();
-    while (Date.now() - this.lastChangeAt < quietMs && Date.now() - start < maxMs) await new Promise((r) => setTimeout(r, 250));
+    while (Date.now() - this.lastChangeAt < quietMs && Date.now() - start < maxMs)
+      await new Promise((r) => setTimeout(r, 250));
     return Date.now() - start;
   }
 
@@ -133,20 +145,37 @@ export class MachineWatcher extends ListWatch {
     const uid = m.metadata?.uid as string;
     let r = this.machines.get(uid);
     if (!r) {
-      r = { name: m.metadata.name, uid, pool: m.metadata.labels?.pool ?? '', createdAt: ts(m.metadata.creationTimestamp)!, provisioned: false, marks: {} };
+      r = {
+        name: m.metadata.name,
+        uid,
+        pool: m.metadata.labels?.pool ?? '',
+        createdAt: ts(m.metadata.creationTimestamp)!,
+        provisioned: false,
+        marks: {},
+      };
       this.machines.set(uid, r);
     }
     r.infraReadyAt = trueSince(m, 'InfrastructureReady');
     r.bootstrapReadyAt = trueSince(m, 'BootstrapConfigReady');
-    if (!r.provisioned && m.status?.phase === 'Provisioned' && r.infraReadyAt !== undefined && r.bootstrapReadyAt !== undefined) {
+    if (
+      !r.provisioned &&
+      m.status?.phase === 'Provisioned' &&
+      r.infraReadyAt !== undefined &&
+      r.bootstrapReadyAt !== undefined
+    ) {
       r.provisioned = true;
       this.provisionedCount++;
     }
     const hcs = conditionOf(m, 'HealthCheckSucceeded');
     const hcsFalse = hcs?.status === 'False' ? String(hcs.reason ?? '') : undefined;
-    const jg = m.metadata?.annotations?.[REMEDIATE_ANNOTATION] !== undefined ? 'annotation'
-      : hcsFalse !== undefined && JOINGUARD_REASONS.has(hcsFalse) ? 'OwnerRemediated'
-        : conditionOf(m, 'JoinGuardJoined')?.status === 'False' ? 'MachineCondition' : undefined;
+    const jg =
+      m.metadata?.annotations?.[REMEDIATE_ANNOTATION] !== undefined
+        ? 'annotation'
+        : hcsFalse !== undefined && JOINGUARD_REASONS.has(hcsFalse)
+          ? 'OwnerRemediated'
+          : conditionOf(m, 'JoinGuardJoined')?.status === 'False'
+            ? 'MachineCondition'
+            : undefined;
     if (jg && !r.marks.joinguard) {
       r.marks.joinguard = { seenAt: now, how: jg };
       this.markedCount.joinguard++;

@@ -40,7 +40,19 @@ export interface Flags {
   help: boolean;
 }
 
-export type Kind = 'string' | 'bool' | 'port' | 'count' | 'float' | 'duration' | 'list' | 'int32list' | 'gates' | 'vmodule' | 'quantity' | 'level';
+export type Kind =
+  | 'string'
+  | 'bool'
+  | 'port'
+  | 'count'
+  | 'float'
+  | 'duration'
+  | 'list'
+  | 'int32list'
+  | 'gates'
+  | 'vmodule'
+  | 'quantity'
+  | 'level';
 
 export interface Spec {
   key: keyof Flags;

@@ -29,7 +29,10 @@ const DEPRECATED: Record<string, { use: string; apply: (f: Flags, value: string)
   'log-level': {
     use: '-v (4 for debug)',
     apply: (f, v) => {
-      if (!['error', 'warn', 'info', 'debug'].includes(v)) throw new Error(`invalid argument ${JSON.stringify(v)} for "--log-level" flag: not one of error, warn, info, debug`);
+      if (!['error', 'warn', 'info', 'debug'].includes(v))
+        throw new Error(
+          `invalid argument ${JSON.stringify(v)} for "--log-level" flag: not one of error, warn, info, debug`,
+        );
       f.verbosity = v === 'debug' ? 4 : 0;
     },
   },
@@ -43,10 +46,16 @@ const DEPRECATED: Record<string, { use: string; apply: (f: Flags, value: string)
 
 function parseGates(value: string): Record<string, boolean> {
   const out: Record<string, boolean> = {};
-  for (const part of value.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+  for (const part of value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')) {
     const [k, v, ...rest] = part.split('=').map((s) => s.trim());
     if (!k || v === undefined || rest.length > 0) throw new Error(`missing bool value for ${part}`);
-    if (v !== 'true' && v !== 'false') throw new Error(`invalid value of ${k}=${v}, err: strconv.ParseBool: parsing ${JSON.stringify(v)}: invalid syntax`);
+    if (v !== 'true' && v !== 'false')
+      throw new Error(
+        `invalid value of ${k}=${v}, err: strconv.ParseBool: parsing ${JSON.stringify(v)}: invalid syntax`,
+      );
     if (!FEATURE_GATES[k]) throw new Error(`unrecognized feature gate: ${k}`);
     out[k] = v === 'true';
   }
@@ -56,7 +65,8 @@ function parseGates(value: string): Record<string, boolean> {
 /** The flags with every default applied. */
 export function defaults(parseDuration: (s: string) => number): Flags {
   const f: Record<string, unknown> = {};
-  for (const [name, s] of Object.entries(FLAGS)) f[s.key] = convert(name, s, s.def === '[]' ? '' : s.def, parseDuration);
+  for (const [name, s] of Object.entries(FLAGS))
+    f[s.key] = convert(name, s, s.def === '[]' ? '' : s.def, parseDuration);
   for (const k of ['kubeconfig', 'namespace', 'watchFilter']) if (f[k] === '') delete f[k];
   return f as unknown as Flags;
 }
@@ -73,7 +83,8 @@ function convert(name: string, spec: Spec, value: string, parseDuration: (s: str
     case 'level': {
       const n = Number(value);
       const max = spec.kind === 'port' ? 65535 : 2 ** 31 - 1;
-      if (!/^\d+$/.test(value) || n > max) throw bad(spec.kind === 'port' ? 'not a port number (0-65535)' : 'not a whole number (0 or more)');
+      if (!/^\d+$/.test(value) || n > max)
+        throw bad(spec.kind === 'port' ? 'not a port number (0-65535)' : 'not a whole number (0 or more)');
       return n;
     }
     case 'float': {
@@ -157,29 +168,46 @@ export function parseFlags(argv: string[], parseDuration: (s: string) => number,
   if (f.watchFilter && !given.has('leader-elect-resource-name')) {
     const lease = `${DEFAULT_LEASE}-${f.watchFilter}`;
     if (!DNS_SUBDOMAIN.test(lease)) {
-      throw new Error(`--watch-filter=${f.watchFilter}: the shard's Lease would be ${JSON.stringify(lease)}, not a valid name; set --leader-elect-resource-name`);
+      throw new Error(
+        `--watch-filter=${f.watchFilter}: the shard's Lease would be ${JSON.stringify(lease)}, not a valid name; set --leader-elect-resource-name`,
+      );
     }
     f.leaderElectResourceName = lease;
   }
   if (f.concurrency < 1) throw new Error('--machinejoincheck-concurrency: must be at least 1');
   if (f.kubeApiBurst < 1) throw new Error('--kube-api-burst: must be at least 1');
   // client-go's NewLeaderElector rules.
-  if (f.leaderElectLeaseDurationMs <= f.leaderElectRenewDeadlineMs) throw new Error('--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline');
-  if (f.leaderElectRenewDeadlineMs <= 1.2 * f.leaderElectRetryPeriodMs) throw new Error('--leader-elect-renew-deadline must be greater than 1.2 x --leader-elect-retry-period');
+  if (f.leaderElectLeaseDurationMs <= f.leaderElectRenewDeadlineMs)
+    throw new Error('--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline');
+  if (f.leaderElectRenewDeadlineMs <= 1.2 * f.leaderElectRetryPeriodMs)
+    throw new Error('--leader-elect-renew-deadline must be greater than 1.2 x --leader-elect-retry-period');
   if (f.leaderElectRetryPeriodMs < 1) throw new Error('--leader-elect-retry-period must be greater than zero');
   if (!DNS_SUBDOMAIN.test(f.leaderElectResourceName)) {
-    throw new Error(`--leader-elect-resource-name: ${JSON.stringify(f.leaderElectResourceName)} is not a valid Lease name (lower-case DNS subdomain)`);
+    throw new Error(
+      `--leader-elect-resource-name: ${JSON.stringify(f.leaderElectResourceName)} is not a valid Lease name (lower-case DNS subdomain)`,
+    );
   }
   const tls = tlsProblem(f.tlsMinVersion, f.tlsCipherSuites);
   if (tls) throw new Error(`--tls-min-version/--tls-cipher-suites: ${tls}`);
   // component-base's Validate: vmodule is only supported for the text format.
-  if (f.vmodule.length > 0 && f.loggingFormat !== 'text') throw new Error('--vmodule: Only supported for text log format');
+  if (f.vmodule.length > 0 && f.loggingFormat !== 'text')
+    throw new Error('--vmodule: Only supported for text log format');
   return f;
 }
 
 const KIND_TYPE: Record<Kind, string> = {
-  string: 'string', bool: '', port: 'int', count: 'int', float: 'float32', duration: 'duration', list: 'strings',
-  int32list: 'int32Slice', gates: 'mapStringBool', vmodule: 'pattern=N,...', quantity: 'quantity', level: 'Level',
+  string: 'string',
+  bool: '',
+  port: 'int',
+  count: 'int',
+  float: 'float32',
+  duration: 'duration',
+  list: 'strings',
+  int32list: 'int32Slice',
+  gates: 'mapStringBool',
+  vmodule: 'pattern=N,...',
+  quantity: 'quantity',
+  level: 'Level',
 };
 
 /** pflag's type word of a flag as --help prints it ('' for a bool). */

@@ -10,8 +10,11 @@ const root = resolve(import.meta.dirname, '..');
 
 function run(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((done) => {
-    execFile(process.execPath, ['--import', 'tsx', resolve(root, 'cmd/joinguard.ts'), ...args], { cwd: root, env: { ...process.env, KUBECONFIG: '' } }, (err, stdout, stderr) =>
-      done({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', resolve(root, 'cmd/joinguard.ts'), ...args],
+      { cwd: root, env: { ...process.env, KUBECONFIG: '' } },
+      (err, stdout, stderr) => done({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
 }
@@ -20,11 +23,23 @@ describe('joinguard command: version line and fatal errors', function () {
   this.timeout(30_000);
 
   it('logs its version first, and a fatal start-up error as a JSON line with err (exit 1)', async () => {
-    const r = await run('--logging-format=json', '--kubeconfig=/nonexistent/kubeconfig', '--health-addr=0', '--diagnostics-address=0');
+    const r = await run(
+      '--logging-format=json',
+      '--kubeconfig=/nonexistent/kubeconfig',
+      '--health-addr=0',
+      '--diagnostics-address=0',
+    );
     expect(r.code, r.stdout + r.stderr).to.equal(1);
     expect(r.stderr).to.equal('');
-    const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(lines[0]).to.deep.include({ msg: `Version: ${BUILD.version} (git commit: ${BUILD.gitCommit})`, version: BUILD.version, v: 0 });
+    const lines = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines[0]).to.deep.include({
+      msg: `Version: ${BUILD.version} (git commit: ${BUILD.gitCommit})`,
+      version: BUILD.version,
+      v: 0,
+    });
     expect(BUILD.version).to.match(/^v\d+\.\d+\.\d+/);
     const last = lines.at(-1)!;
     expect(last).to.include({ msg: 'Unable to start manager' });

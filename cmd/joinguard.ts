@@ -41,7 +41,8 @@ async function run(flags: Flags, log: Logger, deprecations: string[]): Promise<n
   log.info(versionLine(), { version: BUILD.version, gitCommit: BUILD.gitCommit });
   for (const d of deprecations) log.warn(d);
   // As CAPI's main at V(1): every flag and its value.
-  for (const [name, spec] of Object.entries(FLAGS)) log.http(`FLAG: --${name}=${JSON.stringify(flagValue(flags[spec.key]))}`);
+  for (const [name, spec] of Object.entries(FLAGS))
+    log.http(`FLAG: --${name}=${JSON.stringify(flagValue(flags[spec.key]))}`);
 
   const access = loadClusterAccess(flags.kubeconfig ? { kubeconfigPath: flags.kubeconfig } : {});
   const curve = ecdhCurve(flags.tlsCurvePreferences);
@@ -94,7 +95,15 @@ async function run(flags: Flags, log: Logger, deprecations: string[]): Promise<n
   try {
     if (flags.webhookPort > 0) {
       const { startWebhookServer } = await import('../webhooks/server.js');
-      webhook = await startWebhookServer({ port: flags.webhookPort, certFile, keyFile, tls, access, logger: log, metrics: controller.metrics });
+      webhook = await startWebhookServer({
+        port: flags.webhookPort,
+        certFile,
+        keyFile,
+        tls,
+        access,
+        logger: log,
+        metrics: controller.metrics,
+      });
     }
     if (flags.profilerAddress !== '') {
       const { startProfiler } = await import('./profiler.js');
@@ -133,7 +142,10 @@ async function run(flags: Flags, log: Logger, deprecations: string[]): Promise<n
 
 function flagValue(v: unknown): string {
   if (Array.isArray(v)) return v.map((x) => (typeof x === 'object' ? `${x.pattern}=${x.v}` : String(x))).join(',');
-  if (typeof v === 'object' && v !== null) return Object.entries(v).map(([k, b]) => `${k}=${b}`).join(',');
+  if (typeof v === 'object' && v !== null)
+    return Object.entries(v)
+      .map(([k, b]) => `${k}=${b}`)
+      .join(',');
   return String(v ?? '');
 }
 

@@ -27,7 +27,8 @@ export async function startProfiler(address: string): Promise<Profiler> {
   const i = address.lastIndexOf(':');
   const host = i > 0 ? address.slice(0, i) : '0.0.0.0';
   const port = Number(address.slice(i + 1));
-  if (i < 0 || !Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--profiler-address: ${JSON.stringify(address)} is not host:port`);
+  if (i < 0 || !Number.isInteger(port) || port < 0 || port > 65535)
+    throw new Error(`--profiler-address: ${JSON.stringify(address)} is not host:port`);
   let busy = false;
 
   const server: Server = createServer((req, res) => {
@@ -38,12 +39,16 @@ export async function startProfiler(address: string): Promise<Profiler> {
     };
     if (req.method !== 'GET') return fail(405, 'GET only');
     if (url.pathname === '/debug/pprof/' || url.pathname === '/debug/pprof') return fail(200, INDEX.trimEnd());
-    if (url.pathname !== '/debug/pprof/profile' && url.pathname !== '/debug/pprof/heap') return fail(404, `no profile at ${url.pathname}`);
+    if (url.pathname !== '/debug/pprof/profile' && url.pathname !== '/debug/pprof/heap')
+      return fail(404, `no profile at ${url.pathname}`);
     if (busy) return fail(409, 'a profile is being taken; try again when it is done');
     busy = true;
     const done = () => (busy = false);
     if (url.pathname === '/debug/pprof/heap') {
-      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Disposition': 'attachment; filename="joinguard.heapsnapshot"' });
+      res.writeHead(200, {
+        'Content-Type': 'application/json',
+        'Content-Disposition': 'attachment; filename="joinguard.heapsnapshot"',
+      });
       pipeline(getHeapSnapshot(), res).then(done, done);
       return;
     }
@@ -54,7 +59,10 @@ export async function startProfiler(address: string): Promise<Profiler> {
     }
     cpuProfile(seconds * 1000).then(
       (profile) => {
-        res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Disposition': 'attachment; filename="joinguard.cpuprofile"' });
+        res.writeHead(200, {
+          'Content-Type': 'application/json',
+          'Content-Disposition': 'attachment; filename="joinguard.cpuprofile"',
+        });
         res.end(profile);
         done();
       },

@@ -28,18 +28,43 @@ describe('CAPI upgrade under a running controller', function () {
   });
 
   it('capiChange: the API version, the release, the kubeadm providers; nothing else', () => {
-    const base: CapiVersionInfo = { apiVersion: 'v1beta2', served: ['v1beta1', 'v1beta2'], minor: 13, version: 'v1.13.6', source: 'inventory', kubeadmControlPlane: true, kubeadmBootstrap: true };
+    const base: CapiVersionInfo = {
+      apiVersion: 'v1beta2',
+      served: ['v1beta1', 'v1beta2'],
+      minor: 13,
+      version: 'v1.13.6',
+      source: 'inventory',
+      kubeadmControlPlane: true,
+      kubeadmBootstrap: true,
+    };
     expect(capiChange(base, { ...base })).to.equal(undefined);
     expect(capiChange(base, { ...base, source: 'schema', served: ['v1beta2'] })).to.equal(undefined);
     expect(capiChange(base, { ...base, minor: 14, version: 'v1.14.2' })).to.equal('release v1.13.6 -> v1.14.2');
     expect(capiChange(base, { ...base, version: 'v1.13.7' })).to.equal('release v1.13.6 -> v1.13.7');
-    expect(capiChange({ ...base, apiVersion: 'v1beta1', minor: 10, version: 'v1.10.10' }, { ...base, minor: 11, version: 'v1.11.5' })).to.equal('API version v1beta1 -> v1beta2, release v1.10.10 -> v1.11.5');
+    expect(
+      capiChange(
+        { ...base, apiVersion: 'v1beta1', minor: 10, version: 'v1.10.10' },
+        { ...base, minor: 11, version: 'v1.11.5' },
+      ),
+    ).to.equal('API version v1beta1 -> v1beta2, release v1.10.10 -> v1.11.5');
     expect(capiChange(base, { ...base, kubeadmControlPlane: false })).to.equal('KubeadmControlPlane no longer served');
   });
 
   it('an apiserver that does not answer is no change; CAPI gone or refused is one', async () => {
-    const base: CapiVersionInfo = { apiVersion: 'v1beta2', served: ['v1beta2'], minor: 14, source: 'schema', kubeadmControlPlane: true, kubeadmBootstrap: true };
-    const answers: (CapiVersionInfo | Error)[] = [new ApiError(0, 'GET', '/apis/cluster.x-k8s.io', 'connect ECONNREFUSED'), new ApiError(503, 'GET', '/apis', 'unavailable'), base, new Error('CAPI is not installed: the API group cluster.x-k8s.io is not served')];
+    const base: CapiVersionInfo = {
+      apiVersion: 'v1beta2',
+      served: ['v1beta2'],
+      minor: 14,
+      source: 'schema',
+      kubeadmControlPlane: true,
+      kubeadmBootstrap: true,
+    };
+    const answers: (CapiVersionInfo | Error)[] = [
+      new ApiError(0, 'GET', '/apis/cluster.x-k8s.io', 'connect ECONNREFUSED'),
+      new ApiError(503, 'GET', '/apis', 'unavailable'),
+      base,
+      new Error('CAPI is not installed: the API group cluster.x-k8s.io is not served'),
+    ];
     const changes: string[] = [];
     const r = new CapiRediscovery({
       discover: async () => {
@@ -47,7 +72,10 @@ describe('CAPI upgrade under a running controller', function () {
         if (a instanceof Error) throw a;
         return a;
       },
-      initial: base, periodMs: 60_000, log: capturingLogger().logger, onChange: (why) => changes.push(why),
+      initial: base,
+      periodMs: 60_000,
+      log: capturingLogger().logger,
+      onChange: (why) => changes.push(why),
     });
     for (let i = 0; i < 3; i++) await r.checkNow();
     expect(changes).to.deep.equal([]);
@@ -65,8 +93,16 @@ describe('CAPI upgrade under a running controller', function () {
     const { logger, lines } = capturingLogger();
     let changed: string | undefined;
     jg = await startController({
-      access: { server: new URL(server), ca: Buffer.from(tls.caPem) }, logger, metricsBindAddress: '0', healthProbeBindAddress: '0', collectDefaultMetrics: false,
-      userAgent: 'upgrade-test', leaderElect: true, leaderElectionNamespace: 'joinguard-system', identity: 'me', capiRediscoveryMs: 300,
+      access: { server: new URL(server), ca: Buffer.from(tls.caPem) },
+      logger,
+      metricsBindAddress: '0',
+      healthProbeBindAddress: '0',
+      collectDefaultMetrics: false,
+      userAgent: 'upgrade-test',
+      leaderElect: true,
+      leaderElectionNamespace: 'joinguard-system',
+      identity: 'me',
+      capiRediscoveryMs: 300,
       onCapiChanged: (why) => (changed = why),
     });
     await jg.ready();
@@ -82,7 +118,13 @@ describe('CAPI upgrade under a running controller', function () {
     await until('the controller told the command', () => changed, 5_000);
     expect(changed).to.equal('release v1.14.2 -> v1.15.0');
     expect(lease()?.spec?.holderIdentity, 'the Lease handed back before the exit').to.equal(undefined);
-    expect(lines.some((l) => l.message === 'The CAPI release changed: stopping to restart with it' && l.change === 'release v1.14.2 -> v1.15.0')).to.equal(true);
+    expect(
+      lines.some(
+        (l) =>
+          l.message === 'The CAPI release changed: stopping to restart with it' &&
+          l.change === 'release v1.14.2 -> v1.15.0',
+      ),
+    ).to.equal(true);
     expect(lines.some((l) => l.message === 'Stopped')).to.equal(true);
   });
 });

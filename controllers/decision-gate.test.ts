@@ -37,8 +37,14 @@ describe('decision gate (whole controller, fake apiserver)', function () {
     };
     const { logger, lines } = capturingLogger();
     jg = await startController({
-      access: { server: new URL(server), ca: Buffer.from(tls.caPem) }, capiApiVersion: 'v1beta2', logger, metricsBindAddress: '0', healthProbeBindAddress: '0',
-      collectDefaultMetrics: false, watchLivenessMs: 30_000, userAgent: 'gate-test',
+      access: { server: new URL(server), ca: Buffer.from(tls.caPem) },
+      capiApiVersion: 'v1beta2',
+      logger,
+      metricsBindAddress: '0',
+      healthProbeBindAddress: '0',
+      collectDefaultMetrics: false,
+      watchLivenessMs: 30_000,
+      userAgent: 'gate-test',
     });
     await jg.ready();
 
@@ -54,7 +60,11 @@ describe('decision gate (whole controller, fake apiserver)', function () {
     api.put('machines', stuck);
     await new Promise((r) => setTimeout(r, 3_000));
     expect(marks, 'marked from a view the MHC cache had before its failure').to.deep.equal([]);
-    expect(lines.some((l) => l.message === 'Decisions held until every cache has re-listed' && l.informer === 'machinehealthchecks')).to.equal(true);
+    expect(
+      lines.some(
+        (l) => l.message === 'Decisions held until every cache has re-listed' && l.informer === 'machinehealthchecks',
+      ),
+    ).to.equal(true);
 
     mhcDown = false;
     await until('the mark, once every cache re-listed', () => marks.includes(stuck.metadata.name), 15_000);

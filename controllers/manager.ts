@@ -43,7 +43,13 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
   // The apiserver's warnings, each logged once (CAPI's managers install a warning handler on their client).
   const onWarning = new WarningLog(log).handle;
   const metrics = new RuntimeMetrics({ processMetrics: opts.collectDefaultMetrics ?? true });
-  const onRequest = (r: RequestRecord) => metrics.restRequest({ method: r.method, host: r.host, code: r.code === '<error>' ? 0 : Number(r.code), seconds: r.seconds });
+  const onRequest = (r: RequestRecord) =>
+    metrics.restRequest({
+      method: r.method,
+      host: r.host,
+      code: r.code === '<error>' ? 0 : Number(r.code),
+      seconds: r.seconds,
+    });
   let elector: LeaderElector | undefined;
   // The one choke point of "no write after leadership is lost": every non-GET of the controller's client.
   const writeGate = opts.leaderElect ? () => elector?.canWrite() ?? false : undefined;
@@ -84,17 +90,36 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     // the add-on's Role grants Leases there and nowhere else. Outside a pod there is no such namespace.
     const leaseNamespace = opts.leaderElect ? (opts.leaderElectionNamespace ?? podNamespace()) : undefined;
     if (opts.leaderElect && !leaseNamespace) {
-      throw new Error("leader election: cannot find the pod's namespace for the Lease (not in a pod): set POD_NAMESPACE");
+      throw new Error(
+        "leader election: cannot find the pod's namespace for the Lease (not in a pod): set POD_NAMESPACE",
+      );
     }
     if (!opts.leaderElect) {
-      log.warn('Leader election is off: run exactly one replica. Two replicas without --leader-elect both write to the same Machines and checks', { replicasAllowed: 1 });
+      log.warn(
+        'Leader election is off: run exactly one replica. Two replicas without --leader-elect both write to the same Machines and checks',
+        { replicasAllowed: 1 },
+      );
     }
     const workers = opts.workers ?? DEFAULT_WORKERS;
 
     const capi = opts.capiApiVersion
-      ? { apiVersion: opts.capiApiVersion, kubeadmControlPlane: true, kubeadmBootstrap: true, served: [opts.capiApiVersion], source: 'capiApiVersion option (tests)' }
+      ? {
+          apiVersion: opts.capiApiVersion,
+          kubeadmControlPlane: true,
+          kubeadmBootstrap: true,
+          served: [opts.capiApiVersion],
+          source: 'capiApiVersion option (tests)',
+        }
       : await discoverCapi(rest);
-    log.info('CAPI found', { apiVersion: capi.apiVersion, served: capi.served, minor: capi.minor, version: capi.version, source: capi.source, kubeadmControlPlane: capi.kubeadmControlPlane, kubeadmBootstrap: capi.kubeadmBootstrap });
+    log.info('CAPI found', {
+      apiVersion: capi.apiVersion,
+      served: capi.served,
+      minor: capi.minor,
+      version: capi.version,
+      source: capi.source,
+      kubeadmControlPlane: capi.kubeadmControlPlane,
+      kubeadmBootstrap: capi.kubeadmBootstrap,
+    });
     // A CAPI upgrade under the running controller: restart cleanly (workers finish, the Lease is handed back, the
     // command exits for its Deployment to start it again with the new release; docs/decisions.md).
     const rediscoverMs = opts.capiRediscoveryMs ?? DEFAULT_REDISCOVERY_MS;
@@ -197,7 +222,12 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     const ready = Promise.all([synced, leading]).then(() => {
       if (stopping) return;
       c.startWorkers();
-      log.info('Starting workers', { controller: MACHINEJOINCHECK_CONTROLLER.name, 'worker count': workers, namespace: opts.namespace ?? '(all)', workloadNodeCheck: opts.workloadNodeCheck ?? false });
+      log.info('Starting workers', {
+        controller: MACHINEJOINCHECK_CONTROLLER.name,
+        'worker count': workers,
+        namespace: opts.namespace ?? '(all)',
+        workloadNodeCheck: opts.workloadNodeCheck ?? false,
+      });
     });
     ready.catch(() => undefined);
 

@@ -8,7 +8,11 @@ import type { RuntimeMetrics } from '../runtime/metrics.js';
 import type { ServingTls } from '../runtime/serving-tls.js';
 
 /** The controller as controller-runtime would name it in metrics and logs. */
-export const MACHINEJOINCHECK_CONTROLLER: ControllerIdentity = { name: 'machinejoincheck', group: 'joinguard.io', kind: 'MachineJoinCheck' };
+export const MACHINEJOINCHECK_CONTROLLER: ControllerIdentity = {
+  name: 'machinejoincheck',
+  group: 'joinguard.io',
+  kind: 'MachineJoinCheck',
+};
 
 export interface ControllerOptions {
   /** The apiserver and credentials: runtime/kubeconfig.ts loadClusterAccess or clusterAccessFromKubeconfig. */

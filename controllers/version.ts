@@ -37,7 +37,13 @@ export const versionLine = (b: BuildInfo = BUILD): string => `Version: ${b.versi
 /** Node's platform and arch in Go's GOOS/GOARCH spelling (x64 -> amd64, win32 -> windows). */
 export function goPlatform(platform: string = process.platform, arch: string = process.arch): string {
   const os = platform === 'win32' ? 'windows' : platform;
-  const goArch = ({ x64: 'amd64', ia32: '386', arm: 'arm', arm64: 'arm64', ppc64: 'ppc64le', s390x: 's390x' } as Record<string, string>)[arch] ?? arch;
+  const goArch =
+    (
+      { x64: 'amd64', ia32: '386', arm: 'arm', arm64: 'arm64', ppc64: 'ppc64le', s390x: 's390x' } as Record<
+        string,
+        string
+      >
+    )[arch] ?? arch;
   return `${os}/${goArch}`;
 }
 

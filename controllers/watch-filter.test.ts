@@ -5,29 +5,52 @@
 import { expect } from 'chai';
 import { Caches } from './joincheck/cache.js';
 import { RestClient } from '../runtime/rest.js';
-import { capturingLogger, closedAfterEach, sendJson, serve, until, watchEvents } from '../runtime/testing/http-server.js';
+import {
+  capturingLogger,
+  closedAfterEach,
+  sendJson,
+  serve,
+  until,
+  watchEvents,
+} from '../runtime/testing/http-server.js';
 
 describe('--watch-filter (caches, fake apiserver)', function () {
   this.timeout(10_000);
   const keep = closedAfterEach();
 
   async function selectors(watchFilter?: string): Promise<Record<string, string[]>> {
-    const server = keep(await serve((_req, res, url) => {
-      if (url.searchParams.get('watch') === 'true') {
-        if (url.searchParams.get('sendInitialEvents') === 'true') return void watchEvents(res, [{ type: 'BOOKMARK', object: { metadata: { resourceVersion: '5', annotations: { 'k8s.io/initial-events-end': 'true' } } } }]);
-        return void watchEvents(res, []);
-      }
-      sendJson(res, 200, { metadata: { resourceVersion: '5' }, items: [] });
-    }));
+    const server = keep(
+      await serve((_req, res, url) => {
+        if (url.searchParams.get('watch') === 'true') {
+          if (url.searchParams.get('sendInitialEvents') === 'true')
+            return void watchEvents(res, [
+              {
+                type: 'BOOKMARK',
+                object: { metadata: { resourceVersion: '5', annotations: { 'k8s.io/initial-events-end': 'true' } } },
+              },
+            ]);
+          return void watchEvents(res, []);
+        }
+        sendJson(res, 200, { metadata: { resourceVersion: '5' }, items: [] });
+      }),
+    );
     const rest = keep(new RestClient(server.access, { userAgent: 'test', qps: 0 }));
     const caches = new Caches({
-      rest, apiVersion: 'v1beta2', kubeadm: { controlPlane: true, bootstrap: true }, ...(watchFilter !== undefined ? { watchFilter } : {}),
-      log: capturingLogger().logger, livenessMs: 30_000, enqueue: () => undefined,
+      rest,
+      apiVersion: 'v1beta2',
+      kubeadm: { controlPlane: true, bootstrap: true },
+      ...(watchFilter !== undefined ? { watchFilter } : {}),
+      log: capturingLogger().logger,
+      livenessMs: 30_000,
+      enqueue: () => undefined,
     });
     keep({ close: () => caches.stop() });
     caches.start();
     await caches.synced();
-    await until('every watch open', () => server.requests.filter((r) => r.url.searchParams.get('watch') === 'true').length >= 6);
+    await until(
+      'every watch open',
+      () => server.requests.filter((r) => r.url.searchParams.get('watch') === 'true').length >= 6,
+    );
     const out: Record<string, string[]> = {};
     for (const r of server.requests) {
       const plural = r.url.pathname.split('/').at(-1)!;
@@ -36,16 +59,18 @@ describe('--watch-filter (caches, fake apiserver)', function () {
     return out;
   }
 
-  it('lists and watches only the shard\'s Clusters, Machines and checks', async () => {
+  it("lists and watches only the shard's Clusters, Machines and checks", async () => {
     const s = await selectors('shard-a');
-    for (const plural of ['clusters', 'machines', 'machinejoinchecks']) expect(new Set(s[plural]), plural).to.deep.equal(new Set(['cluster.x-k8s.io/watch-filter=shard-a']));
+    for (const plural of ['clusters', 'machines', 'machinejoinchecks'])
+      expect(new Set(s[plural]), plural).to.deep.equal(new Set(['cluster.x-k8s.io/watch-filter=shard-a']));
     expect(new Set(s['machinehealthchecks'])).to.deep.equal(new Set(['']));
     expect(new Set(s['kubeadmcontrolplanes'])).to.deep.equal(new Set(['']));
     expect(new Set(s['kubeadmconfigs'])).to.deep.equal(new Set(['cluster.x-k8s.io/control-plane']));
   });
 
-  it('without --watch-filter: no selector but the control-plane configs\'', async () => {
+  it("without --watch-filter: no selector but the control-plane configs'", async () => {
     const s = await selectors();
-    for (const plural of ['clusters', 'machines', 'machinejoinchecks', 'machinehealthchecks']) expect(new Set(s[plural]), plural).to.deep.equal(new Set(['']));
+    for (const plural of ['clusters', 'machines', 'machinejoinchecks', 'machinehealthchecks'])
+      expect(new Set(s[plural]), plural).to.deep.equal(new Set(['']));
   });
 });

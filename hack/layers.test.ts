@@ -29,6 +29,13 @@ describe('hack/layers: top-level folders', () => {
       ['d', new Set(['a'])],
     ]);
     expect(cycles(g)).to.deep.equal([['a', 'b', 'c', 'a']]);
-    expect(cycles(new Map([['a', new Set(['b'])], ['b', new Set<string>()]]))).to.deep.equal([]);
+    expect(
+      cycles(
+        new Map([
+          ['a', new Set(['b'])],
+          ['b', new Set<string>()],
+        ]),
+      ),
+    ).to.deep.equal([]);
   });
 });

@@ -43,7 +43,9 @@ describe('links: README.md and docs/*.md', () => {
 
   it('the runbook has the sections the alerts link (no leader, webhook unavailable, reconcile errors)', () => {
     const anchors = anchorsOf(readFileSync(join(root, 'docs', 'runbook.md'), 'utf8'));
-    const linked = alertRules('0.0.0').map((r) => r.annotations.runbook_url.split('#')[1]!).filter((a) => !a.includes('{{'));
+    const linked = alertRules('0.0.0')
+      .map((r) => r.annotations.runbook_url.split('#')[1]!)
+      .filter((a) => !a.includes('{{'));
     expect(linked).to.include.members(['no-leader', 'webhook-unavailable', 'reconcile-errors']);
     expect(linked.filter((a) => !anchors.has(a))).to.deep.equal([]);
   });
@@ -59,7 +61,10 @@ describe('links: the checker itself', () => {
   before(() => {
     dir = mkdtempSync(join(tmpdir(), 'joinguard-links-'));
     mkdirSync(join(dir, 'docs'));
-    writeFileSync(join(dir, 'docs', 'b.md'), '# Upgrade, move & uninstall\n\n## Webhook unavailable\n\n## Webhook unavailable\n<a name="custom"></a>\n');
+    writeFileSync(
+      join(dir, 'docs', 'b.md'),
+      '# Upgrade, move & uninstall\n\n## Webhook unavailable\n\n## Webhook unavailable\n<a name="custom"></a>\n',
+    );
     writeFileSync(join(dir, 'README.md'), '# Top\n');
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
@@ -67,11 +72,20 @@ describe('links: the checker itself', () => {
   it("makes GitHub's anchors", () => {
     expect(slug('Upgrade, move & uninstall')).to.equal('upgrade-move--uninstall');
     expect(slug('`joinguard.io/resume`')).to.equal('joinguardioresume');
-    expect([...anchorsOf(readFileSync(join(dir, 'docs', 'b.md'), 'utf8'))]).to.deep.equal(['upgrade-move--uninstall', 'webhook-unavailable', 'webhook-unavailable-1', 'custom']);
+    expect([...anchorsOf(readFileSync(join(dir, 'docs', 'b.md'), 'utf8'))]).to.deep.equal([
+      'upgrade-move--uninstall',
+      'webhook-unavailable',
+      'webhook-unavailable-1',
+      'custom',
+    ]);
   });
 
   it('accepts files and anchors that exist', () => {
-    expect(problems('[b](b.md) [s](b.md#webhook-unavailable-1) [c](b.md#custom) [up](../README.md#top) [self](#here)\n# Here\n')).to.deep.equal([]);
+    expect(
+      problems(
+        '[b](b.md) [s](b.md#webhook-unavailable-1) [c](b.md#custom) [up](../README.md#top) [self](#here)\n# Here\n',
+      ),
+    ).to.deep.equal([]);
   });
 
   it('refuses a link out of the repository: a URL, bare or not, or a path that climbs out', () => {
@@ -89,6 +103,8 @@ describe('links: the checker itself', () => {
   });
 
   it('ignores what is code: fenced blocks and inline spans', () => {
-    expect(problems('```sh\ncurl https://example.org\n```\nrun `curl https://example.org` [ok](b.md)\n')).to.deep.equal([]);
+    expect(problems('```sh\ncurl https://example.org\n```\nrun `curl https://example.org` [ok](b.md)\n')).to.deep.equal(
+      [],
+    );
   });
 });

@@ -71,7 +71,8 @@ export function linksOf(file: string, text: string): Link[] {
     if (def) at(def[1]!);
     for (const m of line.matchAll(/<([a-z][a-z0-9+.-]*:[^>\s]+)>/gi)) at(m[1]!);
     // A bare URL in prose becomes a link on GitHub too.
-    for (const m of line.replace(/\]\([^)]*\)/g, '](').matchAll(/(?:^|[\s(])((?:https?|ftp):\/\/[^\s)>\]]+)/g)) at(m[1]!);
+    for (const m of line.replace(/\]\([^)]*\)/g, '](').matchAll(/(?:^|[\s(])((?:https?|ftp):\/\/[^\s)>\]]+)/g))
+      at(m[1]!);
   });
   return links;
 }
@@ -119,5 +120,11 @@ export function format(p: LinkProblem): string {
 
 /** README.md and every docs/*.md, as paths relative to root. */
 export function documents(root: string, list: (dir: string) => string[]): string[] {
-  return ['README.md', ...list(join(root, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
+  return [
+    'README.md',
+    ...list(join(root, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .sort()
+      .map((f) => `docs/${f}`),
+  ];
 }

@@ -12,7 +12,12 @@ describe('README: the kubectl get mjc sample', () => {
     const crd = parse(readFileSync(join(root, 'manifests', 'crd', 'joinguard.io_machinejoinchecks.yaml'), 'utf8')) as {
       spec: { versions: { additionalPrinterColumns?: { name: string; priority?: number }[] }[] };
     };
-    const columns = ['NAME', ...(crd.spec.versions[0]!.additionalPrinterColumns ?? []).filter((c) => !c.priority).map((c) => c.name.toUpperCase())];
+    const columns = [
+      'NAME',
+      ...(crd.spec.versions[0]!.additionalPrinterColumns ?? [])
+        .filter((c) => !c.priority)
+        .map((c) => c.name.toUpperCase()),
+    ];
     const readme = readFileSync(join(root, 'README.md'), 'utf8');
     const block = /\$ kubectl get mjc[^\n]*\n([^\n]+)\n([^\n]+)\n```/.exec(readme);
     expect(block, 'a kubectl get mjc sample in README.md').to.not.equal(null);
@@ -21,6 +26,9 @@ describe('README: the kubectl get mjc sample', () => {
     // kubectl aligns each cell at its column's start.
     const starts = columns.map((c) => header.indexOf(c));
     const cells = starts.map((s, i) => row.slice(s, starts[i + 1] ?? undefined).trim());
-    expect(cells.every((c) => c !== '' && !c.includes('  ')), JSON.stringify(cells)).to.equal(true);
+    expect(
+      cells.every((c) => c !== '' && !c.includes('  ')),
+      JSON.stringify(cells),
+    ).to.equal(true);
   });
 });

@@ -31,21 +31,40 @@ describe('hack/release.sh', function () {
 
   it('writes the components, metadata, observability files and checksums, and says no image was built', async () => {
     const { stdout, stderr } = await run('bash', [join(root, 'hack', 'release.sh'), version], { cwd: root, env });
-    expect(stderr).to.match(new RegExp(`no Docker buildx here: the image ghcr.io/joinguard/joinguard:v${version.replace(/\./g, '\\.')} was NOT built`));
+    expect(stderr).to.match(
+      new RegExp(
+        `no Docker buildx here: the image ghcr.io/joinguard/joinguard:v${version.replace(/\./g, '\\.')} was NOT built`,
+      ),
+    );
     const sums = readFileSync(join(dir, 'out', 'checksums.txt'), 'utf8');
-    expect(sums.split('\n').filter(Boolean).map((l) => l.split(/\s+/)[1])).to.deep.equal([
-      'addon-components.yaml', 'metadata.yaml', 'observability-components.yaml', 'grafana-dashboard.json', 'shard-components.yaml',
+    expect(
+      sums
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split(/\s+/)[1]),
+    ).to.deep.equal([
+      'addon-components.yaml',
+      'metadata.yaml',
+      'observability-components.yaml',
+      'grafana-dashboard.json',
+      'shard-components.yaml',
     ]);
     await run('sha256sum', ['-c', 'checksums.txt'], { cwd: join(dir, 'out') });
-    expect(readFileSync(join(dir, 'out', 'addon-components.yaml'), 'utf8')).to.include(`image: ghcr.io/joinguard/joinguard:v${version}`);
+    expect(readFileSync(join(dir, 'out', 'addon-components.yaml'), 'utf8')).to.include(
+      `image: ghcr.io/joinguard/joinguard:v${version}`,
+    );
     expect(stdout).to.include('observability-components.yaml');
   });
 
-  it('refuses a version other than package.json\'s, and a malformed one', async () => {
-    const other = await run('bash', [join(root, 'hack', 'release.sh'), '9.9.9'], { cwd: root, env }).catch((e: { code: number; stderr: string }) => e);
+  it("refuses a version other than package.json's, and a malformed one", async () => {
+    const other = await run('bash', [join(root, 'hack', 'release.sh'), '9.9.9'], { cwd: root, env }).catch(
+      (e: { code: number; stderr: string }) => e,
+    );
     expect(other).to.deep.include({ code: 1 });
     expect((other as { stderr: string }).stderr).to.match(/not package\.json's version/);
-    const bad = await run('bash', [join(root, 'hack', 'release.sh'), 'v1'], { cwd: root, env }).catch((e: { code: number }) => e);
+    const bad = await run('bash', [join(root, 'hack', 'release.sh'), 'v1'], { cwd: root, env }).catch(
+      (e: { code: number }) => e,
+    );
     expect(bad).to.deep.include({ code: 64 });
   });
 });
@@ -56,15 +75,22 @@ describe('.github/workflows: the release supply chain', () => {
   const files = readdirSync(dir).filter((f) => f.endsWith('.yaml') || f.endsWith('.yml'));
   const text = (f: string) => readFileSync(join(dir, f), 'utf8');
   type Step = { uses?: string; run?: string; with?: Record<string, unknown> };
-  type Workflow = { on: Record<string, unknown>; permissions?: unknown; jobs: Record<string, { permissions?: Record<string, string>; steps: Step[] }> };
+  type Workflow = {
+    on: Record<string, unknown>;
+    permissions?: unknown;
+    jobs: Record<string, { permissions?: Record<string, string>; steps: Step[] }>;
+  };
   const workflow = (f: string) => parse(text(f)) as Workflow;
   const steps = (f: string) => Object.values(workflow(f).jobs).flatMap((j) => j.steps);
 
   it('pins every action by a full commit SHA, with its tag in a comment', () => {
     const loose: string[] = [];
     for (const f of files) {
-      for (const line of text(f).split('\n').filter((l) => /^\s*-?\s*uses:/.test(l))) {
-        if (!/uses: [\w.-]+\/[\w.-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+$/.test(line.trim().replace(/^- /, ''))) loose.push(`${f}: ${line.trim()}`);
+      for (const line of text(f)
+        .split('\n')
+        .filter((l) => /^\s*-?\s*uses:/.test(l))) {
+        if (!/uses: [\w.-]+\/[\w.-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+$/.test(line.trim().replace(/^- /, '')))
+          loose.push(`${f}: ${line.trim()}`);
       }
     }
     expect(files).to.include.members(['ci.yaml', 'release.yaml', 'security-scan.yaml']);
@@ -74,13 +100,22 @@ describe('.github/workflows: the release supply chain', () => {
   it('signs the image by digest and every release file keylessly (cosign, OIDC), and generates the release notes', () => {
     const release = workflow('release.yaml');
     expect(release.jobs['release']!.permissions).to.include({ 'id-token': 'write' });
-    const runs = steps('release.yaml').map((s) => s.run ?? '').join('\n');
+    const runs = steps('release.yaml')
+      .map((s) => s.run ?? '')
+      .join('\n');
     expect(steps('release.yaml').some((s) => s.uses?.startsWith('sigstore/cosign-installer@'))).to.equal(true);
     expect(runs).to.match(/cosign sign --yes "ghcr\.io\/joinguard\/joinguard@\$\(cat out\/image-digest\.txt\)"/);
     expect(runs).to.include('cosign sign-blob --yes --bundle');
     // Every file the release attaches is signed.
     const attached = /gh release create[\s\S]*$/.exec(runs)![0];
-    for (const f of ['addon-components.yaml', 'metadata.yaml', 'observability-components.yaml', 'grafana-dashboard.json', 'shard-components.yaml', 'checksums.txt']) {
+    for (const f of [
+      'addon-components.yaml',
+      'metadata.yaml',
+      'observability-components.yaml',
+      'grafana-dashboard.json',
+      'shard-components.yaml',
+      'checksums.txt',
+    ]) {
       expect(attached, f).to.include(`out/${f}`);
       expect(runs, `${f} signed`).to.match(new RegExp(`for f in [^;]*${f.replace('.', '\\.')}`));
     }
@@ -93,11 +128,15 @@ describe('.github/workflows: the release supply chain', () => {
     expect((scan.on['schedule'] as { cron: string }[])[0]!.cron).to.match(/^\S+ \S+ \* \* \S+$/);
     expect(scan.permissions).to.deep.equal({});
     const s = steps('security-scan.yaml');
-    expect(s.filter((x) => x.uses?.startsWith('aquasecurity/trivy-action@')).map((x) => x.with?.['scan-type'])).to.deep.equal(['fs', 'image']);
+    expect(
+      s.filter((x) => x.uses?.startsWith('aquasecurity/trivy-action@')).map((x) => x.with?.['scan-type']),
+    ).to.deep.equal(['fs', 'image']);
     expect(s.some((x) => /npm audit --omit=dev/.test(x.run ?? ''))).to.equal(true);
   });
 
   it('never leaves the checkout token on disk for later steps', () => {
-    for (const f of files) for (const st of steps(f).filter((x) => x.uses?.startsWith('actions/checkout@'))) expect(st.with?.['persist-credentials'], f).to.equal(false);
+    for (const f of files)
+      for (const st of steps(f).filter((x) => x.uses?.startsWith('actions/checkout@')))
+        expect(st.with?.['persist-credentials'], f).to.equal(false);
   });
 });

@@ -10,14 +10,19 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {
-    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: new URL('..', import.meta.url).pathname } },
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: new URL('..', import.meta.url).pathname },
+    },
     rules: {
       // Nested conditionals read as an if/else or a lookup table.
       'no-nested-ternary': 'error',
       // Messages interpolate counts and flags on purpose.
       '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true, allowBoolean: true }],
       // `(x) => void f(x)` and `() => set.add(x)` are the callbacks' own idiom.
-      '@typescript-eslint/no-confusing-void-expression': ['error', { ignoreArrowShorthand: true, ignoreVoidOperator: true }],
+      '@typescript-eslint/no-confusing-void-expression': [
+        'error',
+        { ignoreArrowShorthand: true, ignoreVoidOperator: true },
+      ],
       // noUncheckedIndexedAccess is on: `list[i]!` after a bounds check is the honest way to say it.
       '@typescript-eslint/no-non-null-assertion': 'off',
       // Objects from the API server are `unknown` read field by field (api/capi/fields.ts); the few `any` left are
@@ -47,7 +52,10 @@ export default tseslint.config(
       '@typescript-eslint/no-this-alias': 'off',
       '@typescript-eslint/unbound-method': 'off',
       '@typescript-eslint/no-unnecessary-type-parameters': 'off',
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true },
+      ],
     },
   },
   {

@@ -23,7 +23,9 @@ try {
   await writeFile(join(outDir, 'shard-components.yaml'), files.shard);
   const kinds = objectsOf(files.components).map((o) => o.kind);
   console.log(`manifests: ${outDir}/addon-components.yaml (${kinds.length} objects), ${outDir}/metadata.yaml`);
-  console.log(`manifests: ${outDir}/observability-components.yaml (optional), ${outDir}/grafana-dashboard.json, ${outDir}/shard-components.yaml (sharding)`);
+  console.log(
+    `manifests: ${outDir}/observability-components.yaml (optional), ${outDir}/grafana-dashboard.json, ${outDir}/shard-components.yaml (sharding)`,
+  );
   for (const v of listVariables(files.components)) console.log(`  \${${v.name}:=${v.default}}`);
 } catch (e) {
   console.error((e as Error).message);

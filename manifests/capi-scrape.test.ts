@@ -24,7 +24,11 @@ interface RelabelRule {
 const CAPI_PROVIDERS_RELABEL: RelabelRule[] = [
   { source_labels: ['__meta_kubernetes_pod_labelpresent_cluster_x_k8s_io_provider'], action: 'keep', regex: 'true' },
   { source_labels: ['__meta_kubernetes_pod_container_port_name'], action: 'keep', regex: 'metrics' },
-  { source_labels: ['__meta_kubernetes_pod_label_cluster_x_k8s_io_provider'], action: 'replace', target_label: 'provider' },
+  {
+    source_labels: ['__meta_kubernetes_pod_label_cluster_x_k8s_io_provider'],
+    action: 'replace',
+    target_label: 'provider',
+  },
   { source_labels: ['__meta_kubernetes_namespace'], action: 'replace', target_label: 'namespace' },
   { source_labels: ['__meta_kubernetes_pod_name'], action: 'replace', target_label: 'pod' },
 ];
@@ -58,7 +62,12 @@ function relabel(target: Labels, rules: RelabelRule[]): Labels | undefined {
 }
 
 /** Kubernetes SD (role: pod): one target per container port, with the pod's labels as meta labels. */
-function podTargets(pod: { name: string; namespace: string; labels: Labels; containers: { name: string; ports?: { name?: string; containerPort: number }[] }[] }): Labels[] {
+function podTargets(pod: {
+  name: string;
+  namespace: string;
+  labels: Labels;
+  containers: { name: string; ports?: { name?: string; containerPort: number }[] }[];
+}): Labels[] {
   const sanitize = (k: string) => k.replace(/[^a-zA-Z0-9_]/g, '_');
   const meta: Labels = { __meta_kubernetes_namespace: pod.namespace, __meta_kubernetes_pod_name: pod.name };
   for (const [k, v] of Object.entries(pod.labels)) {
@@ -81,25 +90,52 @@ describe("manifests: CAPI's observability scrape (capi-providers relabelling) ke
 
   before(async () => {
     const d = objectsOf((await renderProviderFiles('0.1.0')).components).find((o) => o.kind === 'Deployment') as any;
-    pod = { name: 'joinguard-controller-manager-5d9c7b6f4-x2x7q', namespace: d.metadata.namespace, labels: d.spec.template.metadata.labels, containers: d.spec.template.spec.containers };
+    pod = {
+      name: 'joinguard-controller-manager-5d9c7b6f4-x2x7q',
+      namespace: d.metadata.namespace,
+      labels: d.spec.template.metadata.labels,
+      containers: d.spec.template.spec.containers,
+    };
   });
 
   it('keeps exactly the metrics port, labelled provider=addon-joinguard, namespace and pod', () => {
-    const kept = podTargets(pod).map((t) => relabel(t, CAPI_PROVIDERS_RELABEL)).filter((t): t is Labels => t !== undefined);
+    const kept = podTargets(pod)
+      .map((t) => relabel(t, CAPI_PROVIDERS_RELABEL))
+      .filter((t): t is Labels => t !== undefined);
     expect(kept).to.deep.equal([
-      { job: 'capi-providers', instance: `10.0.0.7:${DIAGNOSTICS_PORT}`, provider: PROVIDER, namespace: 'joinguard-system', pod: pod.name },
+      {
+        job: 'capi-providers',
+        instance: `10.0.0.7:${DIAGNOSTICS_PORT}`,
+        provider: PROVIDER,
+        namespace: 'joinguard-system',
+        pod: pod.name,
+      },
     ]);
   });
 
   it('would drop the pod without the provider label or with the port named otherwise (what v0.1 shipped)', () => {
     const { ['cluster.x-k8s.io/provider']: _gone, ...unlabelled } = pod.labels;
-    expect(podTargets({ ...pod, labels: unlabelled }).map((t) => relabel(t, CAPI_PROVIDERS_RELABEL)).filter(Boolean)).to.deep.equal([]);
-    const renamed = pod.containers.map((c) => ({ ...c, ports: c.ports?.map((p) => (p.name === 'metrics' ? { ...p, name: 'diagnostics' } : p)) }));
-    expect(podTargets({ ...pod, containers: renamed }).map((t) => relabel(t, CAPI_PROVIDERS_RELABEL)).filter(Boolean)).to.deep.equal([]);
+    expect(
+      podTargets({ ...pod, labels: unlabelled })
+        .map((t) => relabel(t, CAPI_PROVIDERS_RELABEL))
+        .filter(Boolean),
+    ).to.deep.equal([]);
+    const renamed = pod.containers.map((c) => ({
+      ...c,
+      ports: c.ports?.map((p) => (p.name === 'metrics' ? { ...p, name: 'diagnostics' } : p)),
+    }));
+    expect(
+      podTargets({ ...pod, containers: renamed })
+        .map((t) => relabel(t, CAPI_PROVIDERS_RELABEL))
+        .filter(Boolean),
+    ).to.deep.equal([]);
   });
 
   it('no JoinGuard series carries a label this scrape sets (CAPI does not honour labels: it would rename them)', async () => {
-    const kept = relabel(podTargets(pod).find((t) => t['__meta_kubernetes_pod_container_port_name'] === 'metrics')!, CAPI_PROVIDERS_RELABEL)!;
+    const kept = relabel(
+      podTargets(pod).find((t) => t['__meta_kubernetes_pod_container_port_name'] === 'metrics')!,
+      CAPI_PROVIDERS_RELABEL,
+    )!;
     const runtime = new RuntimeMetrics({ processMetrics: false });
     new JoinGuardMetrics(runtime.registry);
     runtime.webhook('/validate-joinguard-io-v1alpha1-machinejoincheck');

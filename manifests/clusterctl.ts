@@ -34,7 +34,11 @@ export async function findClusterctl(): Promise<string | undefined> {
  * `clusterctl generate yaml --from <file>` with exactly `vars` as environment (plus PATH/HOME). Rejects with
  * clusterctl's own message when it refuses (a variable without a default left unset).
  */
-export async function clusterctlSubstitute(clusterctl: string, text: string, vars: Record<string, string>): Promise<string> {
+export async function clusterctlSubstitute(
+  clusterctl: string,
+  text: string,
+  vars: Record<string, string>,
+): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'joinguard-clusterctl-'));
   try {
     const file = join(dir, 'in.yaml');

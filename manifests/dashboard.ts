@@ -29,7 +29,10 @@ interface Panel {
   bars?: boolean;
 }
 /** Grafana's panel options, by panel type (the others take none). */
-const PANEL_OPTIONS: Partial<Record<Panel['type'], object>> = { heatmap: { calculate: false, yAxis: { unit: 's' } }, table: { showHeader: true } };
+const PANEL_OPTIONS: Partial<Record<Panel['type'], object>> = {
+  heatmap: { calculate: false, yAxis: { unit: 's' } },
+  table: { showHeader: true },
+};
 
 /** A time series panel of one query. */
 function series(title: string, w: number, h: number, expr: string, legend: string, more: Partial<Panel> = {}): Panel {
@@ -49,37 +52,94 @@ export function dashboardPanels(): Panel[] {
   const reconcileBuckets = cr('controller_runtime_reconcile_time_seconds_bucket');
   return [
     { title: 'Checks', type: 'row', w: 24, h: 1 },
-    stat('Checks not progressing', 6, 5, `count(joinguard_check_condition{type="Progressing", status="False", reason!="DryRun", ${sel}} == 1) or vector(0)`, {
-      description: 'Checks whose Progressing condition is False, dry runs left out. Each reason has a runbook section.',
-    }),
-    stat('Checks suspecting the join credential', 6, 5, `count(joinguard_check_condition{type="Progressing", status="False", reason="BootstrapCredentialSuspect", ${sel}} == 1) or vector(0)`),
+    stat(
+      'Checks not progressing',
+      6,
+      5,
+      `count(joinguard_check_condition{type="Progressing", status="False", reason!="DryRun", ${sel}} == 1) or vector(0)`,
+      {
+        description:
+          'Checks whose Progressing condition is False, dry runs left out. Each reason has a runbook section.',
+      },
+    ),
+    stat(
+      'Checks suspecting the join credential',
+      6,
+      5,
+      `count(joinguard_check_condition{type="Progressing", status="False", reason="BootstrapCredentialSuspect", ${sel}} == 1) or vector(0)`,
+    ),
     stat('Stuck Machines', 6, 5, `sum(joinguard_machines{state="Stuck", ${sel}}) or vector(0)`),
-    stat('Longest time past a deadline', 6, 5, `max(joinguard_seconds_past_deadline{${sel}}) or vector(0)`, { unit: 's' }),
+    stat('Longest time past a deadline', 6, 5, `max(joinguard_seconds_past_deadline{${sel}}) or vector(0)`, {
+      unit: 's',
+    }),
     {
       title: 'Progressing reason per check',
       type: 'table',
-      w: 24, h: 7,
+      w: 24,
+      h: 7,
       targets: [{ expr: `joinguard_check_condition{type="Progressing", ${sel}} == 1`, instant: true, format: 'table' }],
     },
-    series('Stuck Machines per check', 12, 8, `sum by (cluster_namespace, check, cluster_name) (joinguard_machines{state="Stuck", ${sel}})`, byCheck, {
-      description: 'Machines past their join or provision deadline with no Node.',
-    }),
-    series('Joined Machines per check', 12, 8, `sum by (cluster_namespace, check, cluster_name) (joinguard_machines{state="Joined", ${sel}})`, byCheck),
+    series(
+      'Stuck Machines per check',
+      12,
+      8,
+      `sum by (cluster_namespace, check, cluster_name) (joinguard_machines{state="Stuck", ${sel}})`,
+      byCheck,
+      {
+        description: 'Machines past their join or provision deadline with no Node.',
+      },
+    ),
+    series(
+      'Joined Machines per check',
+      12,
+      8,
+      `sum by (cluster_namespace, check, cluster_name) (joinguard_machines{state="Joined", ${sel}})`,
+      byCheck,
+    ),
     series('Machines by state', 12, 8, `sum by (state) (joinguard_machines{${sel}})`, '{{state}}', { stack: true }),
-    series('Time past deadline per check', 12, 8, `max by (cluster_namespace, check, cluster_name) (joinguard_seconds_past_deadline{${sel}})`, byCheck, {
-      description: 'The longest any stuck Machine of the check is past its deadline (0 when none).',
-      unit: 's',
-    }),
+    series(
+      'Time past deadline per check',
+      12,
+      8,
+      `max by (cluster_namespace, check, cluster_name) (joinguard_seconds_past_deadline{${sel}})`,
+      byCheck,
+      {
+        description: 'The longest any stuck Machine of the check is past its deadline (0 when none).',
+        unit: 's',
+      },
+    ),
     { title: 'Remediations and suspicions', type: 'row', w: 24, h: 1 },
-    series('Remediations by outcome', 12, 8, `sum by (outcome) (increase(joinguard_remediations_total{${sel}}[$__rate_interval]))`, '{{outcome}}', { bars: true, stack: true }),
-    series('Remediations by path', 12, 8, `sum by (path) (increase(joinguard_remediations_total{${sel}}[$__rate_interval]))`, '{{path}}', { bars: true, stack: true }),
-    series('Suspicions raised', 12, 8, `sum by (cluster_namespace, check, cluster_name) (increase(joinguard_suspicions_raised_total{${sel}}[$__rate_interval]))`, byCheck, { bars: true }),
+    series(
+      'Remediations by outcome',
+      12,
+      8,
+      `sum by (outcome) (increase(joinguard_remediations_total{${sel}}[$__rate_interval]))`,
+      '{{outcome}}',
+      { bars: true, stack: true },
+    ),
+    series(
+      'Remediations by path',
+      12,
+      8,
+      `sum by (path) (increase(joinguard_remediations_total{${sel}}[$__rate_interval]))`,
+      '{{path}}',
+      { bars: true, stack: true },
+    ),
+    series(
+      'Suspicions raised',
+      12,
+      8,
+      `sum by (cluster_namespace, check, cluster_name) (increase(joinguard_suspicions_raised_total{${sel}}[$__rate_interval]))`,
+      byCheck,
+      { bars: true },
+    ),
     {
       title: 'Join duration (p50, p95)',
       type: 'timeseries',
       description: 'From the join clock start to the Node, for Machines that joined. Compare with joinTimeout.',
       unit: 's',
-      w: 12, h: 8,
+      w: 12,
+      h: 8,
       targets: [0.5, 0.95].map((q) => ({
         expr: `histogram_quantile(${q}, sum by (le) (rate(joinguard_join_duration_seconds_bucket{${sel}}[$__rate_interval])))`,
         legend: `p${q * 100}`,
@@ -88,24 +148,74 @@ export function dashboardPanels(): Panel[] {
     {
       title: 'Join duration histogram',
       type: 'heatmap',
-      w: 24, h: 8,
-      targets: [{ expr: `sum by (le) (increase(joinguard_join_duration_seconds_bucket{${sel}}[$__rate_interval]))`, legend: '{{le}}', format: 'heatmap' }],
+      w: 24,
+      h: 8,
+      targets: [
+        {
+          expr: `sum by (le) (increase(joinguard_join_duration_seconds_bucket{${sel}}[$__rate_interval]))`,
+          legend: '{{le}}',
+          format: 'heatmap',
+        },
+      ],
     },
     { title: 'Controller', type: 'row', w: 24, h: 1 },
-    stat('Leader', 6, 6, `sum(leader_election_master_status{${mgmt}}) or vector(0)`, { description: '1 while a replica holds the Lease (one per shard).' }),
-    series('Reconciles by result', 9, 6, `sum by (result) (rate(${cr('controller_runtime_reconcile_total')}[$__rate_interval]))`, '{{result}}'),
-    series('Reconcile errors', 9, 6, `sum(rate(${cr('controller_runtime_reconcile_errors_total')}[$__rate_interval]))`, 'errors'),
-    series('Reconcile time (p99)', 8, 6, `histogram_quantile(0.99, sum by (le) (rate(${reconcileBuckets}[$__rate_interval])))`, 'p99', { unit: 's' }),
+    stat('Leader', 6, 6, `sum(leader_election_master_status{${mgmt}}) or vector(0)`, {
+      description: '1 while a replica holds the Lease (one per shard).',
+    }),
+    series(
+      'Reconciles by result',
+      9,
+      6,
+      `sum by (result) (rate(${cr('controller_runtime_reconcile_total')}[$__rate_interval]))`,
+      '{{result}}',
+    ),
+    series(
+      'Reconcile errors',
+      9,
+      6,
+      `sum(rate(${cr('controller_runtime_reconcile_errors_total')}[$__rate_interval]))`,
+      'errors',
+    ),
+    series(
+      'Reconcile time (p99)',
+      8,
+      6,
+      `histogram_quantile(0.99, sum by (le) (rate(${reconcileBuckets}[$__rate_interval])))`,
+      'p99',
+      { unit: 's' },
+    ),
     series('Work queue depth', 8, 6, `sum by (name) (workqueue_depth{${mgmt}})`, '{{name}}'),
-    series('API requests by code', 8, 6, `sum by (code, method) (rate(rest_client_requests_total{${mgmt}}[$__rate_interval]))`, '{{method}} {{code}}'),
-    series('Admission requests by code', 8, 6, `sum by (code) (rate(controller_runtime_webhook_requests_total{${mgmt}}[$__rate_interval]))`, '{{code}}'),
+    series(
+      'API requests by code',
+      8,
+      6,
+      `sum by (code, method) (rate(rest_client_requests_total{${mgmt}}[$__rate_interval]))`,
+      '{{method}} {{code}}',
+    ),
+    series(
+      'Admission requests by code',
+      8,
+      6,
+      `sum by (code) (rate(controller_runtime_webhook_requests_total{${mgmt}}[$__rate_interval]))`,
+      '{{code}}',
+    ),
   ];
 }
 
 function variable(name: string, label: string, query: string): Record<string, unknown> {
   return {
-    name, label, type: 'query', datasource: ds, query: { query, refId: name }, definition: query,
-    refresh: 2, includeAll: true, multi: true, allValue: '.*', current: { text: 'All', value: '$__all' }, sort: 1,
+    name,
+    label,
+    type: 'query',
+    datasource: ds,
+    query: { query, refId: name },
+    definition: query,
+    refresh: 2,
+    includeAll: true,
+    multi: true,
+    allValue: '.*',
+    current: { text: 'All', value: '$__all' },
+    sort: 1,
   };
 }
 
@@ -137,7 +247,10 @@ export function dashboard(version: string): Record<string, unknown> {
       ...(p.description ? { description: p.description } : {}),
       datasource: ds,
       gridPos,
-      fieldConfig: { defaults: { ...(p.unit ? { unit: p.unit } : {}), ...(Object.keys(custom).length ? { custom } : {}) }, overrides: [] },
+      fieldConfig: {
+        defaults: { ...(p.unit ? { unit: p.unit } : {}), ...(Object.keys(custom).length ? { custom } : {}) },
+        overrides: [],
+      },
       options: PANEL_OPTIONS[p.type] ?? {},
       targets: (p.targets ?? []).map((t, j) => ({
         refId: String.fromCharCode(65 + j),
@@ -161,10 +274,22 @@ export function dashboard(version: string): Record<string, unknown> {
     templating: {
       list: [
         { name: 'datasource', label: 'Data source', type: 'datasource', query: 'prometheus', current: {}, hide: 0 },
-        variable('cluster', 'Management cluster', 'label_values(joinguard_build_info{provider="addon-joinguard"}, cluster)'),
+        variable(
+          'cluster',
+          'Management cluster',
+          'label_values(joinguard_build_info{provider="addon-joinguard"}, cluster)',
+        ),
         variable('cluster_namespace', 'Namespace', `label_values(joinguard_machines{${mgmt}}, cluster_namespace)`),
-        variable('cluster_name', 'Cluster', `label_values(joinguard_machines{${mgmt}, cluster_namespace=~"$cluster_namespace"}, cluster_name)`),
-        variable('check', 'Check', `label_values(joinguard_machines{${mgmt}, cluster_namespace=~"$cluster_namespace", cluster_name=~"$cluster_name"}, check)`),
+        variable(
+          'cluster_name',
+          'Cluster',
+          `label_values(joinguard_machines{${mgmt}, cluster_namespace=~"$cluster_namespace"}, cluster_name)`,
+        ),
+        variable(
+          'check',
+          'Check',
+          `label_values(joinguard_machines{${mgmt}, cluster_namespace=~"$cluster_namespace", cluster_name=~"$cluster_name"}, check)`,
+        ),
       ],
     },
     annotations: { list: [] },

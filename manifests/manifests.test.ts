@@ -40,7 +40,9 @@ describe('manifests: clusterctl provider files', function () {
   it('npm run manifests writes addon-components.yaml and metadata.yaml', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'joinguard-manifests-'));
     try {
-      await promisify(execFile)(process.execPath, ['--import', 'tsx', join(root, 'manifests', 'build.ts'), dir], { cwd: root });
+      await promisify(execFile)(process.execPath, ['--import', 'tsx', join(root, 'manifests', 'build.ts'), dir], {
+        cwd: root,
+      });
       expect(await readFile(join(dir, 'addon-components.yaml'), 'utf8')).to.equal(components);
       expect(await readFile(join(dir, 'metadata.yaml'), 'utf8')).to.equal(metadata);
       const files = await renderProviderFiles(version);
@@ -77,9 +79,12 @@ describe('manifests: clusterctl provider files', function () {
     expect(m.releaseSeries).to.deep.include({ major: 0, minor: 1, contract: 'v1beta2' });
   });
 
-  it("labels every object as clusterctl does (provider addon-joinguard), so a kubectl install moves and upgrades the same", () => {
+  it('labels every object as clusterctl does (provider addon-joinguard), so a kubectl install moves and upgrades the same', () => {
     for (const o of objs) {
-      expect(o.metadata.labels, `${o.kind} ${o.metadata.name}`).to.include({ 'cluster.x-k8s.io/provider': 'addon-joinguard', 'clusterctl.cluster.x-k8s.io': '' });
+      expect(o.metadata.labels, `${o.kind} ${o.metadata.name}`).to.include({
+        'cluster.x-k8s.io/provider': 'addon-joinguard',
+        'clusterctl.cluster.x-k8s.io': '',
+      });
     }
   });
 
@@ -91,8 +96,12 @@ describe('manifests: clusterctl provider files', function () {
   });
 
   it("tags the manager image with the release's version", async () => {
-    const next = await renderProviderFiles('0.2.0', { metadata: `${metadata}  - major: 0\n    minor: 2\n    contract: v1beta2\n` });
-    expect(one(objectsOf(next.components), 'Deployment').spec.template.spec.containers[0].image).to.equal('ghcr.io/joinguard/joinguard:v0.2.0');
+    const next = await renderProviderFiles('0.2.0', {
+      metadata: `${metadata}  - major: 0\n    minor: 2\n    contract: v1beta2\n`,
+    });
+    expect(one(objectsOf(next.components), 'Deployment').spec.template.spec.containers[0].image).to.equal(
+      'ghcr.io/joinguard/joinguard:v0.2.0',
+    );
     let err: Error | undefined;
     await renderProviderFiles('0.2.0').catch((e: Error) => (err = e));
     expect(err?.message).to.match(/no releaseSeries for 0\.2/);
@@ -108,7 +117,9 @@ describe('manifests: clusterctl provider files', function () {
     const d = one(objs, 'Deployment', 'joinguard-controller-manager');
     expect(d.spec.replicas).to.equal(2);
     // clusterctl parses the Deployment unsubstituted (generate provider --describe): no variable in an int field.
-    const raw = parseAllDocuments(components).map((x) => x.toJS() as Json).find((o) => o?.kind === 'Deployment')!;
+    const raw = parseAllDocuments(components)
+      .map((x) => x.toJS() as Json)
+      .find((o) => o?.kind === 'Deployment')!;
     expect(raw.spec.replicas).to.be.a('number');
     // Two replicas without leader election would both write: no variable turns it off.
     expect(components).not.to.match(/--leader-elect=\$\{/);
@@ -147,7 +158,12 @@ describe('manifests: clusterctl provider files', function () {
 
   it('substitutes the variables into the args', () => {
     const d = one(
-      objectsOf(components, { JOINGUARD_LOG_VERBOSITY: '4', JOINGUARD_WATCH_FILTER_FLAG: '--watch-filter=shard-a', JOINGUARD_WORKLOAD_NODE_CHECK: 'true', JOINGUARD_ALLOW_MACHINE_DELETE: 'true' }),
+      objectsOf(components, {
+        JOINGUARD_LOG_VERBOSITY: '4',
+        JOINGUARD_WATCH_FILTER_FLAG: '--watch-filter=shard-a',
+        JOINGUARD_WORKLOAD_NODE_CHECK: 'true',
+        JOINGUARD_ALLOW_MACHINE_DELETE: 'true',
+      }),
       'Deployment',
     );
     const f = parseFlags(d.spec.template.spec.containers[0].args, parseDuration);
@@ -160,7 +176,10 @@ describe('manifests: clusterctl provider files', function () {
   });
 
   it("the args are the manager's current flags: they parse, with no deprecation warning, defaults or set", () => {
-    const settings: Record<string, string>[] = [{}, { JOINGUARD_LOG_VERBOSITY: '4', JOINGUARD_LOGGING_FORMAT: 'json', JOINGUARD_INSECURE_DIAGNOSTICS: 'true' }];
+    const settings: Record<string, string>[] = [
+      {},
+      { JOINGUARD_LOG_VERBOSITY: '4', JOINGUARD_LOGGING_FORMAT: 'json', JOINGUARD_INSECURE_DIAGNOSTICS: 'true' },
+    ];
     for (const vars of settings) {
       const args = one(objectsOf(components, vars), 'Deployment').spec.template.spec.containers[0].args as string[];
       const warnings: string[] = [];
@@ -172,7 +191,9 @@ describe('manifests: clusterctl provider files', function () {
 
   it('has no * in any RBAC rule and grants exactly what the controller needs (rbac-needs.ts)', () => {
     const role = one(objs, 'ClusterRole', 'joinguard-manager-role');
-    expect(ruleStrings(role.rules)).to.deep.equal(grantStrings(CONTROLLER_NEEDS.filter((g) => !g.namespaced && !g.workloadNodeCheck && !g.machineDelete)));
+    expect(ruleStrings(role.rules)).to.deep.equal(
+      grantStrings(CONTROLLER_NEEDS.filter((g) => !g.namespaced && !g.workloadNodeCheck && !g.machineDelete)),
+    );
     expect(ruleStrings(role.rules)).not.to.include('delete cluster.x-k8s.io/machines');
     const lease = one(objs, 'Role', 'joinguard-leader-election-role');
     expect(lease.metadata.namespace).to.equal('joinguard-system');
@@ -189,20 +210,34 @@ describe('manifests: clusterctl provider files', function () {
     const sa = one(objs, 'ServiceAccount', 'joinguard-controller-manager');
     for (const b of objs.filter((x) => x.kind === 'RoleBinding' || x.kind === 'ClusterRoleBinding') as Json[]) {
       const reader = b.metadata.name === 'joinguard-metrics-reader';
-      expect(b.subjects, b.metadata.name).to.deep.equal([{ kind: 'ServiceAccount', name: reader ? 'joinguard-metrics-reader' : sa.metadata.name, namespace: 'joinguard-system' }]);
+      expect(b.subjects, b.metadata.name).to.deep.equal([
+        {
+          kind: 'ServiceAccount',
+          name: reader ? 'joinguard-metrics-reader' : sa.metadata.name,
+          namespace: 'joinguard-system',
+        },
+      ]);
       if (reader) expect(b.roleRef.name).to.equal('joinguard-metrics-reader');
     }
-    expect(one(objs, 'ClusterRole', 'joinguard-metrics-reader').rules).to.deep.equal([{ nonResourceURLs: ['/metrics'], verbs: ['get'] }]);
+    expect(one(objs, 'ClusterRole', 'joinguard-metrics-reader').rules).to.deep.equal([
+      { nonResourceURLs: ['/metrics'], verbs: ['get'] },
+    ]);
   });
 
   it('out/addon-components.yaml as built: no variable without a default, no * verb or resource (grep)', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'joinguard-manifests-'));
     try {
-      await promisify(execFile)(process.execPath, ['--import', 'tsx', join(root, 'manifests', 'build.ts'), dir], { cwd: root });
+      await promisify(execFile)(process.execPath, ['--import', 'tsx', join(root, 'manifests', 'build.ts'), dir], {
+        cwd: root,
+      });
       const text = await readFile(join(dir, 'addon-components.yaml'), 'utf8');
       // The same greps docs/install.md shows: every ${...} carries `:=`, and no rule line names `*`.
       expect(text.match(/\$\{(?![A-Z0-9_]+:=)[^}]*\}/g) ?? []).to.deep.equal([]);
-      expect(text.split('\n').filter((l) => /^\s*(verbs|resources|apiGroups):.*\*/.test(l) || /^\s*-\s*["']?\*["']?\s*$/.test(l))).to.deep.equal([]);
+      expect(
+        text
+          .split('\n')
+          .filter((l) => /^\s*(verbs|resources|apiGroups):.*\*/.test(l) || /^\s*-\s*["']?\*["']?\s*$/.test(l)),
+      ).to.deep.equal([]);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -222,7 +257,10 @@ describe('manifests: clusterctl provider files', function () {
   it('grants Machine delete only with JOINGUARD_ALLOW_MACHINE_DELETE=true, the flag with it', () => {
     const at = (vars: Record<string, string>) => {
       const o = objectsOf(components, vars);
-      return { role: one(o, 'ClusterRoleBinding', 'joinguard-machine-delete').roleRef.name, args: one(o, 'Deployment').spec.template.spec.containers[0].args as string[] };
+      return {
+        role: one(o, 'ClusterRoleBinding', 'joinguard-machine-delete').roleRef.name,
+        args: one(o, 'Deployment').spec.template.spec.containers[0].args as string[],
+      };
     };
     expect(at({})).to.deep.include({ role: 'joinguard-machine-delete-false' });
     expect(at({}).args).to.include('--allow-machine-delete=false');
@@ -248,9 +286,15 @@ describe('manifests: clusterctl provider files', function () {
     expect(objs.filter((o: Json) => o.kind === 'MutatingWebhookConfiguration')).to.deep.equal([]);
     for (const [kind, path] of [['ValidatingWebhookConfiguration', VALIDATE_PATH]] as const) {
       const w = one(objs, kind);
-      expect(w.metadata.annotations['cert-manager.io/inject-ca-from']).to.equal(`joinguard-system/${cert.metadata.name}`);
+      expect(w.metadata.annotations['cert-manager.io/inject-ca-from']).to.equal(
+        `joinguard-system/${cert.metadata.name}`,
+      );
       expect(w.webhooks).to.have.length(1);
-      expect(w.webhooks[0].clientConfig.service).to.deep.equal({ name: svc.metadata.name, namespace: 'joinguard-system', path });
+      expect(w.webhooks[0].clientConfig.service).to.deep.equal({
+        name: svc.metadata.name,
+        namespace: 'joinguard-system',
+        path,
+      });
       expect(w.webhooks[0].rules[0]).to.deep.include({ apiGroups: ['joinguard.io'], resources: ['machinejoinchecks'] });
     }
   });
@@ -262,16 +306,27 @@ describe('manifests: clusterctl provider files', function () {
   });
 
   describe('the contract checks catch breakage', () => {
-    const base = 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ns\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n  namespace: ns\nspec:\n  template:\n    spec:\n      containers:\n        - name: manager\n          image: x:v0.1.0\n';
+    const base =
+      'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ns\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n  namespace: ns\nspec:\n  template:\n    spec:\n      containers:\n        - name: manager\n          image: x:v0.1.0\n';
     it('accepts a minimal good file', () => expect(checkComponents(base, version)).to.deep.equal([]));
     it('a second Namespace', () =>
-      expect(checkComponents(`${base}---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: other\n`, version).join()).to.match(/2 Namespace/));
+      expect(
+        checkComponents(`${base}---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: other\n`, version).join(),
+      ).to.match(/2 Namespace/));
     it('a variable without default', () =>
-      expect(checkComponents(base.replace('name: d', 'name: ${NAME}'), version).join()).to.match(/NAME has no default/));
+      expect(checkComponents(base.replace('name: d', 'name: ${NAME}'), version).join()).to.match(
+        /NAME has no default/,
+      ));
     it('a * verb', () =>
       expect(
-        checkComponents(`${base}---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: r\nrules:\n  - apiGroups: [""]\n    resources: ["pods"]\n    verbs: ["*"]\n`, version).join(),
+        checkComponents(
+          `${base}---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: r\nrules:\n  - apiGroups: [""]\n    resources: ["pods"]\n    verbs: ["*"]\n`,
+          version,
+        ).join(),
       ).to.match(/'\*' in verbs/));
-    it('no manager container', () => expect(checkComponents(base.replace('- name: manager', '- name: other'), version).join()).to.match(/no container named manager/));
+    it('no manager container', () =>
+      expect(checkComponents(base.replace('- name: manager', '- name: other'), version).join()).to.match(
+        /no container named manager/,
+      ));
   });
 });

@@ -6,7 +6,14 @@
 import { expect } from 'chai';
 import { parseAllDocuments } from 'yaml';
 import { objectsOf, renderProviderFiles } from './render.js';
-import { alertRules, DIAGNOSTICS_PORT, METRICS_SERVICE, METRICS_TOKEN_SECRET, runbookBase, SELECTOR } from './observability.js';
+import {
+  alertRules,
+  DIAGNOSTICS_PORT,
+  METRICS_SERVICE,
+  METRICS_TOKEN_SECRET,
+  runbookBase,
+  SELECTOR,
+} from './observability.js';
 import { dashboard, dashboardPanels } from './dashboard.js';
 import { RuntimeMetrics } from '../runtime/metrics.js';
 import { JoinGuardMetrics } from '../controllers/joincheck/metrics.js';
@@ -28,7 +35,9 @@ async function served(): Promise<Map<string, Set<string>>> {
   const out = new Map<string, Set<string>>();
   for (const m of await runtime.registry.getMetricsAsJSON()) {
     // prom-client keeps a family's label names on the metric object (not in its JSON).
-    const labels = new Set((runtime.registry.getSingleMetric(m.name) as unknown as { labelNames?: string[] }).labelNames ?? []);
+    const labels = new Set(
+      (runtime.registry.getSingleMetric(m.name) as unknown as { labelNames?: string[] }).labelNames ?? [],
+    );
     out.set(String(m.type) === 'histogram' ? `${m.name}_bucket` : m.name, labels);
   }
   return out;
@@ -74,7 +83,10 @@ describe('manifests: the observability file', () => {
     // Neither honorLabels (a target's namespace or a federation's cluster would be overwritten) nor the
     // deprecated bearerTokenFile.
     expect(ep).not.to.have.any.keys('honorLabels', 'bearerTokenFile', 'bearerTokenSecret');
-    expect(ep.authorization).to.deep.equal({ type: 'Bearer', credentials: { name: METRICS_TOKEN_SECRET, key: 'token' } });
+    expect(ep.authorization).to.deep.equal({
+      type: 'Bearer',
+      credentials: { name: METRICS_TOKEN_SECRET, key: 'token' },
+    });
     // The token Secret is the metrics reader's, in the add-on's components, and that identity may read /metrics only.
     const secret = components.find((o) => o.kind === 'Secret' && o.metadata.name === METRICS_TOKEN_SECRET)!;
     expect(secret.type).to.equal('kubernetes.io/service-account-token');
@@ -82,7 +94,11 @@ describe('manifests: the observability file', () => {
     const binding = components.find((o) => o.kind === 'ClusterRoleBinding' && o.subjects?.[0]?.name === sa)!;
     const role = components.find((o) => o.kind === 'ClusterRole' && o.metadata.name === binding.roleRef.name)!;
     expect(role.rules).to.deep.equal([{ nonResourceURLs: ['/metrics'], verbs: ['get'] }]);
-    expect(ep.relabelings).to.deep.include({ sourceLabels: ['__meta_kubernetes_pod_label_cluster_x_k8s_io_provider'], targetLabel: 'provider', action: 'replace' });
+    expect(ep.relabelings).to.deep.include({
+      sourceLabels: ['__meta_kubernetes_pod_label_cluster_x_k8s_io_provider'],
+      targetLabel: 'provider',
+      action: 'replace',
+    });
   });
 
   it('the rules cover a stalled check, a suspicion, no leader, replicas without leader election, webhook unavailable and reconcile errors', () => {
@@ -91,7 +107,14 @@ describe('manifests: the observability file', () => {
     const byName = Object.fromEntries(alertRules(VERSION).map((r) => [r.alert, r]));
     expect(byName['JoinGuardCheckStalled']!.for).to.equal('15m');
     expect(byName['JoinGuardCheckStalled']!.expr).to.include('type="Progressing", status="False"');
-    for (const name of ['JoinGuardSuspicionRaised', 'JoinGuardRolloutSuspect', 'JoinGuardNoLeader', 'JoinGuardReplicasWithoutLeaderElection', 'JoinGuardWebhookUnavailable', 'JoinGuardReconcileErrors']) {
+    for (const name of [
+      'JoinGuardSuspicionRaised',
+      'JoinGuardRolloutSuspect',
+      'JoinGuardNoLeader',
+      'JoinGuardReplicasWithoutLeaderElection',
+      'JoinGuardWebhookUnavailable',
+      'JoinGuardReconcileErrors',
+    ]) {
       expect(byName, name).to.have.property(name);
     }
     // Fixed: "no leader" is never made up from absent series (`or on() vector(0)`), and the webhook is judged by
@@ -100,27 +123,44 @@ describe('manifests: the observability file', () => {
     expect(byName['JoinGuardWebhookUnavailable']!.expr).to.include('controller_runtime_webhook_requests_in_flight');
     // Every JoinGuard selector picks the add-on by `provider`, which both shipped scrape setups set.
     for (const r of alertRules(VERSION)) {
-      for (const m of r.expr.matchAll(/(joinguard_[a-z_]+|controller_runtime_[a-z_]+|leader_election_master_status|up)\{([^}]*)\}/g)) expect(m[2], `${r.alert}: ${m[0]}`).to.include(SELECTOR);
+      for (const m of r.expr.matchAll(
+        /(joinguard_[a-z_]+|controller_runtime_[a-z_]+|leader_election_master_status|up)\{([^}]*)\}/g,
+      ))
+        expect(m[2], `${r.alert}: ${m[0]}`).to.include(SELECTOR);
     }
   });
 
   it('the rules and the dashboard read only families the controller serves, by labels it sets', async () => {
     const families = await served();
     // No family carries a label the scrape sets: without honorLabels it would be renamed exported_<label>.
-    for (const [name, labels] of families) for (const l of labels) expect(TARGET_LABELS.has(l), `${name} carries ${l}`).to.equal(false);
-    const exprs = [...alertRules(VERSION).map((r) => r.expr), ...dashboardPanels().flatMap((p) => (p.targets ?? []).map((t) => t.expr))];
+    for (const [name, labels] of families)
+      for (const l of labels) expect(TARGET_LABELS.has(l), `${name} carries ${l}`).to.equal(false);
+    const exprs = [
+      ...alertRules(VERSION).map((r) => r.expr),
+      ...dashboardPanels().flatMap((p) => (p.targets ?? []).map((t) => t.expr)),
+    ];
     const used = new Set(exprs.flatMap(metricsIn));
     expect([...used].filter((m) => !families.has(m) && !NOT_OURS.has(m))).to.deep.equal([]);
     // Every label a JoinGuard selector names is one of that family's labels (job and le come from Prometheus).
     for (const e of exprs) {
-      for (const m of e.matchAll(/(joinguard_[a-z_]+|controller_runtime_[a-z_]+|leader_election_master_status|workqueue_[a-z_]+|rest_client_[a-z_]+)\{([^}]*)\}/g)) {
+      for (const m of e.matchAll(
+        /(joinguard_[a-z_]+|controller_runtime_[a-z_]+|leader_election_master_status|workqueue_[a-z_]+|rest_client_[a-z_]+)\{([^}]*)\}/g,
+      )) {
         // provider and cluster come from the scrape (target label, external label), not from the controller.
-        const names = [...m[2]!.matchAll(/([a-z_]+)\s*(?:=~|!~|!=|=)/g)].map((x) => x[1]!).filter((l) => !TARGET_LABELS.has(l));
+        const names = [...m[2]!.matchAll(/([a-z_]+)\s*(?:=~|!~|!=|=)/g)]
+          .map((x) => x[1]!)
+          .filter((l) => !TARGET_LABELS.has(l));
         for (const l of names) expect(families.get(m[1]!)?.has(l), `${m[1]} has label ${l}`).to.equal(true);
       }
     }
     // The dashboard shows what the issue asks for.
-    for (const m of ['joinguard_machines', 'joinguard_remediations_total', 'joinguard_suspicions_raised_total', 'joinguard_join_duration_seconds_bucket', 'joinguard_seconds_past_deadline']) {
+    for (const m of [
+      'joinguard_machines',
+      'joinguard_remediations_total',
+      'joinguard_suspicions_raised_total',
+      'joinguard_join_duration_seconds_bucket',
+      'joinguard_seconds_past_deadline',
+    ]) {
       expect(used.has(m), m).to.equal(true);
     }
   });
@@ -133,10 +173,20 @@ describe('manifests: the observability file', () => {
     const d = dashboard(VERSION) as Json;
     const defined = new Set((d.templating.list as Json[]).map((v) => v.name));
     // A data source to choose, and the management cluster (a multi-cluster Prometheus's `cluster` label).
-    expect((d.templating.list as Json[]).find((v) => v.name === 'datasource')).to.include({ type: 'datasource', query: 'prometheus' });
-    expect((d.templating.list as Json[]).find((v) => v.name === 'cluster')).to.include({ label: 'Management cluster', includeAll: true, allValue: '.*' });
-    for (const p of dashboardPanels()) for (const t of p.targets ?? []) expect(t.expr, p.title).to.include('cluster=~"$cluster"');
-    const used = new Set([...files.dashboard.matchAll(/\$\{?(\w+)/g)].map((m) => m[1]!).filter((v) => !v.startsWith('__')));
+    expect((d.templating.list as Json[]).find((v) => v.name === 'datasource')).to.include({
+      type: 'datasource',
+      query: 'prometheus',
+    });
+    expect((d.templating.list as Json[]).find((v) => v.name === 'cluster')).to.include({
+      label: 'Management cluster',
+      includeAll: true,
+      allValue: '.*',
+    });
+    for (const p of dashboardPanels())
+      for (const t of p.targets ?? []) expect(t.expr, p.title).to.include('cluster=~"$cluster"');
+    const used = new Set(
+      [...files.dashboard.matchAll(/\$\{?(\w+)/g)].map((m) => m[1]!).filter((v) => !v.startsWith('__')),
+    );
     expect([...used].filter((v) => !defined.has(v))).to.deep.equal([]);
     const ids = (d.panels as Json[]).map((p) => p.id);
     expect(new Set(ids).size).to.equal(ids.length);
@@ -147,7 +197,9 @@ describe('one runbook address', () => {
   it("the controller's condition messages and the alerts link the same release-pinned runbook, of package.json's version", async () => {
     const { RUNBOOK_URL, RELEASE } = await import('../api/v1alpha1/types.js');
     const { readFileSync } = await import('node:fs');
-    const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+    const version = (
+      JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+    ).version;
     expect(RELEASE).to.equal(`v${version}`);
     expect(RUNBOOK_URL).to.equal(runbookBase(version));
   });

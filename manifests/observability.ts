@@ -38,7 +38,11 @@ export function runbookBase(version: string): string {
   return `https://github.com/joinguard/joinguard/blob/v${version}/docs/runbook.md`;
 }
 
-const labels = (component: string) => ({ 'app.kubernetes.io/name': 'joinguard', 'app.kubernetes.io/component': component, [PROVIDER_LABEL]: PROVIDER });
+const labels = (component: string) => ({
+  'app.kubernetes.io/name': 'joinguard',
+  'app.kubernetes.io/component': component,
+  [PROVIDER_LABEL]: PROVIDER,
+});
 
 export interface AlertRule {
   alert: string;
@@ -61,8 +65,10 @@ export function alertRules(version: string): AlertRule[] {
       for: '15m',
       labels: { severity: 'warning' },
       annotations: {
-        summary: 'MachineJoinCheck {{ $labels.cluster_namespace }}/{{ $labels.check }} has stopped remediating: {{ $labels.reason }}',
-        description: 'Progressing has been False with reason {{ $labels.reason }} for 15 minutes on the check of Cluster {{ $labels.cluster_name }}. `kubectl describe mjc -n {{ $labels.cluster_namespace }} {{ $labels.check }}` names the evidence.',
+        summary:
+          'MachineJoinCheck {{ $labels.cluster_namespace }}/{{ $labels.check }} has stopped remediating: {{ $labels.reason }}',
+        description:
+          'Progressing has been False with reason {{ $labels.reason }} for 15 minutes on the check of Cluster {{ $labels.cluster_name }}. `kubectl describe mjc -n {{ $labels.cluster_namespace }} {{ $labels.check }}` names the evidence.',
         runbook_url: `${rb}#{{ $labels.reason | toLower }}`,
       },
     },
@@ -72,8 +78,10 @@ export function alertRules(version: string): AlertRule[] {
       for: '1m',
       labels: { severity: 'warning' },
       annotations: {
-        summary: 'Rebuilding stalled for MachineJoinCheck {{ $labels.cluster_namespace }}/{{ $labels.check }}: the join credential or network path is suspected',
-        description: 'Several Machines of Cluster {{ $labels.cluster_name }} in a row never joined. JoinGuard stopped rebuilding them and rebuilds one canary at growing intervals. The condition message names the Machines, their bootstrap data and the endpoint.',
+        summary:
+          'Rebuilding stalled for MachineJoinCheck {{ $labels.cluster_namespace }}/{{ $labels.check }}: the join credential or network path is suspected',
+        description:
+          'Several Machines of Cluster {{ $labels.cluster_name }} in a row never joined. JoinGuard stopped rebuilding them and rebuilds one canary at growing intervals. The condition message names the Machines, their bootstrap data and the endpoint.',
         runbook_url: `${rb}#bootstrapcredentialsuspect`,
       },
     },
@@ -83,8 +91,10 @@ export function alertRules(version: string): AlertRule[] {
       for: '1m',
       labels: { severity: 'warning' },
       annotations: {
-        summary: 'A rollout cannot join: MachineJoinCheck {{ $labels.cluster_namespace }}/{{ $labels.check }} stopped rebuilding the Machines of a new template revision',
-        description: 'Machines of one new template revision of Cluster {{ $labels.cluster_name }} failed to join in a row while the previous revision joined. JoinGuard stopped asking for them; fix the template or roll back. The condition message names the revision, the Machines and the templates that differ.',
+        summary:
+          'A rollout cannot join: MachineJoinCheck {{ $labels.cluster_namespace }}/{{ $labels.check }} stopped rebuilding the Machines of a new template revision',
+        description:
+          'Machines of one new template revision of Cluster {{ $labels.cluster_name }} failed to join in a row while the previous revision joined. JoinGuard stopped asking for them; fix the template or roll back. The condition message names the revision, the Machines and the templates that differ.',
         runbook_url: `${rb}#rolloutsuspect`,
       },
     },
@@ -98,7 +108,8 @@ export function alertRules(version: string): AlertRule[] {
       labels: { severity: 'critical' },
       annotations: {
         summary: 'No JoinGuard replica holds the leader Lease {{ $labels.namespace }}/{{ $labels.name }}',
-        description: 'For 5 minutes the replicas of Lease {{ $labels.name }} have run and none has led: no check of that shard is reconciled and no stuck Machine is replaced.',
+        description:
+          'For 5 minutes the replicas of Lease {{ $labels.name }} have run and none has led: no check of that shard is reconciled and no stuck Machine is replaced.',
         runbook_url: `${rb}#no-leader`,
       },
     },
@@ -111,8 +122,10 @@ export function alertRules(version: string): AlertRule[] {
       for: '1m',
       labels: { severity: 'critical' },
       annotations: {
-        summary: 'More than one JoinGuard replica of Lease {{ $labels.namespace }}/{{ $labels.name }} runs, and not all of them with leader election',
-        description: 'A replica without --leader-elect writes whatever the others do: two writers on the same Machines and checks. Run one replica without leader election, or turn it on for all.',
+        summary:
+          'More than one JoinGuard replica of Lease {{ $labels.namespace }}/{{ $labels.name }} runs, and not all of them with leader election',
+        description:
+          'A replica without --leader-elect writes whatever the others do: two writers on the same Machines and checks. Run one replica without leader election, or turn it on for all.',
         runbook_url: `${rb}#no-leader`,
       },
     },
@@ -126,8 +139,10 @@ export function alertRules(version: string): AlertRule[] {
       for: '5m',
       labels: { severity: 'critical' },
       annotations: {
-        summary: 'No JoinGuard replica serves the admission webhook: MachineJoinChecks cannot be created or their spec changed (failurePolicy Fail)',
-        description: 'Creating a MachineJoinCheck or changing its spec fails until a replica serves the webhook again (annotations such as joinguard.io/resume still work). With no replica up at all, no stuck Machine is replaced either.',
+        summary:
+          'No JoinGuard replica serves the admission webhook: MachineJoinChecks cannot be created or their spec changed (failurePolicy Fail)',
+        description:
+          'Creating a MachineJoinCheck or changing its spec fails until a replica serves the webhook again (annotations such as joinguard.io/resume still work). With no replica up at all, no stuck Machine is replaced either.',
         runbook_url: `${rb}#webhook-unavailable`,
       },
     },
@@ -139,7 +154,8 @@ export function alertRules(version: string): AlertRule[] {
       labels: { severity: 'warning' },
       annotations: {
         summary: 'The kube-apiserver cannot call the JoinGuard admission webhook',
-        description: 'MachineJoinCheck writes are refused because the webhook call itself fails (connection, TLS or timeout), not because a check is invalid.',
+        description:
+          'MachineJoinCheck writes are refused because the webhook call itself fails (connection, TLS or timeout), not because a check is invalid.',
         runbook_url: `${rb}#webhook-unavailable`,
       },
     },
@@ -150,7 +166,8 @@ export function alertRules(version: string): AlertRule[] {
       labels: { severity: 'warning' },
       annotations: {
         summary: 'JoinGuard reconciles of MachineJoinChecks keep failing',
-        description: "Reconcile errors for 15 minutes: the leader's error log lines (JSON: the key err; text: lines starting with E) name the check and the error.",
+        description:
+          "Reconcile errors for 15 minutes: the leader's error log lines (JSON: the key err; text: lines starting with E) name the check and the error.",
         runbook_url: `${rb}#reconcile-errors`,
       },
     },
@@ -190,7 +207,11 @@ export function observabilityObjects(version: string): K8sObject[] {
           // cluster_namespace), so nothing is renamed, and the management cluster's `cluster` label stays free.
           // `provider`, as CAPI's scrape config sets it, so the alerts read either setup.
           relabelings: [
-            { sourceLabels: ['__meta_kubernetes_pod_label_cluster_x_k8s_io_provider'], targetLabel: 'provider', action: 'replace' },
+            {
+              sourceLabels: ['__meta_kubernetes_pod_label_cluster_x_k8s_io_provider'],
+              targetLabel: 'provider',
+              action: 'replace',
+            },
           ],
         },
       ],

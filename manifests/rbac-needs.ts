@@ -65,7 +65,8 @@ export function ruleStrings(rules: { apiGroups?: string[]; resources?: string[];
   const out = new Set<string>();
   for (const r of rules) {
     for (const group of r.apiGroups ?? []) {
-      for (const resource of r.resources ?? []) for (const verb of r.verbs ?? []) out.add(`${verb} ${group || 'core'}/${resource}`);
+      for (const resource of r.resources ?? [])
+        for (const verb of r.verbs ?? []) out.add(`${verb} ${group || 'core'}/${resource}`);
     }
   }
   return [...out].sort();

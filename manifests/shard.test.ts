@@ -37,7 +37,7 @@ describe('manifests: shards (shard-components.yaml)', () => {
     shard = files.shard;
   });
 
-  it('needs JOINGUARD_SHARD (no default), and takes the add-on\'s other variables with their defaults', () => {
+  it("needs JOINGUARD_SHARD (no default), and takes the add-on's other variables with their defaults", () => {
     expect(listVariables(shard)).to.deep.include({ name: 'JOINGUARD_SHARD' });
     expect(listVariables(shard).find((v) => v.name === 'JOINGUARD_SHARD')!.default).to.equal(undefined);
     expect(() => substitute(shard, {})).to.throw(MissingVariablesError, /JOINGUARD_SHARD/);
@@ -54,9 +54,15 @@ describe('manifests: shards (shard-components.yaml)', () => {
     const warnings: string[] = [];
     const f = parseFlags(c.args, parseDuration, warnings);
     expect(warnings).to.deep.equal([]);
-    expect(f).to.deep.include({ watchFilter: 'gpu-pools', leaderElect: true, leaderElectResourceName: 'joinguard-leader-gpu-pools' });
+    expect(f).to.deep.include({
+      watchFilter: 'gpu-pools',
+      leaderElect: true,
+      leaderElectResourceName: 'joinguard-leader-gpu-pools',
+    });
     // The same container as the add-on's otherwise: image, probes, security, volumes.
-    const main = (addon.find((o) => o.kind === 'Deployment')!.spec.template.spec.containers as Json[]).find((x) => x.name === 'manager')!;
+    const main = (addon.find((o) => o.kind === 'Deployment')!.spec.template.spec.containers as Json[]).find(
+      (x) => x.name === 'manager',
+    )!;
     expect({ ...c, args: [] }).to.deep.equal({ ...main, args: [] });
   });
 
@@ -66,23 +72,42 @@ describe('manifests: shards (shard-components.yaml)', () => {
     const b = shardObjects('c');
     const deployments = [main.find((o) => o.kind === 'Deployment')!, a[0]!, b[0]!];
     const budgets = [main.find((o) => o.kind === 'PodDisruptionBudget')!, a[1]!, b[1]!];
-    const leases = deployments.map((d) => parseFlags((d.spec.template.spec.containers as Json[])[0]!.args, parseDuration));
-    expect(leases.map((f) => `${f.watchFilter} ${f.leaderElectResourceName}`)).to.deep.equal(['a joinguard-leader-a', 'b joinguard-leader-b', 'c joinguard-leader-c']);
+    const leases = deployments.map((d) =>
+      parseFlags((d.spec.template.spec.containers as Json[])[0]!.args, parseDuration),
+    );
+    expect(leases.map((f) => `${f.watchFilter} ${f.leaderElectResourceName}`)).to.deep.equal([
+      'a joinguard-leader-a',
+      'b joinguard-leader-b',
+      'c joinguard-leader-c',
+    ]);
     const webhook = addon.find((o) => o.kind === 'Service' && o.metadata.name === 'joinguard-webhook-service')!;
     for (const [i, d] of deployments.entries()) {
       const pod = podLabels(d);
       // A shard's selector picks its own pods only. The add-on's selector (immutable since v0.1) also matches shard
       // pods; ReplicaSets adopt only orphans, so it never takes them (docs/decisions.md), and it runs none when sharded.
-      deployments.forEach((other, j) => expect(selects(other.spec.selector, pod), `${other.metadata.name} selects pods of ${d.metadata.name}`).to.equal(i === j || j === 0));
-      expect(budgets.filter((p) => selects(p.spec.selector, pod)).map((p) => p.metadata.name), d.metadata.name).to.deep.equal([budgets[i]!.metadata.name]);
-      expect(selects({ matchLabels: webhook.spec.selector }, pod), `${d.metadata.name} behind the webhook Service`).to.equal(true);
+      deployments.forEach((other, j) =>
+        expect(selects(other.spec.selector, pod), `${other.metadata.name} selects pods of ${d.metadata.name}`).to.equal(
+          i === j || j === 0,
+        ),
+      );
+      expect(
+        budgets.filter((p) => selects(p.spec.selector, pod)).map((p) => p.metadata.name),
+        d.metadata.name,
+      ).to.deep.equal([budgets[i]!.metadata.name]);
+      expect(
+        selects({ matchLabels: webhook.spec.selector }, pod),
+        `${d.metadata.name} behind the webhook Service`,
+      ).to.equal(true);
       expect(pod).to.include({ 'cluster.x-k8s.io/provider': 'addon-joinguard' });
     }
   });
 
   it('carries no clusterctl label (clusterctl upgrade would delete a shard and not create it again)', () => {
     for (const o of shardObjects('a') as K8sObject[]) {
-      expect(o.metadata.labels, o.metadata.name).not.to.have.any.keys('cluster.x-k8s.io/provider', 'clusterctl.cluster.x-k8s.io');
+      expect(o.metadata.labels, o.metadata.name).not.to.have.any.keys(
+        'cluster.x-k8s.io/provider',
+        'clusterctl.cluster.x-k8s.io',
+      );
       expect(o.metadata.labels).to.include({ [SHARD_LABEL]: 'a' });
     }
   });

@@ -57,7 +57,9 @@ function parse(text: string): Piece[] {
     const m = EXPR.exec(src);
     if (!m) {
       const end = src.indexOf('}', at);
-      throw new Error(`unsupported variable expression ${src.slice(at, end < 0 ? at + 20 : end + 1)}: only \${VAR} and \${VAR:=default} are used`);
+      throw new Error(
+        `unsupported variable expression ${src.slice(at, end < 0 ? at + 20 : end + 1)}: only \${VAR} and \${VAR:=default} are used`,
+      );
     }
     if (lit) out.push({ text: lit });
     lit = '';
@@ -72,7 +74,8 @@ function parse(text: string): Piece[] {
 export function listVariables(text: string): VariableUse[] {
   const seen = new Map<string, VariableUse>();
   for (const p of parse(text)) {
-    if ('name' in p && !seen.has(p.name)) seen.set(p.name, p.default === undefined || p.default === '' ? { name: p.name } : p);
+    if ('name' in p && !seen.has(p.name))
+      seen.set(p.name, p.default === undefined || p.default === '' ? { name: p.name } : p);
   }
   return [...seen.values()];
 }

@@ -5,7 +5,10 @@ import { Backoff, INFORMER_BACKOFF } from './backoff.js';
 describe('informer back-off', () => {
   const make = (jitter: number) => {
     let t = 0;
-    const b = new Backoff(() => t, () => jitter);
+    const b = new Backoff(
+      () => t,
+      () => jitter,
+    );
     return { b, at: (ms: number) => (t = ms) };
   };
 
@@ -28,7 +31,12 @@ describe('informer back-off', () => {
 
   it('a 410 or a silent watch: at once the first time after a quiet spell, then backing off', () => {
     const { b, at } = make(0);
-    expect([b.next({ immediateFirst: true }), b.next({ immediateFirst: true }), b.next({ immediateFirst: true }), b.next({ immediateFirst: true })]).to.deep.equal([0, 500, 1000, 2000]);
+    expect([
+      b.next({ immediateFirst: true }),
+      b.next({ immediateFirst: true }),
+      b.next({ immediateFirst: true }),
+      b.next({ immediateFirst: true }),
+    ]).to.deep.equal([0, 500, 1000, 2000]);
     at(60_000);
     expect(b.next({ immediateFirst: true })).to.equal(2000); // still the same streak
     at(60_000 + INFORMER_BACKOFF.resetMs + 1);

@@ -11,7 +11,13 @@
 // - a 410 Gone or a silent watch re-lists at once the first time after a quiet spell and with the back-off after
 //   that (an apiserver that keeps answering 410 once cost ~48 full lists a second);
 // - the streak ends after 2 minutes without a failure (client-go's reset).
-export const INFORMER_BACKOFF = { initialMs: 500, capMs: 2_000, resetMs: 120_000, maxDelayMs: 4_000, minRetryAfterMs: 200 } as const;
+export const INFORMER_BACKOFF = {
+  initialMs: 500,
+  capMs: 2_000,
+  resetMs: 120_000,
+  maxDelayMs: 4_000,
+  minRetryAfterMs: 200,
+} as const;
 
 export type BackoffPolicy = typeof INFORMER_BACKOFF;
 

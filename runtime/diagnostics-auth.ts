@@ -97,14 +97,23 @@ export class DelegatingAuth {
     const cached = this.tokens.get(key);
     if (cached !== undefined) return cached;
     return this.once(`t:${key}`, async () => {
-      const r = await this.review(TOKEN_REVIEWS, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token } });
+      const r = await this.review(TOKEN_REVIEWS, {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenReview',
+        spec: { token },
+      });
       const s = r.status ?? {};
       let user: UserInfo | null = null;
       if (s.authenticated === true && typeof s.user?.username === 'string') {
         const groups: string[] = Array.isArray(s.user.groups) ? s.user.groups : [];
         // apiserver's AuthenticatedGroupAdder: every authenticated user is in system:authenticated.
         if (!groups.includes('system:authenticated')) groups.push('system:authenticated');
-        user = { username: s.user.username, ...(s.user.uid ? { uid: s.user.uid } : {}), groups, ...(s.user.extra ? { extra: s.user.extra } : {}) };
+        user = {
+          username: s.user.username,
+          ...(s.user.uid ? { uid: s.user.uid } : {}),
+          groups,
+          ...(s.user.extra ? { extra: s.user.extra } : {}),
+        };
       }
       this.tokens.set(key, user, this.o.tokenTtlMs ?? 60_000);
       return user;
@@ -112,13 +121,26 @@ export class DelegatingAuth {
   }
 
   private async authorize(user: UserInfo, verb: string, path: string): Promise<{ allowed: boolean; reason: string }> {
-    const spec = { user: user.username, uid: user.uid, groups: user.groups, extra: user.extra, nonResourceAttributes: { path, verb } };
+    const spec = {
+      user: user.username,
+      uid: user.uid,
+      groups: user.groups,
+      extra: user.extra,
+      nonResourceAttributes: { path, verb },
+    };
     const key = JSON.stringify(spec);
     const cached = this.decisions.get(key);
     if (cached) return cached;
     return this.once(`a:${key}`, async () => {
-      const r = await this.review(ACCESS_REVIEWS, { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec });
-      const d = { allowed: r.status?.allowed === true && r.status?.denied !== true, reason: String(r.status?.reason ?? '') };
+      const r = await this.review(ACCESS_REVIEWS, {
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SubjectAccessReview',
+        spec,
+      });
+      const d = {
+        allowed: r.status?.allowed === true && r.status?.denied !== true,
+        reason: String(r.status?.reason ?? ''),
+      };
       this.decisions.set(key, d, d.allowed ? (this.o.allowTtlMs ?? 5 * 60_000) : (this.o.denyTtlMs ?? 30_000));
       return d;
     });

@@ -16,8 +16,14 @@ type Json = Record<string, any>;
 /** A fake apiserver: tokens -> users, and the (user, verb path) pairs RBAC allows. */
 function fakeApiserver() {
   const calls: string[] = [];
-  const users: Record<string, string> = { 'reader-token': 'system:serviceaccount:mon:prometheus', 'nobody-token': 'system:serviceaccount:mon:nobody' };
-  const allowed = new Set(['system:serviceaccount:mon:prometheus get /metrics', 'system:serviceaccount:mon:prometheus put /debug/flags/v']);
+  const users: Record<string, string> = {
+    'reader-token': 'system:serviceaccount:mon:prometheus',
+    'nobody-token': 'system:serviceaccount:mon:nobody',
+  };
+  const allowed = new Set([
+    'system:serviceaccount:mon:prometheus get /metrics',
+    'system:serviceaccount:mon:prometheus put /debug/flags/v',
+  ]);
   let failures = 0;
   const post = async (path: string, body: Json): Promise<Json> => {
     calls.push(`${path.split('/').pop()} ${body.spec.token ?? body.spec.user}`);
@@ -27,28 +33,60 @@ function fakeApiserver() {
     }
     if (path.endsWith('/tokenreviews')) {
       const u = users[body.spec.token];
-      return { status: u ? { authenticated: true, user: { username: u, groups: ['system:serviceaccounts'] } } : { authenticated: false } };
+      return {
+        status: u
+          ? { authenticated: true, user: { username: u, groups: ['system:serviceaccounts'] } }
+          : { authenticated: false },
+      };
     }
     const s = body.spec;
     expect(s.groups).to.include('system:authenticated');
-    return { status: { allowed: allowed.has(`${s.user} ${s.nonResourceAttributes.verb} ${s.nonResourceAttributes.path}`) } };
+    return {
+      status: { allowed: allowed.has(`${s.user} ${s.nonResourceAttributes.verb} ${s.nonResourceAttributes.path}`) },
+    };
   };
   return { post, calls, failNext: (n: number) => (failures = n) };
 }
 
-function request(port: number, o: { path?: string; token?: string; method?: string; body?: string; minVersion?: tls.SecureVersion; maxVersion?: tls.SecureVersion; ciphers?: string }): Promise<{ code: number; body: string; cipher?: string; protocol?: string }> {
+function request(
+  port: number,
+  o: {
+    path?: string;
+    token?: string;
+    method?: string;
+    body?: string;
+    minVersion?: tls.SecureVersion;
+    maxVersion?: tls.SecureVersion;
+    ciphers?: string;
+  },
+): Promise<{ code: number; body: string; cipher?: string; protocol?: string }> {
   return new Promise((resolve, reject) => {
     const req = https.request(
-      { host: '127.0.0.1', port, path: o.path ?? '/metrics', method: o.method ?? 'GET', rejectUnauthorized: false, agent: false,
+      {
+        host: '127.0.0.1',
+        port,
+        path: o.path ?? '/metrics',
+        method: o.method ?? 'GET',
+        rejectUnauthorized: false,
+        agent: false,
         ...(o.token ? { headers: { Authorization: `Bearer ${o.token}` } } : {}),
-        ...(o.maxVersion ? { maxVersion: o.maxVersion } : {}), ...(o.ciphers ? { ciphers: o.ciphers } : {}) },
+        ...(o.maxVersion ? { maxVersion: o.maxVersion } : {}),
+        ...(o.ciphers ? { ciphers: o.ciphers } : {}),
+      },
       (res) => {
         const socket = res.socket as tls.TLSSocket;
         const cipher = socket.getCipher?.()?.name;
         const protocol = socket.getProtocol?.() ?? undefined;
         let body = '';
         res.on('data', (c) => (body += c));
-        res.on('end', () => resolve({ code: res.statusCode ?? 0, body, ...(cipher ? { cipher } : {}), ...(protocol ? { protocol } : {}) }));
+        res.on('end', () =>
+          resolve({
+            code: res.statusCode ?? 0,
+            body,
+            ...(cipher ? { cipher } : {}),
+            ...(protocol ? { protocol } : {}),
+          }),
+        );
       },
     );
     req.on('error', reject);
@@ -58,10 +96,16 @@ function request(port: number, o: { path?: string; token?: string; method?: stri
 
 describe('diagnostics: serving certificate and TLS options', () => {
   it('makes a self-signed serving certificate for localhost and 127.0.0.1 that TLS accepts', () => {
-    const p = selfSignedCertificate({ host: 'localhost', ips: ['127.0.0.1', '::1'], dnsNames: ['joinguard-metrics.joinguard-system.svc'] });
+    const p = selfSignedCertificate({
+      host: 'localhost',
+      ips: ['127.0.0.1', '::1'],
+      dnsNames: ['joinguard-metrics.joinguard-system.svc'],
+    });
     const x = new X509Certificate(p.cert);
     expect(x.subject).to.equal('CN=localhost');
-    expect(x.subjectAltName).to.equal('DNS:localhost, DNS:joinguard-metrics.joinguard-system.svc, IP Address:127.0.0.1, IP Address:0:0:0:0:0:0:0:1');
+    expect(x.subjectAltName).to.equal(
+      'DNS:localhost, DNS:joinguard-metrics.joinguard-system.svc, IP Address:127.0.0.1, IP Address:0:0:0:0:0:0:0:1',
+    );
     expect(x.verify(x.publicKey)).to.equal(true);
     expect(x.ca).to.equal(false);
     expect(x.keyUsage ?? []).to.deep.equal(['1.3.6.1.5.5.7.3.1']); // Node lists extended key usage here
@@ -83,8 +127,22 @@ describe('diagnostics: serving certificate and TLS options', () => {
   it('serves with the chosen minimum version and TLS 1.2 suites', async () => {
     const log = silentLogger();
     const registry = new Registry();
-    const only13 = await startDiagnosticsServer({ addr: { host: '127.0.0.1', port: 0 }, registry, log, secure: true, auth: new DelegatingAuth({ post: async () => ({}) }), tls: servingTls('VersionTLS13', []) });
-    const picked = await startDiagnosticsServer({ addr: { host: '127.0.0.1', port: 0 }, registry, log, secure: true, auth: new DelegatingAuth({ post: async () => ({}) }), tls: servingTls('VersionTLS12', ['TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384']) });
+    const only13 = await startDiagnosticsServer({
+      addr: { host: '127.0.0.1', port: 0 },
+      registry,
+      log,
+      secure: true,
+      auth: new DelegatingAuth({ post: async () => ({}) }),
+      tls: servingTls('VersionTLS13', []),
+    });
+    const picked = await startDiagnosticsServer({
+      addr: { host: '127.0.0.1', port: 0 },
+      registry,
+      log,
+      secure: true,
+      auth: new DelegatingAuth({ post: async () => ({}) }),
+      tls: servingTls('VersionTLS12', ['TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384']),
+    });
     try {
       await request(only13.port, { maxVersion: 'TLSv1.2' }).then(
         () => expect.fail('a TLS 1.2 client was served'),
@@ -105,13 +163,25 @@ describe('diagnostics: TokenReview and SubjectAccessReview, as controller-runtim
   let api: ReturnType<typeof fakeApiserver>;
   let verbosity: number | undefined;
   const registry = new Registry();
-  new Counter({ name: 'controller_runtime_reconcile_total', help: 'x', labelNames: ['controller', 'result'], registers: [registry] }).inc({ controller: 'machinejoincheck', result: 'success' });
+  new Counter({
+    name: 'controller_runtime_reconcile_total',
+    help: 'x',
+    labelNames: ['controller', 'result'],
+    registers: [registry],
+  }).inc({ controller: 'machinejoincheck', result: 'success' });
 
   beforeEach(async () => {
     api = fakeApiserver();
     verbosity = undefined;
     const auth = new DelegatingAuth({ post: api.post, now: () => now, retryBaseMs: 1 });
-    server = await startDiagnosticsServer({ addr: { host: '127.0.0.1', port: 0 }, registry, log: silentLogger(), secure: true, auth, setVerbosity: (v) => (verbosity = v) });
+    server = await startDiagnosticsServer({
+      addr: { host: '127.0.0.1', port: 0 },
+      registry,
+      log: silentLogger(),
+      secure: true,
+      auth,
+      setVerbosity: (v) => (verbosity = v),
+    });
   });
   afterEach(async () => {
     await server?.close();
@@ -121,7 +191,10 @@ describe('diagnostics: TokenReview and SubjectAccessReview, as controller-runtim
     const port = server!.port;
     expect(await request(port, {})).to.include({ code: 401, body: 'Unauthorized\n' });
     expect(await request(port, { token: 'forged' })).to.include({ code: 401 });
-    expect(await request(port, { token: 'nobody-token' })).to.include({ code: 403, body: 'Authorization denied for user system:serviceaccount:mon:nobody\n' });
+    expect(await request(port, { token: 'nobody-token' })).to.include({
+      code: 403,
+      body: 'Authorization denied for user system:serviceaccount:mon:nobody\n',
+    });
     const ok = await request(port, { token: 'reader-token' });
     expect(ok.code).to.equal(200);
     expect(ok.body).to.include('controller_runtime_reconcile_total{controller="machinejoincheck",result="success"} 1');
@@ -159,7 +232,9 @@ describe('diagnostics: TokenReview and SubjectAccessReview, as controller-runtim
 
   it('PUT /debug/flags/v changes the verbosity for a caller allowed to put it', async () => {
     const port = server!.port;
-    expect((await request(port, { path: '/debug/flags/v', method: 'PUT', body: '4', token: 'nobody-token' })).code).to.equal(403);
+    expect(
+      (await request(port, { path: '/debug/flags/v', method: 'PUT', body: '4', token: 'nobody-token' })).code,
+    ).to.equal(403);
     const r = await request(port, { path: '/debug/flags/v', method: 'PUT', body: '4', token: 'reader-token' });
     expect(r).to.include({ code: 200, body: 'successfully set klog.logging.verbosity to 4' });
     expect(verbosity).to.equal(4);
@@ -169,11 +244,18 @@ describe('diagnostics: TokenReview and SubjectAccessReview, as controller-runtim
 describe('diagnostics: --insecure-diagnostics', () => {
   it('serves /metrics over plain HTTP without authentication', async () => {
     const registry = new Registry();
-    const s = await startDiagnosticsServer({ addr: { host: '127.0.0.1', port: 0 }, registry, log: silentLogger(), secure: false });
+    const s = await startDiagnosticsServer({
+      addr: { host: '127.0.0.1', port: 0 },
+      registry,
+      log: silentLogger(),
+      secure: false,
+    });
     try {
       const res = await fetch(`http://127.0.0.1:${s.port}/metrics`);
       expect(res.status).to.equal(200);
-      expect((await fetch(`http://127.0.0.1:${s.port}/debug/flags/v`, { method: 'PUT', body: '5' })).status).to.equal(404);
+      expect((await fetch(`http://127.0.0.1:${s.port}/debug/flags/v`, { method: 'PUT', body: '5' })).status).to.equal(
+        404,
+      );
     } finally {
       await s.close();
     }

@@ -54,8 +54,15 @@ export async function discoverCapi(rest: RestClient): Promise<CapiVersionInfo> {
   if (!apiVersion) throw unsupported(`${CAPI} serves ${served.join(', ')} only (no v1beta1)`);
 
   const found = (await fromInventory(rest)) ?? (await fromSchema(rest, apiVersion));
-  if (found.minor < MIN_CAPI_MINOR) throw unsupported(`found v1.${found.minor}${found.version ? ` (${found.version})` : ' or older'} from ${found.source}`);
-  const kubeadm = await Promise.all(['controlplane.cluster.x-k8s.io', 'bootstrap.cluster.x-k8s.io'].map(async (g) => (await servedVersions(rest, g)).includes(apiVersion)));
+  if (found.minor < MIN_CAPI_MINOR)
+    throw unsupported(
+      `found v1.${found.minor}${found.version ? ` (${found.version})` : ' or older'} from ${found.source}`,
+    );
+  const kubeadm = await Promise.all(
+    ['controlplane.cluster.x-k8s.io', 'bootstrap.cluster.x-k8s.io'].map(async (g) =>
+      (await servedVersions(rest, g)).includes(apiVersion),
+    ),
+  );
   return {
     apiVersion,
     served,
@@ -99,10 +106,16 @@ async function fromInventory(rest: RestClient): Promise<Found | undefined> {
     if (e instanceof ApiError && (e.code === 404 || e.code === 403)) return undefined;
     throw e;
   }
-  const core = ((list.items ?? []) as Json[]).find((p) => p.type === 'CoreProvider' && p.providerName === 'cluster-api');
+  const core = ((list.items ?? []) as Json[]).find(
+    (p) => p.type === 'CoreProvider' && p.providerName === 'cluster-api',
+  );
   const m = typeof core?.version === 'string' ? /^v?1\.(\d+)\.\d+/.exec(core.version) : null;
   if (!core || !m) return undefined;
-  return { minor: Number(m[1]), version: core.version, source: `clusterctl inventory (Provider ${core.metadata?.namespace}/${core.metadata?.name})` };
+  return {
+    minor: Number(m[1]),
+    version: core.version,
+    source: `clusterctl inventory (Provider ${core.metadata?.namespace}/${core.metadata?.name})`,
+  };
 }
 
 /** The published schema of CAPI's kinds in the API version in use, against SCHEMA_MARKERS. */
@@ -114,7 +127,8 @@ async function fromSchema(rest: RestClient, apiVersion: CapiApiVersion): Promise
     if (mk.version !== apiVersion) continue;
     const root = schemas[`io.x-k8s.cluster.${apiVersion}.${mk.kind}`];
     if (!root) throw new Error(`${source} has no ${mk.kind}: cannot tell the CAPI release`);
-    if (hasPath(root, mk.path, schemas)) return { minor: mk.minor, source: `${source}: ${mk.kind} ${mk.path} (v1.${mk.minor}+)` };
+    if (hasPath(root, mk.path, schemas))
+      return { minor: mk.minor, source: `${source}: ${mk.kind} ${mk.path} (v1.${mk.minor}+)` };
   }
   return { minor: 8, source: `${source}: Machine has no status.v1beta2 (added in v1.9)` };
 }
@@ -130,7 +144,10 @@ async function openApi(rest: RestClient, path: string, waitMs = 30_000): Promise
       return await rest.get(path, undefined, { timeoutMs: 60_000 });
     } catch (e) {
       if (!isNotFound(e)) throw e;
-      if (Date.now() >= end) throw new Error(`the apiserver serves ${CAPI} but publishes no OpenAPI v3 schema at ${path} (asked for ${waitMs / 1000} s): cannot tell the CAPI release`);
+      if (Date.now() >= end)
+        throw new Error(
+          `the apiserver serves ${CAPI} but publishes no OpenAPI v3 schema at ${path} (asked for ${waitMs / 1000} s): cannot tell the CAPI release`,
+        );
       await new Promise((r) => setTimeout(r, 1000));
     }
   }

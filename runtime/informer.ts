@@ -104,9 +104,17 @@ export class Informer<T = Json> {
   health(): { ok: boolean; why?: string } {
     const silentMs = this.now() - this.liveAt;
     const s = (ms: number) => Math.round(ms / 1000);
-    if (silentMs > this.o.livenessMs) return { ok: false, why: `informer ${this.o.name}: no live watch for ${s(silentMs)} s (bound ${s(this.o.livenessMs)} s)` };
+    if (silentMs > this.o.livenessMs)
+      return {
+        ok: false,
+        why: `informer ${this.o.name}: no live watch for ${s(silentMs)} s (bound ${s(this.o.livenessMs)} s)`,
+      };
     const behindMs = this.isCurrent || !this.hasSynced ? 0 : this.now() - this.behindSince;
-    if (behindMs > this.o.livenessMs) return { ok: false, why: `informer ${this.o.name}: not re-listed for ${s(behindMs)} s since its list/watch failed (bound ${s(this.o.livenessMs)} s)` };
+    if (behindMs > this.o.livenessMs)
+      return {
+        ok: false,
+        why: `informer ${this.o.name}: not re-listed for ${s(behindMs)} s since its list/watch failed (bound ${s(this.o.livenessMs)} s)`,
+      };
     return { ok: true };
   }
 
@@ -130,7 +138,10 @@ export class Informer<T = Json> {
         if (gone) this.rv = undefined;
         this.listNext = err instanceof WatchSilent;
         const retryAfterS = err instanceof ApiError ? err.retryAfterS : undefined;
-        const delay = this.backoff.next({ immediateFirst: gone || err instanceof WatchSilent, ...(retryAfterS !== undefined ? { retryAfterS } : {}) });
+        const delay = this.backoff.next({
+          immediateFirst: gone || err instanceof WatchSilent,
+          ...(retryAfterS !== undefined ? { retryAfterS } : {}),
+        });
         let why = err instanceof WatchSilent ? `${err.message}; re-listing` : err.message;
         if (gone) why = `expired: ${err.reason}`;
         this.restart(why, gone ? 'info' : 'warn', { retryInMs: delay });
@@ -178,7 +189,11 @@ export class Informer<T = Json> {
     try {
       return this.transform(raw);
     } catch (e) {
-      this.o.log.error('informer transform threw; object left out of the cache', { informer: this.o.name, object: keyOf(raw), error: (e as Error).message });
+      this.o.log.error('informer transform threw; object left out of the cache', {
+        informer: this.o.name,
+        object: keyOf(raw),
+        error: (e as Error).message,
+      });
       return undefined;
     }
   }
@@ -195,7 +210,11 @@ export class Informer<T = Json> {
     let rv = '';
     do {
       let meta: Json | undefined;
-      const scanner = new JsonItemScanner({ mode: 'list', onItem: (item: Json) => this.see(seen, item), onField: (k, v) => (k === 'metadata' ? (meta = v as Json) : undefined) });
+      const scanner = new JsonItemScanner({
+        mode: 'list',
+        onItem: (item: Json) => this.see(seen, item),
+        onField: (k, v) => (k === 'metadata' ? (meta = v as Json) : undefined),
+      });
       await this.o.rest.getStream(
         this.path(),
         { limit: this.o.pageSize ?? 500, continue: cont, labelSelector: this.o.labelSelector },
@@ -257,7 +276,8 @@ export class Informer<T = Json> {
       if (sync === undefined) return this.onWatchEvent(ev);
       const obj = ev.object as Json;
       if (ev.type === 'BOOKMARK') {
-        if (obj?.metadata?.annotations?.[INITIAL_EVENTS_END] !== 'true') throw new WatchListRefused('a bookmark before the end of the initial events');
+        if (obj?.metadata?.annotations?.[INITIAL_EVENTS_END] !== 'true')
+          throw new WatchListRefused('a bookmark before the end of the initial events');
         const seen = sync;
         sync = undefined;
         this.syncs.watchList++;
@@ -293,14 +313,18 @@ export class Informer<T = Json> {
       throw e;
     }
     // client-go's VeryShortWatchError: a watch closed at once with nothing in it is a failure (back-off).
-    if (events === 0 && this.now() - opened < 1_000) throw new Error('very short watch: closed within a second with no event');
+    if (events === 0 && this.now() - opened < 1_000)
+      throw new Error('very short watch: closed within a second with no event');
     if (sync !== undefined) throw new Error('the watch ended before its initial events did');
     return true;
   }
 
   private refuseWatchList(why: string): false {
     this.watchListRefused = true;
-    this.o.log.info('The apiserver does not serve WatchList; listing in pages instead', { informer: this.o.name, reason: why });
+    this.o.log.info('The apiserver does not serve WatchList; listing in pages instead', {
+      informer: this.o.name,
+      reason: why,
+    });
     return false;
   }
 

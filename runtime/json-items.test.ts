@@ -6,7 +6,11 @@ import { JsonItemScanner, JsonStreamError, type ScannerOptions } from './json-it
 
 type Json = Record<string, any>;
 
-function scan(text: string | Buffer, cuts: number[], o: Omit<ScannerOptions, 'onItem' | 'onField'>): { items: unknown[]; fields: Record<string, unknown> } {
+function scan(
+  text: string | Buffer,
+  cuts: number[],
+  o: Omit<ScannerOptions, 'onItem' | 'onField'>,
+): { items: unknown[]; fields: Record<string, unknown> } {
   const items: unknown[] = [];
   const fields: Record<string, unknown> = {};
   const s = new JsonItemScanner({ ...o, onItem: (v) => items.push(v), onField: (k, v) => (fields[k] = v) });
@@ -39,41 +43,77 @@ function dropped(o: unknown, prefix: string[] = []): unknown {
 }
 
 const machine = (name: string): Json => ({
-  apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Machine',
+  apiVersion: 'cluster.x-k8s.io/v1beta2',
+  kind: 'Machine',
   metadata: {
-    name, namespace: 'ns', resourceVersion: '42', labels: { 'cluster.x-k8s.io/cluster-name': 'c "quoted" \\ back' },
+    name,
+    namespace: 'ns',
+    resourceVersion: '42',
+    labels: { 'cluster.x-k8s.io/cluster-name': 'c "quoted" \\ back' },
     annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{"big":"copy"}', keep: 'me' },
     managedFields: [{ manager: 'capi', fieldsV1: { 'f:metadata': { 'f:labels': { '.': {} } }, 'f:status': {} } }],
   },
-  spec: { clusterName: 'c', managedFields: 'not dropped: not under metadata', n: -1.5e3, ok: true, none: null, list: [1, [2, { a: 'é😀' }]] },
+  spec: {
+    clusterName: 'c',
+    managedFields: 'not dropped: not under metadata',
+    n: -1.5e3,
+    ok: true,
+    none: null,
+    list: [1, [2, { a: 'é😀' }]],
+  },
   status: { conditions: [{ type: 'Ready', status: 'True', message: 'line\nbreak\t"x"' }] },
 });
 
 describe('JsonItemScanner', () => {
   it('list: each item alone, managedFields and the last-applied copy dropped, the other top-level fields', () => {
-    const page = { kind: 'MachineList', apiVersion: 'cluster.x-k8s.io/v1beta2', metadata: { resourceVersion: '77', continue: 'abc' }, items: [machine('a'), machine('b')] };
+    const page = {
+      kind: 'MachineList',
+      apiVersion: 'cluster.x-k8s.io/v1beta2',
+      metadata: { resourceVersion: '77', continue: 'abc' },
+      items: [machine('a'), machine('b')],
+    };
     const { items, fields } = scan(JSON.stringify(page, null, 1), [], { mode: 'list' });
     expect(items).to.deep.equal([dropped(machine('a')), dropped(machine('b'))]);
     expect((items[0] as Json).metadata.managedFields).to.equal(null);
     expect((items[0] as Json).spec.managedFields).to.be.a('string');
-    expect(fields).to.deep.equal({ kind: 'MachineList', apiVersion: 'cluster.x-k8s.io/v1beta2', metadata: { resourceVersion: '77', continue: 'abc' } });
+    expect(fields).to.deep.equal({
+      kind: 'MachineList',
+      apiVersion: 'cluster.x-k8s.io/v1beta2',
+      metadata: { resourceVersion: '77', continue: 'abc' },
+    });
   });
 
   it('list: the same answer when the bytes arrive one at a time (strings, escapes and UTF-8 cut anywhere)', () => {
     const page = { metadata: { resourceVersion: '1' }, items: [machine('x')], kind: 'List' };
     const buf = Buffer.from(JSON.stringify(page));
-    const { items, fields } = scan(buf, Array.from({ length: buf.length }, (_, i) => i), { mode: 'list' });
+    const { items, fields } = scan(
+      buf,
+      Array.from({ length: buf.length }, (_, i) => i),
+      { mode: 'list' },
+    );
     expect(items).to.deep.equal([dropped(machine('x'))]);
     expect(fields.metadata).to.deep.equal({ resourceVersion: '1' });
   });
 
   it('list: empty and null items; items before metadata', () => {
-    expect(scan('{"items":[],"metadata":{"resourceVersion":"5"}}', [], { mode: 'list' })).to.deep.equal({ items: [], fields: { metadata: { resourceVersion: '5' } } });
-    expect(scan('{"kind":"List","items":null}', [], { mode: 'list' })).to.deep.equal({ items: [], fields: { kind: 'List' } });
+    expect(scan('{"items":[],"metadata":{"resourceVersion":"5"}}', [], { mode: 'list' })).to.deep.equal({
+      items: [],
+      fields: { metadata: { resourceVersion: '5' } },
+    });
+    expect(scan('{"kind":"List","items":null}', [], { mode: 'list' })).to.deep.equal({
+      items: [],
+      fields: { kind: 'List' },
+    });
   });
 
-  it('stream: each watch event alone, the object\'s managedFields dropped', () => {
-    const events = [{ type: 'ADDED', object: machine('a') }, { type: 'BOOKMARK', object: { metadata: { resourceVersion: '9', annotations: { 'k8s.io/initial-events-end': 'true' } } } }];
+  it("stream: each watch event alone, the object's managedFields dropped", () => {
+    const events = [
+      { type: 'ADDED', object: machine('a') },
+      {
+        type: 'BOOKMARK',
+        object: { metadata: { resourceVersion: '9', annotations: { 'k8s.io/initial-events-end': 'true' } } },
+      },
+    ];
     const text = events.map((e) => `${JSON.stringify(e)}\n`).join('');
     const { items } = scan(text, [7, 100, 2000], { mode: 'stream' });
     expect(items).to.deep.equal([{ type: 'ADDED', object: dropped(machine('a')) }, events[1]]);
@@ -87,21 +127,43 @@ describe('JsonItemScanner', () => {
   });
 
   it('property: any list of JSON objects, pretty or not, cut anywhere, equals JSON.parse with the drops (seeded)', () => {
-    const meta = fc.record({ name: fc.string(), managedFields: fc.jsonValue(), annotations: fc.dictionary(fc.constantFrom('kubectl.kubernetes.io/last-applied-configuration', 'a', 'b"c'), fc.string()) }, { requiredKeys: [] });
+    const meta = fc.record(
+      {
+        name: fc.string(),
+        managedFields: fc.jsonValue(),
+        annotations: fc.dictionary(
+          fc.constantFrom('kubectl.kubernetes.io/last-applied-configuration', 'a', 'b"c'),
+          fc.string(),
+        ),
+      },
+      { requiredKeys: [] },
+    );
     const item = fc.tuple(fc.dictionary(fc.string(), fc.jsonValue()), meta).map(([o, m]) => ({ ...o, metadata: m }));
     fc.assert(
-      fc.property(fc.array(item, { maxLength: 6 }), fc.array(fc.nat(4000), { maxLength: 12 }), fc.boolean(), (items, cuts, pretty) => {
-        const text = JSON.stringify({ kind: 'List', metadata: { resourceVersion: '3' }, items }, null, pretty ? 2 : undefined);
-        const got = scan(text, cuts, { mode: 'list' });
-        expect(got.items).to.deep.equal(JSON.parse(JSON.stringify(items.map((i) => dropped(i)))));
-        expect(got.fields).to.deep.equal({ kind: 'List', metadata: { resourceVersion: '3' } });
-      }),
+      fc.property(
+        fc.array(item, { maxLength: 6 }),
+        fc.array(fc.nat(4000), { maxLength: 12 }),
+        fc.boolean(),
+        (items, cuts, pretty) => {
+          const text = JSON.stringify(
+            { kind: 'List', metadata: { resourceVersion: '3' }, items },
+            null,
+            pretty ? 2 : undefined,
+          );
+          const got = scan(text, cuts, { mode: 'list' });
+          expect(got.items).to.deep.equal(JSON.parse(JSON.stringify(items.map((i) => dropped(i)))));
+          expect(got.fields).to.deep.equal({ kind: 'List', metadata: { resourceVersion: '3' } });
+        },
+      ),
       { seed: 1807, numRuns: 300 },
     );
   });
 
   it('property: any stream of events, cut anywhere, equals JSON.parse line by line with the drops (seeded)', () => {
-    const event = fc.record({ type: fc.constantFrom('ADDED', 'MODIFIED', 'DELETED'), object: fc.dictionary(fc.string(), fc.jsonValue()) });
+    const event = fc.record({
+      type: fc.constantFrom('ADDED', 'MODIFIED', 'DELETED'),
+      object: fc.dictionary(fc.string(), fc.jsonValue()),
+    });
     fc.assert(
       fc.property(fc.array(event, { maxLength: 6 }), fc.array(fc.nat(3000), { maxLength: 12 }), (events, cuts) => {
         const text = events.map((e) => `${JSON.stringify(e)}\n`).join('');

@@ -144,7 +144,8 @@ export class JsonItemScanner {
   /** The end of the input: every value must be complete. */
   end(): void {
     if (this.inScalar) this.scalarEnds(0);
-    if (this.inString || this.stack.length > 0 || this.capture) throw new JsonStreamError('the JSON ended inside a value');
+    if (this.inString || this.stack.length > 0 || this.capture)
+      throw new JsonStreamError('the JSON ended inside a value');
   }
 
   /**
@@ -246,7 +247,8 @@ export class JsonItemScanner {
       }
       return;
     }
-    if (this.emits(d)) this.capture = { depth: d, kind, pieces: [], from: i, ...(d === 1 ? { key: this.keys[1] ?? '' } : {}) };
+    if (this.emits(d))
+      this.capture = { depth: d, kind, pieces: [], from: i, ...(d === 1 ? { key: this.keys[1] ?? '' } : {}) };
   }
 
   /** A value of `kind` at the current depth ended just before byte `end`. */

@@ -54,7 +54,14 @@ describe('kubeconfig', () => {
   it('files relative to the kubeconfig, insecure-skip-tls-verify, tls-server-name, token', async () => {
     fs.writeFileSync(path.join(dir, 'ca.crt'), 'CA-FILE');
     const file = path.join(dir, 'config');
-    fs.writeFileSync(file, config({ cluster: '    certificate-authority: ca.crt\n    insecure-skip-tls-verify: true\n    tls-server-name: api.internal', user: '    token: abc' }));
+    fs.writeFileSync(
+      file,
+      config({
+        cluster:
+          '    certificate-authority: ca.crt\n    insecure-skip-tls-verify: true\n    tls-server-name: api.internal',
+        user: '    token: abc',
+      }),
+    );
     const a = loadClusterAccess({ kubeconfigPath: file }, {});
     expect(a.ca?.toString()).to.equal('CA-FILE');
     expect(a.insecureSkipTLSVerify).to.equal(true);
@@ -62,7 +69,7 @@ describe('kubeconfig', () => {
     expect(await a.token!()).to.equal('abc');
   });
 
-  it('tokenFile is re-read after client-go\'s period, and a failed read keeps the last token', async () => {
+  it("tokenFile is re-read after client-go's period, and a failed read keeps the last token", async () => {
     const f = path.join(dir, 'token');
     fs.writeFileSync(f, 'first\n');
     let t = 0;
@@ -83,7 +90,10 @@ describe('kubeconfig', () => {
     const b = path.join(dir, 'b');
     fs.writeFileSync(a, 'apiVersion: v1\nkind: Config\ncurrent-context: proxy\n');
     fs.writeFileSync(b, config());
-    const access = loadClusterAccess({}, { KUBECONFIG: `${a}${path.delimiter}${b}`, KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' });
+    const access = loadClusterAccess(
+      {},
+      { KUBECONFIG: `${a}${path.delimiter}${b}`, KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' },
+    );
     expect(access.server.href).to.equal('http://127.0.0.1:8001/');
   });
 
@@ -99,14 +109,22 @@ describe('kubeconfig', () => {
 
   it('clear errors: unknown context, missing key, unsupported fields', () => {
     expect(() => clusterAccessFromKubeconfig(config(), 'nope')).to.throw(/no context named "nope"/);
-    expect(() => clusterAccessFromKubeconfig(config({ user: `    client-certificate-data: ${b64('CERT')}` }))).to.throw(/both the certificate and its key/);
-    expect(() => clusterAccessFromKubeconfig(config({ user: '    username: admin\n    password: secret' }))).to.throw(/user field username is not supported/);
+    expect(() => clusterAccessFromKubeconfig(config({ user: `    client-certificate-data: ${b64('CERT')}` }))).to.throw(
+      /both the certificate and its key/,
+    );
+    expect(() => clusterAccessFromKubeconfig(config({ user: '    username: admin\n    password: secret' }))).to.throw(
+      /user field username is not supported/,
+    );
     expect(() => clusterAccessFromKubeconfig('current-context: x\n')).to.throw(/no context named "x"/);
   });
 
   it('an exec plugin runs through client-node, loaded on the first request', async function () {
     this.timeout(20_000);
-    const cred = JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: { token: 'from-exec' } });
+    const cred = JSON.stringify({
+      apiVersion: 'client.authentication.k8s.io/v1',
+      kind: 'ExecCredential',
+      status: { token: 'from-exec' },
+    });
     const script = path.join(dir, 'cred.js');
     fs.writeFileSync(script, `process.stdout.write(${JSON.stringify(cred)})`);
     const user = `    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: ${process.execPath}\n      args: [${JSON.stringify(script)}]\n      interactiveMode: Never`;

@@ -33,21 +33,27 @@ type Entry = Record<string, unknown>;
  * controller-runtime's precedence (pkg/client/config GetConfig): an explicit path, then $KUBECONFIG, then
  * the in-cluster ServiceAccount, then ~/.kube/config.
  */
-export function loadClusterAccess(o: { kubeconfigPath?: string; context?: string } = {}, env: NodeJS.ProcessEnv = process.env): ClusterAccess {
+export function loadClusterAccess(
+  o: { kubeconfigPath?: string; context?: string } = {},
+  env: NodeJS.ProcessEnv = process.env,
+): ClusterAccess {
   if (o.kubeconfigPath) return fromFiles([o.kubeconfigPath], o.context);
   const listed = (env['KUBECONFIG'] ?? '').split(path.delimiter).filter((f) => f !== '');
   if (listed.length > 0) return fromFiles(listed, o.context);
   if (env['KUBERNETES_SERVICE_HOST'] && env['KUBERNETES_SERVICE_PORT']) return inClusterAccess(env);
   const home = path.join(env['HOME'] ?? os.homedir(), '.kube', 'config');
   if (fs.existsSync(home)) return fromFiles([home], o.context);
-  throw new Error('no kubeconfig: pass --kubeconfig, set $KUBECONFIG, run in a pod with a ServiceAccount, or create ~/.kube/config');
+  throw new Error(
+    'no kubeconfig: pass --kubeconfig, set $KUBECONFIG, run in a pod with a ServiceAccount, or create ~/.kube/config',
+  );
 }
 
 /** The pod's ServiceAccount, as client-go's rest.InClusterConfig. */
 export function inClusterAccess(env: NodeJS.ProcessEnv = process.env, dir = SERVICE_ACCOUNT_DIR): ClusterAccess {
   const host = env['KUBERNETES_SERVICE_HOST'];
   const port = env['KUBERNETES_SERVICE_PORT'];
-  if (!host || !port) throw new Error('not in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set');
+  if (!host || !port)
+    throw new Error('not in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set');
   const tokenFile = path.join(dir, 'token');
   if (!fs.existsSync(tokenFile)) throw new Error(`not in a cluster: no ServiceAccount token at ${tokenFile}`);
   const caFile = path.join(dir, 'ca.crt');
@@ -84,7 +90,8 @@ function parseConfig(text: string, what: string, dir?: string): Config {
   if (typeof d !== 'object' || Array.isArray(d)) throw new Error(`${what} is not a kubeconfig (not a mapping)`);
   const list = (k: string) => (Array.isArray(d[k]) ? (d[k] as Named<Entry>[]) : []);
   const cfg: Config = { clusters: list('clusters'), users: list('users'), contexts: list('contexts'), dirs: new Map() };
-  if (typeof d['current-context'] === 'string' && d['current-context'] !== '') cfg.currentContext = d['current-context'];
+  if (typeof d['current-context'] === 'string' && d['current-context'] !== '')
+    cfg.currentContext = d['current-context'];
   if (dir !== undefined) for (const e of [...cfg.clusters, ...cfg.users, ...cfg.contexts]) cfg.dirs.set(e, dir);
   return cfg;
 }
@@ -115,16 +122,21 @@ function resolve(cfg: Config, context: string | undefined, baseDir: string | und
   if (!name) throw new Error(`${source} has no current-context and none was given`);
   const ctxEntry = cfg.contexts.find((c) => c.name === name);
   if (!ctxEntry) throw new Error(`${source} has no context named ${JSON.stringify(name)}`);
-  const ctx = (ctxEntry['context'] ?? {});
+  const ctx = ctxEntry['context'] ?? {};
   const clusterEntry = cfg.clusters.find((c) => c.name === ctx['cluster']);
-  if (!clusterEntry) throw new Error(`${source}: context ${JSON.stringify(name)} names no known cluster (${JSON.stringify(ctx['cluster'])})`);
-  const cluster = (clusterEntry['cluster'] ?? {});
-  const userEntry = ctx['user'] === undefined || ctx['user'] === '' ? undefined : cfg.users.find((u) => u.name === ctx['user']);
-  if (ctx['user'] && !userEntry) throw new Error(`${source}: context ${JSON.stringify(name)} names no known user (${JSON.stringify(ctx['user'])})`);
-  const user = (userEntry?.['user'] ?? {});
+  if (!clusterEntry)
+    throw new Error(
+      `${source}: context ${JSON.stringify(name)} names no known cluster (${JSON.stringify(ctx['cluster'])})`,
+    );
+  const cluster = clusterEntry['cluster'] ?? {};
+  const userEntry =
+    ctx['user'] === undefined || ctx['user'] === '' ? undefined : cfg.users.find((u) => u.name === ctx['user']);
+  if (ctx['user'] && !userEntry)
+    throw new Error(`${source}: context ${JSON.stringify(name)} names no known user (${JSON.stringify(ctx['user'])})`);
+  const user = userEntry?.['user'] ?? {};
 
   const where = `${source} (context ${name})`;
-  const str = (o: Entry, k: string): string | undefined => (typeof o[k] === 'string' && o[k] !== '' ? (o[k]) : undefined);
+  const str = (o: Entry, k: string): string | undefined => (typeof o[k] === 'string' && o[k] !== '' ? o[k] : undefined);
   const file = (entry: object | undefined, p: string) => {
     const dir = (entry && cfg.dirs.get(entry)) ?? baseDir;
     return path.isAbsolute(p) || dir === undefined ? p : path.join(dir, p);
@@ -164,23 +176,34 @@ function resolve(cfg: Config, context: string | undefined, baseDir: string | und
   if (sni) access.tlsServerName = sni;
   const cert = bytes(user, userEntry, 'client-certificate-data', 'client-certificate');
   const key = bytes(user, userEntry, 'client-key-data', 'client-key');
-  if ((cert === undefined) !== (key === undefined)) throw new Error(`${where}: a client certificate needs both the certificate and its key`);
+  if ((cert === undefined) !== (key === undefined))
+    throw new Error(`${where}: a client certificate needs both the certificate and its key`);
   if (cert && key) Object.assign(access, { cert, key });
 
   const tokenFile = str(user, 'tokenFile');
   const token = str(user, 'token');
   if (user['exec'] != null || user['auth-provider'] != null) {
     // Only the entries in use, so a merged $KUBECONFIG hands client-node one consistent file.
-    const text = stringify({ apiVersion: 'v1', kind: 'Config', clusters: [clusterEntry], users: [userEntry], contexts: [ctxEntry], 'current-context': name });
+    const text = stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [clusterEntry],
+      users: [userEntry],
+      contexts: [ctxEntry],
+      'current-context': name,
+    });
     access.token = pluginToken(text, name, where);
-  }
-  else if (tokenFile) access.token = tokenFromFile(file(userEntry, tokenFile));
+  } else if (tokenFile) access.token = tokenFromFile(file(userEntry, tokenFile));
   else if (token) access.token = () => Promise.resolve(token);
   return access;
 }
 
 /** A token file re-read at most every 50 s (client-go's period); the last good token survives a failed read. */
-export function tokenFromFile(file: string, periodMs = TOKEN_FILE_PERIOD_MS, now: () => number = () => performance.now()): () => Promise<string | undefined> {
+export function tokenFromFile(
+  file: string,
+  periodMs = TOKEN_FILE_PERIOD_MS,
+  now: () => number = () => performance.now(),
+): () => Promise<string | undefined> {
   let cached: { token: string; at: number } | undefined;
   return async () => {
     if (cached && now() - cached.at < periodMs) return cached.token;
@@ -209,7 +232,8 @@ function pluginToken(text: string, context: string, where: string): () => Promis
     });
     const o: { headers?: Record<string, string>; cert?: unknown } = {};
     await (await kc).applyToHTTPSOptions(o);
-    if (o.cert !== undefined && !o.headers?.['Authorization']) throw new Error(`${where}: an exec plugin that returns a client certificate is not supported`);
+    if (o.cert !== undefined && !o.headers?.['Authorization'])
+      throw new Error(`${where}: an exec plugin that returns a client certificate is not supported`);
     const auth = o.headers?.['Authorization'];
     return auth?.startsWith('Bearer ') ? auth.slice('Bearer '.length) : undefined;
   };

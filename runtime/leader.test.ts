@@ -24,12 +24,18 @@ class FakeLeases {
   /** Arrival times (performance.now) of writes to /things. */
   readonly writesAt: number[] = [];
 
-  handler = (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse, url: URL, body: string) => {
+  handler = (
+    req: import('node:http').IncomingMessage,
+    res: import('node:http').ServerResponse,
+    url: URL,
+    body: string,
+  ) => {
     if (url.pathname === '/things') {
       this.writesAt.push(performance.now());
       return sendJson(res, 201, {});
     }
-    if (url.pathname === LEASE && req.method === 'GET') return this.lease ? sendJson(res, 200, this.lease) : sendJson(res, 404, { message: 'not found' });
+    if (url.pathname === LEASE && req.method === 'GET')
+      return this.lease ? sendJson(res, 200, this.lease) : sendJson(res, 404, { message: 'not found' });
     if (url.pathname === LEASE.replace('/joinguard-leader', '') && req.method === 'POST') {
       if (this.lease) return sendJson(res, 409, { message: 'exists' });
       return sendJson(res, 201, this.store(JSON.parse(body)));
@@ -44,20 +50,33 @@ class FakeLeases {
         return;
       }
       if (what === 500) return sendJson(res, 500, { message: 'etcd timeout' });
-      if (next.metadata?.resourceVersion !== this.lease?.metadata?.resourceVersion) return sendJson(res, 409, { message: 'the object has been modified' });
+      if (next.metadata?.resourceVersion !== this.lease?.metadata?.resourceVersion)
+        return sendJson(res, 409, { message: 'the object has been modified' });
       return sendJson(res, 200, this.store(next));
     }
     sendJson(res, 404, { message: `no ${url.pathname}` });
   };
 
   store(l: Json): Json {
-    this.lease = { ...l, metadata: { ...l.metadata, name: 'joinguard-leader', namespace: 'ns', resourceVersion: String(++this.rv) } };
+    this.lease = {
+      ...l,
+      metadata: { ...l.metadata, name: 'joinguard-leader', namespace: 'ns', resourceVersion: String(++this.rv) },
+    };
     return this.lease;
   }
 
   /** Another candidate renewing the Lease (its record changes each time). */
   otherRenews(holder = 'other'): void {
-    this.store({ ...(this.lease ?? { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: {} }), spec: { holderIdentity: holder, leaseDurationSeconds: 3, acquireTime: new Date().toISOString(), renewTime: new Date().toISOString(), leaseTransitions: 1 } });
+    this.store({
+      ...(this.lease ?? { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: {} }),
+      spec: {
+        holderIdentity: holder,
+        leaseDurationSeconds: 3,
+        acquireTime: new Date().toISOString(),
+        renewTime: new Date().toISOString(),
+        leaseTransitions: 1,
+      },
+    });
   }
 }
 
@@ -84,7 +103,12 @@ describe('LeaderElector (fake apiserver)', function () {
     const status: boolean[] = [];
     const { logger, lines } = capturingLogger();
     elector = new LeaderElector({
-      rest, namespace: 'ns', name: 'joinguard-leader', identity: 'me', log: logger, ...TIMING,
+      rest,
+      namespace: 'ns',
+      name: 'joinguard-leader',
+      identity: 'me',
+      log: logger,
+      ...TIMING,
       onLost: () => lost.push(performance.now()),
       onStatus: (l) => status.push(l),
       ...o,
@@ -104,14 +128,18 @@ describe('LeaderElector (fake apiserver)', function () {
     }
   });
 
-  it('refuses client-go\'s invalid timings', () => {
+  it("refuses client-go's invalid timings", () => {
     const log = capturingLogger().logger;
     const base = { rest: {} as RestClient, namespace: 'ns', name: 'l', identity: 'me', log, onLost: () => undefined };
-    expect(() => new LeaderElector({ ...base, leaseDurationMs: 10_000, renewDeadlineMs: 10_000 })).to.throw(/lease duration must be greater/);
-    expect(() => new LeaderElector({ ...base, renewDeadlineMs: 2_400, retryPeriodMs: 2_000 })).to.throw(/1.2 x the retry period/);
+    expect(() => new LeaderElector({ ...base, leaseDurationMs: 10_000, renewDeadlineMs: 10_000 })).to.throw(
+      /lease duration must be greater/,
+    );
+    expect(() => new LeaderElector({ ...base, renewDeadlineMs: 2_400, retryPeriodMs: 2_000 })).to.throw(
+      /1.2 x the retry period/,
+    );
   });
 
-  it('acquires, then renews with one PUT per retry period (client-go\'s fast path)', async () => {
+  it("acquires, then renews with one PUT per retry period (client-go's fast path)", async () => {
     const { e, status } = await start();
     e.start();
     await e.leading$;
@@ -136,7 +164,10 @@ describe('LeaderElector (fake apiserver)', function () {
     const lastSuccess = performance.now();
     await until('the loss', () => lost.length > 0, 6_000);
     // A round starts one retry period after the last success and ends at its renew deadline.
-    expect(lost[0]! - lastSuccess).to.be.within(TIMING.renewDeadlineMs, TIMING.retryPeriodMs + TIMING.renewDeadlineMs + 1_000);
+    expect(lost[0]! - lastSuccess).to.be.within(
+      TIMING.renewDeadlineMs,
+      TIMING.retryPeriodMs + TIMING.renewDeadlineMs + 1_000,
+    );
     expect(gateClosed[0]).to.be.below(lost[0]!);
     expect(fake.hung).to.be.at.least(1);
     await until('every hung request aborted by the client', () => fake.openHung === 0, 500);
@@ -144,7 +175,14 @@ describe('LeaderElector (fake apiserver)', function () {
     expect(lost).to.have.length(1);
     expect(status).to.deep.equal([false, true, false]);
     expect(e.canWrite()).to.equal(false);
-    expect(lines.some((l) => l.level === 'error' && l.message === 'Lost the leader Lease' && /the lease was not renewed within the renew deadline/.test(String(l['err'])))).to.equal(true);
+    expect(
+      lines.some(
+        (l) =>
+          l.level === 'error' &&
+          l.message === 'Lost the leader Lease' &&
+          /the lease was not renewed within the renew deadline/.test(String(l['err'])),
+      ),
+    ).to.equal(true);
   });
 
   it('loses when another candidate holds the Lease (409, then its fresh record); never leads again', async () => {
@@ -190,7 +228,9 @@ describe('LeaderElector (fake apiserver)', function () {
     await until('the loss', () => lost.length > 0, 8_000);
     expect(fake.lease?.spec?.holderIdentity).to.equal('other');
     expect(afterTaken, 'PUTs naming this replica after another took the Lease').to.have.length.at.most(1);
-    expect(afterTaken.every((b) => b.metadata.resourceVersion !== fake.lease?.metadata?.resourceVersion)).to.equal(true);
+    expect(afterTaken.every((b) => b.metadata.resourceVersion !== fake.lease?.metadata?.resourceVersion)).to.equal(
+      true,
+    );
     expect(e.canWrite()).to.equal(false);
   });
 
@@ -201,11 +241,13 @@ describe('LeaderElector (fake apiserver)', function () {
       e.start();
       await e.leading$;
       let forbiddenAt: number | undefined;
-      timers.push(setInterval(() => {
-        gated.post('/things', {}).catch((err: Error) => {
-          if (err instanceof WritesForbiddenError) forbiddenAt ??= performance.now();
-        });
-      }, 10));
+      timers.push(
+        setInterval(() => {
+          gated.post('/things', {}).catch((err: Error) => {
+            if (err instanceof WritesForbiddenError) forbiddenAt ??= performance.now();
+          });
+        }, 10),
+      );
       fake.onPut = () => 500;
       await until('the loss', () => lost.length > 0, 6_000);
       await sleep(200);
@@ -268,7 +310,12 @@ describe('the joinguard command on a lost Lease (fake apiserver, real process)',
     const leases = new FakeLeases();
     let lostFrom: number | undefined;
     const writes: { at: number; method: string; path: string }[] = [];
-    const check = { apiVersion: 'joinguard.io/v1alpha1', kind: 'MachineJoinCheck', metadata: { name: 'c', namespace: 'ns', uid: 'u1', resourceVersion: '5', generation: 1 }, spec: { clusterName: 'cl', selector: {} } };
+    const check = {
+      apiVersion: 'joinguard.io/v1alpha1',
+      kind: 'MachineJoinCheck',
+      metadata: { name: 'c', namespace: 'ns', uid: 'u1', resourceVersion: '5', generation: 1 },
+      spec: { clusterName: 'cl', selector: {} },
+    };
     server = await serve((req, res, url, body) => {
       if (url.pathname.includes('/leases')) {
         if (req.method === 'PUT' && lostFrom === undefined && leases.lease) lostFrom = performance.now();
@@ -279,19 +326,46 @@ describe('the joinguard command on a lost Lease (fake apiserver, real process)',
         writes.push({ at: performance.now(), method: req.method!, path: url.pathname });
         return; // a write in flight that never ends: the reconcile holding it would never finish
       }
-      if (url.pathname === '/apis/cluster.x-k8s.io') return sendJson(res, 200, { versions: [{ groupVersion: 'cluster.x-k8s.io/v1beta2', version: 'v1beta2' }] });
-      if (url.pathname.startsWith('/apis/controlplane') || url.pathname.startsWith('/apis/bootstrap') || url.pathname.startsWith('/apis/clusterctl')) return sendJson(res, 404, {});
-      if (url.pathname === '/openapi/v3/apis/cluster.x-k8s.io/v1beta2') return sendJson(res, 200, schemaWith('v1beta2', ['Machine:status.deletion.waitForPreDrainHookStartTime']));
-      if (url.searchParams.get('sendInitialEvents') === 'true') return sendJson(res, 422, { message: 'sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled' });
+      if (url.pathname === '/apis/cluster.x-k8s.io')
+        return sendJson(res, 200, { versions: [{ groupVersion: 'cluster.x-k8s.io/v1beta2', version: 'v1beta2' }] });
+      if (
+        url.pathname.startsWith('/apis/controlplane') ||
+        url.pathname.startsWith('/apis/bootstrap') ||
+        url.pathname.startsWith('/apis/clusterctl')
+      )
+        return sendJson(res, 404, {});
+      if (url.pathname === '/openapi/v3/apis/cluster.x-k8s.io/v1beta2')
+        return sendJson(res, 200, schemaWith('v1beta2', ['Machine:status.deletion.waitForPreDrainHookStartTime']));
+      if (url.searchParams.get('sendInitialEvents') === 'true')
+        return sendJson(res, 422, {
+          message: 'sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled',
+        });
       if (url.searchParams.get('watch') === 'true') return void res.writeHead(200).flushHeaders();
       const items = url.pathname.endsWith('/machinejoinchecks') ? [check] : [];
       sendJson(res, 200, { metadata: { resourceVersion: '10' }, items });
     });
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'jg-leader-'));
     const kubeconfig = path.join(dir, 'config');
-    fs.writeFileSync(kubeconfig, `apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{name: s, cluster: {server: '${server.access.server.href}'}}]\ncontexts: [{name: c, context: {cluster: s}}]\n`);
+    fs.writeFileSync(
+      kubeconfig,
+      `apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{name: s, cluster: {server: '${server.access.server.href}'}}]\ncontexts: [{name: c, context: {cluster: s}}]\n`,
+    );
     const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-    const child = spawn(process.execPath, ['--import', 'tsx', 'cmd/joinguard.ts', `--kubeconfig=${kubeconfig}`, '--namespace=ns', '--leader-elect', '--diagnostics-address=0', '--webhook-port=0', '--health-addr=0'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, POD_NAMESPACE: 'ns' } });
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'cmd/joinguard.ts',
+        `--kubeconfig=${kubeconfig}`,
+        '--namespace=ns',
+        '--leader-elect',
+        '--diagnostics-address=0',
+        '--webhook-port=0',
+        '--health-addr=0',
+      ],
+      { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, POD_NAMESPACE: 'ns' } },
+    );
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.stderr.on('data', (c: Buffer) => (out += c.toString()));
@@ -303,7 +377,10 @@ describe('the joinguard command on a lost Lease (fake apiserver, real process)',
     // graceful stop would wait out the hung write's 30 s timeout).
     expect(exitedAt - lostFrom!, out).to.be.below(10_000 + 2_000 + 5_000);
     expect(writes.length, out).to.be.above(0); // the reconcile's status write, left hanging
-    expect(writes.filter((w) => w.at > lostFrom! + 10_000), out).to.deep.equal([]);
+    expect(
+      writes.filter((w) => w.at > lostFrom! + 10_000),
+      out,
+    ).to.deep.equal([]);
     expect(out).to.match(/Lost the leader Lease/);
   });
 });

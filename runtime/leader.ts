@@ -91,8 +91,10 @@ export class LeaderElector {
     this.renewMs = o.renewDeadlineMs ?? LEADER_DEFAULTS.renewDeadlineMs;
     this.retryMs = o.retryPeriodMs ?? LEADER_DEFAULTS.retryPeriodMs;
     // client-go's NewLeaderElector checks.
-    if (!(this.leaseMs > this.renewMs)) throw new Error('leader election: the lease duration must be greater than the renew deadline');
-    if (!(this.renewMs > JITTER * this.retryMs)) throw new Error('leader election: the renew deadline must be greater than 1.2 x the retry period');
+    if (!(this.leaseMs > this.renewMs))
+      throw new Error('leader election: the lease duration must be greater than the renew deadline');
+    if (!(this.renewMs > JITTER * this.retryMs))
+      throw new Error('leader election: the renew deadline must be greater than 1.2 x the retry period');
     if (!(this.retryMs > 0)) throw new Error('leader election: the retry period must be greater than zero');
     this.requestMs = Math.max(this.renewMs / 2, 1_000);
     this.mono = o.monotonic ?? (() => performance.now());
@@ -116,7 +118,9 @@ export class LeaderElector {
 
   start(): void {
     this.o.onStatus?.(false);
-    void this.run().catch((e: Error) => this.o.log.error('Leader election stopped on an unexpected error', { err: e.message, lease: this.lock }));
+    void this.run().catch((e: Error) =>
+      this.o.log.error('Leader election stopped on an unexpected error', { err: e.message, lease: this.lock }),
+    );
   }
 
   private get lock(): string {
@@ -158,7 +162,8 @@ export class LeaderElector {
         if (await this.attempt(ac.signal)) return undefined;
         if (this.stopped) return undefined;
         const left = this.renewMs - (this.mono() - start);
-        if (ac.signal.aborted || left <= 0) return `the lease was not renewed within the renew deadline (${this.renewMs} ms)`;
+        if (ac.signal.aborted || left <= 0)
+          return `the lease was not renewed within the renew deadline (${this.renewMs} ms)`;
         await this.sleep(Math.min(this.retryMs, left), ac.signal);
       }
     } finally {
@@ -176,7 +181,8 @@ export class LeaderElector {
       if (ok) this.lastRenew = startedAt;
       return ok;
     } catch (e) {
-      if (!this.stopped) this.o.log.info('Leader Lease request failed', { lease: this.lock, err: (e as Error).message });
+      if (!this.stopped)
+        this.o.log.info('Leader Lease request failed', { lease: this.lock, err: (e as Error).message });
       return false;
     }
   }
@@ -196,19 +202,30 @@ export class LeaderElector {
   }
 
   private leaseValid(now: number): boolean {
-    return this.observed !== undefined && this.observed.at + Number(this.lease?.spec?.leaseDurationSeconds ?? 0) * 1000 > now;
+    return (
+      this.observed !== undefined && this.observed.at + Number(this.lease?.spec?.leaseDurationSeconds ?? 0) * 1000 > now
+    );
   }
 
   private async update(lease: Json, spec: Json, signal: AbortSignal | undefined): Promise<void> {
     const next = { ...lease, spec };
-    const written = await this.o.rest.put(this.path(this.o.name), next, { timeoutMs: this.requestMs, ...(signal ? { signal } : {}) });
+    const written = await this.o.rest.put(this.path(this.o.name), next, {
+      timeoutMs: this.requestMs,
+      ...(signal ? { signal } : {}),
+    });
     this.lease = written;
     this.observe(written, this.mono());
   }
 
   private observe(lease: Json, at: number): void {
     const s = lease.spec ?? {};
-    const record = JSON.stringify([s.holderIdentity, s.leaseDurationSeconds, s.acquireTime, s.renewTime, s.leaseTransitions]);
+    const record = JSON.stringify([
+      s.holderIdentity,
+      s.leaseDurationSeconds,
+      s.acquireTime,
+      s.renewTime,
+      s.leaseTransitions,
+    ]);
     if (this.observed?.record !== record) this.observed = { record, at };
   }
 
@@ -224,7 +241,10 @@ export class LeaderElector {
         return true;
       } catch (e) {
         if (signal?.aborted) throw e;
-        this.o.log.debug('Optimistic Lease renewal failed, reading the Lease', { lease: this.lock, err: (e as Error).message });
+        this.o.log.debug('Optimistic Lease renewal failed, reading the Lease', {
+          lease: this.lock,
+          err: (e as Error).message,
+        });
       }
     }
     // 2. Read it, or create it.
@@ -236,7 +256,12 @@ export class LeaderElector {
       try {
         const created = await this.o.rest.post(
           this.path(),
-          { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: this.o.name, namespace: this.o.namespace }, spec: this.record(this.o.identity, this.wall(), 0) },
+          {
+            apiVersion: 'coordination.k8s.io/v1',
+            kind: 'Lease',
+            metadata: { name: this.o.name, namespace: this.o.namespace },
+            spec: this.record(this.o.identity, this.wall(), 0),
+          },
           opts,
         );
         this.lease = created;
@@ -313,7 +338,15 @@ export class LeaderElector {
       const now = microTime(this.wall());
       await this.o.rest.put(
         this.path(this.o.name),
-        { ...lease, spec: { leaseDurationSeconds: 1, acquireTime: now, renewTime: now, leaseTransitions: lease.spec?.leaseTransitions ?? 0 } },
+        {
+          ...lease,
+          spec: {
+            leaseDurationSeconds: 1,
+            acquireTime: now,
+            renewTime: now,
+            leaseTransitions: lease.spec?.leaseTransitions ?? 0,
+          },
+        },
         { timeoutMs: this.requestMs },
       );
       this.o.log.info('Released the leader Lease', { lease: this.lock, identity: this.o.identity });

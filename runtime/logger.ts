@@ -46,7 +46,8 @@ export interface LoggerOptions {
 
 export function makeLogger(o: LoggerOptions = {}): winston.Logger {
   const format = o.format ?? 'json';
-  if (!LOG_FORMATS.includes(format)) throw new Error(`--logging-format: ${JSON.stringify(format)} is not one of ${LOG_FORMATS.join(', ')}`);
+  if (!LOG_FORMATS.includes(format))
+    throw new Error(`--logging-format: ${JSON.stringify(format)} is not one of ${LOG_FORMATS.join(', ')}`);
   const vmodule = o.vmodule ?? [];
   if (vmodule.length > 0 && format !== 'text') throw new Error('--vmodule: Only supported for text log format');
   const verbosity = o.verbosity ?? 0;
@@ -57,7 +58,12 @@ export function makeLogger(o: LoggerOptions = {}): winston.Logger {
     levels: winston.config.npm.levels,
     level,
     format: winston.format((info) => {
-      if (vmodule.length > 0 && (V_OF_LEVEL[info.level] ?? 0) > currentVerbosity(logger, verbosity) && !vmoduleAllows(vmodule, V_OF_LEVEL[info.level] ?? 0)) return false;
+      if (
+        vmodule.length > 0 &&
+        (V_OF_LEVEL[info.level] ?? 0) > currentVerbosity(logger, verbosity) &&
+        !vmoduleAllows(vmodule, V_OF_LEVEL[info.level] ?? 0)
+      )
+        return false;
       (info as unknown as Record<symbol, string>)[MESSAGE] = format === 'json' ? jsonLine(info) : textLine(info);
       return info;
     })(),
@@ -94,15 +100,20 @@ export function parseVmodule(value: string): VmoduleRule[] {
     const pattern = part.slice(0, eq).trim();
     const n = part.slice(eq + 1).trim();
     if (pattern === '') throw new Error('File pattern must not be empty');
-    if (pattern.includes('=')) throw new Error(`${JSON.stringify(pattern)}: File pattern must not contain equal sign or comma`);
-    if (!/^\d+$/.test(n) || Number(n) > 2 ** 31 - 1) throw new Error(`${JSON.stringify(n)} is not a verbosity (0 to 2147483647)`);
+    if (pattern.includes('='))
+      throw new Error(`${JSON.stringify(pattern)}: File pattern must not contain equal sign or comma`);
+    if (!/^\d+$/.test(n) || Number(n) > 2 ** 31 - 1)
+      throw new Error(`${JSON.stringify(n)} is not a verbosity (0 to 2147483647)`);
     return { pattern, v: Number(n) };
   });
 }
 
 /** Go's filepath.Match for `*` and `?` (no character classes in practice for file names). */
 function globToRegExp(glob: string): RegExp {
-  const body = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]');
+  const body = glob
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '[^/]*')
+    .replace(/\?/g, '[^/]');
   return new RegExp(`^${body}$`);
 }
 
@@ -114,7 +125,10 @@ function vmoduleAllows(rules: VmoduleRule[], v: number): boolean {
   const base = path.slice(path.lastIndexOf('/') + 1);
   // A path pattern is matched against the path below the project (or dist/): `runtime/*`.
   const rel = path.startsWith(ROOT) ? path.slice(ROOT.length) : path;
-  return rules.some((r) => r.v >= v && (r.pattern.includes('/') ? globToRegExp(r.pattern).test(rel) : globToRegExp(r.pattern).test(base)));
+  return rules.some(
+    (r) =>
+      r.v >= v && (r.pattern.includes('/') ? globToRegExp(r.pattern).test(rel) : globToRegExp(r.pattern).test(base)),
+  );
 }
 
 const THIS_FILE = fileURLToPath(import.meta.url);
@@ -204,7 +218,9 @@ function lineOf(info: winston.Logform.TransformableInfo): Line {
 function redact(key: string, v: unknown, depth: number): unknown {
   if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
     if (depth >= 4) return SECRET_KEY.test(key) ? '[redacted]' : v;
-    return Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, redact(k, x, depth + 1)]));
+    return Object.fromEntries(
+      Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, redact(k, x, depth + 1)]),
+    );
   }
   if (SECRET_KEY.test(key) && v !== undefined && v !== null && v !== '') return '[redacted]';
   return v;
@@ -213,7 +229,8 @@ function redact(key: string, v: unknown, depth: number): unknown {
 function jsonLine(info: winston.Logform.TransformableInfo): string {
   const { level, msg, fields } = lineOf(info);
   const ts = Number(nowMs().toFixed(3));
-  const head: Record<string, unknown> = level === 'error' ? { ts, msg, err: fields['err'] ?? null } : { ts, msg, v: V_OF_LEVEL[level] ?? 0 };
+  const head: Record<string, unknown> =
+    level === 'error' ? { ts, msg, err: fields['err'] ?? null } : { ts, msg, v: V_OF_LEVEL[level] ?? 0 };
   return JSON.stringify({ ...head, ...fields });
 }
 

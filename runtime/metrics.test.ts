@@ -9,7 +9,11 @@ function families(text: string): Map<string, { type: string; labels: string[] }>
   for (const m of text.matchAll(/^# TYPE (\S+) (\S+)$/gm)) out.set(m[1]!, { type: m[2]!, labels: [] });
   for (const m of text.matchAll(/^([a-z_]+?)(?:_bucket|_sum|_count)?\{([^}]*)\} /gm)) {
     const f = out.get(m[1]!) ?? out.get(m[1]!.replace(/_(bucket|sum|count)$/, ''));
-    if (f && f.labels.length === 0) f.labels = [...m[2]!.matchAll(/([a-z_]+)="/g)].map((x) => x[1]!).filter((l) => l !== 'le').sort();
+    if (f && f.labels.length === 0)
+      f.labels = [...m[2]!.matchAll(/([a-z_]+)="/g)]
+        .map((x) => x[1]!)
+        .filter((l) => l !== 'le')
+        .sort();
   }
   return out;
 }
@@ -55,14 +59,17 @@ describe('RuntimeMetrics', () => {
     for (const [name, [type, labels]] of Object.entries(want)) {
       expect(f.get(name), name).to.deep.equal({ type, labels });
     }
-    expect([...f.keys()].filter((n) => n.startsWith('joinguard_process') || n.includes('process_process'))).to.deep.equal([]);
+    expect(
+      [...f.keys()].filter((n) => n.startsWith('joinguard_process') || n.includes('process_process')),
+    ).to.deep.equal([]);
   });
 
   it('counts reconciles like controller-runtime: every result at 0 from the start, errors twice', async () => {
     const m = new RuntimeMetrics({ processMetrics: false });
     m.registerController('machinejoincheck', 4);
     let text = await m.registry.metrics();
-    for (const r of ['success', 'error', 'requeue', 'requeue_after']) expect(text).to.include(`controller_runtime_reconcile_total{controller="machinejoincheck",result="${r}"} 0`);
+    for (const r of ['success', 'error', 'requeue', 'requeue_after'])
+      expect(text).to.include(`controller_runtime_reconcile_total{controller="machinejoincheck",result="${r}"} 0`);
     expect(text).to.include('controller_runtime_max_concurrent_reconciles{controller="machinejoincheck"} 4');
     m.reconcileStarted('machinejoincheck');
     m.reconcileStarted('machinejoincheck');
@@ -75,8 +82,12 @@ describe('RuntimeMetrics', () => {
     expect(text).to.include('controller_runtime_reconcile_errors_total{controller="machinejoincheck"} 1');
     expect(text).to.include('controller_runtime_reconcile_total{controller="machinejoincheck",result="error"} 1');
     // controller-runtime's buckets end at 60; 61 s lands in +Inf only.
-    expect(text).to.include('controller_runtime_reconcile_time_seconds_bucket{le="60",controller="machinejoincheck"} 1');
-    expect(text).to.include('controller_runtime_reconcile_time_seconds_bucket{le="+Inf",controller="machinejoincheck"} 2');
+    expect(text).to.include(
+      'controller_runtime_reconcile_time_seconds_bucket{le="60",controller="machinejoincheck"} 1',
+    );
+    expect(text).to.include(
+      'controller_runtime_reconcile_time_seconds_bucket{le="+Inf",controller="machinejoincheck"} 2',
+    );
   });
 
   it("labels REST requests as client-go does (code, method, host; <error> without an answer) and the lease's status", async () => {
@@ -114,9 +125,18 @@ describe('RuntimeMetrics', () => {
     expect(text).to.include(`controller_runtime_webhook_requests_in_flight{webhook="${path}"} 0`);
     expect(text).to.include(`controller_runtime_webhook_latency_seconds_count{webhook="${path}"} 2`);
     const f = families(text);
-    expect(f.get('controller_runtime_webhook_latency_seconds')).to.deep.equal({ type: 'histogram', labels: ['webhook'] });
-    expect(f.get('controller_runtime_webhook_requests_total')).to.deep.equal({ type: 'counter', labels: ['code', 'webhook'] });
-    expect(f.get('controller_runtime_webhook_requests_in_flight')).to.deep.equal({ type: 'gauge', labels: ['webhook'] });
+    expect(f.get('controller_runtime_webhook_latency_seconds')).to.deep.equal({
+      type: 'histogram',
+      labels: ['webhook'],
+    });
+    expect(f.get('controller_runtime_webhook_requests_total')).to.deep.equal({
+      type: 'counter',
+      labels: ['code', 'webhook'],
+    });
+    expect(f.get('controller_runtime_webhook_requests_in_flight')).to.deep.equal({
+      type: 'gauge',
+      labels: ['webhook'],
+    });
     hooks.remove();
     expect(await m.registry.metrics()).not.to.match(/^controller_runtime_webhook_\w+\{/m);
   });

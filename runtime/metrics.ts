@@ -35,8 +35,10 @@ export interface RestRequest {
 }
 
 // controller-runtime's ReconcileTime buckets.
-const RECONCILE_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0,
-  1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60];
+const RECONCILE_BUCKETS = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5, 1.75,
+  2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
+];
 // prometheus.ExponentialBuckets(10e-9, 10, 12): 1e-8 .. 1e3.
 const QUEUE_BUCKETS = Array.from({ length: 12 }, (_, i) => Number((1e-8 * 10 ** i).toPrecision(1)));
 // controller-runtime's webhook RequestLatency buckets: prometheus.ExponentialBuckets(10e-9, 10, 12).
@@ -50,32 +52,142 @@ export class RuntimeMetrics {
   readonly registry = new Registry();
   private readonly processing = new Map<string, Map<string, number>>();
 
-  readonly reconcileTotal = new Counter({ name: 'controller_runtime_reconcile_total', help: 'Total number of reconciliations per controller', labelNames: ['controller', 'result'], registers: [this.registry] });
-  readonly reconcileErrors = new Counter({ name: 'controller_runtime_reconcile_errors_total', help: 'Total number of reconciliation errors per controller', labelNames: ['controller'], registers: [this.registry] });
-  readonly terminalErrors = new Counter({ name: 'controller_runtime_terminal_reconcile_errors_total', help: 'Total number of terminal reconciliation errors per controller', labelNames: ['controller'], registers: [this.registry] });
-  readonly panics = new Counter({ name: 'controller_runtime_reconcile_panics_total', help: 'Total number of reconciliation panics per controller', labelNames: ['controller'], registers: [this.registry] });
-  readonly timeouts = new Counter({ name: 'controller_runtime_reconcile_timeouts_total', help: 'Total number of reconciliation timeouts per controller', labelNames: ['controller'], registers: [this.registry] });
-  readonly reconcileTime = new Histogram({ name: 'controller_runtime_reconcile_time_seconds', help: 'Length of time per reconciliation per controller', labelNames: ['controller'], buckets: RECONCILE_BUCKETS, registers: [this.registry] });
-  readonly workerCount = new Gauge({ name: 'controller_runtime_max_concurrent_reconciles', help: 'Maximum number of concurrent reconciles per controller', labelNames: ['controller'], registers: [this.registry] });
-  readonly activeWorkers = new Gauge({ name: 'controller_runtime_active_workers', help: 'Number of currently used workers per controller', labelNames: ['controller'], registers: [this.registry] });
+  readonly reconcileTotal = new Counter({
+    name: 'controller_runtime_reconcile_total',
+    help: 'Total number of reconciliations per controller',
+    labelNames: ['controller', 'result'],
+    registers: [this.registry],
+  });
+  readonly reconcileErrors = new Counter({
+    name: 'controller_runtime_reconcile_errors_total',
+    help: 'Total number of reconciliation errors per controller',
+    labelNames: ['controller'],
+    registers: [this.registry],
+  });
+  readonly terminalErrors = new Counter({
+    name: 'controller_runtime_terminal_reconcile_errors_total',
+    help: 'Total number of terminal reconciliation errors per controller',
+    labelNames: ['controller'],
+    registers: [this.registry],
+  });
+  readonly panics = new Counter({
+    name: 'controller_runtime_reconcile_panics_total',
+    help: 'Total number of reconciliation panics per controller',
+    labelNames: ['controller'],
+    registers: [this.registry],
+  });
+  readonly timeouts = new Counter({
+    name: 'controller_runtime_reconcile_timeouts_total',
+    help: 'Total number of reconciliation timeouts per controller',
+    labelNames: ['controller'],
+    registers: [this.registry],
+  });
+  readonly reconcileTime = new Histogram({
+    name: 'controller_runtime_reconcile_time_seconds',
+    help: 'Length of time per reconciliation per controller',
+    labelNames: ['controller'],
+    buckets: RECONCILE_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly workerCount = new Gauge({
+    name: 'controller_runtime_max_concurrent_reconciles',
+    help: 'Maximum number of concurrent reconciles per controller',
+    labelNames: ['controller'],
+    registers: [this.registry],
+  });
+  readonly activeWorkers = new Gauge({
+    name: 'controller_runtime_active_workers',
+    help: 'Number of currently used workers per controller',
+    labelNames: ['controller'],
+    registers: [this.registry],
+  });
 
-  readonly depth = new Gauge({ name: 'workqueue_depth', help: 'Current depth of workqueue by workqueue and priority', labelNames: ['name', 'controller', 'priority'], registers: [this.registry] });
-  readonly adds = new Counter({ name: 'workqueue_adds_total', help: 'Total number of adds handled by workqueue', labelNames: ['name', 'controller'], registers: [this.registry] });
-  readonly queueLatency = new Histogram({ name: 'workqueue_queue_duration_seconds', help: 'How long in seconds an item stays in workqueue before being requested', labelNames: ['name', 'controller'], buckets: QUEUE_BUCKETS, registers: [this.registry] });
-  readonly workDuration = new Histogram({ name: 'workqueue_work_duration_seconds', help: 'How long in seconds processing an item from workqueue takes.', labelNames: ['name', 'controller'], buckets: QUEUE_BUCKETS, registers: [this.registry] });
-  readonly retries = new Counter({ name: 'workqueue_retries_total', help: 'Total number of items added to the workqueue with a non-zero delay (rate-limited requeues, explicit RequeueAfter or AddAfter calls)', labelNames: ['name', 'controller'], registers: [this.registry] });
+  readonly depth = new Gauge({
+    name: 'workqueue_depth',
+    help: 'Current depth of workqueue by workqueue and priority',
+    labelNames: ['name', 'controller', 'priority'],
+    registers: [this.registry],
+  });
+  readonly adds = new Counter({
+    name: 'workqueue_adds_total',
+    help: 'Total number of adds handled by workqueue',
+    labelNames: ['name', 'controller'],
+    registers: [this.registry],
+  });
+  readonly queueLatency = new Histogram({
+    name: 'workqueue_queue_duration_seconds',
+    help: 'How long in seconds an item stays in workqueue before being requested',
+    labelNames: ['name', 'controller'],
+    buckets: QUEUE_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly workDuration = new Histogram({
+    name: 'workqueue_work_duration_seconds',
+    help: 'How long in seconds processing an item from workqueue takes.',
+    labelNames: ['name', 'controller'],
+    buckets: QUEUE_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly retries = new Counter({
+    name: 'workqueue_retries_total',
+    help: 'Total number of items added to the workqueue with a non-zero delay (rate-limited requeues, explicit RequeueAfter or AddAfter calls)',
+    labelNames: ['name', 'controller'],
+    registers: [this.registry],
+  });
   // Read at scrape time from the items in progress (controller-runtime refreshes them every 500 ms).
   readonly unfinished: Gauge;
   readonly longestRunning: Gauge;
 
-  readonly restRequests = new Counter({ name: 'rest_client_requests_total', help: 'Number of HTTP requests, partitioned by status code, method, and host.', labelNames: ['code', 'method', 'host'], registers: [this.registry] });
-  readonly restLatency = new Histogram({ name: 'rest_client_request_duration_seconds', help: 'Request latency in seconds. Broken down by verb, and host.', labelNames: ['verb', 'host'], buckets: REST_BUCKETS, registers: [this.registry] });
-  readonly webhookLatency = new Histogram({ name: 'controller_runtime_webhook_latency_seconds', help: 'Histogram of the latency of processing admission requests', labelNames: ['webhook'], buckets: WEBHOOK_BUCKETS, registers: [this.registry] });
-  readonly webhookRequests = new Counter({ name: 'controller_runtime_webhook_requests_total', help: 'Total number of admission requests by HTTP status code.', labelNames: ['webhook', 'code'], registers: [this.registry] });
-  readonly webhookInFlight = new Gauge({ name: 'controller_runtime_webhook_requests_in_flight', help: 'Current number of admission requests being served.', labelNames: ['webhook'], registers: [this.registry] });
-  readonly buildInfo = new Gauge({ name: 'joinguard_build_info', help: 'Always 1: the version and git commit of the running JoinGuard', labelNames: ['version', 'git_commit'], registers: [this.registry] });
-  readonly leaderElectionEnabled = new Gauge({ name: 'joinguard_leader_election_enabled', help: "1 when this replica takes part in leader election on the Lease 'name', 0 when it runs without (--leader-elect=false: it must be the only replica)", labelNames: ['name'], registers: [this.registry] });
-  readonly leader = new Gauge({ name: 'leader_election_master_status', help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.", labelNames: ['name'], registers: [this.registry] });
+  readonly restRequests = new Counter({
+    name: 'rest_client_requests_total',
+    help: 'Number of HTTP requests, partitioned by status code, method, and host.',
+    labelNames: ['code', 'method', 'host'],
+    registers: [this.registry],
+  });
+  readonly restLatency = new Histogram({
+    name: 'rest_client_request_duration_seconds',
+    help: 'Request latency in seconds. Broken down by verb, and host.',
+    labelNames: ['verb', 'host'],
+    buckets: REST_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly webhookLatency = new Histogram({
+    name: 'controller_runtime_webhook_latency_seconds',
+    help: 'Histogram of the latency of processing admission requests',
+    labelNames: ['webhook'],
+    buckets: WEBHOOK_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly webhookRequests = new Counter({
+    name: 'controller_runtime_webhook_requests_total',
+    help: 'Total number of admission requests by HTTP status code.',
+    labelNames: ['webhook', 'code'],
+    registers: [this.registry],
+  });
+  readonly webhookInFlight = new Gauge({
+    name: 'controller_runtime_webhook_requests_in_flight',
+    help: 'Current number of admission requests being served.',
+    labelNames: ['webhook'],
+    registers: [this.registry],
+  });
+  readonly buildInfo = new Gauge({
+    name: 'joinguard_build_info',
+    help: 'Always 1: the version and git commit of the running JoinGuard',
+    labelNames: ['version', 'git_commit'],
+    registers: [this.registry],
+  });
+  readonly leaderElectionEnabled = new Gauge({
+    name: 'joinguard_leader_election_enabled',
+    help: "1 when this replica takes part in leader election on the Lease 'name', 0 when it runs without (--leader-elect=false: it must be the only replica)",
+    labelNames: ['name'],
+    registers: [this.registry],
+  });
+  readonly leader = new Gauge({
+    name: 'leader_election_master_status',
+    help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.",
+    labelNames: ['name'],
+    registers: [this.registry],
+  });
 
   constructor(o: { processMetrics?: boolean } = {}) {
     this.unfinished = this.inProgressGauge(

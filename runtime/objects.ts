@@ -24,4 +24,5 @@ export const versionOf = (obj: Json): Version | undefined => {
   return /^\d{1,15}$/.test(rv) ? Number(rv) : rv;
 };
 /** True when `a` is known to be older than `b` (not comparable: false). */
-export const older = (a: Version | undefined, b: Version | undefined): boolean => typeof a === 'number' && typeof b === 'number' && a < b;
+export const older = (a: Version | undefined, b: Version | undefined): boolean =>
+  typeof a === 'number' && typeof b === 'number' && a < b;

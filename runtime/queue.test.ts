@@ -39,7 +39,9 @@ async function busyWorker(queue: WorkQueue) {
 
 async function value(m: RuntimeMetrics, name: string, labels: Record<string, string> = {}): Promise<number> {
   const got = await m.registry.getSingleMetric(name)!.get();
-  const hits = got.values.filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x) && !('le' in v.labels));
+  const hits = got.values.filter(
+    (v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x) && !('le' in v.labels),
+  );
   return hits.reduce((s, v) => s + v.value, 0);
 }
 
@@ -132,7 +134,9 @@ describe('WorkQueue', () => {
     let adds = 0;
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ key: fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f'), deadline: fc.boolean() }), { maxLength: 30 }),
+        fc.array(fc.record({ key: fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f'), deadline: fc.boolean() }), {
+          maxLength: 30,
+        }),
         async (ops) => {
           runs++;
           adds += ops.length;
@@ -185,8 +189,14 @@ describe('WorkQueue', () => {
     await tick(5);
     expect(await value(m, 'workqueue_longest_running_processor_seconds', labels)).to.equal(0);
     const text = await m.registry.metrics();
-    expect(text).to.match(/^workqueue_queue_duration_seconds_count\{name="machinejoincheck",controller="machinejoincheck"\} 2$/m);
-    expect(text).to.match(/^workqueue_work_duration_seconds_count\{name="machinejoincheck",controller="machinejoincheck"\} 2$/m);
-    expect(text).to.include('workqueue_work_duration_seconds_bucket{le="1e-8",name="machinejoincheck",controller="machinejoincheck"}');
+    expect(text).to.match(
+      /^workqueue_queue_duration_seconds_count\{name="machinejoincheck",controller="machinejoincheck"\} 2$/m,
+    );
+    expect(text).to.match(
+      /^workqueue_work_duration_seconds_count\{name="machinejoincheck",controller="machinejoincheck"\} 2$/m,
+    );
+    expect(text).to.include(
+      'workqueue_work_duration_seconds_bucket{le="1e-8",name="machinejoincheck",controller="machinejoincheck"}',
+    );
   });
 });

@@ -93,10 +93,13 @@ export class WorkQueue {
     if (t && t.at <= at) return;
     if (t) clearTimeout(t.timer);
     // Node timers cap at ~24.8 days; a later deadline re-arms on the way.
-    const timer = setTimeout(() => {
-      this.timers.delete(key);
-      this.add(key, priority);
-    }, Math.min(delayMs, 2 ** 31 - 1));
+    const timer = setTimeout(
+      () => {
+        this.timers.delete(key);
+        this.add(key, priority);
+      },
+      Math.min(delayMs, 2 ** 31 - 1),
+    );
     this.timers.set(key, { at, timer });
   }
 

@@ -18,9 +18,15 @@ export function capiChange(was: CapiVersionInfo, now: CapiVersionInfo): string |
   const d: string[] = [];
   const release = (c: CapiVersionInfo) => c.version ?? (c.minor !== undefined ? `v1.${c.minor}` : 'unknown');
   if (was.apiVersion !== now.apiVersion) d.push(`API version ${was.apiVersion} -> ${now.apiVersion}`);
-  if (was.minor !== now.minor || (was.version !== undefined && now.version !== undefined && was.version !== now.version)) d.push(`release ${release(was)} -> ${release(now)}`);
-  if (was.kubeadmControlPlane !== now.kubeadmControlPlane) d.push(`KubeadmControlPlane ${now.kubeadmControlPlane ? 'now' : 'no longer'} served`);
-  if (was.kubeadmBootstrap !== now.kubeadmBootstrap) d.push(`KubeadmConfig ${now.kubeadmBootstrap ? 'now' : 'no longer'} served`);
+  if (
+    was.minor !== now.minor ||
+    (was.version !== undefined && now.version !== undefined && was.version !== now.version)
+  )
+    d.push(`release ${release(was)} -> ${release(now)}`);
+  if (was.kubeadmControlPlane !== now.kubeadmControlPlane)
+    d.push(`KubeadmControlPlane ${now.kubeadmControlPlane ? 'now' : 'no longer'} served`);
+  if (was.kubeadmBootstrap !== now.kubeadmBootstrap)
+    d.push(`KubeadmConfig ${now.kubeadmBootstrap ? 'now' : 'no longer'} served`);
   return d.length ? d.join(', ') : undefined;
 }
 

@@ -19,8 +19,16 @@ describe('RestClient (fake apiserver)', function () {
     rest = keep(new RestClient(server.access, { userAgent: 'test', writeGate: () => open }));
     await rest.put('/api/v1/things/a', {});
     open = false;
-    for (const write of [() => rest.put('/api/v1/things/a', {}), () => rest.post('/api/v1/things', {}), () => rest.mergePatch('/api/v1/things/a', {}), () => rest.deleteWithPreconditions('/api/v1/things/a', 'u', '1')]) {
-      const e = await write().then(() => undefined, (err: Error) => err);
+    for (const write of [
+      () => rest.put('/api/v1/things/a', {}),
+      () => rest.post('/api/v1/things', {}),
+      () => rest.mergePatch('/api/v1/things/a', {}),
+      () => rest.deleteWithPreconditions('/api/v1/things/a', 'u', '1'),
+    ]) {
+      const e = await write().then(
+        () => undefined,
+        (err: Error) => err,
+      );
       expect(e).to.be.instanceOf(WritesForbiddenError);
     }
     await rest.get('/api/v1/things/a');
@@ -32,7 +40,10 @@ describe('RestClient (fake apiserver)', function () {
     server = keep(await serve((_req, res) => sendJson(res, 200, {})));
     rest = keep(new RestClient(server.access, { userAgent: 'test', qps: 5, burst: 1, writeGate: () => open }));
     await rest.get('/a'); // takes the only token
-    const queued = rest.put('/a', {}).then(() => undefined, (e: Error) => e); // waits ~200 ms for a token
+    const queued = rest.put('/a', {}).then(
+      () => undefined,
+      (e: Error) => e,
+    ); // waits ~200 ms for a token
     setTimeout(() => (open = false), 50);
     expect(await queued).to.be.instanceOf(WritesForbiddenError);
     expect(server.requests).to.have.length(1);
@@ -59,7 +70,11 @@ describe('RestClient (fake apiserver)', function () {
 
   it('onRequest: method, host, the status as a string, "<error>" when no answer came', async () => {
     const seen: RequestRecord[] = [];
-    server = keep(await serve((req, res) => (req.url === '/reset' ? req.socket.destroy() : sendJson(res, req.url === '/missing' ? 404 : 200, {}))));
+    server = keep(
+      await serve((req, res) =>
+        req.url === '/reset' ? req.socket.destroy() : sendJson(res, req.url === '/missing' ? 404 : 200, {}),
+      ),
+    );
     rest = keep(new RestClient(server.access, { userAgent: 'test', onRequest: (r) => seen.push(r) }));
     await rest.get('/ok');
     await rest.get('/missing').catch(() => undefined);
@@ -73,14 +88,19 @@ describe('RestClient (fake apiserver)', function () {
   });
 
   it('a request timeout bounds the whole exchange, also a body that trickles', async () => {
-    server = keep(await serve((_req, res) => {
-      res.writeHead(200, { 'Content-Type': 'application/json' });
-      const t = setInterval(() => res.write(' '), 20); // never idle, never done
-      res.on('close', () => clearInterval(t));
-    }));
+    server = keep(
+      await serve((_req, res) => {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        const t = setInterval(() => res.write(' '), 20); // never idle, never done
+        res.on('close', () => clearInterval(t));
+      }),
+    );
     rest = keep(new RestClient(server.access, { userAgent: 'test' }));
     const t0 = performance.now();
-    const e = await rest.get('/slow', undefined, { timeoutMs: 200 }).then(() => undefined, (err: Error) => err);
+    const e = await rest.get('/slow', undefined, { timeoutMs: 200 }).then(
+      () => undefined,
+      (err: Error) => err,
+    );
     expect(e).to.be.instanceOf(ApiError);
     expect((e as ApiError).code).to.equal(0);
     expect(e!.message).to.match(/no answer within 200 ms/);
@@ -92,28 +112,38 @@ describe('RestClient (fake apiserver)', function () {
     rest = keep(new RestClient(server.access, { userAgent: 'test' }));
     const ac = new AbortController();
     setTimeout(() => ac.abort(new Error('renew deadline passed')), 50);
-    const e = await rest.get('/hang', undefined, { signal: ac.signal }).then(() => undefined, (err: Error) => err);
+    const e = await rest.get('/hang', undefined, { signal: ac.signal }).then(
+      () => undefined,
+      (err: Error) => err,
+    );
     expect(e!.message).to.match(/renew deadline passed/);
   });
 
   it('a response cut mid-body is an error, not a hang', async () => {
-    server = keep(await serve((req, res) => {
-      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': 1000 });
-      res.write('{"items": [');
-      setTimeout(() => req.socket.destroy(), 20);
-    }));
+    server = keep(
+      await serve((req, res) => {
+        res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': 1000 });
+        res.write('{"items": [');
+        setTimeout(() => req.socket.destroy(), 20);
+      }),
+    );
     rest = keep(new RestClient(server.access, { userAgent: 'test' }));
-    const e = await rest.get('/cut').then(() => undefined, (err: Error) => err);
+    const e = await rest.get('/cut').then(
+      () => undefined,
+      (err: Error) => err,
+    );
     expect(e).to.be.instanceOf(ApiError);
   });
 
   it('sends the bearer token of the access, asked for on every request (it may rotate)', async () => {
     const tokens = ['one', 'two'];
     const seen: (string | undefined)[] = [];
-    server = keep(await serve((req, res) => {
-      seen.push(req.headers.authorization);
-      sendJson(res, 200, {});
-    }));
+    server = keep(
+      await serve((req, res) => {
+        seen.push(req.headers.authorization);
+        sendJson(res, 200, {});
+      }),
+    );
     rest = keep(new RestClient({ ...server.access, token: async () => tokens.shift() }, { userAgent: 'jg-test' }));
     await rest.get('/a');
     await rest.get('/b');
@@ -121,7 +151,9 @@ describe('RestClient (fake apiserver)', function () {
   });
 
   it('non-2xx answers throw ApiError with the Status message', async () => {
-    server = keep(await serve((_req, res) => sendJson(res, 409, { kind: 'Status', message: 'the object has been modified' })));
+    server = keep(
+      await serve((_req, res) => sendJson(res, 409, { kind: 'Status', message: 'the object has been modified' })),
+    );
     rest = keep(new RestClient(server.access, { userAgent: 'test' }));
     const e = (await rest.put('/a', {}).catch((err: Error) => err)) as ApiError;
     expect([e.code, e.reason]).to.deep.equal([409, 'the object has been modified']);
@@ -146,7 +178,10 @@ describe('RestClient (fake apiserver)', function () {
       gc();
       gc();
       expect(requests).to.have.length(4);
-      expect(requests.filter((r) => r.deref() !== undefined), 'requests still reachable after they ended').to.have.length(0);
+      expect(
+        requests.filter((r) => r.deref() !== undefined),
+        'requests still reachable after they ended',
+      ).to.have.length(0);
     } finally {
       dc.unsubscribe('http.client.request.start', onStart);
     }
@@ -154,16 +189,37 @@ describe('RestClient (fake apiserver)', function () {
 
   describe('answers that say when to come back (client-go checkWait)', () => {
     /** Answers `codes` in turn (then 200), each with the given Retry-After. */
-    const scripted = (codes: number[], retryAfter?: string) => (_req: unknown, res: import('node:http').ServerResponse) => {
-      const code = codes.shift() ?? 200;
-      if (code === 200) return sendJson(res, 200, { ok: true });
-      const body = JSON.stringify({ kind: 'Status', code, message: code === 429 ? 'storage is (re)initializing' : 'unavailable' });
-      res.writeHead(code, { 'Content-Type': 'application/json', ...(retryAfter !== undefined ? { 'Retry-After': retryAfter } : {}) }).end(body);
-    };
+    const scripted =
+      (codes: number[], retryAfter?: string) => (_req: unknown, res: import('node:http').ServerResponse) => {
+        const code = codes.shift() ?? 200;
+        if (code === 200) return sendJson(res, 200, { ok: true });
+        const body = JSON.stringify({
+          kind: 'Status',
+          code,
+          message: code === 429 ? 'storage is (re)initializing' : 'unavailable',
+        });
+        res
+          .writeHead(code, {
+            'Content-Type': 'application/json',
+            ...(retryAfter !== undefined ? { 'Retry-After': retryAfter } : {}),
+          })
+          .end(body);
+      };
 
     it('retryAfterOf: 429 and 5xx with whole seconds; nothing else', () => {
-      expect([retryAfterOf(429, '1'), retryAfterOf(503, '3'), retryAfterOf(500, '0'), retryAfterOf(429, [' 2 '])]).to.deep.equal([1, 3, 0, 2]);
-      expect([retryAfterOf(429, undefined), retryAfterOf(409, '1'), retryAfterOf(404, '1'), retryAfterOf(429, 'Wed, 21 Oct 2015 07:28:00 GMT'), retryAfterOf(503, '-1')]).to.deep.equal([undefined, undefined, undefined, undefined, undefined]);
+      expect([
+        retryAfterOf(429, '1'),
+        retryAfterOf(503, '3'),
+        retryAfterOf(500, '0'),
+        retryAfterOf(429, [' 2 ']),
+      ]).to.deep.equal([1, 3, 0, 2]);
+      expect([
+        retryAfterOf(429, undefined),
+        retryAfterOf(409, '1'),
+        retryAfterOf(404, '1'),
+        retryAfterOf(429, 'Wed, 21 Oct 2015 07:28:00 GMT'),
+        retryAfterOf(503, '-1'),
+      ]).to.deep.equal([undefined, undefined, undefined, undefined, undefined]);
     });
 
     it('a 429 with Retry-After is sent again after that time, and succeeds', async () => {
@@ -192,7 +248,12 @@ describe('RestClient (fake apiserver)', function () {
       server = keep(await serve(scripted([429, 429, 429, 429, 429], '0')));
       rest = keep(new RestClient(server.access, { userAgent: 'test', maxRetries: 2 }));
       const e = (await rest.get('/a').catch((err: Error) => err)) as ApiError;
-      expect([e.code, e.retryAfterS, e.reason, server.requests.length]).to.deep.equal([429, 0, 'storage is (re)initializing', 3]);
+      expect([e.code, e.retryAfterS, e.reason, server.requests.length]).to.deep.equal([
+        429,
+        0,
+        'storage is (re)initializing',
+        3,
+      ]);
       const once = (await rest.get('/b', undefined, { retries: 0 }).catch((err: Error) => err)) as ApiError;
       expect([once.code, server.requests.length]).to.deep.equal([429, 4]);
     });
@@ -201,7 +262,10 @@ describe('RestClient (fake apiserver)', function () {
       let open = true;
       server = keep(await serve(scripted([429], '1')));
       rest = keep(new RestClient(server.access, { userAgent: 'test', writeGate: () => open }));
-      const write = rest.mergePatch('/apis/x/v1/things/a', { metadata: {} }).then(() => undefined, (e: Error) => e);
+      const write = rest.mergePatch('/apis/x/v1/things/a', { metadata: {} }).then(
+        () => undefined,
+        (e: Error) => e,
+      );
       setTimeout(() => (open = false), 300);
       expect(await write).to.be.instanceOf(WritesForbiddenError);
       expect(server.requests.map((r) => r.method)).to.deep.equal(['PATCH']);
@@ -219,13 +283,22 @@ describe('RestClient (fake apiserver)', function () {
   });
 
   it('hands every 299 warning of an answer to onWarning (several headers, several per header)', async () => {
-    server = keep(await serve((_req, res) => {
-      res.setHeader('Warning', ['299 - "cluster.x-k8s.io/v1beta1 Machine is deprecated; use cluster.x-k8s.io/v1beta2 Machine"', '299 - "unknown field \\"spec.x\\"", 299 - "second, with a comma"']);
-      sendJson(res, 200, {});
-    }));
+    server = keep(
+      await serve((_req, res) => {
+        res.setHeader('Warning', [
+          '299 - "cluster.x-k8s.io/v1beta1 Machine is deprecated; use cluster.x-k8s.io/v1beta2 Machine"',
+          '299 - "unknown field \\"spec.x\\"", 299 - "second, with a comma"',
+        ]);
+        sendJson(res, 200, {});
+      }),
+    );
     const warnings: string[] = [];
     rest = keep(new RestClient(server.access, { userAgent: 'test', onWarning: (w) => warnings.push(w) }));
     await rest.get('/a');
-    expect(warnings).to.deep.equal(['cluster.x-k8s.io/v1beta1 Machine is deprecated; use cluster.x-k8s.io/v1beta2 Machine', 'unknown field "spec.x"', 'second, with a comma']);
+    expect(warnings).to.deep.equal([
+      'cluster.x-k8s.io/v1beta1 Machine is deprecated; use cluster.x-k8s.io/v1beta2 Machine',
+      'unknown field "spec.x"',
+      'second, with a comma',
+    ]);
   });
 });

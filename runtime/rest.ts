@@ -201,7 +201,8 @@ export class RestClient {
     this.counts.set(method, (this.counts.get(method) ?? 0) + 1);
     const lib = this.server.protocol === 'http:' ? http : https;
     const started = performance.now();
-    const record = (code: string) => this.o.onRequest?.({ method, host: this.server.host, code, seconds: (performance.now() - started) / 1000 });
+    const record = (code: string) =>
+      this.o.onRequest?.({ method, host: this.server.host, code, seconds: (performance.now() - started) / 1000 });
     return new Promise((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
       let answered = false;
@@ -215,13 +216,15 @@ export class RestClient {
         opts.signal?.addEventListener('abort', onBodyAbort, { once: true });
         res.once('close', () => opts.signal?.removeEventListener('abort', onBodyAbort));
         record(String(res.statusCode ?? 0));
-        if (res.headers.warning !== undefined && this.o.onWarning) for (const w of parseWarningHeaders(res.headers.warning)) if (w.code === 299) this.o.onWarning(w.text);
+        if (res.headers.warning !== undefined && this.o.onWarning)
+          for (const w of parseWarningHeaders(res.headers.warning)) if (w.code === 299) this.o.onWarning(w.text);
         resolve({ res, req, abort: (why) => req.destroy(why ?? new Error('aborted by the client')) });
       });
       const onAbort = () => req.destroy(reasonOf(opts.signal!));
       if (opts.signal?.aborted) onAbort();
       else opts.signal?.addEventListener('abort', onAbort, { once: true });
-      if (opts.timeoutMs !== undefined) timer = setTimeout(() => req.destroy(new Error(`no answer within ${opts.timeoutMs} ms`)), opts.timeoutMs);
+      if (opts.timeoutMs !== undefined)
+        timer = setTimeout(() => req.destroy(new Error(`no answer within ${opts.timeoutMs} ms`)), opts.timeoutMs);
       req.on('error', (e) => {
         clearTimeout(timer);
         opts.signal?.removeEventListener('abort', onAbort);
@@ -242,13 +245,16 @@ export class RestClient {
     const signal = opts.signal ? AbortSignal.any([opts.signal, deadline.signal]) : deadline.signal;
     try {
       const { res } = await this.open(method, path, { ...opts, timeoutMs: undefined, signal }).catch((e: Error) => {
-        throw deadline.signal.aborted && e instanceof ApiError ? new ApiError(0, method, path, `no answer within ${timeoutMs} ms`) : e;
+        throw deadline.signal.aborted && e instanceof ApiError
+          ? new ApiError(0, method, path, `no answer within ${timeoutMs} ms`)
+          : e;
       });
       const text = await readAll(res).catch((e: Error) => {
         throw new ApiError(0, method, path, deadline.signal.aborted ? `no answer within ${timeoutMs} ms` : e.message);
       });
       const code = res.statusCode ?? 0;
-      if (code < 200 || code >= 300) throw new ApiError(code, method, path, statusMessage(text), retryAfterOf(code, res.headers['retry-after']));
+      if (code < 200 || code >= 300)
+        throw new ApiError(code, method, path, statusMessage(text), retryAfterOf(code, res.headers['retry-after']));
       return (text === '' ? {} : JSON.parse(text)) as T;
     } finally {
       clearTimeout(timer);
@@ -260,18 +266,29 @@ export class RestClient {
    * json-items.ts); the whole exchange within `timeoutMs` (default 30 s). Non-2xx throws ApiError. A throw of
    * `onChunk` ends the request with that error.
    */
-  async getStream(path: string, query: RequestOptions['query'], opts: Pick<RequestOptions, 'timeoutMs' | 'signal' | 'retries'>, onChunk: (chunk: Buffer) => void): Promise<void> {
+  async getStream(
+    path: string,
+    query: RequestOptions['query'],
+    opts: Pick<RequestOptions, 'timeoutMs' | 'signal' | 'retries'>,
+    onChunk: (chunk: Buffer) => void,
+  ): Promise<void> {
     const timeoutMs = opts.timeoutMs ?? this.o.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
     const signal = opts.signal ? AbortSignal.any([opts.signal, deadline.signal]) : deadline.signal;
-    const late = (e: Error) => new ApiError(0, 'GET', path, deadline.signal.aborted ? `no answer within ${timeoutMs} ms` : e.message);
+    const late = (e: Error) =>
+      new ApiError(0, 'GET', path, deadline.signal.aborted ? `no answer within ${timeoutMs} ms` : e.message);
     try {
-      const { res } = await this.open('GET', path, { query, signal, ...(opts.retries !== undefined ? { retries: opts.retries } : {}) }).catch((e: Error) => {
+      const { res } = await this.open('GET', path, {
+        query,
+        signal,
+        ...(opts.retries !== undefined ? { retries: opts.retries } : {}),
+      }).catch((e: Error) => {
         throw deadline.signal.aborted && e instanceof ApiError ? late(e) : e;
       });
       const code = res.statusCode ?? 0;
-      if (code < 200 || code >= 300) throw new ApiError(code, 'GET', path, await readError(res), retryAfterOf(code, res.headers['retry-after']));
+      if (code < 200 || code >= 300)
+        throw new ApiError(code, 'GET', path, await readError(res), retryAfterOf(code, res.headers['retry-after']));
       await new Promise<void>((resolve, reject) => {
         let done = false;
         const finish = (e?: Error) => {
@@ -299,7 +316,11 @@ export class RestClient {
     }
   }
 
-  get<T = Json>(path: string, query?: RequestOptions['query'], opts: Omit<RequestOptions, 'query' | 'body'> = {}): Promise<T> {
+  get<T = Json>(
+    path: string,
+    query?: RequestOptions['query'],
+    opts: Omit<RequestOptions, 'query' | 'body'> = {},
+  ): Promise<T> {
     return this.request<T>('GET', path, { ...opts, query });
   }
 

@@ -59,7 +59,9 @@ function listen(server: http.Server, addr: BindAddress, onClose: () => void = ()
 
 /** Like Go's http.Error. */
 function fail(res: ServerResponse, code: number, message: string): void {
-  res.writeHead(code, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff' }).end(`${message}\n`);
+  res
+    .writeHead(code, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff' })
+    .end(`${message}\n`);
 }
 
 export interface DiagnosticsOptions {
@@ -99,7 +101,9 @@ export async function startDiagnosticsServer(o: DiagnosticsOptions): Promise<Bou
         if (!/^\d+$/.test(v)) return fail(res, 400, `invalid verbosity ${JSON.stringify(v)}`);
         set(Number(v));
         o.log.info('Log verbosity changed', { v: Number(v) });
-        res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8' }).end(`successfully set klog.logging.verbosity to ${v}`);
+        res
+          .writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8' })
+          .end(`successfully set klog.logging.verbosity to ${v}`);
       },
     });
   }
@@ -140,7 +144,11 @@ export async function startDiagnosticsServer(o: DiagnosticsOptions): Promise<Bou
 
   let watcher: CertWatcher | undefined;
   let server: https.Server;
-  const tlsOpts = { minVersion: o.tls?.minVersion ?? 'TLSv1.2', ...(o.tls?.ciphers ? { ciphers: o.tls.ciphers } : {}), ...(o.tls?.ecdhCurve ? { ecdhCurve: o.tls.ecdhCurve } : {}) };
+  const tlsOpts = {
+    minVersion: o.tls?.minVersion ?? 'TLSv1.2',
+    ...(o.tls?.ciphers ? { ciphers: o.tls.ciphers } : {}),
+    ...(o.tls?.ecdhCurve ? { ecdhCurve: o.tls.ecdhCurve } : {}),
+  };
   if (o.certFile && o.keyFile && existsSync(o.certFile) && existsSync(o.keyFile)) {
     const started = await CertWatcher.start({
       certFile: o.certFile,
@@ -149,16 +157,24 @@ export async function startDiagnosticsServer(o: DiagnosticsOptions): Promise<Bou
         server.setSecureContext({ ...tlsOpts, cert: p.cert, key: p.key });
         o.log.info('Diagnostics serving certificate reloaded', { certFile: o.certFile });
       },
-      onError: (e) => o.log.warn('Diagnostics serving certificate not reloaded, keeping the current one', { err: e.message }),
+      onError: (e) =>
+        o.log.warn('Diagnostics serving certificate not reloaded, keeping the current one', { err: e.message }),
     });
     watcher = started.watcher;
     server = https.createServer({ ...tlsOpts, cert: started.pair.cert, key: started.pair.key }, handler);
   } else {
     // controller-runtime's fallback: a self-signed certificate for localhost and 127.0.0.1.
-    server = https.createServer({ ...tlsOpts, ...selfSignedCertificate({ host: 'localhost', ips: ['127.0.0.1'] }) }, handler);
+    server = https.createServer(
+      { ...tlsOpts, ...selfSignedCertificate({ host: 'localhost', ips: ['127.0.0.1'] }) },
+      handler,
+    );
   }
   const bound = await listen(server, o.addr, () => void watcher?.stop());
-  o.log.info('Serving metrics server', { bindAddress: bindText(o.addr, bound.port), secure: true, certificate: watcher ? o.certFile : 'self-signed' });
+  o.log.info('Serving metrics server', {
+    bindAddress: bindText(o.addr, bound.port),
+    secure: true,
+    certificate: watcher ? o.certFile : 'self-signed',
+  });
   return { ...bound, secure: true };
 }
 
@@ -174,7 +190,9 @@ export function startProbeServer(addr: BindAddress, state: ProbeState): Promise<
       res.writeHead(404).end();
       return;
     }
-    res.writeHead(probe.ok ? 200 : 503, { 'Content-Type': 'text/plain' }).end(probe.ok ? 'ok\n' : `${probe.why ?? 'not ready'}\n`);
+    res
+      .writeHead(probe.ok ? 200 : 503, { 'Content-Type': 'text/plain' })
+      .end(probe.ok ? 'ok\n' : `${probe.why ?? 'not ready'}\n`);
   });
   return listen(server, addr);
 }

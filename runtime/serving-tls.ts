@@ -9,7 +9,12 @@ import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { SecureContextOptions } from 'node:tls';
 
-const TLS_VERSIONS = { VersionTLS10: 'TLSv1', VersionTLS11: 'TLSv1.1', VersionTLS12: 'TLSv1.2', VersionTLS13: 'TLSv1.3' } as const;
+const TLS_VERSIONS = {
+  VersionTLS10: 'TLSv1',
+  VersionTLS11: 'TLSv1.1',
+  VersionTLS12: 'TLSv1.2',
+  VersionTLS13: 'TLSv1.3',
+} as const;
 export type TlsVersionName = keyof typeof TLS_VERSIONS;
 export const TLS_VERSION_NAMES = Object.keys(TLS_VERSIONS) as TlsVersionName[];
 
@@ -96,7 +101,16 @@ function oid(dotted: string): Buffer {
   return tlv(0x06, Buffer.from(out));
 }
 
-const generalizedTime = (d: Date) => tlv(0x18, Buffer.from(`${d.toISOString().replace(/[-:T]|\.\d+/g, '').slice(0, 14)}Z`));
+const generalizedTime = (d: Date) =>
+  tlv(
+    0x18,
+    Buffer.from(
+      `${d
+        .toISOString()
+        .replace(/[-:T]|\.\d+/g, '')
+        .slice(0, 14)}Z`,
+    ),
+  );
 
 function ipBytes(ip: string): Buffer {
   if (isIP(ip) === 4) return Buffer.from(ip.split('.').map(Number));
@@ -116,7 +130,10 @@ const extension = (id: string, critical: boolean, value: Buffer) =>
  * controller-runtime makes one for its metrics server (client-go's GenerateSelfSignedCertKey: "localhost",
  * 127.0.0.1, one year). PEM, PKCS#8 key.
  */
-export function selfSignedCertificate(o: { host: string; ips?: string[]; dnsNames?: string[]; days?: number }): { cert: string; key: string } {
+export function selfSignedCertificate(o: { host: string; ips?: string[]; dnsNames?: string[]; days?: number }): {
+  cert: string;
+  key: string;
+} {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const ecdsaWithSha256 = seq(oid('1.2.840.10045.4.3.2'));
   const name = seq(tlv(0x31, seq(oid('2.5.4.3'), tlv(0x0c, Buffer.from(o.host)))));
@@ -148,6 +165,12 @@ export function selfSignedCertificate(o: { host: string; ips?: string[]; dnsName
     extensions,
   );
   const der = seq(tbs, ecdsaWithSha256, bits(sign('sha256', tbs, privateKey)));
-  const b64 = der.toString('base64').match(/.{1,64}/g)!.join('\n');
-  return { cert: `-----BEGIN CERTIFICATE-----\n${b64}\n-----END CERTIFICATE-----\n`, key: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string };
+  const b64 = der
+    .toString('base64')
+    .match(/.{1,64}/g)!
+    .join('\n');
+  return {
+    cert: `-----BEGIN CERTIFICATE-----\n${b64}\n-----END CERTIFICATE-----\n`,
+    key: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string,
+  };
 }

@@ -5,8 +5,15 @@ import { parseWarningHeaders, WarningLog } from './warnings.js';
 
 describe('API warnings', () => {
   it('parses code, agent and quoted text; escapes; an optional date; several per header', () => {
-    expect(parseWarningHeaders('299 - "a \\"quoted\\" word"')).to.deep.equal([{ code: 299, agent: '-', text: 'a "quoted" word' }]);
-    expect(parseWarningHeaders(['299 kube-apiserver "one" "Wed, 21 Oct 2015 07:28:00 GMT", 299 - "two, three"', '199 - "misc"'])).to.deep.equal([
+    expect(parseWarningHeaders('299 - "a \\"quoted\\" word"')).to.deep.equal([
+      { code: 299, agent: '-', text: 'a "quoted" word' },
+    ]);
+    expect(
+      parseWarningHeaders([
+        '299 kube-apiserver "one" "Wed, 21 Oct 2015 07:28:00 GMT", 299 - "two, three"',
+        '199 - "misc"',
+      ]),
+    ).to.deep.equal([
       { code: 299, agent: 'kube-apiserver', text: 'one' },
       { code: 299, agent: '-', text: 'two, three' },
       { code: 199, agent: '-', text: 'misc' },
@@ -23,7 +30,8 @@ describe('API warnings', () => {
   it('WarningLog: each distinct text once, as CAPI logs them ("API Server Warning")', () => {
     const { logger, lines } = capturingLogger();
     const w = new WarningLog(logger);
-    for (const t of ['x is deprecated', 'x is deprecated', 'unknown field "spec.y"', 'x is deprecated', '']) w.handle(t);
+    for (const t of ['x is deprecated', 'x is deprecated', 'unknown field "spec.y"', 'x is deprecated', ''])
+      w.handle(t);
     expect(lines.map((l) => [l.level, l.message, l.logger])).to.deep.equal([
       ['info', 'x is deprecated', 'API Server Warning'],
       ['info', 'unknown field "spec.y"', 'API Server Warning'],

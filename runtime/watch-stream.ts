@@ -5,7 +5,15 @@
 // (json-items.ts).
 import type { IncomingMessage } from 'node:http';
 import { JsonItemScanner } from './json-items.js';
-import { ApiError, readError, reasonOf, retryAfterOf, type Json, type RequestOptions, type RestClient } from './rest.js';
+import {
+  ApiError,
+  readError,
+  reasonOf,
+  retryAfterOf,
+  type Json,
+  type RequestOptions,
+  type RestClient,
+} from './rest.js';
 
 /** A watch aborted for silence (no header or no byte within the liveness bound). */
 export class WatchSilent extends Error {}
@@ -92,7 +100,9 @@ export async function readWatch(o: WatchStreamOptions): Promise<{ events: number
     });
     res.once('error', (e) => finish(ac.signal.aborted ? reasonOf(ac.signal) : e));
     res.once('aborted', () => finish(new Error('watch response aborted')));
-    res.once('close', () => finish(ac.signal.aborted ? reasonOf(ac.signal) : new Error('watch stream closed before its end')));
+    res.once('close', () =>
+      finish(ac.signal.aborted ? reasonOf(ac.signal) : new Error('watch stream closed before its end')),
+    );
     ac.signal.addEventListener('abort', () => finish(reasonOf(ac.signal)), { once: true });
   });
   return { events };

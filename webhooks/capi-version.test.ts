@@ -35,7 +35,11 @@ describe('webhooks/capi-version: CapiVersionWatch', () => {
 
   it('keeps the known release when a refresh fails, says why, and retries after retryMs', async () => {
     let now = 0;
-    const d = fakeDiscovery([async () => v14, async () => Promise.reject(new Error('apiserver down')), async () => ({ ...v14, minor: 15 })]);
+    const d = fakeDiscovery([
+      async () => v14,
+      async () => Promise.reject(new Error('apiserver down')),
+      async () => ({ ...v14, minor: 15 }),
+    ]);
     const w = new CapiVersionWatch(d.discover, { refreshMs: 1000, retryMs: 100, now: () => now });
     await w.start();
     await askAt(w, (t) => (now = t), 1000); // starts the failing refresh
@@ -63,7 +67,12 @@ describe('webhooks/capi-version: CapiVersionWatch', () => {
     const changes: CapiVersionFacts[] = [];
     const errors: string[] = [];
     const d = fakeDiscovery([async () => v14, async () => v14, async () => Promise.reject(new Error('x'))]);
-    const w = new CapiVersionWatch(d.discover, { refreshMs: 10, now: () => now, onChange: (f) => changes.push(f), onError: (e) => errors.push(e) });
+    const w = new CapiVersionWatch(d.discover, {
+      refreshMs: 10,
+      now: () => now,
+      onChange: (f) => changes.push(f),
+      onError: (e) => errors.push(e),
+    });
     await w.start();
     for (const t of [10, 20]) await askAt(w, (x) => (now = x), t);
     expect(changes).to.deep.equal([v14]);

@@ -54,7 +54,11 @@ export class CapiVersionWatch {
   /** What is known now; starts a refresh when it is stale, and waits (bounded) only when nothing is known. */
   async get(): Promise<CapiKnowledge> {
     const age = this.now() - this.attemptedAt;
-    if (!this.pending && age >= (this.facts && !this.error ? (this.o.refreshMs ?? 600_000) : (this.o.retryMs ?? 30_000))) void this.refresh();
+    if (
+      !this.pending &&
+      age >= (this.facts && !this.error ? (this.o.refreshMs ?? 600_000) : (this.o.retryMs ?? 30_000))
+    )
+      void this.refresh();
     if (!this.facts && this.pending) await within(this.pending, this.o.waitMs ?? 2_000);
     return { ...(this.facts ? { facts: this.facts } : {}), ...(this.error ? { error: this.error } : {}) };
   }

@@ -23,7 +23,10 @@ export interface Lookups {
 
 /** The one call the lookups make of runtime/rest.ts RestClient. */
 export interface RestReader {
-  get<T = Record<string, unknown>>(path: string, query?: Record<string, string | number | boolean | undefined>): Promise<T>;
+  get<T = Record<string, unknown>>(
+    path: string,
+    query?: Record<string, string | number | boolean | undefined>,
+  ): Promise<T>;
 }
 
 interface ListOf {
@@ -37,7 +40,11 @@ export function restLookups(rest: RestReader, capi: CapiVersionWatch): Lookups {
     return k.facts.apiVersion;
   };
   const list = async (group: string, v: string, namespace: string, plural: string, labelSelector?: string) =>
-    (await rest.get<ListOf>(`/apis/${group}/${v}/namespaces/${encodeURIComponent(namespace)}/${plural}`, { labelSelector })).items ?? [];
+    (
+      await rest.get<ListOf>(`/apis/${group}/${v}/namespaces/${encodeURIComponent(namespace)}/${plural}`, {
+        labelSelector,
+      })
+    ).items ?? [];
 
   return {
     checks: (namespace) => list(GROUP, VERSION, namespace, PLURAL),

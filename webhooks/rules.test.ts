@@ -18,7 +18,9 @@ describe('webhooks/rules: API_RULES', () => {
 
   it('matches label selectors; an absent selector matches nothing', () => {
     expect(API_RULES.matches({ matchLabels: { a: 'b' } }, { a: 'b', c: 'd' })).to.equal(true);
-    expect(API_RULES.matches({ matchExpressions: [{ key: 'a', operator: 'NotIn', values: ['b'] }] }, { a: 'b' })).to.equal(false);
+    expect(
+      API_RULES.matches({ matchExpressions: [{ key: 'a', operator: 'NotIn', values: ['b'] }] }, { a: 'b' }),
+    ).to.equal(false);
     expect(API_RULES.matches({}, { a: 'b' })).to.equal(true);
     expect(API_RULES.matches(undefined, { a: 'b' })).to.equal(false);
   });

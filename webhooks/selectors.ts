@@ -112,7 +112,8 @@ export function clusterLabelContradictions(sel: LabelSelectorModel | undefined, 
     const values = Array.isArray(e.values) ? e.values : [];
     let why: string | undefined;
     if (e.operator === 'DoesNotExist') why = 'DoesNotExist selects no Machine';
-    else if (e.operator === 'NotIn' && values.includes(clusterName)) why = `NotIn ${JSON.stringify(clusterName)} excludes every Machine`;
+    else if (e.operator === 'NotIn' && values.includes(clusterName))
+      why = `NotIn ${JSON.stringify(clusterName)} excludes every Machine`;
     else if (e.operator === 'In' && values.length > 0 && !values.includes(clusterName)) {
       why = `In ${JSON.stringify(values)} does not include ${JSON.stringify(clusterName)}`;
     }

@@ -78,13 +78,20 @@ const silent: WebhookLogger = { info: () => {}, warn: () => {}, error: () => {},
 
 export async function startWebhookServer(opts: WebhookServerOptions): Promise<WebhookServer> {
   const log = opts.logger ?? silent;
-  const ownRest = !opts.rest && opts.access ? new RestClient(opts.access, { userAgent: WEBHOOK_USER_AGENT }) : undefined;
+  const ownRest =
+    !opts.rest && opts.access ? new RestClient(opts.access, { userAgent: WEBHOOK_USER_AGENT }) : undefined;
   const rest = opts.rest ?? ownRest;
   const discover = opts.discoverCapi ?? (rest ? () => discoverCapi(rest) : undefined);
   const capi = discover
     ? new CapiVersionWatch(discover, {
         ...(opts.capiRefreshMs !== undefined ? { refreshMs: opts.capiRefreshMs } : {}),
-        onChange: (f) => log.info('Webhook found CAPI', { apiVersion: f.apiVersion, minor: f.minor, version: f.version, source: f.source }),
+        onChange: (f) =>
+          log.info('Webhook found CAPI', {
+            apiVersion: f.apiVersion,
+            minor: f.minor,
+            version: f.version,
+            source: f.source,
+          }),
         onError: (e) => log.warn('Webhook CAPI discovery failed', { err: e }),
       })
     : undefined;
@@ -154,7 +161,13 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
   };
 }
 
-async function handle(req: IncomingMessage, res: ServerResponse, rules: SpecRules, ctx: DecideContext, log: WebhookLogger) {
+async function handle(
+  req: IncomingMessage,
+  res: ServerResponse,
+  rules: SpecRules,
+  ctx: DecideContext,
+  log: WebhookLogger,
+) {
   const path = (req.url ?? '').split('?')[0];
   if (req.method === 'GET' && (path === '/healthz' || path === '/readyz')) return send(res, 200, { ok: true });
   if (path !== VALIDATE_PATH) return send(res, 404, { error: `no webhook at ${path}` });

@@ -10,7 +10,12 @@ import { API_RULES } from './rules.js';
 import { decide } from './validate.js';
 
 const ns = 'jg';
-const mjc = (name: string, spec: unknown) => ({ apiVersion: 'joinguard.io/v1alpha1', kind: 'MachineJoinCheck', metadata: { name, namespace: ns }, spec });
+const mjc = (name: string, spec: unknown) => ({
+  apiVersion: 'joinguard.io/v1alpha1',
+  kind: 'MachineJoinCheck',
+  metadata: { name, namespace: ns },
+  spec,
+});
 const existing = EXISTING_CHECKS.map((c) => mjc(c.name, c.spec));
 const lookups: Lookups = {
   checks: async () => existing,
@@ -28,7 +33,14 @@ describe('webhooks: the table of bad checks against decide() with the API rules'
       const old = row.update ? existing.find((c) => c.metadata.name === row.update) : undefined;
       if (row.update) expect(old, `no existing check ${row.update}`).to.exist;
       const req: AdmissionRequest = old
-        ? { uid: 'u', operation: 'UPDATE', namespace: ns, name: row.update, object: mjc(row.update!, row.spec), oldObject: old }
+        ? {
+            uid: 'u',
+            operation: 'UPDATE',
+            namespace: ns,
+            name: row.update,
+            object: mjc(row.update!, row.spec),
+            oldObject: old,
+          }
         : { uid: 'u', operation: 'CREATE', namespace: ns, name: 'bad', object: mjc('bad', row.spec) };
       const d = await decide(req, API_RULES, { lookups });
       expect(d.internalError).to.equal(undefined);
@@ -39,7 +51,20 @@ describe('webhooks: the table of bad checks against decide() with the API rules'
   }
 
   it('admits a good check in the same world', async () => {
-    const d = await decide({ uid: 'u', operation: 'CREATE', namespace: ns, name: 'md-1', object: mjc('md-1', { clusterName: 'c1', selector: { matchLabels: { 'cluster.x-k8s.io/deployment-name': 'md-1' } } }) }, API_RULES, { lookups });
+    const d = await decide(
+      {
+        uid: 'u',
+        operation: 'CREATE',
+        namespace: ns,
+        name: 'md-1',
+        object: mjc('md-1', {
+          clusterName: 'c1',
+          selector: { matchLabels: { 'cluster.x-k8s.io/deployment-name': 'md-1' } },
+        }),
+      },
+      API_RULES,
+      { lookups },
+    );
     expect(d).to.deep.equal({ problems: [], warnings: [] });
   });
 });

@@ -26,19 +26,33 @@ function matches(sel: LabelSelectorModel | undefined, labels: Record<string, str
 /** Stub API rules: refuses joinTimeout "bad", warns on joinTimeout "90s". */
 const rules: SpecRules = {
   validateSpec: (spec) =>
-    (spec as { joinTimeout?: string }).joinTimeout === 'bad' ? [{ field: 'joinTimeout', message: 'is not a duration' }] : [],
+    (spec as { joinTimeout?: string }).joinTimeout === 'bad'
+      ? [{ field: 'joinTimeout', message: 'is not a duration' }]
+      : [],
   warnings: (spec) => ((spec as { joinTimeout?: string }).joinTimeout === '90s' ? ['joinTimeout 90s is under 2m'] : []),
   matches,
   readMachineHealthCheck: (obj: unknown, _v: CapiApiVersion) => obj as MachineHealthCheckFacts,
-  strategyCapiProblem: (strategy, capi) => (strategy === 'MachineCondition' && capi.minor !== undefined && capi.minor < 12 ? `too old: ${capi.version}` : undefined),
+  strategyCapiProblem: (strategy, capi) =>
+    strategy === 'MachineCondition' && capi.minor !== undefined && capi.minor < 12
+      ? `too old: ${capi.version}`
+      : undefined,
   strategyMinCapiMinor: (strategy) => (strategy === 'MachineCondition' ? 12 : undefined),
 };
 
 function mjc(name: string, spec: Record<string, unknown>, meta: Record<string, unknown> = {}) {
-  return { apiVersion: 'joinguard.io/v1alpha1', kind: 'MachineJoinCheck', metadata: { name, namespace: 'ns', ...meta }, spec };
+  return {
+    apiVersion: 'joinguard.io/v1alpha1',
+    kind: 'MachineJoinCheck',
+    metadata: { name, namespace: 'ns', ...meta },
+    spec,
+  };
 }
 
-function lookups(checks: unknown[] = [], mhcs: Partial<MachineHealthCheckFacts>[] = [], machines: MachineLabels[] = []): Lookups {
+function lookups(
+  checks: unknown[] = [],
+  mhcs: Partial<MachineHealthCheckFacts>[] = [],
+  machines: MachineLabels[] = [],
+): Lookups {
   return {
     checks: async () => checks,
     machineHealthChecks: async () => ({ objects: mhcs, version: 'v1beta2' as const }),
@@ -47,7 +61,13 @@ function lookups(checks: unknown[] = [], mhcs: Partial<MachineHealthCheckFacts>[
 }
 
 function create(obj: unknown): AdmissionRequest {
-  return { uid: 'u', operation: 'CREATE', namespace: 'ns', name: (obj as { metadata: { name: string } }).metadata.name, object: obj };
+  return {
+    uid: 'u',
+    operation: 'CREATE',
+    namespace: 'ns',
+    name: (obj as { metadata: { name: string } }).metadata.name,
+    object: obj,
+  };
 }
 
 describe('webhooks/validate: decide', () => {
@@ -80,7 +100,9 @@ describe('webhooks/validate: decide', () => {
     const d = await decide(req, rules);
     expect(d.problems).to.have.length(1);
     expect(d.problems[0]!.field).to.equal('spec.clusterName');
-    expect(d.problems[0]!.message).to.match(/immutable/).and.match(/keep "c1"/);
+    expect(d.problems[0]!.message)
+      .to.match(/immutable/)
+      .and.match(/keep "c1"/);
   });
 
   it('admits metadata-only updates and deletion even for a spec the rules now refuse', async () => {
@@ -92,7 +114,9 @@ describe('webhooks/validate: decide', () => {
       object: mjc('a', bad, { annotations: {} }),
       oldObject: mjc('a', bad, { annotations: { 'joinguard.io/resume': '1' } }),
     };
-    expect((await decide(req, rules, { lookups: lookups([mjc('b', { clusterName: 'c1', selector: {} })]) })).problems).to.deep.equal([]);
+    expect(
+      (await decide(req, rules, { lookups: lookups([mjc('b', { clusterName: 'c1', selector: {} })]) })).problems,
+    ).to.deep.equal([]);
   });
 
   it('refuses a second check of the Cluster whose selector can meet the first', async () => {
@@ -100,13 +124,18 @@ describe('webhooks/validate: decide', () => {
     const d = await decide(create(workers), rules, { lookups: lookups([other]) });
     expect(d.problems).to.have.length(1);
     expect(d.problems[0]!.field).to.equal('spec.selector');
-    expect(d.problems[0]!.message).to.match(/overlaps MachineJoinCheck "all"/).and.match(/accepted is a selector that excludes/);
+    expect(d.problems[0]!.message)
+      .to.match(/overlaps MachineJoinCheck "all"/)
+      .and.match(/accepted is a selector that excludes/);
   });
 
   it('admits disjoint checks, checks of other Clusters, itself on update, and deleting checks', async () => {
     const l = lookups([
       mjc('md1', { clusterName: 'c1', selector: { matchLabels: { [MD]: 'md-1' } } }),
-      mjc('cp', { clusterName: 'c1', selector: { matchExpressions: [{ key: 'cluster.x-k8s.io/control-plane', operator: 'Exists' }] } }),
+      mjc('cp', {
+        clusterName: 'c1',
+        selector: { matchExpressions: [{ key: 'cluster.x-k8s.io/control-plane', operator: 'Exists' }] },
+      }),
       mjc('other-cluster', { clusterName: 'c2', selector: {} }),
       mjc('workers', { clusterName: 'c1', selector: {} }),
       mjc('going', { clusterName: 'c1', selector: {} }, { deletionTimestamp: '2026-01-01T00:00:00Z' }),
@@ -115,8 +144,14 @@ describe('webhooks/validate: decide', () => {
   });
 
   it('refuses when an existing Machine is selected by both, naming it, even if CAPI labels say they cannot meet', async () => {
-    const cp = mjc('cp', { clusterName: 'c1', selector: { matchExpressions: [{ key: 'cluster.x-k8s.io/control-plane', operator: 'Exists' }] } });
-    const odd: MachineLabels = { name: 'odd-1', labels: { [CN]: 'c1', [MD]: 'md-0', 'cluster.x-k8s.io/control-plane': '' } };
+    const cp = mjc('cp', {
+      clusterName: 'c1',
+      selector: { matchExpressions: [{ key: 'cluster.x-k8s.io/control-plane', operator: 'Exists' }] },
+    });
+    const odd: MachineLabels = {
+      name: 'odd-1',
+      labels: { [CN]: 'c1', [MD]: 'md-0', 'cluster.x-k8s.io/control-plane': '' },
+    };
     const d = await decide(create(workers), rules, { lookups: lookups([cp], [], [odd]) });
     expect(d.problems[0]!.message).to.match(/both select Machine "odd-1"/);
   });
@@ -128,11 +163,17 @@ describe('webhooks/validate: decide', () => {
       selector,
       nodeStartupTimeoutSeconds: t,
     });
-    const d = await decide(
-      create(workers),
-      rules,
-      { lookups: lookups([], [mhc('unset', {}), mhc('ten', { matchLabels: { [MD]: 'md-0' } }, 600), mhc('zero', {}, 0), mhc('other', { matchLabels: { [MD]: 'md-1' } })]) },
-    );
+    const d = await decide(create(workers), rules, {
+      lookups: lookups(
+        [],
+        [
+          mhc('unset', {}),
+          mhc('ten', { matchLabels: { [MD]: 'md-0' } }, 600),
+          mhc('zero', {}, 0),
+          mhc('other', { matchLabels: { [MD]: 'md-1' } }),
+        ],
+      ),
+    });
     expect(d.problems).to.deep.equal([]);
     expect(d.warnings).to.have.length(2);
     expect(d.warnings[0]).to.match(/MachineHealthCheck "unset".*unset \(CAPI uses 10m\)/);
@@ -147,25 +188,45 @@ describe('webhooks/validate: decide', () => {
   });
 
   describe('MachineCondition against the CAPI release found', () => {
-    const mc = mjc('mc', { clusterName: 'c1', selector: { matchLabels: { [MD]: 'md-0' } }, remediation: { strategy: 'MachineCondition' } });
+    const mc = mjc('mc', {
+      clusterName: 'c1',
+      selector: { matchLabels: { [MD]: 'md-0' } },
+      remediation: { strategy: 'MachineCondition' },
+    });
     const capi = (k: CapiKnowledge) => async () => k;
 
     it('refuses it below v1.12, naming spec.remediation.strategy and where the release was found', async () => {
-      const d = await decide(create(mc), rules, { capi: capi({ facts: { apiVersion: 'v1beta1', minor: 10, version: 'v1.10.10', source: 'the core CRD label' } }) });
-      expect(d.problems).to.deep.equal([{ field: 'spec.remediation.strategy', message: 'too old: v1.10.10 (CAPI found from the core CRD label)' }]);
+      const d = await decide(create(mc), rules, {
+        capi: capi({ facts: { apiVersion: 'v1beta1', minor: 10, version: 'v1.10.10', source: 'the core CRD label' } }),
+      });
+      expect(d.problems).to.deep.equal([
+        { field: 'spec.remediation.strategy', message: 'too old: v1.10.10 (CAPI found from the core CRD label)' },
+      ]);
     });
 
     it('admits it from v1.12 on, and other strategies on any release', async () => {
-      expect(await decide(create(mc), rules, { capi: capi({ facts: { apiVersion: 'v1beta2', minor: 12 } }) })).to.deep.equal({ problems: [], warnings: [] });
-      const auto = mjc('a', { clusterName: 'c1', selector: { matchLabels: { [MD]: 'md-0' } }, remediation: { strategy: 'Auto' } });
-      expect(await decide(create(auto), rules, { capi: capi({ facts: { apiVersion: 'v1beta1', minor: 9 } }) })).to.deep.equal({ problems: [], warnings: [] });
+      expect(
+        await decide(create(mc), rules, { capi: capi({ facts: { apiVersion: 'v1beta2', minor: 12 } }) }),
+      ).to.deep.equal({ problems: [], warnings: [] });
+      const auto = mjc('a', {
+        clusterName: 'c1',
+        selector: { matchLabels: { [MD]: 'md-0' } },
+        remediation: { strategy: 'Auto' },
+      });
+      expect(
+        await decide(create(auto), rules, { capi: capi({ facts: { apiVersion: 'v1beta1', minor: 9 } }) }),
+      ).to.deep.equal({ problems: [], warnings: [] });
     });
 
     it('admits it with a warning when the minor is not known, saying why', async () => {
-      const unknownMinor = await decide(create(mc), rules, { capi: capi({ facts: { apiVersion: 'v1beta2', source: 'no provider label' } }) });
+      const unknownMinor = await decide(create(mc), rules, {
+        capi: capi({ facts: { apiVersion: 'v1beta2', source: 'no provider label' } }),
+      });
       expect(unknownMinor.problems).to.deep.equal([]);
       expect(unknownMinor.warnings).to.have.length(1);
-      expect(unknownMinor.warnings[0]).to.match(/^spec\.remediation\.strategy: MachineCondition needs CAPI v1\.12 or later, .*not known \(discovery did not report it \(no provider label\)\)/);
+      expect(unknownMinor.warnings[0]).to.match(
+        /^spec\.remediation\.strategy: MachineCondition needs CAPI v1\.12 or later, .*not known \(discovery did not report it \(no provider label\)\)/,
+      );
       const failed = await decide(create(mc), rules, { capi: capi({ error: 'connection refused' }) });
       expect(failed.warnings[0]).to.match(/not known \(connection refused\)/);
     });
@@ -173,7 +234,18 @@ describe('webhooks/validate: decide', () => {
     it('does not ask for the release when the spec is refused anyway or the strategy needs none', async () => {
       let asked = 0;
       const counting = async () => (asked++, {});
-      await decide(create(mjc('b', { clusterName: 'c1', selector: {}, joinTimeout: 'bad', remediation: { strategy: 'MachineCondition' } })), rules, { capi: counting });
+      await decide(
+        create(
+          mjc('b', {
+            clusterName: 'c1',
+            selector: {},
+            joinTimeout: 'bad',
+            remediation: { strategy: 'MachineCondition' },
+          }),
+        ),
+        rules,
+        { capi: counting },
+      );
       await decide(create(workers), rules, { capi: counting });
       expect(asked).to.equal(0);
     });

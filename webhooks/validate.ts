@@ -50,7 +50,7 @@ function checkLike(obj: unknown): CheckLike {
     name: typeof meta['name'] === 'string' ? meta['name'] : '',
     deleting: typeof meta['deletionTimestamp'] === 'string',
     clusterName: typeof spec['clusterName'] === 'string' ? spec['clusterName'] : undefined,
-    selector: isObject(spec['selector']) ? (spec['selector']) : undefined,
+    selector: isObject(spec['selector']) ? spec['selector'] : undefined,
   };
 }
 
@@ -73,7 +73,9 @@ export async function decide(req: AdmissionRequest, rules: SpecRules, ctx: Decid
     if (self.deleting || isDeepStrictEqual(old, spec)) return { problems: [], warnings: [] };
   }
 
-  const problems: FieldProblem[] = rules.validateSpec(spec).map((e) => ({ field: rooted(e.field), message: e.message }));
+  const problems: FieldProblem[] = rules
+    .validateSpec(spec)
+    .map((e) => ({ field: rooted(e.field), message: e.message }));
   if (req.operation === 'UPDATE') {
     const oldCluster = checkLike(req.oldObject).clusterName;
     if (oldCluster !== undefined && self.clusterName !== oldCluster) {
@@ -121,13 +123,21 @@ export async function decide(req: AdmissionRequest, rules: SpecRules, ctx: Decid
       );
     }
   } catch (e) {
-    return { problems, warnings, internalError: `could not look up MachineJoinChecks, MachineHealthChecks or Machines in namespace ${JSON.stringify(req.namespace)} to rule out overlaps: ${(e as Error).message}; try again` };
+    return {
+      problems,
+      warnings,
+      internalError: `could not look up MachineJoinChecks, MachineHealthChecks or Machines in namespace ${JSON.stringify(req.namespace)} to rule out overlaps: ${(e as Error).message}; try again`,
+    };
   }
   return { problems, warnings };
 }
 
 /** The strategy against the CAPI release found: refused when too old, admitted with a warning when unknown. */
-async function strategyOnThisCapi(spec: unknown, rules: SpecRules, capi: () => Promise<CapiKnowledge>): Promise<{ problem?: FieldProblem; warning?: string }> {
+async function strategyOnThisCapi(
+  spec: unknown,
+  rules: SpecRules,
+  capi: () => Promise<CapiKnowledge>,
+): Promise<{ problem?: FieldProblem; warning?: string }> {
   const remediation = isObject(spec) && isObject(spec['remediation']) ? spec['remediation'] : {};
   const strategy = typeof remediation['strategy'] === 'string' ? remediation['strategy'] : undefined;
   const need = strategy === undefined ? undefined : rules.strategyMinCapiMinor(strategy);
@@ -136,9 +146,18 @@ async function strategyOnThisCapi(spec: unknown, rules: SpecRules, capi: () => P
   const facts = known.facts;
   if (facts?.minor !== undefined) {
     const problem = rules.strategyCapiProblem(strategy, facts);
-    return problem ? { problem: { field: 'spec.remediation.strategy', message: `${problem} (CAPI found from ${facts.source ?? 'discovery'})` } } : {};
+    return problem
+      ? {
+          problem: {
+            field: 'spec.remediation.strategy',
+            message: `${problem} (CAPI found from ${facts.source ?? 'discovery'})`,
+          },
+        }
+      : {};
   }
-  const why = known.error ?? (facts ? `discovery did not report it${facts.source ? ` (${facts.source})` : ''}` : 'discovery has not answered');
+  const why =
+    known.error ??
+    (facts ? `discovery did not report it${facts.source ? ` (${facts.source})` : ''}` : 'discovery has not answered');
   return {
     warning:
       `spec.remediation.strategy: ${strategy} needs CAPI v1.${need} or later, and the CAPI release of this management cluster is not known (${why}): ` +
@@ -166,7 +185,10 @@ function overlapProblem(
   if (!statically && shared.length === 0) return undefined;
   const seen =
     shared.length > 0
-      ? `both select Machine${shared.length > 1 ? 's' : ''} ${shared.slice(0, 3).map((n) => JSON.stringify(n)).join(', ')}${shared.length > 3 ? ` and ${shared.length - 3} more` : ''}`
+      ? `both select Machine${shared.length > 1 ? 's' : ''} ${shared
+          .slice(0, 3)
+          .map((n) => JSON.stringify(n))
+          .join(', ')}${shared.length > 3 ? ` and ${shared.length - 3} more` : ''}`
       : 'a Machine could carry labels that satisfy both selectors';
   return {
     field: 'spec.selector',

@@ -11,7 +11,10 @@ import { groupOf } from './resources.js';
 
 export function readBootstrapConfig(obj: unknown): BootstrapConfigFacts {
   const kindField = typeof obj === 'object' && obj !== null ? (obj as Record<string, unknown>)['kind'] : undefined;
-  const r: ObjectReader = ObjectReader.of(obj, typeof kindField === 'string' && kindField !== '' ? kindField : 'BootstrapConfig');
+  const r: ObjectReader = ObjectReader.of(
+    obj,
+    typeof kindField === 'string' && kindField !== '' ? kindField : 'BootstrapConfig',
+  );
   const kind = r.requiredString('kind');
   const apiVersion = r.requiredString('apiVersion');
   const facts: BootstrapConfigFacts = {

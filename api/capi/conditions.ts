@@ -25,7 +25,8 @@ export function readConditions(r: ObjectReader, path: string): Map<string, Parse
     const at = `${path}[${i}]`;
     if (!isObj(c)) r.fail(at, `must be a condition object, found ${kindOf(c)}`);
     const type = c['type'];
-    if (typeof type !== 'string' || type === '') r.fail(`${at}.type`, `is required (a non-empty string), found ${kindOf(type)}`);
+    if (typeof type !== 'string' || type === '')
+      r.fail(`${at}.type`, `is required (a non-empty string), found ${kindOf(type)}`);
     out.set(type, parseEntry(r, c, at, type));
   });
   return out;
@@ -34,7 +35,8 @@ export function readConditions(r: ObjectReader, path: string): Map<string, Parse
 function parseEntry(r: ObjectReader, c: Record<string, unknown>, at: string, type: string): ParsedCondition {
   const field = (k: string) => r.at(k, c, at);
   const status = field('status');
-  if (typeof status !== 'string' || !STATUSES.has(status)) r.fail(`${at}.status`, `must be True, False or Unknown, found ${kindOf(status)}`);
+  if (typeof status !== 'string' || !STATUSES.has(status))
+    r.fail(`${at}.status`, `must be True, False or Unknown, found ${kindOf(status)}`);
   const pc: ParsedCondition = { type, status: status as ParsedCondition['status'] };
   for (const k of ['reason', 'message', 'severity'] as const) {
     const v = field(k);
@@ -50,7 +52,8 @@ function parseEntry(r: ObjectReader, c: Record<string, unknown>, at: string, typ
   }
   const og = field('observedGeneration');
   if (og !== undefined) {
-    if (typeof og !== 'number' || !Number.isInteger(og)) r.fail(`${at}.observedGeneration`, `must be an integer, found ${kindOf(og)}`);
+    if (typeof og !== 'number' || !Number.isInteger(og))
+      r.fail(`${at}.observedGeneration`, `must be an integer, found ${kindOf(og)}`);
     pc.observedGeneration = og;
   }
   return pc;

@@ -26,7 +26,10 @@ export function readKubeadmControlPlane(obj: unknown, v: CapiApiVersion): KcpFac
   return facts;
 }
 
-function remediationSpec(r: ObjectReader, f: (typeof CAPI_FIELDS)[CapiApiVersion]['kubeadmControlPlane']): KcpRemediationSpec {
+function remediationSpec(
+  r: ObjectReader,
+  f: (typeof CAPI_FIELDS)[CapiApiVersion]['kubeadmControlPlane'],
+): KcpRemediationSpec {
   const out: KcpRemediationSpec = {};
   const maxRetry = r.int(f.maxRetry);
   const retry = readPeriodSeconds(r, f.retryPeriod);
@@ -51,6 +54,7 @@ export function readRemediationData(text: string): RemediationData {
   // metav1.Time: RFC 3339, or null for the zero time (KCP then treats the periods as expired).
   const ts = typeof data['timestamp'] === 'string' ? parseTime(data['timestamp']) : undefined;
   if (ts !== undefined) out.timestamp = ts;
-  if (typeof data['retryCount'] === 'number' && Number.isInteger(data['retryCount'])) out.retryCount = data['retryCount'];
+  if (typeof data['retryCount'] === 'number' && Number.isInteger(data['retryCount']))
+    out.retryCount = data['retryCount'];
   return out;
 }

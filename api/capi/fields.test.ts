@@ -17,7 +17,10 @@ type Json = Record<string, any>;
 const MOD = '/root/go/pkg/mod/sigs.k8s.io';
 
 /** The release each API version is checked against, and where its CRDs and API types are. */
-const RELEASES: Record<CapiApiVersion, { name: string; root: string; crds: { core: string; kcp: string }; api: string[] }> = {
+const RELEASES: Record<
+  CapiApiVersion,
+  { name: string; root: string; crds: { core: string; kcp: string }; api: string[] }
+> = {
   v1beta2: {
     name: 'CAPI v1.14.2',
     root: process.env['CAPI_SOURCE'] ?? `${MOD}/cluster-api@v1.14.2`,
@@ -32,9 +35,15 @@ const RELEASES: Record<CapiApiVersion, { name: string; root: string; crds: { cor
   },
 };
 
-function crdSchema(v: CapiApiVersion, kind: 'machines' | 'clusters' | 'machinehealthchecks' | 'kubeadmcontrolplanes'): Json {
+function crdSchema(
+  v: CapiApiVersion,
+  kind: 'machines' | 'clusters' | 'machinehealthchecks' | 'kubeadmcontrolplanes',
+): Json {
   const rel = RELEASES[v];
-  const file = kind === 'kubeadmcontrolplanes' ? join(rel.root, rel.crds.kcp, `controlplane.cluster.x-k8s.io_${kind}.yaml`) : join(rel.root, rel.crds.core, `cluster.x-k8s.io_${kind}.yaml`);
+  const file =
+    kind === 'kubeadmcontrolplanes'
+      ? join(rel.root, rel.crds.kcp, `controlplane.cluster.x-k8s.io_${kind}.yaml`)
+      : join(rel.root, rel.crds.core, `cluster.x-k8s.io_${kind}.yaml`);
   const crd = parse(readFileSync(file, 'utf8')) as Json;
   return (crd['spec']['versions'] as Json[]).find((x) => x['name'] === v)!['schema']['openAPIV3Schema'];
 }
@@ -50,7 +59,11 @@ function apiSource(v: CapiApiVersion): string {
   const rel = RELEASES[v];
   return rel.api
     .map((d) => (d.startsWith('/') ? d : join(rel.root, d)))
-    .flatMap((d) => readdirSync(d).filter((f) => f.endsWith('.go') && !f.endsWith('_test.go')).map((f) => readFileSync(join(d, f), 'utf8')))
+    .flatMap((d) =>
+      readdirSync(d)
+        .filter((f) => f.endsWith('.go') && !f.endsWith('_test.go'))
+        .map((f) => readFileSync(join(d, f), 'utf8')),
+    )
     .join('\n');
 }
 
@@ -63,20 +76,26 @@ describe('api/capi fields per API version', () => {
         if (!existsSync(join(RELEASES[v].root, RELEASES[v].crds.core))) this.skip();
       });
       const f = CAPI_FIELDS[v];
-      const expectType = (schema: Json, path: string, type: string) => expect(at(schema, path)?.['type'], `${path} in ${RELEASES[v].name}`).to.equal(type);
+      const expectType = (schema: Json, path: string, type: string) =>
+        expect(at(schema, path)?.['type'], `${path} in ${RELEASES[v].name}`).to.equal(type);
       const expectList = (schema: Json, c: CondAt, v1beta1Conditions: boolean) => {
         const list = at(schema, c.list);
         expect(list?.['type'], `${c.list} in ${RELEASES[v].name}`).to.equal('array');
         const item = list!['items']['properties'];
         expect(item, c.list).to.include.keys('type', 'status', 'lastTransitionTime', 'reason', 'message');
         // CAPI's v1beta1 Condition carries severity; metav1.Condition does not.
-        expect('severity' in item, `${c.list}: ${v1beta1Conditions ? "CAPI's v1beta1 Condition" : 'metav1.Condition'}`).to.equal(v1beta1Conditions);
+        expect(
+          'severity' in item,
+          `${c.list}: ${v1beta1Conditions ? "CAPI's v1beta1 Condition" : 'metav1.Condition'}`,
+        ).to.equal(v1beta1Conditions);
       };
-      const expectRef = (schema: Json, g: RefGroup) => expectType(schema, 'apiGroup' in g ? g.apiGroup : g.apiVersion, 'string');
-      const expectPeriod = (schema: Json, p: Period) => ('seconds' in p ? expectType(schema, p.seconds, 'integer') : expectType(schema, p.duration, 'string'));
+      const expectRef = (schema: Json, g: RefGroup) =>
+        expectType(schema, 'apiGroup' in g ? g.apiGroup : g.apiVersion, 'string');
+      const expectPeriod = (schema: Json, p: Period) =>
+        'seconds' in p ? expectType(schema, p.seconds, 'integer') : expectType(schema, p.duration, 'string');
       const ownerListIsV1beta1 = v === 'v1beta1';
 
-      it('Machine: flags, condition lists (the owners\' and the connection\'s), the config ref group', () => {
+      it("Machine: flags, condition lists (the owners' and the connection's), the config ref group", () => {
         const s = crdSchema(v, 'machines');
         expectType(s, f.machine.infrastructureReady.flag, 'boolean');
         expectType(s, f.machine.bootstrapReady.flag, 'boolean');
@@ -112,7 +131,7 @@ describe('api/capi fields per API version', () => {
         else expectType(s, f.machineHealthCheck.unhealthyMachineConditions, 'array');
       });
 
-      it('every condition type and reason the table names is a constant of the release\'s API', () => {
+      it("every condition type and reason the table names is a constant of the release's API", () => {
         const src = apiSource(v);
         const types = [
           ...f.machine.infrastructureReady.conditions,
@@ -121,8 +140,16 @@ describe('api/capi fields per API version', () => {
           ...f.cluster.infrastructureReady.conditions,
           f.cluster.remoteConnectionProbe,
         ].map((c) => c.type);
-        if (f.machine.nodeInspectionFailed) types.push(f.machine.nodeInspectionFailed.type, f.machine.nodeInspectionFailed.reason);
-        for (const t of [...types, 'HealthCheckSucceeded', 'OwnerRemediated', 'NodeReady', 'NodeHealthy', 'ConnectionDown']) {
+        if (f.machine.nodeInspectionFailed)
+          types.push(f.machine.nodeInspectionFailed.type, f.machine.nodeInspectionFailed.reason);
+        for (const t of [
+          ...types,
+          'HealthCheckSucceeded',
+          'OwnerRemediated',
+          'NodeReady',
+          'NodeHealthy',
+          'ConnectionDown',
+        ]) {
           expect(src, `"${t}" in ${RELEASES[v].name}`).to.include(`"${t}"`);
         }
       });
@@ -132,7 +159,13 @@ describe('api/capi fields per API version', () => {
   // The readers read exactly where the table says: an object built from the table's paths alone.
   const T1 = '2026-05-01T10:01:00Z';
   const T1ms = Date.parse(T1);
-  const meta = (name: string) => ({ name, namespace: 'ns', uid: `uid-${name}`, resourceVersion: '1', creationTimestamp: '2026-05-01T10:00:00Z' });
+  const meta = (name: string) => ({
+    name,
+    namespace: 'ns',
+    uid: `uid-${name}`,
+    resourceVersion: '1',
+    creationTimestamp: '2026-05-01T10:00:00Z',
+  });
   const setAt = (o: Json, path: string, value: unknown) => {
     const parts = path.split('.');
     let cur = o;
@@ -143,32 +176,61 @@ describe('api/capi fields per API version', () => {
     const parts = c.list.split('.');
     let cur = o;
     for (const p of parts.slice(0, -1)) cur = cur[p] ??= {};
-    (cur[parts.at(-1)!] ??= []).push({ type: c.type, status: 'True', reason: 'X', message: '', lastTransitionTime: T1, ...extra });
+    (cur[parts.at(-1)!] ??= []).push({
+      type: c.type,
+      status: 'True',
+      reason: 'X',
+      message: '',
+      lastTransitionTime: T1,
+      ...extra,
+    });
   };
 
   for (const v of VERSIONS) {
     describe(`${v}: the readers take each fact from the table's path`, () => {
       const f = CAPI_FIELDS[v];
 
-      it('Machine: each timed fact from its flag and its first condition, the owners\' conditions, the connection', () => {
+      it("Machine: each timed fact from its flag and its first condition, the owners' conditions, the connection", () => {
         for (const fact of ['infrastructureReady', 'bootstrapReady'] as const) {
           for (const c of f.machine[fact].conditions) {
             const o: Json = { metadata: meta('m'), spec: { clusterName: 'c1' } };
             setAt(o, f.machine[fact].flag, true);
             addCond(o, c);
-            expect(readMachine(o, v)[fact], `${fact} from ${c.list} ${c.type}`).to.deep.equal({ value: true, since: T1ms });
+            expect(readMachine(o, v)[fact], `${fact} from ${c.list} ${c.type}`).to.deep.equal({
+              value: true,
+              since: T1ms,
+            });
           }
         }
         const o: Json = { metadata: meta('m'), spec: { clusterName: 'c1' } };
-        addCond(o, { list: f.machine.ownerConditions, type: 'HealthCheckSucceeded' }, { status: 'False', reason: 'JoinTimeout' });
-        addCond(o, { list: f.machine.connectionConditions, type: 'NodeReady' }, { status: 'Unknown', reason: 'ConnectionDown' });
+        addCond(
+          o,
+          { list: f.machine.ownerConditions, type: 'HealthCheckSucceeded' },
+          { status: 'False', reason: 'JoinTimeout' },
+        );
+        addCond(
+          o,
+          { list: f.machine.connectionConditions, type: 'NodeReady' },
+          { status: 'Unknown', reason: 'ConnectionDown' },
+        );
         const m = readMachine(o, v);
         expect(m.healthCheckSucceeded).to.deep.equal({ status: 'False', reason: 'JoinTimeout', since: T1ms });
         expect(m.nodeConnectionDown).to.equal(true);
         const ref = f.machine.configRefGroup;
-        const withRef: Json = { metadata: meta('m'), spec: { clusterName: 'c1', bootstrap: { configRef: { kind: 'Other', name: 'x' } } } };
-        setAt(withRef, 'apiGroup' in ref ? ref.apiGroup : ref.apiVersion, 'apiGroup' in ref ? 'example.com' : 'example.com/v1');
-        expect(readMachine(withRef, v).bootstrapConfigRef).to.deep.equal({ apiGroup: 'example.com', kind: 'Other', name: 'x' });
+        const withRef: Json = {
+          metadata: meta('m'),
+          spec: { clusterName: 'c1', bootstrap: { configRef: { kind: 'Other', name: 'x' } } },
+        };
+        setAt(
+          withRef,
+          'apiGroup' in ref ? ref.apiGroup : ref.apiVersion,
+          'apiGroup' in ref ? 'example.com' : 'example.com/v1',
+        );
+        expect(readMachine(withRef, v).bootstrapConfigRef).to.deep.equal({
+          apiGroup: 'example.com',
+          kind: 'Other',
+          name: 'x',
+        });
       });
 
       it('Cluster: initialized from the flag or a condition, the probe, the ref group', () => {
@@ -178,29 +240,47 @@ describe('api/capi fields per API version', () => {
         for (const c of f.cluster.controlPlaneInitialized.conditions) {
           const o: Json = { metadata: meta('c') };
           addCond(o, c);
-          expect(readCluster(o, v).controlPlaneInitialized, `${c.list} ${c.type}`).to.deep.equal({ value: true, since: T1ms });
+          expect(readCluster(o, v).controlPlaneInitialized, `${c.list} ${c.type}`).to.deep.equal({
+            value: true,
+            since: T1ms,
+          });
         }
         const o: Json = { metadata: meta('c'), spec: { controlPlaneRef: { kind: 'KubeadmControlPlane', name: 'cp' } } };
         addCond(o, f.cluster.remoteConnectionProbe, { status: 'False' });
         const ref = f.cluster.controlPlaneRefGroup;
-        setAt(o, 'apiGroup' in ref ? ref.apiGroup : ref.apiVersion, 'apiGroup' in ref ? 'controlplane.cluster.x-k8s.io' : 'controlplane.cluster.x-k8s.io/v1beta1');
+        setAt(
+          o,
+          'apiGroup' in ref ? ref.apiGroup : ref.apiVersion,
+          'apiGroup' in ref ? 'controlplane.cluster.x-k8s.io' : 'controlplane.cluster.x-k8s.io/v1beta1',
+        );
         const c = readCluster(o, v);
         expect(c.remoteConnection).to.deep.equal({ value: false });
-        expect(c.controlPlaneRef).to.deep.equal({ apiGroup: 'controlplane.cluster.x-k8s.io', kind: 'KubeadmControlPlane', name: 'cp' });
+        expect(c.controlPlaneRef).to.deep.equal({
+          apiGroup: 'controlplane.cluster.x-k8s.io',
+          kind: 'KubeadmControlPlane',
+          name: 'cp',
+        });
       });
 
       it('KubeadmControlPlane and MachineHealthCheck: periods in seconds, whatever their form', () => {
-        const period = (o: Json, p: Period, seconds: number) => setAt(o, 'seconds' in p ? p.seconds : p.duration, 'seconds' in p ? seconds : `${seconds / 60}m0s`);
+        const period = (o: Json, p: Period, seconds: number) =>
+          setAt(o, 'seconds' in p ? p.seconds : p.duration, 'seconds' in p ? seconds : `${seconds / 60}m0s`);
         const k: Json = { metadata: meta('k') };
         setAt(k, f.kubeadmControlPlane.initialized, true);
         setAt(k, f.kubeadmControlPlane.maxRetry, 2);
         period(k, f.kubeadmControlPlane.retryPeriod, 300);
         period(k, f.kubeadmControlPlane.minHealthyPeriod, 3600);
-        expect(readKubeadmControlPlane(k, v)).to.deep.include({ initialized: true, remediation: { maxRetry: 2, retryPeriodSeconds: 300, minHealthyPeriodSeconds: 3600 } });
+        expect(readKubeadmControlPlane(k, v)).to.deep.include({
+          initialized: true,
+          remediation: { maxRetry: 2, retryPeriodSeconds: 300, minHealthyPeriodSeconds: 3600 },
+        });
         const h: Json = { metadata: meta('h'), spec: { clusterName: 'c1', selector: {} } };
         period(h, f.machineHealthCheck.nodeStartupTimeout, 600);
         setAt(h, f.machineHealthCheck.unhealthyMachineConditions, [{ type: 'JoinGuardJoined', status: 'False' }]);
-        expect(readMachineHealthCheck(h, v)).to.deep.include({ nodeStartupTimeoutSeconds: 600, watchesJoinGuardCondition: true });
+        expect(readMachineHealthCheck(h, v)).to.deep.include({
+          nodeStartupTimeoutSeconds: 600,
+          watchesJoinGuardCondition: true,
+        });
       });
     });
   }

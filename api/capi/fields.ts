@@ -71,13 +71,25 @@ export const CAPI_FIELDS: Record<CapiApiVersion, CapiFields> = {
       ownerConditions: V1BETA2_CONDITIONS,
       ownerAnswer: [{ list: V1BETA2_CONDITIONS, type: 'OwnerRemediated' }],
       connectionConditions: V1BETA2_CONDITIONS,
-      infrastructureReady: { flag: 'status.initialization.infrastructureProvisioned', conditions: [{ list: V1BETA2_CONDITIONS, type: 'InfrastructureReady' }] },
-      bootstrapReady: { flag: 'status.initialization.bootstrapDataSecretCreated', conditions: [{ list: V1BETA2_CONDITIONS, type: 'BootstrapConfigReady' }] },
+      infrastructureReady: {
+        flag: 'status.initialization.infrastructureProvisioned',
+        conditions: [{ list: V1BETA2_CONDITIONS, type: 'InfrastructureReady' }],
+      },
+      bootstrapReady: {
+        flag: 'status.initialization.bootstrapDataSecretCreated',
+        conditions: [{ list: V1BETA2_CONDITIONS, type: 'BootstrapConfigReady' }],
+      },
       configRefGroup: { apiGroup: 'spec.bootstrap.configRef.apiGroup' },
     },
     cluster: {
-      controlPlaneInitialized: { flag: 'status.initialization.controlPlaneInitialized', conditions: [{ list: V1BETA2_CONDITIONS, type: 'ControlPlaneInitialized' }] },
-      infrastructureReady: { flag: 'status.initialization.infrastructureProvisioned', conditions: [{ list: V1BETA2_CONDITIONS, type: 'InfrastructureReady' }] },
+      controlPlaneInitialized: {
+        flag: 'status.initialization.controlPlaneInitialized',
+        conditions: [{ list: V1BETA2_CONDITIONS, type: 'ControlPlaneInitialized' }],
+      },
+      infrastructureReady: {
+        flag: 'status.initialization.infrastructureProvisioned',
+        conditions: [{ list: V1BETA2_CONDITIONS, type: 'InfrastructureReady' }],
+      },
       remoteConnectionProbe: { list: V1BETA2_CONDITIONS, type: 'RemoteConnectionProbe' },
       controlPlaneRefGroup: { apiGroup: 'spec.controlPlaneRef.apiGroup' },
     },
@@ -129,7 +141,10 @@ export const CAPI_FIELDS: Record<CapiApiVersion, CapiFields> = {
           { list: V1BETA1_V1BETA2_CONDITIONS, type: 'ControlPlaneInitialized' },
         ],
       },
-      infrastructureReady: { flag: 'status.infrastructureReady', conditions: [{ list: V1BETA1_CONDITIONS, type: 'InfrastructureReady' }] },
+      infrastructureReady: {
+        flag: 'status.infrastructureReady',
+        conditions: [{ list: V1BETA1_CONDITIONS, type: 'InfrastructureReady' }],
+      },
       remoteConnectionProbe: { list: V1BETA1_V1BETA2_CONDITIONS, type: 'RemoteConnectionProbe' },
       controlPlaneRefGroup: { apiVersion: 'spec.controlPlaneRef.apiVersion' },
     },
@@ -175,7 +190,11 @@ export class ConditionLists {
 }
 
 /** A flag and the first of its conditions present (see timedFact). */
-export function readTimedFact(r: ObjectReader, conds: ConditionLists, f: { flag: Path; conditions: CondAt[] }): TimedFact {
+export function readTimedFact(
+  r: ObjectReader,
+  conds: ConditionLists,
+  f: { flag: Path; conditions: CondAt[] },
+): TimedFact {
   return timedFact(r.bool(f.flag), conds.first(f.conditions));
 }
 

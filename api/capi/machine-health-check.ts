@@ -48,8 +48,13 @@ export function readSelector(r: ObjectReader, path: string): LabelSelectorModel 
       const op = e['operator'];
       const values = e['values'] ?? undefined;
       if (typeof key !== 'string' || key === '') r.fail(`${at}.key`, `is required (a label key), found ${kindOf(key)}`);
-      if (typeof op !== 'string' || !OPERATORS.has(op)) r.fail(`${at}.operator`, `must be In, NotIn, Exists or DoesNotExist, found ${kindOf(op)}`);
-      if (values !== undefined && values !== null && (!Array.isArray(values) || values.some((x) => typeof x !== 'string'))) {
+      if (typeof op !== 'string' || !OPERATORS.has(op))
+        r.fail(`${at}.operator`, `must be In, NotIn, Exists or DoesNotExist, found ${kindOf(op)}`);
+      if (
+        values !== undefined &&
+        values !== null &&
+        (!Array.isArray(values) || values.some((x) => typeof x !== 'string'))
+      ) {
         r.fail(`${at}.values`, `must be a list of strings, found ${kindOf(values)}`);
       }
       const expr: NonNullable<LabelSelectorModel['matchExpressions']>[number] = {

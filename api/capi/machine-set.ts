@@ -15,7 +15,13 @@ export function readMachineSet(obj: unknown): MachineSetFacts {
   const meta = readMeta(r);
   const clusterName = r.string('spec.clusterName') || meta.labels[CAPI_LABEL_CLUSTER_NAME];
   if (!clusterName) r.fail('spec.clusterName', `is required (or the ${CAPI_LABEL_CLUSTER_NAME} label)`);
-  const facts: MachineSetFacts = { name: meta.name, namespace: meta.namespace, uid: meta.uid, clusterName, createdAt: meta.createdAt };
+  const facts: MachineSetFacts = {
+    name: meta.name,
+    namespace: meta.namespace,
+    uid: meta.uid,
+    clusterName,
+    createdAt: meta.createdAt,
+  };
   if (meta.deletingSince !== undefined) facts.deletingSince = meta.deletingSince;
   const deployment = deploymentOf(r) ?? meta.labels[CAPI_LABEL_DEPLOYMENT_NAME];
   if (deployment) facts.deployment = deployment;
@@ -36,7 +42,13 @@ function deploymentOf(r: ObjectReader): string | undefined {
   for (const ref of refs) {
     if (typeof ref !== 'object' || ref === null) continue;
     const o = ref as Record<string, unknown>;
-    if (o['controller'] !== true || o['kind'] !== 'MachineDeployment' || typeof o['apiVersion'] !== 'string' || groupOf(o['apiVersion']) !== CAPI_GROUP) continue;
+    if (
+      o['controller'] !== true ||
+      o['kind'] !== 'MachineDeployment' ||
+      typeof o['apiVersion'] !== 'string' ||
+      groupOf(o['apiVersion']) !== CAPI_GROUP
+    )
+      continue;
     if (typeof o['name'] === 'string' && o['name'] !== '') return o['name'];
   }
   return undefined;

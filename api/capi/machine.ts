@@ -12,7 +12,15 @@ import {
 import { toCond, type ParsedCondition } from './conditions.js';
 import { readRemediationData } from './control-plane.js';
 import { CAPI_FIELDS, ConditionLists, readRefGroup, readTimedFact, type CapiFields } from './fields.js';
-import { CABPK_GROUP, CAPI_GROUP, KCP_GROUP, type CapiApiVersion, type MachineFacts, type ObjectRef, type OwnerFacts } from './model.js';
+import {
+  CABPK_GROUP,
+  CAPI_GROUP,
+  KCP_GROUP,
+  type CapiApiVersion,
+  type MachineFacts,
+  type ObjectRef,
+  type OwnerFacts,
+} from './model.js';
 import { isObj, kindOf, ObjectReader } from './reader.js';
 import {
   CAPI_LABEL_CLUSTER_NAME,
@@ -75,7 +83,18 @@ export function readMachine(obj: unknown, v: CapiApiVersion): MachineFacts {
   return facts;
 }
 
-type Meta = Pick<MachineFacts, 'name' | 'namespace' | 'uid' | 'resourceVersion' | 'generation' | 'createdAt' | 'deletingSince' | 'labels' | 'annotations'>;
+type Meta = Pick<
+  MachineFacts,
+  | 'name'
+  | 'namespace'
+  | 'uid'
+  | 'resourceVersion'
+  | 'generation'
+  | 'createdAt'
+  | 'deletingSince'
+  | 'labels'
+  | 'annotations'
+>;
 
 /**
  * The metadata every reader needs: name, namespace, uid, resourceVersion and creation are required. With
@@ -108,7 +127,8 @@ export function readOwner(r: ObjectReader, controlPlaneLabel: boolean): OwnerFac
     if (ref['controller'] !== true) continue;
     const field = (k: string): string => {
       const v = ref[k];
-      if (typeof v !== 'string' || v === '') r.fail(`${at}.${k}`, `is required (a non-empty string), found ${kindOf(v)}`);
+      if (typeof v !== 'string' || v === '')
+        r.fail(`${at}.${k}`, `is required (a non-empty string), found ${kindOf(v)}`);
       return v;
     };
     const rawKind = field('kind');

@@ -8,7 +8,18 @@ import {
   readMachineHealthCheck,
 } from './readers.js';
 import type { LabelSelectorModel } from './model.js';
-import { clusterV1beta1, clusterV1beta2, kcpV1beta1, kcpV1beta2, kubeadmConfig, mhcV1beta1, mhcV1beta2, ms, T0, T3 } from './testdata/fixtures.js';
+import {
+  clusterV1beta1,
+  clusterV1beta2,
+  kcpV1beta1,
+  kcpV1beta2,
+  kubeadmConfig,
+  mhcV1beta1,
+  mhcV1beta2,
+  ms,
+  T0,
+  T3,
+} from './testdata/fixtures.js';
 
 type Json = Record<string, any>;
 const cond = (list: Json[], type: string): Json => list.find((c) => c.type === type)!;
@@ -49,8 +60,16 @@ describe('api/capi readCluster', () => {
   it('a cluster being created: not initialized, no endpoint yet, probe not established', () => {
     const o = clusterV1beta2();
     o['status'].initialization = { infrastructureProvisioned: true };
-    Object.assign(cond(o['status'].conditions, 'ControlPlaneInitialized'), { status: 'False', reason: 'NotInitialized', message: 'Control plane not yet initialized' });
-    Object.assign(cond(o['status'].conditions, 'RemoteConnectionProbe'), { status: 'False', reason: 'ProbeFailed', message: 'Remote connection not established yet' });
+    Object.assign(cond(o['status'].conditions, 'ControlPlaneInitialized'), {
+      status: 'False',
+      reason: 'NotInitialized',
+      message: 'Control plane not yet initialized',
+    });
+    Object.assign(cond(o['status'].conditions, 'RemoteConnectionProbe'), {
+      status: 'False',
+      reason: 'ProbeFailed',
+      message: 'Remote connection not established yet',
+    });
     o['spec'].controlPlaneEndpoint = { host: '172.18.0.3' };
     const c = readCluster(o, 'v1beta2');
     expect(c.controlPlaneInitialized).to.deep.equal({ value: false });
@@ -93,7 +112,9 @@ describe('api/capi readCluster', () => {
     for (const [change, field] of table) {
       const o = clusterV1beta2();
       change(o);
-      expect(() => readCluster(o, 'v1beta2'), field).to.throw(MalformedObjectError).with.property('field', field);
+      expect(() => readCluster(o, 'v1beta2'), field)
+        .to.throw(MalformedObjectError)
+        .with.property('field', field);
     }
   });
 });
@@ -126,9 +147,17 @@ describe('api/capi readKubeadmControlPlane', () => {
   it("parses KCP's remediation-in-progress annotation, and still notes one it cannot parse", () => {
     const o = kcpV1beta2();
     o['metadata'].annotations = {
-      'controlplane.cluster.x-k8s.io/remediation-in-progress': JSON.stringify({ machine: 'c1-cp-aaaaa', timestamp: T3, retryCount: 1 }),
+      'controlplane.cluster.x-k8s.io/remediation-in-progress': JSON.stringify({
+        machine: 'c1-cp-aaaaa',
+        timestamp: T3,
+        retryCount: 1,
+      }),
     };
-    expect(readKubeadmControlPlane(o, 'v1beta2').remediationInProgress).to.deep.equal({ machine: 'c1-cp-aaaaa', timestamp: ms(T3), retryCount: 1 });
+    expect(readKubeadmControlPlane(o, 'v1beta2').remediationInProgress).to.deep.equal({
+      machine: 'c1-cp-aaaaa',
+      timestamp: ms(T3),
+      retryCount: 1,
+    });
     o['metadata'].annotations['controlplane.cluster.x-k8s.io/remediation-in-progress'] = 'yes';
     expect(readKubeadmControlPlane(o, 'v1beta2').remediationInProgress).to.deep.equal({});
   });
@@ -139,7 +168,9 @@ describe('api/capi readKubeadmControlPlane', () => {
     expect(readKubeadmControlPlane(o, 'v1beta2').remediation).to.deep.equal({});
     const b = kcpV1beta1();
     b['spec'].remediationStrategy.retryPeriod = '5 minutes';
-    expect(() => readKubeadmControlPlane(b, 'v1beta1')).to.throw(MalformedObjectError).with.property('field', 'spec.remediationStrategy.retryPeriod');
+    expect(() => readKubeadmControlPlane(b, 'v1beta1'))
+      .to.throw(MalformedObjectError)
+      .with.property('field', 'spec.remediationStrategy.retryPeriod');
   });
 });
 
@@ -153,8 +184,14 @@ describe('api/capi readBootstrapConfig', () => {
         hasJoinConfiguration: false,
         joinsControlPlane: false,
       });
-      expect(readBootstrapConfig(kubeadmConfig(v, 'joinControlPlane'))).to.include({ hasJoinConfiguration: true, joinsControlPlane: true });
-      expect(readBootstrapConfig(kubeadmConfig(v, 'worker'))).to.include({ hasJoinConfiguration: true, joinsControlPlane: false });
+      expect(readBootstrapConfig(kubeadmConfig(v, 'joinControlPlane'))).to.include({
+        hasJoinConfiguration: true,
+        joinsControlPlane: true,
+      });
+      expect(readBootstrapConfig(kubeadmConfig(v, 'worker'))).to.include({
+        hasJoinConfiguration: true,
+        joinsControlPlane: false,
+      });
     });
   }
 
@@ -165,17 +202,27 @@ describe('api/capi readBootstrapConfig', () => {
   });
 
   it("another provider's config carries no join facts", () => {
-    const o = { apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta1', kind: 'TalosConfig', metadata: { name: 't', namespace: 'default' }, spec: {} };
+    const o = {
+      apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta1',
+      kind: 'TalosConfig',
+      metadata: { name: 't', namespace: 'default' },
+      spec: {},
+    };
     expect(readBootstrapConfig(o)).to.deep.equal({ kind: 'TalosConfig', name: 't', namespace: 'default' });
   });
 
   it('refuses a malformed config, naming the field', () => {
     const o = kubeadmConfig('v1beta2', 'worker');
     o['spec'].joinConfiguration = 'join';
-    expect(() => readBootstrapConfig(o)).to.throw(MalformedObjectError, /^KubeadmConfig default\/md-0-abc-xyz: field spec\.joinConfiguration: must be an object/);
+    expect(() => readBootstrapConfig(o)).to.throw(
+      MalformedObjectError,
+      /^KubeadmConfig default\/md-0-abc-xyz: field spec\.joinConfiguration: must be an object/,
+    );
     const n = kubeadmConfig('v1beta2', 'worker');
     delete n['kind'];
-    expect(() => readBootstrapConfig(n)).to.throw(MalformedObjectError).with.property('field', 'kind');
+    expect(() => readBootstrapConfig(n))
+      .to.throw(MalformedObjectError)
+      .with.property('field', 'kind');
   });
 });
 
@@ -200,14 +247,20 @@ describe('api/capi readMachineHealthCheck', () => {
       namespace: 'default',
       uid: 'uid-mhc-1',
       clusterName: 'c1',
-      selector: { matchExpressions: [{ key: 'cluster.x-k8s.io/deployment-name', operator: 'In', values: ['md-0', 'md-1'] }] },
+      selector: {
+        matchExpressions: [{ key: 'cluster.x-k8s.io/deployment-name', operator: 'In', values: ['md-0', 'md-1'] }],
+      },
       paused: false,
       watchesJoinGuardCondition: false,
     });
     o['spec'].nodeStartupTimeout = '10m0s';
     o['spec'].unhealthyMachineConditions = [{ type: 'JoinGuardJoined', status: 'False', timeout: '0s' }];
     o['metadata'].annotations = { 'cluster.x-k8s.io/paused': '' };
-    expect(readMachineHealthCheck(o, 'v1beta1')).to.include({ nodeStartupTimeoutSeconds: 600, watchesJoinGuardCondition: true, paused: true });
+    expect(readMachineHealthCheck(o, 'v1beta1')).to.include({
+      nodeStartupTimeoutSeconds: 600,
+      watchesJoinGuardCondition: true,
+      paused: true,
+    });
     o['spec'].nodeStartupTimeout = '0s';
     expect(readMachineHealthCheck(o, 'v1beta1').nodeStartupTimeoutSeconds).to.equal(0);
   });
@@ -216,14 +269,20 @@ describe('api/capi readMachineHealthCheck', () => {
     const table: [string, (o: Json) => void, string][] = [
       ['v1beta2', (o) => (o['spec'].checks.nodeStartupTimeoutSeconds = '600'), 'spec.checks.nodeStartupTimeoutSeconds'],
       ['v1beta1', (o) => (o['spec'].nodeStartupTimeout = '10'), 'spec.nodeStartupTimeout'],
-      ['v1beta1', (o) => (o['spec'].selector.matchExpressions[0].operator = 'Equals'), 'spec.selector.matchExpressions[0].operator'],
+      [
+        'v1beta1',
+        (o) => (o['spec'].selector.matchExpressions[0].operator = 'Equals'),
+        'spec.selector.matchExpressions[0].operator',
+      ],
       ['v1beta2', (o) => (o['spec'].selector.matchLabels = ['a']), 'spec.selector.matchLabels'],
       ['v1beta2', (o) => delete o['spec'].clusterName, 'spec.clusterName'],
     ];
     for (const [v, change, field] of table) {
       const o = v === 'v1beta2' ? mhcV1beta2() : mhcV1beta1();
       change(o);
-      expect(() => readMachineHealthCheck(o, v as 'v1beta2' | 'v1beta1'), field).to.throw(MalformedObjectError).with.property('field', field);
+      expect(() => readMachineHealthCheck(o, v as 'v1beta2' | 'v1beta1'), field)
+        .to.throw(MalformedObjectError)
+        .with.property('field', field);
     }
   });
 });

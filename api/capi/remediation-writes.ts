@@ -16,7 +16,8 @@ export const CONDITION_OWNER_REMEDIATED = 'OwnerRemediated';
 export const REASON_WAITING_FOR_REMEDIATION = 'WaitingForRemediation';
 /** v1beta2 reason of HealthCheckSucceeded=True (MachineHealthCheckSucceededReason). */
 export const REASON_HEALTH_CHECK_SUCCEEDED = 'HealthCheckSucceeded';
-export const WITHDRAW_MESSAGE = 'The Machine got a Node before it was replaced: JoinGuard withdrew its remediation request';
+export const WITHDRAW_MESSAGE =
+  'The Machine got a Node before it was replaced: JoinGuard withdrew its remediation request';
 
 export type ConditionStatus = 'True' | 'False' | 'Unknown';
 
@@ -40,7 +41,17 @@ export function markForRemediation(
   o: { kind: 'JoinTimeout' | 'ProvisionTimeout'; message: string; now: Date; setOwnerRemediated: boolean },
 ): ConditionsWrite {
   const m = current(machine, v);
-  let list = upsert(m, { type: CONDITION_HEALTH_CHECK_SUCCEEDED, status: 'False', reason: o.kind satisfies FailureKind, message: o.message, severity: 'Warning' }, o.now);
+  let list = upsert(
+    m,
+    {
+      type: CONDITION_HEALTH_CHECK_SUCCEEDED,
+      status: 'False',
+      reason: o.kind satisfies FailureKind,
+      message: o.message,
+      severity: 'Warning',
+    },
+    o.now,
+  );
   // CAPI's contract: OwnerRemediated is created when absent or True; once the owner has changed it
   // (RemediationDeferred, CannotBeRemediated, ...) it is the owner's, and never re-asserted.
   const owner = m.parsed.get(CONDITION_OWNER_REMEDIATED);
@@ -69,14 +80,37 @@ export function withdrawMark(machine: unknown, v: CapiApiVersion, now: Date): Co
  * The withdrawal of JoinGuard's conditions in one list: HealthCheckSucceeded=True where JoinGuard caused the
  * False (the owners then drop OwnerRemediated), and JoinGuardJoined=True (its MachineHealthCheck stops matching).
  */
-export function withdrawConditions(machine: unknown, v: CapiApiVersion, now: Date, parts: { healthCheck: boolean; condition: boolean }): ConditionsWrite {
+export function withdrawConditions(
+  machine: unknown,
+  v: CapiApiVersion,
+  now: Date,
+  parts: { healthCheck: boolean; condition: boolean },
+): ConditionsWrite {
   let m = current(machine, v);
   if (parts.healthCheck) {
-    const list = upsert(m, { type: CONDITION_HEALTH_CHECK_SUCCEEDED, status: 'True', reason: v === 'v1beta2' ? REASON_HEALTH_CHECK_SUCCEEDED : '', message: WITHDRAW_MESSAGE }, now);
+    const list = upsert(
+      m,
+      {
+        type: CONDITION_HEALTH_CHECK_SUCCEEDED,
+        status: 'True',
+        reason: v === 'v1beta2' ? REASON_HEALTH_CHECK_SUCCEEDED : '',
+        message: WITHDRAW_MESSAGE,
+      },
+      now,
+    );
     m = { ...m, list };
   }
   if (parts.condition) {
-    const list = upsert(m, { type: CONDITION_JOINGUARD_JOINED, status: 'True', reason: v === 'v1beta2' ? 'NodeJoined' : '', message: WITHDRAW_MESSAGE }, now);
+    const list = upsert(
+      m,
+      {
+        type: CONDITION_JOINGUARD_JOINED,
+        status: 'True',
+        reason: v === 'v1beta2' ? 'NodeJoined' : '',
+        message: WITHDRAW_MESSAGE,
+      },
+      now,
+    );
     m = { ...m, list };
   }
   return { conditions: m.list };
@@ -90,7 +124,11 @@ export function setJoinGuardCondition(
 ): ConditionsWrite {
   const m = current(machine, v);
   return {
-    conditions: upsert(m, { type: CONDITION_JOINGUARD_JOINED, status: o.status, reason: o.reason, message: o.message, severity: 'Warning' }, o.now),
+    conditions: upsert(
+      m,
+      { type: CONDITION_JOINGUARD_JOINED, status: o.status, reason: o.reason, message: o.message, severity: 'Warning' },
+      o.now,
+    ),
   };
 }
 
@@ -100,9 +138,15 @@ export function removeJoinGuardCondition(machine: unknown, v: CapiApiVersion): C
 }
 
 /** The merge-patch body for /status: the new list, guarded by the resourceVersion it was built from. */
-export function statusPatch(machine: unknown, write: ConditionsWrite): { metadata: { resourceVersion: string }; status: { conditions: unknown[] } } {
+export function statusPatch(
+  machine: unknown,
+  write: ConditionsWrite,
+): { metadata: { resourceVersion: string }; status: { conditions: unknown[] } } {
   const r: ObjectReader = ObjectReader.of(machine, 'Machine');
-  return { metadata: { resourceVersion: r.requiredString('metadata.resourceVersion') }, status: { conditions: write.conditions } };
+  return {
+    metadata: { resourceVersion: r.requiredString('metadata.resourceVersion') },
+    status: { conditions: write.conditions },
+  };
 }
 
 interface Current {
@@ -141,7 +185,8 @@ function upsert(m: Current, d: Desired, now: Date): unknown[] {
     if (d.message !== '') entry['message'] = d.message;
     changed = ['status', 'reason', 'message', 'severity'].some((k) => (old?.[k] ?? '') !== (entry[k] ?? ''));
   }
-  entry['lastTransitionTime'] = !changed && typeof old?.['lastTransitionTime'] === 'string' ? old['lastTransitionTime'] : stamp(now);
+  entry['lastTransitionTime'] =
+    !changed && typeof old?.['lastTransitionTime'] === 'string' ? old['lastTransitionTime'] : stamp(now);
   const list = [...m.list];
   if (i >= 0) list[i] = entry;
   else list.push(entry);

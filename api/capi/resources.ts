@@ -53,7 +53,11 @@ export const CAPI_LABEL_POOL_NAME = 'cluster.x-k8s.io/pool-name';
 export const KCP_ANNOTATION_REMEDIATION_IN_PROGRESS = 'controlplane.cluster.x-k8s.io/remediation-in-progress';
 export const KCP_ANNOTATION_REMEDIATION_FOR = 'controlplane.cluster.x-k8s.io/remediation-for';
 /** The annotation keys a Machine's facts keep: every one JoinGuard reads is under these. */
-export const KEPT_ANNOTATION_PREFIXES = ['joinguard.io/', 'cluster.x-k8s.io/', 'controlplane.cluster.x-k8s.io/'] as const;
+export const KEPT_ANNOTATION_PREFIXES = [
+  'joinguard.io/',
+  'cluster.x-k8s.io/',
+  'controlplane.cluster.x-k8s.io/',
+] as const;
 
 /** The group of an `apiVersion` (`group/version`; core objects have none). */
 export function groupOf(apiVersion: string): string {

@@ -16,7 +16,8 @@ function applyDefaults(value: Json, s: JSONSchemaProps): Json {
   for (const [k, p] of Object.entries(s.properties ?? {})) {
     if (value[k] === undefined && p.default !== undefined) value[k] = structuredClone(p.default);
     const v = value[k];
-    if (p.type === 'object' && p.properties && typeof v === 'object' && v !== null && !Array.isArray(v)) applyDefaults(v as Json, p);
+    if (p.type === 'object' && p.properties && typeof v === 'object' && v !== null && !Array.isArray(v))
+      applyDefaults(v as Json, p);
   }
   return value;
 }
@@ -37,13 +38,19 @@ describe('api/v1alpha1 CRD', () => {
   it('names, short name, scope, status subresource and printer columns', () => {
     const crd = parse(renderCrdYaml()) as ReturnType<typeof buildCrd>;
     expect(crd.metadata.name).to.equal(CRD_NAME).and.equal('machinejoinchecks.joinguard.io');
-    expect(crd.spec.names).to.include({ kind: 'MachineJoinCheck', plural: 'machinejoinchecks', singular: 'machinejoincheck' });
+    expect(crd.spec.names).to.include({
+      kind: 'MachineJoinCheck',
+      plural: 'machinejoinchecks',
+      singular: 'machinejoincheck',
+    });
     expect(crd.spec.names.shortNames).to.deep.equal(['mjc']);
     expect(crd.spec.scope).to.equal('Namespaced');
     const v = crd.spec.versions[0]!;
     expect(v).to.include({ name: 'v1alpha1', served: true, storage: true });
     expect(v.subresources).to.deep.equal({ status: {} });
-    const cols = Object.fromEntries(v.additionalPrinterColumns.filter((c) => !c.priority).map((c) => [c.name, c.jsonPath]));
+    const cols = Object.fromEntries(
+      v.additionalPrinterColumns.filter((c) => !c.priority).map((c) => [c.name, c.jsonPath]),
+    );
     expect(cols).to.deep.equal({
       Cluster: '.spec.clusterName',
       Expected: '.status.expectedMachines',
@@ -63,7 +70,9 @@ describe('api/v1alpha1 CRD', () => {
     expect(defaulted).to.deep.equal({ ...minimal, ...SPEC_DEFAULTS });
     expect(parseSettings(defaulted)).to.deep.equal(parseSettings(minimal));
     // A default never breaks a rule: a partly written nested object is completed, not refused.
-    expect(validateSpec(applyDefaults({ ...minimal, suspicion: { probeInterval: '1h' } }, specSchema))).to.deep.equal([]);
+    expect(validateSpec(applyDefaults({ ...minimal, suspicion: { probeInterval: '1h' } }, specSchema))).to.deep.equal(
+      [],
+    );
   });
 
   it('is structural: every node typed (or int-or-string), described, and its required fields declared', () => {
@@ -95,13 +104,16 @@ describe('api/v1alpha1 CRD', () => {
     }
     // Every leaf of the one defaults table, and nothing else.
     const leaves = (o: object, at = ''): [string, unknown][] =>
-      Object.entries(o).flatMap(([k, v]) => (typeof v === 'object' && v !== null ? leaves(v, `${at}.${k}`) : [[`${at}.${k}`, v] as [string, unknown]]));
+      Object.entries(o).flatMap(([k, v]) =>
+        typeof v === 'object' && v !== null ? leaves(v, `${at}.${k}`) : [[`${at}.${k}`, v] as [string, unknown]],
+      );
     expect(said).to.deep.equal(Object.fromEntries(leaves(SPEC_DEFAULTS)));
   });
 
   it('every duration field says its bound, and every count its int32 maximum', () => {
     for (const [path, s] of nodes(specSchema)) {
-      if (s['x-kubernetes-validations']?.some((r) => r.rule.includes('duration(self)'))) expect(s.description, path).to.match(/at most 8760h\./);
+      if (s['x-kubernetes-validations']?.some((r) => r.rule.includes('duration(self)')))
+        expect(s.description, path).to.match(/at most 8760h\./);
       if (s.type === 'integer') expect(s.maximum, path).to.equal(2147483647);
     }
   });
@@ -115,10 +127,32 @@ describe('api/v1alpha1 CRD', () => {
   const sel = { matchLabels: { 'cluster.x-k8s.io/deployment-name': 'md-0' } };
   const apiserver: [string, Json, string[]][] = [
     ['minimal', { clusterName: 'c1', selector: sel }, []],
-    ['partial suspicion', { clusterName: 'c1', selector: sel, suspicion: { probeInterval: '1h' }, remediation: { strategy: 'Delete' } }, []],
-    ['probe above the default max', { clusterName: 'c1', selector: sel, suspicion: { probeInterval: '10h' } }, ['spec.suspicion.maxProbeInterval']],
-    ['bad durations', { clusterName: 'c1', selector: sel, joinTimeout: '20', provisionTimeout: '0s', remediation: { window: '1d' } }, ['spec.joinTimeout', 'spec.provisionTimeout', 'spec.remediation.window']],
-    ['fractions', { clusterName: 'c1', selector: sel, joinTimeout: '1.5h', provisionTimeout: '500ms', remediation: { window: '1h30m' } }, []],
+    [
+      'partial suspicion',
+      { clusterName: 'c1', selector: sel, suspicion: { probeInterval: '1h' }, remediation: { strategy: 'Delete' } },
+      [],
+    ],
+    [
+      'probe above the default max',
+      { clusterName: 'c1', selector: sel, suspicion: { probeInterval: '10h' } },
+      ['spec.suspicion.maxProbeInterval'],
+    ],
+    [
+      'bad durations',
+      { clusterName: 'c1', selector: sel, joinTimeout: '20', provisionTimeout: '0s', remediation: { window: '1d' } },
+      ['spec.joinTimeout', 'spec.provisionTimeout', 'spec.remediation.window'],
+    ],
+    [
+      'fractions',
+      {
+        clusterName: 'c1',
+        selector: sel,
+        joinTimeout: '1.5h',
+        provisionTimeout: '500ms',
+        remediation: { window: '1h30m' },
+      },
+      [],
+    ],
     ['percent', { clusterName: 'c1', selector: sel, maxInFlight: '25%' }, []],
     ['0%', { clusterName: 'c1', selector: sel, maxInFlight: '0%' }, ['spec.maxInFlight']],
     ['0', { clusterName: 'c1', selector: sel, maxInFlight: 0 }, ['spec.maxInFlight']],
@@ -126,12 +160,31 @@ describe('api/v1alpha1 CRD', () => {
     ['empty selector', { clusterName: 'c1', selector: {} }, ['spec.selector']],
     [
       'bad expressions',
-      { clusterName: 'c1', selector: { matchExpressions: [{ key: 'a', operator: 'In' }, { key: 'b', operator: 'Exists', values: ['x'] }, { key: 'c', operator: 'Foo' }] } },
-      ['spec.selector.matchExpressions[0].values', 'spec.selector.matchExpressions[1].values', 'spec.selector.matchExpressions[2].operator'],
+      {
+        clusterName: 'c1',
+        selector: {
+          matchExpressions: [
+            { key: 'a', operator: 'In' },
+            { key: 'b', operator: 'Exists', values: ['x'] },
+            { key: 'c', operator: 'Foo' },
+          ],
+        },
+      },
+      [
+        'spec.selector.matchExpressions[0].values',
+        'spec.selector.matchExpressions[1].values',
+        'spec.selector.matchExpressions[2].operator',
+      ],
     ],
     [
       'enums and minimums',
-      { clusterName: 'c1', selector: sel, firstControlPlane: 'Nope', remediation: { strategy: 'X', maxPerOwner: 0 }, neverJoinedLimit: -1 },
+      {
+        clusterName: 'c1',
+        selector: sel,
+        firstControlPlane: 'Nope',
+        remediation: { strategy: 'X', maxPerOwner: 0 },
+        neverJoinedLimit: -1,
+      },
       ['spec.firstControlPlane', 'spec.neverJoinedLimit', 'spec.remediation.maxPerOwner', 'spec.remediation.strategy'],
     ],
     ['missing', {}, ['spec.clusterName', 'spec.selector']],

@@ -110,7 +110,8 @@ describe('api/v1alpha1 duration', () => {
       ['9999999h', false],
       ['99999h99999h99999h99999h99999h', true],
     ];
-    for (const [s, ok] of examples) it(`${s}: ${ok ? 'bounded' : 'not bounded'}`, () => expect(bounded.test(s)).to.equal(ok));
+    for (const [s, ok] of examples)
+      it(`${s}: ${ok ? 'bounded' : 'not bounded'}`, () => expect(bounded.test(s)).to.equal(ok));
 
     // Random texts of the full language up to DURATION_MAX_LENGTH: a bounded one never overflows Go's
     // int64 of nanoseconds, and one that is not bounded is at least DURATION_UNBOUNDED_FLOOR_MS.
@@ -118,9 +119,16 @@ describe('api/v1alpha1 duration', () => {
       const seed = 20261;
       const digits = fc.stringMatching(/^[0-9]{1,20}$/);
       const termArb = fc
-        .tuple(digits, fc.option(fc.stringMatching(/^[0-9]{0,4}$/), { nil: undefined }), fc.constantFrom('ns', 'us', 'µs', 'μs', 'ms', 's', 'm', 'h'))
+        .tuple(
+          digits,
+          fc.option(fc.stringMatching(/^[0-9]{0,4}$/), { nil: undefined }),
+          fc.constantFrom('ns', 'us', 'µs', 'μs', 'ms', 's', 'm', 'h'),
+        )
         .map(([w, f, u]) => `${w}${f === undefined ? '' : `.${f}`}${u}`);
-      const text = fc.array(termArb, { minLength: 1, maxLength: 6 }).map((t) => t.join('')).filter((t) => t.length <= DURATION_MAX_LENGTH);
+      const text = fc
+        .array(termArb, { minLength: 1, maxLength: 6 })
+        .map((t) => t.join(''))
+        .filter((t) => t.length <= DURATION_MAX_LENGTH);
       let boundedSeen = 0;
       let unboundedSeen = 0;
       fc.assert(

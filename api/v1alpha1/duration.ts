@@ -6,8 +6,8 @@
 const UNIT_NS: Record<string, bigint> = {
   ns: 1n,
   us: 1_000n,
-  'µs': 1_000n, // U+00B5 micro sign, what Go's Duration.String() prints
-  'μs': 1_000n, // U+03BC Greek mu, also accepted by Go
+  µs: 1_000n, // U+00B5 micro sign, what Go's Duration.String() prints
+  μs: 1_000n, // U+03BC Greek mu, also accepted by Go
   ms: 1_000_000n,
   s: 1_000_000_000n,
   m: 60_000_000_000n,
@@ -77,7 +77,10 @@ export function parseDurationNs(input: string): bigint {
     const frac = m?.[2];
     const unit = m?.[3];
     if (!m || (whole === '' && (frac === undefined || frac === ''))) {
-      throw new DurationError(input, `expected a number at ${JSON.stringify(s.slice(at))}; write e.g. "90s", "20m" or "1h30m"`);
+      throw new DurationError(
+        input,
+        `expected a number at ${JSON.stringify(s.slice(at))}; write e.g. "90s", "20m" or "1h30m"`,
+      );
     }
     if (unit === undefined) {
       const rest = s.slice(at + m[0].length);
@@ -104,7 +107,9 @@ export function parseDuration(input: string): number {
 }
 
 /** Like parseDuration, without throwing. */
-export function tryParseDuration(input: unknown): { ms: number; error?: undefined } | { ms?: undefined; error: string } {
+export function tryParseDuration(
+  input: unknown,
+): { ms: number; error?: undefined } | { ms?: undefined; error: string } {
   if (typeof input !== 'string') return { error: `must be a duration string such as "20m", not ${describe(input)}` };
   try {
     return { ms: parseDuration(input) };

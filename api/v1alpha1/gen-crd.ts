@@ -5,7 +5,14 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { renderCrdYaml } from './crd.js';
 
-export const CRD_PATH = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'manifests', 'crd', 'joinguard.io_machinejoinchecks.yaml');
+export const CRD_PATH = join(
+  dirname(fileURLToPath(import.meta.url)),
+  '..',
+  '..',
+  'manifests',
+  'crd',
+  'joinguard.io_machinejoinchecks.yaml',
+);
 
 async function main(): Promise<void> {
   const text = renderCrdYaml();

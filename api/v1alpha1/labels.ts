@@ -28,8 +28,10 @@ export function labelKeyProblem(key: string): string | undefined {
   const name = slash >= 0 ? key.slice(slash + 1) : key;
   if (prefix !== undefined) {
     if (prefix === '') return 'has an empty prefix before "/"';
-    if (prefix.length > LABEL_PREFIX_MAX_LENGTH) return `has a prefix longer than ${LABEL_PREFIX_MAX_LENGTH} characters`;
-    if (!PREFIX_RE.test(prefix)) return 'has a prefix that is not a DNS subdomain (lower-case letters, digits, "-" and ".")';
+    if (prefix.length > LABEL_PREFIX_MAX_LENGTH)
+      return `has a prefix longer than ${LABEL_PREFIX_MAX_LENGTH} characters`;
+    if (!PREFIX_RE.test(prefix))
+      return 'has a prefix that is not a DNS subdomain (lower-case letters, digits, "-" and ".")';
   }
   if (name === '') return 'needs a name (e.g. "cluster.x-k8s.io/deployment-name")';
   if (name.length > LABEL_NAME_MAX_LENGTH) return `has a name longer than ${LABEL_NAME_MAX_LENGTH} characters`;

@@ -29,7 +29,16 @@ export const full: DeepRequired<MachineJoinCheck> = {
     annotations: { a: 'b' },
     deletionTimestamp: t,
     finalizers: ['joinguard.io/withdraw-marks'],
-    ownerReferences: [{ apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', name: 'c1', uid: 'u-c1', controller: false, blockOwnerDeletion: false }],
+    ownerReferences: [
+      {
+        apiVersion: 'cluster.x-k8s.io/v1beta2',
+        kind: 'Cluster',
+        name: 'c1',
+        uid: 'u-c1',
+        controller: false,
+        blockOwnerDeletion: false,
+      },
+    ],
   },
   spec: {
     clusterName: 'c1',
@@ -59,7 +68,17 @@ export const full: DeepRequired<MachineJoinCheck> = {
     consecutiveJoinFailures: 1,
     failuresSinceResume: 1,
     recentFailures: [
-      { machine: 'm1', uid: 'u1', owner, kind: 'JoinTimeout', time: t, bootstrapConfig: 'KubeadmConfig/m1', dataSecretName: 'm1', controlPlane: false, version: 'v1.36.3' },
+      {
+        machine: 'm1',
+        uid: 'u1',
+        owner,
+        kind: 'JoinTimeout',
+        time: t,
+        bootstrapConfig: 'KubeadmConfig/m1',
+        dataSecretName: 'm1',
+        controlPlane: false,
+        version: 'v1.36.3',
+      },
     ],
     remediations: [
       {
@@ -78,14 +97,46 @@ export const full: DeepRequired<MachineJoinCheck> = {
       },
     ],
     requests: [
-      { machine: 'm1', uid: 'u1', owner, path: 'OwnerRemediated', kind: 'JoinTimeout', time: t, state: 'Open', withdrawn: 'Joined', marked: true, markedTime: t, answered: true, canary: false, firstControlPlane: false },
+      {
+        machine: 'm1',
+        uid: 'u1',
+        owner,
+        path: 'OwnerRemediated',
+        kind: 'JoinTimeout',
+        time: t,
+        state: 'Open',
+        withdrawn: 'Joined',
+        marked: true,
+        markedTime: t,
+        answered: true,
+        canary: false,
+        firstControlPlane: false,
+      },
     ],
     ownerWindows: [{ kind: 'MachineSet', name: 'md-0-abc', times: [t] }],
     suspicion: {
-      reason: 'RolloutSuspect', since: t, nextCanaryTime: t, canariesSpent: 0, machines: ['m1'],
-      rollout: { owner: { kind: 'MachineDeployment', name: 'md-0' }, revision: '2', machineSet: 'md-0-def', previousRevision: '1', previousMachineSet: 'md-0-abc', changes: ['infrastructure template: A/a -> A/b'] },
+      reason: 'RolloutSuspect',
+      since: t,
+      nextCanaryTime: t,
+      canariesSpent: 0,
+      machines: ['m1'],
+      rollout: {
+        owner: { kind: 'MachineDeployment', name: 'md-0' },
+        revision: '2',
+        machineSet: 'md-0-def',
+        previousRevision: '1',
+        previousMachineSet: 'md-0-abc',
+        changes: ['infrastructure template: A/a -> A/b'],
+      },
     },
-    joinDurations: { count: 2, p50Seconds: 61.5, p95Seconds: 90, maxSeconds: 90, suggestedJoinTimeout: '3m', recentSeconds: [33, 90] },
+    joinDurations: {
+      count: 2,
+      p50Seconds: 61.5,
+      p95Seconds: 90,
+      maxSeconds: 90,
+      suggestedJoinTimeout: '3m',
+      recentSeconds: [33, 90],
+    },
     observations: [{ machine: 'm1', uid: 'u1', readySeen: t, failedAt: t }],
     firstControlPlane: {
       replaced: { machine: 'cp-1', uid: 'u9', time: t, goneTime: t },
@@ -98,7 +149,16 @@ export const full: DeepRequired<MachineJoinCheck> = {
     connectionRestoredSeen: t,
     controlPlaneInitializedSeen: t,
     lastResume: { value: 'now', time: t, removed: true },
-    conditions: [{ type: 'Ready', status: 'True', reason: 'AsExpected', message: '', lastTransitionTime: t, observedGeneration: 1 }],
+    conditions: [
+      {
+        type: 'Ready',
+        status: 'True',
+        reason: 'AsExpected',
+        message: '',
+        lastTransitionTime: t,
+        observedGeneration: 1,
+      },
+    ],
   },
 };
 
@@ -163,7 +223,12 @@ describe('api/v1alpha1 schema and types agree', () => {
 
   it('the walk notices a field missing on either side', () => {
     const out: string[] = [];
-    walk({ a: 1, extra: true }, { type: 'object', properties: { a: { type: 'integer' }, b: { type: 'string' } } }, 'x', out);
+    walk(
+      { a: 1, extra: true },
+      { type: 'object', properties: { a: { type: 'integer' }, b: { type: 'string' } } },
+      'x',
+      out,
+    );
     expect(out).to.deep.equal(['x.extra: in the types, not in the schema', 'x.b: in the schema, not in the types']);
   });
 

@@ -31,7 +31,13 @@ export type FirstControlPlanePolicy = 'Remediate' | 'Report';
 export const FAILURE_KINDS = ['JoinTimeout', 'ProvisionTimeout'] as const;
 export type FailureKind = (typeof FAILURE_KINDS)[number];
 /** How a replacement was asked of CAPI (Report: it was not; reported only). */
-export const REMEDIATION_PATHS = ['OwnerRemediated', 'RemediateAnnotation', 'MachineCondition', 'Delete', 'Report'] as const;
+export const REMEDIATION_PATHS = [
+  'OwnerRemediated',
+  'RemediateAnnotation',
+  'MachineCondition',
+  'Delete',
+  'Report',
+] as const;
 /**
  * What became of a request, as shown in the bounded history `status.remediations`: Requested (recorded; the mark is
  * being made), Marked (visible on the Machine), Deferred (the owner said RemediationDeferred; still in flight),
@@ -40,7 +46,18 @@ export const REMEDIATION_PATHS = ['OwnerRemediated', 'RemediateAnnotation', 'Mac
  * (nobody acted on the mark within the bound: withdrawn and reported), Replaced (old Machine gone), Reported (no
  * owner that can re-create it), DryRun (what would have been done).
  */
-export const REMEDIATION_OUTCOMES = ['Requested', 'Marked', 'Deferred', 'Refused', 'Withdrawn', 'Cancelled', 'Unanswered', 'Replaced', 'Reported', 'DryRun'] as const;
+export const REMEDIATION_OUTCOMES = [
+  'Requested',
+  'Marked',
+  'Deferred',
+  'Refused',
+  'Withdrawn',
+  'Cancelled',
+  'Unanswered',
+  'Replaced',
+  'Reported',
+  'DryRun',
+] as const;
 /**
  * Open: the mark must be on the Machine until it is gone. Withdrawn: every mark JoinGuard caused must be removed.
  * Reported / DryRun: nothing is written, the Machine is not asked again.
@@ -111,7 +128,12 @@ export type ReadyReason = (typeof ReadyReason)[keyof typeof ReadyReason];
  * Auto path — and two of JoinGuard's while a check asks nothing because it withdraws every mark it made
  * (joinguard.io/withdraw-all, or the check deleted): what an uninstall waits for.
  */
-export const PausedReason = { Paused: 'Paused', NotPaused: 'NotPaused', WithdrawingMarks: 'WithdrawingMarks', MarksWithdrawn: 'MarksWithdrawn' } as const;
+export const PausedReason = {
+  Paused: 'Paused',
+  NotPaused: 'NotPaused',
+  WithdrawingMarks: 'WithdrawingMarks',
+  MarksWithdrawn: 'MarksWithdrawn',
+} as const;
 
 /** metav1.Condition */
 export interface Condition {
@@ -303,7 +325,14 @@ export interface ObjectMeta {
   annotations?: Record<string, string>;
   deletionTimestamp?: string;
   finalizers?: string[];
-  ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string; controller?: boolean; blockOwnerDeletion?: boolean }[];
+  ownerReferences?: {
+    apiVersion: string;
+    kind: string;
+    name: string;
+    uid: string;
+    controller?: boolean;
+    blockOwnerDeletion?: boolean;
+  }[];
 }
 
 export interface MachineJoinCheck {

@@ -37,14 +37,21 @@ const DURATION_MAX_MS = parseDuration(SPEC_DURATION_MAX);
 
 export function validateSpec(spec: unknown): FieldError[] {
   if (!isObject(spec)) {
-    return [{ field: 'spec', message: `must be an object with at least clusterName and selector, not ${describe(spec)}` }];
+    return [
+      { field: 'spec', message: `must be an object with at least clusterName and selector, not ${describe(spec)}` },
+    ];
   }
   const errs: FieldError[] = [];
   const add = (field: string, message: string) => errs.push({ field, message });
 
   const clusterName = spec['clusterName'];
   if (!present(clusterName)) add('spec.clusterName', 'is required: the name of the Cluster whose Machines are checked');
-  else if (typeof clusterName !== 'string' || clusterName === '' || clusterName.length > CLUSTER_NAME_MAX_LENGTH || !CLUSTER_NAME_RE.test(clusterName)) {
+  else if (
+    typeof clusterName !== 'string' ||
+    clusterName === '' ||
+    clusterName.length > CLUSTER_NAME_MAX_LENGTH ||
+    !CLUSTER_NAME_RE.test(clusterName)
+  ) {
     add(
       'spec.clusterName',
       `must be the name of a Cluster in this namespace: 1 to ${CLUSTER_NAME_MAX_LENGTH} lower-case letters, digits, "-" and ".", starting and ending with a letter or digit, not ${describe(clusterName)}`,
@@ -54,11 +61,18 @@ export function validateSpec(spec: unknown): FieldError[] {
   validateSelector(spec['selector'], 'spec.selector', add);
 
   durationField(spec, 'joinTimeout', 'spec.joinTimeout', add);
-  durationField(spec, 'provisionTimeout', 'spec.provisionTimeout', add, ' (leave it unset to turn the provision check off)');
+  durationField(
+    spec,
+    'provisionTimeout',
+    'spec.provisionTimeout',
+    add,
+    ' (leave it unset to turn the provision check off)',
+  );
   validateMaxInFlight(spec['maxInFlight'], add);
 
   const remediation = spec['remediation'];
-  if (present(remediation) && !isObject(remediation)) add('spec.remediation', `must be an object (strategy, maxPerOwner, window), not ${describe(remediation)}`);
+  if (present(remediation) && !isObject(remediation))
+    add('spec.remediation', `must be an object (strategy, maxPerOwner, window), not ${describe(remediation)}`);
   else if (isObject(remediation)) {
     enumField(remediation, 'strategy', 'spec.remediation.strategy', STRATEGIES, add);
     intField(remediation, 'maxPerOwner', 'spec.remediation.maxPerOwner', 1, add);
@@ -67,10 +81,20 @@ export function validateSpec(spec: unknown): FieldError[] {
 
   const suspicion = spec['suspicion'];
   if (present(suspicion) && !isObject(suspicion)) {
-    add('spec.suspicion', `must be an object (consecutiveJoinFailures, probeInterval, maxProbeInterval), not ${describe(suspicion)}`);
+    add(
+      'spec.suspicion',
+      `must be an object (consecutiveJoinFailures, probeInterval, maxProbeInterval), not ${describe(suspicion)}`,
+    );
   } else {
     const s = isObject(suspicion) ? suspicion : {};
-    intField(s, 'consecutiveJoinFailures', 'spec.suspicion.consecutiveJoinFailures', 0, add, '; 0 turns the suspicion off');
+    intField(
+      s,
+      'consecutiveJoinFailures',
+      'spec.suspicion.consecutiveJoinFailures',
+      0,
+      add,
+      '; 0 turns the suspicion off',
+    );
     const probe = durationField(s, 'probeInterval', 'spec.suspicion.probeInterval', add);
     const max = durationField(s, 'maxProbeInterval', 'spec.suspicion.maxProbeInterval', add);
     // Compared as the apiserver does, after defaulting: a lone probeInterval above 8h is refused too.
@@ -109,7 +133,10 @@ export function riskWarnings(settings: CheckSettings): string[] {
  * Why `strategy` cannot work on the CAPI release found (undefined when it can, or when the minor is unknown):
  * one message for the webhook's refusal and the controller's condition.
  */
-export function strategyCapiProblem(strategy: RemediationStrategy, capi: { minor?: number; version?: string }): string | undefined {
+export function strategyCapiProblem(
+  strategy: RemediationStrategy,
+  capi: { minor?: number; version?: string },
+): string | undefined {
   const need = STRATEGY_MIN_CAPI_MINOR[strategy];
   if (need === undefined || capi.minor === undefined || capi.minor >= need) return undefined;
   return (
@@ -122,7 +149,10 @@ type Add = (field: string, message: string) => void;
 
 function validateSelector(sel: unknown, field: string, add: Add): void {
   if (!present(sel)) {
-    add(field, 'is required: a label selector (matchLabels and/or matchExpressions) choosing the Machines of the Cluster to check');
+    add(
+      field,
+      'is required: a label selector (matchLabels and/or matchExpressions) choosing the Machines of the Cluster to check',
+    );
     return;
   }
   if (!isObject(sel)) {
@@ -131,7 +161,8 @@ function validateSelector(sel: unknown, field: string, add: Add): void {
   }
   let terms = 0;
   const labels = sel['matchLabels'];
-  if (present(labels) && !isObject(labels)) add(`${field}.matchLabels`, `must be a map of label keys to values, not ${describe(labels)}`);
+  if (present(labels) && !isObject(labels))
+    add(`${field}.matchLabels`, `must be a map of label keys to values, not ${describe(labels)}`);
   else if (isObject(labels)) {
     for (const [k, v] of Object.entries(labels)) {
       terms++;
@@ -147,7 +178,8 @@ function validateSelector(sel: unknown, field: string, add: Add): void {
     }
   }
   const exprs = sel['matchExpressions'];
-  if (present(exprs) && !Array.isArray(exprs)) add(`${field}.matchExpressions`, `must be a list of {key, operator, values}, not ${describe(exprs)}`);
+  if (present(exprs) && !Array.isArray(exprs))
+    add(`${field}.matchExpressions`, `must be a list of {key, operator, values}, not ${describe(exprs)}`);
   else if (Array.isArray(exprs)) {
     exprs.forEach((e, i) => {
       terms++;
@@ -155,7 +187,10 @@ function validateSelector(sel: unknown, field: string, add: Add): void {
     });
   }
   if (terms === 0) {
-    add(field, 'must not be empty: an empty selector would check every Machine of the Cluster; name them, e.g. matchLabels {cluster.x-k8s.io/deployment-name: md-0} or a matchExpressions Exists on cluster.x-k8s.io/control-plane');
+    add(
+      field,
+      'must not be empty: an empty selector would check every Machine of the Cluster; name them, e.g. matchLabels {cluster.x-k8s.io/deployment-name: md-0} or a matchExpressions Exists on cluster.x-k8s.io/control-plane',
+    );
   }
 }
 
@@ -175,7 +210,8 @@ function validateExpression(e: unknown, field: string, add: Add): void {
     add(`${field}.operator`, `must be one of ${SELECTOR_OPERATORS.join(', ')}, not ${describe(op)}`);
   }
   const values = e['values'];
-  if (present(values) && !Array.isArray(values)) add(`${field}.values`, `must be a list of label values, not ${describe(values)}`);
+  if (present(values) && !Array.isArray(values))
+    add(`${field}.values`, `must be a list of label values, not ${describe(values)}`);
   const list = Array.isArray(values) ? values : [];
   list.forEach((v, j) => {
     if (typeof v !== 'string') add(`${field}.values[${j}]`, `must be a label value (a string), not ${describe(v)}`);
@@ -184,15 +220,18 @@ function validateExpression(e: unknown, field: string, add: Add): void {
       if (p) add(`${field}.values[${j}]`, `value ${JSON.stringify(v)} ${p}`);
     }
   });
-  if ((op === 'In' || op === 'NotIn') && list.length === 0) add(`${field}.values`, `must list at least one value for operator ${op}`);
-  if ((op === 'Exists' || op === 'DoesNotExist') && list.length > 0) add(`${field}.values`, `must be empty for operator ${op}`);
+  if ((op === 'In' || op === 'NotIn') && list.length === 0)
+    add(`${field}.values`, `must list at least one value for operator ${op}`);
+  if ((op === 'Exists' || op === 'DoesNotExist') && list.length > 0)
+    add(`${field}.values`, `must be empty for operator ${op}`);
 }
 
 function validateMaxInFlight(v: unknown, add: Add): void {
   if (!present(v)) return;
   const accepted = `accepted: an integer from 1 to ${INT32_MAX}, or a percent of the expected Machines from "1%" to "100%"`;
   if (typeof v === 'number') {
-    if (!Number.isInteger(v) || v < 1 || v > INT32_MAX) add('spec.maxInFlight', `must be a whole number from 1 to ${INT32_MAX}, not ${v}; ${accepted}`);
+    if (!Number.isInteger(v) || v < 1 || v > INT32_MAX)
+      add('spec.maxInFlight', `must be a whole number from 1 to ${INT32_MAX}, not ${v}; ${accepted}`);
   } else if (typeof v === 'string') {
     if (!PERCENT_RE.test(v)) add('spec.maxInFlight', `${JSON.stringify(v)} is not a percent; ${accepted}`);
   } else add('spec.maxInFlight', `must be an integer or a percent, not ${describe(v)}; ${accepted}`);
@@ -210,7 +249,12 @@ function durationField(o: Obj, key: string, field: string, add: Add, hint = ''):
   const r = tryParseDuration(v);
   if (r.error !== undefined) {
     // Well-formed but past Go's int64 of nanoseconds: a range problem, said as one.
-    add(field, typeof v === 'string' && DURATION_RE.test(v) ? `must be at most ${SPEC_DURATION_MAX}, not ${JSON.stringify(v)}; ${accepted}` : `${r.error}; ${accepted}`);
+    add(
+      field,
+      typeof v === 'string' && DURATION_RE.test(v)
+        ? `must be at most ${SPEC_DURATION_MAX}, not ${JSON.stringify(v)}; ${accepted}`
+        : `${r.error}; ${accepted}`,
+    );
     return undefined;
   }
   if (r.ms <= 0) {
@@ -234,7 +278,8 @@ function intField(o: Obj, key: string, field: string, min: number, add: Add, hin
 
 function enumField(o: Obj, key: string, field: string, values: readonly string[], add: Add): void {
   const v = o[key];
-  if (present(v) && (typeof v !== 'string' || !values.includes(v))) add(field, `must be one of ${values.join(', ')}, not ${describe(v)}`);
+  if (present(v) && (typeof v !== 'string' || !values.includes(v)))
+    add(field, `must be one of ${values.join(', ')}, not ${describe(v)}`);
 }
 
 function boolField(o: Obj, key: string, field: string, add: Add): void {

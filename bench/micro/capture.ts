@@ -11,7 +11,16 @@ import { fileURLToPath } from 'node:url';
 import { ensureBuilt } from '../../hack/testenv/testenv.js';
 import { installBenchCrds } from '../crds.js';
 import { startBenchEnv } from '../env.js';
-import { clusterName, createChecks, createClusters, createMachine, createNamespace, fleetShape, NAMESPACE, restingMachines } from '../fleet.js';
+import {
+  clusterName,
+  createChecks,
+  createClusters,
+  createMachine,
+  createNamespace,
+  fleetShape,
+  NAMESPACE,
+  restingMachines,
+} from '../fleet.js';
 import type { Json } from '../../hack/testenv/kube-client.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -37,9 +46,17 @@ async function main(): Promise<void> {
     await installBenchCrds(kube);
     await createNamespace(kube);
     const shape = fleetShape(40, 60);
-    const msUids = await createClusters(kube, { ...shape, clusters: 1 }, new URL(bench.env.server), bench.workloadKubeconfigYaml);
+    const msUids = await createClusters(
+      kube,
+      { ...shape, clusters: 1 },
+      new URL(bench.env.server),
+      bench.workloadKubeconfigYaml,
+    );
     await createChecks(kube, { ...shape, clusters: 1 }, ['mhc']);
-    const [joined, joining] = restingMachines({ ...shape, clusters: 1 }).slice(0, 2) as [{ name: string; pool: string; cluster: string }, { name: string; pool: string; cluster: string }];
+    const [joined, joining] = restingMachines({ ...shape, clusters: 1 }).slice(0, 2) as [
+      { name: string; pool: string; cluster: string },
+      { name: string; pool: string; cluster: string },
+    ];
     for (const m of [joined, joining]) await createMachine(kube, m, msUids);
     const provisioned = (name: string) => async () => {
       const m = await kube.get(`${CAPI}/machines/${name}`);
@@ -49,16 +66,47 @@ async function main(): Promise<void> {
     await until('Machines Provisioned', provisioned(joined.name));
     // The joined Machine's Node, in the "workload cluster" (the same apiserver): CAPI sets nodeRef from it.
     const node = `node-${joined.name}`;
-    await kube.create('/api/v1/nodes', { metadata: { name: node, labels: { 'kubernetes.io/hostname': node } }, spec: { providerID: `bench://${NAMESPACE}/${joined.name}` } });
+    await kube.create('/api/v1/nodes', {
+      metadata: { name: node, labels: { 'kubernetes.io/hostname': node } },
+      spec: { providerID: `bench://${NAMESPACE}/${joined.name}` },
+    });
     const now = new Date().toISOString();
     await kube.mergePatch(`/api/v1/nodes/${node}/status`, {
       status: {
         conditions: [
-          { type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status', lastHeartbeatTime: now, lastTransitionTime: now },
-          ...['MemoryPressure', 'DiskPressure', 'PIDPressure'].map((type) => ({ type, status: 'False', reason: `KubeletHasNo${type}`, message: '', lastHeartbeatTime: now, lastTransitionTime: now })),
+          {
+            type: 'Ready',
+            status: 'True',
+            reason: 'KubeletReady',
+            message: 'kubelet is posting ready status',
+            lastHeartbeatTime: now,
+            lastTransitionTime: now,
+          },
+          ...['MemoryPressure', 'DiskPressure', 'PIDPressure'].map((type) => ({
+            type,
+            status: 'False',
+            reason: `KubeletHasNo${type}`,
+            message: '',
+            lastHeartbeatTime: now,
+            lastTransitionTime: now,
+          })),
         ],
-        addresses: [{ type: 'InternalIP', address: '10.0.0.10' }, { type: 'Hostname', address: node }],
-        nodeInfo: { machineID: 'a'.repeat(32), systemUUID: 'b'.repeat(32), bootID: 'c'.repeat(32), kernelVersion: '6.8.0-45-generic', osImage: 'Ubuntu 24.04.1 LTS', containerRuntimeVersion: 'containerd://1.7.22', kubeletVersion: 'v1.33.4', kubeProxyVersion: 'v1.33.4', operatingSystem: 'linux', architecture: 'amd64' },
+        addresses: [
+          { type: 'InternalIP', address: '10.0.0.10' },
+          { type: 'Hostname', address: node },
+        ],
+        nodeInfo: {
+          machineID: 'a'.repeat(32),
+          systemUUID: 'b'.repeat(32),
+          bootID: 'c'.repeat(32),
+          kernelVersion: '6.8.0-45-generic',
+          osImage: 'Ubuntu 24.04.1 LTS',
+          containerRuntimeVersion: 'containerd://1.7.22',
+          kubeletVersion: 'v1.33.4',
+          kubeProxyVersion: 'v1.33.4',
+          operatingSystem: 'linux',
+          architecture: 'amd64',
+        },
       },
     });
     const machineRunning = await until('the joined Machine Running with its nodeRef', async () => {

@@ -21,8 +21,18 @@ export interface Kind {
 
 const KINDS: Kind[] = [
   { group: 'joinguard.io', version: 'v1alpha1', plural: 'machinejoinchecks', kind: 'MachineJoinCheck' },
-  ...['Machine', 'Cluster', 'MachineHealthCheck', 'MachineSet', 'MachineDeployment'].map((kind) => ({ group: 'cluster.x-k8s.io', version: 'v1beta2', plural: `${kind.toLowerCase()}s`, kind })),
-  { group: 'controlplane.cluster.x-k8s.io', version: 'v1beta2', plural: 'kubeadmcontrolplanes', kind: 'KubeadmControlPlane' },
+  ...['Machine', 'Cluster', 'MachineHealthCheck', 'MachineSet', 'MachineDeployment'].map((kind) => ({
+    group: 'cluster.x-k8s.io',
+    version: 'v1beta2',
+    plural: `${kind.toLowerCase()}s`,
+    kind,
+  })),
+  {
+    group: 'controlplane.cluster.x-k8s.io',
+    version: 'v1beta2',
+    plural: 'kubeadmcontrolplanes',
+    kind: 'KubeadmControlPlane',
+  },
   { group: 'bootstrap.cluster.x-k8s.io', version: 'v1beta2', plural: 'kubeadmconfigs', kind: 'KubeadmConfig' },
   { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', kind: 'Lease' },
   { group: 'clusterctl.cluster.x-k8s.io', version: 'v1alpha3', plural: 'providers', kind: 'Provider' },
@@ -69,7 +79,10 @@ export class FakeApiserver {
   constructor(private readonly tls: { cert: string; key: string }) {}
 
   async start(): Promise<string> {
-    this.server = https.createServer({ cert: this.tls.cert, key: this.tls.key }, (req, res) => void this.handle(req, res));
+    this.server = https.createServer(
+      { cert: this.tls.cert, key: this.tls.key },
+      (req, res) => void this.handle(req, res),
+    );
     await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', () => r()));
     const addr = this.server.address();
     return `https://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
@@ -109,7 +122,13 @@ export class FakeApiserver {
     this.log.push({ rv, plural, type, obj });
     if (this.log.length > EVENT_LOG) this.log.splice(0, this.log.length - EVENT_LOG);
     const line = `${JSON.stringify({ type, object: obj })}\n`;
-    for (const w of this.watchers) if (w.plural === plural && (w.namespace === undefined || w.namespace === obj.metadata.namespace) && w.selector(obj)) w.res.write(line);
+    for (const w of this.watchers)
+      if (
+        w.plural === plural &&
+        (w.namespace === undefined || w.namespace === obj.metadata.namespace) &&
+        w.selector(obj)
+      )
+        w.res.write(line);
     return obj;
   }
 
@@ -153,23 +172,48 @@ export class FakeApiserver {
     }
   }
 
-  private serve(verb: string, kind: Kind, r: Route, q: URLSearchParams, body: Json | undefined, contentType: string): [number, Json] {
+  private serve(
+    verb: string,
+    kind: Kind,
+    r: Route,
+    q: URLSearchParams,
+    body: Json | undefined,
+    contentType: string,
+  ): [number, Json] {
     const objs = this.store.get(kind.plural)!;
     const key = `${r.namespace ?? ''}/${r.name}`;
     const cur = r.name === undefined ? undefined : objs.get(key);
     const apiVersion = kind.group ? `${kind.group}/${kind.version}` : kind.version;
     const notFound = () => [404, status(404, 'NotFound', `${kind.plural} "${r.name}" not found`)] as [number, Json];
-    const conflict = () => [409, status(409, 'Conflict', `Operation cannot be fulfilled on ${kind.plural} "${r.name}": the object has been modified; please apply your changes to the latest version and try again`)] as [number, Json];
+    const conflict = () =>
+      [
+        409,
+        status(
+          409,
+          'Conflict',
+          `Operation cannot be fulfilled on ${kind.plural} "${r.name}": the object has been modified; please apply your changes to the latest version and try again`,
+        ),
+      ] as [number, Json];
     switch (verb) {
       case 'list': {
         // Pages as the apiserver serves them (limit/continue): the client parses one page at a time.
         const sel = selector(q.get('labelSelector'));
-        const all = [...objs.values()].filter((o) => (r.namespace === undefined || o.metadata.namespace === r.namespace) && sel(o));
+        const all = [...objs.values()].filter(
+          (o) => (r.namespace === undefined || o.metadata.namespace === r.namespace) && sel(o),
+        );
         const [from, rv] = (q.get('continue') ?? `0:${this.rv}`).split(':').map(Number) as [number, number];
         const limit = Number(q.get('limit')) || all.length;
         const items = all.slice(from, from + limit);
         const more = from + limit < all.length;
-        return [200, { apiVersion, kind: `${kind.kind}List`, metadata: { resourceVersion: String(rv), ...(more ? { continue: `${from + limit}:${rv}` } : {}) }, items }];
+        return [
+          200,
+          {
+            apiVersion,
+            kind: `${kind.kind}List`,
+            metadata: { resourceVersion: String(rv), ...(more ? { continue: `${from + limit}:${rv}` } : {}) },
+            items,
+          },
+        ];
       }
       case 'get':
         return cur ? [200, cur] : notFound();
@@ -178,15 +222,28 @@ export class FakeApiserver {
         obj.metadata = { ...obj.metadata, namespace: r.namespace };
         if (!obj.metadata.name) obj.metadata.name = `${obj.metadata.generateName ?? ''}${randomUUID().slice(0, 5)}`;
         const k = `${r.namespace ?? ''}/${obj.metadata.name}`;
-        if (objs.has(k)) return [409, status(409, 'AlreadyExists', `${kind.plural} "${obj.metadata.name}" already exists`)];
+        if (objs.has(k))
+          return [409, status(409, 'AlreadyExists', `${kind.plural} "${obj.metadata.name}" already exists`)];
         obj.metadata.uid = randomUUID();
         obj.metadata.creationTimestamp = new Date().toISOString();
         return [201, this.commit(kind.plural, k, obj, 'ADDED')];
       }
       case 'update': {
         if (!cur) return notFound();
-        if (body?.metadata?.resourceVersion && body.metadata.resourceVersion !== cur.metadata.resourceVersion) return conflict();
-        const next = r.sub === 'status' ? { ...cur, status: body?.status } : { ...body, status: cur.status, metadata: { ...body?.metadata, uid: cur.metadata.uid, creationTimestamp: cur.metadata.creationTimestamp } };
+        if (body?.metadata?.resourceVersion && body.metadata.resourceVersion !== cur.metadata.resourceVersion)
+          return conflict();
+        const next =
+          r.sub === 'status'
+            ? { ...cur, status: body?.status }
+            : {
+                ...body,
+                status: cur.status,
+                metadata: {
+                  ...body?.metadata,
+                  uid: cur.metadata.uid,
+                  creationTimestamp: cur.metadata.creationTimestamp,
+                },
+              };
         return [200, this.commit(kind.plural, key, structuredClone(next), 'MODIFIED')];
       }
       case 'patch': {
@@ -197,7 +254,8 @@ export class FakeApiserver {
           if (!patched) return [422, status(422, 'Invalid', 'the test operation failed')];
           next = patched;
         } else {
-          if (body?.metadata?.resourceVersion && body.metadata.resourceVersion !== cur.metadata.resourceVersion) return conflict();
+          if (body?.metadata?.resourceVersion && body.metadata.resourceVersion !== cur.metadata.resourceVersion)
+            return conflict();
           next = mergePatch(structuredClone(cur), body ?? {});
         }
         // /status changes only status; the object itself never changes status.
@@ -208,7 +266,11 @@ export class FakeApiserver {
       case 'delete': {
         if (!cur) return notFound();
         const pre = body?.preconditions ?? {};
-        if ((pre.uid && pre.uid !== cur.metadata.uid) || (pre.resourceVersion && pre.resourceVersion !== cur.metadata.resourceVersion)) return conflict();
+        if (
+          (pre.uid && pre.uid !== cur.metadata.uid) ||
+          (pre.resourceVersion && pre.resourceVersion !== cur.metadata.resourceVersion)
+        )
+          return conflict();
         this.commit(kind.plural, key, cur, 'DELETED');
         return [200, status(200, 'Success', 'deleted')];
       }
@@ -221,7 +283,15 @@ export class FakeApiserver {
     if (q.get('sendInitialEvents') === 'true') {
       if (!this.watchList) {
         res.writeHead(422, { 'Content-Type': 'application/json' });
-        res.end(JSON.stringify(status(422, 'Invalid', 'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled')));
+        res.end(
+          JSON.stringify(
+            status(
+              422,
+              'Invalid',
+              'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled',
+            ),
+          ),
+        );
         return;
       }
       // The state now (NotOlderThan any resourceVersion asked), each object an ADDED event, then the bookmark
@@ -229,9 +299,12 @@ export class FakeApiserver {
       res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
       const sel = selector(q.get('labelSelector'));
       for (const o of this.store.get(kind.plural)!.values()) {
-        if ((namespace === undefined || o.metadata.namespace === namespace) && sel(o)) res.write(`${JSON.stringify({ type: 'ADDED', object: o })}\n`);
+        if ((namespace === undefined || o.metadata.namespace === namespace) && sel(o))
+          res.write(`${JSON.stringify({ type: 'ADDED', object: o })}\n`);
       }
-      res.write(`${JSON.stringify({ type: 'BOOKMARK', object: { apiVersion, kind: kind.kind, metadata: { resourceVersion: String(this.rv), annotations: { 'k8s.io/initial-events-end': 'true' } } } })}\n`);
+      res.write(
+        `${JSON.stringify({ type: 'BOOKMARK', object: { apiVersion, kind: kind.kind, metadata: { resourceVersion: String(this.rv), annotations: { 'k8s.io/initial-events-end': 'true' } } } })}\n`,
+      );
       q.set('resourceVersion', String(this.rv));
     } else res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
     const from = Number(q.get('resourceVersion') || this.rv);
@@ -239,14 +312,32 @@ export class FakeApiserver {
       res.end(`${JSON.stringify({ type: 'ERROR', object: status(410, 'Expired', 'too old resource version') })}\n`);
       return;
     }
-    const w: Watcher = { plural: kind.plural, ...(namespace !== undefined ? { namespace } : {}), selector: selector(q.get('labelSelector')), res };
+    const w: Watcher = {
+      plural: kind.plural,
+      ...(namespace !== undefined ? { namespace } : {}),
+      selector: selector(q.get('labelSelector')),
+      res,
+    };
     for (const e of this.log) {
-      if (e.rv > from && e.plural === w.plural && (namespace === undefined || e.obj.metadata.namespace === namespace) && w.selector(e.obj)) res.write(`${JSON.stringify({ type: e.type, object: e.obj })}\n`);
+      if (
+        e.rv > from &&
+        e.plural === w.plural &&
+        (namespace === undefined || e.obj.metadata.namespace === namespace) &&
+        w.selector(e.obj)
+      )
+        res.write(`${JSON.stringify({ type: e.type, object: e.obj })}\n`);
     }
     this.watchers.add(w);
-    const bookmark = q.get('allowWatchBookmarks') === 'true' || q.get('allowWatchBookmarks') === '1'
-      ? setInterval(() => res.write(`${JSON.stringify({ type: 'BOOKMARK', object: { apiVersion, kind: kind.kind, metadata: { resourceVersion: String(this.rv) } } })}\n`), 60_000)
-      : undefined;
+    const bookmark =
+      q.get('allowWatchBookmarks') === 'true' || q.get('allowWatchBookmarks') === '1'
+        ? setInterval(
+            () =>
+              res.write(
+                `${JSON.stringify({ type: 'BOOKMARK', object: { apiVersion, kind: kind.kind, metadata: { resourceVersion: String(this.rv) } } })}\n`,
+              ),
+            60_000,
+          )
+        : undefined;
     const end = setTimeout(() => res.end(), Number(q.get('timeoutSeconds') || 1800) * 1000);
     res.on('close', () => {
       this.watchers.delete(w);
@@ -258,8 +349,16 @@ export class FakeApiserver {
 
 function parse(pathname: string): Route {
   const parts = pathname.split('/').filter(Boolean).map(decodeURIComponent);
-  if (parts[0] === 'apis' && parts.length === 1) return { discovery: { kind: 'APIGroupList', apiVersion: 'v1', groups: [...new Set(KINDS.filter((k) => k.group).map((k) => k.group))].map(groupOf) } };
-  if (parts[0] === 'apis' && parts.length === 2) return KINDS.some((k) => k.group === parts[1]) ? { discovery: groupOf(parts[1]!) } : {};
+  if (parts[0] === 'apis' && parts.length === 1)
+    return {
+      discovery: {
+        kind: 'APIGroupList',
+        apiVersion: 'v1',
+        groups: [...new Set(KINDS.filter((k) => k.group).map((k) => k.group))].map(groupOf),
+      },
+    };
+  if (parts[0] === 'apis' && parts.length === 2)
+    return KINDS.some((k) => k.group === parts[1]) ? { discovery: groupOf(parts[1]!) } : {};
   if (parts[0] === 'version') return { discovery: { major: '1', minor: '36', gitVersion: 'v1.36.3' } };
   const [group, rest] = parts[0] === 'api' ? ['', parts.slice(2)] : [parts[1] ?? '', parts.slice(3)];
   let namespace: string | undefined;
@@ -269,26 +368,49 @@ function parse(pathname: string): Route {
     i = 2;
   }
   const kind = KINDS.find((k) => k.group === group && k.plural === rest[i]);
-  return { ...(kind ? { kind } : {}), ...(namespace !== undefined ? { namespace } : {}), ...(rest[i + 1] !== undefined ? { name: rest[i + 1] } : {}), ...(rest[i + 2] !== undefined ? { sub: rest[i + 2] } : {}) };
+  return {
+    ...(kind ? { kind } : {}),
+    ...(namespace !== undefined ? { namespace } : {}),
+    ...(rest[i + 1] !== undefined ? { name: rest[i + 1] } : {}),
+    ...(rest[i + 2] !== undefined ? { sub: rest[i + 2] } : {}),
+  };
 }
 
 function groupOf(group: string): Json {
   const version = KINDS.find((k) => k.group === group)!.version;
-  return { kind: 'APIGroup', apiVersion: 'v1', name: group, versions: [{ groupVersion: `${group}/${version}`, version }], preferredVersion: { groupVersion: `${group}/${version}`, version } };
+  return {
+    kind: 'APIGroup',
+    apiVersion: 'v1',
+    name: group,
+    versions: [{ groupVersion: `${group}/${version}`, version }],
+    preferredVersion: { groupVersion: `${group}/${version}`, version },
+  };
 }
 
 function verbOf(method: string, name: string | undefined): string {
   switch (method) {
-    case 'GET': return name === undefined ? 'list' : 'get';
-    case 'POST': return 'create';
-    case 'PUT': return 'update';
-    case 'PATCH': return 'patch';
-    case 'DELETE': return 'delete';
+    case 'GET':
+      return name === undefined ? 'list' : 'get';
+    case 'POST':
+      return 'create';
+    case 'PUT':
+      return 'update';
+    case 'PATCH':
+      return 'patch';
+    case 'DELETE':
+      return 'delete';
   }
   return method.toLowerCase();
 }
 
-const status = (code: number, reason: string, message: string): Json => ({ kind: 'Status', apiVersion: 'v1', status: code < 300 ? 'Success' : 'Failure', code, reason, message });
+const status = (code: number, reason: string, message: string): Json => ({
+  kind: 'Status',
+  apiVersion: 'v1',
+  status: code < 300 ? 'Success' : 'Failure',
+  code,
+  reason,
+  message,
+});
 
 /** Equality, inequality and existence requirements, comma-separated (what JoinGuard's informers send). */
 function selector(s: string | null): (o: Json) => boolean {
@@ -297,18 +419,26 @@ function selector(s: string | null): (o: Json) => boolean {
     const m = /^(!?)([^=!]+?)(?:(!=|==|=)(.*))?$/.exec(r.trim())!;
     return { not: m[1] === '!', key: m[2]!, op: m[3], value: m[4] };
   });
-  return (o) => reqs.every((q) => {
-    const v = o.metadata?.labels?.[q.key];
-    if (q.op === undefined) return q.not ? v === undefined : v !== undefined;
-    return q.op === '!=' ? v !== q.value : v === q.value;
-  });
+  return (o) =>
+    reqs.every((q) => {
+      const v = o.metadata?.labels?.[q.key];
+      if (q.op === undefined) return q.not ? v === undefined : v !== undefined;
+      return q.op === '!=' ? v !== q.value : v === q.value;
+    });
 }
 
 /** RFC 7386. */
 export function mergePatch(target: Json, patch: Json): Json {
   for (const [k, v] of Object.entries(patch)) {
     if (v === null) delete target[k];
-    else if (typeof v === 'object' && !Array.isArray(v) && typeof target[k] === 'object' && target[k] !== null && !Array.isArray(target[k])) target[k] = mergePatch(target[k], v);
+    else if (
+      typeof v === 'object' &&
+      !Array.isArray(v) &&
+      typeof target[k] === 'object' &&
+      target[k] !== null &&
+      !Array.isArray(target[k])
+    )
+      target[k] = mergePatch(target[k], v);
     else target[k] = structuredClone(v);
   }
   return target;
@@ -317,10 +447,13 @@ export function mergePatch(target: Json, patch: Json): Json {
 /** RFC 6902 for test/add/replace/remove; undefined when a test fails. */
 function jsonPatch(target: Json, ops: Json[]): Json | undefined {
   for (const op of ops) {
-    const keys = String(op.path).split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const keys = String(op.path)
+      .split('/')
+      .slice(1)
+      .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
     const last = keys.pop()!;
     let parent: Json = target;
-    for (const k of keys) parent = (parent[k] ??= {});
+    for (const k of keys) parent = parent[k] ??= {};
     if (op.op === 'test' && JSON.stringify(parent[last]) !== JSON.stringify(op.value)) return undefined;
     if (op.op === 'remove') delete parent[last];
     if (op.op === 'add' || op.op === 'replace') parent[last] = op.value;

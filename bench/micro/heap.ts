@@ -37,7 +37,12 @@ export const DEFAULT_SETTINGS = [
   '--optimize-for-size',
 ];
 
-async function runSetting(setting: string, machines: number, tls: { cert: string; key: string; caPem: string }, dir: string) {
+async function runSetting(
+  setting: string,
+  machines: number,
+  tls: { cert: string; key: string; caPem: string },
+  dir: string,
+) {
   const api = new FakeApiserver(tls);
   const server = await api.start();
   const clusters = Math.ceil(machines / PER_CLUSTER);
@@ -62,7 +67,8 @@ async function runSetting(setting: string, machines: number, tls: { cert: string
     const keys = [...api.objects('machines').keys()];
     for (let i = 0; i < 2000; i++) {
       const m = structuredClone<Json>(api.objects('machines').get(keys[(i * 7919) % keys.length]!)!);
-      (m.status.conditions as { type: string; message: string }[]).find((x) => x.type === 'Ready')!.message = `churn ${i}`;
+      (m.status.conditions as { type: string; message: string }[]).find((x) => x.type === 'Ready')!.message =
+        `churn ${i}`;
       api.put('machines', m);
       if (i % 5 === 4) await sleep(100);
     }
@@ -70,13 +76,20 @@ async function runSetting(setting: string, machines: number, tls: { cert: string
     // Marks: 5% stuck, spread over the Clusters, 8 deadlines per second.
     const k = Math.round(machines * 0.05);
     const names = Array.from({ length: clusters }, (_, i) => clusterName(i));
-    const { deadlines, marked, lastDeadline } = await addStuck(api, k, names, Math.ceil(Date.now() / 1000) * 1000 + 4000);
+    const { deadlines, marked, lastDeadline } = await addStuck(
+      api,
+      k,
+      names,
+      Math.ceil(Date.now() / 1000) * 1000 + 4000,
+    );
     const end = lastDeadline + 60_000;
     while (marked.size < k && Date.now() < end && jg.proc.running) await sleep(200);
     await sleep(2000);
     const metrics = await jg.metrics();
     const last = jg.sampler.take();
-    const lat = [...deadlines].map(([n, d]) => (marked.has(n) ? (marked.get(n)! - d) / 1000 : Infinity)).sort((a, b) => a - b);
+    const lat = [...deadlines]
+      .map(([n, d]) => (marked.has(n) ? (marked.get(n)! - d) / 1000 : Infinity))
+      .sort((a, b) => a - b);
     const gcCount = byLabel(metrics ?? [], 'nodejs_gc_duration_seconds_count', 'kind');
     const gcSum = byLabel(metrics ?? [], 'nodejs_gc_duration_seconds_sum', 'kind');
     return {
@@ -90,9 +103,19 @@ async function runSetting(setting: string, machines: number, tls: { cert: string
       heapUsedAtEndMiB: round(sum(metrics ?? [], 'nodejs_heap_size_used_bytes') / 2 ** 20, 1),
       heapTotalAtEndMiB: round(sum(metrics ?? [], 'nodejs_heap_size_total_bytes') / 2 ** 20, 1),
       cpuSeconds: round(last?.cpuSeconds, 2),
-      gc: Object.fromEntries(Object.keys(gcCount).map((kind) => [kind, { count: gcCount[kind], seconds: round(gcSum[kind], 3) }])),
-      gcSeconds: round(Object.values(gcSum).reduce((a, b) => a + b, 0), 3),
-      marks: { stuck: k, marked: marked.size, p50S: round(percentile(lat, 50), 3), p99S: round(percentile(lat, 99), 3) },
+      gc: Object.fromEntries(
+        Object.keys(gcCount).map((kind) => [kind, { count: gcCount[kind], seconds: round(gcSum[kind], 3) }]),
+      ),
+      gcSeconds: round(
+        Object.values(gcSum).reduce((a, b) => a + b, 0),
+        3,
+      ),
+      marks: {
+        stuck: k,
+        marked: marked.size,
+        p50S: round(percentile(lat, 50), 3),
+        p99S: round(percentile(lat, 99), 3),
+      },
     };
   } finally {
     await jg.stop();
@@ -104,27 +127,54 @@ export type HeapCase = Awaited<ReturnType<typeof runSetting>>;
 
 function failed(setting: string, e: Error): HeapCase {
   return {
-    setting: setting || '(Node defaults)', survived: false, error: e.message.slice(0, 600), firstReconcileS: undefined, rssAfterStartMiB: undefined, peakRssMiB: undefined,
-    rssAtEndMiB: undefined, heapUsedAtEndMiB: undefined, heapTotalAtEndMiB: undefined, cpuSeconds: undefined, gc: {}, gcSeconds: undefined, marks: { stuck: 0, marked: 0, p50S: undefined, p99S: undefined },
+    setting: setting || '(Node defaults)',
+    survived: false,
+    error: e.message.slice(0, 600),
+    firstReconcileS: undefined,
+    rssAfterStartMiB: undefined,
+    peakRssMiB: undefined,
+    rssAtEndMiB: undefined,
+    heapUsedAtEndMiB: undefined,
+    heapTotalAtEndMiB: undefined,
+    cpuSeconds: undefined,
+    gc: {},
+    gcSeconds: undefined,
+    marks: { stuck: 0, marked: 0, p50S: undefined, p99S: undefined },
   };
 }
 
 export function parseHeapArgs(argv: string[]) {
-  const a = { machines: 10_000, settings: DEFAULT_SETTINGS, repeat: 1, out: path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'heap-results.json') };
+  const a = {
+    machines: 10_000,
+    settings: DEFAULT_SETTINGS,
+    repeat: 1,
+    out: path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'heap-results.json'),
+  };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i]!.split(/=(.*)/s, 2) as [string, string | undefined];
     const value = () => inline ?? argv[++i] ?? '';
     if (flag === '--heap') continue;
     else if (flag === '--machines') a.machines = Number(value());
-    else if (flag === '--settings') a.settings = value().split('|').map((x) => x.trim());
+    else if (flag === '--settings')
+      a.settings = value()
+        .split('|')
+        .map((x) => x.trim());
     else if (flag === '--repeat') a.repeat = Number(value());
     else if (flag === '--out') a.out = value();
-    else throw new Error(`unknown argument ${argv[i]}; usage: npm run bench -- --heap [--machines N] [--settings "A|B|..."] [--repeat R] [--out FILE]`);
+    else
+      throw new Error(
+        `unknown argument ${argv[i]}; usage: npm run bench -- --heap [--machines N] [--settings "A|B|..."] [--repeat R] [--out FILE]`,
+      );
   }
   return a;
 }
 
-export async function heapSettings(a: { machines: number; settings: string[]; repeat: number; out: string }): Promise<void> {
+export async function heapSettings(a: {
+  machines: number;
+  settings: string[];
+  repeat: number;
+  out: string;
+}): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'joinguard-heap-'));
   try {
     compileController();
@@ -136,20 +186,49 @@ export async function heapSettings(a: { machines: number; settings: string[]; re
         log(`round ${r + 1}/${a.repeat}: node ${s}`);
         // A setting that kills the process (out of heap) is a result, not a failure of the benchmark.
         const c = await runSetting(s, a.machines, tls, dir).catch((e: Error) => failed(s, e));
-        log(`  peak RSS ${c.peakRssMiB} MiB, end ${c.rssAtEndMiB} MiB, heap used ${c.heapUsedAtEndMiB}/${c.heapTotalAtEndMiB} MiB, CPU ${c.cpuSeconds} s, GC ${c.gcSeconds} s, marks p99 ${c.marks.p99S} s${c.survived ? '' : ' — DIED'}`);
+        log(
+          `  peak RSS ${c.peakRssMiB} MiB, end ${c.rssAtEndMiB} MiB, heap used ${c.heapUsedAtEndMiB}/${c.heapTotalAtEndMiB} MiB, CPU ${c.cpuSeconds} s, GC ${c.gcSeconds} s, marks p99 ${c.marks.p99S} s${c.survived ? '' : ' — DIED'}`,
+        );
         cases.push(c);
       }
     }
-    const rows = [['node flags', 'survived', 'peak RSS', 'RSS at end', 'heap used/total at end', 'CPU s', 'GC s (count)', 'first reconcile', 'marks p99']];
+    const rows = [
+      [
+        'node flags',
+        'survived',
+        'peak RSS',
+        'RSS at end',
+        'heap used/total at end',
+        'CPU s',
+        'GC s (count)',
+        'first reconcile',
+        'marks p99',
+      ],
+    ];
     for (const c of cases) {
       const n = Object.values(c.gc).reduce((x, y) => x + (y.count ?? 0), 0);
-      rows.push([c.setting, c.survived ? 'yes' : 'NO', `${c.peakRssMiB} MiB`, `${c.rssAtEndMiB} MiB`, `${c.heapUsedAtEndMiB} / ${c.heapTotalAtEndMiB} MiB`, String(c.cpuSeconds), `${c.gcSeconds} (${n})`, `${c.firstReconcileS} s`, `${c.marks.p99S} s`]);
+      rows.push([
+        c.setting,
+        c.survived ? 'yes' : 'NO',
+        `${c.peakRssMiB} MiB`,
+        `${c.rssAtEndMiB} MiB`,
+        `${c.heapUsedAtEndMiB} / ${c.heapTotalAtEndMiB} MiB`,
+        String(c.cpuSeconds),
+        `${c.gcSeconds} (${n})`,
+        `${c.firstReconcileS} s`,
+        `${c.marks.p99S} s`,
+      ]);
     }
     const w = rows[0]!.map((_, i) => Math.max(...rows.map((x) => x[i]!.length)));
     const line = (x: string[]) => `| ${x.map((c, i) => c.padEnd(w[i]!)).join(' | ')} |`;
     fs.mkdirSync(path.dirname(a.out), { recursive: true });
-    fs.writeFileSync(a.out, `${JSON.stringify({ run: { date: new Date().toISOString(), machines: a.machines, host: { cpus: os.availableParallelism(), node: process.version } }, cases }, null, 1)}\n`);
-    process.stdout.write(`\nV8 heap settings, ${a.machines} Machines (${NS}: ${PER_CLUSTER} per Cluster)\n\n${[line(rows[0]!), `|${w.map((x) => '-'.repeat(x + 2)).join('|')}|`, ...rows.slice(1).map(line)].join('\n')}\n\n`);
+    fs.writeFileSync(
+      a.out,
+      `${JSON.stringify({ run: { date: new Date().toISOString(), machines: a.machines, host: { cpus: os.availableParallelism(), node: process.version } }, cases }, null, 1)}\n`,
+    );
+    process.stdout.write(
+      `\nV8 heap settings, ${a.machines} Machines (${NS}: ${PER_CLUSTER} per Cluster)\n\n${[line(rows[0]!), `|${w.map((x) => '-'.repeat(x + 2)).join('|')}|`, ...rows.slice(1).map(line)].join('\n')}\n\n`,
+    );
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -45,14 +45,25 @@ async function child(): Promise<void> {
   const vm = await import('node:vm');
   v8.setFlagsFromString('--expose-gc');
   const gc = vm.runInNewContext('gc') as () => void;
-  const { RestClient } = (await import(path.join(implDir, 'runtime/rest.ts'))) as typeof import('../../runtime/rest.js');
-  const { Informer } = (await import(path.join(implDir, 'runtime/informer.ts'))) as typeof import('../../runtime/informer.js');
+  const { RestClient } = (await import(
+    path.join(implDir, 'runtime/rest.ts')
+  )) as typeof import('../../runtime/rest.js');
+  const { Informer } = (await import(
+    path.join(implDir, 'runtime/informer.ts')
+  )) as typeof import('../../runtime/informer.js');
   const { readMachine } = await import('../../api/capi/readers.js');
   const { silentLogger } = await import('../../runtime/logger.js');
-  const rest = new RestClient({ server: new URL(server), ca: fs.readFileSync(caFile) }, { userAgent: 'list-memory', qps: 0 });
+  const rest = new RestClient(
+    { server: new URL(server), ca: fs.readFileSync(caFile) },
+    { userAgent: 'list-memory', qps: 0 },
+  );
   const inf = new Informer({
-    rest, resource: { group: 'cluster.x-k8s.io', version: 'v1beta2', plural: 'machines', namespaced: true }, name: 'machines', log: silentLogger(),
-    livenessMs: 600_000, onEvent: () => undefined,
+    rest,
+    resource: { group: 'cluster.x-k8s.io', version: 'v1beta2', plural: 'machines', namespaced: true },
+    name: 'machines',
+    log: silentLogger(),
+    livenessMs: 600_000,
+    onEvent: () => undefined,
     transform: (raw) => {
       try {
         return { facts: readMachine(raw, 'v1beta2') };
@@ -85,9 +96,15 @@ async function child(): Promise<void> {
   gc();
   const mib = (b: number) => r1(b / 2 ** 20);
   const out: ChildResult = {
-    rssBeforeMiB: r1(rssBefore / 1024), peakRssOverMiB: r1((peak - rssBefore) / 1024), heapBeforeMiB: mib(heapBefore),
-    heapPeakOverMiB: mib(heapPeak - heapBefore), keptAfterGcMiB: mib(process.memoryUsage().heapUsed - heapBefore),
-    cpuS: r3((cpu.user + cpu.system) / 1e6), wallS: r3(wall / 1000), cached: inf.store.size, syncs: (inf as { syncs?: unknown }).syncs ?? 'paged (whole pages)',
+    rssBeforeMiB: r1(rssBefore / 1024),
+    peakRssOverMiB: r1((peak - rssBefore) / 1024),
+    heapBeforeMiB: mib(heapBefore),
+    heapPeakOverMiB: mib(heapPeak - heapBefore),
+    keptAfterGcMiB: mib(process.memoryUsage().heapUsed - heapBefore),
+    cpuS: r3((cpu.user + cpu.system) / 1e6),
+    wallS: r3(wall / 1000),
+    cached: inf.store.size,
+    syncs: (inf as { syncs?: unknown }).syncs ?? 'paged (whole pages)',
   };
   process.send!(out);
   process.exit(0);
@@ -100,7 +117,10 @@ function nodeOptions(): string {
 
 async function runCase(server: string, caFile: string, implDir: string): Promise<ChildResult> {
   const flags = nodeOptions().split(/\s+/).filter(Boolean);
-  const c = fork(fileURLToPath(import.meta.url), ['--child', server, caFile, implDir], { execArgv: ['--import', 'tsx', ...flags], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const c = fork(fileURLToPath(import.meta.url), ['--child', server, caFile, implDir], {
+    execArgv: ['--import', 'tsx', ...flags],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   return new Promise((resolve, reject) => {
     c.once('message', (m) => resolve(m as ChildResult));
     c.once('exit', (code) => reject(new Error(`child exited ${code}`)));
@@ -126,9 +146,12 @@ async function main(): Promise<void> {
   fs.writeFileSync(caFile, tls.caPem);
   const api = new FakeApiserver(tls);
   const server = await api.start();
-  for (let i = 0; i < a.machines; i++) api.put('machines', joined(`c${String(Math.floor(i / 100)).padStart(4, '0')}`, i % 100));
+  for (let i = 0; i < a.machines; i++)
+    api.put('machines', joined(`c${String(Math.floor(i / 100)).padStart(4, '0')}`, i % 100));
   const bytes = [...api.objects('machines').values()].reduce((n, m) => n + JSON.stringify(m).length, 0);
-  log(`${a.machines} Machines in ${NS}, ${round(bytes / 2 ** 20, 1)} MiB of JSON; informer from ${a.impl} (${a.label}); node ${nodeOptions()}`);
+  log(
+    `${a.machines} Machines in ${NS}, ${round(bytes / 2 ** 20, 1)} MiB of JSON; informer from ${a.impl} (${a.label}); node ${nodeOptions()}`,
+  );
   const results: Record<string, ChildResult[]> = {};
   try {
     // Rounds, not one mode R times in a row: a drift of the shared machine spreads over the modes.
@@ -144,10 +167,23 @@ async function main(): Promise<void> {
     await api.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
-  const med = (xs: number[]) => round(percentile([...xs].sort((x, y) => x - y), 50), 2);
+  const med = (xs: number[]) =>
+    round(
+      percentile(
+        [...xs].sort((x, y) => x - y),
+        50,
+      ),
+      2,
+    );
   const rows = Object.entries(results).map(([mode, rs]) => ({
-    mode, runs: rs.length, peakRssOverMiB: med(rs.map((x) => x.peakRssOverMiB)), heapPeakOverMiB: med(rs.map((x) => x.heapPeakOverMiB)),
-    keptAfterGcMiB: med(rs.map((x) => x.keptAfterGcMiB)), cpuS: med(rs.map((x) => x.cpuS)), wallS: med(rs.map((x) => x.wallS)), syncs: rs[0]!.syncs,
+    mode,
+    runs: rs.length,
+    peakRssOverMiB: med(rs.map((x) => x.peakRssOverMiB)),
+    heapPeakOverMiB: med(rs.map((x) => x.heapPeakOverMiB)),
+    keptAfterGcMiB: med(rs.map((x) => x.keptAfterGcMiB)),
+    cpuS: med(rs.map((x) => x.cpuS)),
+    wallS: med(rs.map((x) => x.wallS)),
+    syncs: rs[0]!.syncs,
   }));
   const commit = (() => {
     try {
@@ -156,7 +192,17 @@ async function main(): Promise<void> {
       return 'unknown';
     }
   })();
-  const summary = { date: new Date().toISOString(), label: a.label, impl: commit, machines: a.machines, jsonMiB: round(bytes / 2 ** 20, 1), nodeOptions: nodeOptions(), loadavg: os.loadavg().map((x) => round(x, 2)), medians: rows, runs: results };
+  const summary = {
+    date: new Date().toISOString(),
+    label: a.label,
+    impl: commit,
+    machines: a.machines,
+    jsonMiB: round(bytes / 2 ** 20, 1),
+    nodeOptions: nodeOptions(),
+    loadavg: os.loadavg().map((x) => round(x, 2)),
+    medians: rows,
+    runs: results,
+  };
   process.stdout.write(`${JSON.stringify({ label: a.label, impl: commit, medians: rows }, null, 1)}\n`);
   if (a.out) fs.writeFileSync(a.out, `${JSON.stringify(summary, null, 1)}\n`);
 }

@@ -45,23 +45,48 @@ export interface Tls {
 export async function makeTls(dir: string): Promise<Tls> {
   const ca = await makeCA(dir, 'ca', 'micro-bench-ca');
   const pair = await issueServingCert(ca.certFile, ca.keyFile, path.join(dir, 'serving'));
-  return { cert: fs.readFileSync(pair.certFile, 'utf8'), key: fs.readFileSync(pair.keyFile, 'utf8'), caPem: fs.readFileSync(ca.certFile, 'utf8') };
+  return {
+    cert: fs.readFileSync(pair.certFile, 'utf8'),
+    key: fs.readFileSync(pair.keyFile, 'utf8'),
+    caPem: fs.readFileSync(ca.certFile, 'utf8'),
+  };
 }
 
 export function writeKubeconfig(file: string, server: string, caPem: string): string {
-  fs.writeFileSync(file, [
-    'apiVersion: v1', 'kind: Config',
-    'clusters:', '- name: fake', '  cluster:', `    server: ${server}`, `    certificate-authority-data: ${Buffer.from(caPem).toString('base64')}`,
-    'users:', '- name: joinguard', '  user:', '    token: micro-bench',
-    'contexts:', '- name: fake', '  context:', '    cluster: fake', '    user: joinguard',
-    'current-context: fake', '',
-  ].join('\n'));
+  fs.writeFileSync(
+    file,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters:',
+      '- name: fake',
+      '  cluster:',
+      `    server: ${server}`,
+      `    certificate-authority-data: ${Buffer.from(caPem).toString('base64')}`,
+      'users:',
+      '- name: joinguard',
+      '  user:',
+      '    token: micro-bench',
+      'contexts:',
+      '- name: fake',
+      '  context:',
+      '    cluster: fake',
+      '    user: joinguard',
+      'current-context: fake',
+      '',
+    ].join('\n'),
+  );
   return file;
 }
 
 const summarize = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
-  return { n: s.length, median: round(percentile(s, 50), 3), p90: round(percentile(s, 90), 3), max: round(s.at(-1), 3) };
+  return {
+    n: s.length,
+    median: round(percentile(s, 50), 3),
+    p90: round(percentile(s, 90), 3),
+    max: round(s.at(-1), 3),
+  };
 };
 const countsOf = (api: FakeApiserver) => new Map(api.counts);
 const deltaCounts = (a: Map<string, number>, b: Map<string, number>): Record<string, number> =>
@@ -90,7 +115,12 @@ async function runCase(n: number, side: 'alone' | 'mhc', tls: Tls, dir: string, 
   const child = new ControllerChild(writeKubeconfig(path.join(dir, 'kubeconfig'), server, tls.caPem), []);
   try {
     await child.fullReconcile();
-    const startup = { readyS: round((child.readyAt! - child.spawnedAt) / 1000, 3), fullReconcileS: round((child.fullReconcileAt! - child.spawnedAt) / 1000, 3), requests: Object.fromEntries(api.counts), peakRssMiB: round(child.peakRssKiB() / 1024, 1) };
+    const startup = {
+      readyS: round((child.readyAt! - child.spawnedAt) / 1000, 3),
+      fullReconcileS: round((child.fullReconcileAt! - child.spawnedAt) / 1000, 3),
+      requests: Object.fromEntries(api.counts),
+      peakRssMiB: round(child.peakRssKiB() / 1024, 1),
+    };
     await idle(api, child, Date.now());
 
     // What waiting for idle costs with no event, per ms (IPC polls, timers): subtracted from every event.
@@ -101,7 +131,10 @@ async function runCase(n: number, side: 'alone' | 'mhc', tls: Tls, dir: string, 
       const c1 = await idle(api, child, t);
       idleRates.push((c1 - c0) / Math.max(1, Date.now() - t));
     }
-    const idleUsPerMs = percentile([...idleRates].sort((x, y) => x - y), 50)!;
+    const idleUsPerMs = percentile(
+      [...idleRates].sort((x, y) => x - y),
+      50,
+    )!;
 
     const events = a.events ?? (n >= 10_000 ? 20 : 50);
     const cpuMs: Record<'unread' | 'fact', number[]> = { unread: [], fact: [] };
@@ -134,8 +167,10 @@ async function runCase(n: number, side: 'alone' | 'mhc', tls: Tls, dir: string, 
     await idle(api, child, Date.now());
     const h1 = await child.heap();
     const heap = {
-      usedMiB: round(h0.heap.used_heap_size / 2 ** 20, 1), totalMiB: round(h0.heap.total_heap_size / 2 ** 20, 1),
-      bytesPerMachine: Math.round((h1.heap.used_heap_size - h0.heap.used_heap_size) / added), added,
+      usedMiB: round(h0.heap.used_heap_size / 2 ** 20, 1),
+      totalMiB: round(h0.heap.total_heap_size / 2 ** 20, 1),
+      bytesPerMachine: Math.round((h1.heap.used_heap_size - h0.heap.used_heap_size) / added),
+      added,
     };
 
     // Marks: 5% stuck (min 5), 8 deadlines per second.
@@ -150,11 +185,15 @@ async function runCase(n: number, side: 'alone' | 'mhc', tls: Tls, dir: string, 
     while (marked.size < k && Date.now() < drainEnd) await sleep(200);
     await idle(api, child, Date.now());
     // Lists and watches are the informers' own restarts (server-side watch timeouts), not the marks' work.
-    const markRequests = Object.fromEntries(Object.entries(deltaCounts(m0, countsOf(api))).filter(([kk]) => !/^(list|watch) /.test(kk)));
+    const markRequests = Object.fromEntries(
+      Object.entries(deltaCounts(m0, countsOf(api))).filter(([kk]) => !/^(list|watch) /.test(kk)),
+    );
     const total = Object.values(markRequests).reduce((x, y) => x + y, 0);
     const latencies = [...deadlines].map(([name, d]) => {
       const at = marked.get(name);
-      return at !== undefined && at <= windowEnd ? { s: (at - d) / 1000, censored: false } : { s: (windowEnd - d) / 1000, censored: true };
+      return at !== undefined && at <= windowEnd
+        ? { s: (at - d) / 1000, censored: false }
+        : { s: (windowEnd - d) / 1000, censored: true };
     });
     const sorted = [...latencies].sort((x, y) => Number(x.censored) - Number(y.censored) || x.s - y.s);
     const p = (q: number) => {
@@ -162,16 +201,31 @@ async function runCase(n: number, side: 'alone' | 'mhc', tls: Tls, dir: string, 
       return x && { s: round(x.s, 3), censored: x.censored };
     };
     return {
-      n, side, rttMs: a.rttMs, startup,
+      n,
+      side,
+      rttMs: a.rttMs,
+      startup,
       idleUsPerMs: round(idleUsPerMs, 3),
-      cpuPerEventMs: { unread: { ...summarize(cpuMs.unread), items: cpuMs.unread }, fact: { ...summarize(cpuMs.fact), items: cpuMs.fact } },
+      cpuPerEventMs: {
+        unread: { ...summarize(cpuMs.unread), items: cpuMs.unread },
+        fact: { ...summarize(cpuMs.fact), items: cpuMs.fact },
+      },
       eventRequests,
       heap,
       marks: {
-        stuck: k, markedInWindow: latencies.filter((x) => !x.censored).length, censored: latencies.filter((x) => x.censored).length, markedInTheEnd: marked.size,
+        stuck: k,
+        markedInWindow: latencies.filter((x) => !x.censored).length,
+        censored: latencies.filter((x) => x.censored).length,
+        markedInTheEnd: marked.size,
         requestsPerMark: round(total / Math.max(1, marked.size), 2),
-        byKindPerMark: Object.fromEntries(Object.entries(markRequests).sort(([, x], [, y]) => y - x).map(([kk, v]) => [kk, round(v / Math.max(1, marked.size), 2)])),
-        p50: p(50), p99: p(99), max: p(100),
+        byKindPerMark: Object.fromEntries(
+          Object.entries(markRequests)
+            .sort(([, x], [, y]) => y - x)
+            .map(([kk, v]) => [kk, round(v / Math.max(1, marked.size), 2)]),
+        ),
+        p50: p(50),
+        p99: p(99),
+        max: p(100),
         windowEnd,
         /** Per stuck Machine (ms epoch): its deadline and when its mark was written (null: never). */
         perMachine: [...deadlines].map(([name, d]) => ({ name, deadline: d, markAt: marked.get(name) ?? null })),
@@ -187,10 +241,31 @@ async function runCase(n: number, side: 'alone' | 'mhc', tls: Tls, dir: string, 
 export type MicroCase = Awaited<ReturnType<typeof runCase>>;
 
 function table(cases: MicroCase[]): string {
-  const rows = [['Machines/Cluster', 'side', 'first full reconcile', 'CPU/event unread (median, p90)', 'CPU/event fact (median, p90)', 'heap B/Machine', 'requests/mark', 'mark p50 / p99', 'peak RSS']];
+  const rows = [
+    [
+      'Machines/Cluster',
+      'side',
+      'first full reconcile',
+      'CPU/event unread (median, p90)',
+      'CPU/event fact (median, p90)',
+      'heap B/Machine',
+      'requests/mark',
+      'mark p50 / p99',
+      'peak RSS',
+    ],
+  ];
   for (const x of cases) {
-    rows.push([String(x.n), x.side, `${x.startup.fullReconcileS} s`, `${x.cpuPerEventMs.unread.median} / ${x.cpuPerEventMs.unread.p90} ms`, `${x.cpuPerEventMs.fact.median} / ${x.cpuPerEventMs.fact.p90} ms`,
-      String(x.heap.bytesPerMachine), String(x.marks.requestsPerMark), `${x.marks.p50?.s} / ${x.marks.p99?.censored ? '> ' : ''}${x.marks.p99?.s} s`, `${x.peakRssMiB} MiB`]);
+    rows.push([
+      String(x.n),
+      x.side,
+      `${x.startup.fullReconcileS} s`,
+      `${x.cpuPerEventMs.unread.median} / ${x.cpuPerEventMs.unread.p90} ms`,
+      `${x.cpuPerEventMs.fact.median} / ${x.cpuPerEventMs.fact.p90} ms`,
+      String(x.heap.bytesPerMachine),
+      String(x.marks.requestsPerMark),
+      `${x.marks.p50?.s} / ${x.marks.p99?.censored ? '> ' : ''}${x.marks.p99?.s} s`,
+      `${x.peakRssMiB} MiB`,
+    ]);
   }
   const w = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(w[i]!)).join(' | ')} |`;
@@ -207,11 +282,21 @@ export async function micro(a: MicroArgs): Promise<void> {
       for (const side of a.sides) {
         log(`${n} Machines per Cluster, ${side}`);
         const r = await runCase(n, side, tls, dir, a);
-        log(`  full reconcile ${r.startup.fullReconcileS} s; CPU/event unread ${r.cpuPerEventMs.unread.median} ms, fact ${r.cpuPerEventMs.fact.median} ms; heap ${r.heap.bytesPerMachine} B/Machine; ${r.marks.requestsPerMark} requests/mark; marks p99 ${r.marks.p99?.s} s`);
+        log(
+          `  full reconcile ${r.startup.fullReconcileS} s; CPU/event unread ${r.cpuPerEventMs.unread.median} ms, fact ${r.cpuPerEventMs.fact.median} ms; heap ${r.heap.bytesPerMachine} B/Machine; ${r.marks.requestsPerMark} requests/mark; marks p99 ${r.marks.p99?.s} s`,
+        );
         cases.push(r);
       }
     }
-    const results = { run: { date: new Date().toISOString(), label: a.label, host: { cpus: os.availableParallelism(), node: process.version }, rttMs: a.rttMs }, cases };
+    const results = {
+      run: {
+        date: new Date().toISOString(),
+        label: a.label,
+        host: { cpus: os.availableParallelism(), node: process.version },
+        rttMs: a.rttMs,
+      },
+      cases,
+    };
     fs.mkdirSync(path.dirname(a.out), { recursive: true });
     fs.writeFileSync(a.out, `${JSON.stringify(results, null, 1)}\n`);
     process.stdout.write(`\nmicro-benchmark (${a.label}), round trip ${a.rttMs} ms\n\n${table(cases)}\n\n`);
@@ -222,7 +307,13 @@ export async function micro(a: MicroArgs): Promise<void> {
 }
 
 export function parseMicroArgs(argv: string[]): MicroArgs {
-  const a: MicroArgs = { sizes: [100, 1000, 10_000], sides: ['alone', 'mhc'], rttMs: 0, label: 'current', out: path.join(here, '..', 'micro-results.json') };
+  const a: MicroArgs = {
+    sizes: [100, 1000, 10_000],
+    sides: ['alone', 'mhc'],
+    rttMs: 0,
+    label: 'current',
+    out: path.join(here, '..', 'micro-results.json'),
+  };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i]!.split(/=(.*)/s, 2) as [string, string | undefined];
     const value = () => inline ?? argv[++i] ?? '';
@@ -233,7 +324,10 @@ export function parseMicroArgs(argv: string[]): MicroArgs {
     else if (flag === '--rtt-ms') a.rttMs = Number(value());
     else if (flag === '--label') a.label = value();
     else if (flag === '--out') a.out = value();
-    else throw new Error(`unknown argument ${argv[i]}; usage: npm run bench -- --micro [--sizes 100,1000,10000] [--sides alone,mhc] [--events N] [--rtt-ms MS] [--label L] [--out FILE]`);
+    else
+      throw new Error(
+        `unknown argument ${argv[i]}; usage: npm run bench -- --micro [--sizes 100,1000,10000] [--sides alone,mhc] [--events N] [--rtt-ms MS] [--label L] [--out FILE]`,
+      );
   }
   return a;
 }

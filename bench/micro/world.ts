@@ -13,7 +13,10 @@ import type { FakeApiserver, Json } from './fake-apiserver.js';
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const NS = 'bench';
 export const JOIN_TIMEOUT_S = 60;
-const fixtures = JSON.parse(fs.readFileSync(path.join(here, 'fixtures.json'), 'utf8')) as Record<'machineRunning' | 'machineJoining' | 'cluster' | 'mhc', Json>;
+const fixtures = JSON.parse(fs.readFileSync(path.join(here, 'fixtures.json'), 'utf8')) as Record<
+  'machineRunning' | 'machineJoining' | 'cluster' | 'mhc',
+  Json
+>;
 const iso = (ms: number) => new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 
 const fresh = (o: Json): Json => {
@@ -30,7 +33,8 @@ export function cluster(name: string, now: number): Json {
   const c = fresh(fixtures.cluster);
   c.metadata.name = name;
   c.metadata.namespace = NS;
-  for (const cond of c.status?.conditions ?? []) if (cond.type === 'RemoteConnectionProbe') cond.lastTransitionTime = iso(now - 3600_000);
+  for (const cond of c.status?.conditions ?? [])
+    if (cond.type === 'RemoteConnectionProbe') cond.lastTransitionTime = iso(now - 3600_000);
   return c;
 }
 
@@ -38,7 +42,12 @@ function machine(from: Json, c: string, pool: string, name: string): Json {
   const m = fresh(from);
   m.metadata.name = name;
   m.metadata.namespace = NS;
-  m.metadata.labels = { ...m.metadata.labels, pool: `${c}-${pool}`, 'cluster.x-k8s.io/cluster-name': c, 'cluster.x-k8s.io/set-name': `${c}-${pool}` };
+  m.metadata.labels = {
+    ...m.metadata.labels,
+    pool: `${c}-${pool}`,
+    'cluster.x-k8s.io/cluster-name': c,
+    'cluster.x-k8s.io/set-name': `${c}-${pool}`,
+  };
   for (const o of m.metadata.ownerReferences ?? []) o.name = `${c}-${pool}`;
   m.spec.clusterName = c;
   m.spec.providerID = `bench://${NS}/${name}`;
@@ -63,22 +72,39 @@ export function joining(c: string, i: number, deadline: number): Json {
 }
 
 export function checks(c: string): Json[] {
-  return [['rest', 24 * 3600], ['watch', JOIN_TIMEOUT_S]].map(([pool, timeout]) => ({
-    apiVersion: 'joinguard.io/v1alpha1', kind: 'MachineJoinCheck',
+  return [
+    ['rest', 24 * 3600],
+    ['watch', JOIN_TIMEOUT_S],
+  ].map(([pool, timeout]) => ({
+    apiVersion: 'joinguard.io/v1alpha1',
+    kind: 'MachineJoinCheck',
     metadata: { name: `${c}-${pool}`, namespace: NS, generation: 1 },
     spec: {
-      clusterName: c, selector: { matchLabels: { pool: `${c}-${pool}` } }, joinTimeout: `${timeout}s`,
-      remediation: { maxPerOwner: 1_000_000 }, maxInFlight: '100%', suspicion: { consecutiveJoinFailures: 0 }, neverJoinedLimit: 0,
+      clusterName: c,
+      selector: { matchLabels: { pool: `${c}-${pool}` } },
+      joinTimeout: `${timeout}s`,
+      remediation: { maxPerOwner: 1_000_000 },
+      maxInFlight: '100%',
+      suspicion: { consecutiveJoinFailures: 0 },
+      neverJoinedLimit: 0,
     },
   }));
 }
 
 export function mhcs(c: string): Json[] {
-  return [['rest', 24 * 3600], ['watch', JOIN_TIMEOUT_S]].map(([pool, timeout]) => {
+  return [
+    ['rest', 24 * 3600],
+    ['watch', JOIN_TIMEOUT_S],
+  ].map(([pool, timeout]) => {
     const h = fresh(fixtures.mhc);
     h.metadata.name = `${c}-${pool}`;
     h.metadata.namespace = NS;
-    h.spec = { ...h.spec, clusterName: c, selector: { matchLabels: { pool: `${c}-${pool}` } }, checks: { ...h.spec.checks, nodeStartupTimeoutSeconds: timeout } };
+    h.spec = {
+      ...h.spec,
+      clusterName: c,
+      selector: { matchLabels: { pool: `${c}-${pool}` } },
+      checks: { ...h.spec.checks, nodeStartupTimeoutSeconds: timeout },
+    };
     return h;
   });
 }
@@ -86,7 +112,14 @@ export function mhcs(c: string): Json[] {
 /** `clusters` Clusters of `perCluster` joined Machines each, their checks and (with mhc) their MHCs. */
 export function seed(api: FakeApiserver, o: { clusters: number; perCluster: number; mhc: boolean; now: number }): void {
   // clusterctl's inventory entry, as `clusterctl init` leaves it: where JoinGuard reads the CAPI release.
-  api.put('providers', { apiVersion: 'clusterctl.cluster.x-k8s.io/v1alpha3', kind: 'Provider', metadata: { name: 'cluster-api', namespace: 'capi-system' }, providerName: 'cluster-api', type: 'CoreProvider', version: 'v1.14.2' });
+  api.put('providers', {
+    apiVersion: 'clusterctl.cluster.x-k8s.io/v1alpha3',
+    kind: 'Provider',
+    metadata: { name: 'cluster-api', namespace: 'capi-system' },
+    providerName: 'cluster-api',
+    type: 'CoreProvider',
+    version: 'v1.14.2',
+  });
   for (let i = 0; i < o.clusters; i++) {
     const c = clusterName(i);
     api.put('clusters', cluster(c, o.now));
@@ -122,8 +155,10 @@ export async function addStuck(api: FakeApiserver, k: number, clusters: string[]
 /** Whether a write is JoinGuard's mark on a Machine (the OwnerRemediated conditions or the annotation). */
 export function markOf(verb: string, resource: string, obj: Json): string | undefined {
   if (verb !== 'patch' || !obj?.metadata?.name) return undefined;
-  if (resource === 'machines' && obj.metadata.annotations?.['cluster.x-k8s.io/remediate-machine'] !== undefined) return obj.metadata.name;
+  if (resource === 'machines' && obj.metadata.annotations?.['cluster.x-k8s.io/remediate-machine'] !== undefined)
+    return obj.metadata.name;
   const hcs = (obj.status?.conditions ?? []).find((c: Json) => c.type === 'HealthCheckSucceeded');
-  if (resource === 'machines/status' && hcs?.status === 'False' && hcs.reason === 'JoinTimeout') return obj.metadata.name;
+  if (resource === 'machines/status' && hcs?.status === 'False' && hcs.reason === 'JoinTimeout')
+    return obj.metadata.name;
   return undefined;
 }

@@ -17,7 +17,11 @@ export function maxInFlightLimit(settings: CheckSettings, expectedMachines: numb
  * still carry a mark JoinGuard caused (remembered or not: a mark only JoinGuard writes counts even without memory);
  * an open request whose Machine cannot be read counts too (it is not gone).
  */
-export function inFlight(inScope: readonly MachineFacts[], requests: readonly RequestRecord[], unreadable: ReadonlySet<string>): string[] {
+export function inFlight(
+  inScope: readonly MachineFacts[],
+  requests: readonly RequestRecord[],
+  unreadable: ReadonlySet<string>,
+): string[] {
   const byUid = new Map(requests.map((r) => [r.uid, r]));
   const flying = inScope.filter((m) => {
     const r = byUid.get(m.uid);
@@ -46,7 +50,12 @@ export function trimWindows(windows: readonly OwnerWindow[] | undefined, start: 
   return out;
 }
 
-export function recordOwnerRequest(windows: OwnerWindow[], owner: OwnerReference | undefined, now: number, keep: number): OwnerWindow[] {
+export function recordOwnerRequest(
+  windows: OwnerWindow[],
+  owner: OwnerReference | undefined,
+  now: number,
+  keep: number,
+): OwnerWindow[] {
   if (owner === undefined) return windows;
   const i = windows.findIndex((w) => w.kind === owner.kind && w.name === owner.name);
   const times = [...(i >= 0 ? windows[i]!.times : []), iso(now)].slice(-Math.max(keep, 1));
@@ -57,10 +66,19 @@ export function recordOwnerRequest(windows: OwnerWindow[], owner: OwnerReference
 
 export type BudgetGate = { ok: true } | { ok: false; frees?: number; message: string };
 
-export function budgetGate(flying: readonly string[], windows: readonly OwnerWindow[], owner: OwnerReference | undefined, settings: CheckSettings, expected: number): BudgetGate {
+export function budgetGate(
+  flying: readonly string[],
+  windows: readonly OwnerWindow[],
+  owner: OwnerReference | undefined,
+  settings: CheckSettings,
+  expected: number,
+): BudgetGate {
   const limit = maxInFlightLimit(settings, expected);
   if (flying.length >= limit) {
-    return { ok: false, message: `maxInFlight ${limit} reached: ${listNames([...flying].sort())} in flight; it frees when one of their old Machines is gone` };
+    return {
+      ok: false,
+      message: `maxInFlight ${limit} reached: ${listNames([...flying].sort())} in flight; it frees when one of their old Machines is gone`,
+    };
   }
   if (owner === undefined) return { ok: true };
   const w = windows.find((x) => x.kind === owner.kind && x.name === owner.name);

@@ -9,7 +9,9 @@ import type { Json, RestClient } from '../../runtime/rest.js';
 const CLUSTER_LABEL = 'cluster.x-k8s.io/cluster-name';
 
 /** One cached object: its facts, or why it could not be read; and the Cluster it belongs to. */
-export type Entry<F> = { key: string; cluster?: string; facts: F; malformed?: undefined } | { key: string; cluster?: string; facts?: undefined; malformed: { name: string; uid?: string; error: string } };
+export type Entry<F> =
+  | { key: string; cluster?: string; facts: F; malformed?: undefined }
+  | { key: string; cluster?: string; facts?: undefined; malformed: { name: string; uid?: string; error: string } };
 
 /** A check as cached: the raw object (its status is written back whole) and its parsed settings. */
 export interface CheckEntry {
@@ -46,5 +48,8 @@ export const clusterKey = (namespace: string, cluster: string): string => `${nam
 /** Facts equal but for the resourceVersion: nothing the controller reads changed. */
 export function sameEntry<F>(a: Entry<F>, b: Entry<F>): boolean {
   if (a.malformed || b.malformed) return isDeepStrictEqual(a, b);
-  return a.cluster === b.cluster && isDeepStrictEqual({ ...(a.facts as object), resourceVersion: '' }, { ...(b.facts as object), resourceVersion: '' });
+  return (
+    a.cluster === b.cluster &&
+    isDeepStrictEqual({ ...(a.facts as object), resourceVersion: '' }, { ...(b.facts as object), resourceVersion: '' })
+  );
 }

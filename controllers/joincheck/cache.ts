@@ -4,9 +4,25 @@
 // objects the executor read live in place of the cached ones. An update whose facts did not change emits
 // nothing; a Machine event concerns only the checks whose selector matches it (every check of its Cluster for a
 // control-plane Machine), so the cost of an event does not grow with the Cluster's size.
-import { readBootstrapConfig, readCluster, readKubeadmControlPlane, readMachine, readMachineHealthCheck, readMachineSet } from '../../api/capi/readers.js';
+import {
+  readBootstrapConfig,
+  readCluster,
+  readKubeadmControlPlane,
+  readMachine,
+  readMachineHealthCheck,
+  readMachineSet,
+} from '../../api/capi/readers.js';
 import { matchesSelector } from '../../api/capi/selector.js';
-import { CABPK_GROUP, MalformedObjectError, type BootstrapConfigFacts, type ClusterFacts, type KcpFacts, type MachineFacts, type MachineHealthCheckFacts, type MachineSetFacts } from '../../api/capi/model.js';
+import {
+  CABPK_GROUP,
+  MalformedObjectError,
+  type BootstrapConfigFacts,
+  type ClusterFacts,
+  type KcpFacts,
+  type MachineFacts,
+  type MachineHealthCheckFacts,
+  type MachineSetFacts,
+} from '../../api/capi/model.js';
 import { capiResource, type CapiKind } from '../../api/capi/resources.js';
 import { parseSettings } from '../../api/v1alpha1/settings.js';
 import { CHECK_RESOURCE, type MachineJoinCheck } from '../../api/v1alpha1/types.js';
@@ -32,7 +48,12 @@ export class Caches {
   readonly configs?: Informer<Entry<BootstrapConfigFacts>>;
   /** MachineSets: a rollout's revisions and templates (rollout-suspect.ts). */
   readonly machineSets: Informer<Entry<MachineSetFacts>>;
-  private readonly byCluster = { checks: new Index(), mhcs: new Index(), configs: new Index(), machineSets: new Index() };
+  private readonly byCluster = {
+    checks: new Index(),
+    mhcs: new Index(),
+    configs: new Index(),
+    machineSets: new Index(),
+  };
   /** The Machines of each Cluster: those a plan reads, and the settled ones counted per check. */
   private readonly machineIndex = new MachineIndex((key) => this.machines.store.get(key)?.facts);
   /** The just-settled Machines each check's last snapshot included (consumed once its reconcile succeeded). */
@@ -42,37 +63,101 @@ export class Caches {
   constructor(private readonly o: CacheOptions) {
     const v = o.apiVersion;
     const capi = (k: CapiKind): Resource => ({ ...capiResource(k, v), namespaced: true });
-    const read = <F>(kind: string, apiVersion: string, reader: (obj: Json) => F) => (raw: Json): Entry<F> => {
-      const key = keyOf(raw);
-      const cluster = clusterOf(raw);
-      try {
-        return { key, ...(cluster ? { cluster } : {}), facts: reader(raw.apiVersion && raw.kind ? raw : { apiVersion, kind, ...raw }) };
-      } catch (e) {
-        const error = e instanceof MalformedObjectError ? e.message : `${kind} ${key}: ${(e as Error).message}`;
-        const uid = typeof raw?.metadata?.uid === 'string' ? raw.metadata.uid : undefined;
-        return { key, ...(cluster ? { cluster } : {}), malformed: { name: String(raw?.metadata?.name ?? '(unnamed)'), ...(uid ? { uid } : {}), error } };
-      }
-    };
+    const read =
+      <F>(kind: string, apiVersion: string, reader: (obj: Json) => F) =>
+      (raw: Json): Entry<F> => {
+        const key = keyOf(raw);
+        const cluster = clusterOf(raw);
+        try {
+          return {
+            key,
+            ...(cluster ? { cluster } : {}),
+            facts: reader(raw.apiVersion && raw.kind ? raw : { apiVersion, kind, ...raw }),
+          };
+        } catch (e) {
+          const error = e instanceof MalformedObjectError ? e.message : `${kind} ${key}: ${(e as Error).message}`;
+          const uid = typeof raw?.metadata?.uid === 'string' ? raw.metadata.uid : undefined;
+          return {
+            key,
+            ...(cluster ? { cluster } : {}),
+            malformed: { name: String(raw?.metadata?.name ?? '(unnamed)'), ...(uid ? { uid } : {}), error },
+          };
+        }
+      };
     // --watch-filter selects server-side, so a shard lists and caches only its own Clusters, Machines and checks
     // (docs/decisions.md: how the label reaches Machines). MHCs, KCPs and configs are few and not filtered: one
     // missing from a shard's view would change what it decides.
     const shard = o.watchFilter !== undefined ? `${WATCH_FILTER_LABEL}=${o.watchFilter}` : undefined;
-    this.checks = this.informer('checks', { ...CHECK_RESOURCE }, (raw) => this.checkEntry(raw), (t, e, old) => this.onCheck(t, e, old), undefined, shard);
-    this.machines = this.informer('machines', capi('Machine'), read('Machine', `cluster.x-k8s.io/${v}`, (x) => readMachine(x, v)), (t, e, old) => this.onMachine(t, e, old), sameEntry, shard);
-    this.clusters = this.informer('clusters', capi('Cluster'), read('Cluster', `cluster.x-k8s.io/${v}`, (x) => readCluster(x, v)), (_t, e) => this.enqueueClusterKey(e.key), sameEntry, shard);
-    this.mhcs = this.informer('machinehealthchecks', capi('MachineHealthCheck'), read('MachineHealthCheck', `cluster.x-k8s.io/${v}`, (x) => readMachineHealthCheck(x, v)), (t, e, old) => this.onIndexed(this.byCluster.mhcs, t, e, old), sameEntry);
+    this.checks = this.informer(
+      'checks',
+      { ...CHECK_RESOURCE },
+      (raw) => this.checkEntry(raw),
+      (t, e, old) => this.onCheck(t, e, old),
+      undefined,
+      shard,
+    );
+    this.machines = this.informer(
+      'machines',
+      capi('Machine'),
+      read('Machine', `cluster.x-k8s.io/${v}`, (x) => readMachine(x, v)),
+      (t, e, old) => this.onMachine(t, e, old),
+      sameEntry,
+      shard,
+    );
+    this.clusters = this.informer(
+      'clusters',
+      capi('Cluster'),
+      read('Cluster', `cluster.x-k8s.io/${v}`, (x) => readCluster(x, v)),
+      (_t, e) => this.enqueueClusterKey(e.key),
+      sameEntry,
+      shard,
+    );
+    this.mhcs = this.informer(
+      'machinehealthchecks',
+      capi('MachineHealthCheck'),
+      read('MachineHealthCheck', `cluster.x-k8s.io/${v}`, (x) => readMachineHealthCheck(x, v)),
+      (t, e, old) => this.onIndexed(this.byCluster.mhcs, t, e, old),
+      sameEntry,
+    );
     // Status is not read, so a MachineSet's replica counts changing emits nothing; a revision or template does.
-    this.machineSets = this.informer('machinesets', capi('MachineSet'), read('MachineSet', `cluster.x-k8s.io/${v}`, (x) => readMachineSet(x)), (t, e, old) => this.onIndexed(this.byCluster.machineSets, t, e, old), sameEntry, shard);
+    this.machineSets = this.informer(
+      'machinesets',
+      capi('MachineSet'),
+      read('MachineSet', `cluster.x-k8s.io/${v}`, (x) => readMachineSet(x)),
+      (t, e, old) => this.onIndexed(this.byCluster.machineSets, t, e, old),
+      sameEntry,
+      shard,
+    );
     if (o.kubeadm.controlPlane) {
-      this.kcps = this.informer('kubeadmcontrolplanes', capi('KubeadmControlPlane'), read('KubeadmControlPlane', `controlplane.cluster.x-k8s.io/${v}`, (x) => readKubeadmControlPlane(x, v)), (_t, e) => this.enqueueNamespace(e.key), sameEntry);
+      this.kcps = this.informer(
+        'kubeadmcontrolplanes',
+        capi('KubeadmControlPlane'),
+        read('KubeadmControlPlane', `controlplane.cluster.x-k8s.io/${v}`, (x) => readKubeadmControlPlane(x, v)),
+        (_t, e) => this.enqueueNamespace(e.key),
+        sameEntry,
+      );
     }
     // Only control-plane configs matter (the first control-plane rules); workers' configs are not cached.
     if (o.kubeadm.bootstrap) {
-      this.configs = this.informer('kubeadmconfigs', capi('KubeadmConfig'), read('KubeadmConfig', `${CABPK_GROUP}/${v}`, (x) => readBootstrapConfig(x)), (t, e, old) => this.onIndexed(this.byCluster.configs, t, e, old), sameEntry, CONTROL_PLANE_LABEL);
+      this.configs = this.informer(
+        'kubeadmconfigs',
+        capi('KubeadmConfig'),
+        read('KubeadmConfig', `${CABPK_GROUP}/${v}`, (x) => readBootstrapConfig(x)),
+        (t, e, old) => this.onIndexed(this.byCluster.configs, t, e, old),
+        sameEntry,
+        CONTROL_PLANE_LABEL,
+      );
     }
   }
 
-  private informer<T>(name: string, resource: Resource, transform: (raw: Json) => T, onEvent: (t: InformerEvent, obj: T, old?: T) => void, same?: (a: T, b: T) => boolean, labelSelector?: string): Informer<T> {
+  private informer<T>(
+    name: string,
+    resource: Resource,
+    transform: (raw: Json) => T,
+    onEvent: (t: InformerEvent, obj: T, old?: T) => void,
+    same?: (a: T, b: T) => boolean,
+    labelSelector?: string,
+  ): Informer<T> {
     const inf = new Informer<T>({
       rest: this.o.rest,
       resource,
@@ -119,7 +204,9 @@ export class Caches {
   /** Every informer has synced since its last failure: what a decision may read (the controller's gate). */
   current(): { ok: boolean; why?: string } {
     const behind = this.all.filter(({ inf }) => !inf.current).map(({ name }) => name);
-    return behind.length === 0 ? { ok: true } : { ok: false, why: `not re-listed since their list/watch failed: ${behind.join(', ')}` };
+    return behind.length === 0
+      ? { ok: true }
+      : { ok: false, why: `not re-listed since their list/watch failed: ${behind.join(', ')}` };
   }
 
   restarts(): Record<string, number> {
@@ -183,7 +270,8 @@ export class Caches {
     const now = ck;
     for (const ck of new Set([before, now])) {
       if (ck === undefined) continue;
-      for (const c of this.byCluster.checks.keys(ck)) if (this.concerns(c, e) || (old !== undefined && this.concerns(c, old))) this.enqueue(c);
+      for (const c of this.byCluster.checks.keys(ck))
+        if (this.concerns(c, e) || (old !== undefined && this.concerns(c, old))) this.enqueue(c);
     }
   }
 
@@ -242,7 +330,10 @@ export class Caches {
 
     const planned = this.machineIndex.planned(key, ck, namedUids(raw.status));
     this.lastRecent.set(key, planned);
-    const source = { get: (k: string) => this.machines.store.get(k), keyOf: (uid: string) => this.machineIndex.keyOf(uid) };
+    const source = {
+      get: (k: string) => this.machines.store.get(k),
+      keyOf: (uid: string) => this.machineIndex.keyOf(uid),
+    };
     const inCluster = (l: Json) => clusterOf(l) === clusterName && l.metadata?.namespace === ns;
     const { machines, included } = snapshotMachines(planned, source, live.machines, inCluster, v, problems);
 
@@ -250,12 +341,16 @@ export class Caches {
     const kcp = ref?.kind === 'KubeadmControlPlane' ? this.kcps?.store.get(`${ns}/${ref.name}`)?.facts : undefined;
     const filed = <F>(index: Index, inf: Informer<Entry<F>> | undefined): F[] =>
       [...index.keys(ck)].flatMap((k) => inf?.store.get(k)?.facts ?? []);
-    const bootstrapConfigs = new Map(filed(this.byCluster.configs, this.configs).map((f) => [`${f.kind}/${f.name}`, f]));
+    const bootstrapConfigs = new Map(
+      filed(this.byCluster.configs, this.configs).map((f) => [`${f.kind}/${f.name}`, f]),
+    );
     const mhcs = filed(this.byCluster.mhcs, this.mhcs);
     const machineSets = filed(this.byCluster.machineSets, this.machineSets);
     return {
       check: raw as MachineJoinCheck,
-      ...(entry.settings ? { settings: entry.settings } : { settingsError: entry.settingsError ?? 'the spec could not be read' }),
+      ...(entry.settings
+        ? { settings: entry.settings }
+        : { settingsError: entry.settingsError ?? 'the spec could not be read' }),
       ...(cluster ? { cluster } : {}),
       machines,
       malformed: problems,
@@ -286,7 +381,9 @@ export class Caches {
     const raw = this.checks.store.get(key)?.raw;
     const cluster = raw?.spec?.clusterName;
     if (raw === undefined || typeof cluster !== 'string') return undefined;
-    return this.machineIndex.anyUnjoined(clusterKey(raw.metadata.namespace, cluster)) ? { namespace: raw.metadata.namespace, cluster } : undefined;
+    return this.machineIndex.anyUnjoined(clusterKey(raw.metadata.namespace, cluster))
+      ? { namespace: raw.metadata.namespace, cluster }
+      : undefined;
   }
 
   /** The check's reconcile succeeded: the just-settled Machines its snapshot included are counted from now on. */
@@ -295,4 +392,3 @@ export class Caches {
     this.lastRecent.delete(key);
   }
 }
-

@@ -4,7 +4,15 @@
 // lastTransitionTime moves only when a condition's status does; every condition carries the check's generation.
 import type { ClusterFacts } from '../../api/capi/model.js';
 import type { Condition, JoinDurationsStatus, MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
-import { ANNOTATION_WITHDRAW_ALL, CONDITION_PAUSED, CONDITION_PROGRESSING, CONDITION_READY, PausedReason, ReadyReason, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
+import {
+  ANNOTATION_WITHDRAW_ALL,
+  CONDITION_PAUSED,
+  CONDITION_PROGRESSING,
+  CONDITION_READY,
+  PausedReason,
+  ReadyReason,
+  STATUS_LIMITS,
+} from '../../api/v1alpha1/types.js';
 import { stopMessage, STOPS_IN_ORDER, type StopContext, type StopReason } from './guards.js';
 import { formatDuration, iso, MINUTE, SECOND } from './time.js';
 import { countVerdicts } from './counts.js';
@@ -48,7 +56,6 @@ export class Stops {
   }
 }
 
-
 // ---- join durations ----
 
 /** Nearest-rank percentile of sorted values. */
@@ -86,16 +93,26 @@ export interface ConditionInput {
   message: string;
 }
 
-export function setCondition(list: Condition[] | undefined, c: ConditionInput, now: number, generation: number | undefined): Condition[] {
+export function setCondition(
+  list: Condition[] | undefined,
+  c: ConditionInput,
+  now: number,
+  generation: number | undefined,
+): Condition[] {
   const prev = (list ?? []).find((x) => x.type === c.type);
   const next: Condition = {
     ...c,
-    lastTransitionTime: prev !== undefined && prev.status === c.status && typeof prev.lastTransitionTime === 'string' ? prev.lastTransitionTime : iso(now),
+    lastTransitionTime:
+      prev !== undefined && prev.status === c.status && typeof prev.lastTransitionTime === 'string'
+        ? prev.lastTransitionTime
+        : iso(now),
     ...(generation !== undefined ? { observedGeneration: generation } : {}),
   };
   const order = [CONDITION_READY, CONDITION_PROGRESSING, CONDITION_PAUSED];
   const rank = (t: string) => (order.indexOf(t) < 0 ? order.length : order.indexOf(t));
-  return [...(list ?? []).filter((x) => x.type !== c.type), next].sort((a, b) => rank(a.type) - rank(b.type) || (a.type < b.type ? -1 : 1));
+  return [...(list ?? []).filter((x) => x.type !== c.type), next].sort(
+    (a, b) => rank(a.type) - rank(b.type) || (a.type < b.type ? -1 : 1),
+  );
 }
 
 export function conditionOf(status: MachineJoinCheckStatus | undefined, type: string): Condition | undefined {
@@ -127,14 +144,26 @@ export function progressing(i: ProgressingInput): ConditionInput {
 
 function progressingOf(i: ProgressingInput): ConditionInput {
   const stop = i.stops.first();
-  if (stop !== undefined) return { type: CONDITION_PROGRESSING, status: 'False', reason: stop.reason, message: stopMessage(stop.reason, i, stop.notes, stop.machines) };
+  if (stop !== undefined)
+    return {
+      type: CONDITION_PROGRESSING,
+      status: 'False',
+      reason: stop.reason,
+      message: stopMessage(stop.reason, i, stop.notes, stop.machines),
+    };
   const waits = i.stops.waits.length > 0 ? ` Waiting: ${said(i.stops.waits)}.` : '';
   if (i.flying.length > 0) {
-    return { type: CONDITION_PROGRESSING, status: 'True', reason: 'Remediating', message: `Replacements in flight: ${said(i.flying)}.${waits} ${runbook('Remediating')}` };
+    return {
+      type: CONDITION_PROGRESSING,
+      status: 'True',
+      reason: 'Remediating',
+      message: `Replacements in flight: ${said(i.flying)}.${waits} ${runbook('Remediating')}`,
+    };
   }
   const c = countVerdicts(i.verdicts);
   const holds = i.verdicts.filter((v) => v.state === 'Held' || v.state === 'Unobservable');
-  const held = holds.length > 0 ? ` ${holds.length} held: ${said([...new Set(holds.map((v) => v.reason))].sort())}.` : '';
+  const held =
+    holds.length > 0 ? ` ${holds.length} held: ${said([...new Set(holds.map((v) => v.reason))].sort())}.` : '';
   return {
     type: CONDITION_PROGRESSING,
     status: 'True',
@@ -143,26 +172,54 @@ function progressingOf(i: ProgressingInput): ConditionInput {
   };
 }
 
-export function pausedCondition(o: { specPaused: boolean; cluster: ClusterFacts; pausedMhcs: string[]; verdicts: readonly MachineVerdict[]; withdrawing?: { left: string[]; deleting: string[]; note?: string } }): ConditionInput {
+export function pausedCondition(o: {
+  specPaused: boolean;
+  cluster: ClusterFacts;
+  pausedMhcs: string[];
+  verdicts: readonly MachineVerdict[];
+  withdrawing?: { left: string[]; deleting: string[]; note?: string };
+}): ConditionInput {
   const t = CONDITION_PAUSED;
   if (o.withdrawing !== undefined) {
     // What an uninstall waits for: MarksWithdrawn says no Machine carries a mark JoinGuard made.
     const w = o.withdrawing;
-    const deleting = w.deleting.length > 0 ? ` Already being deleted at JoinGuard's request: ${listNames(w.deleting)}.` : '';
+    const deleting =
+      w.deleting.length > 0 ? ` Already being deleted at JoinGuard's request: ${listNames(w.deleting)}.` : '';
     // The check being deleted (its finalizer) says so; else withdraw-all.
     const why = w.note ?? `${ANNOTATION_WITHDRAW_ALL}: JoinGuard asks nothing and withdraws its marks`;
-    if (w.left.length > 0) return { type: t, status: 'True', reason: PausedReason.WithdrawingMarks, message: `${why}; still carrying one: ${listNames(w.left)}.${deleting}` };
-    return { type: t, status: 'True', reason: PausedReason.MarksWithdrawn, message: `${w.note ?? `${ANNOTATION_WITHDRAW_ALL}: JoinGuard asks nothing`}; no Machine carries a mark it made.${deleting}` };
+    if (w.left.length > 0)
+      return {
+        type: t,
+        status: 'True',
+        reason: PausedReason.WithdrawingMarks,
+        message: `${why}; still carrying one: ${listNames(w.left)}.${deleting}`,
+      };
+    return {
+      type: t,
+      status: 'True',
+      reason: PausedReason.MarksWithdrawn,
+      message: `${w.note ?? `${ANNOTATION_WITHDRAW_ALL}: JoinGuard asks nothing`}; no Machine carries a mark it made.${deleting}`,
+    };
   }
   // CAPI's reason (util/paused), and every cause in the message, as CAPI joins them.
   const causes = [
-    ...(o.specPaused ? ['spec.paused is true: JoinGuard changes nothing and only reports (it still withdraws its own marks from Machines that joined)'] : []),
+    ...(o.specPaused
+      ? [
+          'spec.paused is true: JoinGuard changes nothing and only reports (it still withdraws its own marks from Machines that joined)',
+        ]
+      : []),
     ...(o.cluster.paused ? [`the Cluster ${o.cluster.name} is paused: its Machines are left alone`] : []),
     ...(o.pausedMhcs.length > 0 ? [said(o.pausedMhcs)] : []),
   ];
-  if (causes.length > 0) return { type: t, status: 'True', reason: PausedReason.Paused, message: `${causes.join('; ')}.` };
+  if (causes.length > 0)
+    return { type: t, status: 'True', reason: PausedReason.Paused, message: `${causes.join('; ')}.` };
   const skipped = o.verdicts.filter((v) => v.state === 'Skipped').map((v) => `${v.machine} (${v.reason})`);
-  return { type: t, status: 'False', reason: PausedReason.NotPaused, message: skipped.length > 0 ? `Not paused; skipped by annotation: ${listNames(skipped)}.` : 'Not paused.' };
+  return {
+    type: t,
+    status: 'False',
+    reason: PausedReason.NotPaused,
+    message: skipped.length > 0 ? `Not paused; skipped by annotation: ${listNames(skipped)}.` : 'Not paused.',
+  };
 }
 
 /** Why strategy Delete deletes nothing here: the condition names the flag (and the install variable that sets it). */
@@ -190,10 +247,27 @@ export function readyCondition(o: {
   deleteNotAllowed?: readonly string[];
 }): ConditionInput {
   const issues: { reason: string; line: string }[] = [];
-  if (o.deleteNotAllowed !== undefined) issues.push({ reason: ReadyReason.MachineDeleteNotAllowed, line: `* Remediation: ${machineDeleteNotAllowed(o.deleteNotAllowed)}` });
-  if (o.progressing.status === 'False' && o.progressing.reason !== 'DryRun') issues.push({ reason: ReadyReason.NotReady, line: `* ${CONDITION_PROGRESSING}: ${o.progressing.message}` });
-  if (issues.length > 0) return { type: CONDITION_READY, status: 'False', reason: issues[0]!.reason, message: issues.map((x) => x.line).join('\n') };
+  if (o.deleteNotAllowed !== undefined)
+    issues.push({
+      reason: ReadyReason.MachineDeleteNotAllowed,
+      line: `* Remediation: ${machineDeleteNotAllowed(o.deleteNotAllowed)}`,
+    });
+  if (o.progressing.status === 'False' && o.progressing.reason !== 'DryRun')
+    issues.push({ reason: ReadyReason.NotReady, line: `* ${CONDITION_PROGRESSING}: ${o.progressing.message}` });
+  if (issues.length > 0)
+    return {
+      type: CONDITION_READY,
+      status: 'False',
+      reason: issues[0]!.reason,
+      message: issues.map((x) => x.line).join('\n'),
+    };
   const base = `Watching ${o.inScope} of the ${o.ofCluster} Machines of Cluster ${o.cluster}.`;
-  const bad = o.malformed.length > 0 ? ` ${o.malformed.length} Machines could not be read and are never acted on: ${listNames(o.malformed.map((x) => `${x.name} (${x.error})`), 3)}.` : '';
+  const bad =
+    o.malformed.length > 0
+      ? ` ${o.malformed.length} Machines could not be read and are never acted on: ${listNames(
+          o.malformed.map((x) => `${x.name} (${x.error})`),
+          3,
+        )}.`
+      : '';
   return { type: CONDITION_READY, status: 'True', reason: ReadyReason.Ready, message: base + bad };
 }

@@ -34,12 +34,17 @@ export function connectionState(
 ): { state: ConnectionState; memory: ConnectionMemory } {
   if (!initialized) return { state: { down: false }, memory: {} };
   const probeDown = cluster.remoteConnection?.value === false;
-  const machinesDown = ofCluster.filter((m) => m.nodeConnectionDown && m.deletingSince === undefined).map((m) => m.name);
+  const machinesDown = ofCluster
+    .filter((m) => m.nodeConnectionDown && m.deletingSince === undefined)
+    .map((m) => m.name);
   if (probeDown || machinesDown.length > 0) {
     const parts: string[] = [];
     if (probeDown) parts.push(`the Cluster's RemoteConnectionProbe is False`);
     if (machinesDown.length > 0) parts.push(`NodeReady is ConnectionDown on ${listNames(machinesDown)}`);
-    return { state: { down: true, evidence: parts.join(' and ') }, memory: { connectionDownSeen: prev.connectionDownSeen ?? iso(now) } };
+    return {
+      state: { down: true, evidence: parts.join(' and ') },
+      memory: { connectionDownSeen: prev.connectionDownSeen ?? iso(now) },
+    };
   }
   // Back up: the probe's transition time says when; without one (or one in the future), the first time we saw
   // it back — only if we saw it down: a connection never seen down needs no grace.
@@ -48,7 +53,11 @@ export function connectionState(
   const start = latest(trusted(cluster.remoteConnection?.since, now), ms(restored));
   if (start !== undefined && now < start + graceMs) {
     return {
-      state: { down: false, graceUntil: start + graceMs, evidence: `the workload connection came back at ${iso(start)}` },
+      state: {
+        down: false,
+        graceUntil: start + graceMs,
+        evidence: `the workload connection came back at ${iso(start)}`,
+      },
       memory: restored !== undefined ? { connectionRestoredSeen: restored } : {},
     };
   }

@@ -131,7 +131,11 @@ export class JoinCheckController {
     this.queue.run(workers, (key) => this.reconcile(key));
     // Until every check has been reconciled once, more workers: a start's first pass is mostly waiting on writes
     // (each check's status and metadata), so the first complete reconcile comes sooner (issue 18 §4).
-    this.queue.runWhile(Math.max(0, WARMUP_WORKERS - workers), (key) => this.reconcile(key), () => this.fullAt === undefined);
+    this.queue.runWhile(
+      Math.max(0, WARMUP_WORKERS - workers),
+      (key) => this.reconcile(key),
+      () => this.fullAt === undefined,
+    );
     this.enqueueAll();
     const period = this.o.syncPeriodMs;
     if (period !== undefined && period > 0) {
@@ -171,7 +175,11 @@ export class JoinCheckController {
     const ref = { namespace: ns, check: name, cluster };
     let result: ReconcileResult = 'success';
     this.o.runtimeMetrics?.reconcileStarted(CONTROLLER_NAME);
-    const log = reconcileLogger(this.o.log, MACHINEJOINCHECK_CONTROLLER, { namespace: ns, name, ...(cluster ? { cluster } : {}) });
+    const log = reconcileLogger(this.o.log, MACHINEJOINCHECK_CONTROLLER, {
+      namespace: ns,
+      name,
+      ...(cluster ? { cluster } : {}),
+    });
     try {
       if (entry === undefined) return this.forget(key, ref);
       if (this.caches.filteredOut(key)) {
@@ -233,7 +241,8 @@ export class JoinCheckController {
       log.error('Reconciler error, retrying', { err: (e as Error).message, retryInMs: delay });
     } finally {
       const refused = this.refusals.get(key);
-      if (refused !== undefined && this.caches.checks.store.get(key) !== undefined) this.o.metrics.refused(ref, refused.size);
+      if (refused !== undefined && this.caches.checks.store.get(key) !== undefined)
+        this.o.metrics.refused(ref, refused.size);
       this.o.runtimeMetrics?.reconcileDone(CONTROLLER_NAME, result, Number(process.hrtime.bigint() - started) / 1e9);
     }
   }
@@ -252,7 +261,9 @@ export class JoinCheckController {
     void tlsAnswers(host, port, PROBE_TIMEOUT_MS).then((reachable) => {
       this.probing.delete(key);
       this.probes.set(key, { reachable, at: this.o.clock() });
-      log.info(`control-plane endpoint ${host}:${port} ${reachable ? 'answers' : 'does not answer'}`, { endpoint: `${host}:${port}` });
+      log.info(`control-plane endpoint ${host}:${port} ${reachable ? 'answers' : 'does not answer'}`, {
+        endpoint: `${host}:${port}`,
+      });
       this.queue.add(key);
     });
   }
@@ -260,10 +271,24 @@ export class JoinCheckController {
   private emit(e: PlannedEvent, check: Json, log: Logger): void {
     const target =
       e.on === 'Machine'
-        ? { apiVersion: `cluster.x-k8s.io/${this.o.apiVersion}`, kind: 'Machine', name: e.machine.name, namespace: e.machine.namespace, uid: e.machine.uid }
-        : { apiVersion: API_VERSION, kind: KIND, name: check.metadata.name, namespace: check.metadata.namespace, uid: check.metadata.uid };
+        ? {
+            apiVersion: `cluster.x-k8s.io/${this.o.apiVersion}`,
+            kind: 'Machine',
+            name: e.machine.name,
+            namespace: e.machine.namespace,
+            uid: e.machine.uid,
+          }
+        : {
+            apiVersion: API_VERSION,
+            kind: KIND,
+            name: check.metadata.name,
+            namespace: check.metadata.namespace,
+            uid: check.metadata.uid,
+          };
     this.o.events.record(target, e.reason, e.message, e.warning);
-    (e.on === 'Machine' ? machineLogger(log, e.machine.namespace, e.machine.name) : log).info(e.message, { event: e.reason });
+    (e.on === 'Machine' ? machineLogger(log, e.machine.namespace, e.machine.name) : log).info(e.message, {
+      event: e.reason,
+    });
   }
 
   private markReconciled(key: string): void {

@@ -24,7 +24,11 @@ export const COUNTED_AS: Readonly<Record<MachineState, MachineCount>> = {
 };
 
 /** The status counts of a plan's verdicts (settled joined Machines are added by the caller). */
-export function countVerdicts(verdicts: readonly { state: MachineState }[]): { joined: number; joining: number; stuck: number } {
+export function countVerdicts(verdicts: readonly { state: MachineState }[]): {
+  joined: number;
+  joining: number;
+  stuck: number;
+} {
   const c = { joined: 0, joining: 0, stuck: 0 };
   for (const v of verdicts) {
     const n = COUNTED_AS[v.state];

@@ -15,23 +15,42 @@ const GONE = 'uid-deleted-check';
 /** Two workers of two MachineSets marked at T0+21m (written), the check carrying its finalizer. */
 function marked(): Scenario {
   const sc = new Scenario(
-    snapshot({ settings: { maxInFlight: { count: 5 }, consecutiveJoinFailures: 0 }, machines: [withNode(worker('old', { createdAt: T0 - HOUR })), worker('a'), worker('b', { owner: { kind: 'MachineSet', name: 'ms-b', controlPlane: false } })] }),
+    snapshot({
+      settings: { maxInFlight: { count: 5 }, consecutiveJoinFailures: 0 },
+      machines: [
+        withNode(worker('old', { createdAt: T0 - HOUR })),
+        worker('a'),
+        worker('b', { owner: { kind: 'MachineSet', name: 'ms-b', controlPlane: false } }),
+      ],
+    }),
   );
-  sc.s = { ...sc.s, check: { ...sc.s.check, metadata: { ...sc.s.check.metadata, finalizers: [FINALIZER] } }, checkUids: new Set(['uid-mjc']) };
+  sc.s = {
+    ...sc.s,
+    check: { ...sc.s.check, metadata: { ...sc.s.check.metadata, finalizers: [FINALIZER] } },
+    checkUids: new Set(['uid-mjc']),
+  };
   sc.plan();
   sc.converge(sc.at(T0 + 21 * MINUTE).plan());
   return sc;
 }
 
 function deleteCheck(sc: Scenario, at: number): Scenario {
-  sc.s = { ...sc.s, check: { ...sc.s.check, metadata: { ...sc.s.check.metadata, deletionTimestamp: new Date(at).toISOString().replace('.000Z', 'Z') } } };
+  sc.s = {
+    ...sc.s,
+    check: {
+      ...sc.s.check,
+      metadata: { ...sc.s.check.metadata, deletionTimestamp: new Date(at).toISOString().replace('.000Z', 'Z') },
+    },
+  };
   return sc;
 }
 
 describe('deleting a check: its finalizer withdraws every mark it made', () => {
   it('every check carries the finalizer, added by the first plan; not while its Cluster is paused (clusterctl move deletes the source)', () => {
     expect(new Scenario(snapshot()).plan().check.addFinalizer).to.equal(true);
-    expect(new Scenario(snapshot({ cluster: clusterFacts({ paused: true }) })).plan().check.addFinalizer).to.equal(undefined);
+    expect(new Scenario(snapshot({ cluster: clusterFacts({ paused: true }) })).plan().check.addFinalizer).to.equal(
+      undefined,
+    );
     const sc = marked();
     expect(sc.plan().check.addFinalizer).to.equal(undefined);
   });
@@ -47,7 +66,10 @@ describe('deleting a check: its finalizer withdraws every mark it made', () => {
     expect(requestOf(p, 'b')).to.include({ state: 'Withdrawn', withdrawn: 'WithdrawAll' });
     const paused = cond(p.status, 'Paused');
     expect(paused).to.include({ status: 'True', reason: 'WithdrawingMarks' });
-    expect(paused?.message).to.contain('being deleted').and.contain('a, b').and.contain(new Date(T0 + 30 * MINUTE + DELETION_BOUND_MS).toISOString().replace('.000Z', 'Z'));
+    expect(paused?.message)
+      .to.contain('being deleted')
+      .and.contain('a, b')
+      .and.contain(new Date(T0 + 30 * MINUTE + DELETION_BOUND_MS).toISOString().replace('.000Z', 'Z'));
     expect(p.check.removeFinalizer, 'not while a mark is left').to.equal(undefined);
     expect(p.wakeAt).to.be.at.most(T0 + 30 * MINUTE + DELETION_BOUND_MS);
     sc.converge(p);
@@ -60,7 +82,9 @@ describe('deleting a check: its finalizer withdraws every mark it made', () => {
   it('a Machine already being deleted at its request is not waited for (it cannot be unasked)', () => {
     const sc = marked();
     sc.update('a', { deletingSince: T0 + 25 * MINUTE }).update('b', { deletingSince: T0 + 25 * MINUTE });
-    const p = deleteCheck(sc, T0 + 30 * MINUTE).at(T0 + 30 * MINUTE).plan();
+    const p = deleteCheck(sc, T0 + 30 * MINUTE)
+      .at(T0 + 30 * MINUTE)
+      .plan();
     expect(p.intents).to.deep.equal([]);
     expect(p.check.removeFinalizer).to.equal(true);
   });
@@ -97,9 +121,19 @@ describe('recognisable marks: joinguard.io/requested-by on the Machine', () => {
     expect(intentOf(p, 'a')).to.deep.include({ want: 'mark', marker: 'uid-mjc' });
   });
 
-  it("a mark whose check is gone (its uid names no live check) is withdrawn by the check that holds the Machine, joined or not; then judged anew", () => {
-    const left = { healthCheckSucceeded: { status: 'False' as const, reason: 'JoinTimeout' }, ownerRemediated: { status: 'False' as const, reason: 'RemediationDeferred' }, requestedBy: GONE };
-    const sc = new Scenario(snapshot({ machines: [withNode(worker('old', { createdAt: T0 - HOUR })), worker('a', left), withNode(worker('j', left))], checkUids: new Set(['uid-mjc', OTHER]), now: T0 + 30 * MINUTE }));
+  it('a mark whose check is gone (its uid names no live check) is withdrawn by the check that holds the Machine, joined or not; then judged anew', () => {
+    const left = {
+      healthCheckSucceeded: { status: 'False' as const, reason: 'JoinTimeout' },
+      ownerRemediated: { status: 'False' as const, reason: 'RemediationDeferred' },
+      requestedBy: GONE,
+    };
+    const sc = new Scenario(
+      snapshot({
+        machines: [withNode(worker('old', { createdAt: T0 - HOUR })), worker('a', left), withNode(worker('j', left))],
+        checkUids: new Set(['uid-mjc', OTHER]),
+        now: T0 + 30 * MINUTE,
+      }),
+    );
     const p = sc.plan();
     expect(requested(p)).to.deep.equal([]);
     expect(intentOf(p, 'a')).to.deep.include({ want: 'withdraw', marker: GONE });
@@ -111,8 +145,12 @@ describe('recognisable marks: joinguard.io/requested-by on the Machine', () => {
   });
 
   it("another live check's mark is never touched, even on a joined Machine", () => {
-    const theirs = withNode(worker('t', { healthCheckSucceeded: { status: 'False', reason: 'JoinTimeout' }, requestedBy: OTHER }));
-    const p = new Scenario(snapshot({ machines: [theirs], checkUids: new Set(['uid-mjc', OTHER]), now: T0 + 30 * MINUTE })).plan();
+    const theirs = withNode(
+      worker('t', { healthCheckSucceeded: { status: 'False', reason: 'JoinTimeout' }, requestedBy: OTHER }),
+    );
+    const p = new Scenario(
+      snapshot({ machines: [theirs], checkUids: new Set(['uid-mjc', OTHER]), now: T0 + 30 * MINUTE }),
+    ).plan();
     expect(intentOf(p, 't')).to.equal(undefined);
     // Not knowing which checks live, a mark of another uid is taken for another check's.
     const q = new Scenario(snapshot({ machines: [theirs], now: T0 + 30 * MINUTE })).plan();
@@ -120,7 +158,9 @@ describe('recognisable marks: joinguard.io/requested-by on the Machine', () => {
   });
 
   it('a marker left without its mark (a write lost between the two) is removed', () => {
-    const p = new Scenario(snapshot({ machines: [withNode(worker('m', { requestedBy: 'uid-mjc' }))], checkUids: new Set(['uid-mjc']) })).plan();
+    const p = new Scenario(
+      snapshot({ machines: [withNode(worker('m', { requestedBy: 'uid-mjc' }))], checkUids: new Set(['uid-mjc']) }),
+    ).plan();
     expect(intentOf(p, 'm')).to.deep.include({ want: 'withdraw', marker: 'uid-mjc' });
   });
 });

@@ -15,7 +15,11 @@ export const DELETION_BOUND_MS = 10 * MINUTE;
 /** Whose mark a Machine carries, by its marker: this check's, another live check's, a deleted check's, or unmarked. */
 export type MarkOwner = 'this' | 'other' | 'orphan' | 'unmarked';
 
-export function markOwner(m: MachineFacts, checkUid: string | undefined, liveChecks: ReadonlySet<string> | undefined): MarkOwner {
+export function markOwner(
+  m: MachineFacts,
+  checkUid: string | undefined,
+  liveChecks: ReadonlySet<string> | undefined,
+): MarkOwner {
   const by = m.requestedBy;
   if (by === undefined) return 'unmarked';
   if (by === checkUid) return 'this';
@@ -44,7 +48,13 @@ export function deletionNote(d: Deletion): string {
  * checks after removing their finalizers); removed from a deleted check once `left` (Machines still carrying
  * one of its marks, or unreadable) is empty, or once the bound passed.
  */
-export function finalizerIntent(check: MachineJoinCheck, deletion: Deletion | undefined, left: readonly string[], clusterPaused: boolean, now: number): Pick<CheckMetadataIntent, 'addFinalizer' | 'removeFinalizer' | 'marksLeftBehind'> {
+export function finalizerIntent(
+  check: MachineJoinCheck,
+  deletion: Deletion | undefined,
+  left: readonly string[],
+  clusterPaused: boolean,
+  now: number,
+): Pick<CheckMetadataIntent, 'addFinalizer' | 'removeFinalizer' | 'marksLeftBehind'> {
   const has = (check.metadata.finalizers ?? []).includes(FINALIZER);
   if (deletion === undefined) return !has && !clusterPaused ? { addFinalizer: true } : {};
   if (!has) return {};

@@ -22,8 +22,18 @@ export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Re
   const { requests, flying } = r;
   const meta = s.check.metadata;
   const c = countVerdicts(verdicts);
-  const held = new Set([...stops.machinesHeld(), ...r.deleteNotAllowed, ...verdicts.filter((v) => v.state === 'Held' || v.state === 'Unobservable').map((v) => v.machine)]);
-  Object.assign(next, { expectedMachines: w.expected, joinedMachines: c.joined + f.settledInScope, joiningMachines: c.joining, stuckMachines: c.stuck, heldMachines: held.size });
+  const held = new Set([
+    ...stops.machinesHeld(),
+    ...r.deleteNotAllowed,
+    ...verdicts.filter((v) => v.state === 'Held' || v.state === 'Unobservable').map((v) => v.machine),
+  ]);
+  Object.assign(next, {
+    expectedMachines: w.expected,
+    joinedMachines: c.joined + f.settledInScope,
+    joiningMachines: c.joining,
+    stuckMachines: c.stuck,
+    heldMachines: held.size,
+  });
   next.consecutiveJoinFailures ??= 0;
   next.everJoined ??= false;
   const flyingMachines = new Map(flying.map((name) => [name, ofCluster.find((x) => x.name === name)]));
@@ -48,10 +58,18 @@ export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Re
     ...(s.refusedWrites !== undefined ? { refused: s.refusedWrites } : {}),
   });
   // The first held Machine by name: the caches list Machines in no set order (a count field must not flap with it).
-  const firstHeld = verdicts.filter((v) => v.state === 'Held' || v.state === 'Unobservable').reduce<MachineVerdict | undefined>((a, v) => (a === undefined || v.machine < a.machine ? v : a), undefined);
-  const heldReason = stops.first()?.reason ?? (r.deleteNotAllowed.length > 0 ? ReadyReason.MachineDeleteNotAllowed : firstHeld?.hold);
+  const firstHeld = verdicts
+    .filter((v) => v.state === 'Held' || v.state === 'Unobservable')
+    .reduce<MachineVerdict | undefined>((a, v) => (a === undefined || v.machine < a.machine ? v : a), undefined);
+  const heldReason =
+    stops.first()?.reason ?? (r.deleteNotAllowed.length > 0 ? ReadyReason.MachineDeleteNotAllowed : firstHeld?.hold);
   assign(next, 'heldReason', next.heldMachines! > 0 ? heldReason : undefined);
-  if (canAct && prog.status === 'False' && RESTRICTING[prog.reason as keyof typeof RESTRICTING] && conditionOf(prev, CONDITION_PROGRESSING)?.reason !== prog.reason) {
+  if (
+    canAct &&
+    prog.status === 'False' &&
+    RESTRICTING[prog.reason as keyof typeof RESTRICTING] &&
+    conditionOf(prev, CONDITION_PROGRESSING)?.reason !== prog.reason
+  ) {
     f.events.push({ on: 'Check', reason: 'RemediationRestricted', message: prog.message, warning: true });
   }
   const ready = readyCondition({
@@ -60,15 +78,25 @@ export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Re
     cluster: cluster.name,
     malformed: s.malformed,
     progressing: prog,
-    ...(settings.strategy === 'Delete' && s.allowMachineDelete !== true ? { deleteNotAllowed: r.deleteNotAllowed } : {}),
+    ...(settings.strategy === 'Delete' && s.allowMachineDelete !== true
+      ? { deleteNotAllowed: r.deleteNotAllowed }
+      : {}),
   });
-  const conditions = setCondition(setCondition(next.conditions, ready, s.now, meta.generation), prog, s.now, meta.generation);
+  const conditions = setCondition(
+    setCondition(next.conditions, ready, s.now, meta.generation),
+    prog,
+    s.now,
+    meta.generation,
+  );
 
   // What every Machine must carry now: marks only while actions are allowed; withdrawals always.
   // While CAPI cannot see the workload cluster (and during the grace after), no mark or delete is written on a Machine
   // but the first control-plane one, not even for a request made before: its Node may exist unseen.
   const blind = w.connection.down || w.connection.graceUntil !== undefined;
-  const intents = markIntents(requests, ofCluster, { ...intentInput(s, f.withdrawAll), inScope: new Set(w.inScope.map((m) => m.uid)) })
+  const intents = markIntents(requests, ofCluster, {
+    ...intentInput(s, f.withdrawAll),
+    inScope: new Set(w.inScope.map((m) => m.uid)),
+  })
     .filter((i) => i.want === 'withdraw' || (canAct && (!blind || i.machine.uid === w.first?.uid)))
     // Not even a delete asked before the flag was turned off.
     .filter((i) => i.want !== 'delete' || s.allowMachineDelete === true)
@@ -78,12 +106,21 @@ export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Re
   const isDeleting = (uid: string) => f.anyMachine.get(uid)?.deletingSince !== undefined;
   const withdrawing = f.withdrawAll
     ? {
-        left: [...intents.map((i) => i.machine.name), ...stillOpen.filter((x) => !isDeleting(x.uid)).map((x) => `${x.machine} (unreadable)`)],
+        left: [
+          ...intents.map((i) => i.machine.name),
+          ...stillOpen.filter((x) => !isDeleting(x.uid)).map((x) => `${x.machine} (unreadable)`),
+        ],
         deleting: stillOpen.filter((x) => isDeleting(x.uid)).map((x) => x.machine),
         ...(f.deletion ? { note: deletionNote(f.deletion) } : {}),
       }
     : undefined;
-  const paused = pausedCondition({ specPaused: settings.paused, cluster, pausedMhcs: r.pausedMhcs, verdicts, ...(withdrawing ? { withdrawing } : {}) });
+  const paused = pausedCondition({
+    specPaused: settings.paused,
+    cluster,
+    pausedMhcs: r.pausedMhcs,
+    verdicts,
+    ...(withdrawing ? { withdrawing } : {}),
+  });
   next.conditions = setCondition(conditions, paused, s.now, meta.generation);
   if (f.deletion === undefined) checkMetadata(s, next, w.check);
   Object.assign(w.check, finalizerIntent(s.check, f.deletion, withdrawing?.left ?? [], cluster.paused, s.now));

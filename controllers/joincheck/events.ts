@@ -87,7 +87,11 @@ export class EventRecorder {
         count: 1,
       });
     } catch (err) {
-      this.log.warn('event not recorded', { reason: e.reason, [t.kind]: { namespace: t.namespace, name: t.name }, error: (err as Error).message });
+      this.log.warn('event not recorded', {
+        reason: e.reason,
+        [t.kind]: { namespace: t.namespace, name: t.name },
+        error: (err as Error).message,
+      });
     }
   }
 

@@ -26,15 +26,39 @@ function machine(name: string, o: { joinedWithMark?: boolean } = {}): Json {
   if (o.joinedWithMark) {
     m.status.nodeRef = { name: `node-${name}` };
     m.status.conditions.push(
-      { type: 'HealthCheckSucceeded', status: 'False', reason: 'JoinTimeout', message: 'JoinGuard', lastTransitionTime: T3, observedGeneration: 2 },
-      { type: 'OwnerRemediated', status: 'False', reason: 'RemediationDeferred', message: 'maxInFlight', lastTransitionTime: T3, observedGeneration: 2 },
+      {
+        type: 'HealthCheckSucceeded',
+        status: 'False',
+        reason: 'JoinTimeout',
+        message: 'JoinGuard',
+        lastTransitionTime: T3,
+        observedGeneration: 2,
+      },
+      {
+        type: 'OwnerRemediated',
+        status: 'False',
+        reason: 'RemediationDeferred',
+        message: 'maxInFlight',
+        lastTransitionTime: T3,
+        observedGeneration: 2,
+      },
     );
   }
   return m;
 }
 
 /** A request JoinGuard made earlier for `name`, its mark seen. */
-const openRequest = (name: string) => ({ machine: name, uid: `uid-${name}`, owner: { kind: 'MachineSet', name: 'md-0-abc' }, path: 'OwnerRemediated', kind: 'JoinTimeout', time: T3, state: 'Open', marked: true, markedTime: T3 });
+const openRequest = (name: string) => ({
+  machine: name,
+  uid: `uid-${name}`,
+  owner: { kind: 'MachineSet', name: 'md-0-abc' },
+  path: 'OwnerRemediated',
+  kind: 'JoinTimeout',
+  time: T3,
+  state: 'Open',
+  marked: true,
+  markedTime: T3,
+});
 
 class FakeApi {
   readonly machines = new Map<string, Json>();
@@ -48,8 +72,21 @@ class FakeApi {
     this.check = {
       apiVersion: 'joinguard.io/v1alpha1',
       kind: 'MachineJoinCheck',
-      metadata: { name: 'workers', namespace: 'default', uid: 'uid-check', resourceVersion: '1', generation: 1, annotations: { 'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io' } },
-      spec: { clusterName: 'c1', selector: { matchLabels: { 'cluster.x-k8s.io/deployment-name': 'md-0' } }, joinTimeout: '20m', maxInFlight: 5, suspicion: { consecutiveJoinFailures: 0 } },
+      metadata: {
+        name: 'workers',
+        namespace: 'default',
+        uid: 'uid-check',
+        resourceVersion: '1',
+        generation: 1,
+        annotations: { 'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io' },
+      },
+      spec: {
+        clusterName: 'c1',
+        selector: { matchLabels: { 'cluster.x-k8s.io/deployment-name': 'md-0' } },
+        joinTimeout: '20m',
+        maxInFlight: 5,
+        suspicion: { consecutiveJoinFailures: 0 },
+      },
       status: requests.length > 0 ? { requests } : {},
     };
   }
@@ -71,14 +108,30 @@ class FakeApi {
       },
       put: async (path: string, body: Json) => {
         this.calls.push(`PUT ${path}`);
-        if (body.metadata.resourceVersion !== this.check.metadata.resourceVersion) throw new ApiError(409, 'PUT', path, 'modified');
-        this.check = { ...this.check, status: body.status, metadata: { ...this.check.metadata, resourceVersion: String(Number(this.check.metadata.resourceVersion) + 1) } };
+        if (body.metadata.resourceVersion !== this.check.metadata.resourceVersion)
+          throw new ApiError(409, 'PUT', path, 'modified');
+        this.check = {
+          ...this.check,
+          status: body.status,
+          metadata: {
+            ...this.check.metadata,
+            resourceVersion: String(Number(this.check.metadata.resourceVersion) + 1),
+          },
+        };
         return structuredClone(this.check);
       },
       mergePatch: async (path: string, body: Json) => {
         if (path === CHECK) {
           this.calls.push(`PATCH ${path}`);
-          this.check = { ...this.check, metadata: { ...this.check.metadata, ...body.metadata, annotations: this.check.metadata.annotations, resourceVersion: String(Number(this.check.metadata.resourceVersion) + 1) } };
+          this.check = {
+            ...this.check,
+            metadata: {
+              ...this.check.metadata,
+              ...body.metadata,
+              annotations: this.check.metadata.annotations,
+              resourceVersion: String(Number(this.check.metadata.resourceVersion) + 1),
+            },
+          };
           return structuredClone(this.check);
         }
         const name = nameOf(path);
@@ -86,7 +139,8 @@ class FakeApi {
         if (refused) throw refused;
         this.calls.push(`PATCH ${path}`);
         const m = this.machines.get(name)!;
-        if (body.metadata?.resourceVersion !== m.metadata.resourceVersion) throw new ApiError(409, 'PATCH', path, 'modified');
+        if (body.metadata?.resourceVersion !== m.metadata.resourceVersion)
+          throw new ApiError(409, 'PATCH', path, 'modified');
         if (path.endsWith('/status')) m.status = { ...m.status, conditions: body.status.conditions };
         if (body.metadata?.annotations) {
           const a = { ...(m.metadata.annotations ?? {}), ...body.metadata.annotations };
@@ -102,7 +156,10 @@ class FakeApi {
 
 /** A SnapshotSource like the controller's: the objects as cached when it was made, the live ones in their place. */
 function source(api: FakeApi, refusals: Refusals, now: number): SnapshotSource {
-  const cached = { check: structuredClone(api.check), machines: [...api.machines.values()].map((m) => structuredClone(m)) };
+  const cached = {
+    check: structuredClone(api.check),
+    machines: [...api.machines.values()].map((m) => structuredClone(m)),
+  };
   return {
     build: (live: Live): Snapshot | undefined => {
       const check = (live.check ?? cached.check) as MachineJoinCheck;
@@ -128,29 +185,59 @@ function source(api: FakeApi, refusals: Refusals, now: number): SnapshotSource {
 
 function run(api: FakeApi, refusals: Refusals, now = NOW, o: Partial<ExecutorDeps> = {}) {
   const events: PlannedEvent[] = [];
-  const d: ExecutorDeps = { rest: api.rest(), apiVersion: 'v1beta2', log: silentLogger(), emit: (e) => events.push(e), writeMetric: () => undefined, remember: () => undefined, refusals, now: () => now, ...o };
+  const d: ExecutorDeps = {
+    rest: api.rest(),
+    apiVersion: 'v1beta2',
+    log: silentLogger(),
+    emit: (e) => events.push(e),
+    writeMetric: () => undefined,
+    remember: () => undefined,
+    refusals,
+    now: () => now,
+    ...o,
+  };
   return { events, result: execute(d, source(api, refusals, now)) };
 }
 
-const healthCheck = (m: Json | undefined) => (m?.status.conditions as Json[]).find((c) => c.type === 'HealthCheckSucceeded');
+const healthCheck = (m: Json | undefined) =>
+  (m?.status.conditions as Json[]).find((c) => c.type === 'HealthCheckSucceeded');
 
 describe('executor: each Machine converges on its own (fake apiserver)', () => {
   for (const [what, err] of [
     ['a policy webhook answers 422', new ApiError(422, 'PATCH', 'x', DENIED)],
-    ['RBAC or a webhook answers 403', new ApiError(403, 'PATCH', 'x', 'machines.cluster.x-k8s.io "md-0-a" is forbidden: frozen')],
-    ['the conditions list is at its maxItems', new ApiError(422, 'PATCH', 'x', 'Machine.cluster.x-k8s.io "md-0-a" is invalid: status.conditions: Too many: 33: must have at most 32 items')],
+    [
+      'RBAC or a webhook answers 403',
+      new ApiError(403, 'PATCH', 'x', 'machines.cluster.x-k8s.io "md-0-a" is forbidden: frozen'),
+    ],
+    [
+      'the conditions list is at its maxItems',
+      new ApiError(
+        422,
+        'PATCH',
+        'x',
+        'Machine.cluster.x-k8s.io "md-0-a" is invalid: status.conditions: Too many: 33: must have at most 32 items',
+      ),
+    ],
     ['the apiserver answers 500', new ApiError(500, 'PATCH', 'x', 'etcdserver: request timed out')],
   ] as const) {
     it(`${what} for one Machine: a joined Machine of the same check still loses its mark; the refused one is reported`, async () => {
-      const api = new FakeApi([machine('md-0-a'), machine('md-0-b', { joinedWithMark: true })], [openRequest('md-0-b')]);
+      const api = new FakeApi(
+        [machine('md-0-a'), machine('md-0-b', { joinedWithMark: true })],
+        [openRequest('md-0-b')],
+      );
       api.refuse = (name) => (name === 'md-0-a' ? err : undefined);
       const refusals = new Refusals();
       const { events, result } = run(api, refusals);
       const r = await result;
       expect(healthCheck(api.machines.get('md-0-b'))).to.include({ status: 'True' });
-      expect(events.map((e) => `${e.reason} ${e.on === 'Machine' ? e.machine.name : ''}`)).to.include.members(['RemediationWithdrawn md-0-b', 'WriteRefused md-0-a']);
+      expect(events.map((e) => `${e.reason} ${e.on === 'Machine' ? e.machine.name : ''}`)).to.include.members([
+        'RemediationWithdrawn md-0-b',
+        'WriteRefused md-0-a',
+      ]);
       expect(events.find((e) => e.reason === 'WriteRefused')?.message).to.contain(err.reason.slice(0, 40));
-      expect(refusals.list().map((x) => ({ machine: x.machine, write: x.write, code: x.code }))).to.deep.equal([{ machine: 'md-0-a', write: 'mark', code: err.code }]);
+      expect(refusals.list().map((x) => ({ machine: x.machine, write: x.write, code: x.code }))).to.deep.equal([
+        { machine: 'md-0-a', write: 'mark', code: err.code },
+      ]);
       expect(r.requeueAfterMs, 'retried after its back-off').to.equal(1000);
     });
   }

@@ -26,7 +26,11 @@ class FakeApi {
     apiVersion: 'joinguard.io/v1alpha1',
     kind: 'MachineJoinCheck',
     metadata: { name: 'workers', namespace: 'default', uid: 'uid-check', resourceVersion: '1', generation: 1 },
-    spec: { clusterName: 'c1', selector: { matchLabels: { 'cluster.x-k8s.io/deployment-name': 'md-0' } }, joinTimeout: '20m' },
+    spec: {
+      clusterName: 'c1',
+      selector: { matchLabels: { 'cluster.x-k8s.io/deployment-name': 'md-0' } },
+      joinTimeout: '20m',
+    },
   };
   readonly calls: string[] = [];
   writesAllowed = true;
@@ -56,8 +60,16 @@ class FakeApi {
       put: async (path: string, body: Json) => {
         this.write('PUT', path);
         expect(path).to.equal(`${CHECK}/status`);
-        if (body.metadata.resourceVersion !== this.check.metadata.resourceVersion) throw new ApiError(409, 'PUT', path, 'modified');
-        this.check = { ...this.check, status: body.status, metadata: { ...this.check.metadata, resourceVersion: String(Number(this.check.metadata.resourceVersion) + 1) } };
+        if (body.metadata.resourceVersion !== this.check.metadata.resourceVersion)
+          throw new ApiError(409, 'PUT', path, 'modified');
+        this.check = {
+          ...this.check,
+          status: body.status,
+          metadata: {
+            ...this.check.metadata,
+            resourceVersion: String(Number(this.check.metadata.resourceVersion) + 1),
+          },
+        };
         return structuredClone(this.check);
       },
       mergePatch: async (path: string, body: Json) => {
@@ -66,7 +78,16 @@ class FakeApi {
           const meta = this.check.metadata;
           const annotations = { ...(meta.annotations ?? {}), ...(body.metadata.annotations ?? {}) };
           for (const [k, v] of Object.entries(annotations)) if (v === null) delete annotations[k];
-          this.check = { ...this.check, metadata: { ...meta, annotations, ...(body.metadata.ownerReferences ? { ownerReferences: body.metadata.ownerReferences } : {}), ...(body.metadata.finalizers ? { finalizers: body.metadata.finalizers } : {}), resourceVersion: String(Number(meta.resourceVersion) + 1) } };
+          this.check = {
+            ...this.check,
+            metadata: {
+              ...meta,
+              annotations,
+              ...(body.metadata.ownerReferences ? { ownerReferences: body.metadata.ownerReferences } : {}),
+              ...(body.metadata.finalizers ? { finalizers: body.metadata.finalizers } : {}),
+              resourceVersion: String(Number(meta.resourceVersion) + 1),
+            },
+          };
           return structuredClone(this.check);
         }
         const what = this.onMachineWrite(++this.machineWrites, this);
@@ -76,7 +97,8 @@ class FakeApi {
           this.machine.metadata.resourceVersion = String(Number(this.machine.metadata.resourceVersion) + 1);
           throw new ApiError(409, 'PATCH', path, 'the object has been modified');
         }
-        if (path === `${MACHINE}/status`) this.machine = { ...this.machine, status: { ...this.machine.status, conditions: body.status.conditions } };
+        if (path === `${MACHINE}/status`)
+          this.machine = { ...this.machine, status: { ...this.machine.status, conditions: body.status.conditions } };
         if (path === MACHINE) {
           const annotations = { ...(this.machine.metadata.annotations ?? {}), ...(body.metadata.annotations ?? {}) };
           for (const [k, v] of Object.entries(annotations)) if (v === null) delete annotations[k];
@@ -94,7 +116,9 @@ function source(api: FakeApi, cached = api.cached()): SnapshotSource {
   return {
     build: (live: Live): Snapshot | undefined => {
       const check = (live.check ?? cached.check) as MachineJoinCheck;
-      const raw = live.machines.has(cached.machine.metadata.uid) ? live.machines.get(cached.machine.metadata.uid) : cached.machine;
+      const raw = live.machines.has(cached.machine.metadata.uid)
+        ? live.machines.get(cached.machine.metadata.uid)
+        : cached.machine;
       const cluster = live.cluster === undefined ? clusterV1beta2() : live.cluster;
       return {
         check,
@@ -113,7 +137,17 @@ function source(api: FakeApi, cached = api.cached()): SnapshotSource {
 
 function deps(api: FakeApi, o: Partial<ExecutorDeps> = {}): ExecutorDeps & { events: PlannedEvent[] } {
   const events: PlannedEvent[] = [];
-  return { rest: api.rest(), apiVersion: 'v1beta2', log: silentLogger(), emit: (e) => events.push(e), writeMetric: () => undefined, remember: () => undefined, now: () => NOW, events, ...o };
+  return {
+    rest: api.rest(),
+    apiVersion: 'v1beta2',
+    log: silentLogger(),
+    emit: (e) => events.push(e),
+    writeMetric: () => undefined,
+    remember: () => undefined,
+    now: () => NOW,
+    events,
+    ...o,
+  };
 }
 
 const healthCheck = (m: Json) => (m.status.conditions as Json[]).find((c) => c.type === 'HealthCheckSucceeded');
@@ -189,14 +223,20 @@ describe('executor (fake apiserver)', () => {
     // Clean and joined: the next pass writes nothing at all (the request is forgotten in status).
     const before = failing.calls.length;
     await execute(deps(failing), source(failing));
-    expect(failing.calls.slice(before).filter((c) => !c.startsWith('GET') && c !== `PUT ${CHECK}/status`)).to.deep.equal([]);
+    expect(
+      failing.calls.slice(before).filter((c) => !c.startsWith('GET') && c !== `PUT ${CHECK}/status`),
+    ).to.deep.equal([]);
   });
 
   it('a deleted check: its mark withdrawn, then its marker; once none is left its finalizer goes, other finalizers kept', async () => {
     const api = new FakeApi();
     await execute(deps(api), source(api)); // marked, with the marker, and the finalizer added
     expect(api.check.metadata.finalizers).to.deep.equal(['joinguard.io/withdraw-marks']);
-    api.check.metadata = { ...api.check.metadata, finalizers: ['example.com/keep', 'joinguard.io/withdraw-marks'], deletionTimestamp: new Date(NOW).toISOString() };
+    api.check.metadata = {
+      ...api.check.metadata,
+      finalizers: ['example.com/keep', 'joinguard.io/withdraw-marks'],
+      deletionTimestamp: new Date(NOW).toISOString(),
+    };
     const d = deps(api);
     await execute(d, source(api));
     expect(healthCheck(api.machine)).to.include({ status: 'True' });
@@ -244,7 +284,9 @@ describe('executor (fake apiserver)', () => {
   it("the check's own metadata: its Cluster as owner and clusterctl's block-move, in one patch after the status", async () => {
     const api = new FakeApi();
     await execute(deps(api), source(api));
-    expect(api.check.metadata.ownerReferences).to.deep.equal([{ apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', name: 'c1', uid: clusterV1beta2().metadata.uid }]);
+    expect(api.check.metadata.ownerReferences).to.deep.equal([
+      { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', name: 'c1', uid: clusterV1beta2().metadata.uid },
+    ]);
     expect(api.check.metadata.annotations).to.deep.equal({ 'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io' });
     expect(count(api, `PATCH ${CHECK}`)).to.equal(1);
     await execute(deps(api), source(api));
@@ -257,7 +299,15 @@ describe('executor (fake apiserver)', () => {
     // from status while the other leader deleted the Machine.
     const api = new FakeApi();
     const uid: string = api.machine.metadata.uid;
-    const request = { machine: api.machine.metadata.name, uid, owner: { kind: 'MachineSet', name: 'md-0-abc' }, path: 'OwnerRemediated', kind: 'JoinTimeout', time: new Date(NOW - 60_000).toISOString().replace('.000Z', 'Z'), state: 'Open' };
+    const request = {
+      machine: api.machine.metadata.name,
+      uid,
+      owner: { kind: 'MachineSet', name: 'md-0-abc' },
+      path: 'OwnerRemediated',
+      kind: 'JoinTimeout',
+      time: new Date(NOW - 60_000).toISOString().replace('.000Z', 'Z'),
+      state: 'Open',
+    };
     api.check = { ...api.check, status: { requests: [request] } };
     const lagging: SnapshotSource = {
       build: (live) => {
@@ -270,13 +320,20 @@ describe('executor (fake apiserver)', () => {
     expect((api.check.status?.requests ?? []).map((r: Json) => [r.uid, r.state])).to.deep.equal([[uid, 'Open']]);
   });
 
-  it('a Delete is not written over someone else\'s mark: a MachineHealthCheck that marked the Machine has its owner replace it', () => {
+  it("a Delete is not written over someone else's mark: a MachineHealthCheck that marked the Machine has its owner replace it", () => {
     // Found by the property test's oracle: a Delete asked before the MachineHealthCheck's nodeStartupTimeout marked
     // the Machine was written after it, acting a second time on a Machine already asked to be remediated.
     const m = readMachine(machineV1beta2(), 'v1beta2');
-    const intent = { want: 'delete' as const, machine: { name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion }, kind: 'JoinTimeout' as const, event: { on: 'Check' as const, reason: 'Resumed' as const, message: '', warning: false } };
+    const intent = {
+      want: 'delete' as const,
+      machine: { name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion },
+      kind: 'JoinTimeout' as const,
+      event: { on: 'Check' as const, reason: 'Resumed' as const, message: '', warning: false },
+    };
     expect(needsWrite(intent, m)).to.equal(true);
-    expect(needsWrite(intent, { ...m, healthCheckSucceeded: { status: 'False', reason: 'NodeStartupTimeout' } })).to.equal(false);
+    expect(
+      needsWrite(intent, { ...m, healthCheckSucceeded: { status: 'False', reason: 'NodeStartupTimeout' } }),
+    ).to.equal(false);
     expect(needsWrite(intent, { ...m, remediateAnnotation: true })).to.equal(false);
   });
 
@@ -285,7 +342,12 @@ describe('executor (fake apiserver)', () => {
     // the newly settled Machines as planned with, and the join they showed was never recorded (join durations lost).
     const api = new FakeApi();
     const rest = api.rest();
-    const conflicting = { ...rest, put: async (path: string) => { throw new ApiError(409, 'PUT', path, 'modified'); } } as unknown as RestClient;
+    const conflicting = {
+      ...rest,
+      put: async (path: string) => {
+        throw new ApiError(409, 'PUT', path, 'modified');
+      },
+    } as unknown as RestClient;
     const r = await execute(deps(api, { rest: conflicting }), source(api));
     expect(r.plan).to.equal(undefined);
     expect(r.requeueAfterMs).to.equal(100);
@@ -296,9 +358,14 @@ describe('executor (fake apiserver)', () => {
     // had withdrawn the request and removed the finalizer), wrote the mark with no status write to catch it.
     const api = new FakeApi();
     await execute(deps(api), source(api)); // the request recorded and the mark made
-    api.machine.status.conditions = (api.machine.status.conditions as Json[]).filter((c) => c.type !== 'HealthCheckSucceeded' && c.type !== 'OwnerRemediated'); // the mark lost
+    api.machine.status.conditions = (api.machine.status.conditions as Json[]).filter(
+      (c) => c.type !== 'HealthCheckSucceeded' && c.type !== 'OwnerRemediated',
+    ); // the mark lost
     const cached = api.cached();
-    api.check = { ...api.check, metadata: { ...api.check.metadata, resourceVersion: String(Number(api.check.metadata.resourceVersion) + 1) } }; // changed since
+    api.check = {
+      ...api.check,
+      metadata: { ...api.check.metadata, resourceVersion: String(Number(api.check.metadata.resourceVersion) + 1) },
+    }; // changed since
     const before = count(api, `PATCH ${MACHINE}/status`);
     const r = await execute(deps(api), source(api, cached));
     expect(count(api, `PATCH ${MACHINE}/status`)).to.equal(before);

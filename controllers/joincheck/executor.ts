@@ -9,7 +9,14 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'winston';
 import { capiResource } from '../../api/capi/resources.js';
 import type { CapiApiVersion } from '../../api/capi/model.js';
-import { ANNOTATION_MEMORY, ANNOTATION_REQUESTED_BY, ANNOTATION_RESUME, CHECK_RESOURCE, CLUSTERCTL_ANNOTATION_BLOCK_MOVE, FINALIZER } from '../../api/v1alpha1/types.js';
+import {
+  ANNOTATION_MEMORY,
+  ANNOTATION_REQUESTED_BY,
+  ANNOTATION_RESUME,
+  CHECK_RESOURCE,
+  CLUSTERCTL_ANNOTATION_BLOCK_MOVE,
+  FINALIZER,
+} from '../../api/v1alpha1/types.js';
 import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
 import { isConflict, isNotFound, pathOf, type Json, type Resource, type RestClient } from '../../runtime/rest.js';
 import { DELETION_BOUND_MS } from './deletion.js';
@@ -97,15 +104,24 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
 
   // Converge every Machine to its intent, each on its own, withdrawals first: a write refused for one Machine is
   // reported and retried with back-off, and never holds back another (DESIGN: Withdrawal).
-  let requeue = written.outcome === 'deferred' ? Math.max(0, (deps.lastStatusWrite ?? 0) + STATUS_COALESCE_MS - deps.now()) : undefined;
+  let requeue =
+    written.outcome === 'deferred'
+      ? Math.max(0, (deps.lastStatusWrite ?? 0) + STATUS_COALESCE_MS - deps.now())
+      : undefined;
   const refusals = deps.refusals ?? new Refusals();
-  const ordered = [...p.intents.filter((i) => i.want === 'withdraw'), ...p.intents.filter((i) => i.want !== 'withdraw')];
+  const ordered = [
+    ...p.intents.filter((i) => i.want === 'withdraw'),
+    ...p.intents.filter((i) => i.want !== 'withdraw'),
+  ];
   // A mark or a delete is made only on the check as it was decided on: when the status was not written now, the check
   // is read live first, and a view that is stale (another replica changed the check, or finalized it) writes
   // withdrawals only this pass.
   let marksAllowed = true;
   const decidedOn = s;
-  if (written.outcome !== 'written' && p.intents.some((i) => i.want !== 'withdraw' && needsWrite(i, factsOf(decidedOn, i.machine.uid)))) {
+  if (
+    written.outcome !== 'written' &&
+    p.intents.some((i) => i.want !== 'withdraw' && needsWrite(i, factsOf(decidedOn, i.machine.uid)))
+  ) {
     marksAllowed = await checkUnchanged(deps, s);
     if (!marksAllowed) requeue = 100;
   }
@@ -130,11 +146,17 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
       if (again === undefined) break;
       s = again;
       current = plan(s).intents.find((x) => x.machine.uid === uid);
-      if (current === undefined) deps.log.info('decided again on the changed Machine: nothing to write now', { Machine: ref(intent.machine) });
+      if (current === undefined)
+        deps.log.info('decided again on the changed Machine: nothing to write now', { Machine: ref(intent.machine) });
     }
     if (typeof r === 'object') {
       const f = refusals.refused(intent.machine, r.want, r.error, deps.now());
-      deps.log.warn('write refused: retried with back-off, other Machines go on', { Machine: ref(intent.machine), write: r.want, err: f.message, retryInMs: f.retryAt - deps.now() });
+      deps.log.warn('write refused: retried with back-off, other Machines go on', {
+        Machine: ref(intent.machine),
+        write: r.want,
+        err: f.message,
+        retryInMs: f.retryAt - deps.now(),
+      });
       deps.emit(refusedEvent(intent, f), s.check);
       continue;
     }
@@ -159,7 +181,11 @@ async function checkUnchanged(deps: ExecutorDeps, s: Snapshot): Promise<boolean>
   const meta = s.check.metadata;
   try {
     const c = await deps.rest.get(pathOf(CHECK_RESOURCE, meta.namespace, meta.name));
-    return c.metadata?.uid === meta.uid && c.metadata?.resourceVersion === meta.resourceVersion && c.metadata?.deletionTimestamp === undefined;
+    return (
+      c.metadata?.uid === meta.uid &&
+      c.metadata?.resourceVersion === meta.resourceVersion &&
+      c.metadata?.deletionTimestamp === undefined
+    );
   } catch (e) {
     if (isNotFound(e)) return false;
     throw e;
@@ -170,8 +196,13 @@ function resource(r: { group: string; version: string; plural: string }): Resour
   return { group: r.group, version: r.version, plural: r.plural, namespaced: true };
 }
 
-
-async function readLive(deps: ExecutorDeps, res: Resource, s: Snapshot, targets: MachineTarget[], live: Live): Promise<void> {
+async function readLive(
+  deps: ExecutorDeps,
+  res: Resource,
+  s: Snapshot,
+  targets: MachineTarget[],
+  live: Live,
+): Promise<void> {
   const clusterRes = resource(capiResource('Cluster', deps.apiVersion));
   const ns = s.check.metadata.namespace;
   const clusterName = s.check.spec.clusterName;
@@ -183,7 +214,10 @@ async function readLive(deps: ExecutorDeps, res: Resource, s: Snapshot, targets:
       throw e;
     }
   };
-  const [cluster, ...machines] = await Promise.all([get(pathOf(clusterRes, ns, clusterName)), ...targets.map((t) => get(pathOf(res, t.namespace, t.name)))]);
+  const [cluster, ...machines] = await Promise.all([
+    get(pathOf(clusterRes, ns, clusterName)),
+    ...targets.map((t) => get(pathOf(res, t.namespace, t.name))),
+  ]);
   live.cluster = cluster ?? null;
   if (cluster) deps.remember('cluster', cluster);
   targets.forEach((t, i) => {
@@ -201,7 +235,19 @@ async function readLive(deps: ExecutorDeps, res: Resource, s: Snapshot, targets:
  */
 function decisive(status: MachineJoinCheckStatus | undefined): unknown {
   if (status === undefined) return {};
-  const { expectedMachines, joinedMachines, joiningMachines, stuckMachines, heldMachines, heldReason, joinDurations, remediations, conditions, requests, ...rest } = status;
+  const {
+    expectedMachines,
+    joinedMachines,
+    joiningMachines,
+    stuckMachines,
+    heldMachines,
+    heldReason,
+    joinDurations,
+    remediations,
+    conditions,
+    requests,
+    ...rest
+  } = status;
   return {
     ...rest,
     ...(requests !== undefined ? { requests: requests.map(({ marked, markedTime, ...r }) => r) } : {}),
@@ -224,7 +270,8 @@ async function writeStatus(
     const prev = s.check.status;
     if (isDeepStrictEqual(next, prev ?? {})) return { outcome: 'same', s, p };
     const countsOnly = isDeepStrictEqual(decisive(next), decisive(prev));
-    if (countsOnly && deps.lastStatusWrite !== undefined && deps.now() - deps.lastStatusWrite < STATUS_COALESCE_MS) return { outcome: 'deferred', s, p };
+    if (countsOnly && deps.lastStatusWrite !== undefined && deps.now() - deps.lastStatusWrite < STATUS_COALESCE_MS)
+      return { outcome: 'deferred', s, p };
     try {
       // PUT on /status: the status stanza is replaced exactly; the resourceVersion guards it.
       const written = await deps.rest.put(pathOf(CHECK_RESOURCE, ns, name, 'status'), { ...s.check, status: next });
@@ -264,7 +311,13 @@ async function writeStatus(
 /** Writes what the live Machine misses of its intent; each write guarded by the resourceVersion it was built from. */
 function refusedEvent(i: MarkIntent, f: RefusedWrite): PlannedEvent {
   const what = { withdraw: 'withdrawal of its mark', delete: 'deletion', mark: 'mark' }[i.want];
-  return { on: 'Machine', machine: i.machine, reason: 'WriteRefused', warning: true, message: `Machine ${i.machine.name}: JoinGuard's ${what} was refused: ${f.message}. It is retried with back-off; other Machines are not held back.` };
+  return {
+    on: 'Machine',
+    machine: i.machine,
+    reason: 'WriteRefused',
+    warning: true,
+    message: `Machine ${i.machine.name}: JoinGuard's ${what} was refused: ${f.message}. It is retried with back-off; other Machines are not held back.`,
+  };
 }
 
 /** The check's own metadata: resume acted on, the Cluster as owner, clusterctl move's block-move and memory. */
@@ -287,16 +340,23 @@ async function writeCheckMetadata(deps: ExecutorDeps, s: Snapshot, p: Plan): Pro
   // A merge patch replaces the list whole, guarded by the resourceVersion: other controllers' finalizers are kept.
   const finalizers = meta.finalizers ?? [];
   if (c.addFinalizer && !finalizers.includes(FINALIZER)) body['metadata'].finalizers = [...finalizers, FINALIZER];
-  if (c.removeFinalizer && finalizers.includes(FINALIZER)) body['metadata'].finalizers = finalizers.filter((f) => f !== FINALIZER);
+  if (c.removeFinalizer && finalizers.includes(FINALIZER))
+    body['metadata'].finalizers = finalizers.filter((f) => f !== FINALIZER);
   // A merge patch replaces a list whole: the Cluster is added to the owners the check already has.
-  if (c.ownerCluster !== undefined) body['metadata'].ownerReferences = [...(meta.ownerReferences ?? []), { ...c.ownerCluster, kind: 'Cluster' }];
+  if (c.ownerCluster !== undefined)
+    body['metadata'].ownerReferences = [...(meta.ownerReferences ?? []), { ...c.ownerCluster, kind: 'Cluster' }];
   if (Object.keys(body['metadata']).length === 1) return;
   try {
     deps.remember('check', await deps.rest.mergePatch(pathOf(CHECK_RESOURCE, meta.namespace, meta.name), body));
     deps.writeMetric('check-metadata', 'ok');
     if (c.removeFinalizer) {
       const left = c.marksLeftBehind ?? [];
-      deps.log.info(left.length > 0 ? 'the deleted check goes with marks left (bound passed)' : 'every mark withdrawn: the deleted check goes', { left });
+      deps.log.info(
+        left.length > 0
+          ? 'the deleted check goes with marks left (bound passed)'
+          : 'every mark withdrawn: the deleted check goes',
+        { left },
+      );
       if (left.length > 0) {
         const message = `The check is deleted after ${DELETION_BOUND_MS / 60_000}m with JoinGuard's mark still on ${left.join(', ')} (writes refused, or the Machine unreadable). Each mark carries ${ANNOTATION_REQUESTED_BY} with this check's uid: a check whose scope holds the Machine withdraws it; withdraw it by hand otherwise (docs/runbook.md).`;
         deps.emit({ on: 'Check', reason: 'MarksLeftBehind', warning: true, message }, s.check);

@@ -2,7 +2,13 @@
 // counted once; join timeouts in a row, with no Machine joining in between, raise the suspicion, which holds back
 // every join timeout but one canary at a growing cadence; a join clears it, and so does a resume by hand.
 import type { ClusterFacts, MachineFacts } from '../../api/capi/model.js';
-import type { CheckSettings, FailureRecord, MachineJoinCheckStatus, RolloutEvidence, SuspicionStatus } from '../../api/v1alpha1/types.js';
+import type {
+  CheckSettings,
+  FailureRecord,
+  MachineJoinCheckStatus,
+  RolloutEvidence,
+  SuspicionStatus,
+} from '../../api/v1alpha1/types.js';
 import { ANNOTATION_RESUME, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
 import { ownerRef } from './marks.js';
 import { rolloutMessage } from './rollout-suspect.js';
@@ -35,7 +41,17 @@ export function failureRecord(m: MachineFacts, v: MachineVerdict, now: number): 
  * count, which raises the suspicion at its threshold. Returns true when this failure raised it (the failure
  * that reaches the threshold is not rebuilt).
  */
-export function countFailure(next: MachineJoinCheckStatus, m: MachineFacts, v: MachineVerdict, live: { has(uid: string): boolean }, settings: CheckSettings, cluster: ClusterFacts, now: number, events: PlannedEvent[], rollout?: (failures: FailureRecord[]) => RolloutEvidence | undefined): boolean {
+export function countFailure(
+  next: MachineJoinCheckStatus,
+  m: MachineFacts,
+  v: MachineVerdict,
+  live: { has(uid: string): boolean },
+  settings: CheckSettings,
+  cluster: ClusterFacts,
+  now: number,
+  events: PlannedEvent[],
+  rollout?: (failures: FailureRecord[]) => RolloutEvidence | undefined,
+): boolean {
   const list = [...(next.recentFailures ?? []), failureRecord(m, v, now)];
   while (list.length > STATUS_LIMITS.recentFailures) {
     const gone = list.findIndex((f) => !live.has(f.uid));
@@ -46,18 +62,33 @@ export function countFailure(next: MachineJoinCheckStatus, m: MachineFacts, v: M
   if (v.failureKind !== 'JoinTimeout') return false;
   next.consecutiveJoinFailures = inc(next.consecutiveJoinFailures);
   if (next.suspicion !== undefined) {
-    if (!next.suspicion.machines.includes(m.name)) next.suspicion = { ...next.suspicion, machines: [...next.suspicion.machines, m.name].slice(-STATUS_LIMITS.suspectMachines) };
+    if (!next.suspicion.machines.includes(m.name))
+      next.suspicion = {
+        ...next.suspicion,
+        machines: [...next.suspicion.machines, m.name].slice(-STATUS_LIMITS.suspectMachines),
+      };
     return false;
   }
   const threshold = settings.consecutiveJoinFailures;
   if (threshold <= 0 || next.consecutiveJoinFailures < threshold) return false;
   const raising = list.filter((f) => f.kind === 'JoinTimeout').slice(-threshold);
   const names = raising.map((f) => f.machine);
-  next.suspicion = { reason: 'BootstrapCredentialSuspect', since: iso(now), nextCanaryTime: iso(now + canaryDelay(settings, 0)), canariesSpent: 0, machines: names };
+  next.suspicion = {
+    reason: 'BootstrapCredentialSuspect',
+    since: iso(now),
+    nextCanaryTime: iso(now + canaryDelay(settings, 0)),
+    canariesSpent: 0,
+    machines: names,
+  };
   // [rollout-suspect] the same suspicion, when its failures all come from one new template revision (rollout-suspect.ts).
   const evidence = rollout?.(raising);
   if (evidence !== undefined) next.suspicion = { ...next.suspicion, reason: 'RolloutSuspect', rollout: evidence };
-  events.push({ on: 'Check', reason: evidence !== undefined ? 'RolloutSuspect' : 'SuspicionRaised', warning: true, message: suspicionMessage(next, list, cluster, settings) });
+  events.push({
+    on: 'Check',
+    reason: evidence !== undefined ? 'RolloutSuspect' : 'SuspicionRaised',
+    warning: true,
+    message: suspicionMessage(next, list, cluster, settings),
+  });
   return true;
 }
 
@@ -90,9 +121,16 @@ export function spendCanary(s: SuspicionStatus, settings: CheckSettings, now: nu
   return { ...s, canariesSpent: spent, nextCanaryTime: iso(now + canaryDelay(settings, spent)) };
 }
 
-export function suspicionMessage(status: MachineJoinCheckStatus, failures: readonly FailureRecord[], cluster: ClusterFacts | undefined, settings: CheckSettings, heldBack: string[] = []): string {
+export function suspicionMessage(
+  status: MachineJoinCheckStatus,
+  failures: readonly FailureRecord[],
+  cluster: ClusterFacts | undefined,
+  settings: CheckSettings,
+  heldBack: string[] = [],
+): string {
   const s = status.suspicion!;
-  if (s.reason === 'RolloutSuspect' && s.rollout !== undefined) return rolloutMessage(status, failures, cluster, settings, heldBack); // [rollout-suspect]
+  if (s.reason === 'RolloutSuspect' && s.rollout !== undefined)
+    return rolloutMessage(status, failures, cluster, settings, heldBack); // [rollout-suspect]
   const names = new Set(s.machines);
   const evidence = failures.filter((f) => f.kind === 'JoinTimeout' && names.has(f.machine));
   const parts = [
@@ -102,7 +140,9 @@ export function suspicionMessage(status: MachineJoinCheckStatus, failures: reado
       `the join credential in their bootstrap data (expired or revoked), or the network path from the Machines to that endpoint.`,
   ];
   if (evidence.some((f) => f.controlPlane === true)) {
-    parts.push('Control-plane Machines failed: an etcd member left behind by a failed control-plane join also makes every later control-plane join fail (cluster-api #13221).');
+    parts.push(
+      'Control-plane Machines failed: an etcd member left behind by a failed control-plane join also makes every later control-plane join fail (cluster-api #13221).',
+    );
   }
   parts.push(
     `Rebuilds stalled since ${s.since}; ${s.canariesSpent} canaries spent, next canary at ${s.nextCanaryTime ?? 'n/a'}. ` +
@@ -120,7 +160,13 @@ export function suspicionMessage(status: MachineJoinCheckStatus, failures: reado
  * the suspicion, the counts, the first control-plane stop and the per-owner window; the annotation is removed.
  * The first control-plane wait (the old Machine gone before its replacement's clock starts) survives it.
  */
-export function resume(s: Snapshot, prev: MachineJoinCheckStatus, next: MachineJoinCheckStatus, check: CheckMetadataIntent, events: PlannedEvent[]): void {
+export function resume(
+  s: Snapshot,
+  prev: MachineJoinCheckStatus,
+  next: MachineJoinCheckStatus,
+  check: CheckMetadataIntent,
+  events: PlannedEvent[],
+): void {
   const value = s.check.metadata.annotations?.[ANNOTATION_RESUME];
   const last = prev.lastResume;
   if (value === undefined) {
@@ -132,7 +178,12 @@ export function resume(s: Snapshot, prev: MachineJoinCheckStatus, next: MachineJ
   const cleared: string[] = [];
   if (next.suspicion !== undefined) {
     cleared.push(`the suspicion raised at ${next.suspicion.since}`);
-    events.push({ on: 'Check', reason: 'SuspicionCleared', warning: false, message: `${ANNOTATION_RESUME}=${value}: the suspicion raised at ${next.suspicion.since} is cleared by hand.` });
+    events.push({
+      on: 'Check',
+      reason: 'SuspicionCleared',
+      warning: false,
+      message: `${ANNOTATION_RESUME}=${value}: the suspicion raised at ${next.suspicion.since} is cleared by hand.`,
+    });
   }
   if (next.firstControlPlane?.misconfigured !== undefined) cleared.push('the first control-plane stop');
   delete next.suspicion;

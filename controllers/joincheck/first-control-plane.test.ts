@@ -3,7 +3,22 @@
 // an init Machine whose clock starts once the old Machine is gone. Workers' clocks wait for init.
 import { expect } from 'chai';
 import type { MachineFacts } from '../../api/capi/model.js';
-import { HOUR, MINUTE, SECOND, T0, bootstrapConfig, configs, cpMachine, kcpFacts, mhcFacts, newCluster, snapshot, withNode, worker, type SnapshotOverrides } from './testing/builders.js';
+import {
+  HOUR,
+  MINUTE,
+  SECOND,
+  T0,
+  bootstrapConfig,
+  configs,
+  cpMachine,
+  kcpFacts,
+  mhcFacts,
+  newCluster,
+  snapshot,
+  withNode,
+  worker,
+  type SnapshotOverrides,
+} from './testing/builders.js';
 import { Scenario, cond, eventReasons, intentOf, progressingReason, requested, verdictOf } from './testing/scenario.js';
 import { ms } from './time.js';
 
@@ -14,7 +29,11 @@ function creating(o: SnapshotOverrides = {}, machines: MachineFacts[] = []): Sce
     snapshot({
       cluster: newCluster(),
       kcp: kcpFacts(),
-      bootstrapConfigs: configs(bootstrapConfig('cp-0', false), bootstrapConfig('cp-0b', false), bootstrapConfig('cp-1', true)),
+      bootstrapConfigs: configs(
+        bootstrapConfig('cp-0', false),
+        bootstrapConfig('cp-0b', false),
+        bootstrapConfig('cp-1', true),
+      ),
       machines: [cpMachine('cp-0'), worker('w-1'), worker('w-2'), ...machines],
       ...o,
     }),
@@ -43,16 +62,27 @@ describe('first control-plane Machine', () => {
   it("workers' join clocks start when the control plane is initialized", () => {
     const sc = creating();
     sc.plan();
-    sc.update('cp-0', { nodeName: 'node-cp-0' }).with({ cluster: newCluster({ controlPlaneInitialized: { value: true, since: T0 + 10 * MINUTE }, remoteConnection: { value: true, since: T0 + 10 * MINUTE } }) });
+    sc.update('cp-0', { nodeName: 'node-cp-0' }).with({
+      cluster: newCluster({
+        controlPlaneInitialized: { value: true, since: T0 + 10 * MINUTE },
+        remoteConnection: { value: true, since: T0 + 10 * MINUTE },
+      }),
+    });
     const p = sc.at(T0 + 29 * MINUTE).plan();
-    expect(verdictOf(p, 'w-1')).to.include({ state: 'Joining', clockStart: T0 + 10 * MINUTE, deadline: T0 + 30 * MINUTE });
+    expect(verdictOf(p, 'w-1')).to.include({
+      state: 'Joining',
+      clockStart: T0 + 10 * MINUTE,
+      deadline: T0 + 30 * MINUTE,
+    });
     expect(p.wakeAt).to.equal(T0 + 30 * MINUTE);
     expect(verdictOf(sc.at(T0 + 30 * MINUTE).plan(), 'w-1').state).to.equal('Stuck');
   });
 
   it('without a transition time, the clock starts when the controller first saw the control plane initialized', () => {
     const sc = creating();
-    sc.update('cp-0', { nodeName: 'node-cp-0' }).with({ cluster: newCluster({ controlPlaneInitialized: { value: true }, remoteConnection: { value: true, since: T0 } }) });
+    sc.update('cp-0', { nodeName: 'node-cp-0' }).with({
+      cluster: newCluster({ controlPlaneInitialized: { value: true }, remoteConnection: { value: true, since: T0 } }),
+    });
     sc.at(T0 + 40 * MINUTE).plan();
     expect(sc.status.controlPlaneInitializedSeen).to.equal('2026-03-01T00:40:00Z');
     const p = sc.at(T0 + 50 * MINUTE).plan();
@@ -61,7 +91,9 @@ describe('first control-plane Machine', () => {
 
   it('is never deleted directly, even with strategy Delete: the control-plane provider replaces it', () => {
     const p = actOnFirst(creating({ settings: { strategy: 'Delete' } }));
-    expect(p.intents.map((i) => [i.machine.name, i.want, i.want === 'mark' ? i.path : ''])).to.deep.equal([['cp-0', 'mark', 'OwnerRemediated']]);
+    expect(p.intents.map((i) => [i.machine.name, i.want, i.want === 'mark' ? i.path : ''])).to.deep.equal([
+      ['cp-0', 'mark', 'OwnerRemediated'],
+    ]);
     expect(requested(p)).to.deep.equal(['cp-0']);
     const rec = p.status.remediations?.[0];
     expect(rec).to.include({ machine: 'cp-0', path: 'OwnerRemediated', outcome: 'Requested', firstControlPlane: true });
@@ -87,8 +119,15 @@ describe('first control-plane Machine', () => {
     sc.at(DEADLINE).plan();
     const p = sc.with({ endpointProbe: { reachable: true, at: DEADLINE } }).plan();
     expect(requested(p)).to.deep.equal([]);
-    expect(verdictOf(p, 'cp-0')).to.include({ state: 'Held', hold: 'EndpointAnswered', deadline: DEADLINE + 20 * MINUTE });
-    expect(verdictOf(sc.at(DEADLINE + 10 * MINUTE).plan(), 'cp-0')).to.include({ state: 'Held', hold: 'EndpointAnswered' });
+    expect(verdictOf(p, 'cp-0')).to.include({
+      state: 'Held',
+      hold: 'EndpointAnswered',
+      deadline: DEADLINE + 20 * MINUTE,
+    });
+    expect(verdictOf(sc.at(DEADLINE + 10 * MINUTE).plan(), 'cp-0')).to.include({
+      state: 'Held',
+      hold: 'EndpointAnswered',
+    });
     expect(ms(p.status.firstControlPlane?.extendedUntil)).to.equal(DEADLINE + 20 * MINUTE);
     expect(p.wakeAt).to.equal(DEADLINE + 20 * MINUTE);
     expect(sc.last?.wakeAt).to.equal(DEADLINE + 20 * MINUTE);
@@ -108,18 +147,28 @@ describe('first control-plane Machine', () => {
   });
 
   it('with strategy Auto and an MHC that selects it, the remediate annotation is used', () => {
-    const p = actOnFirst(creating({ mhcs: [mhcFacts('cp-mhc', { selector: { matchExpressions: [{ key: 'cluster.x-k8s.io/control-plane', operator: 'Exists' }] } })] }));
+    const p = actOnFirst(
+      creating({
+        mhcs: [
+          mhcFacts('cp-mhc', {
+            selector: { matchExpressions: [{ key: 'cluster.x-k8s.io/control-plane', operator: 'Exists' }] },
+          }),
+        ],
+      }),
+    );
     expect(intentOf(p, 'cp-0')).to.include({ want: 'mark', path: 'RemediateAnnotation' });
   });
 
-  it("does not ask what KCP would refuse (its remediation-for says maxRetry is used up): RemediationRefusedByOwner, until KCP would act again", () => {
+  it('does not ask what KCP would refuse (its remediation-for says maxRetry is used up): RemediationRefusedByOwner, until KCP would act again', () => {
     const sc = creating({ kcp: kcpFacts({ remediation: { maxRetry: 1 } }) });
     sc.update('cp-0', { remediationFor: { machine: 'cp-old', timestamp: T0, retryCount: 1 } });
     const p = actOnFirst(sc);
     expect(requested(p)).to.deep.equal([]);
     const c = cond(p.status, 'Progressing');
     expect(c?.reason).to.equal('RemediationRefusedByOwner');
-    expect(c?.message).to.contain('already failed 1 times (maxRetry 1)').and.contain('acts again after minHealthyPeriodSeconds, at 2026-03-01T01:00:00Z');
+    expect(c?.message)
+      .to.contain('already failed 1 times (maxRetry 1)')
+      .and.contain('acts again after minHealthyPeriodSeconds, at 2026-03-01T01:00:00Z');
     expect(c?.message).to.contain('/docs/runbook.md#remediationrefusedbyowner');
     expect(p.wakeAt).to.equal(T0 + HOUR);
     // Past minHealthyPeriodSeconds KCP starts a new retry sequence: JoinGuard asks then.
@@ -157,7 +206,11 @@ describe('first control-plane Machine', () => {
     const p = sc.at(T0 + 30 * MINUTE).plan();
     expect(p.status.remediations?.[0]).to.include({ outcome: 'Replaced', finishedTime: '2026-03-01T00:30:00Z' });
     expect(p.status.firstControlPlane?.replaced?.goneTime).to.equal('2026-03-01T00:30:00Z');
-    expect(verdictOf(p, 'cp-0b')).to.include({ state: 'Joining', clockStart: T0 + 30 * MINUTE, firstControlPlane: true });
+    expect(verdictOf(p, 'cp-0b')).to.include({
+      state: 'Joining',
+      clockStart: T0 + 30 * MINUTE,
+      firstControlPlane: true,
+    });
     expect(verdictOf(p, 'w-1').hold).to.equal('FirstControlPlane');
   });
 
@@ -176,7 +229,10 @@ describe('first control-plane Machine', () => {
     const p = sc.at(T0 + 27 * MINUTE).plan();
     const c = cond(p.status, 'Progressing');
     expect(c?.reason).to.equal('FirstControlPlaneReplacementMisconfigured');
-    expect(c?.message).to.contain('cp-1').and.contain('KubeadmConfig/cp-1').and.contain('joinConfiguration.controlPlane');
+    expect(c?.message)
+      .to.contain('cp-1')
+      .and.contain('KubeadmConfig/cp-1')
+      .and.contain('joinConfiguration.controlPlane');
     expect(c?.message).to.contain('/docs/runbook.md#firstcontrolplanereplacementmisconfigured');
     expect(p.status.firstControlPlane?.misconfigured).not.to.equal(undefined);
   });
@@ -185,7 +241,9 @@ describe('first control-plane Machine', () => {
     const sc = creating();
     actOnFirst(sc);
     sc.update('cp-0', { deletingSince: DEADLINE + MINUTE }).add(cpMachine('cp-1', { createdAt: T0 + 26 * MINUTE }));
-    sc.with({ cluster: newCluster({ controlPlaneInitialized: { value: true, since: T0 + 26 * MINUTE } }) }).remove('cp-1').remove('cp-0');
+    sc.with({ cluster: newCluster({ controlPlaneInitialized: { value: true, since: T0 + 26 * MINUTE } }) })
+      .remove('cp-1')
+      .remove('cp-0');
     expect(sc.at(T0 + 27 * MINUTE).plan().status.firstControlPlane?.misconfigured).not.to.equal(undefined);
     // Back to not initialized with the old Machine still deleting: resume.
     const fresh = creating();
@@ -201,7 +259,9 @@ describe('first control-plane Machine', () => {
   it('the Cluster reporting initialized with no control-plane Machine left after the remediation: misconfigured', () => {
     const sc = creating();
     actOnFirst(sc);
-    sc.remove('cp-0').with({ cluster: newCluster({ controlPlaneInitialized: { value: true, since: DEADLINE + MINUTE } }) });
+    sc.remove('cp-0').with({
+      cluster: newCluster({ controlPlaneInitialized: { value: true, since: DEADLINE + MINUTE } }),
+    });
     const p = sc.at(T0 + 25 * MINUTE).plan();
     expect(progressingReason(p)).to.equal('FirstControlPlaneReplacementMisconfigured');
     expect(cond(p.status, 'Progressing')?.message).to.contain('no control-plane Machine is left');
@@ -209,7 +269,11 @@ describe('first control-plane Machine', () => {
 
   it('once initialized, no Machine is first again: a stuck control-plane Machine goes to KCP without a probe', () => {
     const sc = new Scenario(
-      snapshot({ kcp: kcpFacts({ initialized: true }), bootstrapConfigs: configs(bootstrapConfig('cp-0', false)), machines: [withNode(worker('old')), withNode(cpMachine('cp-a')), cpMachine('cp-0')] }),
+      snapshot({
+        kcp: kcpFacts({ initialized: true }),
+        bootstrapConfigs: configs(bootstrapConfig('cp-0', false)),
+        machines: [withNode(worker('old')), withNode(cpMachine('cp-a')), cpMachine('cp-0')],
+      }),
     );
     sc.plan();
     const p = sc.at(DEADLINE).plan();
@@ -219,11 +283,15 @@ describe('first control-plane Machine', () => {
   });
 
   it('an initialized KubeadmControlPlane of one Machine cannot remediate it: not asked, RemediationRefusedByOwner', () => {
-    const sc = new Scenario(snapshot({ kcp: kcpFacts({ initialized: true }), machines: [withNode(worker('old')), cpMachine('cp-0')] }));
+    const sc = new Scenario(
+      snapshot({ kcp: kcpFacts({ initialized: true }), machines: [withNode(worker('old')), cpMachine('cp-0')] }),
+    );
     sc.plan();
     const p = sc.at(DEADLINE).plan();
     expect(requested(p)).to.deep.equal([]);
-    expect(cond(p.status, 'Progressing')?.message).to.contain("can't remediate if current replicas are less or equal to 1");
+    expect(cond(p.status, 'Progressing')?.message).to.contain(
+      "can't remediate if current replicas are less or equal to 1",
+    );
   });
 
   it('a first control-plane Machine that is only reported after the probe leaves no empty memory behind (planning twice changes nothing)', () => {

@@ -14,7 +14,10 @@ import type { MachineVerdict } from './types.js';
 /** An unanswered probe is asked again after this long. */
 export const PROBE_RETRY_MS = 60 * 1000;
 
-export function joinsControlPlane(m: MachineFacts, configs: ReadonlyMap<string, BootstrapConfigFacts>): boolean | undefined {
+export function joinsControlPlane(
+  m: MachineFacts,
+  configs: ReadonlyMap<string, BootstrapConfigFacts>,
+): boolean | undefined {
   const ref = m.bootstrapConfigRef;
   if (ref === undefined) return undefined;
   return configs.get(`${ref.kind}/${ref.name}`)?.joinsControlPlane;
@@ -57,7 +60,9 @@ export function nextFirstControlPlaneMemory(
   const next: FirstControlPlaneStatus = { ...(prev ?? {}) };
   const r = next.replaced;
   if (r !== undefined) {
-    const liveCpJoined = ofCluster.some((m) => m.controlPlane && m.deletingSince === undefined && m.nodeName !== undefined);
+    const liveCpJoined = ofCluster.some(
+      (m) => m.controlPlane && m.deletingSince === undefined && m.nodeName !== undefined,
+    );
     if (initialized && liveCpJoined) {
       delete next.replaced;
       delete next.misconfigured;
@@ -100,7 +105,9 @@ export function replacementMisconfiguration(
   }
   if (replaced.goneTime === undefined) return undefined;
   const since = ms(replaced.time) ?? 0;
-  const joining = liveCp.find((m) => m.uid !== replaced.uid && m.createdAt >= since && joinsControlPlane(m, configs) === true);
+  const joining = liveCp.find(
+    (m) => m.uid !== replaced.uid && m.createdAt >= since && joinsControlPlane(m, configs) === true,
+  );
   if (joining === undefined) return undefined;
   const ref = joining.bootstrapConfigRef;
   return (
@@ -130,8 +137,10 @@ export function probeDecision(
   now: number,
 ): ProbeDecision {
   const ep = cluster.controlPlaneEndpoint;
-  if (ep === undefined || ep.host === '') return { kind: 'act', why: 'the Cluster has no controlPlaneEndpoint to probe' };
-  if (memory?.extendedFor === v.uid) return { kind: 'act', why: 'it was already given another joinTimeout after the endpoint answered' };
+  if (ep === undefined || ep.host === '')
+    return { kind: 'act', why: 'the Cluster has no controlPlaneEndpoint to probe' };
+  if (memory?.extendedFor === v.uid)
+    return { kind: 'act', why: 'it was already given another joinTimeout after the endpoint answered' };
   const deadline = v.deadline ?? now;
   if (probe !== undefined && probe.at >= truncated(deadline)) {
     if (probe.reachable) return { kind: 'extend', until: truncated(now + joinTimeoutMs) };
@@ -167,12 +176,18 @@ export interface FirstControlPlaneJudgment {
 export function judgeFirstControlPlane(
   m: MachineFacts,
   ctx: VerdictContext,
-  o: { act: boolean; handled: boolean; memory: () => FirstControlPlaneStatus; probe: { reachable: boolean; at: number } | undefined },
+  o: {
+    act: boolean;
+    handled: boolean;
+    memory: () => FirstControlPlaneStatus;
+    probe: { reachable: boolean; at: number } | undefined;
+  },
 ): FirstControlPlaneJudgment {
   const v = judge(m, ctx);
   const { settings, cluster, now } = ctx;
   const memory = o.memory();
-  const mayAct = o.act && settings.firstControlPlane === 'Remediate' && memory.misconfigured === undefined && !o.handled;
+  const mayAct =
+    o.act && settings.firstControlPlane === 'Remediate' && memory.misconfigured === undefined && !o.handled;
   if (v.state !== 'Stuck' || v.failureKind !== 'JoinTimeout' || !mayAct) {
     delete memory.probeRequested;
     return { verdict: v };
@@ -189,7 +204,13 @@ export function judgeFirstControlPlane(
   }
   if (d.ask) memory.probeRequested = iso(now);
   return {
-    verdict: { ...v, state: 'Held', hold: 'EndpointProbe', pastDeadline: true, reason: `${v.reason}; probing the control-plane endpoint before acting` },
+    verdict: {
+      ...v,
+      state: 'Held',
+      hold: 'EndpointProbe',
+      pastDeadline: true,
+      reason: `${v.reason}; probing the control-plane endpoint before acting`,
+    },
     ...(d.ask ? { probe: { host: d.host, port: d.port } } : {}),
     retryAt: d.retryAt,
     wait: `probing the control-plane endpoint ${d.host}:${d.port} before acting on the first control-plane Machine ${m.name}`,

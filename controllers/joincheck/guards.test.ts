@@ -6,14 +6,31 @@ import { expect } from 'chai';
 import type { MachineFacts } from '../../api/capi/model.js';
 import { canaryDelay, kcpGate, maxInFlightLimit } from './guards.js';
 import { plan } from './planner.js';
-import { CLUSTER, HOUR, MINUTE, SECOND, T0, check, clusterFacts, cpMachine, kcpFacts, provisioning, settings, snapshot, withNode, worker } from './testing/builders.js';
+import {
+  CLUSTER,
+  HOUR,
+  MINUTE,
+  SECOND,
+  T0,
+  check,
+  clusterFacts,
+  cpMachine,
+  kcpFacts,
+  provisioning,
+  settings,
+  snapshot,
+  withNode,
+  worker,
+} from './testing/builders.js';
 import { Scenario, cond, eventReasons, progressingReason, requested } from './testing/scenario.js';
 import { ms } from './time.js';
 
 const STUCK = T0 + 21 * MINUTE;
 
 function fleet(n: number, o: Parameters<typeof snapshot>[0] = {}, joinedBefore = true): Scenario {
-  const ms: MachineFacts[] = Array.from({ length: n }, (_, i) => worker(`m${i}`, { owner: { kind: 'MachineSet', name: `ms-${i % 2}`, controlPlane: false } }));
+  const ms: MachineFacts[] = Array.from({ length: n }, (_, i) =>
+    worker(`m${i}`, { owner: { kind: 'MachineSet', name: `ms-${i % 2}`, controlPlane: false } }),
+  );
   const old = joinedBefore ? [withNode(worker('old', { createdAt: T0 - HOUR }))] : [];
   const sc = new Scenario(snapshot({ machines: [...old, ...ms], ...o }));
   sc.plan();
@@ -21,7 +38,7 @@ function fleet(n: number, o: Parameters<typeof snapshot>[0] = {}, joinedBefore =
 }
 
 describe('guards', () => {
-  it('paused: no actions at all, Paused=True/Paused (CAPI\'s reason) saying spec.paused, counts still updated', () => {
+  it("paused: no actions at all, Paused=True/Paused (CAPI's reason) saying spec.paused, counts still updated", () => {
     const sc = fleet(2, { settings: { paused: true } });
     const p = sc.at(STUCK).plan();
     expect(p.intents).to.deep.equal([]);
@@ -37,11 +54,16 @@ describe('guards', () => {
     const p = sc.at(STUCK).plan();
     expect(p.intents).to.deep.equal([]);
     expect(p.verdicts.find((v) => v.machine === 'm0')?.state).to.equal('Skipped');
-    expect(cond(p.status, 'Paused')).to.include({ reason: 'Paused', message: `the Cluster ${CLUSTER} is paused: its Machines are left alone.` });
+    expect(cond(p.status, 'Paused')).to.include({
+      reason: 'Paused',
+      message: `the Cluster ${CLUSTER} is paused: its Machines are left alone.`,
+    });
   });
 
   it('skip annotations: left alone, named in the Paused message', () => {
-    const sc = new Scenario(snapshot({ machines: [withNode(worker('old')), worker('s', { skipReason: 'joinguard.io/skip' })] }));
+    const sc = new Scenario(
+      snapshot({ machines: [withNode(worker('old')), worker('s', { skipReason: 'joinguard.io/skip' })] }),
+    );
     sc.plan();
     const p = sc.at(STUCK).plan();
     expect(p.intents).to.deep.equal([]);
@@ -80,7 +102,10 @@ describe('guards', () => {
     expect(requested(p)).to.deep.equal(['m0']);
     const c = cond(p.status, 'Progressing');
     expect(c?.reason).to.equal('RemediationBudgetExhausted');
-    expect(c?.message).to.contain('maxInFlight 1').and.contain('m0 in flight').and.contain('/docs/runbook.md#remediationbudgetexhausted');
+    expect(c?.message)
+      .to.contain('maxInFlight 1')
+      .and.contain('m0 in flight')
+      .and.contain('/docs/runbook.md#remediationbudgetexhausted');
     expect(eventReasons(p)).to.include('RemediationRestricted');
     expect(eventReasons(sc.advance(MINUTE).plan())).to.deep.equal([]);
     sc.remove('m0');
@@ -99,14 +124,18 @@ describe('guards', () => {
     let t = STUCK;
     for (let i = 0; i < 3; i++) {
       sc.at(t).plan();
-      sc.remove(i === 0 ? 'm0' : `r${i}`).add(worker(`r${i + 1}`, { createdAt: t, owner: { kind: 'MachineSet', name: 'ms-0', controlPlane: false } }));
+      sc.remove(i === 0 ? 'm0' : `r${i}`).add(
+        worker(`r${i + 1}`, { createdAt: t, owner: { kind: 'MachineSet', name: 'ms-0', controlPlane: false } }),
+      );
       t += 21 * MINUTE;
     }
     const p = sc.at(t).plan();
     expect(requested(p)).to.deep.equal([]);
     const c = cond(p.status, 'Progressing');
     expect(c?.reason).to.equal('RemediationBudgetExhausted');
-    expect(c?.message).to.contain('remediation.maxPerOwner 2 reached for MachineSet/ms-0').and.contain('frees at 2026-03-02T00:21:00Z');
+    expect(c?.message)
+      .to.contain('remediation.maxPerOwner 2 reached for MachineSet/ms-0')
+      .and.contain('frees at 2026-03-02T00:21:00Z');
     expect(p.wakeAt).to.equal(STUCK + 24 * HOUR);
     sc.annotate({ 'joinguard.io/resume': 'go' });
     expect(requested(sc.advance(MINUTE).plan())).to.deep.equal(['r3']);
@@ -152,7 +181,10 @@ describe('guards', () => {
   });
 
   it('a resume while paused waits until actions are allowed', () => {
-    const sc = fleet(1, { settings: { paused: true }, check: check({ annotations: { 'joinguard.io/resume': 'now' } }) });
+    const sc = fleet(1, {
+      settings: { paused: true },
+      check: check({ annotations: { 'joinguard.io/resume': 'now' } }),
+    });
     const p = sc.at(STUCK).plan();
     expect(p.intents).to.deep.equal([]);
     expect(p.check.removeResume).to.equal(undefined);
@@ -194,11 +226,18 @@ describe('guards', () => {
 
   it('maxPerOwner above the history bound: 30 stuck of one MachineSet with maxPerOwner 22 asks 22', () => {
     const ms = Array.from({ length: 30 }, (_, i) => worker(`m${i}`));
-    const sc = new Scenario(snapshot({ settings: { consecutiveJoinFailures: 0, maxInFlight: { count: 100 }, maxPerOwner: 22 }, machines: [withNode(worker('old')), ...ms] }));
+    const sc = new Scenario(
+      snapshot({
+        settings: { consecutiveJoinFailures: 0, maxInFlight: { count: 100 }, maxPerOwner: 22 },
+        machines: [withNode(worker('old')), ...ms],
+      }),
+    );
     sc.plan();
     const p = sc.at(STUCK).plan();
     expect(requested(p)).to.have.length(22);
-    expect(p.status.ownerWindows).to.deep.equal([{ kind: 'MachineSet', name: 'ms-a', times: Array(22).fill('2026-03-01T00:21:00Z') }]);
+    expect(p.status.ownerWindows).to.deep.equal([
+      { kind: 'MachineSet', name: 'ms-a', times: Array(22).fill('2026-03-01T00:21:00Z') },
+    ]);
     // All 22 replaced: the window still holds them, whatever the history shows.
     for (let i = 0; i < 22; i++) sc.remove(`m${i}`);
     const q = sc.advance(MINUTE).plan();
@@ -207,9 +246,16 @@ describe('guards', () => {
   });
 
   it("other owners' finished requests do not push an owner's requests out of its window", () => {
-    const other = Array.from({ length: 25 }, (_, i) => worker(`o${i}`, { owner: { kind: 'MachineSet', name: 'ms-other', controlPlane: false } }));
+    const other = Array.from({ length: 25 }, (_, i) =>
+      worker(`o${i}`, { owner: { kind: 'MachineSet', name: 'ms-other', controlPlane: false } }),
+    );
     const mine = [worker('a0'), worker('a1'), worker('a2')];
-    const sc = new Scenario(snapshot({ settings: { consecutiveJoinFailures: 0, maxInFlight: { count: 100 }, maxPerOwner: 2 }, machines: [withNode(worker('old')), ...mine.slice(0, 2), ...other] }));
+    const sc = new Scenario(
+      snapshot({
+        settings: { consecutiveJoinFailures: 0, maxInFlight: { count: 100 }, maxPerOwner: 2 },
+        machines: [withNode(worker('old')), ...mine.slice(0, 2), ...other],
+      }),
+    );
     sc.plan();
     sc.at(STUCK).plan();
     for (const m of [...other, ...mine.slice(0, 2)]) sc.remove(m.name);
@@ -221,7 +267,9 @@ describe('guards', () => {
 
   it('in flight is counted from the world: a mark only JoinGuard writes counts even without memory of asking', () => {
     const marked = worker('x', { healthCheckSucceeded: { status: 'False', reason: 'JoinTimeout' } });
-    const sc = new Scenario(snapshot({ settings: { consecutiveJoinFailures: 0 }, machines: [withNode(worker('old')), marked, worker('m0')] }));
+    const sc = new Scenario(
+      snapshot({ settings: { consecutiveJoinFailures: 0 }, machines: [withNode(worker('old')), marked, worker('m0')] }),
+    );
     sc.plan();
     const p = sc.at(STUCK).plan();
     expect(requested(p)).to.deep.equal([]);
@@ -229,23 +277,36 @@ describe('guards', () => {
   });
 
   it('a hand-written consecutiveJoinFailures of int32 max is clamped, said in Ready, and counting saturates', () => {
-    const sc = new Scenario(snapshot({ check: check({ status: { everJoined: true, consecutiveJoinFailures: 2147483647 } }), machines: [withNode(worker('old')), worker('a')] }));
+    const sc = new Scenario(
+      snapshot({
+        check: check({ status: { everJoined: true, consecutiveJoinFailures: 2147483647 } }),
+        machines: [withNode(worker('old')), worker('a')],
+      }),
+    );
     sc.plan();
     const p = sc.at(STUCK).plan();
     expect(p.status.consecutiveJoinFailures).to.equal(2147483647);
     expect(p.status.suspicion).not.to.equal(undefined);
     const q = plan(snapshot({ check: check({ status: { consecutiveJoinFailures: 1e12 } }), machines: [] }));
     expect(q.status.consecutiveJoinFailures).to.equal(2147483647);
-    expect(q.memoryNotes).to.deep.equal(['status.consecutiveJoinFailures: 1000000000000 is out of range, read as 2147483647']);
+    expect(q.memoryNotes).to.deep.equal([
+      'status.consecutiveJoinFailures: 1000000000000 is out of range, read as 2147483647',
+    ]);
   });
 
   it("KubeadmControlPlane's checkRetryLimits, from the replacement's remediation-for: ok, wait, refused, new sequence", () => {
     const kcp = kcpFacts({ remediation: { maxRetry: 1, retryPeriodSeconds: 600 } });
     const m = (rf?: MachineFacts['remediationFor']) => cpMachine('cp', rf ? { remediationFor: rf } : {});
     expect(kcpGate(kcp, m(), 3, true, T0).kind).to.equal('ok');
-    expect(kcpGate(kcp, m({ timestamp: T0, retryCount: 0 }), 3, true, T0 + 5 * MINUTE)).to.include({ kind: 'wait', until: T0 + 10 * MINUTE });
+    expect(kcpGate(kcp, m({ timestamp: T0, retryCount: 0 }), 3, true, T0 + 5 * MINUTE)).to.include({
+      kind: 'wait',
+      until: T0 + 10 * MINUTE,
+    });
     expect(kcpGate(kcp, m({ timestamp: T0, retryCount: 0 }), 3, true, T0 + 10 * MINUTE).kind).to.equal('ok');
-    expect(kcpGate(kcp, m({ timestamp: T0, retryCount: 1 }), 3, true, T0 + 10 * MINUTE)).to.include({ kind: 'refused', until: T0 + HOUR });
+    expect(kcpGate(kcp, m({ timestamp: T0, retryCount: 1 }), 3, true, T0 + 10 * MINUTE)).to.include({
+      kind: 'refused',
+      until: T0 + HOUR,
+    });
     expect(kcpGate(kcp, m({ timestamp: T0, retryCount: 1 }), 3, true, T0 + HOUR).kind).to.equal('ok');
     expect(kcpGate(kcp, m({ retryCount: 5 }), 3, true, T0).kind).to.equal('ok'); // no timestamp: both periods expired
     expect(kcpGate(kcpFacts({ remediationInProgress: { machine: 'x' } }), m(), 3, true, T0).kind).to.equal('wait');
@@ -260,7 +321,10 @@ const STALL = T0 + 21 * MINUTE;
 function stalled(extra: Partial<Parameters<typeof settings>[0]> = {}): Scenario {
   const names = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
   const sc = new Scenario(
-    snapshot({ settings: { maxPerOwner: 100, ...extra }, machines: [withNode(worker('old', { createdAt: T0 - HOUR })), ...names.map((n) => worker(n))] }),
+    snapshot({
+      settings: { maxPerOwner: 100, ...extra },
+      machines: [withNode(worker('old', { createdAt: T0 - HOUR })), ...names.map((n) => worker(n))],
+    }),
   );
   sc.plan();
   const p = sc.at(STALL).plan();
@@ -273,7 +337,9 @@ function stalled(extra: Partial<Parameters<typeof settings>[0]> = {}): Scenario 
 describe('guards: the suspicion and its canaries', () => {
   it('canaryDelay doubles from probeInterval and caps at maxProbeInterval', () => {
     const s = settings();
-    expect([0, 1, 2, 3, 4, 5, 6].map((n) => canaryDelay(s, n) / MINUTE)).to.deep.equal([30, 60, 120, 240, 480, 480, 480]);
+    expect([0, 1, 2, 3, 4, 5, 6].map((n) => canaryDelay(s, n) / MINUTE)).to.deep.equal([
+      30, 60, 120, 240, 480, 480, 480,
+    ]);
   });
 
   it('with defaults, canaries at 30m, 1h30m, 3h30m, 7h30m, 15h30m, 23h30m after the stall, one at a time', () => {
@@ -362,7 +428,10 @@ describe('guards: the suspicion and its canaries', () => {
 
   it('consecutiveJoinFailures 0 turns the suspicion off', () => {
     const sc = new Scenario(
-      snapshot({ settings: { consecutiveJoinFailures: 0, maxInFlight: { count: 5 } }, machines: [withNode(worker('old')), worker('a'), worker('b'), worker('c')] }),
+      snapshot({
+        settings: { consecutiveJoinFailures: 0, maxInFlight: { count: 5 } },
+        machines: [withNode(worker('old')), worker('a'), worker('b'), worker('c')],
+      }),
     );
     sc.plan();
     const p = sc.at(STALL).plan();
@@ -372,7 +441,13 @@ describe('guards: the suspicion and its canaries', () => {
 
   it('a Machine already joined at first sight sets everJoined but resets nothing', () => {
     const s = snapshot({
-      check: check({ status: { everJoined: true, consecutiveJoinFailures: 1, recentFailures: [{ machine: 'x', uid: 'uid-x', kind: 'JoinTimeout', time: '2026-03-01T00:30:00Z' }] } }),
+      check: check({
+        status: {
+          everJoined: true,
+          consecutiveJoinFailures: 1,
+          recentFailures: [{ machine: 'x', uid: 'uid-x', kind: 'JoinTimeout', time: '2026-03-01T00:30:00Z' }],
+        },
+      }),
       machines: [withNode(worker('n', { createdAt: T0 }))],
       now: T0 + HOUR,
     });
@@ -385,7 +460,13 @@ describe('guards: the suspicion and its canaries', () => {
 
   it('a joined Machine created after the newest failure is a join event (it joined while the controller was down)', () => {
     const s = snapshot({
-      check: check({ status: { everJoined: true, consecutiveJoinFailures: 1, recentFailures: [{ machine: 'x', uid: 'uid-x', kind: 'JoinTimeout', time: '2026-03-01T00:30:00Z' }] } }),
+      check: check({
+        status: {
+          everJoined: true,
+          consecutiveJoinFailures: 1,
+          recentFailures: [{ machine: 'x', uid: 'uid-x', kind: 'JoinTimeout', time: '2026-03-01T00:30:00Z' }],
+        },
+      }),
       machines: [withNode(worker('n', { createdAt: T0 + 40 * MINUTE }))],
       now: T0 + HOUR,
     });

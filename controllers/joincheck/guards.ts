@@ -5,7 +5,14 @@
 // unobservable, first control-plane) are settled before a Machine gets here; the failure memory is failures.ts,
 // the budgets budgets.ts.
 import type { ClusterFacts, KcpFacts, MachineFacts } from '../../api/capi/model.js';
-import type { CheckSettings, MachineJoinCheckStatus, OwnerReference, OwnerWindow, ProgressingReason, RequestRecord } from '../../api/v1alpha1/types.js';
+import type {
+  CheckSettings,
+  MachineJoinCheckStatus,
+  OwnerReference,
+  OwnerWindow,
+  ProgressingReason,
+  RequestRecord,
+} from '../../api/v1alpha1/types.js';
 import { budgetGate } from './budgets.js';
 import { nextCanaryAt } from './failures.js';
 import { ownerRef, sameOwner } from './marks.js';
@@ -13,21 +20,41 @@ import { formatDuration, iso } from './time.js';
 import type { MachineVerdict } from './types.js';
 import { endpointOf, failureEvidence, heldBack, listNames, runbook, said } from './words.js';
 
-export { canaryDelay, countFailure, failureRecord, joinSeen, nextCanaryAt, resume, spendCanary, suspicionMessage } from './failures.js';
+export {
+  canaryDelay,
+  countFailure,
+  failureRecord,
+  joinSeen,
+  nextCanaryAt,
+  resume,
+  spendCanary,
+  suspicionMessage,
+} from './failures.js';
 export { budgetGate, inFlight, maxInFlightLimit, recordOwnerRequest, trimWindows, windowStart } from './budgets.js';
 
 // ---- guard 3: never joined ----
 
 /** While nothing in scope ever joined, neverJoinedLimit failures since the last resume stop everything. */
 export function neverJoinedActive(status: MachineJoinCheckStatus, settings: CheckSettings): boolean {
-  return settings.neverJoinedLimit > 0 && status.everJoined !== true && (status.failuresSinceResume ?? 0) >= settings.neverJoinedLimit;
+  return (
+    settings.neverJoinedLimit > 0 &&
+    status.everJoined !== true &&
+    (status.failuresSinceResume ?? 0) >= settings.neverJoinedLimit
+  );
 }
 
 // ---- guard 4: the suspicion holds join timeouts, but for one canary at the cadence ----
 
 export type SuspicionGate = { go: true; canary: boolean } | { go: false };
 
-export function suspicionGate(status: MachineJoinCheckStatus, v: MachineVerdict, raisedNow: boolean, canaryTaken: boolean, settings: CheckSettings, now: number): SuspicionGate {
+export function suspicionGate(
+  status: MachineJoinCheckStatus,
+  v: MachineVerdict,
+  raisedNow: boolean,
+  canaryTaken: boolean,
+  settings: CheckSettings,
+  now: number,
+): SuspicionGate {
   // Provision timeouts are not evidence about the join credential: still remediated.
   if (v.failureKind !== 'JoinTimeout' || status.suspicion === undefined) return { go: true, canary: false };
   if (raisedNow || canaryTaken || now < nextCanaryAt(status.suspicion, settings, now)) return { go: false };
@@ -38,7 +65,10 @@ export function suspicionGate(status: MachineJoinCheckStatus, v: MachineVerdict,
 
 export const KCP_DEFAULT_MIN_HEALTHY_PERIOD_SECONDS = 3600;
 
-export type OwnerGate = { kind: 'ok' } | { kind: 'wait'; until?: number; message: string } | { kind: 'refused'; until?: number; message: string };
+export type OwnerGate =
+  | { kind: 'ok' }
+  | { kind: 'wait'; until?: number; message: string }
+  | { kind: 'refused'; until?: number; message: string };
 
 /**
  * KubeadmControlPlane's own bookkeeping, as its checkRetryLimits reads it (CAPI v1.14 remediation.go): the
@@ -47,12 +77,24 @@ export type OwnerGate = { kind: 'ok' } | { kind: 'wait'; until?: number; message
  * maxRetry (until minHealthyPeriodSeconds has passed, when KCP starts a new sequence). KCP remediates one
  * Machine at a time, and an initialized control plane of one Machine cannot be remediated.
  */
-export function kcpGate(kcp: KcpFacts, m: MachineFacts, kcpMachines: number, initialized: boolean, now: number): OwnerGate {
+export function kcpGate(
+  kcp: KcpFacts,
+  m: MachineFacts,
+  kcpMachines: number,
+  initialized: boolean,
+  now: number,
+): OwnerGate {
   if (kcp.remediationInProgress !== undefined) {
-    return { kind: 'wait', message: `KubeadmControlPlane ${kcp.name} is remediating ${kcp.remediationInProgress.machine ?? 'a Machine'} and takes one at a time` };
+    return {
+      kind: 'wait',
+      message: `KubeadmControlPlane ${kcp.name} is remediating ${kcp.remediationInProgress.machine ?? 'a Machine'} and takes one at a time`,
+    };
   }
   if (initialized && kcpMachines <= 1) {
-    return { kind: 'refused', message: `KubeadmControlPlane ${kcp.name} can't remediate if current replicas are less or equal to 1` };
+    return {
+      kind: 'refused',
+      message: `KubeadmControlPlane ${kcp.name} can't remediate if current replicas are less or equal to 1`,
+    };
   }
   const rf = m.remediationFor;
   if (rf === undefined) return { kind: 'ok' };
@@ -61,7 +103,11 @@ export function kcpGate(kcp: KcpFacts, m: MachineFacts, kcpMachines: number, ini
   const last = rf.timestamp ?? now - 2 * Math.max(minHealthy, retryPeriod);
   if (last + minHealthy <= now) return { kind: 'ok' }; // a new retry sequence
   if (last + retryPeriod > now) {
-    return { kind: 'wait', until: last + retryPeriod, message: `KubeadmControlPlane ${kcp.name} remediated ${rf.machine ?? 'its predecessor'} at ${iso(last)} and waits retryPeriodSeconds until ${iso(last + retryPeriod)}` };
+    return {
+      kind: 'wait',
+      until: last + retryPeriod,
+      message: `KubeadmControlPlane ${kcp.name} remediated ${rf.machine ?? 'its predecessor'} at ${iso(last)} and waits retryPeriodSeconds until ${iso(last + retryPeriod)}`,
+    };
   }
   const retries = rf.retryCount ?? 0;
   if (kcp.remediation.maxRetry !== undefined && retries >= kcp.remediation.maxRetry) {
@@ -80,13 +126,21 @@ export function kcpGate(kcp: KcpFacts, m: MachineFacts, kcpMachines: number, ini
  * An owner that answered CannotBeRemediated to one of JoinGuard's requests, or left one unanswered, is asked
  * nothing more while that Machine is there and has not joined (from the world; a resume does not bring it back).
  */
-export function ownerRefusal(owner: OwnerReference | undefined, requests: readonly RequestRecord[], machinesByUid: { get(uid: string): MachineFacts | undefined }): string | undefined {
+export function ownerRefusal(
+  owner: OwnerReference | undefined,
+  requests: readonly RequestRecord[],
+  machinesByUid: { get(uid: string): MachineFacts | undefined },
+): string | undefined {
   if (owner === undefined) return undefined;
   for (const r of requests) {
     if (!sameOwner(r.owner, owner)) continue;
     const m = machinesByUid.get(r.uid);
     if (m === undefined || m.nodeName !== undefined) continue;
-    if (r.state === 'Open' && m.ownerRemediated?.status === 'False' && m.ownerRemediated.reason === 'CannotBeRemediated') {
+    if (
+      r.state === 'Open' &&
+      m.ownerRemediated?.status === 'False' &&
+      m.ownerRemediated.reason === 'CannotBeRemediated'
+    ) {
       return `${owner.kind}/${owner.name} answered CannotBeRemediated for ${r.machine}${m.ownerRemediated.message ? `: ${m.ownerRemediated.message}` : ''}`;
     }
     if (r.state === 'Withdrawn' && r.withdrawn === 'Unanswered') {
@@ -130,7 +184,13 @@ export type StopReason = Exclude<ProgressingReason, 'AsExpected' | 'Remediating'
 export interface StopContext {
   status: MachineJoinCheckStatus;
   cluster: ClusterFacts;
-  settings: { neverJoinedLimit: number; joinTimeoutMs: number; consecutiveJoinFailures: number; probeIntervalMs: number; maxProbeIntervalMs: number } & Record<string, unknown>;
+  settings: {
+    neverJoinedLimit: number;
+    joinTimeoutMs: number;
+    consecutiveJoinFailures: number;
+    probeIntervalMs: number;
+    maxProbeIntervalMs: number;
+  } & Record<string, unknown>;
   connection: { down: boolean; evidence?: string };
   graceMs: number;
   /** Suspicion message builder (failures.ts owns the words of the suspicion). */
@@ -216,12 +276,14 @@ export const STOPS = [
     gate: (m, _v, _raisedNow, st, w) => {
       const refused = ownerRefusal(ownerRef(m), st.requests, w.machines);
       if (refused !== undefined) return { note: refused };
-      if (m.owner.kind !== 'KubeadmControlPlane' || w.kcp === undefined || w.kcp.name !== m.owner.name) return undefined;
+      if (m.owner.kind !== 'KubeadmControlPlane' || w.kcp === undefined || w.kcp.name !== m.owner.name)
+        return undefined;
       const g = kcpGate(w.kcp, m, w.kcpMachines, w.initialized, w.now);
       if (g.kind === 'wait') return { wait: `${m.name}: ${g.message}`, ...until(g.until) };
       return g.kind === 'refused' ? { note: g.message, ...until(g.until) } : undefined;
     },
-    message: (_c, notes, machines) => `An owner refuses remediation, so JoinGuard does not ask it: ${said(notes)}.${heldBack(machines)} ${runbook('RemediationRefusedByOwner')}`,
+    message: (_c, notes, machines) =>
+      `An owner refuses remediation, so JoinGuard does not ask it: ${said(notes)}.${heldBack(machines)} ${runbook('RemediationRefusedByOwner')}`,
   },
   {
     reason: 'RemediationBudgetExhausted',
@@ -230,7 +292,8 @@ export const STOPS = [
       const b = budgetGate(st.flying, st.ownerWindows, ownerRef(m), w.settings, w.expected);
       return b.ok ? undefined : { note: b.message, ...until(b.frees) };
     },
-    message: (_c, notes, machines) => `A remediation budget holds back requests: ${said(notes)}.${heldBack(machines)} ${runbook('RemediationBudgetExhausted')}`,
+    message: (_c, notes, machines) =>
+      `A remediation budget holds back requests: ${said(notes)}.${heldBack(machines)} ${runbook('RemediationBudgetExhausted')}`,
   },
   {
     reason: 'DryRun',
@@ -248,15 +311,28 @@ const _everyReasonListed: [StopReason] extends [Listed] ? true : never = true;
 
 export const STOPS_IN_ORDER: readonly StopReason[] = STOPS.map((x) => x.reason);
 /** Stops that announce themselves with a RemediationRestricted event when they begin. */
-export const RESTRICTING = Object.fromEntries(STOPS.map((x) => [x.reason, x.restricting])) as Readonly<Record<StopReason, boolean>>;
+export const RESTRICTING = Object.fromEntries(STOPS.map((x) => [x.reason, x.restricting])) as Readonly<
+  Record<StopReason, boolean>
+>;
 const BY_REASON = new Map<StopReason, Stop>(STOPS.map((x) => [x.reason, x]));
 
-export function stopMessage(reason: StopReason, c: StopContext, notes: readonly string[], machines: readonly string[]): string {
+export function stopMessage(
+  reason: StopReason,
+  c: StopContext,
+  notes: readonly string[],
+  machines: readonly string[],
+): string {
   return BY_REASON.get(reason)!.message(c, notes, machines);
 }
 
 /** The guards of the chain in STOPS order for one Stuck Machine: the first that holds it says why (and when it may free). */
-export function guardChain(m: MachineFacts, v: MachineVerdict, raisedNow: boolean, st: GuardState, w: GuardWorld): GuardResult {
+export function guardChain(
+  m: MachineFacts,
+  v: MachineVerdict,
+  raisedNow: boolean,
+  st: GuardState,
+  w: GuardWorld,
+): GuardResult {
   for (const s of STOPS) {
     const g = 'gate' in s ? s.gate(m, v, raisedNow, st, w) : undefined;
     if (g === undefined) continue;

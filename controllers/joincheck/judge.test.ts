@@ -3,7 +3,19 @@
 import { expect } from 'chai';
 import type { MachineFacts } from '../../api/capi/model.js';
 import { plan } from './planner.js';
-import { HOUR, MINUTE, SECOND, T0, check, clusterFacts, provisioning, snapshot, withNode, worker, type SnapshotOverrides } from './testing/builders.js';
+import {
+  HOUR,
+  MINUTE,
+  SECOND,
+  T0,
+  check,
+  clusterFacts,
+  provisioning,
+  snapshot,
+  withNode,
+  worker,
+  type SnapshotOverrides,
+} from './testing/builders.js';
 import { Scenario, cond, intentOf, progressingReason, requested, verdictOf } from './testing/scenario.js';
 import type { MachineVerdict } from './types.js';
 
@@ -18,7 +30,12 @@ interface Row {
 const AFTER = T0 + 30 * MINUTE; // past the default join deadline (T0+21m)
 
 const rows: Row[] = [
-  { name: 'deleting wins over everything', machine: withNode(worker('m', { deletingSince: T0 + MINUTE })), at: AFTER, expect: { state: 'Deleting' } },
+  {
+    name: 'deleting wins over everything',
+    machine: withNode(worker('m', { deletingSince: T0 + MINUTE })),
+    at: AFTER,
+    expect: { state: 'Deleting' },
+  },
   { name: 'nodeRef set: Joined', machine: withNode(worker('m')), at: AFTER, expect: { state: 'Joined' } },
   {
     name: 'a workload Node with its providerID: Joined before nodeRef',
@@ -27,17 +44,43 @@ const rows: Row[] = [
     s: { workloadNodes: [{ name: 'n1', providerID: 'sim://m' }] },
     expect: { state: 'Joined' },
   },
-  { name: 'joinguard.io/skip: Skipped', machine: worker('m', { skipReason: 'joinguard.io/skip' }), at: AFTER, expect: { state: 'Skipped' } },
-  { name: 'skip-remediation: Skipped', machine: worker('m', { skipReason: 'cluster.x-k8s.io/skip-remediation' }), at: AFTER, expect: { state: 'Skipped' } },
-  { name: 'paused Cluster: Skipped', machine: worker('m'), at: AFTER, s: { cluster: clusterFacts({ paused: true }) }, expect: { state: 'Skipped' } },
+  {
+    name: 'joinguard.io/skip: Skipped',
+    machine: worker('m', { skipReason: 'joinguard.io/skip' }),
+    at: AFTER,
+    expect: { state: 'Skipped' },
+  },
+  {
+    name: 'skip-remediation: Skipped',
+    machine: worker('m', { skipReason: 'cluster.x-k8s.io/skip-remediation' }),
+    at: AFTER,
+    expect: { state: 'Skipped' },
+  },
+  {
+    name: 'paused Cluster: Skipped',
+    machine: worker('m'),
+    at: AFTER,
+    s: { cluster: clusterFacts({ paused: true }) },
+    expect: { state: 'Skipped' },
+  },
   {
     name: "someone else's mark (HealthCheckSucceeded=False): Remediating",
     machine: worker('m', { healthCheckSucceeded: { status: 'False', reason: 'NodeStartupTimeout' } }),
     at: AFTER,
     expect: { state: 'Remediating' },
   },
-  { name: 'the remediate annotation: Remediating', machine: worker('m', { remediateAnnotation: true }), at: AFTER, expect: { state: 'Remediating' } },
-  { name: 'infrastructure not ready: Provisioning, clock from creation', machine: provisioning('m'), at: AFTER, expect: { state: 'Provisioning', clockStart: T0 } },
+  {
+    name: 'the remediate annotation: Remediating',
+    machine: worker('m', { remediateAnnotation: true }),
+    at: AFTER,
+    expect: { state: 'Remediating' },
+  },
+  {
+    name: 'infrastructure not ready: Provisioning, clock from creation',
+    machine: provisioning('m'),
+    at: AFTER,
+    expect: { state: 'Provisioning', clockStart: T0 },
+  },
   {
     name: 'provisionTimeout passed: Stuck(ProvisionTimeout)',
     machine: provisioning('m'),
@@ -51,21 +94,45 @@ const rows: Row[] = [
     name: "a worker's provision clock starts at the later of creation and the control plane's initialization",
     machine: provisioning('m'),
     at: T0 + 30 * MINUTE,
-    s: { settings: { provisionTimeoutMs: 15 * MINUTE }, cluster: clusterFacts({ controlPlaneInitialized: { value: true, since: T0 + 20 * MINUTE } }) },
+    s: {
+      settings: { provisionTimeoutMs: 15 * MINUTE },
+      cluster: clusterFacts({ controlPlaneInitialized: { value: true, since: T0 + 20 * MINUTE } }),
+    },
     expect: { state: 'Provisioning', clockStart: T0 + 20 * MINUTE, deadline: T0 + 35 * MINUTE },
   },
   {
     name: 'a worker still provisioning provisionTimeout after the initialization: Stuck(ProvisionTimeout)',
     machine: provisioning('m'),
     at: T0 + 35 * MINUTE,
-    s: { settings: { provisionTimeoutMs: 15 * MINUTE }, cluster: clusterFacts({ controlPlaneInitialized: { value: true, since: T0 + 20 * MINUTE } }) },
-    expect: { state: 'Stuck', failureKind: 'ProvisionTimeout', clockStart: T0 + 20 * MINUTE, deadline: T0 + 35 * MINUTE },
+    s: {
+      settings: { provisionTimeoutMs: 15 * MINUTE },
+      cluster: clusterFacts({ controlPlaneInitialized: { value: true, since: T0 + 20 * MINUTE } }),
+    },
+    expect: {
+      state: 'Stuck',
+      failureKind: 'ProvisionTimeout',
+      clockStart: T0 + 20 * MINUTE,
+      deadline: T0 + 35 * MINUTE,
+    },
   },
-  { name: 'ready, no Node, within joinTimeout: Joining', machine: worker('m'), at: T0 + 20 * MINUTE, expect: { state: 'Joining', clockStart: T0 + MINUTE, deadline: T0 + 21 * MINUTE } },
-  { name: 'at the deadline: Stuck(JoinTimeout)', machine: worker('m'), at: T0 + 21 * MINUTE, expect: { state: 'Stuck', failureKind: 'JoinTimeout' } },
+  {
+    name: 'ready, no Node, within joinTimeout: Joining',
+    machine: worker('m'),
+    at: T0 + 20 * MINUTE,
+    expect: { state: 'Joining', clockStart: T0 + MINUTE, deadline: T0 + 21 * MINUTE },
+  },
+  {
+    name: 'at the deadline: Stuck(JoinTimeout)',
+    machine: worker('m'),
+    at: T0 + 21 * MINUTE,
+    expect: { state: 'Stuck', failureKind: 'JoinTimeout' },
+  },
   {
     name: 'the join clock starts at the latest of creation, infrastructure ready, bootstrap ready, control plane initialized',
-    machine: worker('m', { infrastructureReady: { value: true, since: T0 + 3 * MINUTE }, bootstrapReady: { value: true, since: T0 + 5 * MINUTE } }),
+    machine: worker('m', {
+      infrastructureReady: { value: true, since: T0 + 3 * MINUTE },
+      bootstrapReady: { value: true, since: T0 + 5 * MINUTE },
+    }),
     at: T0 + 10 * MINUTE,
     s: { cluster: clusterFacts({ controlPlaneInitialized: { value: true, since: T0 + 7 * MINUTE } }) },
     expect: { state: 'Joining', clockStart: T0 + 7 * MINUTE },
@@ -84,7 +151,12 @@ const rows: Row[] = [
     s: { cluster: clusterFacts({ remoteConnection: { value: false } }) },
     expect: { state: 'Unobservable', hold: 'ConnectionDown', pastDeadline: true },
   },
-  { name: 'NodeReady ConnectionDown: Unobservable', machine: worker('m', { nodeConnectionDown: true }), at: AFTER, expect: { state: 'Unobservable', pastDeadline: true } },
+  {
+    name: 'NodeReady ConnectionDown: Unobservable',
+    machine: worker('m', { nodeConnectionDown: true }),
+    at: AFTER,
+    expect: { state: 'Unobservable', pastDeadline: true },
+  },
   {
     name: 'connection back less than the grace ago: Held',
     machine: worker('m'),
@@ -111,9 +183,12 @@ const rows: Row[] = [
 describe('judge: how a Machine is judged', () => {
   for (const r of rows) {
     it(r.name, () => {
-      const p = plan(snapshot({ machines: [withNode(worker('old', { createdAt: T0 - HOUR })), r.machine], now: r.at, ...r.s }));
+      const p = plan(
+        snapshot({ machines: [withNode(worker('old', { createdAt: T0 - HOUR })), r.machine], now: r.at, ...r.s }),
+      );
       const v = verdictOf(p, 'm');
-      for (const [k, want] of Object.entries(r.expect)) expect((v as unknown as Record<string, unknown>)[k], k).to.equal(want);
+      for (const [k, want] of Object.entries(r.expect))
+        expect((v as unknown as Record<string, unknown>)[k], k).to.equal(want);
     });
   }
 
@@ -141,12 +216,22 @@ describe('judge: how a Machine is judged', () => {
     const late = plan(snapshot({ machines: [worker('m')], now: AFTER, ...down }));
     const c = cond(late.status, 'Progressing');
     expect(c?.reason).to.equal('ControlPlaneEndpointUnreachable');
-    expect(c?.message).to.contain('10.0.0.10:6443').and.contain('RemoteConnectionProbe').and.contain('/docs/runbook.md#controlplaneendpointunreachable');
+    expect(c?.message)
+      .to.contain('10.0.0.10:6443')
+      .and.contain('RemoteConnectionProbe')
+      .and.contain('/docs/runbook.md#controlplaneendpointunreachable');
     expect(late.intents).to.deep.equal([]);
   });
 
   it('without a probe transition time, the grace starts when the controller saw the connection back', () => {
-    const sc = new Scenario(snapshot({ cluster: clusterFacts({ remoteConnection: undefined }), machines: [worker('m', { nodeConnectionDown: true })], now: AFTER, connectionGraceMs: 30 * SECOND }));
+    const sc = new Scenario(
+      snapshot({
+        cluster: clusterFacts({ remoteConnection: undefined }),
+        machines: [worker('m', { nodeConnectionDown: true })],
+        now: AFTER,
+        connectionGraceMs: 30 * SECOND,
+      }),
+    );
     sc.plan();
     expect(sc.status.connectionDownSeen).to.equal('2026-03-01T00:30:00Z');
     sc.update('m', { nodeConnectionDown: false });
@@ -162,7 +247,14 @@ describe('judge: how a Machine is judged', () => {
   });
 
   it('before the control plane is initialized the connection is not a reason for anything', () => {
-    const p = plan(snapshot({ check: check(), cluster: clusterFacts({ controlPlaneInitialized: { value: false }, remoteConnection: { value: false } }), machines: [worker('m')], now: AFTER }));
+    const p = plan(
+      snapshot({
+        check: check(),
+        cluster: clusterFacts({ controlPlaneInitialized: { value: false }, remoteConnection: { value: false } }),
+        machines: [worker('m')],
+        now: AFTER,
+      }),
+    );
     expect(progressingReason(p)).to.equal('AsExpected');
   });
 
@@ -173,7 +265,12 @@ describe('judge: how a Machine is judged', () => {
 
   it('a condition time in the future (year 2999) is not trusted: the first time seen stands, and the Machine is judged', () => {
     const future = Date.parse('2999-01-01T00:00:00Z');
-    const sc = new Scenario(snapshot({ machines: [worker('m', { infrastructureReady: { value: true, since: future } })], now: T0 + 5 * MINUTE }));
+    const sc = new Scenario(
+      snapshot({
+        machines: [worker('m', { infrastructureReady: { value: true, since: future } })],
+        now: T0 + 5 * MINUTE,
+      }),
+    );
     const p = sc.plan();
     expect(verdictOf(p, 'm')).to.include({ state: 'Joining', clockStart: T0 + 5 * MINUTE });
     expect(p.status.observations?.[0]).to.include({ uid: 'uid-m', readySeen: '2026-03-01T00:05:00Z' });
@@ -181,7 +278,12 @@ describe('judge: how a Machine is judged', () => {
   });
 
   it('a time a little ahead of the controller clock (skew under a minute) is believed', () => {
-    const p = plan(snapshot({ machines: [worker('m', { infrastructureReady: { value: true, since: T0 + 5 * MINUTE + 30 * SECOND } })], now: T0 + 5 * MINUTE }));
+    const p = plan(
+      snapshot({
+        machines: [worker('m', { infrastructureReady: { value: true, since: T0 + 5 * MINUTE + 30 * SECOND } })],
+        now: T0 + 5 * MINUTE,
+      }),
+    );
     expect(verdictOf(p, 'm').clockStart).to.equal(T0 + 5 * MINUTE + 30 * SECOND);
     expect(p.status.observations).to.equal(undefined);
   });
@@ -207,16 +309,24 @@ describe('judge: how a Machine is judged', () => {
     expect(verdictOf(restarted, 'm').deadline).to.equal(T0 + 21 * MINUTE);
   });
 
-  it('the Cluster\'s ControlPlaneInitialized time in the future falls back to the first time seen', () => {
+  it("the Cluster's ControlPlaneInitialized time in the future falls back to the first time seen", () => {
     const future = Date.parse('2999-01-01T00:00:00Z');
-    const p = plan(snapshot({ cluster: clusterFacts({ controlPlaneInitialized: { value: true, since: future } }), machines: [worker('m')], now: T0 + 5 * MINUTE }));
+    const p = plan(
+      snapshot({
+        cluster: clusterFacts({ controlPlaneInitialized: { value: true, since: future } }),
+        machines: [worker('m')],
+        now: T0 + 5 * MINUTE,
+      }),
+    );
     expect(verdictOf(p, 'm').clockStart).to.equal(T0 + 5 * MINUTE);
     expect(p.status.controlPlaneInitializedSeen).to.equal('2026-03-01T00:05:00Z');
   });
 
   it('a RemoteConnectionProbe transition time in the future does not hold verdicts forever', () => {
     const future = Date.parse('2999-01-01T00:00:00Z');
-    const sc = new Scenario(snapshot({ cluster: clusterFacts({ remoteConnection: { value: false } }), machines: [worker('m')], now: AFTER }));
+    const sc = new Scenario(
+      snapshot({ cluster: clusterFacts({ remoteConnection: { value: false } }), machines: [worker('m')], now: AFTER }),
+    );
     sc.plan();
     sc.with({ cluster: clusterFacts({ remoteConnection: { value: true, since: future } }) });
     expect(verdictOf(sc.at(AFTER + MINUTE).plan(), 'm').hold).to.equal('ConnectionGrace');

@@ -3,16 +3,26 @@
 // and one verdict per Machine. Transition times come from the objects' conditions while they are True; a time
 // that is missing, in the future, or that moved later while its flag stayed true is not trusted: the first
 // time seen stands, and only then is a time kept in status (observations[].readySeen).
-import { carriesAnyMark, type ClusterFacts, type KcpFacts, type MachineFacts, type WorkloadNodeFacts } from '../../api/capi/model.js';
+import {
+  carriesAnyMark,
+  type ClusterFacts,
+  type KcpFacts,
+  type MachineFacts,
+  type WorkloadNodeFacts,
+} from '../../api/capi/model.js';
 import { matchesSelector } from '../../api/capi/selector.js';
 import type { CheckSettings, MachineJoinCheckStatus, MachineObservation } from '../../api/v1alpha1/types.js';
 import { formatDuration, iso, latest, ms, trusted } from './time.js';
 
 export { CLOCK_SKEW_MS, trusted } from './time.js';
-export { connectionState, DEFAULT_CONNECTION_GRACE_MS, type ConnectionMemory, type ConnectionState } from './connection.js';
+export {
+  connectionState,
+  DEFAULT_CONNECTION_GRACE_MS,
+  type ConnectionMemory,
+  type ConnectionState,
+} from './connection.js';
 import type { ConnectionState } from './connection.js';
 import type { MachineVerdict, PreviousView } from './types.js';
-
 
 // ---- scope ----
 
@@ -66,7 +76,12 @@ export function controlPlaneInitialized(cluster: ClusterFacts, kcp: KcpFacts | u
 // ---- clocks ----
 
 /** When the control plane was initialized: the condition's time, else the first time we saw it (kept). */
-export function controlPlaneInitializedAt(cluster: ClusterFacts, initialized: boolean, prev: MachineJoinCheckStatus, now: number): { at?: number; seen?: string } {
+export function controlPlaneInitializedAt(
+  cluster: ClusterFacts,
+  initialized: boolean,
+  prev: MachineJoinCheckStatus,
+  now: number,
+): { at?: number; seen?: string } {
   if (!initialized) return {};
   const since = trusted(cluster.controlPlaneInitialized.since, now);
   if (since !== undefined) return { at: since };
@@ -109,12 +124,21 @@ export interface JoinClockInputs {
 }
 
 /** The provision clock: from creation, and for every Machine but the first control-plane one not before initialization. */
-export function provisionClockStart(m: MachineFacts, firstControlPlane: boolean, controlPlaneInitializedAt: number | undefined): number {
+export function provisionClockStart(
+  m: MachineFacts,
+  firstControlPlane: boolean,
+  controlPlaneInitializedAt: number | undefined,
+): number {
   return latest(m.createdAt, firstControlPlane ? undefined : controlPlaneInitializedAt) as number;
 }
 
 export function joinClockStart(m: MachineFacts, i: JoinClockInputs): number {
-  return latest(m.createdAt, i.readyAt, i.firstControlPlane ? undefined : i.controlPlaneInitializedAt, i.notBefore) as number;
+  return latest(
+    m.createdAt,
+    i.readyAt,
+    i.firstControlPlane ? undefined : i.controlPlaneInitializedAt,
+    i.notBefore,
+  ) as number;
 }
 
 // ---- verdicts ----
@@ -146,11 +170,19 @@ const settled = new WeakMap<MachineFacts, MachineVerdict>();
 
 /** One Machine -> one verdict: Deleting, Joined, Skipped, Remediating, then the clock verdicts and the holds. */
 export function judge(m: MachineFacts, ctx: VerdictContext): MachineVerdict {
-  const v = (state: MachineVerdict['state'], reason: string): MachineVerdict => ({ machine: m.name, uid: m.uid, state, reason });
+  const v = (state: MachineVerdict['state'], reason: string): MachineVerdict => ({
+    machine: m.name,
+    uid: m.uid,
+    state,
+    reason,
+  });
   if (m.deletingSince !== undefined || m.nodeName !== undefined) {
     let known = settled.get(m);
     if (known === undefined) {
-      known = m.deletingSince !== undefined ? v('Deleting', `being deleted since ${iso(m.deletingSince)}`) : v('Joined', `Node ${m.nodeName}`);
+      known =
+        m.deletingSince !== undefined
+          ? v('Deleting', `being deleted since ${iso(m.deletingSince)}`)
+          : v('Joined', `Node ${m.nodeName}`);
       settled.set(m, known);
     }
     return known;
@@ -170,13 +202,25 @@ export function judge(m: MachineFacts, ctx: VerdictContext): MachineVerdict {
     pastDeadline: u.state === 'Stuck',
     reason,
   });
-  if (!isFirst && ctx.connection.down) return held('ConnectionDown', 'Unobservable', `no verdict while ${ctx.connection.evidence}`);
+  if (!isFirst && ctx.connection.down)
+    return held('ConnectionDown', 'Unobservable', `no verdict while ${ctx.connection.evidence}`);
   if (!isFirst && ctx.connection.graceUntil !== undefined) {
-    return held('ConnectionGrace', 'Held', `${ctx.connection.evidence}: verdicts resume at ${iso(ctx.connection.graceUntil)}`);
+    return held(
+      'ConnectionGrace',
+      'Held',
+      `${ctx.connection.evidence}: verdicts resume at ${iso(ctx.connection.graceUntil)}`,
+    );
   }
   const unnamed = (ctx.nodes ?? []).filter((n) => n.providerID === undefined || n.providerID === '');
   if (unnamed.length > 0 && u.state !== 'Held') {
-    return held('NodeWithoutProviderID', 'Held', `a Node has no providerID yet (${unnamed.map((n) => n.name).sort().join(', ')}): it may be this Machine's`);
+    return held(
+      'NodeWithoutProviderID',
+      'Held',
+      `a Node has no providerID yet (${unnamed
+        .map((n) => n.name)
+        .sort()
+        .join(', ')}): it may be this Machine's`,
+    );
   }
   return u;
 }
@@ -184,7 +228,8 @@ export function judge(m: MachineFacts, ctx: VerdictContext): MachineVerdict {
 /** Already asked to be replaced, by JoinGuard or by someone else: never acted on twice. */
 export function remediationMark(m: MachineFacts, openRequests: ReadonlySet<string>): string | undefined {
   if (openRequests.has(m.uid)) return 'JoinGuard asked for its replacement';
-  if (m.healthCheckSucceeded?.status === 'False') return `already marked for remediation: HealthCheckSucceeded is False (${m.healthCheckSucceeded.reason ?? 'no reason'})`;
+  if (m.healthCheckSucceeded?.status === 'False')
+    return `already marked for remediation: HealthCheckSucceeded is False (${m.healthCheckSucceeded.reason ?? 'no reason'})`;
   if (m.remediateAnnotation) return 'already marked for remediation: annotation cluster.x-k8s.io/remediate-machine';
   if (m.joinGuardJoined?.status === 'False') return 'already marked: JoinGuardJoined is False';
   return undefined;
@@ -193,14 +238,30 @@ export function remediationMark(m: MachineFacts, openRequests: ReadonlySet<strin
 const EXTENDED_ONCE = ', extended once after the endpoint answered';
 
 function clockVerdict(m: MachineFacts, ctx: VerdictContext, isFirst: boolean): MachineVerdict {
-  const base: MachineVerdict = { machine: m.name, uid: m.uid, state: 'Joining', reason: '', ...(isFirst ? { firstControlPlane: true } : {}) };
+  const base: MachineVerdict = {
+    machine: m.name,
+    uid: m.uid,
+    state: 'Joining',
+    reason: '',
+    ...(isFirst ? { firstControlPlane: true } : {}),
+  };
   const { settings, now } = ctx;
 
   if (!ctx.initialized && !isFirst) {
     const first = ctx.firstControlPlane;
     return ctx.firstControlPlanePending && first !== undefined
-      ? { ...base, state: 'Held', hold: 'FirstControlPlane', reason: `waiting for the first control-plane Machine ${first.name}` }
-      : { ...base, state: 'Held', hold: 'ControlPlaneNotInitialized', reason: 'waiting for the control plane to be initialized' };
+      ? {
+          ...base,
+          state: 'Held',
+          hold: 'FirstControlPlane',
+          reason: `waiting for the first control-plane Machine ${first.name}`,
+        }
+      : {
+          ...base,
+          state: 'Held',
+          hold: 'ControlPlaneNotInitialized',
+          reason: 'waiting for the control plane to be initialized',
+        };
   }
 
   const readyAt = ctx.readyAt.get(m.uid);
@@ -221,7 +282,13 @@ function clockVerdict(m: MachineFacts, ctx: VerdictContext, isFirst: boolean): M
         reason: `${what} not ready ${formatDuration(now - start)} after ${from} (provisionTimeout ${formatDuration(settings.provisionTimeoutMs as number)})`,
       };
     }
-    return { ...base, state: 'Provisioning', clockStart: start, ...(deadline !== undefined ? { deadline } : {}), reason: `waiting for ${what}` };
+    return {
+      ...base,
+      state: 'Provisioning',
+      clockStart: start,
+      ...(deadline !== undefined ? { deadline } : {}),
+      reason: `waiting for ${what}`,
+    };
   }
 
   const prevFirst = ctx.previousFirstControlPlane;
@@ -237,7 +304,9 @@ function clockVerdict(m: MachineFacts, ctx: VerdictContext, isFirst: boolean): M
   const start = joinClockStart(m, {
     firstControlPlane: isFirst,
     readyAt,
-    ...(ctx.controlPlaneInitializedAt !== undefined ? { controlPlaneInitializedAt: ctx.controlPlaneInitializedAt } : {}),
+    ...(ctx.controlPlaneInitializedAt !== undefined
+      ? { controlPlaneInitializedAt: ctx.controlPlaneInitializedAt }
+      : {}),
     ...(replacing ? { notBefore: ms(prevFirst.goneTime) } : {}),
   });
   let deadline = start + settings.joinTimeoutMs;
@@ -263,5 +332,9 @@ function clockVerdict(m: MachineFacts, ctx: VerdictContext, isFirst: boolean): M
         `(joinTimeout ${formatDuration(settings.joinTimeoutMs)}${extended ? EXTENDED_ONCE : ''})`,
     };
   }
-  return { ...timed, state: 'Joining', reason: `no Node yet; join clock started at ${iso(start)}, deadline ${iso(deadline)}` };
+  return {
+    ...timed,
+    state: 'Joining',
+    reason: `no Node yet; join clock started at ${iso(start)}, deadline ${iso(deadline)}`,
+  };
 }

@@ -7,7 +7,12 @@ import { machineFacts, withNode } from './testing/builders.js';
 const CK = 'default/c1';
 const POOL_A = { matchLabels: { pool: 'a' } };
 
-function fleet(): { index: MachineIndex; facts: Map<string, MachineFacts>; put: (m: MachineFacts) => void; drop: (name: string) => void } {
+function fleet(): {
+  index: MachineIndex;
+  facts: Map<string, MachineFacts>;
+  put: (m: MachineFacts) => void;
+  drop: (name: string) => void;
+} {
   const facts = new Map<string, MachineFacts>();
   const index = new MachineIndex((key) => facts.get(key));
   return {
@@ -80,7 +85,14 @@ describe('MachineIndex: the settled partition', () => {
     f.put(joined('down', { nodeConnectionDown: true }));
     f.index.watch('default/mjc', CK, POOL_A);
     f.index.consumed('default/mjc', f.index.planned('default/mjc', CK, []));
-    expect(names(f.index.planned('default/mjc', CK, []))).to.deep.equal(['annotated', 'cp', 'deleting', 'down', 'hc', 'skip']);
+    expect(names(f.index.planned('default/mjc', CK, []))).to.deep.equal([
+      'annotated',
+      'cp',
+      'deleting',
+      'down',
+      'hc',
+      'skip',
+    ]);
     expect(f.index.settled('default/mjc', CK, []).total).to.equal(0);
   });
 
@@ -108,6 +120,13 @@ describe('MachineIndex: the settled partition', () => {
 
   it('reads the uids a status names defensively (status is user-writable)', () => {
     expect(namedUids(undefined)).to.deep.equal([]);
-    expect(namedUids({ observations: [{ machine: 'm', uid: 'u1' }], requests: 'nonsense' as never, recentFailures: [null as never, { uid: 7 } as never], firstControlPlane: { replaced: { machine: 'c', uid: 'u2', time: '' } } })).to.deep.equal(['u1', 'u2']);
+    expect(
+      namedUids({
+        observations: [{ machine: 'm', uid: 'u1' }],
+        requests: 'nonsense' as never,
+        recentFailures: [null as never, { uid: 7 } as never],
+        firstControlPlane: { replaced: { machine: 'c', uid: 'u2', time: '' } },
+      }),
+    ).to.deep.equal(['u1', 'u2']);
   });
 });

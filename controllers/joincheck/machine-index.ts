@@ -74,7 +74,12 @@ export class MachineIndex {
     const before = this.known.get(key);
     if (before !== undefined) this.leave(key, before);
     if (ck === undefined) return;
-    const now: Known = { ck, ...(facts ? { uid: facts.uid } : {}), labels: facts?.labels ?? {}, settled: !malformed && facts !== undefined && isSettled(facts) };
+    const now: Known = {
+      ck,
+      ...(facts ? { uid: facts.uid } : {}),
+      labels: facts?.labels ?? {},
+      settled: !malformed && facts !== undefined && isSettled(facts),
+    };
     this.known.set(key, now);
     this.all.set(key, ck);
     if (now.uid !== undefined) this.byUid.set(now.uid, key);
@@ -193,7 +198,9 @@ export class MachineIndex {
 export function namedUids(status: MachineJoinCheckStatus | undefined): string[] {
   if (status === undefined || status === null || typeof status !== 'object') return [];
   const lists: unknown[] = [status.observations, status.requests, status.recentFailures, status.remediations];
-  const uids: unknown[] = lists.flatMap((l) => (Array.isArray(l) ? l.map((x: { uid?: unknown } | null) => x?.uid) : []));
+  const uids: unknown[] = lists.flatMap((l) =>
+    Array.isArray(l) ? l.map((x: { uid?: unknown } | null) => x?.uid) : [],
+  );
   uids.push(status.firstControlPlane?.replaced?.uid);
   return uids.filter((u): u is string => typeof u === 'string');
 }

@@ -3,7 +3,12 @@
 // writes it (PATHS), a withdrawal's marker last. 404 is gone, 409 a conflict to decide again; a lost leadership
 // throws; any other refusal is this Machine's.
 import type { Logger } from 'winston';
-import { markForRemediation, setJoinGuardCondition, statusPatch, withdrawConditions } from '../../api/capi/remediation-writes.js';
+import {
+  markForRemediation,
+  setJoinGuardCondition,
+  statusPatch,
+  withdrawConditions,
+} from '../../api/capi/remediation-writes.js';
 import { carriesAnyMark, type CapiApiVersion, type MachineFacts } from '../../api/capi/model.js';
 import { ANNOTATION_REQUESTED_BY, CAPI_ANNOTATION_REMEDIATE_MACHINE } from '../../api/v1alpha1/types.js';
 import { isConflict, isNotFound, pathOf, type Json, type Resource, type RestClient } from '../../runtime/rest.js';
@@ -48,7 +53,13 @@ export function factsOf(s: Snapshot, uid: string): MachineFacts | undefined {
   return s.machines.find((m) => m.uid === uid);
 }
 
-export async function converge(deps: WriteDeps, res: Resource, i: MarkIntent, live: { machines: ReadonlyMap<string, Json | null> }, s: Snapshot): Promise<Converged> {
+export async function converge(
+  deps: WriteDeps,
+  res: Resource,
+  i: MarkIntent,
+  live: { machines: ReadonlyMap<string, Json | null> },
+  s: Snapshot,
+): Promise<Converged> {
   const raw = live.machines.get(i.machine.uid);
   const facts = factsOf(s, i.machine.uid);
   if (raw === null) return 'gone';
@@ -65,9 +76,15 @@ export async function converge(deps: WriteDeps, res: Resource, i: MarkIntent, li
         break;
       case 'mark': {
         // The marker first (recognisable from the Machine alone), then the mark; the annotation path in one patch.
-        const marker = i.marker !== undefined && facts!.requestedBy !== i.marker ? { [ANNOTATION_REQUESTED_BY]: i.marker } : {};
+        const marker =
+          i.marker !== undefined && facts!.requestedBy !== i.marker ? { [ANNOTATION_REQUESTED_BY]: i.marker } : {};
         if (PATHS[i.path].write === 'annotation') {
-          deps.remember('machine', await deps.rest.mergePatch(path, { metadata: { resourceVersion: rv, annotations: { ...marker, [CAPI_ANNOTATION_REMEDIATE_MACHINE]: '' } } }));
+          deps.remember(
+            'machine',
+            await deps.rest.mergePatch(path, {
+              metadata: { resourceVersion: rv, annotations: { ...marker, [CAPI_ANNOTATION_REMEDIATE_MACHINE]: '' } },
+            }),
+          );
           break;
         }
         let current = raw;
@@ -77,8 +94,18 @@ export async function converge(deps: WriteDeps, res: Resource, i: MarkIntent, li
         }
         const write =
           PATHS[i.path].write === 'joinGuardCondition'
-            ? setJoinGuardCondition(current, deps.apiVersion, { status: 'False', reason: i.kind, message: i.message, now })
-            : markForRemediation(current, deps.apiVersion, { kind: i.kind, message: i.message, now, setOwnerRemediated: true });
+            ? setJoinGuardCondition(current, deps.apiVersion, {
+                status: 'False',
+                reason: i.kind,
+                message: i.message,
+                now,
+              })
+            : markForRemediation(current, deps.apiVersion, {
+                kind: i.kind,
+                message: i.message,
+                now,
+                setOwnerRemediated: true,
+              });
         deps.remember('machine', await deps.rest.mergePatch(`${path}/status`, statusPatch(current, write)));
         break;
       }
@@ -89,15 +116,30 @@ export async function converge(deps: WriteDeps, res: Resource, i: MarkIntent, li
         let current = raw;
         if (c.annotation || (marker && !conditions)) {
           // First the annotation, so the MachineHealthCheck stops marking it; then the conditions; the marker last.
-          const annotations = { ...(c.annotation ? { [CAPI_ANNOTATION_REMEDIATE_MACHINE]: null } : {}), ...(marker && !conditions ? { [ANNOTATION_REQUESTED_BY]: null } : {}) };
+          const annotations = {
+            ...(c.annotation ? { [CAPI_ANNOTATION_REMEDIATE_MACHINE]: null } : {}),
+            ...(marker && !conditions ? { [ANNOTATION_REQUESTED_BY]: null } : {}),
+          };
           current = await deps.rest.mergePatch(path, { metadata: { resourceVersion: rv, annotations } });
           deps.remember('machine', current);
         }
         if (conditions) {
-          const write = withdrawConditions(current, deps.apiVersion, now, { healthCheck: c.healthCheck, condition: c.condition });
+          const write = withdrawConditions(current, deps.apiVersion, now, {
+            healthCheck: c.healthCheck,
+            condition: c.condition,
+          });
           current = await deps.rest.mergePatch(`${path}/status`, statusPatch(current, write));
           deps.remember('machine', current);
-          if (marker) deps.remember('machine', await deps.rest.mergePatch(path, { metadata: { resourceVersion: current.metadata.resourceVersion, annotations: { [ANNOTATION_REQUESTED_BY]: null } } }));
+          if (marker)
+            deps.remember(
+              'machine',
+              await deps.rest.mergePatch(path, {
+                metadata: {
+                  resourceVersion: current.metadata.resourceVersion,
+                  annotations: { [ANNOTATION_REQUESTED_BY]: null },
+                },
+              }),
+            );
         }
         break;
       }

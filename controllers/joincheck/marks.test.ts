@@ -6,7 +6,18 @@ import { expect } from 'chai';
 import type { MachineFacts } from '../../api/capi/model.js';
 import type { RemediationStrategy } from '../../api/v1alpha1/types.js';
 import { choosePath, causedMarks, type PathChoice } from './marks.js';
-import { HOUR, MINUTE, SECOND, T0, cpMachine, mhcFacts, settings, snapshot, withNode, worker } from './testing/builders.js';
+import {
+  HOUR,
+  MINUTE,
+  SECOND,
+  T0,
+  cpMachine,
+  mhcFacts,
+  settings,
+  snapshot,
+  withNode,
+  worker,
+} from './testing/builders.js';
 import { Scenario, cond, eventReasons, intentOf, progressingReason, requestOf, requested } from './testing/scenario.js';
 import type { CapiInfo } from './types.js';
 
@@ -16,7 +27,9 @@ const cp = cpMachine('cp');
 const orphan = worker('o', { owner: { kind: 'None', controlPlane: false } });
 const pool = worker('p', { owner: { kind: 'MachinePool', name: 'mp', controlPlane: false }, machinePool: true });
 const other = worker('x', { owner: { kind: 'Other', rawKind: 'FooSet', name: 'foo', controlPlane: false } });
-const otherCp = cpMachine('y', { owner: { kind: 'Other', rawKind: 'AcmeControlPlane', name: 'acme', controlPlane: true } });
+const otherCp = cpMachine('y', {
+  owner: { kind: 'Other', rawKind: 'AcmeControlPlane', name: 'acme', controlPlane: true },
+});
 const mhc = mhcFacts('mhc-a');
 
 interface Row {
@@ -30,31 +43,117 @@ interface Row {
 }
 
 const rows: Row[] = [
-  { name: 'OwnerRemediated: MachineSet Machine is marked', m: ms, strategy: 'OwnerRemediated', want: { kind: 'request', path: 'OwnerRemediated' } },
-  { name: 'OwnerRemediated: KCP Machine is marked', m: cp, strategy: 'OwnerRemediated', want: { kind: 'request', path: 'OwnerRemediated' } },
-  { name: 'Auto without an MHC: OwnerRemediated', m: ms, strategy: 'Auto', want: { kind: 'request', path: 'OwnerRemediated' } },
-  { name: 'Auto with an MHC selecting it: the remediate annotation', m: ms, strategy: 'Auto', mhcs: [mhc], want: { kind: 'request', path: 'RemediateAnnotation' } },
-  { name: 'Auto with an MHC of another cluster: OwnerRemediated', m: ms, strategy: 'Auto', mhcs: [mhcFacts('other', { clusterName: 'c2' })], want: { kind: 'request', path: 'OwnerRemediated' } },
-  { name: 'Auto with an MHC whose selector does not match: OwnerRemediated', m: ms, strategy: 'Auto', mhcs: [mhcFacts('b', { selector: { matchLabels: { pool: 'b' } } })], want: { kind: 'request', path: 'OwnerRemediated' } },
-  { name: 'Auto with only paused MHCs selecting it: blocked', m: ms, strategy: 'Auto', mhcs: [mhcFacts('mhc-a', { paused: true })], want: { kind: 'blocked' } },
-  { name: 'Auto with a paused and an active MHC: the annotation', m: ms, strategy: 'Auto', mhcs: [mhcFacts('a-paused', { paused: true }), mhcFacts('b-active')], want: { kind: 'request', path: 'RemediateAnnotation' } },
-  { name: 'Delete: a MachineSet Machine is deleted', m: ms, strategy: 'Delete', want: { kind: 'request', path: 'Delete' } },
-  { name: 'Delete: never a control-plane Machine (OwnerRemediated)', m: cp, strategy: 'Delete', want: { kind: 'request', path: 'OwnerRemediated' } },
-  { name: 'Delete: the first control-plane Machine goes through its provider', m: cp, strategy: 'Delete', first: true, want: { kind: 'request', path: 'OwnerRemediated' } },
-  { name: 'MachineCondition on CAPI v1.12+: JoinGuard condition', m: ms, strategy: 'MachineCondition', want: { kind: 'request', path: 'MachineCondition' } },
-  { name: 'MachineCondition on CAPI v1.10: reported, says why', m: ms, strategy: 'MachineCondition', capi: { apiVersion: 'v1beta1', minor: 10 }, want: { kind: 'report' } },
-  { name: 'MachineCondition, CAPI minor unknown: JoinGuard condition', m: ms, strategy: 'MachineCondition', capi: { apiVersion: 'v1beta2' }, want: { kind: 'request', path: 'MachineCondition' } },
+  {
+    name: 'OwnerRemediated: MachineSet Machine is marked',
+    m: ms,
+    strategy: 'OwnerRemediated',
+    want: { kind: 'request', path: 'OwnerRemediated' },
+  },
+  {
+    name: 'OwnerRemediated: KCP Machine is marked',
+    m: cp,
+    strategy: 'OwnerRemediated',
+    want: { kind: 'request', path: 'OwnerRemediated' },
+  },
+  {
+    name: 'Auto without an MHC: OwnerRemediated',
+    m: ms,
+    strategy: 'Auto',
+    want: { kind: 'request', path: 'OwnerRemediated' },
+  },
+  {
+    name: 'Auto with an MHC selecting it: the remediate annotation',
+    m: ms,
+    strategy: 'Auto',
+    mhcs: [mhc],
+    want: { kind: 'request', path: 'RemediateAnnotation' },
+  },
+  {
+    name: 'Auto with an MHC of another cluster: OwnerRemediated',
+    m: ms,
+    strategy: 'Auto',
+    mhcs: [mhcFacts('other', { clusterName: 'c2' })],
+    want: { kind: 'request', path: 'OwnerRemediated' },
+  },
+  {
+    name: 'Auto with an MHC whose selector does not match: OwnerRemediated',
+    m: ms,
+    strategy: 'Auto',
+    mhcs: [mhcFacts('b', { selector: { matchLabels: { pool: 'b' } } })],
+    want: { kind: 'request', path: 'OwnerRemediated' },
+  },
+  {
+    name: 'Auto with only paused MHCs selecting it: blocked',
+    m: ms,
+    strategy: 'Auto',
+    mhcs: [mhcFacts('mhc-a', { paused: true })],
+    want: { kind: 'blocked' },
+  },
+  {
+    name: 'Auto with a paused and an active MHC: the annotation',
+    m: ms,
+    strategy: 'Auto',
+    mhcs: [mhcFacts('a-paused', { paused: true }), mhcFacts('b-active')],
+    want: { kind: 'request', path: 'RemediateAnnotation' },
+  },
+  {
+    name: 'Delete: a MachineSet Machine is deleted',
+    m: ms,
+    strategy: 'Delete',
+    want: { kind: 'request', path: 'Delete' },
+  },
+  {
+    name: 'Delete: never a control-plane Machine (OwnerRemediated)',
+    m: cp,
+    strategy: 'Delete',
+    want: { kind: 'request', path: 'OwnerRemediated' },
+  },
+  {
+    name: 'Delete: the first control-plane Machine goes through its provider',
+    m: cp,
+    strategy: 'Delete',
+    first: true,
+    want: { kind: 'request', path: 'OwnerRemediated' },
+  },
+  {
+    name: 'MachineCondition on CAPI v1.12+: JoinGuard condition',
+    m: ms,
+    strategy: 'MachineCondition',
+    want: { kind: 'request', path: 'MachineCondition' },
+  },
+  {
+    name: 'MachineCondition on CAPI v1.10: reported, says why',
+    m: ms,
+    strategy: 'MachineCondition',
+    capi: { apiVersion: 'v1beta1', minor: 10 },
+    want: { kind: 'report' },
+  },
+  {
+    name: 'MachineCondition, CAPI minor unknown: JoinGuard condition',
+    m: ms,
+    strategy: 'MachineCondition',
+    capi: { apiVersion: 'v1beta2' },
+    want: { kind: 'request', path: 'MachineCondition' },
+  },
   { name: 'no owner: reported', m: orphan, strategy: 'Auto', want: { kind: 'report' } },
   { name: 'MachinePool Machine: reported', m: pool, strategy: 'Delete', want: { kind: 'report' } },
   { name: 'another kind of owner: reported', m: other, strategy: 'OwnerRemediated', want: { kind: 'report' } },
-  { name: 'a non-kubeadm control-plane provider: marked', m: otherCp, strategy: 'OwnerRemediated', want: { kind: 'request', path: 'OwnerRemediated' } },
+  {
+    name: 'a non-kubeadm control-plane provider: marked',
+    m: otherCp,
+    strategy: 'OwnerRemediated',
+    want: { kind: 'request', path: 'OwnerRemediated' },
+  },
   { name: 'firstControlPlane Report: reported', m: cp, strategy: 'Auto', first: true, want: { kind: 'report' } },
 ];
 
 describe('marks: the path per strategy and owner', () => {
   for (const r of rows) {
     it(r.name, () => {
-      const s = settings({ strategy: r.strategy, ...(r.name.startsWith('firstControlPlane Report') ? { firstControlPlane: 'Report' as const } : {}) });
+      const s = settings({
+        strategy: r.strategy,
+        ...(r.name.startsWith('firstControlPlane Report') ? { firstControlPlane: 'Report' as const } : {}),
+      });
       const got = choosePath(r.m, s, r.mhcs ?? [], r.capi ?? v14, r.first === true);
       expect(got).to.include(r.want);
       if (got.kind === 'report') expect(got.why).to.be.a('string').and.not.equal('');
@@ -72,7 +171,15 @@ function stuck(o: Parameters<typeof snapshot>[0] = {}, m = worker('a')): Scenari
 /** Two Machines of two MachineSets marked at T0+21m, the marks written (converged). */
 function marked(o: Parameters<typeof snapshot>[0] = {}): Scenario {
   const sc = new Scenario(
-    snapshot({ settings: { maxInFlight: { count: 5 }, consecutiveJoinFailures: 0 }, machines: [withNode(worker('old', { createdAt: T0 - HOUR })), worker('a'), worker('b', { owner: { kind: 'MachineSet', name: 'ms-b', controlPlane: false } })], ...o }),
+    snapshot({
+      settings: { maxInFlight: { count: 5 }, consecutiveJoinFailures: 0 },
+      machines: [
+        withNode(worker('old', { createdAt: T0 - HOUR })),
+        worker('a'),
+        worker('b', { owner: { kind: 'MachineSet', name: 'ms-b', controlPlane: false } }),
+      ],
+      ...o,
+    }),
   );
   sc.plan();
   sc.converge(sc.at(T0 + 21 * MINUTE).plan());
@@ -83,26 +190,63 @@ describe('marks: requests through the planner', () => {
   it('every request is recorded in the plan that makes it, with the mark it must carry', () => {
     const p = stuck().plan();
     expect(p.status.requests).to.deep.equal([
-      { machine: 'a', uid: 'uid-a', owner: { kind: 'MachineSet', name: 'ms-a' }, path: 'OwnerRemediated', kind: 'JoinTimeout', time: '2026-03-01T00:21:00Z', state: 'Open' },
+      {
+        machine: 'a',
+        uid: 'uid-a',
+        owner: { kind: 'MachineSet', name: 'ms-a' },
+        path: 'OwnerRemediated',
+        kind: 'JoinTimeout',
+        time: '2026-03-01T00:21:00Z',
+        state: 'Open',
+      },
     ]);
     expect(p.status.remediations).to.deep.equal([
-      { machine: 'a', uid: 'uid-a', owner: { kind: 'MachineSet', name: 'ms-a' }, time: '2026-03-01T00:21:00Z', path: 'OwnerRemediated', outcome: 'Requested', kind: 'JoinTimeout' },
+      {
+        machine: 'a',
+        uid: 'uid-a',
+        owner: { kind: 'MachineSet', name: 'ms-a' },
+        time: '2026-03-01T00:21:00Z',
+        path: 'OwnerRemediated',
+        outcome: 'Requested',
+        kind: 'JoinTimeout',
+      },
     ]);
     expect(intentOf(p, 'a')).to.deep.include({ want: 'mark', path: 'OwnerRemediated', kind: 'JoinTimeout' });
     expect(intentOf(p, 'a')?.event.reason).to.equal('RemediationRequested');
-    expect(p.status.recentFailures?.[0]).to.include({ machine: 'a', kind: 'JoinTimeout', bootstrapConfig: 'KubeadmConfig/a', dataSecretName: 'a' });
+    expect(p.status.recentFailures?.[0]).to.include({
+      machine: 'a',
+      kind: 'JoinTimeout',
+      bootstrapConfig: 'KubeadmConfig/a',
+      dataSecretName: 'a',
+    });
   });
 
   it('a new request on a Machine that already carries OwnerRemediated (left by an earlier request) is recorded as the next plan reads it', () => {
     // Found by the property test (a check deleted and created again, CAPI v1.10): the MachineHealthCheck's
     // OwnerRemediated of the old check's request was still there in the same second; the new request was recorded
     // unanswered and the next plan marked it answered (planning twice changed the status).
-    const stale = worker('a', { ownerRemediated: { status: 'False', reason: 'WaitingForRemediation', since: T0 + 21 * MINUTE } });
-    const sc = new Scenario(snapshot({ settings: { strategy: 'Auto' }, mhcs: [mhcFacts('mhc', { selector: {} })], machines: [stale], now: T0 + 21 * MINUTE }));
+    const stale = worker('a', {
+      ownerRemediated: { status: 'False', reason: 'WaitingForRemediation', since: T0 + 21 * MINUTE },
+    });
+    const sc = new Scenario(
+      snapshot({
+        settings: { strategy: 'Auto' },
+        mhcs: [mhcFacts('mhc', { selector: {} })],
+        machines: [stale],
+        now: T0 + 21 * MINUTE,
+      }),
+    );
     const p = sc.plan(); // the Scenario plans again and fails on any status change
     expect(requestOf(p, 'a')).to.include({ state: 'Open', path: 'RemediateAnnotation', answered: true });
     // An OwnerRemediated from before the request is no answer to it.
-    const older = new Scenario(snapshot({ settings: { strategy: 'Auto' }, mhcs: [mhcFacts('mhc', { selector: {} })], machines: [{ ...stale, ownerRemediated: { status: 'False', reason: 'WaitingForRemediation', since: T0 } }], now: T0 + 21 * MINUTE }));
+    const older = new Scenario(
+      snapshot({
+        settings: { strategy: 'Auto' },
+        mhcs: [mhcFacts('mhc', { selector: {} })],
+        machines: [{ ...stale, ownerRemediated: { status: 'False', reason: 'WaitingForRemediation', since: T0 } }],
+        now: T0 + 21 * MINUTE,
+      }),
+    );
     expect(requestOf(older.plan(), 'a')?.answered).to.equal(undefined);
   });
 
@@ -118,9 +262,19 @@ describe('marks: requests through the planner', () => {
   it('outcomes follow what is seen: Marked, Deferred (with the owner message), still in flight while deleting, Replaced', () => {
     const sc = marked();
     expect(sc.advance(MINUTE).plan().status.remediations?.[0]?.outcome).to.equal('Marked');
-    sc.update('a', { ownerRemediated: { status: 'False', reason: 'RemediationDeferred', message: 'MachineDeployment maxInFlight reached' } });
+    sc.update('a', {
+      ownerRemediated: {
+        status: 'False',
+        reason: 'RemediationDeferred',
+        message: 'MachineDeployment maxInFlight reached',
+      },
+    });
     const d = sc.advance(MINUTE).plan();
-    expect(d.status.remediations?.[0]).to.include({ outcome: 'Deferred', ownerReason: 'RemediationDeferred', ownerMessage: 'MachineDeployment maxInFlight reached' });
+    expect(d.status.remediations?.[0]).to.include({
+      outcome: 'Deferred',
+      ownerReason: 'RemediationDeferred',
+      ownerMessage: 'MachineDeployment maxInFlight reached',
+    });
     expect(cond(d.status, 'Progressing')?.message).to.contain('owner says RemediationDeferred');
     sc.update('a', { deletingSince: sc.s.now, ownerRemediated: { status: 'False', reason: 'MachineDeleting' } });
     const del = sc.advance(MINUTE).plan();
@@ -137,14 +291,19 @@ describe('marks: requests through the planner', () => {
     const sc = marked();
     sc.update('a', { ownerRemediated: { status: 'False', reason: 'CannotBeRemediated', message: 'old revision' } });
     sc.update('b', { ownerRemediated: { status: 'False', reason: 'RemediationDeferred' } });
-    sc.add(worker('a2', { createdAt: T0 + 22 * MINUTE }), worker('b2', { createdAt: T0 + 22 * MINUTE, owner: { kind: 'MachineSet', name: 'ms-b', controlPlane: false } }));
+    sc.add(
+      worker('a2', { createdAt: T0 + 22 * MINUTE }),
+      worker('b2', { createdAt: T0 + 22 * MINUTE, owner: { kind: 'MachineSet', name: 'ms-b', controlPlane: false } }),
+    );
     const p = sc.advance(MINUTE).plan();
     expect(p.status.remediations?.find((r) => r.machine === 'a')?.outcome).to.equal('Refused');
     const q = sc.at(T0 + 43 * MINUTE).plan();
     expect(requested(q)).to.deep.equal(['b2']);
     const c = cond(q.status, 'Progressing');
     expect(c?.reason).to.equal('RemediationRefusedByOwner');
-    expect(c?.message).to.contain('MachineSet/ms-a answered CannotBeRemediated for a: old revision').and.contain('/docs/runbook.md#remediationrefusedbyowner');
+    expect(c?.message)
+      .to.contain('MachineSet/ms-a answered CannotBeRemediated for a: old revision')
+      .and.contain('/docs/runbook.md#remediationrefusedbyowner');
     expect(sc.plans.flatMap(eventReasons)).to.include('RemediationRestricted');
     sc.annotate({ 'joinguard.io/resume': 'x' });
     expect(requested(sc.advance(MINUTE).plan())).to.deep.equal(['a2']);
@@ -188,7 +347,12 @@ describe('marks: requests through the planner', () => {
   });
 
   it('a joined Machine carrying a mark only JoinGuard writes is withdrawn even with no memory of asking (status lost)', () => {
-    const m = withNode(worker('a', { healthCheckSucceeded: { status: 'False', reason: 'JoinTimeout' }, ownerRemediated: { status: 'False', reason: 'RemediationDeferred' } }));
+    const m = withNode(
+      worker('a', {
+        healthCheckSucceeded: { status: 'False', reason: 'JoinTimeout' },
+        ownerRemediated: { status: 'False', reason: 'RemediationDeferred' },
+      }),
+    );
     const p = new Scenario(snapshot({ machines: [m] })).plan();
     expect(intentOf(p, 'a')).to.deep.include({ want: 'withdraw', path: 'OwnerRemediated' });
   });
@@ -209,13 +373,19 @@ describe('marks: requests through the planner', () => {
   it('joinguard.io/withdraw-all (before an uninstall): nothing asked, every mark withdrawn (joined or not, remembered or not), never asked again', () => {
     const sc = marked();
     // A mark of JoinGuard's own reason whose record was lost (status wiped): withdrawn too.
-    sc.add(worker('lost', { createdAt: T0 + MINUTE, healthCheckSucceeded: { status: 'False', reason: 'JoinTimeout' } }));
+    sc.add(
+      worker('lost', { createdAt: T0 + MINUTE, healthCheckSucceeded: { status: 'False', reason: 'JoinTimeout' } }),
+    );
     sc.add(worker('c', { createdAt: T0 + MINUTE }));
     sc.annotate({ 'joinguard.io/withdraw-all': '' });
     const p = sc.advance(MINUTE).plan();
     expect(requested(p), 'nothing new is asked').to.deep.equal([]);
     expect(requestOf(p, 'a')).to.include({ state: 'Withdrawn', withdrawn: 'WithdrawAll' });
-    expect(p.intents.map((i) => `${i.want} ${i.machine.name}`).sort()).to.deep.equal(['withdraw a', 'withdraw b', 'withdraw lost']);
+    expect(p.intents.map((i) => `${i.want} ${i.machine.name}`).sort()).to.deep.equal([
+      'withdraw a',
+      'withdraw b',
+      'withdraw lost',
+    ]);
     expect(intentOf(p, 'a')?.event.message).to.contain('joinguard.io/withdraw-all');
     expect(cond(p.status, 'Paused')).to.include({ status: 'True', reason: 'WithdrawingMarks' });
     expect(cond(p.status, 'Paused')?.message).to.contain('a, b, lost');
@@ -280,28 +450,59 @@ describe('marks: each path, marked and withdrawn', () => {
     const sc = stuck({ mhcs: [mhcFacts('mhc-a')] });
     const p = sc.plan();
     expect(intentOf(p, 'a')).to.deep.include({ want: 'mark', path: 'RemediateAnnotation' });
-    sc.converge(p).update('a', { healthCheckSucceeded: { status: 'False', reason: 'HasRemediateAnnotation' }, ownerRemediated: { status: 'False', reason: 'RemediationDeferred' }, nodeName: 'node-a' });
-    expect(causedMarks(sc.machine('a'), 'RemediateAnnotation')).to.deep.equal({ healthCheck: true, annotation: true, condition: false });
+    sc.converge(p).update('a', {
+      healthCheckSucceeded: { status: 'False', reason: 'HasRemediateAnnotation' },
+      ownerRemediated: { status: 'False', reason: 'RemediationDeferred' },
+      nodeName: 'node-a',
+    });
+    expect(causedMarks(sc.machine('a'), 'RemediateAnnotation')).to.deep.equal({
+      healthCheck: true,
+      annotation: true,
+      condition: false,
+    });
     const q = sc.advance(MINUTE).plan();
     expect(intentOf(q, 'a')).to.deep.include({ want: 'withdraw', path: 'RemediateAnnotation' });
     sc.converge(q);
-    expect(sc.machine('a')).to.deep.include({ remediateAnnotation: false, healthCheckSucceeded: { status: 'True', reason: 'HealthCheckSucceeded' } });
+    expect(sc.machine('a')).to.deep.include({
+      remediateAnnotation: false,
+      healthCheckSucceeded: { status: 'True', reason: 'HealthCheckSucceeded' },
+    });
   });
 
-  it('an annotation the user set (no memory of asking) is not JoinGuard\'s', () => {
-    expect(causedMarks(worker('a', { remediateAnnotation: true }), undefined)).to.deep.equal({ healthCheck: false, annotation: false, condition: false });
+  it("an annotation the user set (no memory of asking) is not JoinGuard's", () => {
+    expect(causedMarks(worker('a', { remediateAnnotation: true }), undefined)).to.deep.equal({
+      healthCheck: false,
+      annotation: false,
+      condition: false,
+    });
   });
 
   it('MachineCondition: JoinGuardJoined=False; withdrawn, JoinGuardJoined=True and the MHC HealthCheckSucceeded=False it caused undone', () => {
-    const sc = stuck({ settings: { strategy: 'MachineCondition' }, mhcs: [mhcFacts('mhc-a', { watchesJoinGuardCondition: true })] });
+    const sc = stuck({
+      settings: { strategy: 'MachineCondition' },
+      mhcs: [mhcFacts('mhc-a', { watchesJoinGuardCondition: true })],
+    });
     const p = sc.plan();
     expect(intentOf(p, 'a')).to.deep.include({ want: 'mark', path: 'MachineCondition' });
-    const mhcMessage = 'Health check failed:\n  * Condition JoinGuardJoined on Machine is reporting status False with reason JoinTimeout for more than 0s';
-    sc.converge(p).update('a', { healthCheckSucceeded: { status: 'False', reason: 'UnhealthyMachine', message: mhcMessage }, nodeName: 'node-a' });
-    expect(causedMarks(sc.machine('a'), 'MachineCondition')).to.deep.equal({ healthCheck: true, annotation: false, condition: true });
+    const mhcMessage =
+      'Health check failed:\n  * Condition JoinGuardJoined on Machine is reporting status False with reason JoinTimeout for more than 0s';
+    sc.converge(p).update('a', {
+      healthCheckSucceeded: { status: 'False', reason: 'UnhealthyMachine', message: mhcMessage },
+      nodeName: 'node-a',
+    });
+    expect(causedMarks(sc.machine('a'), 'MachineCondition')).to.deep.equal({
+      healthCheck: true,
+      annotation: false,
+      condition: true,
+    });
     // Another failed check in the same message: that False is the MHC's own.
     const mixed = `${mhcMessage}\n  * Condition Foo on Machine is reporting status False`;
-    expect(causedMarks(worker('m', { healthCheckSucceeded: { status: 'False', reason: 'UnhealthyMachine', message: mixed } }), 'MachineCondition').healthCheck).to.equal(false);
+    expect(
+      causedMarks(
+        worker('m', { healthCheckSucceeded: { status: 'False', reason: 'UnhealthyMachine', message: mixed } }),
+        'MachineCondition',
+      ).healthCheck,
+    ).to.equal(false);
     const q = sc.advance(MINUTE).plan();
     expect(intentOf(q, 'a')).to.deep.include({ want: 'withdraw', path: 'MachineCondition' });
   });
@@ -323,8 +524,13 @@ describe('marks: each path, marked and withdrawn', () => {
     expect(eventReasons(p)).to.deep.equal(['JoinTimedOut']);
     const ready = cond(p.status, 'Ready');
     expect(ready).to.include({ status: 'False', reason: 'MachineDeleteNotAllowed' });
-    expect(ready?.message).to.contain('--allow-machine-delete').and.contain('JOINGUARD_ALLOW_MACHINE_DELETE=true').and.contain('Held back: a.');
-    expect(cond(p.status, 'Progressing')?.message).to.contain('a is not deleted: JoinGuard runs without --allow-machine-delete');
+    expect(ready?.message)
+      .to.contain('--allow-machine-delete')
+      .and.contain('JOINGUARD_ALLOW_MACHINE_DELETE=true')
+      .and.contain('Held back: a.');
+    expect(cond(p.status, 'Progressing')?.message).to.contain(
+      'a is not deleted: JoinGuard runs without --allow-machine-delete',
+    );
     expect(p.status).to.include({ stuckMachines: 1, heldMachines: 1, heldReason: 'MachineDeleteNotAllowed' }); // kubectl get mjc: HELD BY
     // Even before any Machine is stuck, Ready says the strategy cannot act here.
     const early = new Scenario(snapshot({ settings: { strategy: 'Delete' }, allowMachineDelete: false })).plan();
@@ -362,10 +568,12 @@ describe('marks: each path, marked and withdrawn', () => {
 
   it('MachineCondition on an old CAPI says why in the event', () => {
     const p = stuck({ settings: { strategy: 'MachineCondition' }, capi: { apiVersion: 'v1beta1', minor: 10 } }).plan();
-    expect(p.events.find((e) => e.reason === 'RemediationSkipped')?.message).to.contain('CAPI v1.12 or later').and.contain('v1.10');
+    expect(p.events.find((e) => e.reason === 'RemediationSkipped')?.message)
+      .to.contain('CAPI v1.12 or later')
+      .and.contain('v1.10');
   });
 
-  it("a withdrawal is made even while the check is paused: the harm it prevents does not pause", () => {
+  it('a withdrawal is made even while the check is paused: the harm it prevents does not pause', () => {
     const sc = marked();
     sc.with({ settings: settings({ paused: true, maxInFlight: { count: 5 }, consecutiveJoinFailures: 0 }) });
     sc.update('a', { nodeName: 'node-a' });

@@ -17,7 +17,17 @@ export const UNANSWERED_AFTER_MS = 15 * MINUTE;
 
 const OWNER_WAITING = 'WaitingForRemediation';
 
-export { anyMark, causedMarks, choosePath, MACHINE_CONDITION_MIN_MINOR, ownerRef, PATHS, sameOwner, selectingMhcs, target } from './paths.js';
+export {
+  anyMark,
+  causedMarks,
+  choosePath,
+  MACHINE_CONDITION_MIN_MINOR,
+  ownerRef,
+  PATHS,
+  sameOwner,
+  selectingMhcs,
+  target,
+} from './paths.js';
 export type { CausedMarks, Path, PathChoice, PathRule } from './paths.js';
 
 /** Someone acted on the request: the owner answered (or a MachineHealthCheck handed it on), or it is being deleted. */
@@ -90,7 +100,12 @@ export function followRequests(i: FollowInput): Followed {
       if (!deleting && isJoined(m, i.nodes)) withdraw(r, 'Joined');
       else if (!deleting && m.skipReason !== undefined) withdraw(r, 'OptedOut');
       else if (!deleting && i.withdrawAll === true) withdraw(r, 'WithdrawAll');
-      else if (!deleting && !r.answered && r.markedTime !== undefined && i.now >= (ms(r.markedTime) ?? i.now) + (i.unansweredAfterMs ?? UNANSWERED_AFTER_MS)) {
+      else if (
+        !deleting &&
+        !r.answered &&
+        r.markedTime !== undefined &&
+        i.now >= (ms(r.markedTime) ?? i.now) + (i.unansweredAfterMs ?? UNANSWERED_AFTER_MS)
+      ) {
         withdraw(r, 'Unanswered');
         unanswered.push(r);
       }
@@ -123,7 +138,11 @@ function openOutcome(r: RequestRecord, m: MachineFacts): RemediationRecord['outc
 }
 
 /** Appends a new request to the bounded history (oldest finished entries leave first). */
-export function appendHistory(history: RemediationRecord[], r: RequestRecord, outcome: RemediationRecord['outcome']): RemediationRecord[] {
+export function appendHistory(
+  history: RemediationRecord[],
+  r: RequestRecord,
+  outcome: RemediationRecord['outcome'],
+): RemediationRecord[] {
   const entry: RemediationRecord = {
     machine: r.machine,
     uid: r.uid,
@@ -166,7 +185,11 @@ export interface IntentInput {
  * live check is never touched; one naming a deleted check is withdrawn where this check's scope holds the
  * Machine. A Machine being deleted is left alone.
  */
-export function markIntents(requests: readonly RequestRecord[], machines: readonly MachineFacts[], o: IntentInput): MarkIntent[] {
+export function markIntents(
+  requests: readonly RequestRecord[],
+  machines: readonly MachineFacts[],
+  o: IntentInput,
+): MarkIntent[] {
   const { nodes, checkName, withdrawAll = false } = o;
   const out: MarkIntent[] = [];
   const byUid = new Map(requests.map((r) => [r.uid, r]));
@@ -183,9 +206,16 @@ export function markIntents(requests: readonly RequestRecord[], machines: readon
     const marker = o.checkUid !== undefined ? { marker: o.checkUid } : {};
     if (r?.state === 'Open') {
       const message = `JoinGuard (MachineJoinCheck ${m.namespace}/${checkName}): ${r.kind}, requested at ${r.time}`;
-      const event = { on: 'Machine' as const, machine: t, reason: 'RemediationRequested' as const, warning: true, message: `Machine ${m.name}: ${r.kind}. JoinGuard asks for its replacement via path ${r.path}${r.canary ? ', as a canary' : ''}.` };
+      const event = {
+        on: 'Machine' as const,
+        machine: t,
+        reason: 'RemediationRequested' as const,
+        warning: true,
+        message: `Machine ${m.name}: ${r.kind}. JoinGuard asks for its replacement via path ${r.path}${r.canary ? ', as a canary' : ''}.`,
+      };
       if (r.path === 'Delete') out.push({ want: 'delete', machine: t, kind: r.kind, event });
-      else if (r.path !== 'Report') out.push({ want: 'mark', machine: t, path: r.path, kind: r.kind, message, event, ...marker });
+      else if (r.path !== 'Report')
+        out.push({ want: 'mark', machine: t, path: r.path, kind: r.kind, message, event, ...marker });
       continue;
     }
     const withdrawing = r?.state === 'Withdrawn';
@@ -199,14 +229,36 @@ export function markIntents(requests: readonly RequestRecord[], machines: readon
     const marks = causedMarks(m, path);
     const staleMarker = owner === 'this' || orphan ? { marker: m.requestedBy as string } : {};
     if (!anyMark(marks) && !('marker' in staleMarker)) continue;
-    const why = withdrawalWhy({ m, r, path, orphan, allWithdrawn: r === undefined && withdrawAll && !isJoined(m, nodes) }, o);
-    out.push({ want: 'withdraw', machine: t, path, event: { on: 'Machine', machine: t, reason: 'RemediationWithdrawn', warning: r?.withdrawn === 'Unanswered', message: `Machine ${m.name}: ${why}.` }, ...staleMarker });
+    const why = withdrawalWhy(
+      { m, r, path, orphan, allWithdrawn: r === undefined && withdrawAll && !isJoined(m, nodes) },
+      o,
+    );
+    out.push({
+      want: 'withdraw',
+      machine: t,
+      path,
+      event: {
+        on: 'Machine',
+        machine: t,
+        reason: 'RemediationWithdrawn',
+        warning: r?.withdrawn === 'Unanswered',
+        message: `Machine ${m.name}: ${why}.`,
+      },
+      ...staleMarker,
+    });
   }
   return out;
 }
 
 /** A new request record for a Stuck Machine. */
-export function newRequest(m: MachineFacts, v: MachineVerdict, path: RequestRecord['path'], state: RequestRecord['state'], now: number, canary = false): RequestRecord {
+export function newRequest(
+  m: MachineFacts,
+  v: MachineVerdict,
+  path: RequestRecord['path'],
+  state: RequestRecord['state'],
+  now: number,
+  canary = false,
+): RequestRecord {
   const owner = ownerRef(m);
   const r: RequestRecord = {
     machine: m.name,
@@ -231,7 +283,10 @@ function unrememberedPath(m: MachineFacts, marked: boolean): Path {
 }
 
 /** Why a mark is withdrawn, for the RemediationWithdrawn event. */
-function withdrawalWhy(w: { m: MachineFacts; r: RequestRecord | undefined; path: Path; orphan: boolean; allWithdrawn: boolean }, o: IntentInput): string {
+function withdrawalWhy(
+  w: { m: MachineFacts; r: RequestRecord | undefined; path: Path; orphan: boolean; allWithdrawn: boolean },
+  o: IntentInput,
+): string {
   const { m, r, path } = w;
   if (w.orphan) {
     return `its mark was made by a MachineJoinCheck that no longer exists (uid ${m.requestedBy}); JoinGuard withdraws it, and ${o.checkName} judges the Machine anew`;
@@ -240,9 +295,11 @@ function withdrawalWhy(w: { m: MachineFacts; r: RequestRecord | undefined; path:
     const bound = formatDuration(o.unansweredAfterMs ?? UNANSWERED_AFTER_MS);
     return `nobody acted on JoinGuard's ${path} request within ${bound} of its mark; it is withdrawn and the Machine is not asked again`;
   }
-  if (r?.withdrawn === 'OptedOut') return `it was opted out (${m.skipReason}) before it was replaced; JoinGuard withdraws its ${path} request`;
+  if (r?.withdrawn === 'OptedOut')
+    return `it was opted out (${m.skipReason}) before it was replaced; JoinGuard withdraws its ${path} request`;
   if (r?.withdrawn === 'WithdrawAll' || w.allWithdrawn) {
-    if (o.deleting) return `its check ${o.checkName} is being deleted; JoinGuard withdraws its ${path} request before the check goes`;
+    if (o.deleting)
+      return `its check ${o.checkName} is being deleted; JoinGuard withdraws its ${path} request before the check goes`;
     return `its check carries ${ANNOTATION_WITHDRAW_ALL}; JoinGuard withdraws its ${path} request (and never asks for this Machine again)`;
   }
   const node = m.nodeName !== undefined ? `Node ${m.nodeName}` : 'a Node with its providerID';

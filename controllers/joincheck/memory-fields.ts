@@ -11,7 +11,14 @@ import type {
   RolloutEvidence,
   SuspicionStatus,
 } from '../../api/v1alpha1/types.js';
-import { FAILURE_KINDS, REMEDIATION_OUTCOMES, REMEDIATION_PATHS, REQUEST_STATES, STATUS_LIMITS, WITHDRAWN_REASONS } from '../../api/v1alpha1/types.js';
+import {
+  FAILURE_KINDS,
+  REMEDIATION_OUTCOMES,
+  REMEDIATION_PATHS,
+  REQUEST_STATES,
+  STATUS_LIMITS,
+  WITHDRAWN_REASONS,
+} from '../../api/v1alpha1/types.js';
 import { iso, ms } from './time.js';
 
 export type Obj = Record<string, unknown>;
@@ -103,7 +110,8 @@ export class Fields {
 
   owner(o: Obj): { owner?: { kind: string; name: string } } {
     const w = o['owner'];
-    if (isObj(w) && typeof w['kind'] === 'string' && typeof w['name'] === 'string') return { owner: { kind: w['kind'], name: w['name'] } };
+    if (isObj(w) && typeof w['kind'] === 'string' && typeof w['name'] === 'string')
+      return { owner: { kind: w['kind'], name: w['name'] } };
     return {};
   }
 
@@ -216,9 +224,14 @@ export function suspicion(f: Fields, e: Obj): SuspicionStatus | undefined {
   if (since === undefined) return f.drop('');
   // The next canary is ahead by nature; the guard bounds it by maxProbeInterval.
   const next = f.time(e, 'nextCanaryTime', true);
-  const machines = Array.isArray(e['machines']) ? e['machines'].filter((x): x is string => typeof x === 'string').slice(-STATUS_LIMITS.suspectMachines) : [];
+  const machines = Array.isArray(e['machines'])
+    ? e['machines'].filter((x): x is string => typeof x === 'string').slice(-STATUS_LIMITS.suspectMachines)
+    : [];
   // RolloutSuspect only with its evidence: without it, it is the credential suspicion (same guard, same canaries).
-  const rollout = e['reason'] === 'RolloutSuspect' && isObj(e['rollout']) ? rolloutEvidence(f.in('rollout'), e['rollout']) : undefined;
+  const rollout =
+    e['reason'] === 'RolloutSuspect' && isObj(e['rollout'])
+      ? rolloutEvidence(f.in('rollout'), e['rollout'])
+      : undefined;
   return {
     reason: rollout !== undefined ? 'RolloutSuspect' : 'BootstrapCredentialSuspect',
     since,
@@ -234,15 +247,22 @@ function rolloutEvidence(f: Fields, e: Obj): RolloutEvidence | undefined {
   const revision = f.str(e, 'revision');
   const previousRevision = f.str(e, 'previousRevision');
   if (owner === undefined || !revision || !previousRevision) return f.drop('');
-  const changes = Array.isArray(e['changes']) ? e['changes'].filter((x): x is string => typeof x === 'string').slice(0, STATUS_LIMITS.rolloutChanges) : [];
+  const changes = Array.isArray(e['changes'])
+    ? e['changes'].filter((x): x is string => typeof x === 'string').slice(0, STATUS_LIMITS.rolloutChanges)
+    : [];
   return { owner, revision, previousRevision, ...f.optional(e, 'machineSet', 'previousMachineSet'), changes };
 }
 
 export function joinDurations(f: Fields, e: Obj): MachineJoinCheckStatus['joinDurations'] {
   const recent = Array.isArray(e['recentSeconds'])
-    ? e['recentSeconds'].filter((x): x is number => typeof x === 'number' && Number.isFinite(x) && x >= 0).slice(-STATUS_LIMITS.joinDurationSamples)
+    ? e['recentSeconds']
+        .filter((x): x is number => typeof x === 'number' && Number.isFinite(x) && x >= 0)
+        .slice(-STATUS_LIMITS.joinDurationSamples)
     : [];
-  const out: NonNullable<MachineJoinCheckStatus['joinDurations']> = { count: Math.max(f.count(e, 'count') ?? 0, recent.length), recentSeconds: recent };
+  const out: NonNullable<MachineJoinCheckStatus['joinDurations']> = {
+    count: Math.max(f.count(e, 'count') ?? 0, recent.length),
+    recentSeconds: recent,
+  };
   for (const k of ['p50Seconds', 'p95Seconds', 'maxSeconds'] as const) {
     const v = f.count(e, k);
     if (v !== undefined) out[k] = v;
@@ -258,7 +278,12 @@ export function observation(f: Fields, e: Obj): MachineObservation | undefined {
   if (!machine || !uid) return f.drop('');
   const readySeen = f.time(e, 'readySeen');
   const failedAt = f.time(e, 'failedAt');
-  return { machine, uid, ...(readySeen !== undefined ? { readySeen } : {}), ...(failedAt !== undefined ? { failedAt } : {}) };
+  return {
+    machine,
+    uid,
+    ...(readySeen !== undefined ? { readySeen } : {}),
+    ...(failedAt !== undefined ? { failedAt } : {}),
+  };
 }
 
 export function firstControlPlane(f: Fields, e: Obj): FirstControlPlaneStatus {
@@ -267,7 +292,8 @@ export function firstControlPlane(f: Fields, e: Obj): FirstControlPlaneStatus {
   if (isObj(r) && typeof r['machine'] === 'string' && typeof r['uid'] === 'string') {
     const time = f.time(r, 'time');
     const gone = f.time(r, 'goneTime');
-    if (time !== undefined) out.replaced = { machine: r['machine'], uid: r['uid'], time, ...(gone !== undefined ? { goneTime: gone } : {}) };
+    if (time !== undefined)
+      out.replaced = { machine: r['machine'], uid: r['uid'], time, ...(gone !== undefined ? { goneTime: gone } : {}) };
   }
   const forUid = f.str(e, 'extendedFor');
   // An extension is one joinTimeout from when it was given; a later value is not JoinGuard's.
@@ -276,6 +302,7 @@ export function firstControlPlane(f: Fields, e: Obj): FirstControlPlaneStatus {
   const probe = f.time(e, 'probeRequested');
   if (probe !== undefined) out.probeRequested = probe;
   const mis = e['misconfigured'];
-  if (isObj(mis) && typeof mis['message'] === 'string') out.misconfigured = { since: f.time(mis, 'since') ?? iso(f.now), message: mis['message'] };
+  if (isObj(mis) && typeof mis['message'] === 'string')
+    out.misconfigured = { since: f.time(mis, 'since') ?? iso(f.now), message: mis['message'] };
   return out;
 }

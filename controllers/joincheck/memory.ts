@@ -7,7 +7,19 @@ import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
 import { ANNOTATION_MEMORY, CLUSTERCTL_ANNOTATION_BLOCK_MOVE, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
 import type { CheckMetadataIntent, Snapshot } from './types.js';
 import { iso } from './time.js';
-import { failure, Fields, firstControlPlane, isObj, joinDurations, observation, ownerWindow, remediation, request, suspicion, type Obj } from './memory-fields.js';
+import {
+  failure,
+  Fields,
+  firstControlPlane,
+  isObj,
+  joinDurations,
+  observation,
+  ownerWindow,
+  remediation,
+  request,
+  suspicion,
+  type Obj,
+} from './memory-fields.js';
 
 /** The parts of the status that decide; carried across `clusterctl move` (conditions and counts are recomputed). */
 const DECISIVE = [
@@ -53,10 +65,13 @@ export function readMemory(rawStatus: unknown, carried: string | undefined, now:
 
 /** The decisive memory as one JSON value for the `joinguard.io/memory` annotation. */
 export function carriedMemory(status: MachineJoinCheckStatus): string {
-  const pick = (keys: readonly string[]) => Object.fromEntries(keys.filter((k) => (status as Obj)[k] !== undefined).map((k) => [k, (status as Obj)[k]]));
+  const pick = (keys: readonly string[]) =>
+    Object.fromEntries(keys.filter((k) => (status as Obj)[k] !== undefined).map((k) => [k, (status as Obj)[k]]));
   const all = JSON.stringify(pick(DECISIVE));
   if (all.length <= CARRY_LIMIT_BYTES) return all;
-  return JSON.stringify(pick(DECISIVE.filter((k) => k !== 'remediations' && k !== 'recentFailures' && k !== 'joinDurations')));
+  return JSON.stringify(
+    pick(DECISIVE.filter((k) => k !== 'remediations' && k !== 'recentFailures' && k !== 'joinDurations')),
+  );
 }
 
 function isEmptyStatus(v: unknown): boolean {
@@ -70,25 +85,53 @@ function sanitize(s: Obj, now: number, notes: string[], where: string): MachineJ
     if (v !== undefined) out[k] = v;
   };
   set('observedGeneration', f.count(s, 'observedGeneration'));
-  for (const k of ['expectedMachines', 'joinedMachines', 'joiningMachines', 'stuckMachines', 'heldMachines'] as const) set(k, f.count(s, k));
+  for (const k of ['expectedMachines', 'joinedMachines', 'joiningMachines', 'stuckMachines', 'heldMachines'] as const)
+    set(k, f.count(s, k));
   set('heldReason', f.str(s, 'heldReason'));
   set('everJoined', f.bool(s, 'everJoined'));
   set('consecutiveJoinFailures', f.count(s, 'consecutiveJoinFailures'));
   set('failuresSinceResume', f.count(s, 'failuresSinceResume'));
-  set('recentFailures', f.list(s, 'recentFailures', STATUS_LIMITS.recentFailures, (e, c) => failure(c, e)));
-  set('remediations', f.list(s, 'remediations', STATUS_LIMITS.remediations, (e, c) => remediation(c, e)));
-  set('requests', f.list(s, 'requests', STATUS_LIMITS.requests, (e, c) => request(c, e)));
-  set('ownerWindows', f.list(s, 'ownerWindows', STATUS_LIMITS.ownerWindows, (e, c) => ownerWindow(c, e)));
+  set(
+    'recentFailures',
+    f.list(s, 'recentFailures', STATUS_LIMITS.recentFailures, (e, c) => failure(c, e)),
+  );
+  set(
+    'remediations',
+    f.list(s, 'remediations', STATUS_LIMITS.remediations, (e, c) => remediation(c, e)),
+  );
+  set(
+    'requests',
+    f.list(s, 'requests', STATUS_LIMITS.requests, (e, c) => request(c, e)),
+  );
+  set(
+    'ownerWindows',
+    f.list(s, 'ownerWindows', STATUS_LIMITS.ownerWindows, (e, c) => ownerWindow(c, e)),
+  );
   set('suspicion', isObj(s['suspicion']) ? suspicion(f.in('suspicion'), s['suspicion']) : undefined);
-  set('joinDurations', isObj(s['joinDurations']) ? joinDurations(f.in('joinDurations'), s['joinDurations']) : undefined);
-  set('observations', f.list(s, 'observations', STATUS_LIMITS.observations, (e, c) => observation(c, e)));
-  set('firstControlPlane', isObj(s['firstControlPlane']) ? firstControlPlane(f.in('firstControlPlane'), s['firstControlPlane']) : undefined);
-  for (const k of ['connectionDownSeen', 'connectionRestoredSeen', 'controlPlaneInitializedSeen'] as const) set(k, f.time(s, k));
+  set(
+    'joinDurations',
+    isObj(s['joinDurations']) ? joinDurations(f.in('joinDurations'), s['joinDurations']) : undefined,
+  );
+  set(
+    'observations',
+    f.list(s, 'observations', STATUS_LIMITS.observations, (e, c) => observation(c, e)),
+  );
+  set(
+    'firstControlPlane',
+    isObj(s['firstControlPlane']) ? firstControlPlane(f.in('firstControlPlane'), s['firstControlPlane']) : undefined,
+  );
+  for (const k of ['connectionDownSeen', 'connectionRestoredSeen', 'controlPlaneInitializedSeen'] as const)
+    set(k, f.time(s, k));
   if (isObj(s['lastResume']) && typeof s['lastResume']['value'] === 'string') {
     const t = f.in('lastResume').time(s['lastResume'], 'time');
-    set('lastResume', { value: s['lastResume']['value'], time: t ?? iso(now), ...(s['lastResume']['removed'] === true ? { removed: true } : {}) });
+    set('lastResume', {
+      value: s['lastResume']['value'],
+      time: t ?? iso(now),
+      ...(s['lastResume']['removed'] === true ? { removed: true } : {}),
+    });
   }
-  if (Array.isArray(s['conditions'])) out.conditions = s['conditions'].filter(isObj) as unknown as MachineJoinCheckStatus['conditions'];
+  if (Array.isArray(s['conditions']))
+    out.conditions = s['conditions'].filter(isObj) as unknown as MachineJoinCheckStatus['conditions'];
   return out;
 }
 
@@ -97,11 +140,13 @@ export function checkMetadata(s: Snapshot, next: MachineJoinCheckStatus, check: 
   const cluster = s.cluster!;
   const meta = s.check.metadata;
   const owned = (meta.ownerReferences ?? []).some((o) => o.kind === 'Cluster' && o.uid === cluster.uid);
-  if (!owned) check.ownerCluster = { apiVersion: `cluster.x-k8s.io/${s.capi.apiVersion}`, name: cluster.name, uid: cluster.uid };
+  if (!owned)
+    check.ownerCluster = { apiVersion: `cluster.x-k8s.io/${s.capi.apiVersion}`, name: cluster.name, uid: cluster.uid };
   const annotations = meta.annotations ?? {};
   if (cluster.paused) {
     const carry = carriedMemory(next);
-    if (annotations[ANNOTATION_MEMORY] !== carry || CLUSTERCTL_ANNOTATION_BLOCK_MOVE in annotations) check.carryMemory = carry;
+    if (annotations[ANNOTATION_MEMORY] !== carry || CLUSTERCTL_ANNOTATION_BLOCK_MOVE in annotations)
+      check.carryMemory = carry;
   } else if (!(CLUSTERCTL_ANNOTATION_BLOCK_MOVE in annotations) || ANNOTATION_MEMORY in annotations) {
     check.blockMove = true;
   }

@@ -8,9 +8,21 @@ import { JoinGuardMetrics } from './metrics.js';
 
 const ref = { namespace: 'ns1', check: 'workers', cluster: 'prod' };
 const L = 'cluster_namespace="ns1",check="workers",cluster_name="prod"';
-const rec = (uid: string, outcome: RemediationRecord['outcome']): RemediationRecord =>
-  ({ machine: uid, uid, time: '2026-01-01T00:00:00Z', path: 'OwnerRemediated', outcome, kind: 'JoinTimeout' });
-const cond = (type: string, status: Condition['status'], reason: string): Condition => ({ type, status, reason, message: '', lastTransitionTime: '2026-01-01T00:00:00Z' });
+const rec = (uid: string, outcome: RemediationRecord['outcome']): RemediationRecord => ({
+  machine: uid,
+  uid,
+  time: '2026-01-01T00:00:00Z',
+  path: 'OwnerRemediated',
+  outcome,
+  kind: 'JoinTimeout',
+});
+const cond = (type: string, status: Condition['status'], reason: string): Condition => ({
+  type,
+  status,
+  reason,
+  message: '',
+  lastTransitionTime: '2026-01-01T00:00:00Z',
+});
 
 describe('JoinGuardMetrics', () => {
   let registry: Registry;
@@ -39,14 +51,31 @@ describe('JoinGuardMetrics', () => {
   });
 
   it('counts a suspicion when it is raised, not while it stays', async () => {
-    const raised: MachineJoinCheckStatus = { suspicion: { reason: 'BootstrapCredentialSuspect', since: '2026-01-01T00:00:00Z', canariesSpent: 0, machines: [] } };
+    const raised: MachineJoinCheckStatus = {
+      suspicion: {
+        reason: 'BootstrapCredentialSuspect',
+        since: '2026-01-01T00:00:00Z',
+        canariesSpent: 0,
+        machines: [],
+      },
+    };
     m.observe(ref, [], {}, raised, 0);
     m.observe(ref, [], raised, raised, 0);
     expect(await text()).to.include(`joinguard_suspicions_raised_total{${L}} 1`);
   });
 
   it('sets Machines by state, zeroing a state that emptied', async () => {
-    m.observe(ref, [{ uid: 'a', state: 'Joining' }, { uid: 'b', state: 'Stuck' }, { uid: 'c', state: 'Stuck' }], {}, {}, 0);
+    m.observe(
+      ref,
+      [
+        { uid: 'a', state: 'Joining' },
+        { uid: 'b', state: 'Stuck' },
+        { uid: 'c', state: 'Stuck' },
+      ],
+      {},
+      {},
+      0,
+    );
     m.observe(ref, [{ uid: 'a', state: 'Joined' }], {}, {}, 0);
     const t = await text();
     expect(t).to.include(`joinguard_machines{${L},state="Joined",verdict="Joined"} 1`);
@@ -65,7 +94,17 @@ describe('JoinGuardMetrics', () => {
 
   it('reads the time past deadline at scrape, from the stuck Machine furthest past it', async () => {
     const now = 1_000_000;
-    m.observe(ref, [{ uid: 'a', state: 'Stuck', deadline: now - 30_000 }, { uid: 'b', state: 'Stuck', deadline: now - 5_000 }, { uid: 'c', state: 'Joining', deadline: now - 90_000 }], {}, {}, now);
+    m.observe(
+      ref,
+      [
+        { uid: 'a', state: 'Stuck', deadline: now - 30_000 },
+        { uid: 'b', state: 'Stuck', deadline: now - 5_000 },
+        { uid: 'c', state: 'Joining', deadline: now - 90_000 },
+      ],
+      {},
+      {},
+      now,
+    );
     const first = Number((await text()).match(new RegExp(`joinguard_seconds_past_deadline\\{${L}\\} ([0-9.]+)`))![1]);
     expect(first).to.be.within(30, 31);
     await new Promise((r) => setTimeout(r, 120));
@@ -76,10 +115,24 @@ describe('JoinGuardMetrics', () => {
   });
 
   it('keeps one series per current condition, dropping the one it replaced', async () => {
-    m.observe(ref, [], {}, { conditions: [cond('Progressing', 'True', 'Watching'), cond('Ready', 'True', 'AsExpected')] }, 0);
-    m.observe(ref, [], {}, { conditions: [cond('Progressing', 'False', 'BootstrapCredentialSuspect'), cond('Ready', 'True', 'AsExpected')] }, 0);
+    m.observe(
+      ref,
+      [],
+      {},
+      { conditions: [cond('Progressing', 'True', 'Watching'), cond('Ready', 'True', 'AsExpected')] },
+      0,
+    );
+    m.observe(
+      ref,
+      [],
+      {},
+      { conditions: [cond('Progressing', 'False', 'BootstrapCredentialSuspect'), cond('Ready', 'True', 'AsExpected')] },
+      0,
+    );
     const t = await text();
-    expect(t).to.include(`joinguard_check_condition{${L},type="Progressing",status="False",reason="BootstrapCredentialSuspect"} 1`);
+    expect(t).to.include(
+      `joinguard_check_condition{${L},type="Progressing",status="False",reason="BootstrapCredentialSuspect"} 1`,
+    );
     expect(t).to.include(`joinguard_check_condition{${L},type="Ready",status="True",reason="AsExpected"} 1`);
     expect(t).not.to.include('reason="Watching"');
   });
@@ -87,7 +140,13 @@ describe('JoinGuardMetrics', () => {
   it("forgets every series of a deleted check and none of another check's", async () => {
     const other = { ...ref, check: 'cp' };
     for (const r of [ref, other]) {
-      m.observe(r, [{ uid: `${r.check}-a`, state: 'Stuck', deadline: 0 }], {}, { remediations: [rec(`${r.check}-a`, 'Marked')], conditions: [cond('Ready', 'True', 'AsExpected')] }, 1_000);
+      m.observe(
+        r,
+        [{ uid: `${r.check}-a`, state: 'Stuck', deadline: 0 }],
+        {},
+        { remediations: [rec(`${r.check}-a`, 'Marked')], conditions: [cond('Ready', 'True', 'AsExpected')] },
+        1_000,
+      );
       m.refused(r, 1);
     }
     m.forget({ namespace: 'ns1', check: 'workers' });

@@ -27,7 +27,11 @@ export type WriteResult = 'ok' | 'conflict' | 'gone' | 'error' | 'forbidden';
 const CHECK_LABELS = ['cluster_namespace', 'check', 'cluster_name'] as const;
 type CheckLabels = Record<(typeof CHECK_LABELS)[number], string>;
 /** A check's series labels (the check lives in its Cluster's namespace). */
-const labelsOf = (r: CheckRef): CheckLabels => ({ cluster_namespace: r.namespace, check: r.check, cluster_name: r.cluster });
+const labelsOf = (r: CheckRef): CheckLabels => ({
+  cluster_namespace: r.namespace,
+  check: r.check,
+  cluster_name: r.cluster,
+});
 const JOIN_BUCKETS = [15, 30, 60, 120, 180, 300, 450, 600, 900, 1200, 1800, 3600];
 
 interface CheckMemory {
@@ -68,8 +72,18 @@ export class JoinGuardMetrics {
       labelNames: [...CHECK_LABELS, 'state', 'verdict'],
       registers,
     });
-    this.remediations = new Counter({ name: 'joinguard_remediations_total', help: 'Remediation outcomes reached, by path and outcome (each outcome once per Machine)', labelNames: [...CHECK_LABELS, 'path', 'outcome'], registers });
-    this.suspicions = new Counter({ name: 'joinguard_suspicions_raised_total', help: 'Suspicions raised (BootstrapCredentialSuspect or RolloutSuspect)', labelNames: [...CHECK_LABELS], registers });
+    this.remediations = new Counter({
+      name: 'joinguard_remediations_total',
+      help: 'Remediation outcomes reached, by path and outcome (each outcome once per Machine)',
+      labelNames: [...CHECK_LABELS, 'path', 'outcome'],
+      registers,
+    });
+    this.suspicions = new Counter({
+      name: 'joinguard_suspicions_raised_total',
+      help: 'Suspicions raised (BootstrapCredentialSuspect or RolloutSuspect)',
+      labelNames: [...CHECK_LABELS],
+      registers,
+    });
     this.joinDuration = new Histogram({
       name: 'joinguard_join_duration_seconds',
       help: 'Time from the join clock start to the Node, of Machines that joined while this process watched',
@@ -86,19 +100,41 @@ export class JoinGuardMetrics {
         self.collectPastDeadline(this);
       },
     });
-    this.condition = new Gauge({ name: 'joinguard_check_condition', help: "The check's current conditions (1 for the current type, status and reason)", labelNames: [...CHECK_LABELS, 'type', 'status', 'reason'], registers });
-    this.watchRestarts = new Counter({ name: 'joinguard_watch_restarts_total', help: 'List+watch restarts after errors or silence, by informer', labelNames: ['informer'], registers });
-    this.writes = new Counter({ name: 'joinguard_api_writes_total', help: 'Writes made, by kind and result', labelNames: ['write', 'result'], registers });
+    this.condition = new Gauge({
+      name: 'joinguard_check_condition',
+      help: "The check's current conditions (1 for the current type, status and reason)",
+      labelNames: [...CHECK_LABELS, 'type', 'status', 'reason'],
+      registers,
+    });
+    this.watchRestarts = new Counter({
+      name: 'joinguard_watch_restarts_total',
+      help: 'List+watch restarts after errors or silence, by informer',
+      labelNames: ['informer'],
+      registers,
+    });
+    this.writes = new Counter({
+      name: 'joinguard_api_writes_total',
+      help: 'Writes made, by kind and result',
+      labelNames: ['write', 'result'],
+      registers,
+    });
     this.refusedMachines = new Gauge({
       name: 'joinguard_write_refused_machines',
-      help: "Machines of a check whose last write the apiserver refused (403, an admission webhook, any error but 404/409), retried with back-off",
+      help: 'Machines of a check whose last write the apiserver refused (403, an admission webhook, any error but 404/409), retried with back-off',
       labelNames: [...CHECK_LABELS],
       registers,
     });
   }
 
   /** Updates the check's series from one applied plan: `prev` the status read, `next` the status written. */
-  observe(ref: CheckRef, verdicts: ObservedVerdict[], prev: MachineJoinCheckStatus, next: MachineJoinCheckStatus, now: number, settledJoined = 0): void {
+  observe(
+    ref: CheckRef,
+    verdicts: ObservedVerdict[],
+    prev: MachineJoinCheckStatus,
+    next: MachineJoinCheckStatus,
+    now: number,
+    settledJoined = 0,
+  ): void {
     const m = this.memory(ref);
     const labels = { ...m.labels };
 
@@ -211,7 +247,14 @@ export class JoinGuardMetrics {
       m = undefined;
     }
     if (!m) {
-      m = { ref: { namespace: ref.namespace, check: ref.check, cluster: ref.cluster }, labels: labelsOf(ref), states: new Set(), conditions: new Map(), joining: new Map(), remediations: new Set() };
+      m = {
+        ref: { namespace: ref.namespace, check: ref.check, cluster: ref.cluster },
+        labels: labelsOf(ref),
+        states: new Set(),
+        conditions: new Map(),
+        joining: new Map(),
+        remediations: new Set(),
+      };
       this.checks.set(k, m);
     }
     return m;

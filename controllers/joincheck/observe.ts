@@ -60,7 +60,10 @@ export function follow(s: Snapshot): Followed {
   // In the order given: every rule that picks among Machines orders what it picks (no sort of the whole fleet).
   const ofCluster = s.machines.filter((m) => m.clusterName === clusterName && m.namespace === meta.namespace);
   const byUid = new Map(ofCluster.map((m) => [m.uid, m]));
-  const anyMachine = { get: (uid: string) => byUid.get(uid) ?? s.settled?.get(uid), has: (uid: string) => byUid.has(uid) || s.settled?.get(uid) !== undefined };
+  const anyMachine = {
+    get: (uid: string) => byUid.get(uid) ?? s.settled?.get(uid),
+    has: (uid: string) => byUid.has(uid) || s.settled?.get(uid) !== undefined,
+  };
   const unreadable = new Set(s.malformed.flatMap((x) => (x.uid !== undefined ? [x.name, x.uid] : [x.name])));
   const deletion = deletionOf(s.check);
   const withdrawAll = meta.annotations?.[ANNOTATION_WITHDRAW_ALL] !== undefined || deletion !== undefined;
@@ -123,7 +126,10 @@ export function observe(s: Snapshot, f: Followed, settings: CheckSettings, clust
   if (settings.paused || cluster.paused) stops.wait('paused: JoinGuard changes nothing (see the Paused condition)');
   else if (cluster.deleting) stops.wait(`the Cluster ${cluster.name} is being deleted: JoinGuard changes nothing`);
   else if (f.deletion) stops.wait(`${deletionNote(f.deletion)} (see the Paused condition)`);
-  else if (f.withdrawAll) stops.wait(`${ANNOTATION_WITHDRAW_ALL}: JoinGuard asks nothing and withdraws every mark it made (see the Paused condition)`);
+  else if (f.withdrawAll)
+    stops.wait(
+      `${ANNOTATION_WITHDRAW_ALL}: JoinGuard asks nothing and withdraws every mark it made (see the Paused condition)`,
+    );
   const check: CheckMetadataIntent = {};
   if (canAct) resume(s, prev, next, check, f.events);
 
@@ -138,7 +144,14 @@ export function observe(s: Snapshot, f: Followed, settings: CheckSettings, clust
 
   // The first control-plane Machine and the memory of its replacement.
   const first = findFirstControlPlane(f.ofCluster, s.bootstrapConfigs, initialized);
-  const fcpMemory = nextFirstControlPlaneMemory(next.firstControlPlane, f.ofCluster, s.bootstrapConfigs, f.unreadable, initialized, s.now);
+  const fcpMemory = nextFirstControlPlaneMemory(
+    next.firstControlPlane,
+    f.ofCluster,
+    s.bootstrapConfigs,
+    f.unreadable,
+    initialized,
+    s.now,
+  );
   assign(next, 'firstControlPlane', fcpMemory);
 
   const inScope = machinesInScope(f.ofCluster, settings);
@@ -163,7 +176,9 @@ export function observe(s: Snapshot, f: Followed, settings: CheckSettings, clust
     ...(first ? { firstControlPlane: first } : {}),
     firstControlPlanePending: first !== undefined && !isJoined(first, s.workloadNodes),
     ...(fcp?.replaced ? { previousFirstControlPlane: fcp.replaced } : {}),
-    ...(fcp?.extendedFor !== undefined && extendedUntil !== undefined ? { extension: { uid: fcp.extendedFor, until: extendedUntil } } : {}),
+    ...(fcp?.extendedFor !== undefined && extendedUntil !== undefined
+      ? { extension: { uid: fcp.extendedFor, until: extendedUntil } }
+      : {}),
     connection: conn.state,
     ...(s.workloadNodes ? { nodes: s.workloadNodes } : {}),
     openRequests: new Set((next.requests ?? []).filter((r) => r.state === 'Open').map((r) => r.uid)),
@@ -190,7 +205,11 @@ export function observe(s: Snapshot, f: Followed, settings: CheckSettings, clust
 }
 
 /** Sets an optional status field, or removes it, so absent memory leaves no `undefined` behind. */
-export function assign<K extends keyof MachineJoinCheckStatus>(status: MachineJoinCheckStatus, key: K, value: MachineJoinCheckStatus[K] | undefined): void {
+export function assign<K extends keyof MachineJoinCheckStatus>(
+  status: MachineJoinCheckStatus,
+  key: K,
+  value: MachineJoinCheckStatus[K] | undefined,
+): void {
   if (value === undefined || (Array.isArray(value) && value.length === 0)) delete status[key];
   else status[key] = value;
 }

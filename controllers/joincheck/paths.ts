@@ -33,10 +33,34 @@ export interface PathRule {
 
 /** Every path, as CAPI_FIELDS is every version: a new path is one entry here (and its word in api/v1alpha1). */
 export const PATHS: Readonly<Record<Path, PathRule>> = {
-  OwnerRemediated: { visible: (m) => m.healthCheckSucceeded?.status === 'False', answered: false, caused: { annotation: false }, write: 'ownerRemediated', withdraw: 'conditions' },
-  RemediateAnnotation: { visible: (m) => m.remediateAnnotation, answered: true, caused: { annotation: true }, write: 'annotation', withdraw: 'annotation' },
-  MachineCondition: { visible: (m) => m.joinGuardJoined?.status === 'False', answered: true, caused: { annotation: false }, write: 'joinGuardCondition', withdraw: 'conditions' },
-  Delete: { visible: (m) => m.deletingSince !== undefined, answered: false, caused: { annotation: false }, write: 'delete', withdraw: 'nothing' },
+  OwnerRemediated: {
+    visible: (m) => m.healthCheckSucceeded?.status === 'False',
+    answered: false,
+    caused: { annotation: false },
+    write: 'ownerRemediated',
+    withdraw: 'conditions',
+  },
+  RemediateAnnotation: {
+    visible: (m) => m.remediateAnnotation,
+    answered: true,
+    caused: { annotation: true },
+    write: 'annotation',
+    withdraw: 'annotation',
+  },
+  MachineCondition: {
+    visible: (m) => m.joinGuardJoined?.status === 'False',
+    answered: true,
+    caused: { annotation: false },
+    write: 'joinGuardCondition',
+    withdraw: 'conditions',
+  },
+  Delete: {
+    visible: (m) => m.deletingSince !== undefined,
+    answered: false,
+    caused: { annotation: false },
+    write: 'delete',
+    withdraw: 'nothing',
+  },
 };
 
 export type PathChoice =
@@ -60,7 +84,9 @@ export function sameOwner(a: OwnerReference | undefined, b: OwnerReference | und
 
 export function selectingMhcs(m: MachineFacts, mhcs: readonly MachineHealthCheckFacts[]): MachineHealthCheckFacts[] {
   return mhcs
-    .filter((h) => h.clusterName === m.clusterName && h.namespace === m.namespace && matchesSelector(h.selector, m.labels))
+    .filter(
+      (h) => h.clusterName === m.clusterName && h.namespace === m.namespace && matchesSelector(h.selector, m.labels),
+    )
     .sort(byName);
 }
 
@@ -70,17 +96,29 @@ export function selectingMhcs(m: MachineFacts, mhcs: readonly MachineHealthCheck
  * MachineSet Machines only; a control-plane Machine always goes through its provider. Auto hands the Machine to
  * a MachineHealthCheck that selects it (annotation), so the two controllers never fight over the same conditions.
  */
-export function choosePath(m: MachineFacts, settings: CheckSettings, mhcs: readonly MachineHealthCheckFacts[], capi: CapiInfo, firstControlPlane: boolean): PathChoice {
-  if (firstControlPlane && settings.firstControlPlane === 'Report') return { kind: 'report', why: 'it is the first control-plane Machine and firstControlPlane is Report' };
+export function choosePath(
+  m: MachineFacts,
+  settings: CheckSettings,
+  mhcs: readonly MachineHealthCheckFacts[],
+  capi: CapiInfo,
+  firstControlPlane: boolean,
+): PathChoice {
+  if (firstControlPlane && settings.firstControlPlane === 'Report')
+    return { kind: 'report', why: 'it is the first control-plane Machine and firstControlPlane is Report' };
   const o = m.owner;
   if (m.machinePool || o.kind === 'MachinePool') {
-    return { kind: 'report', why: 'MachinePool Machines are reported, never remediated: no MachinePool owner acts on the remediation contract' };
+    return {
+      kind: 'report',
+      why: 'MachinePool Machines are reported, never remediated: no MachinePool owner acts on the remediation contract',
+    };
   }
   if (o.kind === 'None') return { kind: 'report', why: 'it has no owner that could re-create it' };
   const controlPlane = m.controlPlane || o.controlPlane;
   const ownerName = `${o.rawKind ?? o.kind}/${o.name ?? '?'}`;
-  const recreates = o.kind === 'MachineSet' || o.kind === 'KubeadmControlPlane' || (o.kind === 'Other' && o.controlPlane);
-  if (!recreates) return { kind: 'report', why: `its owner ${ownerName} does not re-create Machines on CAPI's remediation contract` };
+  const recreates =
+    o.kind === 'MachineSet' || o.kind === 'KubeadmControlPlane' || (o.kind === 'Other' && o.controlPlane);
+  if (!recreates)
+    return { kind: 'report', why: `its owner ${ownerName} does not re-create Machines on CAPI's remediation contract` };
 
   const owner: PathChoice = { kind: 'request', path: 'OwnerRemediated', via: `its owner ${ownerName}` };
   switch (settings.strategy) {
@@ -90,17 +128,27 @@ export function choosePath(m: MachineFacts, settings: CheckSettings, mhcs: reado
       return { kind: 'report', why: `strategy Delete is for MachineSet Machines only (owner ${ownerName})` };
     case 'MachineCondition': {
       if (capi.minor !== undefined && capi.minor < MACHINE_CONDITION_MIN_MINOR) {
-        return { kind: 'report', why: `strategy MachineCondition needs CAPI v1.${MACHINE_CONDITION_MIN_MINOR} or later; this management cluster runs v1.${capi.minor}` };
+        return {
+          kind: 'report',
+          why: `strategy MachineCondition needs CAPI v1.${MACHINE_CONDITION_MIN_MINOR} or later; this management cluster runs v1.${capi.minor}`,
+        };
       }
       const watching = selectingMhcs(m, mhcs).filter((h) => h.watchesJoinGuardCondition && !h.paused);
-      const via = watching[0] !== undefined ? `MachineHealthCheck ${watching[0].name}` : 'a MachineHealthCheck watching JoinGuardJoined (none selects it now)';
+      const via =
+        watching[0] !== undefined
+          ? `MachineHealthCheck ${watching[0].name}`
+          : 'a MachineHealthCheck watching JoinGuardJoined (none selects it now)';
       return { kind: 'request', path: 'MachineCondition', via };
     }
     case 'Auto': {
       const sel = selectingMhcs(m, mhcs);
       if (sel.length === 0) return owner;
       const active = sel.filter((h) => !h.paused);
-      if (active.length === 0) return { kind: 'blocked', why: `MachineHealthCheck ${sel.map((h) => h.name).join(', ')} selects it and is paused` };
+      if (active.length === 0)
+        return {
+          kind: 'blocked',
+          why: `MachineHealthCheck ${sel.map((h) => h.name).join(', ')} selects it and is paused`,
+        };
       return { kind: 'request', path: 'RemediateAnnotation', via: `MachineHealthCheck ${active[0]!.name}` };
     }
     case 'OwnerRemediated':
@@ -137,6 +185,9 @@ export const anyMark = (c: CausedMarks): boolean => c.healthCheck || c.annotatio
 
 /** The MHC's message lists each failed check on a line `* Condition X on Machine ...`; all of them JoinGuardJoined. */
 function namesOnlyJoinGuardCondition(message: string | undefined): boolean {
-  const lines = (message ?? '').split('\n').map((l) => l.trim()).filter((l) => l.startsWith('*'));
+  const lines = (message ?? '')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l.startsWith('*'));
   return lines.length > 0 && lines.every((l) => l.includes('Condition JoinGuardJoined on Machine'));
 }

@@ -4,21 +4,45 @@
 // a moved check restores its memory, and the check's own metadata (owner, clusterctl block-move).
 import { expect } from 'chai';
 import { plan } from './planner.js';
-import { HOUR, MINUTE, SECOND, T0, bootstrapConfig, check, clusterFacts, configs, cpMachine, kcpFacts, newCluster, snapshot, withNode, worker } from './testing/builders.js';
+import {
+  HOUR,
+  MINUTE,
+  SECOND,
+  T0,
+  bootstrapConfig,
+  check,
+  clusterFacts,
+  configs,
+  cpMachine,
+  kcpFacts,
+  newCluster,
+  snapshot,
+  withNode,
+  worker,
+} from './testing/builders.js';
 import { Scenario, cond, progressingReason, requested } from './testing/scenario.js';
 import type { Plan, Snapshot } from './types.js';
 
 /** A snapshot rebuilt from scratch with only the persisted status carried over (a restarted controller). */
 function restarted(s: Snapshot): Snapshot {
   const { previous: _lost, ...rest } = s;
-  const fresh = JSON.parse(JSON.stringify({ ...rest, bootstrapConfigs: [...s.bootstrapConfigs.entries()] })) as Snapshot & { bootstrapConfigs: [string, never][] };
+  const fresh = JSON.parse(
+    JSON.stringify({ ...rest, bootstrapConfigs: [...s.bootstrapConfigs.entries()] }),
+  ) as Snapshot & { bootstrapConfigs: [string, never][] };
   return { ...fresh, bootstrapConfigs: new Map(fresh.bootstrapConfigs) };
 }
 
 /** What decides (everything but the in-process view and the join durations this process measured). */
 function decisions(p: Plan) {
   const { joinDurations: _d, ...status } = JSON.parse(JSON.stringify(p.status)) as Plan['status'];
-  return { status, intents: JSON.parse(JSON.stringify(p.intents)), events: p.events, wakeAt: p.wakeAt, check: p.check, probe: p.probe };
+  return {
+    status,
+    intents: JSON.parse(JSON.stringify(p.intents)),
+    events: p.events,
+    wakeAt: p.wakeAt,
+    check: p.check,
+    probe: p.probe,
+  };
 }
 
 describe('planner', () => {
@@ -34,11 +58,21 @@ describe('planner', () => {
     const steps: ((s: Scenario) => void)[] = [
       (s) => s.at(T0 + 21 * MINUTE), // first CP stuck: probe
       (s) => s.with({ endpointProbe: { reachable: false, at: T0 + 21 * MINUTE } }), // act through KCP
-      (s) => s.remove('cp-0').add(cpMachine('cp-0b', { createdAt: T0 + 23 * MINUTE })).at(T0 + 24 * MINUTE),
+      (s) =>
+        s
+          .remove('cp-0')
+          .add(cpMachine('cp-0b', { createdAt: T0 + 23 * MINUTE }))
+          .at(T0 + 24 * MINUTE),
       (s) =>
         s
           .update('cp-0b', { nodeName: 'node-cp-0b' })
-          .with({ cluster: newCluster({ controlPlaneInitialized: { value: true, since: T0 + 40 * MINUTE }, remoteConnection: { value: true, since: T0 + 40 * MINUTE } }), kcp: kcpFacts({ initialized: true }) })
+          .with({
+            cluster: newCluster({
+              controlPlaneInitialized: { value: true, since: T0 + 40 * MINUTE },
+              remoteConnection: { value: true, since: T0 + 40 * MINUTE },
+            }),
+            kcp: kcpFacts({ initialized: true }),
+          })
           .at(T0 + 41 * MINUTE), // grace
       (s) => s.at(T0 + 61 * MINUTE), // workers stuck: first rebuilt, second raises the suspicion
       (s) => s.remove('w-1').at(T0 + 91 * MINUTE), // canary
@@ -51,12 +85,22 @@ describe('planner', () => {
       expect(decisions(fresh), `step ${i}`).to.deep.equal(decisions(p));
     }
     const reasons = sc.plans.map(progressingReason);
-    expect(reasons).to.deep.equal(['AsExpected', 'Remediating', 'AsExpected', 'AsExpected', 'BootstrapCredentialSuspect', 'BootstrapCredentialSuspect', 'AsExpected']);
+    expect(reasons).to.deep.equal([
+      'AsExpected',
+      'Remediating',
+      'AsExpected',
+      'AsExpected',
+      'BootstrapCredentialSuspect',
+      'BootstrapCredentialSuspect',
+      'AsExpected',
+    ]);
     expect(sc.status.suspicion).to.equal(undefined);
   });
 
   it('is deterministic: the order of the input does not matter', () => {
-    const ms = ['d', 'b', 'e', 'a', 'c'].map((n) => worker(n, { owner: { kind: 'MachineSet', name: `ms-${n}`, controlPlane: false } }));
+    const ms = ['d', 'b', 'e', 'a', 'c'].map((n) =>
+      worker(n, { owner: { kind: 'MachineSet', name: `ms-${n}`, controlPlane: false } }),
+    );
     const base = { settings: { maxInFlight: { count: 2 }, consecutiveJoinFailures: 0 }, now: T0 + HOUR };
     const p1 = plan(snapshot({ ...base, machines: [withNode(worker('old')), ...ms] }));
     const p2 = plan(snapshot({ ...base, machines: [...ms].reverse().concat(withNode(worker('old'))) }));
@@ -70,7 +114,12 @@ describe('planner', () => {
     // Found by the property test's world with a KubeadmControlPlane: the first control-plane Machine held for the
     // endpoint probe and a worker held for it came out in cache order.
     const machines = [cpMachine('cp-0'), worker('w-1')];
-    const base = { cluster: newCluster(), kcp: kcpFacts(), bootstrapConfigs: configs(bootstrapConfig('cp-0', false)), now: T0 + 21 * MINUTE };
+    const base = {
+      cluster: newCluster(),
+      kcp: kcpFacts(),
+      bootstrapConfigs: configs(bootstrapConfig('cp-0', false)),
+      now: T0 + 21 * MINUTE,
+    };
     const p1 = plan(snapshot({ ...base, machines }));
     const p2 = plan(snapshot({ ...base, machines: [...machines].reverse() }));
     expect(p1.status.heldMachines).to.equal(2);
@@ -79,7 +128,14 @@ describe('planner', () => {
   });
 
   it('an invalid spec: no actions, Ready=False/InvalidSpec naming it', () => {
-    const p = plan(snapshot({ settings: undefined, settingsError: 'spec.joinTimeout: "20 minutes" is not a duration', machines: [worker('a')], now: T0 + HOUR }));
+    const p = plan(
+      snapshot({
+        settings: undefined,
+        settingsError: 'spec.joinTimeout: "20 minutes" is not a duration',
+        machines: [worker('a')],
+        now: T0 + HOUR,
+      }),
+    );
     expect(p.intents).to.deep.equal([]);
     const c = cond(p.status, 'Ready');
     expect(c).to.include({ status: 'False', reason: 'InvalidSpec', observedGeneration: 1 });
@@ -92,9 +148,20 @@ describe('planner', () => {
     expect(cond(p.status, 'Ready')).to.include({ status: 'False', reason: 'ClusterNotFound' });
   });
 
-  it('even with an invalid spec or no Cluster, a joined Machine still carrying JoinGuard\'s mark is withdrawn', () => {
+  it("even with an invalid spec or no Cluster, a joined Machine still carrying JoinGuard's mark is withdrawn", () => {
     const m = withNode(worker('a', { healthCheckSucceeded: { status: 'False', reason: 'JoinTimeout' } }));
-    const status = { requests: [{ machine: 'a', uid: 'uid-a', path: 'OwnerRemediated' as const, kind: 'JoinTimeout' as const, time: '2026-03-01T00:21:00Z', state: 'Open' as const }] };
+    const status = {
+      requests: [
+        {
+          machine: 'a',
+          uid: 'uid-a',
+          path: 'OwnerRemediated' as const,
+          kind: 'JoinTimeout' as const,
+          time: '2026-03-01T00:21:00Z',
+          state: 'Open' as const,
+        },
+      ],
+    };
     for (const o of [{ settings: undefined, settingsError: 'bad' }, { cluster: undefined }]) {
       const p = plan(snapshot({ ...o, check: check({ status }), machines: [m], now: T0 + HOUR }));
       expect(p.intents.map((i) => [i.machine.name, i.want])).to.deep.equal([['a', 'withdraw']]);
@@ -105,7 +172,9 @@ describe('planner', () => {
     const p = plan(snapshot({ malformed: [{ name: 'bad', error: 'status.nodeRef: not an object' }], now: T0 + HOUR }));
     expect(p.intents).to.deep.equal([]);
     expect(cond(p.status, 'Ready')).to.include({ status: 'True', reason: 'Ready' });
-    expect(cond(p.status, 'Ready')?.message).to.contain('1 Machines could not be read').and.contain('bad (status.nodeRef: not an object)');
+    expect(cond(p.status, 'Ready')?.message)
+      .to.contain('1 Machines could not be read')
+      .and.contain('bad (status.nodeRef: not an object)');
   });
 
   it('a Machine that becomes unreadable is not taken for gone: its record stays in flight', () => {
@@ -122,7 +191,13 @@ describe('planner', () => {
     const p = plan(
       snapshot({
         settings: { selector: { matchLabels: { pool: 'a' } } },
-        machines: [worker('in'), worker('gone', { deletingSince: T0 }), worker('other-pool', { labels: { pool: 'b' } }), worker('other-cluster', { clusterName: 'c2' }), worker('other-ns', { namespace: 'x' })],
+        machines: [
+          worker('in'),
+          worker('gone', { deletingSince: T0 }),
+          worker('other-pool', { labels: { pool: 'b' } }),
+          worker('other-cluster', { clusterName: 'c2' }),
+          worker('other-ns', { namespace: 'x' }),
+        ],
         now: T0 + 5 * MINUTE,
       }),
     );
@@ -131,13 +206,29 @@ describe('planner', () => {
   });
 
   it('conditions: lastTransitionTime moves only when the status does; observedGeneration is the generation', () => {
-    const sc = new Scenario(snapshot({ check: check({ generation: 7 }), settings: { consecutiveJoinFailures: 0 }, machines: [withNode(worker('old')), worker('a'), worker('b')] }));
+    const sc = new Scenario(
+      snapshot({
+        check: check({ generation: 7 }),
+        settings: { consecutiveJoinFailures: 0 },
+        machines: [withNode(worker('old')), worker('a'), worker('b')],
+      }),
+    );
     sc.plan();
     sc.at(T0 + 21 * MINUTE).plan(); // a requested, b waits for the budget: Progressing False
     const first = cond(sc.status, 'Progressing');
-    expect(first).to.include({ status: 'False', reason: 'RemediationBudgetExhausted', observedGeneration: 7, lastTransitionTime: '2026-03-01T00:21:00Z' });
+    expect(first).to.include({
+      status: 'False',
+      reason: 'RemediationBudgetExhausted',
+      observedGeneration: 7,
+      lastTransitionTime: '2026-03-01T00:21:00Z',
+    });
     // Ready summarises (CAPI v1beta2): False/NotReady while remediation stalls, the stall in CAPI's summary form.
-    expect(cond(sc.status, 'Ready')).to.include({ status: 'False', reason: 'NotReady', message: `* Progressing: ${first!.message}`, lastTransitionTime: '2026-03-01T00:21:00Z' });
+    expect(cond(sc.status, 'Ready')).to.include({
+      status: 'False',
+      reason: 'NotReady',
+      message: `* Progressing: ${first!.message}`,
+      lastTransitionTime: '2026-03-01T00:21:00Z',
+    });
     sc.remove('a').update('b', { healthCheckSucceeded: { status: 'False', reason: 'JoinTimeout' } });
     sc.at(T0 + 25 * MINUTE).plan(); // b requested: True/Remediating
     sc.update('b', { nodeName: 'node-b' });
@@ -145,7 +236,11 @@ describe('planner', () => {
     sc.at(T0 + 27 * MINUTE).plan(); // True/AsExpected
     const last = cond(sc.status, 'Progressing');
     expect(last).to.include({ status: 'True', reason: 'AsExpected', lastTransitionTime: '2026-03-01T00:25:00Z' });
-    expect(cond(sc.status, 'Ready')).to.include({ status: 'True', reason: 'Ready', lastTransitionTime: '2026-03-01T00:25:00Z' });
+    expect(cond(sc.status, 'Ready')).to.include({
+      status: 'True',
+      reason: 'Ready',
+      lastTransitionTime: '2026-03-01T00:25:00Z',
+    });
   });
 
   it('join durations: count, p50, p95, max and a suggested joinTimeout (1.5 x p95, to the minute, at least 2m)', () => {
@@ -154,7 +249,9 @@ describe('planner', () => {
     sc.plan();
     // Ready at T0+1m; they join 2, 4, 6 and 10 minutes later.
     [3, 5, 7, 11].forEach((min, i) => {
-      sc.update(names[i] as string, { nodeName: `node-${i}` }).at(T0 + min * MINUTE).plan();
+      sc.update(names[i] as string, { nodeName: `node-${i}` })
+        .at(T0 + min * MINUTE)
+        .plan();
     });
     expect(sc.status.joinDurations).to.deep.equal({
       count: 4,
@@ -171,12 +268,19 @@ describe('planner', () => {
   it('fast joins still suggest at least 2m', () => {
     const sc = new Scenario(snapshot({ machines: [worker('a')] }));
     sc.plan();
-    sc.update('a', { nodeName: 'n' }).at(T0 + MINUTE + 10 * SECOND).plan();
+    sc.update('a', { nodeName: 'n' })
+      .at(T0 + MINUTE + 10 * SECOND)
+      .plan();
     expect(sc.status.joinDurations?.suggestedJoinTimeout).to.equal('2m');
   });
 
   it('wakeAt is the nearest future deadline, undefined when nothing is pending', () => {
-    const p = plan(snapshot({ machines: [worker('a', { createdAt: T0 }), worker('b', { createdAt: T0 + 5 * MINUTE }), withNode(worker('c'))], now: T0 + 2 * MINUTE }));
+    const p = plan(
+      snapshot({
+        machines: [worker('a', { createdAt: T0 }), worker('b', { createdAt: T0 + 5 * MINUTE }), withNode(worker('c'))],
+        now: T0 + 2 * MINUTE,
+      }),
+    );
     expect(p.wakeAt).to.equal(T0 + 21 * MINUTE);
     const q = plan(snapshot({ machines: [withNode(worker('c'))], now: T0 }));
     expect(q.wakeAt).to.equal(undefined);
@@ -191,35 +295,83 @@ describe('planner', () => {
         now: T0 + 10 * MINUTE,
       }),
     );
-    expect(p.verdicts.find((v) => v.machine === 'cp-0')).to.include({ state: 'Joining', firstControlPlane: true, clockStart: T0 + MINUTE });
+    expect(p.verdicts.find((v) => v.machine === 'cp-0')).to.include({
+      state: 'Joining',
+      firstControlPlane: true,
+      clockStart: T0 + MINUTE,
+    });
   });
 
   it('a request made before the workload connection was lost is not written while CAPI cannot see the workload cluster, nor during the grace', () => {
     // Found by the property test's oracle: a Delete asked at 00:31:29, its write crashed, the connection lost at
     // 00:31:44 — the next pass deleted the Machine, whose Node CAPI could no longer see.
     for (const path of ['Delete', 'OwnerRemediated'] as const) {
-      const status = { requests: [{ machine: 'a', uid: 'uid-a', owner: { kind: 'MachineSet', name: 'ms-a' }, path, kind: 'JoinTimeout' as const, time: '2026-03-01T00:21:00Z', state: 'Open' as const }] };
-      const base = { check: check({ status }), settings: { strategy: path === 'Delete' ? ('Delete' as const) : ('OwnerRemediated' as const) }, machines: [worker('a')], connectionGraceMs: 2 * MINUTE };
-      const down = plan(snapshot({ ...base, cluster: clusterFacts({ remoteConnection: { value: false } }), now: T0 + 22 * MINUTE }));
+      const status = {
+        requests: [
+          {
+            machine: 'a',
+            uid: 'uid-a',
+            owner: { kind: 'MachineSet', name: 'ms-a' },
+            path,
+            kind: 'JoinTimeout' as const,
+            time: '2026-03-01T00:21:00Z',
+            state: 'Open' as const,
+          },
+        ],
+      };
+      const base = {
+        check: check({ status }),
+        settings: { strategy: path === 'Delete' ? ('Delete' as const) : ('OwnerRemediated' as const) },
+        machines: [worker('a')],
+        connectionGraceMs: 2 * MINUTE,
+      };
+      const down = plan(
+        snapshot({ ...base, cluster: clusterFacts({ remoteConnection: { value: false } }), now: T0 + 22 * MINUTE }),
+      );
       expect(down.intents, `${path}: connection down`).to.deep.equal([]);
-      const grace = plan(snapshot({ ...base, cluster: clusterFacts({ remoteConnection: { value: true, since: T0 + 23 * MINUTE } }), now: T0 + 24 * MINUTE }));
+      const grace = plan(
+        snapshot({
+          ...base,
+          cluster: clusterFacts({ remoteConnection: { value: true, since: T0 + 23 * MINUTE } }),
+          now: T0 + 24 * MINUTE,
+        }),
+      );
       expect(grace.intents, `${path}: within the grace`).to.deep.equal([]);
-      const back = plan(snapshot({ ...base, cluster: clusterFacts({ remoteConnection: { value: true, since: T0 + 23 * MINUTE } }), now: T0 + 26 * MINUTE }));
-      expect(back.intents.map((i) => i.want), `${path}: after the grace`).to.deep.equal([path === 'Delete' ? 'delete' : 'mark']);
+      const back = plan(
+        snapshot({
+          ...base,
+          cluster: clusterFacts({ remoteConnection: { value: true, since: T0 + 23 * MINUTE } }),
+          now: T0 + 26 * MINUTE,
+        }),
+      );
+      expect(
+        back.intents.map((i) => i.want),
+        `${path}: after the grace`,
+      ).to.deep.equal([path === 'Delete' ? 'delete' : 'mark']);
     }
   });
 
   it('a moved check (empty status, memory in joinguard.io/memory) restores its memory: the suspicion still stalls', () => {
-    const sc = new Scenario(snapshot({ machines: [withNode(worker('old', { createdAt: T0 - HOUR })), worker('a'), worker('b')] }));
+    const sc = new Scenario(
+      snapshot({ machines: [withNode(worker('old', { createdAt: T0 - HOUR })), worker('a'), worker('b')] }),
+    );
     sc.plan();
     sc.at(T0 + 21 * MINUTE).plan();
     expect(sc.status.suspicion).not.to.equal(undefined);
     // clusterctl move pauses the Cluster: the memory goes into the annotation, block-move is released.
-    sc.with({ cluster: clusterFacts({ paused: true }) }).annotate({ 'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io' });
+    sc.with({ cluster: clusterFacts({ paused: true }) }).annotate({
+      'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io',
+    });
     const paused = sc.advance(MINUTE).plan();
     expect(paused.check.carryMemory).to.be.a('string');
     // On the target: the same objects, an empty status, the annotation; the Cluster unpaused.
-    const target = plan(snapshot({ check: check({ annotations: { 'joinguard.io/memory': paused.check.carryMemory! } }), machines: sc.s.machines.filter((m) => m.name !== 'a'), now: T0 + 30 * MINUTE }));
+    const target = plan(
+      snapshot({
+        check: check({ annotations: { 'joinguard.io/memory': paused.check.carryMemory! } }),
+        machines: sc.s.machines.filter((m) => m.name !== 'a'),
+        now: T0 + 30 * MINUTE,
+      }),
+    );
     expect(target.status.suspicion?.since).to.equal(sc.status.suspicion?.since);
     expect(requested(target)).to.deep.equal([]);
     expect(progressingReason(target)).to.equal('BootstrapCredentialSuspect');
@@ -230,17 +382,42 @@ describe('planner', () => {
     const p = plan(snapshot({ now: T0 }));
     expect(p.check.ownerCluster).to.deep.equal({ apiVersion: 'cluster.x-k8s.io/v1beta2', name: 'c1', uid: 'uid-c1' });
     expect(p.check.blockMove).to.equal(true);
-    const owned = plan(snapshot({ check: { ...check({ annotations: { 'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io' } }), metadata: { ...check().metadata, finalizers: ['joinguard.io/withdraw-marks'], annotations: { 'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io' }, ownerReferences: [{ apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', name: 'c1', uid: 'uid-c1' }] } }, now: T0 }));
+    const owned = plan(
+      snapshot({
+        check: {
+          ...check({ annotations: { 'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io' } }),
+          metadata: {
+            ...check().metadata,
+            finalizers: ['joinguard.io/withdraw-marks'],
+            annotations: { 'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io' },
+            ownerReferences: [{ apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', name: 'c1', uid: 'uid-c1' }],
+          },
+        },
+        now: T0,
+      }),
+    );
     expect(owned.check).to.deep.equal({});
   });
 
   it('bad values in status are never trusted: entries of the wrong shape dropped, times in the future read as now, each noted', () => {
     const status = {
-      requests: [{ machine: 'a', uid: 'uid-a', path: 'Nonsense', kind: 'JoinTimeout', time: '2026-03-01T00:00:00Z', state: 'Open' }, 'junk'],
+      requests: [
+        {
+          machine: 'a',
+          uid: 'uid-a',
+          path: 'Nonsense',
+          kind: 'JoinTimeout',
+          time: '2026-03-01T00:00:00Z',
+          state: 'Open',
+        },
+        'junk',
+      ],
       ownerWindows: [{ kind: 'MachineSet', name: 'ms-a', times: ['2999-01-01T00:00:00Z'] }],
       failuresSinceResume: -4,
     } as unknown as Plan['status'];
-    const p = plan(snapshot({ check: check({ status }), settings: { neverJoinedLimit: 0 }, machines: [worker('a')], now: T0 }));
+    const p = plan(
+      snapshot({ check: check({ status }), settings: { neverJoinedLimit: 0 }, machines: [worker('a')], now: T0 }),
+    );
     expect(p.status.requests).to.equal(undefined);
     expect(p.status.failuresSinceResume).to.equal(0);
     expect(p.memoryNotes).to.include.members([

@@ -40,7 +40,10 @@ export function plan(s: Snapshot): Plan {
     ...(j.probe ? { probe: j.probe } : {}),
     ...(wakeAt !== undefined ? { wakeAt } : {}),
     memoryNotes: f.memoryNotes,
-    view: { readyAt: w.ctx.readyAt, pending: new Set(verdicts.filter((v) => v.state !== 'Joined' && v.state !== 'Deleting').map((v) => v.uid)) },
+    view: {
+      readyAt: w.ctx.readyAt,
+      pending: new Set(verdicts.filter((v) => v.state !== 'Joined' && v.state !== 'Deleting').map((v) => v.uid)),
+    },
   };
 }
 
@@ -49,11 +52,30 @@ function idle(s: Snapshot, f: Followed): Plan {
   const meta = s.check.metadata;
   const why =
     f.settings === undefined
-      ? { reason: ReadyReason.InvalidSpec, message: `The spec is invalid: ${s.settingsError ?? 'it could not be read'}. JoinGuard does nothing until it is fixed.` }
-      : { reason: ReadyReason.ClusterNotFound, message: `Cluster ${meta.namespace}/${f.settings.clusterName} not found: nothing is judged or changed until it exists.` };
-  f.next.conditions = setCondition(f.next.conditions, { type: CONDITION_READY, status: 'False', ...why }, s.now, meta.generation);
-  const intents = markIntents(f.next.requests ?? [], f.ofCluster, intentInput(s, f.withdrawAll)).filter((i) => i.want === 'withdraw');
-  const check = finalizerIntent(s.check, f.deletion, intents.map((i) => i.machine.name), f.cluster?.paused === true, s.now);
+      ? {
+          reason: ReadyReason.InvalidSpec,
+          message: `The spec is invalid: ${s.settingsError ?? 'it could not be read'}. JoinGuard does nothing until it is fixed.`,
+        }
+      : {
+          reason: ReadyReason.ClusterNotFound,
+          message: `Cluster ${meta.namespace}/${f.settings.clusterName} not found: nothing is judged or changed until it exists.`,
+        };
+  f.next.conditions = setCondition(
+    f.next.conditions,
+    { type: CONDITION_READY, status: 'False', ...why },
+    s.now,
+    meta.generation,
+  );
+  const intents = markIntents(f.next.requests ?? [], f.ofCluster, intentInput(s, f.withdrawAll)).filter(
+    (i) => i.want === 'withdraw',
+  );
+  const check = finalizerIntent(
+    s.check,
+    f.deletion,
+    intents.map((i) => i.machine.name),
+    f.cluster?.paused === true,
+    s.now,
+  );
   const wakeAt = f.deletion && f.deletion.until > s.now ? { wakeAt: f.deletion.until } : {};
   const view = { readyAt: new Map<string, number>(), pending: new Set<string>() };
   const base = { verdicts: [], settledInScope: f.settledInScope, events: f.events, memoryNotes: f.memoryNotes, view };
@@ -67,6 +89,8 @@ function wake(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Remediated): 
   w.wake.push(w.connection.graceUntil, ms(next.firstControlPlane?.extendedUntil), deletion?.until);
   if (w.canAct && next.suspicion !== undefined) w.wake.push(nextCanaryAt(next.suspicion, w.settings, s.now));
   const unanswered = s.unansweredAfterMs ?? UNANSWERED_AFTER_MS;
-  for (const x of r.requests) if (x.state === 'Open' && !x.answered && x.markedTime !== undefined) w.wake.push((ms(x.markedTime) ?? s.now) + unanswered);
+  for (const x of r.requests)
+    if (x.state === 'Open' && !x.answered && x.markedTime !== undefined)
+      w.wake.push((ms(x.markedTime) ?? s.now) + unanswered);
   return earliestAfter(s.now, w.wake);
 }

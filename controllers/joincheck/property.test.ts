@@ -34,7 +34,10 @@ import type { Live } from './executor.js';
 import type { Plan, Snapshot } from './types.js';
 import type { Json } from '../../runtime/rest.js';
 
-const SEED = process.env['PROPERTY_SEED'] !== undefined ? Number(process.env['PROPERTY_SEED']) : Math.floor(Math.random() * 2 ** 31);
+const SEED =
+  process.env['PROPERTY_SEED'] !== undefined
+    ? Number(process.env['PROPERTY_SEED'])
+    : Math.floor(Math.random() * 2 ** 31);
 const RUNS = Number(process.env['PROPERTY_RUNS'] ?? 1000);
 let histories = 0;
 let steps = 0;
@@ -49,7 +52,9 @@ const product = { suspicions: 0, resumes: 0, budgetStops: 0, plansWithSettledOut
 function samePartition(cache: Cache, live: Live, s: Snapshot | undefined): void {
   const all = cache.build(live, false);
   if (s === undefined || all === undefined) return;
-  const [p, q] = [plan(s), plan(all)].map((x) => JSON.parse(JSON.stringify({ status: x.status, intents: x.intents, events: x.events })));
+  const [p, q] = [plan(s), plan(all)].map((x) =>
+    JSON.parse(JSON.stringify({ status: x.status, intents: x.intents, events: x.events })),
+  );
   if (JSON.stringify(p) !== JSON.stringify(q)) expect(p, 'the settled partition changes the plan').to.deep.equal(q);
   product.partitionChecks++;
 }
@@ -97,7 +102,14 @@ async function run(setup: Setup, all: Step[]): Promise<void> {
         deposed = undefined; // its lease ran out: it writes nothing more
         w.faults = [];
         w.races = 0;
-        if (w.check !== undefined) w.oracle.afterPass(w.t, clean, (uid) => c.cache.seesWhy(uid), (uid) => w.refusedForLiveness(uid), (uid) => w.mustBeClean(uid));
+        if (w.check !== undefined)
+          w.oracle.afterPass(
+            w.t,
+            clean,
+            (uid) => c.cache.seesWhy(uid),
+            (uid) => w.refusedForLiveness(uid),
+            (uid) => w.mustBeClean(uid),
+          );
         break;
       }
       case 'deliver': {
@@ -140,7 +152,10 @@ function judged(w: World, where: string): void {
       if (survey[tag] === undefined) {
         const file = join(tmpdir(), `property-survey-${tag.slice(1, -1)}.json`);
         writeFileSync(file, JSON.stringify(current));
-        survey[tag] = { count: 0, first: `history ${histories}: ${x} (${where}); replay: PROPERTY_REPLAY="$(cat ${file})"` };
+        survey[tag] = {
+          count: 0,
+          first: `history ${histories}: ${x} (${where}); replay: PROPERTY_REPLAY="$(cat ${file})"`,
+        };
       }
       survey[tag].count++;
     }
@@ -166,11 +181,14 @@ function checkStatus(w: World, before: Record<string, any>, where: string): void
   const s = before.suspicion;
   // The same suspicion before and after the step (a join clears one; a new one, even raised in the same second, starts
   // with a rebuild): the same time and the same first failing Machine.
-  const same = s !== undefined && s.since === status.suspicion?.since && s.machines?.[0] === status.suspicion?.machines?.[0];
+  const same =
+    s !== undefined && s.since === status.suspicion?.since && s.machines?.[0] === status.suspicion?.machines?.[0];
   for (const r of requests) {
     if (r.state !== 'Open' || known.has(r.uid) || !same || r.kind !== 'JoinTimeout') continue;
     expect(r.canary, `only canaries while suspected ${where}`).to.equal(true);
-    expect(ms(r.time)!, `canary cadence ${where}`).to.be.at.least(Math.min(ms(s.nextCanaryTime)!, ms(s.since)! + 20 * MINUTE));
+    expect(ms(r.time)!, `canary cadence ${where}`).to.be.at.least(
+      Math.min(ms(s.nextCanaryTime)!, ms(s.since)! + 20 * MINUTE),
+    );
   }
 }
 
@@ -182,10 +200,17 @@ function checkPlanning(c: Controller, w: World): void {
   const p = plan(s);
   const again = plan({ ...s, check: { ...s.check, status: JSON.parse(JSON.stringify(p.status)) }, previous: p.view });
   expect(JSON.parse(JSON.stringify(again.events)), 'planning twice emits nothing').to.deep.equal([]);
-  expect(JSON.parse(JSON.stringify(again.status)), 'planning twice changes no status').to.deep.equal(JSON.parse(JSON.stringify(p.status)));
+  expect(JSON.parse(JSON.stringify(again.status)), 'planning twice changes no status').to.deep.equal(
+    JSON.parse(JSON.stringify(p.status)),
+  );
   const { previous: _view, ...fresh } = s;
   const r = plan(fresh);
-  const decisions = (x: Plan) => ({ intents: JSON.parse(JSON.stringify(x.intents)), requests: x.status.requests, suspicion: x.status.suspicion, windows: x.status.ownerWindows });
+  const decisions = (x: Plan) => ({
+    intents: JSON.parse(JSON.stringify(x.intents)),
+    requests: x.status.requests,
+    suspicion: x.status.suspicion,
+    windows: x.status.ownerWindows,
+  });
   expect(decisions(r), 'a restart decides the same').to.deep.equal(decisions(p));
 }
 
@@ -208,7 +233,10 @@ async function checkConverged(w: World): Promise<void> {
   for (const m of w.live()) {
     if (m.metadata.deletionTimestamp !== undefined || !(m.status.nodeRef || all)) continue;
     const marks = w.oracle.marksOf(m.metadata.uid);
-    if (marks !== undefined) w.oracle.violations.push(`[converged] ${m.metadata.name} still carries JoinGuard's mark (${marks}) once converged${all ? ' under withdraw-all' : ''}`);
+    if (marks !== undefined)
+      w.oracle.violations.push(
+        `[converged] ${m.metadata.name} still carries JoinGuard's mark (${marks}) once converged${all ? ' under withdraw-all' : ''}`,
+      );
   }
   w.oracle.checkMarkers(w.t, w.live());
   judged(w, 'converged at the end of the history');
@@ -220,9 +248,18 @@ function debug(w: World, step: Step): void {
     new Date(w.t).toISOString(),
     JSON.stringify({
       check: w.check?.metadata.uid,
-      sus: w.check?.status?.suspicion, cjf: w.check?.status?.consecutiveJoinFailures, obs: w.check?.status?.observations?.map((o: any) => o.machine),
+      sus: w.check?.status?.suspicion,
+      cjf: w.check?.status?.consecutiveJoinFailures,
+      obs: w.check?.status?.observations?.map((o: any) => o.machine),
       req: w.check?.status?.requests?.map((r: any) => [r.machine, r.state, r.path, r.time]),
-      machines: w.live().map((m) => [m.metadata.name, !!m.status.nodeRef, m.metadata.deletionTimestamp !== undefined, w.oracle.marksOf(m.metadata.uid) ?? '']),
+      machines: w
+        .live()
+        .map((m) => [
+          m.metadata.name,
+          !!m.status.nodeRef,
+          m.metadata.deletionTimestamp !== undefined,
+          w.oracle.marksOf(m.metadata.uid) ?? '',
+        ]),
     }),
   );
 }
@@ -231,12 +268,17 @@ describe('planner and executor: properties over random histories (seeded), judge
   this.timeout(900_000);
 
   after(() => {
-    const sorted = (o: Record<string, number>) => Object.fromEntries(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : 1)));
+    const sorted = (o: Record<string, number>) =>
+      Object.fromEntries(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : 1)));
     console.log(`      property: seed ${SEED}, ${histories} histories, ${steps} steps (replay: PROPERTY_SEED=${SEED})`);
     console.log(`      property: steps by kind ${JSON.stringify(sorted(stepKinds))}`);
     console.log(`      property: the world ${JSON.stringify(sorted(exercised))}`);
-    console.log(`      property: the oracle judged ${JSON.stringify(oracleCounts)}; the product ${JSON.stringify(product)}`);
-    if (SURVEY) for (const [tag, x] of Object.entries(survey)) console.log(`      survey: ${tag} ${x.count} violations; first: ${x.first}`);
+    console.log(
+      `      property: the oracle judged ${JSON.stringify(oracleCounts)}; the product ${JSON.stringify(product)}`,
+    );
+    if (SURVEY)
+      for (const [tag, x] of Object.entries(survey))
+        console.log(`      survey: ${tag} ${x.count} violations; first: ${x.first}`);
   });
 
   // A counterexample printed by a failed run can be replayed alone: PROPERTY_REPLAY='<its JSON>'.
@@ -249,21 +291,29 @@ describe('planner and executor: properties over random histories (seeded), judge
   }
 
   // The histories that found defects (each fixed), replayed every run: testing/regressions.json.
-  const regressions = JSON.parse(readFileSync(new URL('./testing/regressions.json', import.meta.url), 'utf8')) as { name: string; found: string; setup: Setup; history: Step[] }[];
+  const regressions = JSON.parse(readFileSync(new URL('./testing/regressions.json', import.meta.url), 'utf8')) as {
+    name: string;
+    found: string;
+    setup: Setup;
+    history: Step[];
+  }[];
   // (hack/mutants skips them with PROPERTY_REGRESSIONS=0: it reports how many random histories a defect takes.)
-  if (process.env['PROPERTY_REGRESSIONS'] !== '0') it(`replays the ${regressions.length} histories that found defects`, async () => {
-    for (const r of regressions) {
-      try {
-        await run(r.setup, r.history);
-      } catch (e) {
-        throw new AssertionError(`${r.name} (${r.found}): ${(e as Error).message}`);
+  if (process.env['PROPERTY_REGRESSIONS'] !== '0')
+    it(`replays the ${regressions.length} histories that found defects`, async () => {
+      for (const r of regressions) {
+        try {
+          await run(r.setup, r.history);
+        } catch (e) {
+          throw new AssertionError(`${r.name} (${r.found}): ${(e as Error).message}`);
+        }
       }
-    }
-  });
+    });
 
   it('keeps every invariant, after every step, whatever fails and whenever it crashes', async () => {
     await fc.assert(
-      fc.asyncProperty(setupArb, fc.array(stepArb, { minLength: 30, maxLength: 150, size: 'max' }), (setup, history) => run(setup, history)),
+      fc.asyncProperty(setupArb, fc.array(stepArb, { minLength: 30, maxLength: 150, size: 'max' }), (setup, history) =>
+        run(setup, history),
+      ),
       { seed: SEED, numRuns: RUNS, ...(process.env['PROPERTY_NO_SHRINK'] === '1' ? { endOnFailure: true } : {}) },
     );
   });

@@ -30,10 +30,16 @@ export class Refusals {
   private readonly byUid = new Map<string, RefusedWrite>();
 
   /** Records a refused write and returns it, with its next retry: 1 s, doubling, at most 5 min. */
-  refused(t: MachineTarget, write: RefusedKind, err: Error & { code?: unknown; reason?: unknown }, now: number): RefusedWrite {
+  refused(
+    t: MachineTarget,
+    write: RefusedKind,
+    err: Error & { code?: unknown; reason?: unknown },
+    now: number,
+  ): RefusedWrite {
     const prev = this.byUid.get(t.uid);
     // An ApiError's reason is the apiserver's message (an admission webhook names itself there); its code the HTTP status.
-    const text = typeof err.code === 'number' && typeof err.reason === 'string' ? `${err.code} ${err.reason}` : err.message;
+    const text =
+      typeof err.code === 'number' && typeof err.reason === 'string' ? `${err.code} ${err.reason}` : err.message;
     const attempts = (prev?.attempts ?? 0) + 1;
     const r: RefusedWrite = {
       uid: t.uid,

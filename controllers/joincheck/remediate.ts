@@ -5,7 +5,19 @@
 import type { MachineFacts } from '../../api/capi/model.js';
 import type { MachineObservation, OwnerWindow, RequestRecord } from '../../api/v1alpha1/types.js';
 import { STATUS_LIMITS } from '../../api/v1alpha1/types.js';
-import { countFailure, guardChain, inFlight, neverJoinedActive, recordOwnerRequest, spendCanary, trimWindows, windowStart, type GuardResult, type GuardState, type GuardWorld } from './guards.js';
+import {
+  countFailure,
+  guardChain,
+  inFlight,
+  neverJoinedActive,
+  recordOwnerRequest,
+  spendCanary,
+  trimWindows,
+  windowStart,
+  type GuardResult,
+  type GuardState,
+  type GuardWorld,
+} from './guards.js';
 import { byName } from './judge.js';
 import { appendHistory, choosePath, newRequest, ownerRef, target } from './marks.js';
 import { assign, type Followed, type Observed } from './observe.js';
@@ -33,7 +45,9 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
   const verdicts = j.verdicts;
   const handled = new Set((next.requests ?? []).map((r) => r.uid));
   const flying = inFlight(inScope, next.requests ?? [], f.unreadable);
-  const failed = new Map<string, string>([...w.prevObs].flatMap(([uid, o]) => (o.failedAt !== undefined ? [[uid, o.failedAt]] : [])));
+  const failed = new Map<string, string>(
+    [...w.prevObs].flatMap(([uid, o]) => (o.failedAt !== undefined ? [[uid, o.failedAt]] : [])),
+  );
   const candidates = inScope
     .map((m, i) => ({ m, v: verdicts[i]! }))
     .filter(({ m, v }) => v.state === 'Stuck' && !handled.has(m.uid))
@@ -41,7 +55,11 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
   const requests = [...(next.requests ?? [])];
   const confirm = confirmations(s, f);
   let history = next.remediations ?? [];
-  let ownerWindows: OwnerWindow[] = trimWindows(next.ownerWindows, windowStart(s.now, settings, next.lastResume?.time), settings.maxPerOwner);
+  let ownerWindows: OwnerWindow[] = trimWindows(
+    next.ownerWindows,
+    windowStart(s.now, settings, next.lastResume?.time),
+    settings.maxPerOwner,
+  );
   let canaryTaken = false;
   const wouldAsk: string[] = [];
   const pausedMhcs: string[] = [];
@@ -52,7 +70,9 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
     settings,
     machines: anyMachine,
     ...(kcp ? { kcp } : {}),
-    kcpMachines: kcp ? f.ofCluster.filter((x) => x.owner.kind === 'KubeadmControlPlane' && x.owner.name === kcp.name).length : 0,
+    kcpMachines: kcp
+      ? f.ofCluster.filter((x) => x.owner.kind === 'KubeadmControlPlane' && x.owner.name === kcp.name).length
+      : 0,
     initialized: w.initialized,
     expected: w.expected,
     now: s.now,
@@ -65,10 +85,19 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
     if (fresh) {
       confirm.push(target(m));
       failed.set(m.uid, iso(s.now));
-      raisedNow = countFailure(next, m, v, anyMachine, settings, cluster, s.now, events, (x) => rolloutSuspect(x, rollouts)); // [rollout-suspect]
+      raisedNow = countFailure(next, m, v, anyMachine, settings, cluster, s.now, events, (x) =>
+        rolloutSuspect(x, rollouts),
+      ); // [rollout-suspect]
     }
     const stuckEvent = (): void => {
-      if (fresh) events.push({ on: 'Machine', machine: target(m), reason: v.failureKind === 'ProvisionTimeout' ? 'ProvisionTimedOut' : 'JoinTimedOut', warning: true, message: `Machine ${m.name}: ${v.reason}` });
+      if (fresh)
+        events.push({
+          on: 'Machine',
+          machine: target(m),
+          reason: v.failureKind === 'ProvisionTimeout' ? 'ProvisionTimedOut' : 'JoinTimedOut',
+          warning: true,
+          message: `Machine ${m.name}: ${v.reason}`,
+        });
     };
     if (v.firstControlPlane && next.firstControlPlane?.misconfigured !== undefined) {
       stops.add('FirstControlPlaneReplacementMisconfigured', '', m.name);
@@ -93,10 +122,22 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
       const r = newRequest(m, v, 'Report', 'Reported', s.now);
       requests.push(r);
       history = appendHistory(history, r, 'Reported');
-      events.push({ on: 'Machine', machine: target(m), reason: 'RemediationSkipped', warning: true, message: `Machine ${m.name}: ${v.reason}. JoinGuard does not remediate it: ${choice.why}. Reported only.` });
+      events.push({
+        on: 'Machine',
+        machine: target(m),
+        reason: 'RemediationSkipped',
+        warning: true,
+        message: `Machine ${m.name}: ${v.reason}. JoinGuard does not remediate it: ${choice.why}. Reported only.`,
+      });
       continue;
     }
-    const gate = guardChain(m, v, raisedNow, { status: next, requests: sinceResume(next.requests ?? []), canaryTaken, flying, ownerWindows }, guardWorld);
+    const gate = guardChain(
+      m,
+      v,
+      raisedNow,
+      { status: next, requests: sinceResume(next.requests ?? []), canaryTaken, flying, ownerWindows },
+      guardWorld,
+    );
     if (!gate.go) {
       holds.push({ m, v, loop: gate });
       stuckEvent();
@@ -110,12 +151,19 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
     history = appendHistory(history, r, settings.dryRun ? 'DryRun' : 'Requested');
     if (settings.dryRun) {
       wouldAsk.push(`${m.name} via ${choice.path}`);
-      events.push({ on: 'Machine', machine: target(m), reason: 'RemediationSkipped', warning: false, message: `dry run: Machine ${m.name}: ${v.reason}. JoinGuard would ask for its replacement via ${choice.via} (path ${choice.path}).` });
+      events.push({
+        on: 'Machine',
+        machine: target(m),
+        reason: 'RemediationSkipped',
+        warning: false,
+        message: `dry run: Machine ${m.name}: ${v.reason}. JoinGuard would ask for its replacement via ${choice.via} (path ${choice.path}).`,
+      });
       continue;
     }
     flying.push(m.name);
     ownerWindows = recordOwnerRequest(ownerWindows, ownerRef(m), s.now, settings.maxPerOwner);
-    if (v.firstControlPlane) (next.firstControlPlane ??= {}).replaced = { machine: m.name, uid: m.uid, time: iso(s.now) };
+    if (v.firstControlPlane)
+      (next.firstControlPlane ??= {}).replaced = { machine: m.name, uid: m.uid, time: iso(s.now) };
   }
 
   // Why each held Machine waits, as the guards see it once this plan's requests are made (a canary taken, budgets
@@ -134,7 +182,8 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
   assign(next, 'ownerWindows', ownerWindows.length > 0 ? ownerWindows : undefined);
   observations(f, w, verdicts, failed);
   // An emptied memory is no memory (the next plan reads it back as none: planning twice must change nothing).
-  if (next.firstControlPlane !== undefined && Object.keys(next.firstControlPlane).length === 0) delete next.firstControlPlane;
+  if (next.firstControlPlane !== undefined && Object.keys(next.firstControlPlane).length === 0)
+    delete next.firstControlPlane;
   stateStops(f, w, verdicts, requests, wouldAsk);
   return { requests, flying, confirm, pausedMhcs, deleteNotAllowed };
 }
@@ -147,10 +196,13 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
 function confirmations(s: Snapshot, f: Followed): MachineTarget[] {
   const { next, prev, byUid } = f;
   const prevState = new Map((prev.requests ?? []).map((r) => [r.uid, r.state]));
-  const confirm = (next.requests ?? []).filter((r) => prevState.get(r.uid) !== r.state && byUid.has(r.uid)).map((r) => target(byUid.get(r.uid)!));
+  const confirm = (next.requests ?? [])
+    .filter((r) => prevState.get(r.uid) !== r.state && byUid.has(r.uid))
+    .map((r) => target(byUid.get(r.uid)!));
   const kept = new Set((next.requests ?? []).map((r) => r.uid));
   for (const r of prev.requests ?? []) {
-    if (r.state === 'Open' && !kept.has(r.uid) && !f.anyMachine.has(r.uid)) confirm.push({ name: r.machine, namespace: s.check.metadata.namespace, uid: r.uid, resourceVersion: '' });
+    if (r.state === 'Open' && !kept.has(r.uid) && !f.anyMachine.has(r.uid))
+      confirm.push({ name: r.machine, namespace: s.check.metadata.namespace, uid: r.uid, resourceVersion: '' });
   }
   return confirm;
 }
@@ -159,7 +211,12 @@ function confirmations(s: Snapshot, f: Followed): MachineTarget[] {
  * Per-Machine memory, only where no object carries it (see MachineObservation), and every not-joined Machine
  * while there is a count or a suspicion that a join would reset.
  */
-function observations(f: Followed, w: Observed, verdicts: readonly MachineVerdict[], failed: ReadonlyMap<string, string>): void {
+function observations(
+  f: Followed,
+  w: Observed,
+  verdicts: readonly MachineVerdict[],
+  failed: ReadonlyMap<string, string>,
+): void {
   const { next } = f;
   const watchAll = (next.consecutiveJoinFailures ?? 0) > 0 || next.suspicion !== undefined;
   const out: MachineObservation[] = [];
@@ -168,23 +225,39 @@ function observations(f: Followed, w: Observed, verdicts: readonly MachineVerdic
     const pin = w.pins.get(m.uid);
     const failedAt = failed.get(m.uid);
     if (pin === undefined && failedAt === undefined && !watchAll) continue;
-    out.push({ machine: m.name, uid: m.uid, ...(pin !== undefined ? { readySeen: pin } : {}), ...(failedAt !== undefined ? { failedAt } : {}) });
+    out.push({
+      machine: m.name,
+      uid: m.uid,
+      ...(pin !== undefined ? { readySeen: pin } : {}),
+      ...(failedAt !== undefined ? { failedAt } : {}),
+    });
   }
   out.sort((a, b) => byName({ name: a.machine }, { name: b.machine }));
   assign(next, 'observations', out.length > 0 ? out.slice(0, STATUS_LIMITS.observations) : undefined);
 }
 
 /** Stops whose evidence is state, not this plan's candidates. */
-function stateStops(f: Followed, w: Observed, verdicts: readonly MachineVerdict[], requests: readonly RequestRecord[], wouldAsk: string[]): void {
+function stateStops(
+  f: Followed,
+  w: Observed,
+  verdicts: readonly MachineVerdict[],
+  requests: readonly RequestRecord[],
+  wouldAsk: string[],
+): void {
   const { next } = f;
   const { stops, settings } = w;
-  if (next.firstControlPlane?.misconfigured !== undefined) stops.add('FirstControlPlaneReplacementMisconfigured', next.firstControlPlane.misconfigured.message);
-  for (const v of verdicts) if ((v.hold === 'ConnectionDown' || v.hold === 'ConnectionGrace') && v.pastDeadline) stops.add('ControlPlaneEndpointUnreachable', '', v.machine);
+  if (next.firstControlPlane?.misconfigured !== undefined)
+    stops.add('FirstControlPlaneReplacementMisconfigured', next.firstControlPlane.misconfigured.message);
+  for (const v of verdicts)
+    if ((v.hold === 'ConnectionDown' || v.hold === 'ConnectionGrace') && v.pastDeadline)
+      stops.add('ControlPlaneEndpointUnreachable', '', v.machine);
   if (neverJoinedActive(next, settings)) stops.add('NeverJoined', '');
   if (next.suspicion !== undefined) stops.add(next.suspicion.reason, ''); // [rollout-suspect] either suspicion
   if (settings.dryRun) {
     const stuck = new Set(verdicts.filter((v) => v.state === 'Stuck').map((v) => v.uid));
-    for (const r of requests) if (r.state === 'DryRun' && stuck.has(r.uid) && !wouldAsk.includes(`${r.machine} via ${r.path}`)) wouldAsk.push(`${r.machine} via ${r.path}`);
+    for (const r of requests)
+      if (r.state === 'DryRun' && stuck.has(r.uid) && !wouldAsk.includes(`${r.machine} via ${r.path}`))
+        wouldAsk.push(`${r.machine} via ${r.path}`);
     stops.add('DryRun', '');
     for (const x of wouldAsk) stops.add('DryRun', x);
   }

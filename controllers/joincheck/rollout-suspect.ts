@@ -7,7 +7,12 @@
 // changes). Pure: the guard, canaries, resume and clearing are the suspicion's own (guards.ts); this file only says
 // which suspicion it is, when its rollout is over, and its words.
 import type { ClusterFacts, KcpFacts, MachineFacts, MachineSetFacts } from '../../api/capi/model.js';
-import type { CheckSettings, FailureRecord, MachineJoinCheckStatus, RolloutEvidence } from '../../api/v1alpha1/types.js';
+import type {
+  CheckSettings,
+  FailureRecord,
+  MachineJoinCheckStatus,
+  RolloutEvidence,
+} from '../../api/v1alpha1/types.js';
 import { STATUS_LIMITS } from '../../api/v1alpha1/types.js';
 import { endpointOf, listNames, runbook } from './words.js';
 import { formatDuration } from './time.js';
@@ -23,7 +28,8 @@ export interface RolloutWorld {
 }
 
 const joined = (w: RolloutWorld, pred: (m: MachineFacts) => boolean): MachineFacts | undefined =>
-  w.machines.find((m) => m.nodeName !== undefined && pred(m)) ?? w.settled?.find?.((m) => m.nodeName !== undefined && pred(m));
+  w.machines.find((m) => m.nodeName !== undefined && pred(m)) ??
+  w.settled?.find?.((m) => m.nodeName !== undefined && pred(m));
 
 const revisionOf = (ms: MachineSetFacts): number => {
   const n = Number(ms.revision);
@@ -32,7 +38,9 @@ const revisionOf = (ms: MachineSetFacts): number => {
 
 /** The MachineDeployment's MachineSets that carry a revision, newest first. */
 function revisions(w: RolloutWorld, deployment: string): MachineSetFacts[] {
-  return (w.machineSets ?? []).filter((x) => x.deployment === deployment && revisionOf(x) >= 0).sort((a, b) => revisionOf(b) - revisionOf(a));
+  return (w.machineSets ?? [])
+    .filter((x) => x.deployment === deployment && revisionOf(x) >= 0)
+    .sort((a, b) => revisionOf(b) - revisionOf(a));
 }
 
 /**
@@ -86,7 +94,12 @@ function kcpRevision(name: string, version: string, w: RolloutWorld): RolloutEvi
   if (joined(w, (m) => ofKcp(m) && m.version === version) !== undefined) return undefined;
   const previous = joined(w, (m) => ofKcp(m) && m.version !== undefined && m.version !== version);
   if (previous === undefined) return undefined;
-  return { owner: { kind: 'KubeadmControlPlane', name }, revision: version, previousRevision: previous.version!, changes: [`spec.version: ${previous.version} -> ${version}`] };
+  return {
+    owner: { kind: 'KubeadmControlPlane', name },
+    revision: version,
+    previousRevision: previous.version!,
+    changes: [`spec.version: ${previous.version} -> ${version}`],
+  };
 }
 
 /**
@@ -99,7 +112,10 @@ export function rolloutOver(e: RolloutEvidence, w: RolloutWorld): string | undef
   if (why === undefined) return undefined;
   const ofRevision = (m: MachineFacts) =>
     e.owner.kind === 'KubeadmControlPlane'
-      ? m.owner.kind === 'KubeadmControlPlane' && m.owner.name === e.owner.name && m.version === e.revision && m.nodeName === undefined
+      ? m.owner.kind === 'KubeadmControlPlane' &&
+        m.owner.name === e.owner.name &&
+        m.version === e.revision &&
+        m.nodeName === undefined
       : m.owner.kind === 'MachineSet' && m.owner.name === e.machineSet;
   return w.machines.some((m) => ofRevision(m) && m.deletingSince === undefined) ? undefined : why;
 }
@@ -111,7 +127,8 @@ function revisionLeft(e: RolloutEvidence, w: RolloutWorld): string | undefined {
   }
   if (w.machineSets === undefined || e.machineSet === undefined) return undefined;
   const ms = w.machineSets.find((x) => x.name === e.machineSet);
-  if (ms === undefined || ms.deletingSince !== undefined) return `MachineSet ${e.machineSet} of revision ${e.revision} is gone`;
+  if (ms === undefined || ms.deletingSince !== undefined)
+    return `MachineSet ${e.machineSet} of revision ${e.revision} is gone`;
   const current = revisions(w, e.owner.name)[0];
   if (current === undefined || current.name === e.machineSet) return undefined;
   return `MachineDeployment ${e.owner.name} now rolls out revision ${current.revision} (MachineSet ${current.name}), not revision ${e.revision}`;
@@ -126,22 +143,38 @@ export function clearRolloutIfOver(next: MachineJoinCheckStatus, w: RolloutWorld
   if (next.suspicion?.reason !== 'RolloutSuspect' || e === undefined) return;
   const why = rolloutOver(e, w);
   if (why === undefined) return;
-  events.push({ on: 'Check', reason: 'SuspicionCleared', warning: false, message: `${why}: the RolloutSuspect raised at ${next.suspicion.since} is cleared.` });
+  events.push({
+    on: 'Check',
+    reason: 'SuspicionCleared',
+    warning: false,
+    message: `${why}: the RolloutSuspect raised at ${next.suspicion.since} is cleared.`,
+  });
   delete next.suspicion;
   next.consecutiveJoinFailures = 0;
 }
 
 /** The words of a RolloutSuspect: the revision, the failing Machines, what differs, what to do. */
-const UNREADABLE_CHANGES = 'nothing JoinGuard can read (the infrastructure or bootstrap templates behind the same names)';
+const UNREADABLE_CHANGES =
+  'nothing JoinGuard can read (the infrastructure or bootstrap templates behind the same names)';
 
-export function rolloutMessage(status: MachineJoinCheckStatus, failures: readonly FailureRecord[], cluster: ClusterFacts | undefined, settings: CheckSettings, heldBack: string[] = []): string {
+export function rolloutMessage(
+  status: MachineJoinCheckStatus,
+  failures: readonly FailureRecord[],
+  cluster: ClusterFacts | undefined,
+  settings: CheckSettings,
+  heldBack: string[] = [],
+): string {
   const s = status.suspicion!;
   const e = s.rollout!;
   const names = new Set(s.machines);
   const failed = failures.filter((f) => f.kind === 'JoinTimeout' && names.has(f.machine)).map((f) => f.machine);
   const md = e.owner.kind === 'MachineDeployment';
-  const rev = md ? `revision ${e.revision} of MachineDeployment ${e.owner.name} (MachineSet ${e.machineSet})` : `version ${e.revision} of KubeadmControlPlane ${e.owner.name}`;
-  const prev = md ? `revision ${e.previousRevision} (MachineSet ${e.previousMachineSet})` : `version ${e.previousRevision}`;
+  const rev = md
+    ? `revision ${e.revision} of MachineDeployment ${e.owner.name} (MachineSet ${e.machineSet})`
+    : `version ${e.revision} of KubeadmControlPlane ${e.owner.name}`;
+  const prev = md
+    ? `revision ${e.previousRevision} (MachineSet ${e.previousMachineSet})`
+    : `version ${e.previousRevision}`;
   const parts = [
     `${Math.max(status.consecutiveJoinFailures ?? 0, s.machines.length)} Machines in a row timed out joining (joinTimeout ${formatDuration(settings.joinTimeoutMs)}), ` +
       `all of ${rev}: ${listNames(failed.length > 0 ? failed : s.machines)}. No Machine of it has joined, while Machines of ${prev} did, through the same ` +

@@ -7,7 +7,9 @@ import { Scenario, cond, eventReasons, intentOf, progressingReason, requested, v
 
 /** A pool that worked (one Machine joined), plus `names` Machines ready at T0+1m with no Node. */
 function pool(...names: string[]): Scenario {
-  return new Scenario(snapshot({ machines: [withNode(worker('old', { createdAt: T0 - HOUR })), ...names.map((n) => worker(n))] }));
+  return new Scenario(
+    snapshot({ machines: [withNode(worker('old', { createdAt: T0 - HOUR })), ...names.map((n) => worker(n))] }),
+  );
 }
 
 describe('seed: bootstrap credential suspicion', () => {
@@ -39,7 +41,15 @@ describe('seed: bootstrap credential suspicion', () => {
     const c = cond(p.status, 'Progressing');
     expect(c?.status).to.equal('False');
     expect(c?.reason).to.equal('BootstrapCredentialSuspect');
-    for (const evidence of ['a (', 'b (', 'spec.bootstrap.configRef KubeadmConfig/b', 'dataSecretName b', '10.0.0.10:6443', 'CAPI itself still reaches', '/docs/runbook.md#bootstrapcredentialsuspect']) {
+    for (const evidence of [
+      'a (',
+      'b (',
+      'spec.bootstrap.configRef KubeadmConfig/b',
+      'dataSecretName b',
+      '10.0.0.10:6443',
+      'CAPI itself still reaches',
+      '/docs/runbook.md#bootstrapcredentialsuspect',
+    ]) {
       expect(c?.message).to.contain(evidence);
     }
     expect(c?.message).not.to.contain('#13221');
@@ -81,7 +91,10 @@ describe('seed: bootstrap credential suspicion', () => {
 
   it('control-plane failures also name the leftover etcd member cause (cluster-api #13221)', () => {
     const sc = new Scenario(
-      snapshot({ kcp: kcpFacts({ initialized: true }), machines: [withNode(cpMachine('cp-0', { createdAt: T0 - HOUR })), cpMachine('cp-1'), cpMachine('cp-2')] }),
+      snapshot({
+        kcp: kcpFacts({ initialized: true }),
+        machines: [withNode(cpMachine('cp-0', { createdAt: T0 - HOUR })), cpMachine('cp-1'), cpMachine('cp-2')],
+      }),
     );
     sc.plan();
     const p = sc.at(T0 + 21 * MINUTE).plan();

@@ -10,7 +10,12 @@ import type {
   MachineSetFacts,
   WorkloadNodeFacts,
 } from '../../api/capi/model.js';
-import type { FailureKind, MachineJoinCheck, MachineJoinCheckStatus, RemediationPath } from '../../api/v1alpha1/types.js';
+import type {
+  FailureKind,
+  MachineJoinCheck,
+  MachineJoinCheckStatus,
+  RemediationPath,
+} from '../../api/v1alpha1/types.js';
 import type { RefusedWrite } from './refusals.js';
 
 export type { CheckSettings } from '../../api/v1alpha1/types.js';
@@ -69,7 +74,20 @@ export interface Snapshot {
 }
 
 /** What a snapshot carries beside the caches: the process's own memory of the check, and tunings. */
-export type SnapshotExtras = Pick<Snapshot, 'now'> & Partial<Pick<Snapshot, 'previous' | 'endpointProbe' | 'workloadNodes' | 'connectionGraceMs' | 'unansweredAfterMs' | 'refusedWrites' | 'checkUids' | 'allowMachineDelete'>>;
+export type SnapshotExtras = Pick<Snapshot, 'now'> &
+  Partial<
+    Pick<
+      Snapshot,
+      | 'previous'
+      | 'endpointProbe'
+      | 'workloadNodes'
+      | 'connectionGraceMs'
+      | 'unansweredAfterMs'
+      | 'refusedWrites'
+      | 'checkUids'
+      | 'allowMachineDelete'
+    >
+  >;
 
 /**
  * The Cluster's Machines that are settled (judge.ts `isSettled`: joined for good, nothing on them for JoinGuard): a
@@ -144,12 +162,33 @@ export interface MachineTarget {
  * `joinguard.io/requested-by` value the Machine carries beside the mark (written before it, removed after it).
  */
 export type MarkIntent =
-  | { want: 'mark'; machine: MachineTarget; path: Exclude<RemediationPath, 'Report' | 'Delete'>; kind: FailureKind; message: string; event: PlannedEvent; marker?: string }
+  | {
+      want: 'mark';
+      machine: MachineTarget;
+      path: Exclude<RemediationPath, 'Report' | 'Delete'>;
+      kind: FailureKind;
+      message: string;
+      event: PlannedEvent;
+      marker?: string;
+    }
   | { want: 'delete'; machine: MachineTarget; kind: FailureKind; event: PlannedEvent }
-  | { want: 'withdraw'; machine: MachineTarget; path: Exclude<RemediationPath, 'Report'>; event: PlannedEvent; marker?: string };
+  | {
+      want: 'withdraw';
+      machine: MachineTarget;
+      path: Exclude<RemediationPath, 'Report'>;
+      event: PlannedEvent;
+      marker?: string;
+    };
 
-export type MachineEventReason = 'JoinTimedOut' | 'ProvisionTimedOut' | 'RemediationRequested' | 'RemediationWithdrawn' | 'RemediationSkipped' | 'WriteRefused';
-export type CheckEventReason = 'SuspicionRaised' | 'RolloutSuspect' | 'SuspicionCleared' | 'RemediationRestricted' | 'Resumed' | 'MarksLeftBehind';
+export type MachineEventReason =
+  | 'JoinTimedOut'
+  | 'ProvisionTimedOut'
+  | 'RemediationRequested'
+  | 'RemediationWithdrawn'
+  | 'RemediationSkipped'
+  | 'WriteRefused';
+export type CheckEventReason =
+  'SuspicionRaised' | 'RolloutSuspect' | 'SuspicionCleared' | 'RemediationRestricted' | 'Resumed' | 'MarksLeftBehind';
 
 export type PlannedEvent =
   | { on: 'Machine'; machine: MachineTarget; reason: MachineEventReason; message: string; warning: boolean }

@@ -24,13 +24,19 @@ export function judgeScope(s: Snapshot, f: Followed, w: Observed): Judged {
   const verdicts = w.inScope.map((m) => {
     if (m !== first) return judge(m, w.ctx);
     const handled = (next.requests ?? []).some((r) => r.uid === m.uid);
-    const j = judgeFirstControlPlane(m, w.ctx, { act: w.canAct, handled, memory: () => (next.firstControlPlane ??= {}), probe: s.endpointProbe });
+    const j = judgeFirstControlPlane(m, w.ctx, {
+      act: w.canAct,
+      handled,
+      memory: () => (next.firstControlPlane ??= {}),
+      probe: s.endpointProbe,
+    });
     probe = j.probe;
     w.wake.push(j.retryAt);
     if (j.wait !== undefined) w.stops.wait(j.wait);
     return j.verdict;
   });
-  if (first === undefined && next.firstControlPlane?.probeRequested !== undefined) delete next.firstControlPlane.probeRequested;
+  if (first === undefined && next.firstControlPlane?.probeRequested !== undefined)
+    delete next.firstControlPlane.probeRequested;
   countJoins(s, f, w, verdicts);
   return { verdicts, ...(probe ? { probe } : {}) };
 }
@@ -42,22 +48,43 @@ function countJoins(s: Snapshot, f: Followed, w: Observed, verdicts: readonly Ma
   if (joinedNow.length > 0 || f.settledInScope > 0) next.everJoined = true;
   const newestFailure = Math.max(...(prev.recentFailures ?? []).map((x) => ms(x.time) ?? 0), 0);
   const somethingToReset = (next.consecutiveJoinFailures ?? 0) > 0 || next.suspicion !== undefined;
-  const joinEvents = joinedNow.filter((m) => w.prevObs.has(m.uid) || (somethingToReset && newestFailure > 0 && m.createdAt > newestFailure));
-  if (joinEvents.length > 0 && somethingToReset) joinSeen(next, joinEvents.map((m) => m.name), f.events);
+  const joinEvents = joinedNow.filter(
+    (m) => w.prevObs.has(m.uid) || (somethingToReset && newestFailure > 0 && m.createdAt > newestFailure),
+  );
+  if (joinEvents.length > 0 && somethingToReset)
+    joinSeen(
+      next,
+      joinEvents.map((m) => m.name),
+      f.events,
+    );
   // [rollout-suspect] a RolloutSuspect clears once its revision is rolled back.
   clearRolloutIfOver(next, rolloutWorld(s, f), f.events);
   // Join durations of the joins seen happen (by this process, or remembered as not joined).
   // By name: the samples kept must not depend on the order the caches list Machines in.
-  const timed: MachineFacts[] = joinedNow.filter((m) => joinEvents.includes(m) || s.previous?.pending.has(m.uid) === true).sort(byName);
+  const timed: MachineFacts[] = joinedNow
+    .filter((m) => joinEvents.includes(m) || s.previous?.pending.has(m.uid) === true)
+    .sort(byName);
   const cpInitAt = w.controlPlaneInitializedAt;
   for (const m of timed) {
-    const readyAt = Math.max(trusted(m.infrastructureReady.since, s.now) ?? m.createdAt, trusted(m.bootstrapReady.since, s.now) ?? m.createdAt);
-    const start = joinClockStart(m, { firstControlPlane: m.controlPlane, readyAt, ...(cpInitAt !== undefined ? { controlPlaneInitializedAt: cpInitAt } : {}) });
+    const readyAt = Math.max(
+      trusted(m.infrastructureReady.since, s.now) ?? m.createdAt,
+      trusted(m.bootstrapReady.since, s.now) ?? m.createdAt,
+    );
+    const start = joinClockStart(m, {
+      firstControlPlane: m.controlPlane,
+      readyAt,
+      ...(cpInitAt !== undefined ? { controlPlaneInitializedAt: cpInitAt } : {}),
+    });
     next.joinDurations = addJoinDuration(next.joinDurations, Math.max(0, Math.round((s.now - start) / 1000)));
   }
 }
 
 /** What the rollout rule reads of the world (rollout-suspect.ts). */
 export function rolloutWorld(s: Snapshot, f: Followed): RolloutWorld {
-  return { machines: f.ofCluster, ...(s.settled ? { settled: s.settled } : {}), ...(s.machineSets ? { machineSets: s.machineSets } : {}), ...(s.kcp ? { kcp: s.kcp } : {}) };
+  return {
+    machines: f.ofCluster,
+    ...(s.settled ? { settled: s.settled } : {}),
+    ...(s.machineSets ? { machineSets: s.machineSets } : {}),
+    ...(s.kcp ? { kcp: s.kcp } : {}),
+  };
 }

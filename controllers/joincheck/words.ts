@@ -18,7 +18,10 @@ export function endpointOf(cluster: ClusterFacts | undefined): string {
 export function failureEvidence(failures: readonly FailureRecord[]): string {
   return failures
     .map((f) => {
-      const bits = [`spec.bootstrap.configRef ${f.bootstrapConfig ?? '(none)'}`, `dataSecretName ${f.dataSecretName ?? '(none)'}`];
+      const bits = [
+        `spec.bootstrap.configRef ${f.bootstrapConfig ?? '(none)'}`,
+        `dataSecretName ${f.dataSecretName ?? '(none)'}`,
+      ];
       if (f.owner !== undefined) bits.push(`owner ${f.owner.kind}/${f.owner.name}`);
       return `${f.machine} (${bits.join(', ')})`;
     })

@@ -34,7 +34,9 @@ export class WorkloadNodeReader {
     e.at = this.now();
     this.entries.set(key, e);
     try {
-      const secret = await this.rest.get(`/api/v1/namespaces/${encodeURIComponent(ns)}/secrets/${encodeURIComponent(`${cluster}-kubeconfig`)}`);
+      const secret = await this.rest.get(
+        `/api/v1/namespaces/${encodeURIComponent(ns)}/secrets/${encodeURIComponent(`${cluster}-kubeconfig`)}`,
+      );
       if (secret.metadata?.resourceVersion !== e.secretVersion || !e.client) {
         e.client?.close();
         const value = secret.data?.value;
@@ -47,14 +49,18 @@ export class WorkloadNodeReader {
       let cont: string | undefined;
       do {
         const page: Json = await e.client.get('/api/v1/nodes', { limit: 500, continue: cont });
-        for (const n of (page.items ?? []) as Json[]) nodes.push({ name: n.metadata?.name, ...(n.spec?.providerID ? { providerID: n.spec.providerID } : {}) });
+        for (const n of (page.items ?? []) as Json[])
+          nodes.push({ name: n.metadata?.name, ...(n.spec?.providerID ? { providerID: n.spec.providerID } : {}) });
         cont = page.metadata?.continue || undefined;
       } while (cont);
       e.nodes = nodes;
     } catch (err) {
       // Not readable is not "no Node": the planner then judges on nodeRef alone.
       e.nodes = undefined;
-      this.log.debug('workload cluster Nodes not read', { Cluster: { namespace: ns, name: cluster }, error: (err as Error).message });
+      this.log.debug('workload cluster Nodes not read', {
+        Cluster: { namespace: ns, name: cluster },
+        error: (err as Error).message,
+      });
     }
     return e.nodes;
   }
@@ -68,7 +74,13 @@ export class WorkloadNodeReader {
 /** Whether something completes a TLS handshake at host:port (any certificate: this asks "is it up"). */
 export function tlsAnswers(host: string, port: number, timeoutMs: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = connect({ host, port, servername: /^[\d.]+$|:/.test(host) ? undefined : host, rejectUnauthorized: false, timeout: timeoutMs });
+    const socket = connect({
+      host,
+      port,
+      servername: /^[\d.]+$|:/.test(host) ? undefined : host,
+      rejectUnauthorized: false,
+      timeout: timeoutMs,
+    });
     const done = (ok: boolean) => {
       socket.destroy();
       resolve(ok);

@@ -38,12 +38,19 @@ async function main(): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   try {
     kube = env.kube();
-    sim = await startSim(env.kube(), { provisionDelayMs: 1500, bootDelayMs: 1500, capiApiVersion: env.capiApiVersion, kubeletPort: env.ports['sim-kubelet'] });
+    sim = await startSim(env.kube(), {
+      provisionDelayMs: 1500,
+      bootDelayMs: 1500,
+      capiApiVersion: env.capiApiVersion,
+      kubeletPort: env.ports['sim-kubelet'],
+    });
     await installJoinGuardCrd(kube);
     const log = fs.createWriteStream(logFile);
     const started = await startJoinGuard(env.kubeConfig(), NS, { logLevel: 'info' });
     jg = started.controller;
-    const flush = setInterval(() => { for (const l of started.log.lines.splice(0)) log.write(`${l}\n`); }, 500);
+    const flush = setInterval(() => {
+      for (const l of started.log.lines.splice(0)) log.write(`${l}\n`);
+    }, 500);
 
     const screen = new Screen();
     let act = 'the demo cluster comes up (1 control plane, 3 workers)';
@@ -56,11 +63,17 @@ async function main(): Promise<void> {
         kube!.list(`/api/v1/namespaces/${NS}/events`),
       ]);
       screen.draw({
-        act, elapsedS: (Date.now() - t0) / 1000, machines, cluster, joinTimeoutMs: JOIN_TIMEOUT_S * 1000,
+        act,
+        elapsedS: (Date.now() - t0) / 1000,
+        machines,
+        cluster,
+        joinTimeoutMs: JOIN_TIMEOUT_S * 1000,
         simMachines: new Map(sims.items.map((s) => [s.metadata.name as string, s])),
         check,
         // Creation order (resourceVersion): events of one second keep the order they were made in.
-        k8sEvents: events.items.filter((e) => e.source?.component === 'joinguard').sort((a, b) => Number(a.metadata.resourceVersion) - Number(b.metadata.resourceVersion)),
+        k8sEvents: events.items
+          .filter((e) => e.source?.component === 'joinguard')
+          .sort((a, b) => Number(a.metadata.resourceVersion) - Number(b.metadata.resourceVersion)),
         simEvents: sim!.eventsOf(NS),
       });
     };
@@ -73,53 +86,106 @@ async function main(): Promise<void> {
     const workers = async () => (await listMachines(kube!, capi, NS, CLUSTER)).filter((m) => !isControlPlane(m));
     const firstWorker = await (async () => {
       await createCluster(kube, {
-        namespace: NS, name: CLUSTER, ca: { certPem: env.caCertPem, keyPem: env.caKeyPem }, apiVersion: capi.version,
-        workers: [{ name: 'md', replicas: 3, labels: { pool: 'workers' }, image: 'sim-image-1.0', rollout: { maxSurge: 1, maxUnavailable: 0 } }],
+        namespace: NS,
+        name: CLUSTER,
+        ca: { certPem: env.caCertPem, keyPem: env.caKeyPem },
+        apiVersion: capi.version,
+        workers: [
+          {
+            name: 'md',
+            replicas: 3,
+            labels: { pool: 'workers' },
+            image: 'sim-image-1.0',
+            rollout: { maxSurge: 1, maxUnavailable: 0 },
+          },
+        ],
       });
-      return waitFor('the first worker', async () => (await workers())[0]?.metadata.name as string | undefined, { timeoutMs: 60_000 });
+      return waitFor('the first worker', async () => (await workers())[0]?.metadata.name as string | undefined, {
+        timeoutMs: 60_000,
+      });
     })();
     sim.policy.neverJoin({ namespace: NS, name: firstWorker });
     await createCheck(kube, NS, 'workers', {
-      clusterName: CLUSTER, selector: { matchLabels: { pool: 'workers' } }, joinTimeout: JOIN_TIMEOUT,
+      clusterName: CLUSTER,
+      selector: { matchLabels: { pool: 'workers' } },
+      joinTimeout: JOIN_TIMEOUT,
       suspicion: { probeInterval: PROBE_INTERVAL, maxProbeInterval: '2m' },
     });
 
     step(`act 1: worker ${firstWorker} never joins; joinTimeout is ${JOIN_TIMEOUT}`);
-    await waitFor('the stuck worker replaced and 3 workers joined', async () => {
-      const w = await workers();
-      return !w.some((m) => m.metadata.name === firstWorker) && w.length === 3 && w.every(hasNode);
-    }, { timeoutMs: 180_000 });
-    step('act 1 done: JoinGuard marked it, CAPI\'s MachineSet replaced it, the replacement joined');
+    await waitFor(
+      'the stuck worker replaced and 3 workers joined',
+      async () => {
+        const w = await workers();
+        return !w.some((m) => m.metadata.name === firstWorker) && w.length === 3 && w.every(hasNode);
+      },
+      { timeoutMs: 180_000 },
+    );
+    step("act 1 done: JoinGuard marked it, CAPI's MachineSet replaced it, the replacement joined");
     await pause(4000);
 
     step('act 2: the join credential expires; the pool scales from 3 to 5 workers');
     sim.policy.expireCredential({ namespace: NS });
     await kube.mergePatch(capi.path('MachineDeployment', NS, `${CLUSTER}-md`), { spec: { replicas: 5 } });
-    await waitFor('BootstrapCredentialSuspect', async () => checkCondition(await getCheck(kube!, NS, 'workers'), 'Progressing')?.reason === 'BootstrapCredentialSuspect', { timeoutMs: 120_000 });
-    step('act 2: two join failures in a row; rebuilding stalled with BootstrapCredentialSuspect (one canary after 30s)');
+    await waitFor(
+      'BootstrapCredentialSuspect',
+      async () =>
+        checkCondition(await getCheck(kube!, NS, 'workers'), 'Progressing')?.reason === 'BootstrapCredentialSuspect',
+      { timeoutMs: 120_000 },
+    );
+    step(
+      'act 2: two join failures in a row; rebuilding stalled with BootstrapCredentialSuspect (one canary after 30s)',
+    );
     await pause(12_000);
 
     step('act 3: the credential is rotated; the canary will join and clear the suspicion');
     sim.policy.rotateCredential({ namespace: NS });
-    await waitFor('all 5 workers joined and the check back to AsExpected', async () => {
-      const w = await workers();
-      const c = await getCheck(kube!, NS, 'workers');
-      return w.length === 5 && w.every(hasNode) && checkCondition(c, 'Progressing')?.reason === 'AsExpected' && !w.some((m) => conditionOf(m, 'HealthCheckSucceeded')?.status === 'False');
-    }, { timeoutMs: 240_000 });
+    await waitFor(
+      'all 5 workers joined and the check back to AsExpected',
+      async () => {
+        const w = await workers();
+        const c = await getCheck(kube!, NS, 'workers');
+        return (
+          w.length === 5 &&
+          w.every(hasNode) &&
+          checkCondition(c, 'Progressing')?.reason === 'AsExpected' &&
+          !w.some((m) => conditionOf(m, 'HealthCheckSucceeded')?.status === 'False')
+        );
+      },
+      { timeoutMs: 240_000 },
+    );
     step('act 3 done: every worker joined; the check says AsExpected');
     await pause(4000);
 
     step('act 4: a rolling upgrade; the pool moves to image sim-image-1.1 and its first new VM fails to join');
     const oldWorkers = new Set((await workers()).map((m) => m.metadata.uid as string));
     sim.policy.neverJoin({ namespace: NS, image: 'sim-image-1.1' }, { limit: 1 });
-    await rollWorkerPool(kube, { namespace: NS, cluster: CLUSTER, pool: 'md', revision: 'r2', image: 'sim-image-1.1', apiVersion: capi.version });
-    await waitFor('all 5 workers on the new image, joined', async () => {
-      const w = await workers();
-      const images = await kube!.list(`/apis/infrastructure.sim.joinguard.io/v1alpha1/namespaces/${NS}/simmachines`);
-      const onNew = new Set(images.items.filter((x) => x.spec?.image === 'sim-image-1.1').map((x) => x.metadata.name as string));
-      return w.length === 5 && w.every((m) => hasNode(m) && !oldWorkers.has(m.metadata.uid) && onNew.has(m.spec.infrastructureRef.name));
-    }, { timeoutMs: 300_000 });
-    step('done: the upgrade is rolled out; JoinGuard asked the new MachineSet for the VM that failed, and touched no old Machine');
+    await rollWorkerPool(kube, {
+      namespace: NS,
+      cluster: CLUSTER,
+      pool: 'md',
+      revision: 'r2',
+      image: 'sim-image-1.1',
+      apiVersion: capi.version,
+    });
+    await waitFor(
+      'all 5 workers on the new image, joined',
+      async () => {
+        const w = await workers();
+        const images = await kube!.list(`/apis/infrastructure.sim.joinguard.io/v1alpha1/namespaces/${NS}/simmachines`);
+        const onNew = new Set(
+          images.items.filter((x) => x.spec?.image === 'sim-image-1.1').map((x) => x.metadata.name as string),
+        );
+        return (
+          w.length === 5 &&
+          w.every((m) => hasNode(m) && !oldWorkers.has(m.metadata.uid) && onNew.has(m.spec.infrastructureRef.name))
+        );
+      },
+      { timeoutMs: 300_000 },
+    );
+    step(
+      'done: the upgrade is rolled out; JoinGuard asked the new MachineSet for the VM that failed, and touched no old Machine',
+    );
     await draw();
     clearInterval(timer);
     timer = undefined;
@@ -139,14 +205,19 @@ async function main(): Promise<void> {
 
 function summary(remediations: Json[], elapsedS: number, logFile: string): void {
   console.log('\nWhat JoinGuard did:');
-  for (const r of remediations) console.log(`  ${r.time}  ${r.machine}  ${r.kind}  ${r.path}  ${r.outcome}${r.canary ? '  (canary)' : ''}`);
-  console.log(`\nDemo finished in ${elapsedS.toFixed(0)}s. JoinGuard's log: ${logFile}. Everything it started has stopped.`);
+  for (const r of remediations)
+    console.log(`  ${r.time}  ${r.machine}  ${r.kind}  ${r.path}  ${r.outcome}${r.canary ? '  (canary)' : ''}`);
+  console.log(
+    `\nDemo finished in ${elapsedS.toFixed(0)}s. JoinGuard's log: ${logFile}. Everything it started has stopped.`,
+  );
 }
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-main().then(() => process.exit(0), (err: unknown) => {
-  console.error(`demo failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
-  process.exit(1);
-});
-
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(`demo failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    process.exit(1);
+  },
+);

@@ -33,7 +33,11 @@ const padc = (s: string, n: number) => s + ' '.repeat(Math.max(0, n - s.replace(
 
 /** The join clock as DESIGN defines it (from the v1beta2 conditions), as a countdown to the deadline. */
 function joinClock(m: Json, f: Frame, now: number): string {
-  if (conditionOf(m, 'InfrastructureReady')?.status !== 'True' || conditionOf(f.cluster, 'ControlPlaneInitialized')?.status !== 'True') return 'join clock not started';
+  if (
+    conditionOf(m, 'InfrastructureReady')?.status !== 'True' ||
+    conditionOf(f.cluster, 'ControlPlaneInitialized')?.status !== 'True'
+  )
+    return 'join clock not started';
   const left = joinClockStart(capiApi('v1beta2'), m, f.cluster) + f.joinTimeoutMs - now;
   return left >= 0 ? `join deadline in ${secs(left)}` : `${secs(-left)} past its join deadline`;
 }
@@ -43,7 +47,11 @@ function machineState(m: Json, sm: Json | undefined, f: Frame, now: number): { s
   if (isDeleting(m)) return { state: yellow('Deleting'), clock: `age ${secs(age)}` };
   if (hasNode(m)) return { state: green('Joined'), clock: `age ${secs(age)}` };
   const hc = conditionOf(m, 'HealthCheckSucceeded');
-  if (hc?.status === 'False') return { state: red(`Marked (${hc.reason})`), clock: `marked ${secs(now - Date.parse(hc.lastTransitionTime))} ago` };
+  if (hc?.status === 'False')
+    return {
+      state: red(`Marked (${hc.reason})`),
+      clock: `marked ${secs(now - Date.parse(hc.lastTransitionTime))} ago`,
+    };
   const boot = sm?.status?.boot as Json | undefined;
   if (boot?.phase === 'Failed') {
     return { state: red(`VM: join failed (${boot.reason})`), clock: joinClock(m, f, now) };
@@ -57,32 +65,53 @@ export function render(f: Frame): string {
   const out: string[] = [];
   out.push(bold(`JoinGuard demo — ${f.act}`) + `   (${f.elapsedS.toFixed(0)}s)`);
   out.push('');
-  out.push(bold(`${pad('MACHINE', 30)} ${pad('ROLE', 7)} ${pad('IMAGE', 14)} ${pad('PHASE', 12)} ${pad('NODE', 5)} ${pad('STATE', 34)} CLOCK`));
+  out.push(
+    bold(
+      `${pad('MACHINE', 30)} ${pad('ROLE', 7)} ${pad('IMAGE', 14)} ${pad('PHASE', 12)} ${pad('NODE', 5)} ${pad('STATE', 34)} CLOCK`,
+    ),
+  );
   for (const m of f.machines) {
     const sm = f.simMachines.get(m.spec?.infrastructureRef?.name);
     const { state, clock } = machineState(m, sm, f, now);
-    out.push(`${pad(m.metadata.name, 30)} ${pad(isControlPlane(m) ? 'cp' : 'worker', 7)} ${pad(sm?.spec?.image ?? '-', 14)} ${pad(m.status?.phase ?? '-', 12)} ${pad(hasNode(m) ? 'yes' : '-', 5)} ${padc(state, 34)} ${clock}`);
+    out.push(
+      `${pad(m.metadata.name, 30)} ${pad(isControlPlane(m) ? 'cp' : 'worker', 7)} ${pad(sm?.spec?.image ?? '-', 14)} ${pad(m.status?.phase ?? '-', 12)} ${pad(hasNode(m) ? 'yes' : '-', 5)} ${padc(state, 34)} ${clock}`,
+    );
   }
   out.push('');
   const s = f.check?.status;
   if (s) {
-    out.push(bold('MachineJoinCheck "workers"') + `  expected ${s.expectedMachines ?? 0}  joined ${s.joinedMachines ?? 0}  joining ${s.joiningMachines ?? 0}  stuck ${s.stuckMachines ?? 0}  consecutive failures ${s.consecutiveJoinFailures ?? 0}`);
+    out.push(
+      bold('MachineJoinCheck "workers"') +
+        `  expected ${s.expectedMachines ?? 0}  joined ${s.joinedMachines ?? 0}  joining ${s.joiningMachines ?? 0}  stuck ${s.stuckMachines ?? 0}  consecutive failures ${s.consecutiveJoinFailures ?? 0}`,
+    );
     for (const c of s.conditions ?? []) {
       const st = c.status === 'True' ? green(c.status) : c.type === 'Paused' ? c.status : red(c.status);
-      out.push(`  ${pad(c.type, 12)} ${padc(st, 5)} ${pad(c.reason, 28)} ${wrap(c.message, 110, '  ' + ' '.repeat(48))}`);
+      out.push(
+        `  ${pad(c.type, 12)} ${padc(st, 5)} ${pad(c.reason, 28)} ${wrap(c.message, 110, '  ' + ' '.repeat(48))}`,
+      );
     }
-    if (s.suspicion) out.push(`  suspicion since ${s.suspicion.since}, next canary ${s.suspicion.nextCanaryTime ?? '-'} (in ${secs(Date.parse(s.suspicion.nextCanaryTime ?? '') - now)}), canaries spent ${s.suspicion.canariesSpent}`);
+    if (s.suspicion)
+      out.push(
+        `  suspicion since ${s.suspicion.since}, next canary ${s.suspicion.nextCanaryTime ?? '-'} (in ${secs(Date.parse(s.suspicion.nextCanaryTime ?? '') - now)}), canaries spent ${s.suspicion.canariesSpent}`,
+      );
     const rems = (s.remediations ?? []).slice(-6);
-    if (rems.length) out.push(`  remediations: ${rems.map((r) => `${r.machine} ${r.outcome}${r.canary ? ' (canary)' : ''}`).join(', ')}`);
+    if (rems.length)
+      out.push(
+        `  remediations: ${rems.map((r) => `${r.machine} ${r.outcome}${r.canary ? ' (canary)' : ''}`).join(', ')}`,
+      );
   }
   out.push('');
   out.push(bold('JoinGuard events (newest last)'));
   for (const e of f.k8sEvents.slice(-6)) {
-    out.push(`  ${pad(e.involvedObject?.kind ?? '', 16)} ${pad(e.involvedObject?.name ?? '', 28)} ${pad(e.reason ?? '', 22)} ${pad(e.message ?? '', 100)}`);
+    out.push(
+      `  ${pad(e.involvedObject?.kind ?? '', 16)} ${pad(e.involvedObject?.name ?? '', 28)} ${pad(e.reason ?? '', 22)} ${pad(e.message ?? '', 100)}`,
+    );
   }
   out.push(bold('Simulated infrastructure (newest last)'));
   for (const e of f.simEvents.slice(-6)) {
-    out.push(`  ${new Date(e.time).toISOString().slice(11, 19)} ${pad(e.type, 22)} ${pad(e.name, 28)} ${pad(e.message, 90)}`);
+    out.push(
+      `  ${new Date(e.time).toISOString().slice(11, 19)} ${pad(e.type, 22)} ${pad(e.name, 28)} ${pad(e.message, 90)}`,
+    );
   }
   return out.join('\n');
 }

@@ -30,8 +30,12 @@ export function readAuditWrites(file: string): AuditWrite[] {
     if (e.stage !== 'ResponseComplete' || !WRITE_VERBS.has(e.verb)) continue;
     const ref = e.objectRef ?? {};
     out.push({
-      at: Date.parse(e.requestReceivedTimestamp), user: e.user?.username ?? '', userAgent: e.userAgent ?? '', verb: e.verb,
-      resource: ref.resource ?? '', code: e.responseStatus?.code ?? 0,
+      at: Date.parse(e.requestReceivedTimestamp),
+      user: e.user?.username ?? '',
+      userAgent: e.userAgent ?? '',
+      verb: e.verb,
+      resource: ref.resource ?? '',
+      code: e.responseStatus?.code ?? 0,
       ...(ref.subresource ? { subresource: ref.subresource } : {}),
       ...(ref.namespace ? { namespace: ref.namespace } : {}),
       ...(ref.name ? { name: ref.name } : {}),

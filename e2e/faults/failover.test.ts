@@ -29,8 +29,14 @@ describe('faults (f): the leader frozen past its lease and thawed', function () 
   const cluster = 'ff';
   const stuckPool = `${cluster}-stuck`;
   const s = useScenario({
-    prefix: 'jg-ff', cluster, checkName: 'workers', waitJoined: true,
-    workers: [{ name: 'md', replicas: 1, labels: { role: 'worker' } }, { name: 'stuck', replicas: 0, labels: { role: 'worker' } }],
+    prefix: 'jg-ff',
+    cluster,
+    checkName: 'workers',
+    waitJoined: true,
+    workers: [
+      { name: 'md', replicas: 1, labels: { role: 'worker' } },
+      { name: 'stuck', replicas: 0, labels: { role: 'worker' } },
+    ],
   });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'joinguard-faults-f-'));
   const replicas: Replica[] = [];
@@ -49,16 +55,40 @@ describe('faults (f): the leader frozen past its lease and thawed', function () 
     const { env, namespace } = s;
     const cert = path.join(dir, `${name}.crt`);
     const key = path.join(dir, `${name}.key`);
-    await issueCert({ certFile: env.caCertFile, keyFile: env.caKeyFile }, { commonName: name, organization: 'system:masters', usage: 'client' }, cert, key);
-    const proxy = await FaultProxy.start({ server: env.server, ca: env.caCertPem, cert: fs.readFileSync(cert), key: fs.readFileSync(key) });
+    await issueCert(
+      { certFile: env.caCertFile, keyFile: env.caKeyFile },
+      { commonName: name, organization: 'system:masters', usage: 'client' },
+      cert,
+      key,
+    );
+    const proxy = await FaultProxy.start({
+      server: env.server,
+      ca: env.caCertPem,
+      cert: fs.readFileSync(cert),
+      key: fs.readFileSync(key),
+    });
     proxies.push(proxy);
     const kubeconfig = path.join(dir, `${name}.kubeconfig`);
     fs.writeFileSync(kubeconfig, proxy.kubeconfigYaml(name));
-    const replica = new Replica(name, [`--kubeconfig=${kubeconfig}`, `--namespace=${namespace}`, '--leader-elect',
-      `--leader-elect-lease-duration=${LEASE.durationS}s`, `--leader-elect-renew-deadline=${LEASE.renewDeadlineS}s`, `--leader-elect-retry-period=${LEASE.retryPeriodS}s`,
-      '--diagnostics-address=0', '--health-addr=0', '--webhook-port=0', '--connection-grace=2s', '--logging-format=json', '-v=4'],
+    const replica = new Replica(
+      name,
+      [
+        `--kubeconfig=${kubeconfig}`,
+        `--namespace=${namespace}`,
+        '--leader-elect',
+        `--leader-elect-lease-duration=${LEASE.durationS}s`,
+        `--leader-elect-renew-deadline=${LEASE.renewDeadlineS}s`,
+        `--leader-elect-retry-period=${LEASE.retryPeriodS}s`,
+        '--diagnostics-address=0',
+        '--health-addr=0',
+        '--webhook-port=0',
+        '--connection-grace=2s',
+        '--logging-format=json',
+        '-v=4',
+      ],
       // The Lease lives in the pod's namespace (controller-runtime's rule); these replicas stand in pods of it.
-      { POD_NAMESPACE: namespace });
+      { POD_NAMESPACE: namespace },
+    );
     replicas.push(replica);
     return { replica, proxy };
   }
@@ -68,35 +98,66 @@ describe('faults (f): the leader frozen past its lease and thawed', function () 
 
   it('the deposed leader makes no write after the other replica took the Lease, and exits non-zero', async () => {
     const { kube, sim, namespace, env } = s;
-    if (!env.auditLog) throw new Error('the test env has no audit log (e2e/support/testenv.ts starts it with one; an attached env must have one too)');
+    if (!env.auditLog)
+      throw new Error(
+        'the test env has no audit log (e2e/support/testenv.ts starts it with one; an attached env must have one too)',
+      );
     await createCheck(kube, namespace, 'workers', {
-      clusterName: cluster, selector: { matchLabels: { role: 'worker' } }, joinTimeout: `${JOIN_TIMEOUT_S}s`, suspicion: { consecutiveJoinFailures: 0 },
+      clusterName: cluster,
+      selector: { matchLabels: { role: 'worker' } },
+      joinTimeout: `${JOIN_TIMEOUT_S}s`,
+      suspicion: { consecutiveJoinFailures: 0 },
     });
     sim.policy.neverJoin((m) => m.namespace === namespace && m.machineName.startsWith(`${stuckPool}-`));
 
     const a = await startReplica('joinguard-a');
     const leaderA = await waitFor('joinguard-a holding the Lease', holder, { timeoutMs: 60_000, describe: seen });
     const b = await startReplica('joinguard-b');
-    await waitFor('joinguard-b campaigning', async () => b.proxy.find({ path: new RegExp(`/leases/${LEASE_ID}$`) }).length > 0, { timeoutMs: 60_000, describe: seen });
+    await waitFor(
+      'joinguard-b campaigning',
+      async () => b.proxy.find({ path: new RegExp(`/leases/${LEASE_ID}$`) }).length > 0,
+      { timeoutMs: 60_000, describe: seen },
+    );
 
     // The leader is frozen as it sends the write-ahead record of its remediation of the stuck Machine
     // (or the mark itself, whichever comes first): it has writes still to make when it is thawed.
     await scaleDeployment(kube, namespace, stuckPool, 1);
-    const stuck = await waitFor('the stuck Machine', async () => (await s.workers()).find((m) => m.metadata.name.startsWith(`${stuckPool}-`)), { timeoutMs: 60_000, describe: seen });
+    const stuck = await waitFor(
+      'the stuck Machine',
+      async () => (await s.workers()).find((m) => m.metadata.name.startsWith(`${stuckPool}-`)),
+      { timeoutMs: 60_000, describe: seen },
+    );
     let frozen: { at: number; request: ProxiedRequest } | undefined;
     const freeze = (request: ProxiedRequest) => {
       if (frozen) return;
       a.replica.pause();
       frozen = { at: Date.now(), request };
     };
-    a.proxy.addRule({ method: /^(PUT|PATCH)$/, path: /\/machinejoinchecks\/workers\/status$/, body: new RegExp(`"remediations":\\[[^\\]]*"${stuck.metadata.uid}"`), times: 1, fault: 'pass', onMatch: freeze });
-    a.proxy.addRule({ method: /^(PUT|PATCH)$/, path: new RegExp(`/machines/${stuck.metadata.name}(/status)?$`), times: 1, fault: 'pass', onMatch: freeze });
+    a.proxy.addRule({
+      method: /^(PUT|PATCH)$/,
+      path: /\/machinejoinchecks\/workers\/status$/,
+      body: new RegExp(`"remediations":\\[[^\\]]*"${stuck.metadata.uid}"`),
+      times: 1,
+      fault: 'pass',
+      onMatch: freeze,
+    });
+    a.proxy.addRule({
+      method: /^(PUT|PATCH)$/,
+      path: new RegExp(`/machines/${stuck.metadata.name}(/status)?$`),
+      times: 1,
+      fault: 'pass',
+      onMatch: freeze,
+    });
     await waitFor('joinguard-a frozen on its remediation', async () => frozen, { timeoutMs: 120_000, describe: seen });
 
-    const leaderB = await waitFor('joinguard-b holding the Lease', async () => {
-      const h = await holder();
-      return h && h !== leaderA && h;
-    }, { timeoutMs: 90_000, intervalMs: 100, describe: seen });
+    const leaderB = await waitFor(
+      'joinguard-b holding the Lease',
+      async () => {
+        const h = await holder();
+        return h && h !== leaderA && h;
+      },
+      { timeoutMs: 90_000, intervalMs: 100, describe: seen },
+    );
     const takeoverSeenAt = Date.now();
     await sleep(2_000);
     const thawedAt = Date.now();
@@ -106,28 +167,47 @@ describe('faults (f): the leader frozen past its lease and thawed', function () 
 
     const writes = readAuditWrites(env.auditLog).filter((w) => w.namespace === namespace || w.resource === 'leases');
     const byA = writes.filter((w) => w.user === 'joinguard-a');
-    const acquiredB = writes.find((w) => w.user === 'joinguard-b' && w.resource === 'leases' && w.name === LEASE_ID && w.code < 300);
-    const lastRenewA = byA.filter((w) => w.resource === 'leases' && w.code < 300 && w.at < (acquiredB?.at ?? Infinity)).at(-1);
+    const acquiredB = writes.find(
+      (w) => w.user === 'joinguard-b' && w.resource === 'leases' && w.name === LEASE_ID && w.code < 300,
+    );
+    const lastRenewA = byA
+      .filter((w) => w.resource === 'leases' && w.code < 300 && w.at < (acquiredB?.at ?? Infinity))
+      .at(-1);
     const lost = acquiredB?.at ?? takeoverSeenAt;
     const afterLoss = byA.filter((w) => w.at >= lost);
-    const line = (w: AuditWrite) => `${new Date(w.at).toISOString()} ${w.verb} ${w.resource}${w.subresource ? `/${w.subresource}` : ''} ${w.name ?? ''} -> ${w.code}`;
-    figure('f', `lease ${LEASE.durationS}s, renew deadline ${LEASE.renewDeadlineS}s, retry ${LEASE.retryPeriodS}s; ` +
-      `${leaderA} frozen on ${frozen!.request.method} ${frozen!.request.path}; joinguard-b (${leaderB}) acquired the Lease ` +
-      `${acquiredB ? `${secs(acquiredB.at - frozen!.at)} after the freeze (${lastRenewA ? `${secs(acquiredB.at - lastRenewA.at)} after A's last renewal` : 'A\'s last renewal not found'})` : 'NOT in the audit log'}; ` +
-      `A thawed ${secs(thawedAt - lost)} after the loss, exited ${exit ? `${exit.code ?? exit.signal} after ${secs(exit.at - thawedAt)}` : 'NOT within 60s'}; writes by A after the loss: ${afterLoss.length}`);
+    const line = (w: AuditWrite) =>
+      `${new Date(w.at).toISOString()} ${w.verb} ${w.resource}${w.subresource ? `/${w.subresource}` : ''} ${w.name ?? ''} -> ${w.code}`;
+    figure(
+      'f',
+      `lease ${LEASE.durationS}s, renew deadline ${LEASE.renewDeadlineS}s, retry ${LEASE.retryPeriodS}s; ` +
+        `${leaderA} frozen on ${frozen!.request.method} ${frozen!.request.path}; joinguard-b (${leaderB}) acquired the Lease ` +
+        `${acquiredB ? `${secs(acquiredB.at - frozen!.at)} after the freeze (${lastRenewA ? `${secs(acquiredB.at - lastRenewA.at)} after A's last renewal` : "A's last renewal not found"})` : 'NOT in the audit log'}; ` +
+        `A thawed ${secs(thawedAt - lost)} after the loss, exited ${exit ? `${exit.code ?? exit.signal} after ${secs(exit.at - thawedAt)}` : 'NOT within 60s'}; writes by A after the loss: ${afterLoss.length}`,
+    );
     for (const w of afterLoss.slice(0, 10)) figure('f', `  write after loss: ${line(w)}`);
     if (afterLoss.length) {
-      const leaseTraffic = (p: FaultProxy) => p.find({ path: /\/leases\//, since: frozen!.at - 3_000 }).slice(0, 14)
-        .map((r) => `${new Date(r.at).toISOString().slice(17)} ${r.method} ${r.code}${r.answeredAt ? ` (+${r.answeredAt - r.at}ms)` : ''}`).join(', ');
+      const leaseTraffic = (p: FaultProxy) =>
+        p
+          .find({ path: /\/leases\//, since: frozen!.at - 3_000 })
+          .slice(0, 14)
+          .map(
+            (r) =>
+              `${new Date(r.at).toISOString().slice(17)} ${r.method} ${r.code}${r.answeredAt ? ` (+${r.answeredAt - r.at}ms)` : ''}`,
+          )
+          .join(', ');
       figure('f', `  A's Lease requests from 3s before the freeze: ${leaseTraffic(a.proxy)}`);
       figure('f', `  B's Lease requests from 3s before the freeze: ${leaseTraffic(b.proxy)}`);
     }
 
     const problems: string[] = [];
     if (!acquiredB) problems.push('the audit log shows no Lease write by joinguard-b');
-    if (afterLoss.length) problems.push(`joinguard-a wrote ${afterLoss.length} times after joinguard-b acquired the Lease:\n  ${afterLoss.map(line).join('\n  ')}`);
+    if (afterLoss.length)
+      problems.push(
+        `joinguard-a wrote ${afterLoss.length} times after joinguard-b acquired the Lease:\n  ${afterLoss.map(line).join('\n  ')}`,
+      );
     if (!exit) problems.push('joinguard-a did not exit within 60 s of being thawed');
-    else if (exit.code === 0 || exit.code === null) problems.push(`joinguard-a exited ${exit.code ?? exit.signal} (want a non-zero code)`);
+    else if (exit.code === 0 || exit.code === null)
+      problems.push(`joinguard-a exited ${exit.code ?? exit.signal} (want a non-zero code)`);
     expect(problems, await seen()).to.deep.equal([]);
   });
 });

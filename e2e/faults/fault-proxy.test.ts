@@ -6,7 +6,11 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { FaultProxy, upstreamFromKubeconfig } from '../support/fault-proxy.js';
 
-interface Answer { code: number; body: string; ended: 'end' | 'aborted' }
+interface Answer {
+  code: number;
+  body: string;
+  ended: 'end' | 'aborted';
+}
 
 /** The fake apiserver: answers JSON, and streams a watch line every 30 ms on `?watch=true`. */
 class FakeApiserver {
@@ -26,7 +30,9 @@ class FakeApiserver {
       });
       return;
     }
-    res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ kind: 'List', items: [], path: req.url }));
+    res
+      .writeHead(200, { 'Content-Type': 'application/json' })
+      .end(JSON.stringify({ kind: 'List', items: [], path: req.url }));
   });
 
   async start(): Promise<string> {
@@ -49,14 +55,27 @@ class FakeApiserver {
 
 const agent = new http.Agent({ keepAlive: false });
 
-function call(base: string, method: string, path: string, o: { body?: string; timeoutMs?: number; ua?: string } = {}): Promise<Answer> {
+function call(
+  base: string,
+  method: string,
+  path: string,
+  o: { body?: string; timeoutMs?: number; ua?: string } = {},
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = http.request(`${base}${path}`, { method, agent, headers: { 'User-Agent': o.ua ?? 'unit/1.0', ...(o.body ? { 'Content-Type': 'application/json' } : {}) } }, (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => resolve({ code: res.statusCode ?? 0, body, ended: 'end' }));
-      res.on('aborted', () => resolve({ code: res.statusCode ?? 0, body, ended: 'aborted' }));
-    });
+    const req = http.request(
+      `${base}${path}`,
+      {
+        method,
+        agent,
+        headers: { 'User-Agent': o.ua ?? 'unit/1.0', ...(o.body ? { 'Content-Type': 'application/json' } : {}) },
+      },
+      (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ code: res.statusCode ?? 0, body, ended: 'end' }));
+        res.on('aborted', () => resolve({ code: res.statusCode ?? 0, body, ended: 'aborted' }));
+      },
+    );
     if (o.timeoutMs) req.setTimeout(o.timeoutMs, () => req.destroy(new Error('client timeout')));
     req.on('error', reject);
     req.end(o.body);
@@ -101,21 +120,38 @@ describe('fault proxy (against a fake apiserver)', function () {
     expect(a.code).to.equal(200);
     expect(JSON.parse(a.body).path).to.equal('/api/v1/pods?limit=5');
     expect(proxy.requests).to.have.length(1);
-    expect(proxy.requests[0]).to.include({ method: 'GET', path: '/api/v1/pods', query: '?limit=5', code: 200, userAgent: 'joinguard-a/0.1', watch: false, end: 'complete' });
+    expect(proxy.requests[0]).to.include({
+      method: 'GET',
+      path: '/api/v1/pods',
+      query: '?limit=5',
+      code: 200,
+      userAgent: 'joinguard-a/0.1',
+      watch: false,
+      end: 'complete',
+    });
   });
 
   it('answers a Kubernetes Status (500, then 409 matched on the body) without forwarding, as many times as asked', async () => {
     const r500 = proxy.addRule({ method: 'PATCH', path: /\/machines\/m1\/status$/, times: 1, fault: { status: 500 } });
     const first = await call(proxy.url, 'PATCH', '/apis/c/v1/machines/m1/status', { body: '{}' });
     expect(first.code).to.equal(500);
-    expect(JSON.parse(first.body)).to.include({ kind: 'Status', status: 'Failure', code: 500, reason: 'InternalError' });
+    expect(JSON.parse(first.body)).to.include({
+      kind: 'Status',
+      status: 'Failure',
+      code: 500,
+      reason: 'InternalError',
+    });
     expect((await call(proxy.url, 'PATCH', '/apis/c/v1/machines/m1/status', { body: '{}' })).code).to.equal(200);
     expect(r500.matched).to.have.length(1);
     expect(fake.seen).to.deep.equal(['PATCH /apis/c/v1/machines/m1/status']);
 
     proxy.addRule({ method: /^(PUT|PATCH)$/, body: /"HealthCheckSucceeded"/, fault: { status: 409 } });
-    expect((await call(proxy.url, 'PUT', '/apis/c/v1/machines/m2/status', { body: '{"type":"Other"}' })).code).to.equal(200);
-    const conflict = await call(proxy.url, 'PUT', '/apis/c/v1/machines/m2/status', { body: '{"type":"HealthCheckSucceeded"}' });
+    expect((await call(proxy.url, 'PUT', '/apis/c/v1/machines/m2/status', { body: '{"type":"Other"}' })).code).to.equal(
+      200,
+    );
+    const conflict = await call(proxy.url, 'PUT', '/apis/c/v1/machines/m2/status', {
+      body: '{"type":"HealthCheckSucceeded"}',
+    });
     expect(conflict.code).to.equal(409);
     expect(JSON.parse(conflict.body).reason).to.equal('Conflict');
     expect(proxy.requests.map((r) => r.fault ?? '-')).to.deep.equal(['status 500', '-', '-', 'status 409']);
@@ -123,7 +159,13 @@ describe('fault proxy (against a fake apiserver)', function () {
 
   it('answers a Status with Retry-After when asked; matches on the query; drops open streams on demand', async () => {
     proxy.addRule({ query: /sendInitialEvents=true/, fault: { status: 429, retryAfterS: 1 } });
-    const refused = await new Promise<http.IncomingMessage>((resolve) => http.get(`${proxy.url}/apis/x/v1/things?watch=true&sendInitialEvents=true`, { agent }, (res) => (res.resume(), resolve(res))));
+    const refused = await new Promise<http.IncomingMessage>((resolve) =>
+      http.get(
+        `${proxy.url}/apis/x/v1/things?watch=true&sendInitialEvents=true`,
+        { agent },
+        (res) => (res.resume(), resolve(res)),
+      ),
+    );
     expect([refused.statusCode, refused.headers['retry-after']]).to.deep.equal([429, '1']);
     const w = openWatch(proxy.url);
     await sleep(100);
@@ -136,7 +178,10 @@ describe('fault proxy (against a fake apiserver)', function () {
 
   it('holds a request until the client gives up', async () => {
     proxy.addRule({ path: /slow/, fault: 'hold' });
-    const err = await call(proxy.url, 'GET', '/slow', { timeoutMs: 200 }).then(() => undefined, (e: Error) => e);
+    const err = await call(proxy.url, 'GET', '/slow', { timeoutMs: 200 }).then(
+      () => undefined,
+      (e: Error) => e,
+    );
     expect(err?.message).to.equal('client timeout');
     await sleep(20);
     expect(proxy.requests[0]).to.include({ fault: 'hold', code: 0, end: 'client-closed' });
@@ -145,7 +190,10 @@ describe('fault proxy (against a fake apiserver)', function () {
 
   it('resets the connection', async () => {
     proxy.addRule({ path: /boom/, fault: 'reset' });
-    const err = await call(proxy.url, 'GET', '/boom').then(() => undefined, (e: NodeJS.ErrnoException) => e);
+    const err = await call(proxy.url, 'GET', '/boom').then(
+      () => undefined,
+      (e: NodeJS.ErrnoException) => e,
+    );
     expect(err?.code).to.equal('ECONNRESET');
     expect(proxy.requests[0]).to.include({ fault: 'reset', end: 'reset' });
   });
@@ -188,7 +236,10 @@ describe('fault proxy (against a fake apiserver)', function () {
     expect(w.ended()).to.equal('aborted');
     expect(proxy.requests[0]!.end).to.equal('upstream-aborted');
     await fake.stop();
-    const err = await call(proxy.url, 'GET', '/api/v1/pods').then(() => undefined, (e: NodeJS.ErrnoException) => e);
+    const err = await call(proxy.url, 'GET', '/api/v1/pods').then(
+      () => undefined,
+      (e: NodeJS.ErrnoException) => e,
+    );
     expect(err?.code).to.be.oneOf(['ECONNRESET', 'EPIPE']);
     expect(proxy.requests[1]).to.include({ end: 'upstream-unreachable', code: 0 });
     fake = new FakeApiserver(); // afterEach stops a server that never started: harmless
@@ -215,12 +266,29 @@ describe('fault proxy (against a fake apiserver)', function () {
 describe('upstreamFromKubeconfig', () => {
   it('reads the server, CA, client certificate and token of the current context', () => {
     const b64 = (s: string) => Buffer.from(s).toString('base64');
-    const up = upstreamFromKubeconfig([
-      'apiVersion: v1', 'kind: Config', 'current-context: b',
-      'clusters:', '- name: c', '  cluster:', '    server: https://127.0.0.1:6443', `    certificate-authority-data: ${b64('CA')}`,
-      'users:', '- name: u', '  user:', `    client-certificate-data: ${b64('CERT')}`, `    client-key-data: ${b64('KEY')}`, '    token: t0k',
-      'contexts:', '- name: a', '  context: { cluster: none, user: none }', '- name: b', '  context: { cluster: c, user: u }',
-    ].join('\n'));
+    const up = upstreamFromKubeconfig(
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        'current-context: b',
+        'clusters:',
+        '- name: c',
+        '  cluster:',
+        '    server: https://127.0.0.1:6443',
+        `    certificate-authority-data: ${b64('CA')}`,
+        'users:',
+        '- name: u',
+        '  user:',
+        `    client-certificate-data: ${b64('CERT')}`,
+        `    client-key-data: ${b64('KEY')}`,
+        '    token: t0k',
+        'contexts:',
+        '- name: a',
+        '  context: { cluster: none, user: none }',
+        '- name: b',
+        '  context: { cluster: c, user: u }',
+      ].join('\n'),
+    );
     expect(up.server).to.equal('https://127.0.0.1:6443');
     expect(String(up.ca)).to.equal('CA');
     expect(String(up.cert)).to.equal('CERT');

@@ -76,7 +76,9 @@ export function figure(spec: string, text: string): void {
 }
 
 export async function scaleDeployment(kube: Kube, namespace: string, name: string, replicas: number): Promise<void> {
-  await kube.mergePatch(`/apis/cluster.x-k8s.io/v1beta2/namespaces/${namespace}/machinedeployments/${name}`, { spec: { replicas } });
+  await kube.mergePatch(`/apis/cluster.x-k8s.io/v1beta2/namespaces/${namespace}/machinedeployments/${name}`, {
+    spec: { replicas },
+  });
 }
 
 /** Successful writes (not GETs) the proxied client made to one Machine or its status, oldest first. */
@@ -104,7 +106,11 @@ export class ReadyzSampler {
   private timer?: NodeJS.Timeout;
   private stopped = false;
 
-  constructor(private readonly port: number, private readonly proxy: FaultProxy, private readonly intervalMs = 250) {}
+  constructor(
+    private readonly port: number,
+    private readonly proxy: FaultProxy,
+    private readonly intervalMs = 250,
+  ) {}
 
   start(): this {
     const tick = async () => {
@@ -144,11 +150,18 @@ export class ReadyzSampler {
     const inWindow = this.samples.filter((s) => s.at >= from && s.at <= to);
     const codes = new Map<number, number>();
     for (const s of inWindow) codes.set(s.code, (codes.get(s.code) ?? 0) + 1);
-    const worst = inWindow.reduce((a, s) => (s.staleMs > a.staleMs ? s : a), { staleMs: 0, stalePath: '-', at: 0, code: 0 });
+    const worst = inWindow.reduce((a, s) => (s.staleMs > a.staleMs ? s : a), {
+      staleMs: 0,
+      stalePath: '-',
+      at: 0,
+      code: 0,
+    });
     const lastWhy = inWindow.findLast((s) => s.why)?.why;
-    return `/readyz samples: ${[...codes].map(([c, n]) => `${c || 'no answer'}×${n}`).join(', ') || 'none'}; ` +
+    return (
+      `/readyz samples: ${[...codes].map(([c, n]) => `${c || 'no answer'}×${n}`).join(', ') || 'none'}; ` +
       `longest without watch evidence ${secs(worst.staleMs)} (${worst.stalePath}, /readyz said ${worst.code || 'nothing'})` +
-      (lastWhy ? `; last reason given: ${lastWhy}` : '');
+      (lastWhy ? `; last reason given: ${lastWhy}` : '')
+    );
   }
 }
 
@@ -193,11 +206,14 @@ export class ApiserverAvailability {
   start(): this {
     const tick = () => {
       const at = Date.now();
-      const req = https.get({ host: this.server.hostname, port: this.server.port, path: '/api', agent: this.agent, timeout: 1000 }, (res) => {
-        res.resume();
-        this.samples.push({ at, ok: res.statusCode === 200 });
-        this.timer = setTimeout(tick, 200);
-      });
+      const req = https.get(
+        { host: this.server.hostname, port: this.server.port, path: '/api', agent: this.agent, timeout: 1000 },
+        (res) => {
+          res.resume();
+          this.samples.push({ at, ok: res.statusCode === 200 });
+          this.timer = setTimeout(tick, 200);
+        },
+      );
       req.on('timeout', () => req.destroy());
       req.on('error', () => {
         this.samples.push({ at, ok: false });
@@ -234,24 +250,44 @@ export class Heartbeat {
   private timer?: NodeJS.Timeout;
   private beats = 0;
 
-  private constructor(private readonly kube: Kube, private readonly paths: string[], private readonly intervalMs: number) {}
+  private constructor(
+    private readonly kube: Kube,
+    private readonly paths: string[],
+    private readonly intervalMs: number,
+  ) {}
 
-  static async start(kube: Kube, namespace: string, cluster: string, check: string, intervalMs = 3_000): Promise<Heartbeat> {
+  static async start(
+    kube: Kube,
+    namespace: string,
+    cluster: string,
+    check: string,
+    intervalMs = 3_000,
+  ): Promise<Heartbeat> {
     const capi = `/apis/cluster.x-k8s.io/v1beta2/namespaces/${namespace}`;
     const mhc = `${capi}/machinehealthchecks`;
     if (!(await kube.get(`${mhc}/faults-heartbeat`))) {
       await kube.create(mhc, {
-        apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineHealthCheck', metadata: { name: 'faults-heartbeat', namespace },
+        apiVersion: 'cluster.x-k8s.io/v1beta2',
+        kind: 'MachineHealthCheck',
+        metadata: { name: 'faults-heartbeat', namespace },
         spec: { clusterName: cluster, selector: { matchLabels: { 'faults.joinguard.io/selects': 'nothing' } } },
       });
     }
-    const first = async (path: string, selector?: string) => (await kube.list(path, selector)).items[0]?.metadata?.name as string | undefined;
+    const first = async (path: string, selector?: string) =>
+      (await kube.list(path, selector)).items[0]?.metadata?.name as string | undefined;
     const kcp = await first(`/apis/controlplane.cluster.x-k8s.io/v1beta2/namespaces/${namespace}/kubeadmcontrolplanes`);
-    const config = await first(`/apis/bootstrap.cluster.x-k8s.io/v1beta2/namespaces/${namespace}/kubeadmconfigs`, 'cluster.x-k8s.io/control-plane');
+    const config = await first(
+      `/apis/bootstrap.cluster.x-k8s.io/v1beta2/namespaces/${namespace}/kubeadmconfigs`,
+      'cluster.x-k8s.io/control-plane',
+    );
     const machine = await first(`${capi}/machines`, 'cluster.x-k8s.io/control-plane');
     const paths = [
-      `/apis/joinguard.io/v1alpha1/namespaces/${namespace}/machinejoinchecks/${check}`, `${capi}/clusters/${cluster}`, `${mhc}/faults-heartbeat`,
-      ...(kcp ? [`/apis/controlplane.cluster.x-k8s.io/v1beta2/namespaces/${namespace}/kubeadmcontrolplanes/${kcp}`] : []),
+      `/apis/joinguard.io/v1alpha1/namespaces/${namespace}/machinejoinchecks/${check}`,
+      `${capi}/clusters/${cluster}`,
+      `${mhc}/faults-heartbeat`,
+      ...(kcp
+        ? [`/apis/controlplane.cluster.x-k8s.io/v1beta2/namespaces/${namespace}/kubeadmcontrolplanes/${kcp}`]
+        : []),
       ...(config ? [`/apis/bootstrap.cluster.x-k8s.io/v1beta2/namespaces/${namespace}/kubeadmconfigs/${config}`] : []),
       ...(machine ? [`${capi}/machines/${machine}`] : []),
     ];
@@ -263,10 +299,13 @@ export class Heartbeat {
   private tick(): void {
     const beat = String(++this.beats);
     // An apiserver that is down misses a beat; the next one tries again.
-    void Promise.allSettled(this.paths.map((p) => this.kube.mergePatch(p, { metadata: { annotations: { 'faults.joinguard.io/heartbeat': beat } } })))
-      .then(() => {
-        if (this.beats > 0) this.timer = setTimeout(() => this.tick(), this.intervalMs);
-      });
+    void Promise.allSettled(
+      this.paths.map((p) =>
+        this.kube.mergePatch(p, { metadata: { annotations: { 'faults.joinguard.io/heartbeat': beat } } }),
+      ),
+    ).then(() => {
+      if (this.beats > 0) this.timer = setTimeout(() => this.tick(), this.intervalMs);
+    });
   }
 
   stop(): void {

@@ -22,13 +22,17 @@ export interface MachineState {
   ownerMessage?: string;
 }
 
-const cond = (m: Json, type: string): Json | undefined => ((m.status?.conditions ?? []) as Json[]).find((c) => c.type === type);
+const cond = (m: Json, type: string): Json | undefined =>
+  ((m.status?.conditions ?? []) as Json[]).find((c) => c.type === type);
 
 function stateOf(m: Json, gone: boolean): MachineState {
   const hc = cond(m, 'HealthCheckSucceeded');
   const or = cond(m, 'OwnerRemediated');
   return {
-    at: Date.now(), name: m.metadata.name, uid: m.metadata.uid, gone,
+    at: Date.now(),
+    name: m.metadata.name,
+    uid: m.metadata.uid,
+    gone,
     deleting: m.metadata.deletionTimestamp !== undefined,
     ...(m.status?.nodeRef?.name ? { node: m.status.nodeRef.name } : {}),
     ...(hc ? { healthCheck: `${hc.status}/${hc.reason}` } : {}),
@@ -37,7 +41,8 @@ function stateOf(m: Json, gone: boolean): MachineState {
 }
 
 /** JoinGuard's mark on the remediation-contract path: HealthCheckSucceeded=False for a join or provision timeout. */
-export const carriesJoinGuardMark = (s: MachineState): boolean => /^False\/(JoinTimeout|ProvisionTimeout)$/.test(s.healthCheck ?? '');
+export const carriesJoinGuardMark = (s: MachineState): boolean =>
+  /^False\/(JoinTimeout|ProvisionTimeout)$/.test(s.healthCheck ?? '');
 
 export class MachineHistory {
   readonly changes: MachineState[] = [];
@@ -45,10 +50,18 @@ export class MachineHistory {
   readonly restarts: string[] = [];
   private readonly cache: ResourceCache;
 
-  private constructor(kube: Kube, private readonly namespace: string) {
-    this.cache = new ResourceCache(kube, MACHINES_V1BETA2, (type, obj) => {
-      if (obj.metadata?.namespace === this.namespace) this.changes.push(stateOf(obj, type === 'delete'));
-    }, (err) => this.restarts.push(String(err)));
+  private constructor(
+    kube: Kube,
+    private readonly namespace: string,
+  ) {
+    this.cache = new ResourceCache(
+      kube,
+      MACHINES_V1BETA2,
+      (type, obj) => {
+        if (obj.metadata?.namespace === this.namespace) this.changes.push(stateOf(obj, type === 'delete'));
+      },
+      (err) => this.restarts.push(String(err)),
+    );
   }
 
   static async start(kube: Kube, namespace: string): Promise<MachineHistory> {

@@ -18,9 +18,15 @@ export class Replica {
   exit?: ReplicaExit;
   private readonly child: ChildProcess;
 
-  constructor(readonly name: string, args: string[], env: NodeJS.ProcessEnv = {}) {
+  constructor(
+    readonly name: string,
+    args: string[],
+    env: NodeJS.ProcessEnv = {},
+  ) {
     this.child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'cmd/joinguard.ts'), ...args], {
-      cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env },
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
     });
     const keep = (b: Buffer) => {
       this.output.push(...b.toString().split('\n').filter(Boolean));
@@ -28,7 +34,9 @@ export class Replica {
     };
     this.child.stdout!.on('data', keep);
     this.child.stderr!.on('data', keep);
-    this.exited = new Promise((resolve) => this.child.on('exit', (code, signal) => resolve((this.exit = { code, signal, at: Date.now() }))));
+    this.exited = new Promise((resolve) =>
+      this.child.on('exit', (code, signal) => resolve((this.exit = { code, signal, at: Date.now() }))),
+    );
   }
 
   get pid(): number {

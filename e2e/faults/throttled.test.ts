@@ -45,9 +45,31 @@ describe('faults (w, c, d): WatchList, a throttled apiserver, a 410 storm', func
     const p = await startProxy(env);
     proxy = p;
     setup(p);
-    jg = await startController({ access: accessThrough(p), namespace: ns, logger: silentLogger(), metricsBindAddress: '0', healthProbeBindAddress: '0', collectDefaultMetrics: false, watchLivenessMs: 60_000 });
+    jg = await startController({
+      access: accessThrough(p),
+      namespace: ns,
+      logger: silentLogger(),
+      metricsBindAddress: '0',
+      healthProbeBindAddress: '0',
+      collectDefaultMetrics: false,
+      watchLivenessMs: 60_000,
+    });
     let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`not ready within 60 s; last requests: ${p.requests.slice(-10).map((r) => `${r.method} ${r.path}${r.query} ${r.code}`).join('; ')}`)), 60_000)));
+    const late = new Promise<never>(
+      (_, reject) =>
+        (timer = setTimeout(
+          () =>
+            reject(
+              new Error(
+                `not ready within 60 s; last requests: ${p.requests
+                  .slice(-10)
+                  .map((r) => `${r.method} ${r.path}${r.query} ${r.code}`)
+                  .join('; ')}`,
+              ),
+            ),
+          60_000,
+        )),
+    );
     await Promise.race([jg.ready(), late]).finally(() => clearTimeout(timer));
     const paths = [...new Set(p.find({ watch: true }).map((r) => r.path))];
     expect(paths.length, 'one watched path per cache').to.be.at.least(6);
@@ -57,7 +79,12 @@ describe('faults (w, c, d): WatchList, a throttled apiserver, a 410 storm', func
   /** When each path was live again after `t`: a LIST answered, or a watch answered 200. */
   function liveAfter(p: FaultProxy, paths: string[], t: number): Map<string, number | undefined> {
     const live = (r: ProxiedRequest) => r.code === 200 && r.answeredAt !== undefined && r.answeredAt >= t;
-    return new Map(paths.map((path) => [path, p.find({ method: 'GET', path: new RegExp(`^${path}$`), since: t }).find(live)?.answeredAt]));
+    return new Map(
+      paths.map((path) => [
+        path,
+        p.find({ method: 'GET', path: new RegExp(`^${path}$`), since: t }).find(live)?.answeredAt,
+      ]),
+    );
   }
 
   const short = (path: string) => path.split('/').at(-1)!;
@@ -66,7 +93,10 @@ describe('faults (w, c, d): WatchList, a throttled apiserver, a 410 storm', func
     const { p, paths } = await start();
     const lists = p.find({ method: 'GET', watch: false }).filter((r) => paths.includes(r.path));
     const watchLists = p.find({ watch: true }).filter((r) => /sendInitialEvents=true/.test(r.query));
-    figure('w', `${paths.length} caches; ${watchLists.length} WatchList requests (${watchLists.filter((r) => r.code === 200).length} answered 200), ${lists.length} LISTs`);
+    figure(
+      'w',
+      `${paths.length} caches; ${watchLists.length} WatchList requests (${watchLists.filter((r) => r.code === 200).length} answered 200), ${lists.length} LISTs`,
+    );
     expect(lists.map((r) => r.path)).to.deep.equal([]);
     expect(new Set(watchLists.filter((r) => r.code === 200).map((r) => r.path))).to.deep.equal(new Set(paths));
   });
@@ -75,31 +105,70 @@ describe('faults (w, c, d): WatchList, a throttled apiserver, a 410 storm', func
     const { p, paths } = await start();
     const from = Date.now();
     const until = from + THROTTLE_MS;
-    const rule = p.addRule({ method: 'GET', from, until, fault: { status: 429, reason: 'TooManyRequests', message: 'storage is (re)initializing', retryAfterS: 1 } });
+    const rule = p.addRule({
+      method: 'GET',
+      from,
+      until,
+      fault: { status: 429, reason: 'TooManyRequests', message: 'storage is (re)initializing', retryAfterS: 1 },
+    });
     p.dropStreams();
     await sleep(until - Date.now() + LIVE_BOUND_MS + 2_000);
     const live = liveAfter(p, paths, until);
     const late = [...live].filter(([, t]) => t === undefined || t - until > LIVE_BOUND_MS);
-    const perInformer = paths.map((path) => p.find({ path: new RegExp(`^${path}$`), since: from }).filter((r) => r.code === 429 && r.at < until).length);
-    figure('c', `throttled ${secs(THROTTLE_MS)} (${rule.matched.length} answers 429, ${Math.min(...perInformer)}-${Math.max(...perInformer)} per informer: one every ${secs(THROTTLE_MS / Math.max(1, Math.min(...perInformer)))}-${secs(THROTTLE_MS / Math.max(1, Math.max(...perInformer)))}); ` +
-      `live after its end: ${[...live].map(([path, t]) => `${short(path)} ${t === undefined ? 'never' : secs(t - until)}`).join(', ')}`);
+    const perInformer = paths.map(
+      (path) =>
+        p.find({ path: new RegExp(`^${path}$`), since: from }).filter((r) => r.code === 429 && r.at < until).length,
+    );
+    figure(
+      'c',
+      `throttled ${secs(THROTTLE_MS)} (${rule.matched.length} answers 429, ${Math.min(...perInformer)}-${Math.max(...perInformer)} per informer: one every ${secs(THROTTLE_MS / Math.max(1, Math.min(...perInformer)))}-${secs(THROTTLE_MS / Math.max(1, Math.max(...perInformer)))}); ` +
+        `live after its end: ${[...live].map(([path, t]) => `${short(path)} ${t === undefined ? 'never' : secs(t - until)}`).join(', ')}`,
+    );
     expect(late.map(([path]) => path)).to.deep.equal([]);
   });
 
   it('(d) without WatchList, every watch answered 410 for 20 s: re-lists back off, watches again within 5 s of the end', async () => {
-    const { p, paths } = await start((px) => px.addRule({ watch: true, query: /sendInitialEvents=true/, fault: { status: 422, reason: 'Invalid', message: 'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled' } }));
+    const { p, paths } = await start((px) =>
+      px.addRule({
+        watch: true,
+        query: /sendInitialEvents=true/,
+        fault: {
+          status: 422,
+          reason: 'Invalid',
+          message:
+            'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled',
+        },
+      }),
+    );
     const from = Date.now();
     const until = from + STORM_MS;
-    p.addRule({ watch: true, from, until, fault: { status: 410, reason: 'Expired', message: 'too old resource version' } });
+    p.addRule({
+      watch: true,
+      from,
+      until,
+      fault: { status: 410, reason: 'Expired', message: 'too old resource version' },
+    });
     p.dropStreams();
     await sleep(until - Date.now() + LIVE_BOUND_MS + 2_000);
     const machines = paths.find((x) => x.endsWith('/machines'))!;
-    const listsIn = (path: string) => p.find({ method: 'GET', watch: false, path: new RegExp(`^${path}$`), since: from }).filter((r) => r.at < until).length;
+    const listsIn = (path: string) =>
+      p.find({ method: 'GET', watch: false, path: new RegExp(`^${path}$`), since: from }).filter((r) => r.at < until)
+        .length;
     const machineLists = listsIn(machines);
-    const watchedAgain = new Map(paths.map((path) => [path, p.find({ watch: true, path: new RegExp(`^${path}$`), since: until }).find((r) => r.code === 200)?.answeredAt]));
-    figure('d', `410 storm ${secs(STORM_MS)}: Machine LISTs ${machineLists} (${(machineLists / (STORM_MS / 1000)).toFixed(2)}/s; before the back-off ~48/s), all caches ${paths.reduce((n, x) => n + listsIn(x), 0)}; ` +
-      `watching again after its end: ${[...watchedAgain].map(([path, t]) => `${short(path)} ${t === undefined ? 'never' : secs(t - until)}`).join(', ')}`);
+    const watchedAgain = new Map(
+      paths.map((path) => [
+        path,
+        p.find({ watch: true, path: new RegExp(`^${path}$`), since: until }).find((r) => r.code === 200)?.answeredAt,
+      ]),
+    );
+    figure(
+      'd',
+      `410 storm ${secs(STORM_MS)}: Machine LISTs ${machineLists} (${(machineLists / (STORM_MS / 1000)).toFixed(2)}/s; before the back-off ~48/s), all caches ${paths.reduce((n, x) => n + listsIn(x), 0)}; ` +
+        `watching again after its end: ${[...watchedAgain].map(([path, t]) => `${short(path)} ${t === undefined ? 'never' : secs(t - until)}`).join(', ')}`,
+    );
     expect(machineLists / (STORM_MS / 1000), 'Machine LISTs a second during the storm').to.be.below(1.5);
-    expect([...watchedAgain].filter(([, t]) => t === undefined || t - until > LIVE_BOUND_MS).map(([path]) => path)).to.deep.equal([]);
+    expect(
+      [...watchedAgain].filter(([, t]) => t === undefined || t - until > LIVE_BOUND_MS).map(([path]) => path),
+    ).to.deep.equal([]);
   });
 });

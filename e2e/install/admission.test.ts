@@ -8,7 +8,15 @@ import { expect } from 'chai';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BAD_CHECKS, CP, CPN, EXISTING_CHECKS, EXISTING_MACHINE, MD, type BadCheck } from '../../api/v1alpha1/testdata/bad-checks.js';
+import {
+  BAD_CHECKS,
+  CP,
+  CPN,
+  EXISTING_CHECKS,
+  EXISTING_MACHINE,
+  MD,
+  type BadCheck,
+} from '../../api/v1alpha1/testdata/bad-checks.js';
 import { discoverCapi } from '../../runtime/discovery.js';
 import { loadClusterAccess } from '../../runtime/kubeconfig.js';
 import { RestClient } from '../../runtime/rest.js';
@@ -16,10 +24,21 @@ import { issueServingCert } from '../../hack/testenv/certs.js';
 import { objectsOf, renderProviderFiles, type K8sObject } from '../../manifests/render.js';
 import { startWebhookServer, type WebhookServer } from '../../webhooks/server.js';
 import { getTestEnv, type TestEnv } from '../support/testenv.js';
-import { apply, install, pathOf, pointedAt, raw, waitEstablished, type Installed, type RawResponse } from './install-env.js';
+import {
+  apply,
+  install,
+  pathOf,
+  pointedAt,
+  raw,
+  waitEstablished,
+  type Installed,
+  type RawResponse,
+} from './install-env.js';
 
 type Json = Record<string, any>;
-const expr = (key: string, operator: string, values?: string[]) => ({ matchExpressions: [{ key, operator, ...(values ? { values } : {}) }] });
+const expr = (key: string, operator: string, values?: string[]) => ({
+  matchExpressions: [{ key, operator, ...(values ? { values } : {}) }],
+});
 const STRICT = 'fieldValidation=Strict';
 
 describe('install: admission of MachineJoinChecks by the real kube-apiserver', function () {
@@ -35,7 +54,8 @@ describe('install: admission of MachineJoinChecks by the real kube-apiserver', f
     spec,
     ...extra,
   });
-  const create = (name: string, spec: Json, dryRun = false) => raw(env.kubeConfig(), 'POST', `${path}?${STRICT}${dryRun ? '&dryRun=All' : ''}`, mjc(name, spec));
+  const create = (name: string, spec: Json, dryRun = false) =>
+    raw(env.kubeConfig(), 'POST', `${path}?${STRICT}${dryRun ? '&dryRun=All' : ''}`, mjc(name, spec));
 
   /** The row's request: a create, or an update (PUT of the whole spec) of an existing check. */
   async function attempt(row: BadCheck, index: number, dryRun: boolean): Promise<RawResponse> {
@@ -58,8 +78,15 @@ describe('install: admission of MachineJoinChecks by the real kube-apiserver', f
   before(async () => {
     env = await getTestEnv();
     const admin = env.kubeConfig();
-    const leftover = await raw(admin, 'GET', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/joinguard-validating-webhook-configuration');
-    expect(leftover.status, 'a JoinGuard webhook configuration left by another spec would judge the CRD-alone phase').to.equal(404);
+    const leftover = await raw(
+      admin,
+      'GET',
+      '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/joinguard-validating-webhook-configuration',
+    );
+    expect(
+      leftover.status,
+      'a JoinGuard webhook configuration left by another spec would judge the CRD-alone phase',
+    ).to.equal(404);
     const { components } = await renderProviderFiles('0.1.0');
     const crd = objectsOf(components, {}).find((o) => o.kind === 'CustomResourceDefinition')!;
     await apply(admin, crd);
@@ -103,13 +130,28 @@ describe('install: admission of MachineJoinChecks by the real kube-apiserver', f
     });
 
     it('stores a minimal check with every default of the schema, and no label', async () => {
-      const res = await create('defaults-only', { clusterName: 'c1', selector: { matchLabels: { [MD]: 'md-defaults' } } }, true);
+      const res = await create(
+        'defaults-only',
+        { clusterName: 'c1', selector: { matchLabels: { [MD]: 'md-defaults' } } },
+        true,
+      );
       expect(res.status, res.body).to.equal(201);
       const stored = JSON.parse(res.body) as Json;
       expect(stored.metadata.labels).to.equal(undefined);
-      expect(stored.spec).to.deep.include({ joinTimeout: '20m', maxInFlight: 1, neverJoinedLimit: 3, firstControlPlane: 'Remediate', dryRun: false, paused: false });
+      expect(stored.spec).to.deep.include({
+        joinTimeout: '20m',
+        maxInFlight: 1,
+        neverJoinedLimit: 3,
+        firstControlPlane: 'Remediate',
+        dryRun: false,
+        paused: false,
+      });
       expect(stored.spec.remediation).to.deep.equal({ strategy: 'Auto', maxPerOwner: 5, window: '24h' });
-      expect(stored.spec.suspicion).to.deep.equal({ consecutiveJoinFailures: 2, probeInterval: '30m', maxProbeInterval: '8h' });
+      expect(stored.spec.suspicion).to.deep.equal({
+        consecutiveJoinFailures: 2,
+        probeInterval: '30m',
+        maxProbeInterval: '8h',
+      });
       expect(stored.spec).not.to.have.property('provisionTimeout');
     });
 
@@ -151,23 +193,37 @@ describe('install: admission of MachineJoinChecks by the real kube-apiserver', f
     });
 
     it('admits a joinTimeout under 2m with a warning', async () => {
-      const res = await create('quick', { clusterName: 'c1', selector: { matchLabels: { [MD]: 'md-2' } }, joinTimeout: '90s' });
+      const res = await create('quick', {
+        clusterName: 'c1',
+        selector: { matchLabels: { [MD]: 'md-2' } },
+        joinTimeout: '90s',
+      });
       expect(res.status, res.body).to.equal(201);
-      expect(res.warnings.join('\n')).to.match(/joinTimeout/).and.match(/2m/);
+      expect(res.warnings.join('\n'))
+        .to.match(/joinTimeout/)
+        .and.match(/2m/);
     });
 
     it('admits MachineCondition on this CAPI (v1.14), warning only if discovery cannot tell the minor', async () => {
-      const rest = new RestClient(loadClusterAccess({ kubeconfigPath: env.kubeconfigPath }), { userAgent: 'joinguard-e2e' });
+      const rest = new RestClient(loadClusterAccess({ kubeconfigPath: env.kubeconfigPath }), {
+        userAgent: 'joinguard-e2e',
+      });
       const found = (await discoverCapi(rest)) as { minor?: number };
       rest.close();
-      const res = await create('mc', { clusterName: 'c1', selector: { matchLabels: { [MD]: 'md-mc' } }, remediation: { strategy: 'MachineCondition' } });
+      const res = await create('mc', {
+        clusterName: 'c1',
+        selector: { matchLabels: { [MD]: 'md-mc' } },
+        remediation: { strategy: 'MachineCondition' },
+      });
       expect(res.status, res.body).to.equal(201);
       if (found.minor !== undefined) {
         expect(found.minor).to.be.at.least(12);
         expect(res.warnings).to.deep.equal([]);
       } else {
         expect(res.warnings).to.have.length(1);
-        expect(res.warnings[0]).to.match(/^spec\.remediation\.strategy: MachineCondition needs CAPI v1\.12 or later, and the CAPI release of this management cluster is not known/);
+        expect(res.warnings[0]).to.match(
+          /^spec\.remediation\.strategy: MachineCondition needs CAPI v1\.12 or later, and the CAPI release of this management cluster is not known/,
+        );
       }
     });
 
@@ -175,18 +231,26 @@ describe('install: admission of MachineJoinChecks by the real kube-apiserver', f
       const admin = env.kubeConfig();
       const mhcPath = `/apis/cluster.x-k8s.io/v1beta2/namespaces/${ns}/machinehealthchecks`;
       const mhc = (name: string, selector: Json, checks: Json) =>
-        raw(admin, 'POST', mhcPath, { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineHealthCheck', metadata: { name }, spec: { clusterName: 'c1', selector, checks } });
+        raw(admin, 'POST', mhcPath, {
+          apiVersion: 'cluster.x-k8s.io/v1beta2',
+          kind: 'MachineHealthCheck',
+          metadata: { name },
+          spec: { clusterName: 'c1', selector, checks },
+        });
       const unhealthy = { unhealthyNodeConditions: [{ type: 'Ready', status: 'Unknown', timeoutSeconds: 300 }] };
       for (const r of [
         await mhc('md-3-default', { matchLabels: { [MD]: 'md-3' } }, unhealthy),
         await mhc('md-4-off', { matchLabels: { [MD]: 'md-4' } }, { ...unhealthy, nodeStartupTimeoutSeconds: 0 }),
-      ]) expect(r.status, r.body).to.equal(201);
+      ])
+        expect(r.status, r.body).to.equal(201);
 
       const warned = await create('md-3', { clusterName: 'c1', selector: { matchLabels: { [MD]: 'md-3' } } });
       expect(warned.status, warned.body).to.equal(201);
       expect(warned.warnings).to.have.length(1);
       // CAPI's own MHC defaulting has written 600 into the unset timeout.
-      expect(warned.warnings[0]).to.match(/MachineHealthCheck "md-3-default" also selects these Machines.*600s \(CAPI's default\).*set its nodeStartupTimeout explicitly to 0/);
+      expect(warned.warnings[0]).to.match(
+        /MachineHealthCheck "md-3-default" also selects these Machines.*600s \(CAPI's default\).*set its nodeStartupTimeout explicitly to 0/,
+      );
 
       const quiet = await create('md-4', { clusterName: 'c1', selector: { matchLabels: { [MD]: 'md-4' } } });
       expect(quiet.status, quiet.body).to.equal(201);
@@ -194,19 +258,31 @@ describe('install: admission of MachineJoinChecks by the real kube-apiserver', f
     });
 
     it('admits a control-plane check next to worker checks (CAPI ownership labels keep them apart)', async () => {
-      const res = await create('cp-kcp-2', { clusterName: 'c1', selector: { matchLabels: { [CPN]: 'kcp-2' }, ...expr(CP, 'Exists') } });
+      const res = await create('cp-kcp-2', {
+        clusterName: 'c1',
+        selector: { matchLabels: { [CPN]: 'kcp-2' }, ...expr(CP, 'Exists') },
+      });
       expect(res.status, res.body).to.equal(201);
     });
 
     it('admits a metadata-only update (resume annotation) without judging the spec again', async () => {
-      const res = await raw(env.kubeConfig(), 'PATCH', `${path}/workers-md-0`, JSON.stringify({ metadata: { annotations: { 'joinguard.io/resume': '1' } } }), 'application/merge-patch+json');
+      const res = await raw(
+        env.kubeConfig(),
+        'PATCH',
+        `${path}/workers-md-0`,
+        JSON.stringify({ metadata: { annotations: { 'joinguard.io/resume': '1' } } }),
+        'application/merge-patch+json',
+      );
       expect(res.status, res.body).to.equal(200);
     });
 
     it('lets the controller write status without the webhooks (the /status subresource is not sent to them)', async () => {
       // A whole-status update with the read resourceVersion, as the controller writes it, under its identity.
       const current = JSON.parse((await raw(env.kubeConfig(), 'GET', `${path}/workers-md-0`)).body) as Json;
-      const res = await raw(installed!.sa, 'PUT', `${path}/workers-md-0/status`, { ...current, status: { expectedMachines: 0 } });
+      const res = await raw(installed!.sa, 'PUT', `${path}/workers-md-0/status`, {
+        ...current,
+        status: { expectedMachines: 0 },
+      });
       expect(res.status, res.body).to.equal(200);
       expect(res.warnings).to.deep.equal([]);
     });
@@ -217,13 +293,16 @@ describe('install: admission of MachineJoinChecks by the real kube-apiserver', f
     const LABEL = 'joinguard.io/e2e-webhook';
     let config: K8sObject | undefined;
     const check = `${path}/down-1`;
-    const patch = (body: Json) => raw(env.kubeConfig(), 'PATCH', check, JSON.stringify(body), 'application/merge-patch+json');
+    const patch = (body: Json) =>
+      raw(env.kubeConfig(), 'PATCH', check, JSON.stringify(body), 'application/merge-patch+json');
 
     before(async () => {
       const res = await create('down-1', { clusterName: 'c1', selector: { matchLabels: { [MD]: 'md-down' } } });
       expect(res.status, res.body).to.equal(201);
       const { components } = await renderProviderFiles('0.1.0');
-      const original = objectsOf(components, { JOINGUARD_NAMESPACE: ns }).find((o) => o.kind === 'ValidatingWebhookConfiguration')!;
+      const original = objectsOf(components, { JOINGUARD_NAMESPACE: ns }).find(
+        (o) => o.kind === 'ValidatingWebhookConfiguration',
+      )!;
       const c = pointedAt(original, 'https://127.0.0.1:1', env.caCertPem) as K8sObject & { webhooks: Json[] };
       c.metadata = { name: `joinguard-e2e-down-${process.pid}` };
       for (const w of c.webhooks) w['objectSelector'] = { matchLabels: { [LABEL]: 'down' } };
@@ -244,8 +323,20 @@ describe('install: admission of MachineJoinChecks by the real kube-apiserver', f
     it('refuses a spec change and a create, saying the webhook could not be called', async () => {
       const changed = await patch({ spec: { joinTimeout: '30m' } });
       expect(changed.status, changed.body).to.equal(500);
-      expect(JSON.parse(changed.body).message).to.match(/failed calling webhook "validation\.machinejoincheck\.joinguard\.io"/);
-      const created = await raw(env.kubeConfig(), 'POST', `${path}?${STRICT}`, mjc('down-2', { clusterName: 'c1', selector: { matchLabels: { [MD]: 'md-down-2' } } }, {}, { labels: { [LABEL]: 'down' } }));
+      expect(JSON.parse(changed.body).message).to.match(
+        /failed calling webhook "validation\.machinejoincheck\.joinguard\.io"/,
+      );
+      const created = await raw(
+        env.kubeConfig(),
+        'POST',
+        `${path}?${STRICT}`,
+        mjc(
+          'down-2',
+          { clusterName: 'c1', selector: { matchLabels: { [MD]: 'md-down-2' } } },
+          {},
+          { labels: { [LABEL]: 'down' } },
+        ),
+      );
       expect(created.status, created.body).to.equal(500);
     });
   });
@@ -267,12 +358,25 @@ describe('install: admission of MachineJoinChecks by the real kube-apiserver', f
         host: '127.0.0.1',
         certFile: pair.certFile,
         keyFile: pair.keyFile,
-        discoverCapi: async () => ({ apiVersion: 'v1beta1', minor: 10, version: 'v1.10.10', source: 'a test stand-in' }),
-        lookups: { checks: async () => [], machineHealthChecks: async () => ({ objects: [], version: 'v1beta1' }), machines: async () => [] },
+        discoverCapi: async () => ({
+          apiVersion: 'v1beta1',
+          minor: 10,
+          version: 'v1.10.10',
+          source: 'a test stand-in',
+        }),
+        lookups: {
+          checks: async () => [],
+          machineHealthChecks: async () => ({ objects: [], version: 'v1beta1' }),
+          machines: async () => [],
+        },
       });
       const { components } = await renderProviderFiles('0.1.0');
-      const original = objectsOf(components, { JOINGUARD_NAMESPACE: ns }).find((o) => o.kind === 'ValidatingWebhookConfiguration')!;
-      const c = pointedAt(original, `https://127.0.0.1:${server.port}`, env.caCertPem) as K8sObject & { webhooks: Json[] };
+      const original = objectsOf(components, { JOINGUARD_NAMESPACE: ns }).find(
+        (o) => o.kind === 'ValidatingWebhookConfiguration',
+      )!;
+      const c = pointedAt(original, `https://127.0.0.1:${server.port}`, env.caCertPem) as K8sObject & {
+        webhooks: Json[];
+      };
       c.metadata = { name: `joinguard-e2e-capi-v1-10-${process.pid}` };
       for (const w of c.webhooks) w['objectSelector'] = { matchLabels: { [LABEL]: 'v1.10' } };
       config = c;
@@ -289,7 +393,12 @@ describe('install: admission of MachineJoinChecks by the real kube-apiserver', f
         env.kubeConfig(),
         'POST',
         `${path}?${STRICT}&dryRun=All`,
-        mjc(name, { clusterName: 'c1', selector: { matchLabels: { [MD]: 'md-old' } }, remediation: { strategy } }, {}, { labels: { [LABEL]: 'v1.10' } }),
+        mjc(
+          name,
+          { clusterName: 'c1', selector: { matchLabels: { [MD]: 'md-old' } }, remediation: { strategy } },
+          {},
+          { labels: { [LABEL]: 'v1.10' } },
+        ),
       );
 
     it('refuses MachineCondition naming spec.remediation.strategy, the release and what is accepted', async () => {

@@ -30,7 +30,9 @@ describe('install: the add-on components on the test control plane', function ()
       // cert-manager is not part of the test control plane; the webhook's certificate comes from its CA.
       console.log(`      (cert-manager.io/v1 not served: not applied: ${installed.skipped.join(', ')})`);
     }
-    console.log(`      (variables substituted by ${installed.components.via === 'clusterctl' ? 'clusterctl generate yaml' : "manifests/substitute.ts (clusterctl's rules; no clusterctl binary found)"})`);
+    console.log(
+      `      (variables substituted by ${installed.components.via === 'clusterctl' ? 'clusterctl generate yaml' : "manifests/substitute.ts (clusterctl's rules; no clusterctl binary found)"})`,
+    );
   });
   after(async () => {
     await installed?.uninstall();
@@ -41,7 +43,11 @@ describe('install: the add-on components on the test control plane', function ()
     expect(objs.filter((o) => o.kind === 'Namespace').map((o) => o.metadata.name)).to.deep.equal([ns]);
     const d = objs.find((o) => o.kind === 'Deployment')!;
     expect(d.metadata.namespace).to.equal(ns);
-    expect(d.spec.template.spec.containers[0].args).to.include.members(['--v=4', '--leader-elect=true', '--workload-node-check=false']);
+    expect(d.spec.template.spec.containers[0].args).to.include.members([
+      '--v=4',
+      '--leader-elect=true',
+      '--workload-node-check=false',
+    ]);
     expect(installed.components.text).not.to.include('${');
   });
 
@@ -94,17 +100,54 @@ describe('install: the add-on components on the test control plane', function ()
       await writeFile(join(repo, 'addon-components.yaml'), components);
       await writeFile(join(repo, 'metadata.yaml'), metadata);
       const config = join(dir, 'clusterctl.yaml');
-      await writeFile(config, `providers:\n  - name: joinguard\n    url: file://${repo}/addon-components.yaml\n    type: AddonProvider\n`);
+      await writeFile(
+        config,
+        `providers:\n  - name: joinguard\n    url: file://${repo}/addon-components.yaml\n    type: AddonProvider\n`,
+      );
       const cc = (args: string[]) =>
-        run(clusterctl, args, { env: { PATH: process.env['PATH'] ?? '', HOME: dir, XDG_CONFIG_HOME: join(dir, 'xdg'), CLUSTERCTL_DISABLE_VERSIONCHECK: 'true' }, maxBuffer: 64 << 20 });
-      const described = await cc(['generate', 'provider', '--addon', 'joinguard:v0.1.0', '--config', config, '--describe']);
-      expect(described.stdout).to.match(/Type:\s+AddonProvider/).and.match(/ghcr\.io\/joinguard\/joinguard:v0\.1\.0/);
-      const out = await cc(['generate', 'provider', '--addon', 'joinguard', '--config', config, '--target-namespace', 'jg-moved']);
-      const objs = parseAllDocuments(out.stdout).map((d) => d.toJS() as Json).filter(Boolean);
+        run(clusterctl, args, {
+          env: {
+            PATH: process.env['PATH'] ?? '',
+            HOME: dir,
+            XDG_CONFIG_HOME: join(dir, 'xdg'),
+            CLUSTERCTL_DISABLE_VERSIONCHECK: 'true',
+          },
+          maxBuffer: 64 << 20,
+        });
+      const described = await cc([
+        'generate',
+        'provider',
+        '--addon',
+        'joinguard:v0.1.0',
+        '--config',
+        config,
+        '--describe',
+      ]);
+      expect(described.stdout)
+        .to.match(/Type:\s+AddonProvider/)
+        .and.match(/ghcr\.io\/joinguard\/joinguard:v0\.1\.0/);
+      const out = await cc([
+        'generate',
+        'provider',
+        '--addon',
+        'joinguard',
+        '--config',
+        config,
+        '--target-namespace',
+        'jg-moved',
+      ]);
+      const objs = parseAllDocuments(out.stdout)
+        .map((d) => d.toJS() as Json)
+        .filter(Boolean);
       expect(objs.filter((o) => o.kind === 'Namespace').map((o) => o.metadata.name)).to.deep.equal(['jg-moved']);
-      for (const o of objs) expect(o.metadata.labels?.['cluster.x-k8s.io/provider'], `${o.kind} ${o.metadata.name}`).to.equal('addon-joinguard');
+      for (const o of objs)
+        expect(o.metadata.labels?.['cluster.x-k8s.io/provider'], `${o.kind} ${o.metadata.name}`).to.equal(
+          'addon-joinguard',
+        );
       const webhook = objs.find((o) => o.kind === 'ValidatingWebhookConfiguration')!;
-      expect(webhook.metadata.annotations['cert-manager.io/inject-ca-from']).to.equal('jg-moved/joinguard-serving-cert');
+      expect(webhook.metadata.annotations['cert-manager.io/inject-ca-from']).to.equal(
+        'jg-moved/joinguard-serving-cert',
+      );
       expect(webhook.webhooks[0].clientConfig.service.namespace).to.equal('jg-moved');
       const cert = objs.find((o) => o.kind === 'Certificate')!;
       expect(cert.spec.dnsNames).to.include('joinguard-webhook-service.jg-moved.svc');

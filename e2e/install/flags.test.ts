@@ -49,7 +49,9 @@ describe(`install: cmd/capi-flags.ts is CAPI ${CAPI_VERSION}'s core manager's --
   });
 
   it('with the same printed defaults (v: CAPI sets 2 in main(), after --help has read the flag)', () => {
-    const differ = CAPI_FLAGS.filter((f) => f.name !== 'v' && capi.get(f.name)!.def !== f.def).map((f) => `${f.name}: list ${f.def}, binary ${capi.get(f.name)!.def}`);
+    const differ = CAPI_FLAGS.filter((f) => f.name !== 'v' && capi.get(f.name)!.def !== f.def).map(
+      (f) => `${f.name}: list ${f.def}, binary ${capi.get(f.name)!.def}`,
+    );
     expect(differ).to.deep.equal([]);
   });
 
@@ -60,7 +62,9 @@ describe(`install: cmd/capi-flags.ts is CAPI ${CAPI_VERSION}'s core manager's --
       if (NOT_TAKEN[f.name] !== undefined) continue;
       if (!new RegExp(`--${f.name}\\b`).test(ours)) problems.push(`${f.name}: missing`);
       else if (typeWord(f.name) !== f.type || (f.name !== 'v' && printedDefault(f.name) !== capi.get(f.name)!.def)) {
-        problems.push(`${f.name}: ours ${typeWord(f.name)} ${printedDefault(f.name)}, CAPI's ${f.type} ${capi.get(f.name)!.def}`);
+        problems.push(
+          `${f.name}: ours ${typeWord(f.name)} ${printedDefault(f.name)}, CAPI's ${f.type} ${capi.get(f.name)!.def}`,
+        );
       }
     }
     expect(problems).to.deep.equal([]);

@@ -19,7 +19,14 @@ import type { TestEnv } from '../support/testenv.js';
 
 export const FIELD_MANAGER = 'clusterctl';
 export const CERT_MANAGER_KINDS = new Set(['Issuer', 'Certificate']);
-const CLUSTER_SCOPED = new Set(['Namespace', 'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding', 'MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']);
+const CLUSTER_SCOPED = new Set([
+  'Namespace',
+  'CustomResourceDefinition',
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'MutatingWebhookConfiguration',
+  'ValidatingWebhookConfiguration',
+]);
 
 export interface Components {
   /** Substituted text. */
@@ -47,8 +54,15 @@ export async function serves(kc: KubeConfig, groupVersion: string): Promise<bool
  * typed serializer would re-shape the object (a CRD's `x-kubernetes-*` schema keys do not survive it).
  */
 export async function apply(kc: KubeConfig, obj: K8sObject): Promise<Record<string, unknown>> {
-  const res = await raw(kc, 'PATCH', `${await pathOf(kc, obj)}?fieldManager=${FIELD_MANAGER}&force=true`, JSON.stringify(obj), 'application/apply-patch+yaml');
-  if (res.status !== 200 && res.status !== 201) throw new Error(`apply ${obj.kind} ${obj.metadata.name}: ${res.status} ${res.body.slice(0, 500)}`);
+  const res = await raw(
+    kc,
+    'PATCH',
+    `${await pathOf(kc, obj)}?fieldManager=${FIELD_MANAGER}&force=true`,
+    JSON.stringify(obj),
+    'application/apply-patch+yaml',
+  );
+  if (res.status !== 200 && res.status !== 201)
+    throw new Error(`apply ${obj.kind} ${obj.metadata.name}: ${res.status} ${res.body.slice(0, 500)}`);
   return JSON.parse(res.body) as Record<string, unknown>;
 }
 
@@ -62,7 +76,9 @@ export async function pathOf(kc: KubeConfig, o: K8sObject): Promise<string> {
   const r = list.resources.find((x) => x.kind === o.kind && !x.name.includes('/'));
   if (!r) throw new Error(`${o.apiVersion} serves no ${o.kind}`);
   const ns = o.metadata.namespace;
-  return r.namespaced ? `${base}/namespaces/${ns}/${r.name}/${o.metadata.name}` : `${base}/${r.name}/${o.metadata.name}`;
+  return r.namespaced
+    ? `${base}/namespaces/${ns}/${r.name}/${o.metadata.name}`
+    : `${base}/${r.name}/${o.metadata.name}`;
 }
 
 /** Waits until the CRD is Established, so that its kind can be used at once. */
@@ -70,7 +86,10 @@ export async function waitEstablished(kc: KubeConfig, name: string, timeoutMs = 
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const res = await raw(kc, 'GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
-    const crd = res.status === 200 ? (JSON.parse(res.body) as { status?: { conditions?: { type: string; status: string }[] } }) : undefined;
+    const crd =
+      res.status === 200
+        ? (JSON.parse(res.body) as { status?: { conditions?: { type: string; status: string }[] } })
+        : undefined;
     if (crd?.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) return;
     if (Date.now() > deadline) throw new Error(`CRD ${name} not Established after ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 200));
@@ -88,7 +107,11 @@ export function pointedAt(obj: K8sObject, baseUrl: string, caPem: string): K8sOb
 }
 
 /** A client with the identity of ServiceAccount ns/name, from a TokenRequest (1h). */
-export async function serviceAccountKubeConfig(admin: KubeConfig, namespace: string, name: string): Promise<KubeConfig> {
+export async function serviceAccountKubeConfig(
+  admin: KubeConfig,
+  namespace: string,
+  name: string,
+): Promise<KubeConfig> {
   const core = admin.makeApiClient(CoreV1Api);
   const tr = await core.createNamespacedServiceAccountToken({
     name,
@@ -98,7 +121,9 @@ export async function serviceAccountKubeConfig(admin: KubeConfig, namespace: str
   const cluster = admin.getCurrentCluster()!;
   const kc = new KubeConfig();
   kc.loadFromOptions({
-    clusters: [{ name: 'env', server: cluster.server, caData: cluster.caData, caFile: cluster.caFile, skipTLSVerify: false }],
+    clusters: [
+      { name: 'env', server: cluster.server, caData: cluster.caData, caFile: cluster.caFile, skipTLSVerify: false },
+    ],
     users: [{ name: `${namespace}-${name}`, token: tr.status!.token }],
     contexts: [{ name: 'sa', cluster: 'env', user: `${namespace}-${name}` }],
     currentContext: 'sa',
@@ -112,15 +137,28 @@ export type { RawResponse } from '../../hack/testenv/kube-client.js';
 function clientOf(kc: KubeConfig): KubeClient {
   const cluster = kc.getCurrentCluster()!;
   const user = kc.getCurrentUser();
-  const pem = (data?: string, file?: string) => (data ? Buffer.from(data, 'base64').toString('utf8') : file ? fs.readFileSync(file, 'utf8') : undefined);
-  return new KubeClient({
-    server: cluster.server, caPem: pem(cluster.caData, cluster.caFile),
-    certPem: pem(user?.certData, user?.certFile), keyPem: pem(user?.keyData, user?.keyFile), token: user?.token,
-  }, 20_000);
+  const pem = (data?: string, file?: string) =>
+    data ? Buffer.from(data, 'base64').toString('utf8') : file ? fs.readFileSync(file, 'utf8') : undefined;
+  return new KubeClient(
+    {
+      server: cluster.server,
+      caPem: pem(cluster.caData, cluster.caFile),
+      certPem: pem(user?.certData, user?.certFile),
+      keyPem: pem(user?.keyData, user?.keyFile),
+      token: user?.token,
+    },
+    20_000,
+  );
 }
 
 /** One request with the KubeConfig's credentials; returns the `Warning` headers' texts too. */
-export async function raw(kc: KubeConfig, method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<RawResponse> {
+export async function raw(
+  kc: KubeConfig,
+  method: string,
+  path: string,
+  body?: unknown,
+  contentType = 'application/json',
+): Promise<RawResponse> {
   const client = clientOf(kc);
   try {
     return await client.send(method, path, body, contentType, 20_000);
@@ -168,8 +206,15 @@ export async function install(env: TestEnv, namespace: string, vars: Record<stri
     // The webhook's lookups run under the add-on's identity too, as in the pod.
     sa = await serviceAccountKubeConfig(admin, namespace, 'joinguard-controller-manager');
     const pair = await issueServingCert(env.caCertFile, env.caKeyFile, dir);
-    webhook = await startWebhookServer({ port: 0, host: '127.0.0.1', certFile: pair.certFile, keyFile: pair.keyFile, access: clusterAccessFromKubeconfig(sa.exportConfig()) });
-    for (const o of webhookConfigs) await apply(admin, pointedAt(o, `https://127.0.0.1:${webhook.port}`, env.caCertPem));
+    webhook = await startWebhookServer({
+      port: 0,
+      host: '127.0.0.1',
+      certFile: pair.certFile,
+      keyFile: pair.keyFile,
+      access: clusterAccessFromKubeconfig(sa.exportConfig()),
+    });
+    for (const o of webhookConfigs)
+      await apply(admin, pointedAt(o, `https://127.0.0.1:${webhook.port}`, env.caCertPem));
   } catch (e) {
     // A webhook configuration left behind (failurePolicy Fail) would refuse every later MachineJoinCheck of the run.
     for (const o of webhookConfigs) await raw(admin, 'DELETE', await pathOf(admin, o)).catch(() => undefined);
@@ -188,9 +233,15 @@ export async function install(env: TestEnv, namespace: string, vars: Record<stri
       // Webhooks first: with failurePolicy Fail they would block every later MachineJoinCheck write of the run.
       // The CRD stays (other specs' checks live in it); objects in the Namespace go with it.
       // The Namespace stays too: without kube-controller-manager nothing would finalize its deletion.
-      for (const o of [...webhookConfigs, ...components.objects.filter((x) => CLUSTER_SCOPED.has(x.kind) && !['CustomResourceDefinition', 'Namespace'].includes(x.kind))]) {
+      for (const o of [
+        ...webhookConfigs,
+        ...components.objects.filter(
+          (x) => CLUSTER_SCOPED.has(x.kind) && !['CustomResourceDefinition', 'Namespace'].includes(x.kind),
+        ),
+      ]) {
         const res = await raw(admin, 'DELETE', await pathOf(admin, o));
-        if (res.status !== 200 && res.status !== 404) throw new Error(`delete ${o.kind} ${o.metadata.name}: ${res.status}`);
+        if (res.status !== 200 && res.status !== 404)
+          throw new Error(`delete ${o.kind} ${o.metadata.name}: ${res.status}`);
       }
       await server.stop();
       await rm(dir, { recursive: true, force: true });

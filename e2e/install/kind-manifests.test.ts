@@ -17,7 +17,9 @@ const CAPD_KINDS = new Set(['DevCluster', 'DevMachineTemplate']);
 
 function objects(file: string, vars: Record<string, string>): Json[] {
   const text = substitute(fs.readFileSync(path.join(kindDir, file), 'utf8'), vars);
-  return parseAllDocuments(text).map((d) => d.toJS() as Json).filter((o) => o?.kind);
+  return parseAllDocuments(text)
+    .map((d) => d.toJS() as Json)
+    .filter((o) => o?.kind);
 }
 
 function collection(o: Json): string {
@@ -44,10 +46,18 @@ describe('e2e/kind manifests against CAPI v1.14 and JoinGuard (dry run)', functi
 
   it('workload-cluster.yaml: CAPD v1beta2 Dev* kinds, and every CAPI object is admitted by v1.14.2', async () => {
     const all = objects('workload-cluster.yaml', vars);
-    expect(all.filter((o) => CAPD_KINDS.has(o.kind)).map((o) => `${o.apiVersion} ${o.kind}`))
-      .to.deep.equal(Array(3).fill(0).map((_, i) => `infrastructure.cluster.x-k8s.io/v1beta2 ${i === 0 ? 'DevCluster' : 'DevMachineTemplate'}`));
+    expect(all.filter((o) => CAPD_KINDS.has(o.kind)).map((o) => `${o.apiVersion} ${o.kind}`)).to.deep.equal(
+      Array(3)
+        .fill(0)
+        .map((_, i) => `infrastructure.cluster.x-k8s.io/v1beta2 ${i === 0 ? 'DevCluster' : 'DevMachineTemplate'}`),
+    );
     const capi = all.filter((o) => !CAPD_KINDS.has(o.kind));
-    expect(capi.map((o) => o.kind)).to.have.members(['Cluster', 'KubeadmControlPlane', 'KubeadmConfigTemplate', 'MachineDeployment']);
+    expect(capi.map((o) => o.kind)).to.have.members([
+      'Cluster',
+      'KubeadmControlPlane',
+      'KubeadmConfigTemplate',
+      'MachineDeployment',
+    ]);
     for (const o of capi) {
       const res = await kube.send('POST', `${collection(o)}?dryRun=All`, o);
       expect(res.status, `${o.kind}: ${res.body.slice(0, 600)}`).to.equal(201);

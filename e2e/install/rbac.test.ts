@@ -21,12 +21,23 @@ interface Access {
 
 async function allowed(sa: KubeConfig, a: Access): Promise<boolean> {
   const review = await sa.makeApiClient(AuthorizationV1Api).createSelfSubjectAccessReview({
-    body: { spec: { resourceAttributes: { verb: a.verb, group: a.group, resource: a.resource, subresource: a.subresource, namespace: a.namespace } } },
+    body: {
+      spec: {
+        resourceAttributes: {
+          verb: a.verb,
+          group: a.group,
+          resource: a.resource,
+          subresource: a.subresource,
+          namespace: a.namespace,
+        },
+      },
+    },
   });
   return review.status?.allowed === true;
 }
 
-const show = (a: Access) => `${a.verb} ${a.group || 'core'}/${a.resource}${a.subresource ? `/${a.subresource}` : ''}${a.namespace ? ` in ${a.namespace}` : ''}`;
+const show = (a: Access) =>
+  `${a.verb} ${a.group || 'core'}/${a.resource}${a.subresource ? `/${a.subresource}` : ''}${a.namespace ? ` in ${a.namespace}` : ''}`;
 
 describe('install: RBAC under the add-on ServiceAccount', function () {
   this.timeout(120_000);
@@ -39,7 +50,9 @@ describe('install: RBAC under the add-on ServiceAccount', function () {
     env = await getTestEnv();
     installed = await install(env, ns);
     const admin = env.kubeConfig();
-    expect((await raw(admin, 'POST', '/api/v1/namespaces', { metadata: { name: workload } })).status).to.be.oneOf([201, 409]);
+    expect((await raw(admin, 'POST', '/api/v1/namespaces', { metadata: { name: workload } })).status).to.be.oneOf([
+      201, 409,
+    ]);
   });
   after(async () => {
     await installed?.uninstall();
@@ -49,7 +62,13 @@ describe('install: RBAC under the add-on ServiceAccount', function () {
   const GRANTED: Access[] = CONTROLLER_NEEDS.filter((g) => !g.workloadNodeCheck && !g.machineDelete).flatMap((g) =>
     g.verbs.map((verb) => {
       const [resource, subresource] = g.resource.split('/') as [string, string | undefined];
-      return { verb, group: g.group, resource, ...(subresource ? { subresource } : {}), ...(g.namespaced ? { namespace: ns } : {}) };
+      return {
+        verb,
+        group: g.group,
+        resource,
+        ...(subresource ? { subresource } : {}),
+        ...(g.namespaced ? { namespace: ns } : {}),
+      };
     }),
   );
   const REFUSED: Access[] = [
@@ -102,42 +121,97 @@ describe('install: RBAC under the add-on ServiceAccount', function () {
       apiVersion: 'cluster.x-k8s.io/v1beta2',
       kind: 'Machine',
       metadata: { name: 'rbac-m1', labels: { [CN]: 'c1' } },
-      spec: { clusterName: 'c1', bootstrap: { dataSecretName: 'x' }, infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'FakeMachine', name: 'x' } },
+      spec: {
+        clusterName: 'c1',
+        bootstrap: { dataSecretName: 'x' },
+        infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'FakeMachine', name: 'x' },
+      },
     });
     expect(m.status, m.body).to.equal(201);
-    const list = await raw(sa, 'GET', `/apis/cluster.x-k8s.io/v1beta2/machines?labelSelector=${encodeURIComponent(`${CN}=c1`)}`);
+    const list = await raw(
+      sa,
+      'GET',
+      `/apis/cluster.x-k8s.io/v1beta2/machines?labelSelector=${encodeURIComponent(`${CN}=c1`)}`,
+    );
     expect(list.status, list.body).to.equal(200);
     expect((JSON.parse(list.body) as Json).items.map((i: Json) => i.metadata.name)).to.include('rbac-m1');
 
-    const mark = await raw(sa, 'PATCH', `/apis/cluster.x-k8s.io/v1beta2/namespaces/${workload}/machines/rbac-m1`,
-      JSON.stringify({ metadata: { annotations: { 'cluster.x-k8s.io/remediate-machine': '' } } }), 'application/merge-patch+json');
+    const mark = await raw(
+      sa,
+      'PATCH',
+      `/apis/cluster.x-k8s.io/v1beta2/namespaces/${workload}/machines/rbac-m1`,
+      JSON.stringify({ metadata: { annotations: { 'cluster.x-k8s.io/remediate-machine': '' } } }),
+      'application/merge-patch+json',
+    );
     expect(mark.status, mark.body).to.equal(200);
-    const status = await raw(sa, 'PATCH', `/apis/cluster.x-k8s.io/v1beta2/namespaces/${workload}/machines/rbac-m1/status?fieldManager=joinguard`,
-      JSON.stringify({ apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Machine', metadata: { name: 'rbac-m1' },
-        status: { conditions: [{ type: 'JoinGuardJoined', status: 'False', reason: 'JoinTimeout', message: 'rbac test', lastTransitionTime: new Date().toISOString() }] } }),
-      'application/apply-patch+yaml');
+    const status = await raw(
+      sa,
+      'PATCH',
+      `/apis/cluster.x-k8s.io/v1beta2/namespaces/${workload}/machines/rbac-m1/status?fieldManager=joinguard`,
+      JSON.stringify({
+        apiVersion: 'cluster.x-k8s.io/v1beta2',
+        kind: 'Machine',
+        metadata: { name: 'rbac-m1' },
+        status: {
+          conditions: [
+            {
+              type: 'JoinGuardJoined',
+              status: 'False',
+              reason: 'JoinTimeout',
+              message: 'rbac test',
+              lastTransitionTime: new Date().toISOString(),
+            },
+          ],
+        },
+      }),
+      'application/apply-patch+yaml',
+    );
     // Apply on /status with fieldManager, as a controller owning only its own condition would.
     expect([200, 201], status.body).to.include(status.status);
 
     const check = await raw(admin, 'POST', `/apis/joinguard.io/v1alpha1/namespaces/${workload}/machinejoinchecks`, {
-      apiVersion: 'joinguard.io/v1alpha1', kind: 'MachineJoinCheck', metadata: { name: 'rbac' }, spec: { clusterName: 'c1', selector: { matchLabels: { pool: 'rbac' } } },
+      apiVersion: 'joinguard.io/v1alpha1',
+      kind: 'MachineJoinCheck',
+      metadata: { name: 'rbac' },
+      spec: { clusterName: 'c1', selector: { matchLabels: { pool: 'rbac' } } },
     });
     expect(check.status, check.body).to.equal(201);
     // Status is written whole with the read resourceVersion, as the executor does.
-    const read = JSON.parse((await raw(sa, 'GET', `/apis/joinguard.io/v1alpha1/namespaces/${workload}/machinejoinchecks?fieldSelector=metadata.name%3Drbac`)).body) as Json;
-    const st = await raw(sa, 'PUT', `/apis/joinguard.io/v1alpha1/namespaces/${workload}/machinejoinchecks/rbac/status`,
-      { ...read.items[0], apiVersion: 'joinguard.io/v1alpha1', kind: 'MachineJoinCheck', status: { observedGeneration: 1 } });
+    const read = JSON.parse(
+      (
+        await raw(
+          sa,
+          'GET',
+          `/apis/joinguard.io/v1alpha1/namespaces/${workload}/machinejoinchecks?fieldSelector=metadata.name%3Drbac`,
+        )
+      ).body,
+    ) as Json;
+    const st = await raw(
+      sa,
+      'PUT',
+      `/apis/joinguard.io/v1alpha1/namespaces/${workload}/machinejoinchecks/rbac/status`,
+      {
+        ...read.items[0],
+        apiVersion: 'joinguard.io/v1alpha1',
+        kind: 'MachineJoinCheck',
+        status: { observedGeneration: 1 },
+      },
+    );
     expect(st.status, st.body).to.equal(200);
 
     const ev = await raw(sa, 'POST', `/api/v1/namespaces/${workload}/events`, {
       metadata: { generateName: 'rbac-' },
       involvedObject: { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Machine', name: 'rbac-m1', namespace: workload },
-      reason: 'JoinTimedOut', message: 'rbac test', type: 'Warning', source: { component: 'joinguard' },
+      reason: 'JoinTimedOut',
+      message: 'rbac test',
+      type: 'Warning',
+      source: { component: 'joinguard' },
     });
     expect(ev.status, ev.body).to.equal(201);
 
     const lease = await raw(sa, 'POST', `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`, {
-      metadata: { name: 'joinguard-rbac-test' }, spec: { holderIdentity: 'test', leaseDurationSeconds: 15 },
+      metadata: { name: 'joinguard-rbac-test' },
+      spec: { holderIdentity: 'test', leaseDurationSeconds: 15 },
     });
     expect(lease.status, lease.body).to.equal(201);
 
@@ -152,14 +226,23 @@ describe('install: RBAC under the add-on ServiceAccount', function () {
   it('is refused Machine delete (403) by default, granted it with JOINGUARD_ALLOW_MACHINE_DELETE=true', async () => {
     const admin = env.kubeConfig();
     const m = await raw(admin, 'POST', `/apis/cluster.x-k8s.io/v1beta2/namespaces/${workload}/machines`, {
-      apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Machine', metadata: { name: 'rbac-del', labels: { [CN]: 'c1' } },
-      spec: { clusterName: 'c1', bootstrap: { dataSecretName: 'x' }, infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'FakeMachine', name: 'x' } },
+      apiVersion: 'cluster.x-k8s.io/v1beta2',
+      kind: 'Machine',
+      metadata: { name: 'rbac-del', labels: { [CN]: 'c1' } },
+      spec: {
+        clusterName: 'c1',
+        bootstrap: { dataSecretName: 'x' },
+        infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'FakeMachine', name: 'x' },
+      },
     });
     expect(m.status, m.body).to.equal(201);
-    const del = () => raw(installed.sa, 'DELETE', `/apis/cluster.x-k8s.io/v1beta2/namespaces/${workload}/machines/rbac-del`);
+    const del = () =>
+      raw(installed.sa, 'DELETE', `/apis/cluster.x-k8s.io/v1beta2/namespaces/${workload}/machines/rbac-del`);
     expect((await del()).status).to.equal(403);
     const on = await substitutedComponents({ JOINGUARD_NAMESPACE: ns, JOINGUARD_ALLOW_MACHINE_DELETE: 'true' });
-    const binding = on.objects.find((o) => o.kind === 'ClusterRoleBinding' && o.metadata.name === 'joinguard-machine-delete')!;
+    const binding = on.objects.find(
+      (o) => o.kind === 'ClusterRoleBinding' && o.metadata.name === 'joinguard-machine-delete',
+    )!;
     expect((binding as Json).roleRef.name).to.equal('joinguard-machine-delete-true');
     const deployment = on.objects.find((o) => o.kind === 'Deployment')! as Json;
     expect(deployment.spec.template.spec.containers[0].args).to.include('--allow-machine-delete=true');
@@ -174,7 +257,9 @@ describe('install: RBAC under the add-on ServiceAccount', function () {
       }
       expect(res.status, res.body).to.equal(200);
     } finally {
-      const offBinding = installed.components.objects.find((o) => o.kind === 'ClusterRoleBinding' && o.metadata.name === 'joinguard-machine-delete')!;
+      const offBinding = installed.components.objects.find(
+        (o) => o.kind === 'ClusterRoleBinding' && o.metadata.name === 'joinguard-machine-delete',
+      )!;
       await raw(admin, 'DELETE', bindingPath);
       await apply(admin, offBinding);
     }
@@ -182,7 +267,14 @@ describe('install: RBAC under the add-on ServiceAccount', function () {
 
   it('is refused Secrets (403) while the workload-node check is off, granted them once it is on', async () => {
     const admin = env.kubeConfig();
-    expect((await raw(admin, 'POST', `/api/v1/namespaces/${workload}/secrets`, { metadata: { name: 'c1-kubeconfig' }, stringData: { value: 'x' } })).status).to.equal(201);
+    expect(
+      (
+        await raw(admin, 'POST', `/api/v1/namespaces/${workload}/secrets`, {
+          metadata: { name: 'c1-kubeconfig' },
+          stringData: { value: 'x' },
+        })
+      ).status,
+    ).to.equal(201);
     const read = () => raw(installed.sa, 'GET', `/api/v1/namespaces/${workload}/secrets/c1-kubeconfig`);
     const off = await read();
     expect(off.status, off.body).to.equal(403);
@@ -190,7 +282,9 @@ describe('install: RBAC under the add-on ServiceAccount', function () {
 
     // Switch on: the binding's roleRef follows the variable; roleRef is immutable, so re-create it.
     const on = await substitutedComponents({ JOINGUARD_NAMESPACE: ns, JOINGUARD_WORKLOAD_NODE_CHECK: 'true' });
-    const binding = on.objects.find((o) => o.kind === 'ClusterRoleBinding' && o.metadata.name === 'joinguard-workload-secrets')!;
+    const binding = on.objects.find(
+      (o) => o.kind === 'ClusterRoleBinding' && o.metadata.name === 'joinguard-workload-secrets',
+    )!;
     expect((binding as Json).roleRef.name).to.equal('joinguard-workload-secrets-true');
     const bindingPath = '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/joinguard-workload-secrets';
     try {
@@ -203,10 +297,11 @@ describe('install: RBAC under the add-on ServiceAccount', function () {
       }
       expect(res.status, res.body).to.equal(200);
     } finally {
-      const offBinding = installed.components.objects.find((o) => o.kind === 'ClusterRoleBinding' && o.metadata.name === 'joinguard-workload-secrets')!;
+      const offBinding = installed.components.objects.find(
+        (o) => o.kind === 'ClusterRoleBinding' && o.metadata.name === 'joinguard-workload-secrets',
+      )!;
       await raw(admin, 'DELETE', bindingPath);
       await apply(admin, offBinding);
     }
   });
-
 });

@@ -11,7 +11,13 @@ import { getTestEnv, type TestEnv } from '../support/testenv.js';
 import { startController, type RunningController } from '../../controllers/manager.js';
 import { clusterAccessFromKubeconfig } from '../../runtime/kubeconfig.js';
 import { install, raw, type Installed } from './install-env.js';
-import { createMachineSet, createReadyCluster, ensureStandInCrds, machinesOf, provisionInfrastructure } from './stand-in-providers.js';
+import {
+  createMachineSet,
+  createReadyCluster,
+  ensureStandInCrds,
+  machinesOf,
+  provisionInfrastructure,
+} from './stand-in-providers.js';
 
 type Json = Record<string, any>;
 const CAPI = '/apis/cluster.x-k8s.io/v1beta2';
@@ -39,10 +45,15 @@ function recordAll(w: Watch, path: string, into: Json[]): { stop(): void } {
   let rv: string | undefined;
   const start = async (): Promise<void> => {
     if (stopped) return;
-    current = await w.watch(path, { allowWatchBookmarks: true, ...(rv ? { resourceVersion: rv } : {}) }, (type, obj: Json) => {
-      rv = obj?.metadata?.resourceVersion ?? rv;
-      if (type !== 'BOOKMARK') into.push(obj);
-    }, () => void setTimeout(() => void start().catch(() => undefined), 100));
+    current = await w.watch(
+      path,
+      { allowWatchBookmarks: true, ...(rv ? { resourceVersion: rv } : {}) },
+      (type, obj: Json) => {
+        rv = obj?.metadata?.resourceVersion ?? rv;
+        if (type !== 'BOOKMARK') into.push(obj);
+      },
+      () => void setTimeout(() => void start().catch(() => undefined), 100),
+    );
     if (stopped) current.abort();
   };
   void start().catch(() => undefined);
@@ -54,7 +65,8 @@ function recordAll(w: Watch, path: string, into: Json[]): { stop(): void } {
   };
 }
 
-const condition = (m: Json, type: string): Json | undefined => (m.status?.conditions ?? []).find((c: Json) => c.type === type);
+const condition = (m: Json, type: string): Json | undefined =>
+  (m.status?.conditions ?? []).find((c: Json) => c.type === type);
 
 describe('install: the controller under the add-on ServiceAccount completes a remediation', function () {
   this.timeout(180_000);
@@ -80,7 +92,11 @@ describe('install: the controller under the add-on ServiceAccount completes a re
     await createMachineSet(admin, fleet, CLUSTER, POOL, 1);
 
     // The first Machine: its infrastructure comes up, its Node never does.
-    stuck = await until('the MachineSet to create a Machine', 60_000, async () => (await machinesOf(admin, fleet, POOL))[0]);
+    stuck = await until(
+      'the MachineSet to create a Machine',
+      60_000,
+      async () => (await machinesOf(admin, fleet, POOL))[0],
+    );
     await provisionInfrastructure(admin, fleet, stuck);
     stuck = await until('the Machine to reach phase Provisioned', 60_000, async () => {
       const m = (await machinesOf(admin, fleet, POOL)).find((x) => x.metadata.uid === stuck.metadata.uid);
@@ -93,8 +109,15 @@ describe('install: the controller under the add-on ServiceAccount completes a re
 
     // Admitted through the add-on's webhooks (with the short-timeout warning).
     const check = await raw(admin, 'POST', `/apis/joinguard.io/v1alpha1/namespaces/${fleet}/machinejoinchecks`, {
-      apiVersion: 'joinguard.io/v1alpha1', kind: 'MachineJoinCheck', metadata: { name: POOL },
-      spec: { clusterName: CLUSTER, selector: { matchLabels: { pool: POOL } }, joinTimeout: '15s', remediation: { strategy: 'OwnerRemediated' } },
+      apiVersion: 'joinguard.io/v1alpha1',
+      kind: 'MachineJoinCheck',
+      metadata: { name: POOL },
+      spec: {
+        clusterName: CLUSTER,
+        selector: { matchLabels: { pool: POOL } },
+        joinTimeout: '15s',
+        remediation: { strategy: 'OwnerRemediated' },
+      },
     });
     expect(check.status, check.body).to.equal(201);
     expect(check.warnings.join()).to.match(/joinTimeout/);
@@ -129,17 +152,24 @@ describe('install: the controller under the add-on ServiceAccount completes a re
 
   it('takes the Lease in the provider Namespace and syncs its caches', async () => {
     await controller!.ready();
-    const lease = JSON.parse((await raw(env.kubeConfig(), 'GET', `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/${LEASE}`)).body) as Json;
+    const lease = JSON.parse(
+      (await raw(env.kubeConfig(), 'GET', `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/${LEASE}`)).body,
+    ) as Json;
     expect(lease.spec?.holderIdentity).to.equal('install-test');
   });
 
   it('marks the Machine for its owner: HealthCheckSucceeded=False/JoinTimeout, OwnerRemediated=False (v1beta2)', async () => {
     const marked = await until('JoinGuard to mark the Machine', 90_000, async () =>
-      seen.find((m) => m.metadata.uid === stuck.metadata.uid && condition(m, 'HealthCheckSucceeded')?.status === 'False'));
+      seen.find(
+        (m) => m.metadata.uid === stuck.metadata.uid && condition(m, 'HealthCheckSucceeded')?.status === 'False',
+      ),
+    );
     expect(condition(marked, 'HealthCheckSucceeded')).to.deep.include({ status: 'False', reason: 'JoinTimeout' });
     expect(condition(marked, 'OwnerRemediated')?.status).to.equal('False');
     // Nobody but JoinGuard writes HealthCheckSucceeded here (there is no MachineHealthCheck).
-    const mhcs = JSON.parse((await raw(env.kubeConfig(), 'GET', `${CAPI}/namespaces/${fleet}/machinehealthchecks`)).body) as Json;
+    const mhcs = JSON.parse(
+      (await raw(env.kubeConfig(), 'GET', `${CAPI}/namespaces/${fleet}/machinehealthchecks`)).body,
+    ) as Json;
     expect(mhcs.items).to.deep.equal([]);
   });
 
@@ -149,25 +179,51 @@ describe('install: the controller under the add-on ServiceAccount completes a re
       const res = await raw(admin, 'GET', `${CAPI}/namespaces/${fleet}/machines/${stuck.metadata.name}`);
       return res.status === 404 ? true : undefined;
     });
-    expect(seen.some((m) => m.metadata.uid === stuck.metadata.uid && condition(m, 'OwnerRemediated')?.reason === 'MachineDeleting')).to.equal(true);
-    const replacement = await until('a replacement Machine', 60_000, async () => (await machinesOf(admin, fleet, POOL)).find((m) => m.metadata.uid !== stuck.metadata.uid));
+    expect(
+      seen.some(
+        (m) => m.metadata.uid === stuck.metadata.uid && condition(m, 'OwnerRemediated')?.reason === 'MachineDeleting',
+      ),
+    ).to.equal(true);
+    const replacement = await until('a replacement Machine', 60_000, async () =>
+      (await machinesOf(admin, fleet, POOL)).find((m) => m.metadata.uid !== stuck.metadata.uid),
+    );
     expect(replacement.metadata.ownerReferences?.[0]).to.deep.include({ kind: 'MachineSet', name: POOL });
   });
 
   it('records the remediation in the check status as Replaced', async () => {
     const record = await until('status.remediations to say Replaced', 60_000, async () => {
-      const check = JSON.parse((await raw(env.kubeConfig(), 'GET', `/apis/joinguard.io/v1alpha1/namespaces/${fleet}/machinejoinchecks/${POOL}`)).body) as Json;
-      return ((check.status?.remediations ?? []) as Json[]).find((r) => r.uid === stuck.metadata.uid && r.outcome === 'Replaced');
+      const check = JSON.parse(
+        (
+          await raw(
+            env.kubeConfig(),
+            'GET',
+            `/apis/joinguard.io/v1alpha1/namespaces/${fleet}/machinejoinchecks/${POOL}`,
+          )
+        ).body,
+      ) as Json;
+      return ((check.status?.remediations ?? []) as Json[]).find(
+        (r) => r.uid === stuck.metadata.uid && r.outcome === 'Replaced',
+      );
     });
     expect(record).to.deep.include({ machine: stuck.metadata.name, path: 'OwnerRemediated', kind: 'JoinTimeout' });
   });
 
   it('left Events on the Machine (created under the same identity)', async () => {
-    const list = JSON.parse((await raw(env.kubeConfig(), 'GET', `/api/v1/namespaces/${fleet}/events?fieldSelector=${encodeURIComponent(`involvedObject.uid=${stuck.metadata.uid}`)}`)).body) as Json;
+    const list = JSON.parse(
+      (
+        await raw(
+          env.kubeConfig(),
+          'GET',
+          `/api/v1/namespaces/${fleet}/events?fieldSelector=${encodeURIComponent(`involvedObject.uid=${stuck.metadata.uid}`)}`,
+        )
+      ).body,
+    ) as Json;
     const ours = (list.items as Json[]).filter((e) => e.source?.component === 'joinguard');
     // JoinTimedOut only when the Machine was held before it was asked (docs/decisions.md): the request says it.
     const requested = ours.find((e) => e.reason === 'RemediationRequested');
-    expect(requested?.message, JSON.stringify(ours.map((e) => e.reason))).to.match(/: JoinTimeout\. JoinGuard asks for its replacement via path OwnerRemediated/);
+    expect(requested?.message, JSON.stringify(ours.map((e) => e.reason))).to.match(
+      /: JoinTimeout\. JoinGuard asks for its replacement via path OwnerRemediated/,
+    );
     expect(requested?.type).to.equal('Warning');
   });
 
@@ -175,7 +231,9 @@ describe('install: the controller under the add-on ServiceAccount completes a re
     const text = await controller!.metrics.registry.metrics();
     expect(text).not.to.match(/rest_client_requests_total\{code="403"/);
     expect(text).not.to.match(/method="DELETE"/);
-    const problems = logged.filter((l) => l.level === 'warn' || l.level === 'error').map((l) => `${l.level}: ${l.message} ${l['error'] ?? ''}`);
+    const problems = logged
+      .filter((l) => l.level === 'warn' || l.level === 'error')
+      .map((l) => `${l.level}: ${l.message} ${l['error'] ?? ''}`);
     expect(problems.filter((p) => /\b403\b|forbidden/i.test(p))).to.deep.equal([]);
   });
 

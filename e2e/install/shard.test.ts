@@ -18,7 +18,10 @@ describe('install: a shard from shard-components.yaml, through clusterctl', func
     await clusterctlSubstitute(clusterctl, shard, {}).catch((e: Error) => (err = e));
     expect(err?.message).to.match(/JOINGUARD_SHARD/);
 
-    const text = await clusterctlSubstitute(clusterctl, shard, { JOINGUARD_SHARD: 'shard-b', JOINGUARD_NAMESPACE: 'default' });
+    const text = await clusterctlSubstitute(clusterctl, shard, {
+      JOINGUARD_SHARD: 'shard-b',
+      JOINGUARD_NAMESPACE: 'default',
+    });
     const objs = objectsOf(text);
     expect(objs.map((o) => `${o.kind}/${o.metadata.namespace}/${o.metadata.name}`)).to.deep.equal([
       'Deployment/default/joinguard-controller-manager-shard-b',
@@ -26,7 +29,13 @@ describe('install: a shard from shard-components.yaml, through clusterctl', func
     ]);
     const admin = (await getTestEnv()).kubeConfig();
     for (const o of objs) {
-      const res = await raw(admin, 'PATCH', `${await pathOf(admin, o)}?fieldManager=test&dryRun=All`, JSON.stringify(o), 'application/apply-patch+yaml');
+      const res = await raw(
+        admin,
+        'PATCH',
+        `${await pathOf(admin, o)}?fieldManager=test&dryRun=All`,
+        JSON.stringify(o),
+        'application/apply-patch+yaml',
+      );
       expect(res.status, `${o.kind}: ${res.body.slice(0, 300)}`).to.be.oneOf([200, 201]);
     }
   });

@@ -37,24 +37,47 @@ export async function ensureStandInCrds(admin: KubeConfig): Promise<void> {
   const open = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
   for (const { group, kind } of KINDS) {
     const name = `${plural(kind)}.${group}`;
-    await ok(raw(admin, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {
-      apiVersion: 'apiextensions.k8s.io/v1',
-      kind: 'CustomResourceDefinition',
-      // CAPI finds the contract version of a referenced kind through this label.
-      metadata: { name, labels: { 'cluster.x-k8s.io/v1beta2': VERSION } },
-      spec: {
-        group,
-        scope: 'Namespaced',
-        names: { kind, listKind: `${kind}List`, plural: plural(kind), singular: kind.toLowerCase() },
-        versions: [{
-          name: VERSION, served: true, storage: true, subresources: { status: {} },
-          schema: { openAPIV3Schema: { type: 'object', properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { type: 'object' }, spec: open, status: open } } },
-        }],
-      },
-    }), `CRD ${name}`, [409]);
+    await ok(
+      raw(admin, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'CustomResourceDefinition',
+        // CAPI finds the contract version of a referenced kind through this label.
+        metadata: { name, labels: { 'cluster.x-k8s.io/v1beta2': VERSION } },
+        spec: {
+          group,
+          scope: 'Namespaced',
+          names: { kind, listKind: `${kind}List`, plural: plural(kind), singular: kind.toLowerCase() },
+          versions: [
+            {
+              name: VERSION,
+              served: true,
+              storage: true,
+              subresources: { status: {} },
+              schema: {
+                openAPIV3Schema: {
+                  type: 'object',
+                  properties: {
+                    apiVersion: { type: 'string' },
+                    kind: { type: 'string' },
+                    metadata: { type: 'object' },
+                    spec: open,
+                    status: open,
+                  },
+                },
+              },
+            },
+          ],
+        },
+      }),
+      `CRD ${name}`,
+      [409],
+    );
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const crd = await ok(raw(admin, 'GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`), `CRD ${name}`);
+      const crd = await ok(
+        raw(admin, 'GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`),
+        `CRD ${name}`,
+      );
       if ((crd.status?.conditions ?? []).some((c: Json) => c.type === 'Established' && c.status === 'True')) break;
       if (Date.now() > deadline) throw new Error(`CRD ${name} not Established`);
       await new Promise((r) => setTimeout(r, 100));
@@ -67,60 +90,146 @@ export async function ensureStandInCrds(admin: KubeConfig): Promise<void> {
  * `<cluster>-kubeconfig` Secret pointing at the test apiserver (CAPI's ClusterCache connects to it, so the
  * Cluster's RemoteConnectionProbe turns True and Machines without Nodes are observable).
  */
-export async function createReadyCluster(admin: KubeConfig, ns: string, name: string, server: string, kubeconfigPath: string): Promise<void> {
+export async function createReadyCluster(
+  admin: KubeConfig,
+  ns: string,
+  name: string,
+  server: string,
+  kubeconfigPath: string,
+): Promise<void> {
   const url = new URL(server);
-  await ok(raw(admin, 'POST', at(INFRA_GROUP, 'InstallCluster', ns), {
-    apiVersion: `${INFRA_GROUP}/${VERSION}`, kind: 'InstallCluster', metadata: { name },
-    spec: { controlPlaneEndpoint: { host: url.hostname, port: Number(url.port) } },
-  }), 'InstallCluster');
-  await ok(raw(admin, 'PATCH', at(INFRA_GROUP, 'InstallCluster', ns, name, 'status'), { status: { initialization: { provisioned: true } } }, 'application/merge-patch+json'), 'InstallCluster status');
-  await ok(raw(admin, 'POST', at(CP_GROUP, 'InstallControlPlane', ns), { apiVersion: `${CP_GROUP}/${VERSION}`, kind: 'InstallControlPlane', metadata: { name }, spec: {} }), 'InstallControlPlane');
-  await ok(raw(admin, 'PATCH', at(CP_GROUP, 'InstallControlPlane', ns, name, 'status'), { status: { initialization: { controlPlaneInitialized: true } } }, 'application/merge-patch+json'), 'InstallControlPlane status');
-  await ok(raw(admin, 'POST', `/api/v1/namespaces/${ns}/secrets`, {
-    metadata: { name: `${name}-kubeconfig`, labels: { [CN]: name } },
-    type: 'cluster.x-k8s.io/secret',
-    data: { value: Buffer.from(await readFile(kubeconfigPath)).toString('base64') },
-  }), 'kubeconfig Secret');
-  await ok(raw(admin, 'POST', `${CAPI}/namespaces/${ns}/clusters`, {
-    apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', metadata: { name },
-    spec: {
-      infrastructureRef: { apiGroup: INFRA_GROUP, kind: 'InstallCluster', name },
-      controlPlaneRef: { apiGroup: CP_GROUP, kind: 'InstallControlPlane', name },
-    },
-  }), 'Cluster');
+  await ok(
+    raw(admin, 'POST', at(INFRA_GROUP, 'InstallCluster', ns), {
+      apiVersion: `${INFRA_GROUP}/${VERSION}`,
+      kind: 'InstallCluster',
+      metadata: { name },
+      spec: { controlPlaneEndpoint: { host: url.hostname, port: Number(url.port) } },
+    }),
+    'InstallCluster',
+  );
+  await ok(
+    raw(
+      admin,
+      'PATCH',
+      at(INFRA_GROUP, 'InstallCluster', ns, name, 'status'),
+      { status: { initialization: { provisioned: true } } },
+      'application/merge-patch+json',
+    ),
+    'InstallCluster status',
+  );
+  await ok(
+    raw(admin, 'POST', at(CP_GROUP, 'InstallControlPlane', ns), {
+      apiVersion: `${CP_GROUP}/${VERSION}`,
+      kind: 'InstallControlPlane',
+      metadata: { name },
+      spec: {},
+    }),
+    'InstallControlPlane',
+  );
+  await ok(
+    raw(
+      admin,
+      'PATCH',
+      at(CP_GROUP, 'InstallControlPlane', ns, name, 'status'),
+      { status: { initialization: { controlPlaneInitialized: true } } },
+      'application/merge-patch+json',
+    ),
+    'InstallControlPlane status',
+  );
+  await ok(
+    raw(admin, 'POST', `/api/v1/namespaces/${ns}/secrets`, {
+      metadata: { name: `${name}-kubeconfig`, labels: { [CN]: name } },
+      type: 'cluster.x-k8s.io/secret',
+      data: { value: Buffer.from(await readFile(kubeconfigPath)).toString('base64') },
+    }),
+    'kubeconfig Secret',
+  );
+  await ok(
+    raw(admin, 'POST', `${CAPI}/namespaces/${ns}/clusters`, {
+      apiVersion: 'cluster.x-k8s.io/v1beta2',
+      kind: 'Cluster',
+      metadata: { name },
+      spec: {
+        infrastructureRef: { apiGroup: INFRA_GROUP, kind: 'InstallCluster', name },
+        controlPlaneRef: { apiGroup: CP_GROUP, kind: 'InstallControlPlane', name },
+      },
+    }),
+    'Cluster',
+  );
 }
 
 /** A MachineSet of worker Machines from an InstallMachineTemplate, bootstrap data given directly. */
-export async function createMachineSet(admin: KubeConfig, ns: string, cluster: string, name: string, replicas: number): Promise<Json> {
-  await ok(raw(admin, 'POST', at(INFRA_GROUP, 'InstallMachineTemplate', ns), {
-    apiVersion: `${INFRA_GROUP}/${VERSION}`, kind: 'InstallMachineTemplate', metadata: { name },
-    spec: { template: { spec: {} } },
-  }), 'InstallMachineTemplate');
-  return ok(raw(admin, 'POST', `${CAPI}/namespaces/${ns}/machinesets`, {
-    apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineSet',
-    metadata: { name, labels: { [CN]: cluster } },
-    spec: {
-      clusterName: cluster, replicas,
-      selector: { matchLabels: { pool: name } },
-      template: {
-        metadata: { labels: { pool: name, [CN]: cluster } },
-        spec: { clusterName: cluster, bootstrap: { dataSecretName: `${name}-bootstrap` }, infrastructureRef: { apiGroup: INFRA_GROUP, kind: 'InstallMachineTemplate', name } },
+export async function createMachineSet(
+  admin: KubeConfig,
+  ns: string,
+  cluster: string,
+  name: string,
+  replicas: number,
+): Promise<Json> {
+  await ok(
+    raw(admin, 'POST', at(INFRA_GROUP, 'InstallMachineTemplate', ns), {
+      apiVersion: `${INFRA_GROUP}/${VERSION}`,
+      kind: 'InstallMachineTemplate',
+      metadata: { name },
+      spec: { template: { spec: {} } },
+    }),
+    'InstallMachineTemplate',
+  );
+  return ok(
+    raw(admin, 'POST', `${CAPI}/namespaces/${ns}/machinesets`, {
+      apiVersion: 'cluster.x-k8s.io/v1beta2',
+      kind: 'MachineSet',
+      metadata: { name, labels: { [CN]: cluster } },
+      spec: {
+        clusterName: cluster,
+        replicas,
+        selector: { matchLabels: { pool: name } },
+        template: {
+          metadata: { labels: { pool: name, [CN]: cluster } },
+          spec: {
+            clusterName: cluster,
+            bootstrap: { dataSecretName: `${name}-bootstrap` },
+            infrastructureRef: { apiGroup: INFRA_GROUP, kind: 'InstallMachineTemplate', name },
+          },
+        },
       },
-    },
-  }), 'MachineSet');
+    }),
+    'MachineSet',
+  );
 }
 
 /** Plays the infrastructure provider for one Machine: a providerID and `provisioned`, and no Node ever. */
 export async function provisionInfrastructure(admin: KubeConfig, ns: string, machine: Json): Promise<void> {
   const name = machine.spec.infrastructureRef.name as string;
-  await ok(raw(admin, 'PATCH', at(INFRA_GROUP, 'InstallMachine', ns, name), { spec: { providerID: `install://${ns}/${name}` } }, 'application/merge-patch+json'), 'InstallMachine');
-  await ok(raw(admin, 'PATCH', at(INFRA_GROUP, 'InstallMachine', ns, name, 'status'), {
-    status: { initialization: { provisioned: true }, addresses: [{ type: 'InternalIP', address: '127.0.0.1' }] },
-  }, 'application/merge-patch+json'), 'InstallMachine status');
+  await ok(
+    raw(
+      admin,
+      'PATCH',
+      at(INFRA_GROUP, 'InstallMachine', ns, name),
+      { spec: { providerID: `install://${ns}/${name}` } },
+      'application/merge-patch+json',
+    ),
+    'InstallMachine',
+  );
+  await ok(
+    raw(
+      admin,
+      'PATCH',
+      at(INFRA_GROUP, 'InstallMachine', ns, name, 'status'),
+      {
+        status: { initialization: { provisioned: true }, addresses: [{ type: 'InternalIP', address: '127.0.0.1' }] },
+      },
+      'application/merge-patch+json',
+    ),
+    'InstallMachine status',
+  );
 }
 
 /** The Machines of a pool, by name. */
 export async function machinesOf(admin: KubeConfig, ns: string, pool: string): Promise<Json[]> {
-  const list = await ok(raw(admin, 'GET', `${CAPI}/namespaces/${ns}/machines?labelSelector=${encodeURIComponent(`pool=${pool}`)}`), 'list Machines');
+  const list = await ok(
+    raw(admin, 'GET', `${CAPI}/namespaces/${ns}/machines?labelSelector=${encodeURIComponent(`pool=${pool}`)}`),
+    'list Machines',
+  );
   return list.items as Json[];
 }

@@ -46,7 +46,8 @@ function capiModuleDir(): string {
   const gomod = readFileSync(fileURLToPath(new URL('../../hack/testenv/capi-v1.14/go.mod', import.meta.url)), 'utf8');
   const version = /^\s*(?:require\s+)?sigs\.k8s\.io\/cluster-api\s+(v\S+)/m.exec(gomod)?.[1];
   if (!version) throw new Error('cannot read the sigs.k8s.io/cluster-api version from hack/testenv/capi-v1.14/go.mod');
-  const modCache = process.env['GOMODCACHE'] || join(process.env['GOPATH']?.split(':')[0] || join(homedir(), 'go'), 'pkg', 'mod');
+  const modCache =
+    process.env['GOMODCACHE'] || join(process.env['GOPATH']?.split(':')[0] || join(homedir(), 'go'), 'pkg', 'mod');
   return join(modCache, 'sigs.k8s.io', `cluster-api@${version}`);
 }
 
@@ -57,13 +58,24 @@ export function capiVersion(): string {
 
 /** Labels a CRD as clusterctl labels the components it installs. */
 async function labelCrd(admin: KubeConfig, name: string, provider: string): Promise<void> {
-  await ok(raw(admin, 'PATCH', `${CRDS}/${name}`, { metadata: { labels: { [CLUSTERCTL_LABEL]: '', [PROVIDER_LABEL]: provider } } }, 'application/merge-patch+json'), `label CRD ${name}`);
+  await ok(
+    raw(
+      admin,
+      'PATCH',
+      `${CRDS}/${name}`,
+      { metadata: { labels: { [CLUSTERCTL_LABEL]: '', [PROVIDER_LABEL]: provider } } },
+      'application/merge-patch+json',
+    ),
+    `label CRD ${name}`,
+  );
 }
 
 /** Everything clusterctl needs on a management cluster before `clusterctl init --addon joinguard`. */
 export async function prepareManagementCluster(admin: KubeConfig): Promise<void> {
   const moduleDir = capiModuleDir();
-  const inventoryCrd = parse(await readFile(join(moduleDir, 'cmd/clusterctl/config/manifest/clusterctl-api.yaml'), 'utf8')) as K8sObject;
+  const inventoryCrd = parse(
+    await readFile(join(moduleDir, 'cmd/clusterctl/config/manifest/clusterctl-api.yaml'), 'utf8'),
+  ) as K8sObject;
   await apply(admin, inventoryCrd);
   await waitEstablished(admin, inventoryCrd.metadata.name);
 
@@ -71,7 +83,13 @@ export async function prepareManagementCluster(admin: KubeConfig): Promise<void>
   const crds = (await ok(raw(admin, 'GET', CRDS), 'list CRDs')).items as Json[];
   for (const c of crds) {
     const group = c.spec.group as string;
-    if (group === 'cluster.x-k8s.io' || group === 'addons.cluster.x-k8s.io' || group === 'runtime.cluster.x-k8s.io' || group === 'ipam.cluster.x-k8s.io') await labelCrd(admin, c.metadata.name, 'cluster-api');
+    if (
+      group === 'cluster.x-k8s.io' ||
+      group === 'addons.cluster.x-k8s.io' ||
+      group === 'runtime.cluster.x-k8s.io' ||
+      group === 'ipam.cluster.x-k8s.io'
+    )
+      await labelCrd(admin, c.metadata.name, 'cluster-api');
     else if (group === 'bootstrap.cluster.x-k8s.io') await labelCrd(admin, c.metadata.name, 'bootstrap-kubeadm');
     else if (group === 'controlplane.cluster.x-k8s.io') await labelCrd(admin, c.metadata.name, 'control-plane-kubeadm');
     else if (group === INFRA_GROUP) await labelCrd(admin, c.metadata.name, 'infrastructure-install');
@@ -81,24 +99,49 @@ export async function prepareManagementCluster(admin: KubeConfig): Promise<void>
   for (const kind of ['Issuer', 'Certificate']) {
     const plural = `${kind.toLowerCase()}s`;
     const open = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
-    await ok(raw(admin, 'POST', CRDS, {
-      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition',
-      metadata: { name: `${plural}.cert-manager.io` },
-      spec: {
-        group: 'cert-manager.io', scope: 'Namespaced',
-        names: { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase() },
-        versions: [{ name: 'v1', served: true, storage: true, subresources: { status: {} }, schema: { openAPIV3Schema: { type: 'object', properties: { spec: open, status: open } } } }],
-      },
-    }), `CRD ${plural}.cert-manager.io`, [409]);
+    await ok(
+      raw(admin, 'POST', CRDS, {
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'CustomResourceDefinition',
+        metadata: { name: `${plural}.cert-manager.io` },
+        spec: {
+          group: 'cert-manager.io',
+          scope: 'Namespaced',
+          names: { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase() },
+          versions: [
+            {
+              name: 'v1',
+              served: true,
+              storage: true,
+              subresources: { status: {} },
+              schema: { openAPIV3Schema: { type: 'object', properties: { spec: open, status: open } } },
+            },
+          ],
+        },
+      }),
+      `CRD ${plural}.cert-manager.io`,
+      [409],
+    );
     await waitEstablished(admin, `${plural}.cert-manager.io`);
   }
 
-  await ok(raw(admin, 'POST', '/api/v1/namespaces', { metadata: { name: 'capi-system' } }), 'Namespace capi-system', [409]);
-  await ok(raw(admin, 'POST', `${INVENTORY}/namespaces/capi-system/providers`, {
-    apiVersion: 'clusterctl.cluster.x-k8s.io/v1alpha3', kind: 'Provider',
-    metadata: { name: 'cluster-api', labels: { [CLUSTERCTL_LABEL]: '', [PROVIDER_LABEL]: 'cluster-api' } },
-    providerName: 'cluster-api', type: 'CoreProvider', version: capiVersion(),
-  }), 'Provider cluster-api', [409]);
+  await ok(
+    raw(admin, 'POST', '/api/v1/namespaces', { metadata: { name: 'capi-system' } }),
+    'Namespace capi-system',
+    [409],
+  );
+  await ok(
+    raw(admin, 'POST', `${INVENTORY}/namespaces/capi-system/providers`, {
+      apiVersion: 'clusterctl.cluster.x-k8s.io/v1alpha3',
+      kind: 'Provider',
+      metadata: { name: 'cluster-api', labels: { [CLUSTERCTL_LABEL]: '', [PROVIDER_LABEL]: 'cluster-api' } },
+      providerName: 'cluster-api',
+      type: 'CoreProvider',
+      version: capiVersion(),
+    }),
+    'Provider cluster-api',
+    [409],
+  );
 }
 
 export interface Repository {
@@ -114,7 +157,8 @@ export interface Repository {
 export async function localRepository(dir: string, versions: string[]): Promise<Repository> {
   let { metadata } = await renderProviderFiles(versions[0]!);
   for (const [major, minor] of versions.map((v) => v.split('.').map(Number))) {
-    if (!new RegExp(`major: ${major}\\s+minor: ${minor}\\s`).test(metadata)) metadata += `  - major: ${major}\n    minor: ${minor}\n    contract: v1beta2\n`;
+    if (!new RegExp(`major: ${major}\\s+minor: ${minor}\\s`).test(metadata))
+      metadata += `  - major: ${major}\n    minor: ${minor}\n    contract: v1beta2\n`;
   }
   for (const v of versions) {
     const files = await renderProviderFiles(v, { metadata });
@@ -127,18 +171,24 @@ export async function localRepository(dir: string, versions: string[]): Promise<
   await mkdir(capi, { recursive: true });
   await writeFile(join(capi, 'metadata.yaml'), await readFile(join(capiModuleDir(), 'metadata.yaml'), 'utf8'));
   // Never installed here (testenv runs CAPI); clusterctl reads the metadata beside it for contract checks.
-  await writeFile(join(capi, 'core-components.yaml'), 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: capi-system\n');
+  await writeFile(
+    join(capi, 'core-components.yaml'),
+    'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: capi-system\n',
+  );
   const config = join(dir, 'clusterctl.yaml');
-  await writeFile(config, [
-    'providers:',
-    '  - name: cluster-api',
-    `    url: file://${capi}/core-components.yaml`,
-    '    type: CoreProvider',
-    '  - name: joinguard',
-    `    url: file://${join(dir, 'addon-joinguard', `v${versions.at(-1)}`, 'addon-components.yaml')}`,
-    '    type: AddonProvider',
-    '',
-  ].join('\n'));
+  await writeFile(
+    config,
+    [
+      'providers:',
+      '  - name: cluster-api',
+      `    url: file://${capi}/core-components.yaml`,
+      '    type: CoreProvider',
+      '  - name: joinguard',
+      `    url: file://${join(dir, 'addon-joinguard', `v${versions.at(-1)}`, 'addon-components.yaml')}`,
+      '    type: AddonProvider',
+      '',
+    ].join('\n'),
+  );
   return { dir, config, versions };
 }
 
@@ -156,12 +206,19 @@ export async function clusterctl(repo: Repository, args: string[], timeoutMs = 2
     const { stdout, stderr } = await run(bin, [...args, '--config', repo.config, '-v', '2'], {
       timeout: timeoutMs,
       maxBuffer: 64 << 20,
-      env: { PATH: process.env['PATH'] ?? '', HOME: repo.dir, XDG_CONFIG_HOME: join(repo.dir, 'xdg'), CLUSTERCTL_DISABLE_VERSIONCHECK: 'true' },
+      env: {
+        PATH: process.env['PATH'] ?? '',
+        HOME: repo.dir,
+        XDG_CONFIG_HOME: join(repo.dir, 'xdg'),
+        CLUSTERCTL_DISABLE_VERSIONCHECK: 'true',
+      },
     });
     return { stdout, stderr };
   } catch (e) {
     const err = e as { stdout?: string; stderr?: string; message: string };
-    throw new Error(`clusterctl ${args.join(' ')} failed: ${(err.stderr ?? '').trim().split('\n').slice(-15).join('\n') || err.message}`);
+    throw new Error(
+      `clusterctl ${args.join(' ')} failed: ${(err.stderr ?? '').trim().split('\n').slice(-15).join('\n') || err.message}`,
+    );
   }
 }
 
@@ -169,7 +226,13 @@ export async function clusterctl(repo: Repository, args: string[], timeoutMs = 2
 export async function serveWebhooks(env: TestEnv, admin: KubeConfig, dir: string): Promise<WebhookServer> {
   const sa = await serviceAccountKubeConfig(admin, ADDON_NAMESPACE, 'joinguard-controller-manager');
   const pair = await issueServingCert(env.caCertFile, env.caKeyFile, dir);
-  const server = await startWebhookServer({ port: 0, host: '127.0.0.1', certFile: pair.certFile, keyFile: pair.keyFile, access: clusterAccessFromKubeconfig(sa.exportConfig()) });
+  const server = await startWebhookServer({
+    port: 0,
+    host: '127.0.0.1',
+    certFile: pair.certFile,
+    keyFile: pair.keyFile,
+    access: clusterAccessFromKubeconfig(sa.exportConfig()),
+  });
   await repointWebhooks(env, admin, server);
   return server;
 }
@@ -179,7 +242,10 @@ export async function repointWebhooks(env: TestEnv, admin: KubeConfig, server: W
   const selector = encodeURIComponent(`${PROVIDER_LABEL}=addon-joinguard`);
   const found: { kind: string; name: string }[] = [];
   for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']) {
-    const list = await ok(raw(admin, 'GET', `/apis/admissionregistration.k8s.io/v1/${kind.toLowerCase()}s?labelSelector=${selector}`), `list ${kind}`);
+    const list = await ok(
+      raw(admin, 'GET', `/apis/admissionregistration.k8s.io/v1/${kind.toLowerCase()}s?labelSelector=${selector}`),
+      `list ${kind}`,
+    );
     for (const o of list.items as Json[]) found.push({ kind, name: o.metadata.name as string });
   }
   if (found.length === 0) throw new Error('clusterctl installed no webhook configuration of addon-joinguard');

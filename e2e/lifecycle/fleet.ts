@@ -12,7 +12,12 @@ import { startController, type RunningController } from '../../controllers/manag
 import { clusterAccessFromKubeconfig } from '../../runtime/kubeconfig.js';
 import type { WebhookServer } from '../../webhooks/server.js';
 import { raw } from '../install/install-env.js';
-import { createMachineSet, createReadyCluster, machinesOf, provisionInfrastructure } from '../install/stand-in-providers.js';
+import {
+  createMachineSet,
+  createReadyCluster,
+  machinesOf,
+  provisionInfrastructure,
+} from '../install/stand-in-providers.js';
 import { clusterctl, prepareManagementCluster, serveWebhooks, type Repository } from './clusterctl-env.js';
 import type { TestEnv } from '../support/testenv.js';
 
@@ -21,7 +26,8 @@ export const CAPI = '/apis/cluster.x-k8s.io/v1beta2';
 export const MJC = '/apis/joinguard.io/v1alpha1';
 
 /** Polls every half second until `probe` gives a value (a probe that throws is tried again). */
-export const until = <T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> => waitFor(what, probe, { timeoutMs, intervalMs: 500 });
+export const until = <T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> =>
+  waitFor(what, probe, { timeoutMs, intervalMs: 500 });
 
 export async function getJson(kc: KubeConfig, path: string): Promise<Json | undefined> {
   const res = await raw(kc, 'GET', path);
@@ -30,7 +36,8 @@ export async function getJson(kc: KubeConfig, path: string): Promise<Json | unde
   return JSON.parse(res.body) as Json;
 }
 
-export const condition = (o: Json | undefined, type: string): Json | undefined => (o?.status?.conditions ?? []).find((c: Json) => c.type === type);
+export const condition = (o: Json | undefined, type: string): Json | undefined =>
+  (o?.status?.conditions ?? []).find((c: Json) => c.type === type);
 
 /** One management cluster of a lifecycle spec. */
 export interface ManagementCluster {
@@ -52,7 +59,10 @@ export async function startManagementCluster(name: string, log: (line: string) =
   const admin = env.kubeConfig();
   await prepareManagementCluster(admin);
   const mc: ManagementCluster = {
-    name, env, admin, dir,
+    name,
+    env,
+    admin,
+    dir,
     async startJoinGuard() {
       await mc.stopJoinGuard();
       mc.joinguard = await startController({
@@ -63,7 +73,10 @@ export async function startManagementCluster(name: string, log: (line: string) =
         metricsBindAddress: '127.0.0.1:0',
         healthProbeBindAddress: '127.0.0.1:0',
         collectDefaultMetrics: false,
-        logger: winston.createLogger({ level: 'warn', transports: [new winston.transports.Console({ format: winston.format.simple() })] }),
+        logger: winston.createLogger({
+          level: 'warn',
+          transports: [new winston.transports.Console({ format: winston.format.simple() })],
+        }),
       });
       await mc.joinguard.ready();
       return mc.joinguard;
@@ -84,7 +97,13 @@ export async function startManagementCluster(name: string, log: (line: string) =
 
 /** `clusterctl init --addon joinguard:v<version>`, then the webhooks served from here. */
 export async function initAddon(mc: ManagementCluster, repo: Repository, version: string): Promise<string> {
-  const out = await clusterctl(repo, ['init', '--kubeconfig', mc.env.kubeconfigPath, '--addon', `joinguard:v${version}`]);
+  const out = await clusterctl(repo, [
+    'init',
+    '--kubeconfig',
+    mc.env.kubeconfigPath,
+    '--addon',
+    `joinguard:v${version}`,
+  ]);
   mc.webhook = await serveWebhooks(mc.env, mc.admin, mc.dir);
   return `${out.stdout}${out.stderr}`;
 }
@@ -104,9 +123,15 @@ export async function createFleet(mc: ManagementCluster, f: Fleet, replicas: num
   await createReadyCluster(admin, f.namespace, f.cluster, mc.env.server, mc.env.kubeconfigPath);
   await createMachineSet(admin, f.namespace, f.cluster, f.pool, replicas);
   await until('the Cluster to be observable (RemoteConnectionProbe=True)', 90_000, async () =>
-    condition(await getJson(admin, `${CAPI}/namespaces/${f.namespace}/clusters/${f.cluster}`), 'RemoteConnectionProbe')?.status === 'True' ? true : undefined);
+    condition(await getJson(admin, `${CAPI}/namespaces/${f.namespace}/clusters/${f.cluster}`), 'RemoteConnectionProbe')
+      ?.status === 'True'
+      ? true
+      : undefined,
+  );
   const res = await raw(admin, 'POST', `${MJC}/namespaces/${f.namespace}/machinejoinchecks`, {
-    apiVersion: 'joinguard.io/v1alpha1', kind: 'MachineJoinCheck', metadata: { name: f.check },
+    apiVersion: 'joinguard.io/v1alpha1',
+    kind: 'MachineJoinCheck',
+    metadata: { name: f.check },
     spec: { clusterName: f.cluster, selector: { matchLabels: { pool: f.pool } }, ...checkSpec },
   });
   if (res.status !== 201) throw new Error(`MachineJoinCheck: ${res.status} ${res.body.slice(0, 400)}`);
@@ -123,8 +148,13 @@ export function provisionEveryMachine(mc: ManagementCluster, f: Fleet): { stop()
     while (!stopped) {
       try {
         for (const m of await machinesOf(mc.admin, f.namespace, f.pool)) {
-          if (provisioned.has(m.metadata.uid) || m.metadata.deletionTimestamp || !m.spec?.infrastructureRef?.name) continue;
-          const infra = await raw(mc.admin, 'GET', `/apis/infrastructure.install.joinguard.io/v1alpha1/namespaces/${f.namespace}/installmachines/${m.spec.infrastructureRef.name}`);
+          if (provisioned.has(m.metadata.uid) || m.metadata.deletionTimestamp || !m.spec?.infrastructureRef?.name)
+            continue;
+          const infra = await raw(
+            mc.admin,
+            'GET',
+            `/apis/infrastructure.install.joinguard.io/v1alpha1/namespaces/${f.namespace}/installmachines/${m.spec.infrastructureRef.name}`,
+          );
           if (infra.status !== 200) continue; // not created yet by the MachineSet
           await provisionInfrastructure(mc.admin, f.namespace, m);
           provisioned.add(m.metadata.uid);
@@ -148,10 +178,14 @@ export async function checkOf(mc: ManagementCluster, f: Fleet): Promise<Json | u
  * objects' state again (clusterctl creates them without status).
  */
 export async function reportProviderState(mc: ManagementCluster, f: Fleet): Promise<void> {
-  const at = (group: string, plural: string) => `/apis/${group}/v1alpha1/namespaces/${f.namespace}/${plural}/${f.cluster}/status`;
+  const at = (group: string, plural: string) =>
+    `/apis/${group}/v1alpha1/namespaces/${f.namespace}/${plural}/${f.cluster}/status`;
   for (const [path, status] of [
     [at('infrastructure.install.joinguard.io', 'installclusters'), { initialization: { provisioned: true } }],
-    [at('controlplane.install.joinguard.io', 'installcontrolplanes'), { initialization: { controlPlaneInitialized: true } }],
+    [
+      at('controlplane.install.joinguard.io', 'installcontrolplanes'),
+      { initialization: { controlPlaneInitialized: true } },
+    ],
   ] as const) {
     const res = await raw(mc.admin, 'PATCH', path, { status }, 'application/merge-patch+json');
     if (res.status !== 200) throw new Error(`PATCH ${path}: ${res.status} ${res.body.slice(0, 300)}`);
@@ -159,6 +193,12 @@ export async function reportProviderState(mc: ManagementCluster, f: Fleet): Prom
 }
 
 export async function scaleMachineSet(mc: ManagementCluster, f: Fleet, replicas: number): Promise<void> {
-  const res = await raw(mc.admin, 'PATCH', `${CAPI}/namespaces/${f.namespace}/machinesets/${f.pool}`, { spec: { replicas } }, 'application/merge-patch+json');
+  const res = await raw(
+    mc.admin,
+    'PATCH',
+    `${CAPI}/namespaces/${f.namespace}/machinesets/${f.pool}`,
+    { spec: { replicas } },
+    'application/merge-patch+json',
+  );
   if (res.status !== 200) throw new Error(`scale MachineSet: ${res.status} ${res.body.slice(0, 300)}`);
 }

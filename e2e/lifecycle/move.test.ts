@@ -17,8 +17,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { clusterctl, localRepository, type Repository } from './clusterctl-env.js';
 import {
-  CAPI, checkOf, condition, createFleet, getJson, initAddon, provisionEveryMachine, reportProviderState, scaleMachineSet, startManagementCluster, until,
-  type Fleet, type Json, type ManagementCluster,
+  CAPI,
+  checkOf,
+  condition,
+  createFleet,
+  getJson,
+  initAddon,
+  provisionEveryMachine,
+  reportProviderState,
+  scaleMachineSet,
+  startManagementCluster,
+  until,
+  type Fleet,
+  type Json,
+  type ManagementCluster,
 } from './fleet.js';
 import { machinesOf } from '../install/stand-in-providers.js';
 
@@ -37,7 +49,19 @@ describe('lifecycle: clusterctl move of a Cluster whose check suspects the join 
   let suspectedOnSource: Json;
 
   const move = (mc: ManagementCluster, to: ManagementCluster) =>
-    clusterctl(repo, ['move', '--kubeconfig', mc.env.kubeconfigPath, '--to-kubeconfig', to.env.kubeconfigPath, '--namespace', fleet.namespace], 420_000);
+    clusterctl(
+      repo,
+      [
+        'move',
+        '--kubeconfig',
+        mc.env.kubeconfigPath,
+        '--to-kubeconfig',
+        to.env.kubeconfigPath,
+        '--namespace',
+        fleet.namespace,
+      ],
+      420_000,
+    );
 
   before(async () => {
     repoDir = await mkdtemp(join(tmpdir(), 'joinguard-repo-'));
@@ -46,7 +70,10 @@ describe('lifecycle: clusterctl move of a Cluster whose check suspects the join 
     target = await startManagementCluster('target', log);
     await initAddon(source, repo, '0.1.0');
     await initAddon(target, repo, '0.1.0');
-    await createFleet(source, fleet, 1, { joinTimeout: `${JOIN_TIMEOUT_S}s`, remediation: { strategy: 'OwnerRemediated' } });
+    await createFleet(source, fleet, 1, {
+      joinTimeout: `${JOIN_TIMEOUT_S}s`,
+      remediation: { strategy: 'OwnerRemediated' },
+    });
     provisioners.push(provisionEveryMachine(source, fleet));
     await source.startJoinGuard();
     suspectedOnSource = await until('the suspicion on the source', 240_000, async () => {
@@ -63,7 +90,10 @@ describe('lifecycle: clusterctl move of a Cluster whose check suspects the join 
   });
 
   it('on the source, two join failures in a row raise the suspicion and stall rebuilding', async () => {
-    expect(condition(suspectedOnSource, 'Progressing')).to.deep.include({ status: 'False', reason: 'BootstrapCredentialSuspect' });
+    expect(condition(suspectedOnSource, 'Progressing')).to.deep.include({
+      status: 'False',
+      reason: 'BootstrapCredentialSuspect',
+    });
     // The failure that raised it is not rebuilt: its Machine is still there, unmarked.
     const failing = suspectedOnSource.status.suspicion.machines as string[];
     const left = await machinesOf(source.admin, fleet.namespace, fleet.pool);
@@ -80,7 +110,9 @@ describe('lifecycle: clusterctl move of a Cluster whose check suspects the join 
 
   it('scaled to zero, the pool has no Machine left and the check keeps its suspicion', async () => {
     await scaleMachineSet(source, fleet, 0);
-    await until('the Machines to be gone', 120_000, async () => ((await machinesOf(source.admin, fleet.namespace, fleet.pool)).length === 0 ? true : undefined));
+    await until('the Machines to be gone', 120_000, async () =>
+      (await machinesOf(source.admin, fleet.namespace, fleet.pool)).length === 0 ? true : undefined,
+    );
     const c = (await checkOf(source, fleet))!;
     expect(c.status.suspicion?.since).to.equal(suspectedOnSource.status.suspicion.since);
   });
@@ -93,21 +125,37 @@ describe('lifecycle: clusterctl move of a Cluster whose check suspects the join 
   it('clusterctl move moves the Cluster and the check to the target, and deletes them on the source', async () => {
     const out = await move(source, target);
     log(`[move] ${out.stderr.trim().split('\n').slice(-6).join('\n[move] ')}`);
-    expect(await getJson(target.admin, `${CAPI}/namespaces/${fleet.namespace}/clusters/${fleet.cluster}`), 'Cluster on the target').to.exist;
+    expect(
+      await getJson(target.admin, `${CAPI}/namespaces/${fleet.namespace}/clusters/${fleet.cluster}`),
+      'Cluster on the target',
+    ).to.exist;
     expect(await checkOf(target, fleet), 'check on the target').to.exist;
-    await until('the check to be gone from the source', 60_000, async () => ((await checkOf(source, fleet)) === undefined ? true : undefined));
+    await until('the check to be gone from the source', 60_000, async () =>
+      (await checkOf(source, fleet)) === undefined ? true : undefined,
+    );
     await source.stopJoinGuard();
     await reportProviderState(target, fleet);
     await until('the Cluster on the target to be observable (RemoteConnectionProbe=True)', 120_000, async () =>
-      condition(await getJson(target.admin, `${CAPI}/namespaces/${fleet.namespace}/clusters/${fleet.cluster}`), 'RemoteConnectionProbe')?.status === 'True' ? true : undefined);
+      condition(
+        await getJson(target.admin, `${CAPI}/namespaces/${fleet.namespace}/clusters/${fleet.cluster}`),
+        'RemoteConnectionProbe',
+      )?.status === 'True'
+        ? true
+        : undefined,
+    );
   });
 
   it("on the target the check is owned by its Cluster (ownerReference with the target's uid)", async () => {
     const cluster = (await getJson(target.admin, `${CAPI}/namespaces/${fleet.namespace}/clusters/${fleet.cluster}`))!;
     const c = (await checkOf(target, fleet))!;
     // clusterctl rebuilds ownerReferences with the owner's new uid (mover.go buildOwnerChain).
-    const refs = ((c.metadata.ownerReferences ?? []) as Json[]).filter((r) => r.kind === 'Cluster' && r.name === fleet.cluster);
-    expect(refs, `ownerReferences of the moved check: ${JSON.stringify(c.metadata.ownerReferences ?? [])}`).to.have.length(1);
+    const refs = ((c.metadata.ownerReferences ?? []) as Json[]).filter(
+      (r) => r.kind === 'Cluster' && r.name === fleet.cluster,
+    );
+    expect(
+      refs,
+      `ownerReferences of the moved check: ${JSON.stringify(c.metadata.ownerReferences ?? [])}`,
+    ).to.have.length(1);
     expect(refs[0]).to.deep.include({ apiVersion: 'cluster.x-k8s.io/v1beta2', uid: cluster.metadata.uid });
     expect(refs[0]!.controller ?? false, 'not a controller reference (as MachineHealthChecks)').to.equal(false);
   });
@@ -127,7 +175,11 @@ describe('lifecycle: clusterctl move of a Cluster whose check suspects the join 
     if (!target.joinguard) await target.startJoinGuard();
     provisioners.push(provisionEveryMachine(target, fleet));
     await scaleMachineSet(target, fleet, 1);
-    const machine = await until('a Machine on the target', 60_000, async () => (await machinesOf(target.admin, fleet.namespace, fleet.pool))[0]);
+    const machine = await until(
+      'a Machine on the target',
+      60_000,
+      async () => (await machinesOf(target.admin, fleet.namespace, fleet.pool))[0],
+    );
     // Past its join deadline, JoinGuard decides on it (counted stuck, or marked if the memory was lost).
     const decided = await until('JoinGuard to decide on the Machine', 120_000, async () => {
       const m = await getJson(target.admin, `${CAPI}/namespaces/${fleet.namespace}/machines/${machine.metadata.name}`);
@@ -139,7 +191,10 @@ describe('lifecycle: clusterctl move of a Cluster whose check suspects the join 
     await new Promise((r) => setTimeout(r, 10_000));
     const m = await getJson(target.admin, `${CAPI}/namespaces/${fleet.namespace}/machines/${machine.metadata.name}`);
     const marked = !m || condition(m, 'HealthCheckSucceeded')?.status === 'False';
-    expect(decided === 'rebuilt' || marked, 'the Machine was marked for rebuild on the target: the suspicion was lost in the move').to.equal(false);
+    expect(
+      decided === 'rebuilt' || marked,
+      'the Machine was marked for rebuild on the target: the suspicion was lost in the move',
+    ).to.equal(false);
     const c = (await checkOf(target, fleet))!;
     // The suspicion is still there; the third failure of a pool that never joined also reaches neverJoinedLimit
     // (3), which takes precedence in Progressing: both stall rebuilding.

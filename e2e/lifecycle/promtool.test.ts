@@ -25,7 +25,9 @@ function buildPromtool(): Promise<string> {
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.stderr.on('data', (c: Buffer) => process.stderr.write(c));
     child.on('error', fail);
-    child.on('close', (code) => (code === 0 ? ok(out.trim().split('\n').at(-1)!) : fail(new Error(`${BUILD} exited ${code}`))));
+    child.on('close', (code) =>
+      code === 0 ? ok(out.trim().split('\n').at(-1)!) : fail(new Error(`${BUILD} exited ${code}`)),
+    );
   });
 }
 
@@ -36,7 +38,9 @@ const RULES = alertRules(VERSION);
 function annotationsFor(name: string, labels: Record<string, string>): Record<string, string> {
   const rule = RULES.find((r) => r.alert === name)!;
   const render = (t: string) =>
-    t.replace(/\{\{ \$labels\.(\w+)( \| toLower)? \}\}/g, (_m, k: string, lower?: string) => (lower ? (labels[k] ?? '').toLowerCase() : (labels[k] ?? '')));
+    t.replace(/\{\{ \$labels\.(\w+)( \| toLower)? \}\}/g, (_m, k: string, lower?: string) =>
+      lower ? (labels[k] ?? '').toLowerCase() : (labels[k] ?? ''),
+    );
   return Object.fromEntries(Object.entries(rule.annotations).map(([k, v]) => [k, render(v)]));
 }
 
@@ -53,9 +57,20 @@ const WEBHOOK = 'webhook="/validate-joinguard-io-v1alpha1-machinejoincheck"';
 /** One replica's own series, as a scrape with either shipped setup labels them (provider, namespace, pod). */
 const replica = (pod: string, o: { up: string; leader?: string; elects?: string; webhook?: string }): Series[] => [
   { series: `up{${P},${NS},pod="${pod}"}`, values: o.up },
-  ...(o.leader !== undefined ? [{ series: `leader_election_master_status{${P},${NS},pod="${pod}",${LEASE}}`, values: o.leader }] : []),
-  ...(o.elects !== undefined ? [{ series: `joinguard_leader_election_enabled{${P},${NS},pod="${pod}",${LEASE}}`, values: o.elects }] : []),
-  ...(o.webhook !== undefined ? [{ series: `controller_runtime_webhook_requests_in_flight{${P},${NS},pod="${pod}",${WEBHOOK}}`, values: o.webhook }] : []),
+  ...(o.leader !== undefined
+    ? [{ series: `leader_election_master_status{${P},${NS},pod="${pod}",${LEASE}}`, values: o.leader }]
+    : []),
+  ...(o.elects !== undefined
+    ? [{ series: `joinguard_leader_election_enabled{${P},${NS},pod="${pod}",${LEASE}}`, values: o.elects }]
+    : []),
+  ...(o.webhook !== undefined
+    ? [
+        {
+          series: `controller_runtime_webhook_requests_in_flight{${P},${NS},pod="${pod}",${WEBHOOK}}`,
+          values: o.webhook,
+        },
+      ]
+    : []),
 ];
 
 /** promtool's unit tests of the rules: input series, then which alerts fire at which time. */
@@ -64,8 +79,19 @@ function ruleTests(): unknown {
     series: `joinguard_check_condition{${P},${NS},pod="a",cluster_namespace="fleet",check="${check}",cluster_name="c1",type="Progressing",status="${status}",reason="${reason}"}`,
     values: '1x30',
   });
-  const stalled = (check: string, reason: string) => ({ severity: 'warning', cluster_namespace: 'fleet', check, cluster_name: 'c1', reason });
-  const quiet = ['JoinGuardNoLeader', 'JoinGuardReplicasWithoutLeaderElection', 'JoinGuardWebhookUnavailable', 'JoinGuardReconcileErrors'];
+  const stalled = (check: string, reason: string) => ({
+    severity: 'warning',
+    cluster_namespace: 'fleet',
+    check,
+    cluster_name: 'c1',
+    reason,
+  });
+  const quiet = [
+    'JoinGuardNoLeader',
+    'JoinGuardReplicasWithoutLeaderElection',
+    'JoinGuardWebhookUnavailable',
+    'JoinGuardReconcileErrors',
+  ];
   return {
     rule_files: ['rules.yaml'],
     evaluation_interval: '1m',
@@ -81,15 +107,22 @@ function ruleTests(): unknown {
           cond('fine', 'AsExpected', 'True'),
           ...replica('a', { up: '1x30', leader: '1x30', elects: '1x30', webhook: '0x30' }),
           ...replica('b', { up: '1x30', leader: '0x30', elects: '1x30', webhook: '0x30' }),
-          { series: `controller_runtime_reconcile_errors_total{${P},${NS},pod="a",controller="machinejoincheck"}`, values: '0+0x30' },
+          {
+            series: `controller_runtime_reconcile_errors_total{${P},${NS},pod="a",controller="machinejoincheck"}`,
+            values: '0+0x30',
+          },
         ],
         alert_rule_test: [
           // Not yet 15 minutes: nothing; after: the budget stop only (dry run and both suspicions left out).
           alert('JoinGuardCheckStalled', '10m', []),
           alert('JoinGuardCheckStalled', '20m', [stalled('budget', 'RemediationBudgetExhausted')]),
-          alert('JoinGuardSuspicionRaised', '5m', [{ severity: 'warning', cluster_namespace: 'fleet', check: 'suspect', cluster_name: 'c1' }]),
+          alert('JoinGuardSuspicionRaised', '5m', [
+            { severity: 'warning', cluster_namespace: 'fleet', check: 'suspect', cluster_name: 'c1' },
+          ]),
           // A rollout that cannot join has its own alert, and is not also a stalled check.
-          alert('JoinGuardRolloutSuspect', '5m', [{ severity: 'warning', cluster_namespace: 'fleet', check: 'rollout', cluster_name: 'c1' }]),
+          alert('JoinGuardRolloutSuspect', '5m', [
+            { severity: 'warning', cluster_namespace: 'fleet', check: 'rollout', cluster_name: 'c1' },
+          ]),
           ...quiet.map((a) => alert(a, '20m', [])),
         ],
       },
@@ -100,12 +133,21 @@ function ruleTests(): unknown {
         input_series: [
           ...replica('a', { up: '1x30', leader: '1x4 0x25', elects: '1x30', webhook: '0x4 _x25' }),
           ...replica('b', { up: '1x30', leader: '0x30', elects: '1x30', webhook: '0x4 _x25' }),
-          { series: `controller_runtime_reconcile_errors_total{${P},${NS},pod="a",controller="machinejoincheck"}`, values: '0+3x30' },
-          { series: 'apiserver_admission_webhook_rejection_count{name="validation.machinejoincheck.joinguard.io",type="validating",operation="CREATE",error_type="calling_webhook_error",rejection_code="0"}', values: '0+2x30' },
+          {
+            series: `controller_runtime_reconcile_errors_total{${P},${NS},pod="a",controller="machinejoincheck"}`,
+            values: '0+3x30',
+          },
+          {
+            series:
+              'apiserver_admission_webhook_rejection_count{name="validation.machinejoincheck.joinguard.io",type="validating",operation="CREATE",error_type="calling_webhook_error",rejection_code="0"}',
+            values: '0+2x30',
+          },
         ],
         alert_rule_test: [
           alert('JoinGuardNoLeader', '7m', []),
-          alert('JoinGuardNoLeader', '15m', [{ severity: 'critical', namespace: 'joinguard-system', name: 'joinguard-leader' }]),
+          alert('JoinGuardNoLeader', '15m', [
+            { severity: 'critical', namespace: 'joinguard-system', name: 'joinguard-leader' },
+          ]),
           alert('JoinGuardWebhookUnavailable', '7m', []),
           alert('JoinGuardWebhookUnavailable', '15m', [{ severity: 'critical', namespace: 'joinguard-system' }]),
           alert('JoinGuardWebhookCallsFailing', '15m', [{ severity: 'warning' }]),
@@ -118,7 +160,9 @@ function ruleTests(): unknown {
         // No replica at all (every scrape gone from minute 5): the webhook is unavailable; "no leader" is not
         // claimed from series that do not exist.
         interval: '1m',
-        input_series: [...replica('a', { up: '1x4 0x25', leader: '1x4 _x25', elects: '1x4 _x25', webhook: '0x4 _x25' })],
+        input_series: [
+          ...replica('a', { up: '1x4 0x25', leader: '1x4 _x25', elects: '1x4 _x25', webhook: '0x4 _x25' }),
+        ],
         alert_rule_test: [
           alert('JoinGuardWebhookUnavailable', '15m', [{ severity: 'critical' }]),
           alert('JoinGuardNoLeader', '15m', []),
@@ -139,7 +183,9 @@ function ruleTests(): unknown {
           ...replica('b', { up: '1x30', elects: '0x30', webhook: '0x30' }),
         ],
         alert_rule_test: [
-          alert('JoinGuardReplicasWithoutLeaderElection', '5m', [{ severity: 'critical', namespace: 'joinguard-system', name: 'joinguard-leader' }]),
+          alert('JoinGuardReplicasWithoutLeaderElection', '5m', [
+            { severity: 'critical', namespace: 'joinguard-system', name: 'joinguard-leader' },
+          ]),
           alert('JoinGuardNoLeader', '20m', []),
         ],
       },
@@ -158,7 +204,10 @@ describe('lifecycle: the shipped PrometheusRule passes promtool', function () {
     dir = await mkdtemp(join(tmpdir(), 'joinguard-promtool-'));
     // The rules exactly as shipped: taken from the built observability file's PrometheusRule.
     const { observability } = await renderProviderFiles(VERSION);
-    const rule = observability.split(/^---$/m).map((d) => parse(d) as { kind?: string; spec?: unknown }).find((o) => o?.kind === 'PrometheusRule');
+    const rule = observability
+      .split(/^---$/m)
+      .map((d) => parse(d) as { kind?: string; spec?: unknown })
+      .find((o) => o?.kind === 'PrometheusRule');
     expect(rule, 'a PrometheusRule in observability-components.yaml').to.exist;
     await writeFile(join(dir, 'rules.yaml'), stringify(rule!.spec));
     await writeFile(join(dir, 'tests.yaml'), stringify(ruleTests()));
@@ -173,7 +222,9 @@ describe('lifecycle: the shipped PrometheusRule passes promtool', function () {
   });
 
   it('promtool test rules: each alert fires when it should and only then', async () => {
-    const res = await run(promtool, ['test', 'rules', join(dir, 'tests.yaml')], { cwd: dir }).catch((e: { stdout: string; stderr: string }) => e);
+    const res = await run(promtool, ['test', 'rules', join(dir, 'tests.yaml')], { cwd: dir }).catch(
+      (e: { stdout: string; stderr: string }) => e,
+    );
     expect(`${res.stdout}${res.stderr}`, `${res.stdout}${res.stderr}`).to.match(/SUCCESS/);
   });
 

@@ -8,7 +8,18 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { clusterctl, inventory, localRepository, repointWebhooks, type Repository } from './clusterctl-env.js';
-import { checkOf, createFleet, getJson, initAddon, provisionEveryMachine, startManagementCluster, until, type Fleet, type Json, type ManagementCluster } from './fleet.js';
+import {
+  checkOf,
+  createFleet,
+  getJson,
+  initAddon,
+  provisionEveryMachine,
+  startManagementCluster,
+  until,
+  type Fleet,
+  type Json,
+  type ManagementCluster,
+} from './fleet.js';
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const fleet: Fleet = { namespace: 'fleet', cluster: 'c1', pool: 'c1-md-0', check: 'workers' };
@@ -47,7 +58,10 @@ describe('lifecycle: clusterctl upgrade apply v0.1.0 -> v0.2.0 keeps checks and 
 
   it('clusterctl init installed v0.1.0 and recorded it in the inventory', async () => {
     expect(await inventory(mc.admin)).to.include('addon-joinguard@v0.1.0');
-    const d = await getJson(mc.admin, '/apis/apps/v1/namespaces/joinguard-system/deployments/joinguard-controller-manager');
+    const d = await getJson(
+      mc.admin,
+      '/apis/apps/v1/namespaces/joinguard-system/deployments/joinguard-controller-manager',
+    );
     expect(d!.spec.template.spec.containers[0].image).to.equal('ghcr.io/joinguard/joinguard:v0.1.0');
   });
 
@@ -57,13 +71,31 @@ describe('lifecycle: clusterctl upgrade apply v0.1.0 -> v0.2.0 keeps checks and 
   });
 
   it('clusterctl upgrade apply --addon joinguard-system/joinguard:v0.2.0 replaces the components', async () => {
-    const crdBefore = await getJson(mc.admin, '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/machinejoinchecks.joinguard.io');
-    await clusterctl(repo, ['upgrade', 'apply', '--kubeconfig', mc.env.kubeconfigPath, '--addon', 'joinguard-system/joinguard:v0.2.0']);
-    expect(await inventory(mc.admin)).to.include('addon-joinguard@v0.2.0').and.not.include('addon-joinguard@v0.1.0');
-    const d = await getJson(mc.admin, '/apis/apps/v1/namespaces/joinguard-system/deployments/joinguard-controller-manager');
+    const crdBefore = await getJson(
+      mc.admin,
+      '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/machinejoinchecks.joinguard.io',
+    );
+    await clusterctl(repo, [
+      'upgrade',
+      'apply',
+      '--kubeconfig',
+      mc.env.kubeconfigPath,
+      '--addon',
+      'joinguard-system/joinguard:v0.2.0',
+    ]);
+    expect(await inventory(mc.admin))
+      .to.include('addon-joinguard@v0.2.0')
+      .and.not.include('addon-joinguard@v0.1.0');
+    const d = await getJson(
+      mc.admin,
+      '/apis/apps/v1/namespaces/joinguard-system/deployments/joinguard-controller-manager',
+    );
     expect(d!.spec.template.spec.containers[0].image).to.equal('ghcr.io/joinguard/joinguard:v0.2.0');
     // The CRD was updated in place, never deleted (a deletion would have taken every check with it).
-    const crdAfter = await getJson(mc.admin, '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/machinejoinchecks.joinguard.io');
+    const crdAfter = await getJson(
+      mc.admin,
+      '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/machinejoinchecks.joinguard.io',
+    );
     expect(crdAfter!.metadata.uid).to.equal(crdBefore!.metadata.uid);
     // clusterctl re-created the webhook configurations (pointing at the Service): point them here again.
     await repointWebhooks(mc.env, mc.admin, mc.webhook!);
@@ -78,7 +110,9 @@ describe('lifecycle: clusterctl upgrade apply v0.1.0 -> v0.2.0 keeps checks and 
 
   it("the new release's controller goes on from that status (the record stays, nothing is asked twice)", async () => {
     await mc.startJoinGuard();
-    const replaced = ((recorded.status.remediations ?? []) as Json[]).filter((r) => r.outcome === 'Replaced').map((r) => r.uid as string);
+    const replaced = ((recorded.status.remediations ?? []) as Json[])
+      .filter((r) => r.outcome === 'Replaced')
+      .map((r) => r.uid as string);
     const c = await until('a reconcile by the new controller', 60_000, async () => {
       const x = await checkOf(mc, fleet);
       return x && x.metadata.resourceVersion !== recorded.metadata.resourceVersion ? x : undefined;
@@ -96,8 +130,15 @@ describe('lifecycle: clusterctl upgrade apply v0.1.0 -> v0.2.0 keeps checks and 
     await mc.stopJoinGuard();
     await clusterctl(repo, ['delete', '--kubeconfig', mc.env.kubeconfigPath, '--addon', 'joinguard']);
     expect(await inventory(mc.admin)).not.to.include('addon-joinguard@v0.2.0');
-    expect(await getJson(mc.admin, '/apis/apps/v1/namespaces/joinguard-system/deployments/joinguard-controller-manager')).to.equal(undefined);
-    expect(await getJson(mc.admin, '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/joinguard-validating-webhook-configuration')).to.equal(undefined);
+    expect(
+      await getJson(mc.admin, '/apis/apps/v1/namespaces/joinguard-system/deployments/joinguard-controller-manager'),
+    ).to.equal(undefined);
+    expect(
+      await getJson(
+        mc.admin,
+        '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/joinguard-validating-webhook-configuration',
+      ),
+    ).to.equal(undefined);
     expect((await checkOf(mc, fleet))?.metadata.uid).to.equal(recorded.metadata.uid);
   });
 });

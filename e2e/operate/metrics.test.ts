@@ -25,12 +25,26 @@ interface Scrape {
 function scrape(port: number, token?: string, path = '/metrics'): Promise<Scrape> {
   return new Promise((resolve, reject) => {
     const req = https.get(
-      { host: '127.0.0.1', port, path, rejectUnauthorized: false, agent: false, ...(token ? { headers: { Authorization: `Bearer ${token}` } } : {}) },
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        rejectUnauthorized: false,
+        agent: false,
+        ...(token ? { headers: { Authorization: `Bearer ${token}` } } : {}),
+      },
       (res) => {
         const peer = (res.socket as TLSSocket).getPeerCertificate();
         let body = '';
         res.on('data', (c) => (body += c));
-        res.on('end', () => resolve({ code: res.statusCode ?? 0, body, peerSubject: String(peer.subject?.CN), peerSan: peer.subjectaltname }));
+        res.on('end', () =>
+          resolve({
+            code: res.statusCode ?? 0,
+            body,
+            peerSubject: String(peer.subject?.CN),
+            peerSan: peer.subjectaltname,
+          }),
+        );
       },
     );
     req.on('error', reject);
@@ -40,7 +54,12 @@ function scrape(port: number, token?: string, path = '/metrics'): Promise<Scrape
 /** Label names of the first sample of a family (histograms: of its _bucket, without `le`). */
 function labelsOf(text: string, family: string): string[] | undefined {
   const m = new RegExp(`^${family}(?:_bucket)?\\{([^}]*)\\} `, 'm').exec(text);
-  return m ? [...m[1]!.matchAll(/([a-z_]+)="/g)].map((x) => x[1]!).filter((l) => l !== 'le').sort() : undefined;
+  return m
+    ? [...m[1]!.matchAll(/([a-z_]+)="/g)]
+        .map((x) => x[1]!)
+        .filter((l) => l !== 'le')
+        .sort()
+    : undefined;
 }
 
 describe('operate: /metrics over HTTPS behind TokenReview and SubjectAccessReview (real kube-apiserver)', function () {
@@ -61,32 +80,60 @@ describe('operate: /metrics over HTTPS behind TokenReview and SubjectAccessRevie
     await installJoinGuardCrd(kube);
     await kube.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
     for (const sa of ['prometheus', 'other']) {
-      await kube.create(`/api/v1/namespaces/${ns}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: sa } });
+      await kube.create(`/api/v1/namespaces/${ns}/serviceaccounts`, {
+        apiVersion: 'v1',
+        kind: 'ServiceAccount',
+        metadata: { name: sa },
+      });
     }
     // The ClusterRole as shipped (manifests/rbac/metrics_reader.yaml), bound to one ServiceAccount only.
     // (The file also holds the ServiceMonitor's reader ServiceAccount, its token Secret and binding: the ClusterRole is the first.)
-    role = parseAllDocuments(substitute(await readFile(new URL('../../manifests/rbac/metrics_reader.yaml', import.meta.url), 'utf8'), {})).map((d) => d.toJS() as Json).find((o) => o.kind === 'ClusterRole')!;
+    role = parseAllDocuments(
+      substitute(await readFile(new URL('../../manifests/rbac/metrics_reader.yaml', import.meta.url), 'utf8'), {}),
+    )
+      .map((d) => d.toJS() as Json)
+      .find((o) => o.kind === 'ClusterRole')!;
     const roles = '/apis/rbac.authorization.k8s.io/v1/clusterroles';
     if (await kube.get(`${roles}/${role.metadata.name}`)) await kube.delete(`${roles}/${role.metadata.name}`);
     await kube.create(roles, role);
     await kube.create('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
-      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: binding },
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: binding },
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role.metadata.name },
       subjects: [{ kind: 'ServiceAccount', name: 'prometheus', namespace: ns }],
     });
     const token = async (sa: string) =>
-      (await kube.create(`/api/v1/namespaces/${ns}/serviceaccounts/${sa}/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 600 } })).status.token as string;
+      (
+        await kube.create(`/api/v1/namespaces/${ns}/serviceaccounts/${sa}/token`, {
+          apiVersion: 'authentication.k8s.io/v1',
+          kind: 'TokenRequest',
+          spec: { expirationSeconds: 600 },
+        })
+      ).status.token as string;
     readerToken = await token('prometheus');
     otherToken = await token('other');
 
     controller = await startController({
-      access: clusterAccessFromKubeconfig(env.kubeConfig().exportConfig()), namespace: ns, logger: log.logger,
-      metricsBindAddress: '127.0.0.1:0', healthProbeBindAddress: '127.0.0.1:0',
-      leaderElect: true, leaderElectionNamespace: ns, leaderElectionId: lease,
+      access: clusterAccessFromKubeconfig(env.kubeConfig().exportConfig()),
+      namespace: ns,
+      logger: log.logger,
+      metricsBindAddress: '127.0.0.1:0',
+      healthProbeBindAddress: '127.0.0.1:0',
+      leaderElect: true,
+      leaderElectionNamespace: ns,
+      leaderElectionId: lease,
     });
     await controller.ready();
-    await createCheck(kube, ns, 'workers', { clusterName: 'nowhere', selector: { matchLabels: { pool: 'workers' } }, joinTimeout: '10m' });
-    await waitFor('the check reconciled once', async () => controller!.reconciledChecks().has(`${ns}/workers`), { timeoutMs: 30_000, describe: async () => log.tail(20) });
+    await createCheck(kube, ns, 'workers', {
+      clusterName: 'nowhere',
+      selector: { matchLabels: { pool: 'workers' } },
+      joinTimeout: '10m',
+    });
+    await waitFor('the check reconciled once', async () => controller!.reconciledChecks().has(`${ns}/workers`), {
+      timeoutMs: 30_000,
+      describe: async () => log.tail(20),
+    });
   });
 
   after(async () => {
@@ -136,8 +183,18 @@ describe('operate: /metrics over HTTPS behind TokenReview and SubjectAccessRevie
     expect(t).to.include('controller_runtime_max_concurrent_reconciles{controller="machinejoincheck"} 2');
     expect(t).to.include(`leader_election_master_status{name="${lease}"} 1`);
     expect(t).to.match(/^rest_client_requests_total\{code="200",method="GET",host="127\.0\.0\.1:\d+"\} [1-9]/m);
-    expect(t).to.match(new RegExp(`^joinguard_check_condition\\{cluster_namespace="${ns}",check="workers",cluster_name="nowhere",type="[A-Za-z]+",status="(True|False|Unknown)",reason="[A-Za-z]*"\\} 1$`, 'm'));
-    for (const family of ['process_resident_memory_bytes', 'process_cpu_seconds_total', 'nodejs_heap_size_used_bytes', 'nodejs_eventloop_lag_seconds']) {
+    expect(t).to.match(
+      new RegExp(
+        `^joinguard_check_condition\\{cluster_namespace="${ns}",check="workers",cluster_name="nowhere",type="[A-Za-z]+",status="(True|False|Unknown)",reason="[A-Za-z]*"\\} 1$`,
+        'm',
+      ),
+    );
+    for (const family of [
+      'process_resident_memory_bytes',
+      'process_cpu_seconds_total',
+      'nodejs_heap_size_used_bytes',
+      'nodejs_eventloop_lag_seconds',
+    ]) {
       expect(t, family).to.match(new RegExp(`^${family} [0-9.e+-]+$`, 'm'));
     }
     expect(t).not.to.include('joinguard_process_');

@@ -27,20 +27,36 @@ function runbookCommands(section: string): string[] {
 
 /** The runbook's log filter of a format: the pipeline after `kubectl ... logs ... |`, comment dropped. */
 function filterFor(format: 'text' | 'json'): string {
-  const line = runbookCommands('Reconcile errors').find((l) => /kubectl .*logs /.test(l) && (format === 'json' ? /JSON format/ : /text format/).test(l));
+  const line = runbookCommands('Reconcile errors').find(
+    (l) => /kubectl .*logs /.test(l) && (format === 'json' ? /JSON format/ : /text format/).test(l),
+  );
   expect(line, `the runbook's command for the ${format} format`).to.be.a('string');
   return line!.replace(/\s+#.*$/, '').replace(/^.*?logs [^|]*\|\s*/, '');
 }
 
 async function runUntilError(kubeconfig: string, namespace: string, format: 'text' | 'json'): Promise<string> {
-  const child = spawn(process.execPath, ['--import', 'tsx', resolve(root, 'cmd/joinguard.ts'), `--kubeconfig=${kubeconfig}`, `--namespace=${namespace}`,
-    '--webhook-port=0', '--diagnostics-address=0', '--health-addr=0', `--logging-format=${format}`], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      resolve(root, 'cmd/joinguard.ts'),
+      `--kubeconfig=${kubeconfig}`,
+      `--namespace=${namespace}`,
+      '--webhook-port=0',
+      '--diagnostics-address=0',
+      '--health-addr=0',
+      `--logging-format=${format}`,
+    ],
+    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr.on('data', (c: Buffer) => (out += c.toString()));
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   const deadline = Date.now() + 90_000;
-  while (!/Reconciler error/.test(out) && Date.now() < deadline && child.exitCode === null) await new Promise((r) => setTimeout(r, 200));
+  while (!/Reconciler error/.test(out) && Date.now() < deadline && child.exitCode === null)
+    await new Promise((r) => setTimeout(r, 200));
   child.kill('SIGTERM');
   await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))]);
   if (child.exitCode === null) child.kill('SIGKILL');
@@ -49,7 +65,11 @@ async function runUntilError(kubeconfig: string, namespace: string, format: 'tex
 }
 
 const grep = (filter: string, file: string) =>
-  new Promise<string>((ok, fail) => execFile('bash', ['-c', `cat "$1" | ${filter}`, 'runbook', file], (err, stdout) => (err && (err as { code?: number }).code !== 1 ? fail(err) : ok(stdout))));
+  new Promise<string>((ok, fail) =>
+    execFile('bash', ['-c', `cat "$1" | ${filter}`, 'runbook', file], (err, stdout) =>
+      err && (err as { code?: number }).code !== 1 ? fail(err) : ok(stdout),
+    ),
+  );
 
 describe("operate: the runbook's log commands find the error line of a real failure", function () {
   this.timeout(300_000);
@@ -66,13 +86,25 @@ describe("operate: the runbook's log commands find the error line of a real fail
     dir = mkdtempSync(join(tmpdir(), 'jg-rblogs-'));
     await installJoinGuardCrd(kube);
     await kube.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
-    await kube.create(`/api/v1/namespaces/${ns}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'joinguard' } });
+    await kube.create(`/api/v1/namespaces/${ns}/serviceaccounts`, {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: 'joinguard' },
+    });
     // The release's ClusterRole, less `update` on the checks' status: "the ClusterRole differs from the release's".
-    const rules = CONTROLLER_NEEDS.filter((g) => !g.namespaced && !g.workloadNodeCheck && !g.machineDelete && g.resource !== 'machinejoinchecks/status')
-      .map((g) => ({ apiGroups: [g.group], resources: [g.resource], verbs: g.verbs }));
-    await kube.create('/apis/rbac.authorization.k8s.io/v1/clusterroles', { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: role }, rules });
+    const rules = CONTROLLER_NEEDS.filter(
+      (g) => !g.namespaced && !g.workloadNodeCheck && !g.machineDelete && g.resource !== 'machinejoinchecks/status',
+    ).map((g) => ({ apiGroups: [g.group], resources: [g.resource], verbs: g.verbs }));
+    await kube.create('/apis/rbac.authorization.k8s.io/v1/clusterroles', {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: role },
+      rules,
+    });
     await kube.create('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
-      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: role },
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: role },
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
       subjects: [{ kind: 'ServiceAccount', name: 'joinguard', namespace: ns }],
     });
@@ -103,11 +135,18 @@ describe("operate: the runbook's log commands find the error line of a real fail
         expect(line).to.deep.include({ MachineJoinCheck: { name: 'workers', namespace: ns } });
         expect(String(line['err'])).to.match(/403|forbidden/i);
         // Every line it keeps is an error line, and every error line is kept.
-        const lines = out.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-        expect(found.map((l) => (JSON.parse(l) as Record<string, unknown>)['msg'])).to.deep.equal(lines.filter((l) => 'err' in l).map((l) => l['msg']));
+        const lines = out
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as Record<string, unknown>);
+        expect(found.map((l) => (JSON.parse(l) as Record<string, unknown>)['msg'])).to.deep.equal(
+          lines.filter((l) => 'err' in l).map((l) => l['msg']),
+        );
         expect(lines.filter((l) => 'err' in l).every((l) => !('v' in l))).to.equal(true);
       } else {
-        expect(reconcile[0]).to.match(/^E\d{4} .*"Reconciler error, retrying" err=".*(403|forbidden)/i).and.include(`MachineJoinCheck="${ns}/workers"`);
+        expect(reconcile[0])
+          .to.match(/^E\d{4} .*"Reconciler error, retrying" err=".*(403|forbidden)/i)
+          .and.include(`MachineJoinCheck="${ns}/workers"`);
         expect(found.every((l) => /^E\d{4} /.test(l))).to.equal(true);
       }
       // The runbook's old filter found nothing: there is no level key.

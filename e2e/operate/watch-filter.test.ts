@@ -13,7 +13,14 @@ import type { Json, KubeClient } from '../../hack/testenv/kube-client.js';
 import { capiApi } from '../sim/capi-api.js';
 import type { PolicyRule } from '../sim/policy.js';
 import { controlPlaneName, createCluster } from '../sim/topology.js';
-import { conditionOf, deleteClusters, describeMachines, isControlPlane, listMachines, waitFor } from '../support/cluster-view.js';
+import {
+  conditionOf,
+  deleteClusters,
+  describeMachines,
+  isControlPlane,
+  listMachines,
+  waitFor,
+} from '../support/cluster-view.js';
 import { checksPath, createCheck, describeCheck, getCheck, installJoinGuardCrd } from '../support/joinguard.js';
 import { getSim } from '../support/shared-sim.js';
 import { getTestEnv, type TestEnv } from '../support/testenv.js';
@@ -31,7 +38,8 @@ describe('operate: --watch-filter (the real command)', function () {
   let exited: Promise<number | null>;
   const output: string[] = [];
   const rules: PolicyRule[] = [];
-  const stuckWorker = async (cluster: string) => (await listMachines(kube, capi, ns, cluster)).filter((m) => !isControlPlane(m))[0];
+  const stuckWorker = async (cluster: string) =>
+    (await listMachines(kube, capi, ns, cluster)).filter((m) => !isControlPlane(m))[0];
   const seen = async () =>
     `${describeMachines([...(await listMachines(kube, capi, ns, 'wf-in')), ...(await listMachines(kube, capi, ns, 'wf-out'))])}\n` +
     `${describeCheck(await getCheck(kube, ns, 'in'))}\n${describeCheck(await getCheck(kube, ns, 'out'))}\njoinguard output:\n${output.slice(-20).join('\n')}`;
@@ -43,18 +51,39 @@ describe('operate: --watch-filter (the real command)', function () {
     await installJoinGuardCrd(kube);
     await kube.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
 
-    child = spawn(process.execPath, ['--import', 'tsx', resolve(root, 'cmd/joinguard.ts'),
-      `--kubeconfig=${env.kubeconfigPath}`, `--namespace=${ns}`, '--watch-filter=x', '--webhook-port=0',
-      '--diagnostics-address=0', '--health-addr=0', '--logging-format=json', '-v=4', '--connection-grace=2s'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-    for (const s of [child.stdout!, child.stderr!]) s.on('data', (c: Buffer) => output.push(...c.toString().trimEnd().split('\n')));
+    child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        resolve(root, 'cmd/joinguard.ts'),
+        `--kubeconfig=${env.kubeconfigPath}`,
+        `--namespace=${ns}`,
+        '--watch-filter=x',
+        '--webhook-port=0',
+        '--diagnostics-address=0',
+        '--health-addr=0',
+        '--logging-format=json',
+        '-v=4',
+        '--connection-grace=2s',
+      ],
+      { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    for (const s of [child.stdout!, child.stderr!])
+      s.on('data', (c: Buffer) => output.push(...c.toString().trimEnd().split('\n')));
     exited = new Promise((r) => child!.once('exit', (code) => r(code)));
     const started = await Promise.race([
       exited.then(() => 'exited' as const),
-      waitFor('joinguard reconciling', async () => output.some((l) => l.includes('"Starting workers"')), { timeoutMs: 60_000, describe: async () => output.join('\n') }).then(() => 'running' as const),
+      waitFor('joinguard reconciling', async () => output.some((l) => l.includes('"Starting workers"')), {
+        timeoutMs: 60_000,
+        describe: async () => output.join('\n'),
+      }).then(() => 'running' as const),
     ]);
     if (started === 'exited') {
       if (output.some((l) => l.includes('--watch-filter is not supported'))) {
-        process.stderr.write('[watch-filter] pending: the controller does not support --watch-filter yet (the command refuses it)\n');
+        process.stderr.write(
+          '[watch-filter] pending: the controller does not support --watch-filter yet (the command refuses it)\n',
+        );
         this.skip();
       }
       throw new Error(`joinguard exited:\n${output.join('\n')}`);
@@ -64,12 +93,29 @@ describe('operate: --watch-filter (the real command)', function () {
     rules.push(sim.policy.neverJoin({ namespace: ns, cluster: 'wf-out', role: 'worker' }, { limit: 1 }));
     for (const name of ['wf-in', 'wf-out']) {
       const shard: Record<string, string> = name === 'wf-in' ? { [WATCH_LABEL]: 'x' } : {};
-      await createCluster(kube, { namespace: ns, name, workers: [{ name: `${name}-md`, replicas: 1, labels: { pool: 'workers', ...shard } }], ca: { certPem: env.caCertPem, keyPem: env.caKeyPem } });
+      await createCluster(kube, {
+        namespace: ns,
+        name,
+        workers: [{ name: `${name}-md`, replicas: 1, labels: { pool: 'workers', ...shard } }],
+        ca: { certPem: env.caCertPem, keyPem: env.caKeyPem },
+      });
     }
-    await kube.mergePatch(`/apis/cluster.x-k8s.io/v1beta2/namespaces/${ns}/clusters/wf-in`, { metadata: { labels: { [WATCH_LABEL]: 'x' } } });
-    await kube.mergePatch(`/apis/controlplane.cluster.x-k8s.io/v1beta2/namespaces/${ns}/kubeadmcontrolplanes/${controlPlaneName('wf-in')}`, { spec: { machineTemplate: { metadata: { labels: { [WATCH_LABEL]: 'x' } } } } });
-    for (const [check, cluster] of [['in', 'wf-in'], ['out', 'wf-out']] as const) {
-      await createCheck(kube, ns, check, { clusterName: cluster, selector: { matchLabels: { pool: 'workers' } }, joinTimeout: '10s' });
+    await kube.mergePatch(`/apis/cluster.x-k8s.io/v1beta2/namespaces/${ns}/clusters/wf-in`, {
+      metadata: { labels: { [WATCH_LABEL]: 'x' } },
+    });
+    await kube.mergePatch(
+      `/apis/controlplane.cluster.x-k8s.io/v1beta2/namespaces/${ns}/kubeadmcontrolplanes/${controlPlaneName('wf-in')}`,
+      { spec: { machineTemplate: { metadata: { labels: { [WATCH_LABEL]: 'x' } } } } },
+    );
+    for (const [check, cluster] of [
+      ['in', 'wf-in'],
+      ['out', 'wf-out'],
+    ] as const) {
+      await createCheck(kube, ns, check, {
+        clusterName: cluster,
+        selector: { matchLabels: { pool: 'workers' } },
+        joinTimeout: '10s',
+      });
     }
     await kube.mergePatch(`${checksPath(ns)}/in`, { metadata: { labels: { [WATCH_LABEL]: 'x' } } });
   });
@@ -87,14 +133,21 @@ describe('operate: --watch-filter (the real command)', function () {
   });
 
   it('marks the stuck worker of the labelled Cluster and leaves the unlabelled Cluster and its check untouched', async () => {
-    const marked = await waitFor('the stuck worker of wf-in marked HealthCheckSucceeded=False', async () => {
-      const m = await stuckWorker('wf-in');
-      return conditionOf(m, 'HealthCheckSucceeded')?.status === 'False' && m;
-    }, { timeoutMs: 180_000, describe: seen });
+    const marked = await waitFor(
+      'the stuck worker of wf-in marked HealthCheckSucceeded=False',
+      async () => {
+        const m = await stuckWorker('wf-in');
+        return conditionOf(m, 'HealthCheckSucceeded')?.status === 'False' && m;
+      },
+      { timeoutMs: 180_000, describe: seen },
+    );
     expect(conditionOf(marked, 'HealthCheckSucceeded')!.reason).to.equal('JoinTimeout');
     // CAPI carried the label from the templates to every Machine of the labelled Cluster.
     const inMachines = await listMachines(kube, capi, ns, 'wf-in');
-    expect(inMachines.filter((m) => m.metadata.labels?.[WATCH_LABEL] !== 'x').map((m) => m.metadata.name), await seen()).to.deep.equal([]);
+    expect(
+      inMachines.filter((m) => m.metadata.labels?.[WATCH_LABEL] !== 'x').map((m) => m.metadata.name),
+      await seen(),
+    ).to.deep.equal([]);
     expect((await getCheck(kube, ns, 'in')).status?.conditions?.length ?? 0).to.be.greaterThan(0);
 
     // The unlabelled Cluster's worker is as far past the same joinTimeout; give JoinGuard 10 s more.

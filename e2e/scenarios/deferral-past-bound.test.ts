@@ -30,7 +30,10 @@ describe('scenario: a deferral past the unanswered bound is an answer, on the re
     const answer = capi.v1beta2Conditions(deferred).find((c) => c.type === 'OwnerRemediated');
     const v1beta1Answer = capi.version === 'v1beta1' ? conditionOf(deferred, 'OwnerRemediated') : undefined;
     const request = async () => (await s.check()).status?.requests?.find((r) => r.uid === uid);
-    const markedTime = await waitFor(`the request for ${name} seen marked`, async () => (await request())?.markedTime, { timeoutMs: 30_000, describe: seen });
+    const markedTime = await waitFor(`the request for ${name} seen marked`, async () => (await request())?.markedTime, {
+      timeoutMs: 30_000,
+      describe: seen,
+    });
     const markedAt = Date.parse(markedTime);
 
     // Hold the deferral twice the bound past the mark: the request stays open, the mark stays on.
@@ -39,8 +42,13 @@ describe('scenario: a deferral past the unanswered bound is an answer, on the re
       const r = await request();
       states.add(`${r?.state}${r?.withdrawn ? `/${r.withdrawn}` : ''}`);
       const m = await stillThere();
-      expect(r?.state, `the deferred request left Open at +${((Date.now() - markedAt) / 1000).toFixed(1)} s\n${await seen()}`).to.equal('Open');
-      expect(conditionOf(m, 'HealthCheckSucceeded')?.status, `${name}'s mark withdrawn\n${await seen()}`).to.equal('False');
+      expect(
+        r?.state,
+        `the deferred request left Open at +${((Date.now() - markedAt) / 1000).toFixed(1)} s\n${await seen()}`,
+      ).to.equal('Open');
+      expect(conditionOf(m, 'HealthCheckSucceeded')?.status, `${name}'s mark withdrawn\n${await seen()}`).to.equal(
+        'False',
+      );
       await new Promise((res) => setTimeout(res, 1000));
     }
     const check = await s.check();
@@ -51,19 +59,33 @@ describe('scenario: a deferral past the unanswered bound is an answer, on the re
     // The deferral lifts: the taken Machine goes, and the owner acts on the request JoinGuard kept open.
     const liftedAt = Date.now();
     teardown.lift();
-    const replaced = await waitFor(`${name} remediated by its MachineSet`, async () => {
-      const m = (await s.workers()).find((x) => x.metadata.uid === uid);
-      return (m === undefined || isDeleting(m)) && Date.now();
-    }, { timeoutMs: 120_000, describe: seen });
-    await waitFor('3 joined workers, neither old Machine left', async () => {
-      const w = await s.workers();
-      return w.length === 3 && w.every(hasNode) && !w.some((m) => m.metadata.uid === uid || m.metadata.uid === taken.metadata.uid);
-    }, { timeoutMs: 150_000, describe: seen });
+    const replaced = await waitFor(
+      `${name} remediated by its MachineSet`,
+      async () => {
+        const m = (await s.workers()).find((x) => x.metadata.uid === uid);
+        return (m === undefined || isDeleting(m)) && Date.now();
+      },
+      { timeoutMs: 120_000, describe: seen },
+    );
+    await waitFor(
+      '3 joined workers, neither old Machine left',
+      async () => {
+        const w = await s.workers();
+        return (
+          w.length === 3 &&
+          w.every(hasNode) &&
+          !w.some((m) => m.metadata.uid === uid || m.metadata.uid === taken.metadata.uid)
+        );
+      },
+      { timeoutMs: 150_000, describe: seen },
+    );
     const end = (await s.check()).status?.remediations?.find((r) => r.uid === uid);
     expect(end?.outcome, describeCheck(await s.check())).to.equal('Replaced');
-    process.stderr.write(`[scenario deferral past the bound, CAPI ${s.env.capiRelease}] ${name}: owner answer OwnerRemediated=${answer?.status}/${answer?.reason} "${answer?.message}"` +
-      `${v1beta1Answer ? ` (v1beta1 OwnerRemediated=${v1beta1Answer.status}/${v1beta1Answer.reason})` : ''}; request states seen over ${(HOLD_MS / 1000).toFixed(0)} s past the mark ` +
-      `(bound ${(UNANSWERED_MS / 1000).toFixed(0)} s): ${[...states].join(', ')}; recorded ${record?.outcome}/${record?.ownerReason}; deleted by its owner ` +
-      `${((replaced - liftedAt) / 1000).toFixed(1)} s after the deferral lifted; outcome ${end?.outcome}\n`);
+    process.stderr.write(
+      `[scenario deferral past the bound, CAPI ${s.env.capiRelease}] ${name}: owner answer OwnerRemediated=${answer?.status}/${answer?.reason} "${answer?.message}"` +
+        `${v1beta1Answer ? ` (v1beta1 OwnerRemediated=${v1beta1Answer.status}/${v1beta1Answer.reason})` : ''}; request states seen over ${(HOLD_MS / 1000).toFixed(0)} s past the mark ` +
+        `(bound ${(UNANSWERED_MS / 1000).toFixed(0)} s): ${[...states].join(', ')}; recorded ${record?.outcome}/${record?.ownerReason}; deleted by its owner ` +
+        `${((replaced - liftedAt) / 1000).toFixed(1)} s after the deferral lifted; outcome ${end?.outcome}\n`,
+    );
   });
 });

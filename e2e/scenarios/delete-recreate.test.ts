@@ -34,7 +34,7 @@ describe('scenario: a check deleted and re-created while its owner defers a Mach
     const seen = s.seen();
     const { taken, deferred, slow, teardown, stillThere } = await deferRemediation(s);
     const name = deferred.metadata.name as string;
-    const old = (await s.check());
+    const old = await s.check();
     expect(old.metadata.finalizers, 'every check carries the finalizer').to.include('joinguard.io/withdraw-marks');
     expect(deferred.metadata.annotations?.[REQUESTED_BY], 'the mark carries its check').to.equal(old.metadata.uid);
 
@@ -42,45 +42,67 @@ describe('scenario: a check deleted and re-created while its owner defers a Mach
     const deletedAt = Date.now();
     const paused: string[] = [];
     await kube.delete(`${checksPath(namespace)}/workers`);
-    await waitFor('the deleted check gone', async () => {
-      const c = (await kube.get(`${checksPath(namespace)}/workers`)) as MachineJoinCheck | undefined;
-      const p = c?.status?.conditions?.find((x) => x.type === 'Paused');
-      if (p && !paused.includes(`${p.reason}: ${p.message}`)) paused.push(`${p.reason}: ${p.message}`);
-      return c === undefined;
-    }, { timeoutMs: 60_000, intervalMs: 100, describe: seen });
+    await waitFor(
+      'the deleted check gone',
+      async () => {
+        const c = (await kube.get(`${checksPath(namespace)}/workers`)) as MachineJoinCheck | undefined;
+        const p = c?.status?.conditions?.find((x) => x.type === 'Paused');
+        if (p && !paused.includes(`${p.reason}: ${p.message}`)) paused.push(`${p.reason}: ${p.message}`);
+        return c === undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 100, describe: seen },
+    );
     const goneAfter = Date.now() - deletedAt;
     const unmarked = await stillThere();
-    expect(joinGuardMark(unmarked), `${name} still carries a mark of the deleted check\n${await seen()}`).to.equal(undefined);
+    expect(joinGuardMark(unmarked), `${name} still carries a mark of the deleted check\n${await seen()}`).to.equal(
+      undefined,
+    );
 
     // The same check, created again: a new uid.
     await createCheck(kube, namespace, 'workers', old.spec);
-    const fresh = await waitFor('the re-created check reconciled', async () => {
-      const c = await s.check().catch(() => undefined);
-      return c?.status?.conditions?.some((x) => x.type === 'Ready') && c;
-    }, { timeoutMs: 30_000, describe: seen });
+    const fresh = await waitFor(
+      'the re-created check reconciled',
+      async () => {
+        const c = await s.check().catch(() => undefined);
+        return c?.status?.conditions?.some((x) => x.type === 'Ready') && c;
+      },
+      { timeoutMs: 30_000, describe: seen },
+    );
     expect(fresh.metadata.uid).to.not.equal(old.metadata.uid);
 
     // The deferred Machine joins after all: whatever the new check asked meanwhile, no mark is left on it.
     slow.lift();
-    await waitFor(`${name} joined and carrying no mark of JoinGuard's`, async () => {
-      const m = await stillThere();
-      return hasNode(m) && joinGuardMark(m) === undefined && conditionOf(m, 'OwnerRemediated') === undefined;
-    }, { timeoutMs: 90_000, describe: seen });
+    await waitFor(
+      `${name} joined and carrying no mark of JoinGuard's`,
+      async () => {
+        const m = await stillThere();
+        return hasNode(m) && joinGuardMark(m) === undefined && conditionOf(m, 'OwnerRemediated') === undefined;
+      },
+      { timeoutMs: 90_000, describe: seen },
+    );
 
     // The deferral lifts: the taken Machine goes and is replaced; the joined one stays.
     teardown.lift();
-    await waitFor('the taken Machine gone and 3 joined workers', async () => {
-      await stillThere();
-      const w = await s.workers();
-      return !w.some((m) => m.metadata.uid === taken.metadata.uid) && w.length === 3 && w.every(hasNode);
-    }, { timeoutMs: 120_000, describe: seen });
+    await waitFor(
+      'the taken Machine gone and 3 joined workers',
+      async () => {
+        await stillThere();
+        const w = await s.workers();
+        return !w.some((m) => m.metadata.uid === taken.metadata.uid) && w.length === 3 && w.every(hasNode);
+      },
+      { timeoutMs: 120_000, describe: seen },
+    );
     await new Promise((r) => setTimeout(r, 5000)); // a few more owner reconciles
     await stillThere();
-    const marked = (await s.workers()).flatMap((m) => (joinGuardMark(m) ? [`${m.metadata.name}: ${joinGuardMark(m)}`] : []));
+    const marked = (await s.workers()).flatMap((m) =>
+      joinGuardMark(m) ? [`${m.metadata.name}: ${joinGuardMark(m)}`] : [],
+    );
     expect(marked, `marks left\n${await seen()}`).to.deep.equal([]);
     expect((await s.workers()).filter(isDeleting)).to.deep.equal([]);
     const again = (await s.check()).status?.remediations?.find((r) => r.uid === deferred.metadata.uid);
-    process.stderr.write(`[scenario delete-recreate] deleted check gone ${(goneAfter / 1000).toFixed(1)} s after the delete; Paused seen: ${paused.join(' | ') || '(none)'}; ` +
-      `${name} unmarked before the check went, joined, kept; the re-created check's record of it: ${again ? `${again.path} ${again.outcome}${again.ownerReason ? ` (owner: ${again.ownerReason})` : ''}` : 'none'}\n${describeCheck(await s.check())}\n`);
+    process.stderr.write(
+      `[scenario delete-recreate] deleted check gone ${(goneAfter / 1000).toFixed(1)} s after the delete; Paused seen: ${paused.join(' | ') || '(none)'}; ` +
+        `${name} unmarked before the check went, joined, kept; the re-created check's record of it: ${again ? `${again.path} ${again.outcome}${again.ownerReason ? ` (owner: ${again.ownerReason})` : ''}` : 'none'}\n${describeCheck(await s.check())}\n`,
+    );
   });
 });

@@ -8,7 +8,13 @@ const JOIN_TIMEOUT_S = 6;
 
 describe('scenario (d): dry run changes no Machine and reports what it would do', function () {
   this.timeout(240_000);
-  const s = useScenario({ prefix: 'jg-d', cluster: 'dry', checkName: 'workers', workers: [{ name: 'md', replicas: 2, labels: { pool: 'workers' } }], createClusterFirst: false });
+  const s = useScenario({
+    prefix: 'jg-d',
+    cluster: 'dry',
+    checkName: 'workers',
+    workers: [{ name: 'md', replicas: 2, labels: { pool: 'workers' } }],
+    createClusterFirst: false,
+  });
   const seen = s.seen();
 
   it('reports Progressing=False/DryRun naming the Machine it would replace, and leaves it alone', async () => {
@@ -16,21 +22,37 @@ describe('scenario (d): dry run changes no Machine and reports what it would do'
     sim.policy.neverJoin({ namespace, role: 'worker' }, { limit: 1 });
     await s.createCluster();
     await createCheck(kube, namespace, 'workers', {
-      clusterName: cluster, selector: { matchLabels: { pool: 'workers' } }, joinTimeout: `${JOIN_TIMEOUT_S}s`, dryRun: true,
+      clusterName: cluster,
+      selector: { matchLabels: { pool: 'workers' } },
+      joinTimeout: `${JOIN_TIMEOUT_S}s`,
+      dryRun: true,
     });
     await s.startJoinGuard();
-    const stuck = await waitFor('one worker failed to join, the other joined', async () => {
-      const w = await s.workers();
-      const failed = sim.eventsOf(namespace, 'JoinFailed').map((e) => e.name);
-      return w.length === 2 && w.filter(hasNode).length === 1 && failed.length === 1 && w.find((m) => m.metadata.name === failed[0]);
-    }, { timeoutMs: 150_000, describe: seen });
+    const stuck = await waitFor(
+      'one worker failed to join, the other joined',
+      async () => {
+        const w = await s.workers();
+        const failed = sim.eventsOf(namespace, 'JoinFailed').map((e) => e.name);
+        return (
+          w.length === 2 &&
+          w.filter(hasNode).length === 1 &&
+          failed.length === 1 &&
+          w.find((m) => m.metadata.name === failed[0])
+        );
+      },
+      { timeoutMs: 150_000, describe: seen },
+    );
 
     // A dry-run check says DryRun from the start; it names the Machine once it would ask for its replacement.
-    const c = await waitFor('Progressing=False/DryRun naming the stuck Machine', async () => {
-      const x = await s.check();
-      const p = checkCondition(x, 'Progressing');
-      return p?.reason === 'DryRun' && p.message.includes(stuck.metadata.name) && x;
-    }, { timeoutMs: 60_000, describe: seen });
+    const c = await waitFor(
+      'Progressing=False/DryRun naming the stuck Machine',
+      async () => {
+        const x = await s.check();
+        const p = checkCondition(x, 'Progressing');
+        return p?.reason === 'DryRun' && p.message.includes(stuck.metadata.name) && x;
+      },
+      { timeoutMs: 60_000, describe: seen },
+    );
     expect(checkCondition(c, 'Progressing')!.message).to.contain(stuck.metadata.name).and.contain('changes no Machine');
     const rec = c.status?.remediations?.find((r) => r.uid === stuck.metadata.uid);
     expect(rec, describeCheck(c)).to.include({ outcome: 'DryRun', path: 'OwnerRemediated' });

@@ -21,18 +21,34 @@ describe('uninstall: joinguard.io/withdraw-all withdraws every mark, also from a
     const uid = deferred.metadata.uid as string;
 
     const t0 = Date.now();
-    await kube.mergePatch(`${checksPath(namespace)}/workers`, { metadata: { annotations: { 'joinguard.io/withdraw-all': '' } } });
-    const clean = await waitFor(`${deferred.metadata.name} unmarked (never joined) and the check saying MarksWithdrawn`, async () => {
-      const m = await stillThere();
-      const check = await s.check();
-      const paused = check.status?.conditions?.find((c) => c.type === 'Paused');
-      return !hasNode(m) && conditionOf(m, 'HealthCheckSucceeded')?.status !== 'False' && conditionOf(m, 'OwnerRemediated') === undefined && paused?.reason === 'MarksWithdrawn' && m;
-    }, { timeoutMs: 60_000, describe: seen });
+    await kube.mergePatch(`${checksPath(namespace)}/workers`, {
+      metadata: { annotations: { 'joinguard.io/withdraw-all': '' } },
+    });
+    const clean = await waitFor(
+      `${deferred.metadata.name} unmarked (never joined) and the check saying MarksWithdrawn`,
+      async () => {
+        const m = await stillThere();
+        const check = await s.check();
+        const paused = check.status?.conditions?.find((c) => c.type === 'Paused');
+        return (
+          !hasNode(m) &&
+          conditionOf(m, 'HealthCheckSucceeded')?.status !== 'False' &&
+          conditionOf(m, 'OwnerRemediated') === undefined &&
+          paused?.reason === 'MarksWithdrawn' &&
+          m
+        );
+      },
+      { timeoutMs: 60_000, describe: seen },
+    );
     const tookMs = Date.now() - t0;
 
     // The deferral lifts: the taken Machine goes; the unmarked one stays, never asked for again.
     teardown.lift();
-    await waitFor('the taken Machine gone', async () => !(await s.workers()).some((m) => m.metadata.uid === taken.metadata.uid), { timeoutMs: 120_000, describe: seen });
+    await waitFor(
+      'the taken Machine gone',
+      async () => !(await s.workers()).some((m) => m.metadata.uid === taken.metadata.uid),
+      { timeoutMs: 120_000, describe: seen },
+    );
     await new Promise((r) => setTimeout(r, 5000));
     const last = await stillThere();
     expect(hasNode(last)).to.equal(false);
@@ -40,6 +56,8 @@ describe('uninstall: joinguard.io/withdraw-all withdraws every mark, also from a
     const check = await s.check();
     const req = check.status?.requests?.find((r) => r.uid === uid);
     expect(req, describeCheck(check)).to.include({ state: 'Withdrawn', withdrawn: 'WithdrawAll' });
-    process.stderr.write(`[uninstall] ${clean.metadata.name} unmarked ${(tookMs / 1000).toFixed(1)}s after the annotation; kept after the deferral lifted\n`);
+    process.stderr.write(
+      `[uninstall] ${clean.metadata.name} unmarked ${(tookMs / 1000).toFixed(1)}s after the annotation; kept after the deferral lifted\n`,
+    );
   });
 });

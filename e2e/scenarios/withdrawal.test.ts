@@ -18,10 +18,14 @@ describe('scenario (f): a Machine that joins while its owner defers its remediat
   this.timeout(400_000);
 
   for (const pausedWhileDeferred of [false, true]) {
-    describe(pausedWhileDeferred ? 'with the check paused while the owner defers' : 'with the check running', function () {
-      const s = useScenario(deferralScenario(pausedWhileDeferred ? 'jg-fp' : 'jg-f', 'wd'));
-      it('withdraws the mark of the deferred Machine once it joins; the owner never deletes it', () => run(s, pausedWhileDeferred));
-    });
+    describe(
+      pausedWhileDeferred ? 'with the check paused while the owner defers' : 'with the check running',
+      function () {
+        const s = useScenario(deferralScenario(pausedWhileDeferred ? 'jg-fp' : 'jg-f', 'wd'));
+        it('withdraws the mark of the deferred Machine once it joins; the owner never deletes it', () =>
+          run(s, pausedWhileDeferred));
+      },
+    );
   }
 });
 
@@ -34,19 +38,32 @@ async function run(s: Scenario, pausedWhileDeferred: boolean): Promise<void> {
   if (pausedWhileDeferred) await kube.mergePatch(`${checksPath(namespace)}/workers`, { spec: { paused: true } });
   // The deferred Machine boots after all: its Node registers, CAPI sets its nodeRef.
   slow.lift();
-  const withdrawn = await waitFor(`${deferred.metadata.name} joined, its mark withdrawn and OwnerRemediated dropped`, async () => {
-    const m = await stillThere();
-    return hasNode(m) && conditionOf(m, 'HealthCheckSucceeded')?.status === 'True' && conditionOf(m, 'OwnerRemediated') === undefined && m;
-  }, { timeoutMs: 90_000, describe: seen });
+  const withdrawn = await waitFor(
+    `${deferred.metadata.name} joined, its mark withdrawn and OwnerRemediated dropped`,
+    async () => {
+      const m = await stillThere();
+      return (
+        hasNode(m) &&
+        conditionOf(m, 'HealthCheckSucceeded')?.status === 'True' &&
+        conditionOf(m, 'OwnerRemediated') === undefined &&
+        m
+      );
+    },
+    { timeoutMs: 90_000, describe: seen },
+  );
   expect(conditionOf(withdrawn, 'HealthCheckSucceeded')?.message).to.contain('withdrew');
 
   // The deferral lifts: the taken Machine goes, its replacement joins; the withdrawn one stays.
   teardown.lift();
-  await waitFor('the taken Machine gone and 3 joined workers', async () => {
-    await stillThere();
-    const w = await s.workers();
-    return !w.some((m) => m.metadata.uid === taken.metadata.uid) && w.length === 3 && w.every(hasNode);
-  }, { timeoutMs: 120_000, describe: seen });
+  await waitFor(
+    'the taken Machine gone and 3 joined workers',
+    async () => {
+      await stillThere();
+      const w = await s.workers();
+      return !w.some((m) => m.metadata.uid === taken.metadata.uid) && w.length === 3 && w.every(hasNode);
+    },
+    { timeoutMs: 120_000, describe: seen },
+  );
   // A few more owner reconciles: still there, still HealthCheckSucceeded=True.
   await new Promise((r) => setTimeout(r, 5000));
   const last = await stillThere();
@@ -54,5 +71,7 @@ async function run(s: Scenario, pausedWhileDeferred: boolean): Promise<void> {
   const check = await s.check();
   const rec = check.status?.remediations?.find((r) => r.uid === deferredUid);
   expect(rec?.outcome, describeCheck(check)).to.equal('Withdrawn');
-  process.stderr.write(`[scenario f${pausedWhileDeferred ? ' paused' : ''}] ${deferred.metadata.name} deferred, joined, withdrawn, kept; ${taken.metadata.name} replaced\n`);
+  process.stderr.write(
+    `[scenario f${pausedWhileDeferred ? ' paused' : ''}] ${deferred.metadata.name} deferred, joined, withdrawn, kept; ${taken.metadata.name} replaced\n`,
+  );
 }

@@ -55,9 +55,14 @@ export class ResourceCache {
           needList = false;
         }
         let gone = false;
-        await this.kube.watch(path, this.resourceVersion, (e) => {
-          if (this.apply(e) === 'gone') gone = true;
-        }, this.abort.signal);
+        await this.kube.watch(
+          path,
+          this.resourceVersion,
+          (e) => {
+            if (this.apply(e) === 'gone') gone = true;
+          },
+          this.abort.signal,
+        );
         if (gone) needList = true;
       } catch (err) {
         if (this.abort.signal.aborted) break;

@@ -8,7 +8,8 @@
 import { pathOf, type Json, type Resource } from '../../hack/testenv/kube-client.js';
 
 export type CapiApiVersion = 'v1beta2' | 'v1beta1';
-export type CapiKind = 'Cluster' | 'Machine' | 'MachineDeployment' | 'MachineSet' | 'KubeadmControlPlane' | 'KubeadmConfig';
+export type CapiKind =
+  'Cluster' | 'Machine' | 'MachineDeployment' | 'MachineSet' | 'KubeadmControlPlane' | 'KubeadmConfig';
 
 const GROUP: Record<CapiKind, string> = {
   Cluster: 'cluster.x-k8s.io',
@@ -41,22 +42,30 @@ export interface CapiApi {
   isDataSecretCreated(obj: Json | undefined): boolean;
 }
 
-const conditionTrue = (list: Json[] | undefined, type: string) => (list ?? []).some((c) => c.type === type && c.status === 'True');
+const conditionTrue = (list: Json[] | undefined, type: string) =>
+  (list ?? []).some((c) => c.type === type && c.status === 'True');
 
 export function capiApi(version: CapiApiVersion): CapiApi {
   const v2 = version === 'v1beta2';
   const apiVersionOf = (kind: CapiKind) => `${GROUP[kind]}/${version}`;
-  const resource = (kind: CapiKind): Resource => ({ group: GROUP[kind], version, plural: `${kind.toLowerCase()}s`, namespaced: true });
+  const resource = (kind: CapiKind): Resource => ({
+    group: GROUP[kind],
+    version,
+    plural: `${kind.toLowerCase()}s`,
+    namespaced: true,
+  });
   return {
     version,
     apiVersionOf,
     resource,
     path: (kind, namespace, name, sub) => pathOf(resource(kind), namespace, name, sub),
-    ref: (group, refVersion, kind, name) => (v2 ? { apiGroup: group, kind, name } : { apiVersion: `${group}/${refVersion}`, kind, name }),
-    controlPlaneInitialized: (c) => (v2
-      ? c?.status?.initialization?.controlPlaneInitialized === true
-      // v1beta1: CABPK waits for the Cluster's (v1beta1) ControlPlaneInitialized condition.
-      : conditionTrue(c?.status?.conditions, 'ControlPlaneInitialized')),
+    ref: (group, refVersion, kind, name) =>
+      v2 ? { apiGroup: group, kind, name } : { apiVersion: `${group}/${refVersion}`, kind, name },
+    controlPlaneInitialized: (c) =>
+      v2
+        ? c?.status?.initialization?.controlPlaneInitialized === true
+        : // v1beta1: CABPK waits for the Cluster's (v1beta1) ControlPlaneInitialized condition.
+          conditionTrue(c?.status?.conditions, 'ControlPlaneInitialized'),
     v1beta2Conditions: (o) => ((v2 ? o?.status?.conditions : o?.status?.v1beta2?.conditions) ?? []) as Json[],
     clockConditions: {
       infrastructure: 'InfrastructureReady',
@@ -65,9 +74,11 @@ export function capiApi(version: CapiApiVersion): CapiApi {
     },
     provisionedStatus: () => (v2 ? { initialization: { provisioned: true } } : { ready: true }),
     isProvisioned: (o) => (v2 ? o?.status?.initialization?.provisioned === true : o?.status?.ready === true),
-    dataSecretStatus: (secretName) => (v2
-      ? { initialization: { dataSecretCreated: true }, dataSecretName: secretName }
-      : { ready: true, dataSecretName: secretName }),
-    isDataSecretCreated: (o) => (v2 ? o?.status?.initialization?.dataSecretCreated === true : o?.status?.ready === true),
+    dataSecretStatus: (secretName) =>
+      v2
+        ? { initialization: { dataSecretCreated: true }, dataSecretName: secretName }
+        : { ready: true, dataSecretName: secretName },
+    isDataSecretCreated: (o) =>
+      v2 ? o?.status?.initialization?.dataSecretCreated === true : o?.status?.ready === true,
   };
 }

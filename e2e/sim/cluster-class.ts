@@ -45,28 +45,80 @@ export function classObjects(c: ClassShape): Json[] {
   const capi = capiApi(v);
   const ns = c.namespace;
   const startup = c.healthChecks?.nodeStartupTimeoutSeconds ?? 600;
-  const names = { infra: `${c.name}-cluster`, cp: `${c.name}-control-plane`, cpMachine: `${c.name}-control-plane-machine`, worker: `${c.name}-worker-machine`, bootstrap: `${c.name}-worker-bootstrap` };
-  const tpl = (group: string, version: string, kind: string, name: string) => (v === 'v1beta2'
-    ? { templateRef: { apiVersion: `${group}/${version}`, kind, name } }
-    : { ref: { apiVersion: `${group}/${version}`, kind, name } });
+  const names = {
+    infra: `${c.name}-cluster`,
+    cp: `${c.name}-control-plane`,
+    cpMachine: `${c.name}-control-plane-machine`,
+    worker: `${c.name}-worker-machine`,
+    bootstrap: `${c.name}-worker-bootstrap`,
+  };
+  const tpl = (group: string, version: string, kind: string, name: string) =>
+    v === 'v1beta2'
+      ? { templateRef: { apiVersion: `${group}/${version}`, kind, name } }
+      : { ref: { apiVersion: `${group}/${version}`, kind, name } };
   const kcpGroup = 'controlplane.cluster.x-k8s.io';
-  const remediation = c.kcpRemediation === undefined ? {} : v === 'v1beta2'
-    ? { remediation: c.kcpRemediation }
-    : { remediationStrategy: Object.fromEntries(Object.entries({ maxRetry: c.kcpRemediation.maxRetry, retryPeriod: secs(c.kcpRemediation.retryPeriodSeconds), minHealthyPeriod: secs(c.kcpRemediation.minHealthyPeriodSeconds) }).filter(([, x]) => x !== undefined)) };
-  const healthCheck = v === 'v1beta2'
-    ? { healthCheck: { checks: { nodeStartupTimeoutSeconds: startup, unhealthyNodeConditions: UNHEALTHY_NODE } } }
-    : { machineHealthCheck: { nodeStartupTimeout: `${startup}s`, unhealthyConditions: UNHEALTHY_NODE.map((u) => ({ type: u.type, status: u.status, timeout: `${u.timeoutSeconds}s` })) } };
+  const remediation =
+    c.kcpRemediation === undefined
+      ? {}
+      : v === 'v1beta2'
+        ? { remediation: c.kcpRemediation }
+        : {
+            remediationStrategy: Object.fromEntries(
+              Object.entries({
+                maxRetry: c.kcpRemediation.maxRetry,
+                retryPeriod: secs(c.kcpRemediation.retryPeriodSeconds),
+                minHealthyPeriod: secs(c.kcpRemediation.minHealthyPeriodSeconds),
+              }).filter(([, x]) => x !== undefined),
+            ),
+          };
+  const healthCheck =
+    v === 'v1beta2'
+      ? { healthCheck: { checks: { nodeStartupTimeoutSeconds: startup, unhealthyNodeConditions: UNHEALTHY_NODE } } }
+      : {
+          machineHealthCheck: {
+            nodeStartupTimeout: `${startup}s`,
+            unhealthyConditions: UNHEALTHY_NODE.map((u) => ({
+              type: u.type,
+              status: u.status,
+              timeout: `${u.timeoutSeconds}s`,
+            })),
+          },
+        };
   return [
-    { apiVersion: `${INFRA_GROUP}/${SIM_VERSION}`, kind: 'SimClusterTemplate', metadata: { name: names.infra, namespace: ns }, spec: { template: { spec: {} } } },
-    { apiVersion: `${INFRA_GROUP}/${SIM_VERSION}`, kind: 'SimMachineTemplate', metadata: { name: names.cpMachine, namespace: ns }, spec: { template: { spec: {} } } },
-    { apiVersion: `${INFRA_GROUP}/${SIM_VERSION}`, kind: 'SimMachineTemplate', metadata: { name: names.worker, namespace: ns }, spec: { template: { spec: {} } } },
-    { apiVersion: `${BOOTSTRAP_GROUP}/${SIM_VERSION}`, kind: 'SimBootstrapConfigTemplate', metadata: { name: names.bootstrap, namespace: ns }, spec: { template: { spec: {} } } },
     {
-      apiVersion: `${kcpGroup}/${v}`, kind: 'KubeadmControlPlaneTemplate', metadata: { name: names.cp, namespace: ns },
+      apiVersion: `${INFRA_GROUP}/${SIM_VERSION}`,
+      kind: 'SimClusterTemplate',
+      metadata: { name: names.infra, namespace: ns },
+      spec: { template: { spec: {} } },
+    },
+    {
+      apiVersion: `${INFRA_GROUP}/${SIM_VERSION}`,
+      kind: 'SimMachineTemplate',
+      metadata: { name: names.cpMachine, namespace: ns },
+      spec: { template: { spec: {} } },
+    },
+    {
+      apiVersion: `${INFRA_GROUP}/${SIM_VERSION}`,
+      kind: 'SimMachineTemplate',
+      metadata: { name: names.worker, namespace: ns },
+      spec: { template: { spec: {} } },
+    },
+    {
+      apiVersion: `${BOOTSTRAP_GROUP}/${SIM_VERSION}`,
+      kind: 'SimBootstrapConfigTemplate',
+      metadata: { name: names.bootstrap, namespace: ns },
+      spec: { template: { spec: {} } },
+    },
+    {
+      apiVersion: `${kcpGroup}/${v}`,
+      kind: 'KubeadmControlPlaneTemplate',
+      metadata: { name: names.cp, namespace: ns },
       spec: { template: { spec: { kubeadmConfigSpec: KCP_KUBEADM_CONFIG_SPEC, ...remediation } } },
     },
     {
-      apiVersion: capi.apiVersionOf('Cluster'), kind: 'ClusterClass', metadata: { name: c.name, namespace: ns },
+      apiVersion: capi.apiVersionOf('Cluster'),
+      kind: 'ClusterClass',
+      metadata: { name: c.name, namespace: ns },
       spec: {
         infrastructure: tpl(INFRA_GROUP, SIM_VERSION, 'SimClusterTemplate', names.infra),
         controlPlane: {
@@ -75,13 +127,23 @@ export function classObjects(c: ClassShape): Json[] {
           ...healthCheck,
         },
         workers: {
-          machineDeployments: [{
-            class: WORKER_CLASS,
-            ...(v === 'v1beta2'
-              ? { bootstrap: tpl(BOOTSTRAP_GROUP, SIM_VERSION, 'SimBootstrapConfigTemplate', names.bootstrap), infrastructure: tpl(INFRA_GROUP, SIM_VERSION, 'SimMachineTemplate', names.worker) }
-              : { template: { bootstrap: tpl(BOOTSTRAP_GROUP, SIM_VERSION, 'SimBootstrapConfigTemplate', names.bootstrap), infrastructure: tpl(INFRA_GROUP, SIM_VERSION, 'SimMachineTemplate', names.worker) } }),
-            ...healthCheck,
-          }],
+          machineDeployments: [
+            {
+              class: WORKER_CLASS,
+              ...(v === 'v1beta2'
+                ? {
+                    bootstrap: tpl(BOOTSTRAP_GROUP, SIM_VERSION, 'SimBootstrapConfigTemplate', names.bootstrap),
+                    infrastructure: tpl(INFRA_GROUP, SIM_VERSION, 'SimMachineTemplate', names.worker),
+                  }
+                : {
+                    template: {
+                      bootstrap: tpl(BOOTSTRAP_GROUP, SIM_VERSION, 'SimBootstrapConfigTemplate', names.bootstrap),
+                      infrastructure: tpl(INFRA_GROUP, SIM_VERSION, 'SimMachineTemplate', names.worker),
+                    },
+                  }),
+              ...healthCheck,
+            },
+          ],
         },
       },
     },
@@ -99,19 +161,29 @@ export function classClusterObjects(s: ClassClusterShape): Json[] {
   const cn = { 'cluster.x-k8s.io/cluster-name': s.name };
   return [
     {
-      apiVersion: 'v1', kind: 'Secret', type: 'cluster.x-k8s.io/secret',
+      apiVersion: 'v1',
+      kind: 'Secret',
+      type: 'cluster.x-k8s.io/secret',
       metadata: { name: `${s.name}-ca`, namespace: s.namespace, labels: cn },
       stringData: { 'tls.crt': s.ca.certPem, 'tls.key': s.ca.keyPem },
     },
     {
-      apiVersion: capi.apiVersionOf('Cluster'), kind: 'Cluster', metadata: { name: s.name, namespace: s.namespace },
+      apiVersion: capi.apiVersionOf('Cluster'),
+      kind: 'Cluster',
+      metadata: { name: s.name, namespace: s.namespace },
       spec: {
-        clusterNetwork: { services: { cidrBlocks: ['10.128.0.0/12'] }, pods: { cidrBlocks: ['192.168.0.0/16'] }, serviceDomain: 'cluster.local' },
+        clusterNetwork: {
+          services: { cidrBlocks: ['10.128.0.0/12'] },
+          pods: { cidrBlocks: ['192.168.0.0/16'] },
+          serviceDomain: 'cluster.local',
+        },
         topology: {
           ...(v === 'v1beta2' ? { classRef: { name: s.className } } : { class: s.className }),
           version: s.version ?? DEFAULT_K8S_VERSION,
           controlPlane: { replicas: s.controlPlaneReplicas },
-          workers: { machineDeployments: s.workers.map((w) => ({ class: WORKER_CLASS, name: w.name, replicas: w.replicas })) },
+          workers: {
+            machineDeployments: s.workers.map((w) => ({ class: WORKER_CLASS, name: w.name, replicas: w.replicas })),
+          },
         },
       },
     },
@@ -132,9 +204,17 @@ export const createClusterClass = (kube: KubeClient, c: ClassShape) => createAll
 export const createClassCluster = (kube: KubeClient, s: ClassClusterShape) => createAll(kube, classClusterObjects(s));
 
 /** Changes the topology as an operator does: the version (an upgrade) and/or the control-plane replicas. */
-export async function changeTopology(kube: KubeClient, o: { namespace: string; name: string; apiVersion?: CapiApiVersion; version?: string; controlPlaneReplicas?: number }): Promise<void> {
+export async function changeTopology(
+  kube: KubeClient,
+  o: { namespace: string; name: string; apiVersion?: CapiApiVersion; version?: string; controlPlaneReplicas?: number },
+): Promise<void> {
   const capi = capiApi(o.apiVersion ?? 'v1beta2');
   await kube.mergePatch(capi.path('Cluster', o.namespace, o.name), {
-    spec: { topology: { ...(o.version ? { version: o.version } : {}), ...(o.controlPlaneReplicas !== undefined ? { controlPlane: { replicas: o.controlPlaneReplicas } } : {}) } },
+    spec: {
+      topology: {
+        ...(o.version ? { version: o.version } : {}),
+        ...(o.controlPlaneReplicas !== undefined ? { controlPlane: { replicas: o.controlPlaneReplicas } } : {}),
+      },
+    },
   });
 }

@@ -11,9 +11,20 @@ export interface SimEvent {
   /** Epoch ms. */
   time: number;
   type:
-    | 'ClusterProvisioned' | 'BootstrapDataCreated' | 'MachineProvisioned' | 'WaitingForControlPlane'
-    | 'JoinHeld' | 'JoinFailed' | 'NodeJoined' | 'KubeadmConfigCreated' | 'KubeadmConfigReleased'
-    | 'EndpointUnreachable' | 'MachineDeleted' | 'NodeDeleted' | 'PolicyChanged' | 'Error';
+    | 'ClusterProvisioned'
+    | 'BootstrapDataCreated'
+    | 'MachineProvisioned'
+    | 'WaitingForControlPlane'
+    | 'JoinHeld'
+    | 'JoinFailed'
+    | 'NodeJoined'
+    | 'KubeadmConfigCreated'
+    | 'KubeadmConfigReleased'
+    | 'EndpointUnreachable'
+    | 'MachineDeleted'
+    | 'NodeDeleted'
+    | 'PolicyChanged'
+    | 'Error';
   namespace: string;
   /** The object the event is about (SimMachine = its Machine's name, SimCluster, SimBootstrapConfig). */
   name: string;
@@ -62,11 +73,11 @@ export const SIM_FINALIZER = 'infrastructure.sim.joinguard.io/vm';
 export const CAPI_GROUP = 'cluster.x-k8s.io';
 export const CONTROL_PLANE_LABEL = 'cluster.x-k8s.io/control-plane';
 
-
 /** The Machine that owns an infra or bootstrap object (CAPI's Machine controller sets the ownerRef). */
 export function ownerMachine(ctx: SimContext, obj: Json): Json | undefined {
-  const ref = ((obj.metadata?.ownerReferences ?? []) as Json[])
-    .find((r) => r.kind === 'Machine' && String(r.apiVersion).startsWith(`${CAPI_GROUP}/`));
+  const ref = ((obj.metadata?.ownerReferences ?? []) as Json[]).find(
+    (r) => r.kind === 'Machine' && String(r.apiVersion).startsWith(`${CAPI_GROUP}/`),
+  );
   if (!ref) return undefined;
   const machine = ctx.caches.machines.get(obj.metadata.namespace, ref.name);
   return machine && machine.metadata.uid === ref.uid ? machine : undefined;

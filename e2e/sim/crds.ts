@@ -16,12 +16,48 @@ export const INFRA_GROUP = 'infrastructure.sim.joinguard.io';
 export const BOOTSTRAP_GROUP = 'bootstrap.sim.joinguard.io';
 export const SIM_VERSION = 'v1alpha1';
 
-export const SIM_CLUSTER = { group: INFRA_GROUP, version: SIM_VERSION, plural: 'simclusters', namespaced: true, kind: 'SimCluster' };
-export const SIM_MACHINE = { group: INFRA_GROUP, version: SIM_VERSION, plural: 'simmachines', namespaced: true, kind: 'SimMachine' };
-export const SIM_MACHINE_TEMPLATE = { group: INFRA_GROUP, version: SIM_VERSION, plural: 'simmachinetemplates', namespaced: true, kind: 'SimMachineTemplate' };
-export const SIM_CLUSTER_TEMPLATE = { group: INFRA_GROUP, version: SIM_VERSION, plural: 'simclustertemplates', namespaced: true, kind: 'SimClusterTemplate' };
-export const SIM_BOOTSTRAP = { group: BOOTSTRAP_GROUP, version: SIM_VERSION, plural: 'simbootstrapconfigs', namespaced: true, kind: 'SimBootstrapConfig' };
-export const SIM_BOOTSTRAP_TEMPLATE = { group: BOOTSTRAP_GROUP, version: SIM_VERSION, plural: 'simbootstrapconfigtemplates', namespaced: true, kind: 'SimBootstrapConfigTemplate' };
+export const SIM_CLUSTER = {
+  group: INFRA_GROUP,
+  version: SIM_VERSION,
+  plural: 'simclusters',
+  namespaced: true,
+  kind: 'SimCluster',
+};
+export const SIM_MACHINE = {
+  group: INFRA_GROUP,
+  version: SIM_VERSION,
+  plural: 'simmachines',
+  namespaced: true,
+  kind: 'SimMachine',
+};
+export const SIM_MACHINE_TEMPLATE = {
+  group: INFRA_GROUP,
+  version: SIM_VERSION,
+  plural: 'simmachinetemplates',
+  namespaced: true,
+  kind: 'SimMachineTemplate',
+};
+export const SIM_CLUSTER_TEMPLATE = {
+  group: INFRA_GROUP,
+  version: SIM_VERSION,
+  plural: 'simclustertemplates',
+  namespaced: true,
+  kind: 'SimClusterTemplate',
+};
+export const SIM_BOOTSTRAP = {
+  group: BOOTSTRAP_GROUP,
+  version: SIM_VERSION,
+  plural: 'simbootstrapconfigs',
+  namespaced: true,
+  kind: 'SimBootstrapConfig',
+};
+export const SIM_BOOTSTRAP_TEMPLATE = {
+  group: BOOTSTRAP_GROUP,
+  version: SIM_VERSION,
+  plural: 'simbootstrapconfigtemplates',
+  namespaced: true,
+  kind: 'SimBootstrapConfigTemplate',
+};
 
 const str = { type: 'string' };
 const bool = { type: 'boolean' };
@@ -31,17 +67,24 @@ const conditions = {
   type: 'array',
   'x-kubernetes-list-type': 'map',
   'x-kubernetes-list-map-keys': ['type'],
-  items: obj({
-    type: str, status: { type: 'string', enum: ['True', 'False', 'Unknown'] }, reason: str, message: str,
-    lastTransitionTime: { type: 'string', format: 'date-time' }, observedGeneration: { type: 'integer', format: 'int64' },
-  }, { required: ['type', 'status', 'lastTransitionTime', 'reason'] }),
+  items: obj(
+    {
+      type: str,
+      status: { type: 'string', enum: ['True', 'False', 'Unknown'] },
+      reason: str,
+      message: str,
+      lastTransitionTime: { type: 'string', format: 'date-time' },
+      observedGeneration: { type: 'integer', format: 'int64' },
+    },
+    { required: ['type', 'status', 'lastTransitionTime', 'reason'] },
+  ),
 };
 
 const endpoint = obj({ host: str, port: { type: 'integer', format: 'int32' } });
 
 /** The sim's own record of a simulated VM's boot (not a contract field; nothing in CAPI reads it). */
 const boot = obj({
-  dataSeenAt: { ...str, description: 'When the sim first saw the Machine\'s bootstrap data (ISO time, ms).' },
+  dataSeenAt: { ...str, description: "When the sim first saw the Machine's bootstrap data (ISO time, ms)." },
   provisionedAt: str,
   phase: { type: 'string', enum: ['Waiting', 'Held', 'Joined', 'Failed'] },
   role: { type: 'string', enum: ['init', 'join-control-plane', 'join'] },
@@ -53,7 +96,11 @@ const boot = obj({
 
 const simMachineSpec = obj({
   providerID: { ...str, description: 'sim://<namespace>/<machine>, set by the simulation when provisioned.' },
-  image: { ...str, description: 'The VM image (a name only): what a template revision changes; the join policy can fail every VM of one image.' },
+  image: {
+    ...str,
+    description:
+      'The VM image (a name only): what a template revision changes; the join policy can fail every VM of one image.',
+  },
 });
 
 const simMachineStatus = obj({
@@ -82,12 +129,25 @@ interface KindDef {
   printer?: Json[];
 }
 
-const templateOf = (spec: Json) => obj({ template: obj({ metadata: obj({}, { 'x-kubernetes-preserve-unknown-fields': true }), spec }, { required: ['spec'] }) }, { required: ['template'] });
+const templateOf = (spec: Json) =>
+  obj(
+    {
+      template: obj(
+        { metadata: obj({}, { 'x-kubernetes-preserve-unknown-fields': true }), spec },
+        { required: ['spec'] },
+      ),
+    },
+    { required: ['template'] },
+  );
 
 const KINDS: KindDef[] = [
   {
-    group: INFRA_GROUP, kind: 'SimCluster', plural: 'simclusters', singular: 'simcluster',
-    description: 'SIMULATION (JoinGuard tests): a pretend infrastructure cluster. The sim marks it provisioned with a controlPlaneEndpoint.',
+    group: INFRA_GROUP,
+    kind: 'SimCluster',
+    plural: 'simclusters',
+    singular: 'simcluster',
+    description:
+      'SIMULATION (JoinGuard tests): a pretend infrastructure cluster. The sim marks it provisioned with a controlPlaneEndpoint.',
     spec: obj({ controlPlaneEndpoint: endpoint }),
     status: obj({ initialization: obj({ provisioned: bool }), ready: bool, conditions }),
     printer: [
@@ -97,13 +157,21 @@ const KINDS: KindDef[] = [
     ],
   },
   {
-    group: INFRA_GROUP, kind: 'SimClusterTemplate', plural: 'simclustertemplates', singular: 'simclustertemplate',
-    description: 'SIMULATION (JoinGuard tests): template of SimClusters, for ClusterClasses (the topology controller clones it).',
+    group: INFRA_GROUP,
+    kind: 'SimClusterTemplate',
+    plural: 'simclustertemplates',
+    singular: 'simclustertemplate',
+    description:
+      'SIMULATION (JoinGuard tests): template of SimClusters, for ClusterClasses (the topology controller clones it).',
     spec: templateOf(obj({ controlPlaneEndpoint: endpoint })),
   },
   {
-    group: INFRA_GROUP, kind: 'SimMachine', plural: 'simmachines', singular: 'simmachine',
-    description: 'SIMULATION (JoinGuard tests): a pretend VM. The sim provisions it and, when its join policy allows, registers its Node.',
+    group: INFRA_GROUP,
+    kind: 'SimMachine',
+    plural: 'simmachines',
+    singular: 'simmachine',
+    description:
+      'SIMULATION (JoinGuard tests): a pretend VM. The sim provisions it and, when its join policy allows, registers its Node.',
     spec: simMachineSpec,
     status: simMachineStatus,
     printer: [
@@ -114,30 +182,44 @@ const KINDS: KindDef[] = [
     ],
   },
   {
-    group: INFRA_GROUP, kind: 'SimMachineTemplate', plural: 'simmachinetemplates', singular: 'simmachinetemplate',
+    group: INFRA_GROUP,
+    kind: 'SimMachineTemplate',
+    plural: 'simmachinetemplates',
+    singular: 'simmachinetemplate',
     description: 'SIMULATION (JoinGuard tests): template of SimMachines.',
     spec: templateOf(simMachineSpec),
   },
   {
-    group: BOOTSTRAP_GROUP, kind: 'SimBootstrapConfig', plural: 'simbootstrapconfigs', singular: 'simbootstrapconfig',
+    group: BOOTSTRAP_GROUP,
+    kind: 'SimBootstrapConfig',
+    plural: 'simbootstrapconfigs',
+    singular: 'simbootstrapconfig',
     description: 'SIMULATION (JoinGuard tests): pretend bootstrap data; the sim writes the data secret after a delay.',
     spec: obj({}),
     status: bootstrapStatus,
     printer: [{ name: 'DataSecret', type: 'string', jsonPath: '.status.dataSecretName' }],
   },
   {
-    group: BOOTSTRAP_GROUP, kind: 'SimBootstrapConfigTemplate', plural: 'simbootstrapconfigtemplates', singular: 'simbootstrapconfigtemplate',
+    group: BOOTSTRAP_GROUP,
+    kind: 'SimBootstrapConfigTemplate',
+    plural: 'simbootstrapconfigtemplates',
+    singular: 'simbootstrapconfigtemplate',
     description: 'SIMULATION (JoinGuard tests): template of SimBootstrapConfigs.',
     spec: templateOf(obj({})),
   },
 ];
 
 function crdOf(def: KindDef, contract: CapiApiVersion): Json {
-  const schema = obj({
-    apiVersion: str, kind: str, metadata: { type: 'object' },
-    spec: { ...def.spec, description: def.description },
-    ...(def.status ? { status: def.status } : {}),
-  }, { description: def.description });
+  const schema = obj(
+    {
+      apiVersion: str,
+      kind: str,
+      metadata: { type: 'object' },
+      spec: { ...def.spec, description: def.description },
+      ...(def.status ? { status: def.status } : {}),
+    },
+    { description: def.description },
+  );
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
@@ -152,13 +234,26 @@ function crdOf(def: KindDef, contract: CapiApiVersion): Json {
     spec: {
       group: def.group,
       scope: 'Namespaced',
-      names: { kind: def.kind, listKind: `${def.kind}List`, plural: def.plural, singular: def.singular, categories: ['cluster-api', 'joinguard-sim'] },
-      versions: [{
-        name: SIM_VERSION, served: true, storage: true,
-        schema: { openAPIV3Schema: schema },
-        ...(def.status ? { subresources: { status: {} } } : {}),
-        additionalPrinterColumns: [...(def.printer ?? []), { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' }],
-      }],
+      names: {
+        kind: def.kind,
+        listKind: `${def.kind}List`,
+        plural: def.plural,
+        singular: def.singular,
+        categories: ['cluster-api', 'joinguard-sim'],
+      },
+      versions: [
+        {
+          name: SIM_VERSION,
+          served: true,
+          storage: true,
+          schema: { openAPIV3Schema: schema },
+          ...(def.status ? { subresources: { status: {} } } : {}),
+          additionalPrinterColumns: [
+            ...(def.printer ?? []),
+            { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+          ],
+        },
+      ],
     },
   };
 }

@@ -56,7 +56,10 @@ export type LeaseKind = 'init' | 'rollout';
 export class KubeadmConfigLease {
   private held?: { holder: LeaseHolder; kind: LeaseKind; since: number; uid?: string };
 
-  constructor(private readonly kube: KubeClient, private readonly leaseMs: number) {}
+  constructor(
+    private readonly kube: KubeClient,
+    private readonly leaseMs: number,
+  ) {}
 
   get holder(): LeaseHolder | undefined {
     return this.held?.holder;
@@ -70,7 +73,12 @@ export class KubeadmConfigLease {
    * Creates kubeadm-config for the cluster. 'busy' while another cluster holds it; 'foreign' when a
    * kubeadm-config exists that the sim did not make (it is left alone: KCP will see it anyway).
    */
-  async acquire(holder: LeaseHolder, version: string, endpoint: string, kind: LeaseKind = 'init'): Promise<'acquired' | 'busy' | 'foreign'> {
+  async acquire(
+    holder: LeaseHolder,
+    version: string,
+    endpoint: string,
+    kind: LeaseKind = 'init',
+  ): Promise<'acquired' | 'busy' | 'foreign'> {
     const id = `${holder.namespace}/${holder.cluster}`;
     const existing = await this.kube.get(KUBEADM_CONFIG);
     if (existing) {
@@ -82,13 +90,19 @@ export class KubeadmConfigLease {
         if (this.held || age < this.leaseMs) return 'busy';
         await this.kube.delete(KUBEADM_CONFIG, { preconditions: { uid: existing.metadata.uid } });
       } else {
-        this.held = { holder, kind: this.held?.kind ?? kind, since: this.held?.since ?? Date.now(), uid: existing.metadata.uid };
+        this.held = {
+          holder,
+          kind: this.held?.kind ?? kind,
+          since: this.held?.since ?? Date.now(),
+          uid: existing.metadata.uid,
+        };
         return 'acquired';
       }
     }
     try {
       const created = await this.kube.create('/api/v1/namespaces/kube-system/configmaps', {
-        apiVersion: 'v1', kind: 'ConfigMap',
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
         metadata: { name: 'kubeadm-config', namespace: 'kube-system', annotations: { [LEASE_ANNOTATION]: id } },
         data: { ClusterConfiguration: clusterConfiguration(holder.cluster, version, endpoint) },
       });
@@ -120,7 +134,6 @@ export class KubeadmConfigLease {
   }
 }
 
-
 /** What the lease needs to know of the world (the sim's caches). */
 export interface LeaseWorld {
   clusters: Json[];
@@ -136,13 +149,23 @@ const ownedBy = (o: Json, kind: string, name: string) =>
 
 /** A KCP rolls out when one of its Machines is not up to date: another version, or its UpToDate condition False. */
 export function kcpRollingOut(kcp: Json, machines: Json[], conditions: (o: Json) => Json[]): boolean {
-  const own = machines.filter((m) => m.metadata.namespace === kcp.metadata.namespace && ownedBy(m, 'KubeadmControlPlane', kcp.metadata.name) && !m.metadata.deletionTimestamp);
-  return own.some((m) => m.spec?.version !== kcp.spec?.version || conditions(m).some((c) => c.type === 'UpToDate' && c.status === 'False'));
+  const own = machines.filter(
+    (m) =>
+      m.metadata.namespace === kcp.metadata.namespace &&
+      ownedBy(m, 'KubeadmControlPlane', kcp.metadata.name) &&
+      !m.metadata.deletionTimestamp,
+  );
+  return own.some(
+    (m) =>
+      m.spec?.version !== kcp.spec?.version || conditions(m).some((c) => c.type === 'UpToDate' && c.status === 'False'),
+  );
 }
 
 function kcpOf(c: Json, kcps: Json[]): Json | undefined {
   const ref = c.spec?.controlPlaneRef;
-  return ref?.kind === 'KubeadmControlPlane' ? kcps.find((k) => k.metadata.namespace === c.metadata.namespace && k.metadata.name === ref.name) : undefined;
+  return ref?.kind === 'KubeadmControlPlane'
+    ? kcps.find((k) => k.metadata.namespace === c.metadata.namespace && k.metadata.name === ref.name)
+    : undefined;
 }
 
 /**
@@ -150,28 +173,46 @@ function kcpOf(c: Json, kcps: Json[]): Json | undefined {
  * is released once its Cluster is initialized or gone; a rollout lease once the rollout is over or any cluster
  * initializes (kubeadm-config would tell that cluster's KCP that it is initialized).
  */
-export function leaseStep(world: LeaseWorld, held: { holder: LeaseHolder; kind: LeaseKind } | undefined):
-  { release: string } | { acquire: LeaseHolder; version: string; endpoint: string } | undefined {
+export function leaseStep(
+  world: LeaseWorld,
+  held: { holder: LeaseHolder; kind: LeaseKind } | undefined,
+): { release: string } | { acquire: LeaseHolder; version: string; endpoint: string } | undefined {
   const live = world.clusters.filter((c) => !c.metadata.deletionTimestamp);
   const initializing = live.filter((c) => c.spec?.controlPlaneRef && !world.controlPlaneInitialized(c));
-  const find = (h: LeaseHolder) => live.find((c) => c.metadata.namespace === h.namespace && c.metadata.name === h.cluster);
+  const find = (h: LeaseHolder) =>
+    live.find((c) => c.metadata.namespace === h.namespace && c.metadata.name === h.cluster);
   const rolling = (c: Json) => {
     const kcp = kcpOf(c, world.kcps);
-    return kcp !== undefined && world.controlPlaneInitialized(c) && kcpRollingOut(kcp, world.machines, world.conditions);
+    return (
+      kcp !== undefined && world.controlPlaneInitialized(c) && kcpRollingOut(kcp, world.machines, world.conditions)
+    );
   };
   if (held) {
     const c = find(held.holder);
     if (c === undefined) return { release: 'its Cluster is gone' };
-    if (held.kind === 'init') return world.controlPlaneInitialized(c) ? { release: 'its Cluster reports ControlPlaneInitialized' } : undefined;
-    if (initializing.length > 0) return { release: `Cluster ${initializing[0]!.metadata.namespace}/${initializing[0]!.metadata.name} is initializing` };
+    if (held.kind === 'init')
+      return world.controlPlaneInitialized(c) ? { release: 'its Cluster reports ControlPlaneInitialized' } : undefined;
+    if (initializing.length > 0)
+      return {
+        release: `Cluster ${initializing[0]!.metadata.namespace}/${initializing[0]!.metadata.name} is initializing`,
+      };
     return rolling(c) ? undefined : { release: 'its KubeadmControlPlane rolled out' };
   }
   if (initializing.length > 0) return undefined;
   const c = live.find(rolling);
   if (c === undefined) return undefined;
   const kcp = kcpOf(c, world.kcps)!;
-  const versions = world.machines.filter((m) => ownedBy(m, 'KubeadmControlPlane', kcp.metadata.name) && m.metadata.namespace === kcp.metadata.namespace)
-    .map((m) => m.spec?.version as string).filter(Boolean).sort();
+  const versions = world.machines
+    .filter(
+      (m) => ownedBy(m, 'KubeadmControlPlane', kcp.metadata.name) && m.metadata.namespace === kcp.metadata.namespace,
+    )
+    .map((m) => m.spec?.version as string)
+    .filter(Boolean)
+    .sort();
   const ep = c.spec?.controlPlaneEndpoint;
-  return { acquire: { namespace: c.metadata.namespace, cluster: c.metadata.name }, version: versions[0] ?? kcp.spec.version, endpoint: `${ep?.host}:${ep?.port}` };
+  return {
+    acquire: { namespace: c.metadata.namespace, cluster: c.metadata.name },
+    version: versions[0] ?? kcp.spec.version,
+    endpoint: `${ep?.host}:${ep?.port}`,
+  };
 }

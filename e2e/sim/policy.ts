@@ -35,18 +35,18 @@ export interface JoinCandidate {
 export type MachineMatch =
   | string
   | {
-    namespace?: string;
-    name?: string;
-    cluster?: string;
-    /** 'worker' = not a control-plane Machine. */
-    role?: 'worker' | 'control-plane';
-    /** Only Machines created at or after this epoch ms. */
-    createdAfter?: number;
-    /** Only VMs of this image (a broken image fails every VM made from it). */
-    image?: string;
-    /** Only Machines of this Kubernetes version. */
-    version?: string;
-  }
+      namespace?: string;
+      name?: string;
+      cluster?: string;
+      /** 'worker' = not a control-plane Machine. */
+      role?: 'worker' | 'control-plane';
+      /** Only Machines created at or after this epoch ms. */
+      createdAfter?: number;
+      /** Only VMs of this image (a broken image fails every VM made from it). */
+      image?: string;
+      /** Only Machines of this Kubernetes version. */
+      version?: string;
+    }
   | ((m: JoinCandidate) => boolean);
 
 export interface RuleOptions {
@@ -120,7 +120,8 @@ function describe(match: MachineMatch): string {
 }
 
 const inScope = (s: CredentialScope, m: JoinCandidate) =>
-  (s.namespace === undefined || s.namespace === m.namespace) && (s.cluster === undefined || s.cluster === m.clusterName);
+  (s.namespace === undefined || s.namespace === m.namespace) &&
+  (s.cluster === undefined || s.cluster === m.clusterName);
 
 /** Which deleting VMs a deletion hold keeps: a namespace, optionally one Machine. */
 export interface DeletionScope {
@@ -178,7 +179,10 @@ export class JoinPolicy {
   }
 
   deletionHeld(namespace: string, machineName: string): boolean {
-    return this.deletionHolds.some((h) => h.active && h.scope.namespace === namespace && (h.scope.name === undefined || h.scope.name === machineName));
+    return this.deletionHolds.some(
+      (h) =>
+        h.active && h.scope.namespace === namespace && (h.scope.name === undefined || h.scope.name === machineName),
+    );
   }
 
   expireCredential(scope: CredentialScope = {}): void {
@@ -191,8 +195,9 @@ export class JoinPolicy {
     for (const w of this.windows) {
       if (w.until !== undefined) continue;
       // A rotation for a wider (or the same) scope closes the window.
-      const covers = (scope.namespace === undefined || scope.namespace === w.scope.namespace)
-        && (scope.cluster === undefined || scope.cluster === w.scope.cluster);
+      const covers =
+        (scope.namespace === undefined || scope.namespace === w.scope.namespace) &&
+        (scope.cluster === undefined || scope.cluster === w.scope.cluster);
       if (covers) w.until = at;
     }
     this.changed();
@@ -209,7 +214,9 @@ export class JoinPolicy {
 
   /** Rules in force, for messages. */
   describeActive(): string[] {
-    const open = this.windows.filter((w) => w.until === undefined).map((w) => `credential expired since ${new Date(w.from).toISOString()} (${JSON.stringify(w.scope)})`);
+    const open = this.windows
+      .filter((w) => w.until === undefined)
+      .map((w) => `credential expired since ${new Date(w.from).toISOString()} (${JSON.stringify(w.scope)})`);
     return [...this.rules.filter((r) => r.active).map((r) => r.description), ...open];
   }
 
@@ -222,7 +229,8 @@ export class JoinPolicy {
       if (!inScope(w.scope, m)) continue;
       if (m.dataSeenAt >= w.from && (w.until === undefined || m.dataSeenAt < w.until)) {
         return {
-          verdict: 'fail', reason: 'CredentialExpired',
+          verdict: 'fail',
+          reason: 'CredentialExpired',
           message: `bootstrap data made at ${new Date(m.dataSeenAt).toISOString()} carries a credential expired at ${new Date(w.from).toISOString()}`,
         };
       }
@@ -235,10 +243,17 @@ export class JoinPolicy {
         r.appliedSet.add(m.machineName);
         r.applied.push(m.machineName);
       }
-      if (r.kind === 'holdJoin') return { verdict: 'hold', reason: 'JoinHeld', message: `held by the sim policy: ${r.description}` };
-      if (r.kind === 'neverJoinInit') return { verdict: 'fail', reason: 'InitFailed', message: `kubeadm init failed (sim policy: ${r.description})` };
+      if (r.kind === 'holdJoin')
+        return { verdict: 'hold', reason: 'JoinHeld', message: `held by the sim policy: ${r.description}` };
+      if (r.kind === 'neverJoinInit')
+        return { verdict: 'fail', reason: 'InitFailed', message: `kubeadm init failed (sim policy: ${r.description})` };
       const learner = r.leaveEtcdLearner === true && m.controlPlane;
-      return { verdict: 'fail', reason: 'JoinFailed', message: `kubeadm join failed (sim policy: ${r.description})${learner ? '; its etcd member stays behind as a learner' : ''}`, ...(learner ? { leftEtcdLearner: true } : {}) };
+      return {
+        verdict: 'fail',
+        reason: 'JoinFailed',
+        message: `kubeadm join failed (sim policy: ${r.description})${learner ? '; its etcd member stays behind as a learner' : ''}`,
+        ...(learner ? { leftEtcdLearner: true } : {}),
+      };
     }
     return { verdict: 'join' };
   }
@@ -267,7 +282,8 @@ export class JoinPolicy {
     };
     // A limited rule that is used up keeps applying to its own Machines only.
     const base = rule.matches;
-    rule.matches = (m) => base(m) && (rule.limit === undefined || rule.appliedSet.size < rule.limit || rule.appliedSet.has(m.machineName));
+    rule.matches = (m) =>
+      base(m) && (rule.limit === undefined || rule.appliedSet.size < rule.limit || rule.appliedSet.has(m.machineName));
     this.rules.push(rule);
     this.changed();
     return rule;

@@ -21,7 +21,13 @@ export async function reconcileSimBootstrap(ctx: SimContext, namespace: string, 
   if (!ctx.capi.controlPlaneInitialized(cluster)) {
     if (!waitingLogged.has(bc.metadata.uid)) {
       waitingLogged.add(bc.metadata.uid);
-      ctx.emit({ type: 'WaitingForControlPlane', namespace, name: machine.metadata.name, cluster: clusterName, message: 'join data waits for the control plane to be initialized' });
+      ctx.emit({
+        type: 'WaitingForControlPlane',
+        namespace,
+        name: machine.metadata.name,
+        cluster: clusterName,
+        message: 'join data waits for the control plane to be initialized',
+      });
     }
     return undefined; // a Cluster change re-queues every config of its namespace
   }
@@ -30,14 +36,20 @@ export async function reconcileSimBootstrap(ctx: SimContext, namespace: string, 
 
   try {
     await ctx.kube.create(`/api/v1/namespaces/${namespace}/secrets`, {
-      apiVersion: 'v1', kind: 'Secret', type: 'cluster.x-k8s.io/secret',
+      apiVersion: 'v1',
+      kind: 'Secret',
+      type: 'cluster.x-k8s.io/secret',
       metadata: {
-        name, namespace,
+        name,
+        namespace,
         labels: { 'cluster.x-k8s.io/cluster-name': clusterName },
         ownerReferences: [{ apiVersion: bc.apiVersion, kind: bc.kind, name, uid: bc.metadata.uid, controller: true }],
       },
       // Opaque to everyone but the sim: JoinGuard never reads it.
-      stringData: { value: `#cloud-config\n# SIMULATION: join data for ${namespace}/${machine.metadata.name}\n`, format: 'cloud-config' },
+      stringData: {
+        value: `#cloud-config\n# SIMULATION: join data for ${namespace}/${machine.metadata.name}\n`,
+        format: 'cloud-config',
+      },
     });
   } catch (err) {
     if (!isConflict(err)) throw err;
@@ -47,6 +59,12 @@ export async function reconcileSimBootstrap(ctx: SimContext, namespace: string, 
     status: { ...ctx.capi.dataSecretStatus(name), conditions: [condition('Ready', 'True', 'DataSecretAvailable')] },
   });
   waitingLogged.delete(bc.metadata.uid);
-  ctx.emit({ type: 'BootstrapDataCreated', namespace, name: machine.metadata.name, cluster: clusterName, message: `data secret ${name}` });
+  ctx.emit({
+    type: 'BootstrapDataCreated',
+    namespace,
+    name: machine.metadata.name,
+    cluster: clusterName,
+    message: `data secret ${name}`,
+  });
   return undefined;
 }

@@ -27,6 +27,12 @@ export async function reconcileSimCluster(ctx: SimContext, namespace: string, na
     metadata: { resourceVersion: sc.metadata.resourceVersion },
     status: { ...ctx.capi.provisionedStatus(), conditions: [condition('Ready', 'True', 'Provisioned')] },
   });
-  ctx.emit({ type: 'ClusterProvisioned', namespace, name, cluster: name, message: `endpoint ${endpoint.host}:${endpoint.port}` });
+  ctx.emit({
+    type: 'ClusterProvisioned',
+    namespace,
+    name,
+    cluster: name,
+    message: `endpoint ${endpoint.host}:${endpoint.port}`,
+  });
   return undefined;
 }

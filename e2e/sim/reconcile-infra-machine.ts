@@ -5,7 +5,13 @@
 // kubeadm join that gave up is. On deletion the VM "goes away" after `deleteDelayMs` (or once the policy's
 // deletion hold is lifted), taking its Node.
 import {
-  clusterOf, condition, isControlPlaneMachine, ownerMachine, SIM_FINALIZER, type Requeue, type SimContext,
+  clusterOf,
+  condition,
+  isControlPlaneMachine,
+  ownerMachine,
+  SIM_FINALIZER,
+  type Requeue,
+  type SimContext,
 } from './context.js';
 import { SIM_MACHINE } from './crds.js';
 import { pathOf, type Json } from '../../hack/testenv/kube-client.js';
@@ -28,7 +34,9 @@ export async function reconcileSimMachine(ctx: SimContext, namespace: string, na
   if (!machine) return undefined; // the Machine's watch event brings us back once CAPI set the owner
   const finalizers = (sm.metadata.finalizers ?? []) as string[];
   if (!finalizers.includes(SIM_FINALIZER)) {
-    await ctx.kube.mergePatch(path, { metadata: { resourceVersion: sm.metadata.resourceVersion, finalizers: [...finalizers, SIM_FINALIZER] } });
+    await ctx.kube.mergePatch(path, {
+      metadata: { resourceVersion: sm.metadata.resourceVersion, finalizers: [...finalizers, SIM_FINALIZER] },
+    });
     return undefined;
   }
   if (!machine.spec?.bootstrap?.dataSecretName) return undefined; // a real provider needs the data to boot
@@ -45,16 +53,28 @@ export async function reconcileSimMachine(ctx: SimContext, namespace: string, na
     if (waited < ctx.opts.provisionDelayMs) return ctx.opts.provisionDelayMs - waited;
     const providerID = providerIdOf(namespace, name);
     if (sm.spec?.providerID !== providerID) {
-      await ctx.kube.mergePatch(path, { metadata: { resourceVersion: sm.metadata.resourceVersion }, spec: { providerID } });
+      await ctx.kube.mergePatch(path, {
+        metadata: { resourceVersion: sm.metadata.resourceVersion },
+        spec: { providerID },
+      });
       return undefined;
     }
     await patchStatus(ctx, sm, path, {
       ...ctx.capi.provisionedStatus(),
-      addresses: [{ type: 'InternalIP', address: ADDRESS }, { type: 'Hostname', address: nodeNameOf(namespace, machine.metadata.name) }],
+      addresses: [
+        { type: 'InternalIP', address: ADDRESS },
+        { type: 'Hostname', address: nodeNameOf(namespace, machine.metadata.name) },
+      ],
       conditions: [condition('Ready', 'True', 'Provisioned')],
       boot: { provisionedAt: new Date().toISOString() },
     });
-    ctx.emit({ type: 'MachineProvisioned', namespace, name: machine.metadata.name, cluster: clusterName, message: `providerID ${providerID}` });
+    ctx.emit({
+      type: 'MachineProvisioned',
+      namespace,
+      name: machine.metadata.name,
+      cluster: clusterName,
+      message: `providerID ${providerID}`,
+    });
     return undefined;
   }
   if (boot.phase === 'Joined' || boot.phase === 'Failed') return undefined;
@@ -69,7 +89,10 @@ async function join(ctx: SimContext, sm: Json, machine: Json, path: string, boot
   const clusterName = machine.spec.clusterName as string;
   const role = (boot.role ?? 'join') as JoinRole;
   const candidate: JoinCandidate = {
-    namespace, machineName, clusterName, role,
+    namespace,
+    machineName,
+    clusterName,
+    role,
     controlPlane: isControlPlaneMachine(machine),
     createdAt: Date.parse(machine.metadata.creationTimestamp),
     dataSeenAt: Date.parse(boot.dataSeenAt),
@@ -86,9 +109,18 @@ async function join(ctx: SimContext, sm: Json, machine: Json, path: string, boot
     return HOLD_RECHECK_MS;
   }
   if (decision.verdict === 'fail') {
-    if (decision.leftEtcdLearner) await leaveEtcdLearner(ctx.kube, namespace, clusterName, nodeNameOf(namespace, machineName));
-    await patchStatus(ctx, sm, path, { boot: { phase: 'Failed', reason: decision.reason, message: decision.message, attemptedAt: now } });
-    ctx.emit({ type: 'JoinFailed', namespace, name: machineName, cluster: clusterName, message: `${decision.reason}: ${decision.message}` });
+    if (decision.leftEtcdLearner)
+      await leaveEtcdLearner(ctx.kube, namespace, clusterName, nodeNameOf(namespace, machineName));
+    await patchStatus(ctx, sm, path, {
+      boot: { phase: 'Failed', reason: decision.reason, message: decision.message, attemptedAt: now },
+    });
+    ctx.emit({
+      type: 'JoinFailed',
+      namespace,
+      name: machineName,
+      cluster: clusterName,
+      message: `${decision.reason}: ${decision.message}`,
+    });
     return undefined;
   }
 
@@ -99,7 +131,13 @@ async function join(ctx: SimContext, sm: Json, machine: Json, path: string, boot
     const got = await ctx.lease.acquire({ namespace, cluster: clusterName }, version, `${ep?.host}:${ep?.port}`);
     if (got === 'busy') {
       if (boot.reason !== 'InitLockBusy') {
-        await patchStatus(ctx, sm, path, { boot: { phase: 'Waiting', reason: 'InitLockBusy', message: 'another simulated cluster is initializing (shared kube-system/kubeadm-config)' } });
+        await patchStatus(ctx, sm, path, {
+          boot: {
+            phase: 'Waiting',
+            reason: 'InitLockBusy',
+            message: 'another simulated cluster is initializing (shared kube-system/kubeadm-config)',
+          },
+        });
       }
       return HOLD_RECHECK_MS;
     }
@@ -108,16 +146,30 @@ async function join(ctx: SimContext, sm: Json, machine: Json, path: string, boot
   const nodeName = nodeNameOf(namespace, machineName);
   const controlPlane = candidate.controlPlane;
   await registerNode(workload, {
-    name: nodeName, providerID: providerIdOf(namespace, sm.metadata.name), controlPlane,
-    kubeletVersion: version, address: ADDRESS, hostname: nodeName, machineRef: `${namespace}/${machineName}`,
-    cluster: { namespace, name: clusterName }, ...(ctx.opts.kubeletPort !== undefined ? { kubeletPort: ctx.opts.kubeletPort } : {}),
+    name: nodeName,
+    providerID: providerIdOf(namespace, sm.metadata.name),
+    controlPlane,
+    kubeletVersion: version,
+    address: ADDRESS,
+    hostname: nodeName,
+    machineRef: `${namespace}/${machineName}`,
+    cluster: { namespace, name: clusterName },
+    ...(ctx.opts.kubeletPort !== undefined ? { kubeletPort: ctx.opts.kubeletPort } : {}),
   });
   if (controlPlane && ctx.opts.mirrorPods) {
     const node = await workload.get(`/api/v1/nodes/${nodeName}`);
     await createMirrorPods(workload, nodeName, node?.metadata?.uid, version, ADDRESS);
   }
-  await patchStatus(ctx, sm, path, { boot: { phase: 'Joined', reason: 'NodeRegistered', message: `Node ${nodeName}`, nodeName, attemptedAt: now } });
-  ctx.emit({ type: 'NodeJoined', namespace, name: machineName, cluster: clusterName, message: `Node ${nodeName} (${role})` });
+  await patchStatus(ctx, sm, path, {
+    boot: { phase: 'Joined', reason: 'NodeRegistered', message: `Node ${nodeName}`, nodeName, attemptedAt: now },
+  });
+  ctx.emit({
+    type: 'NodeJoined',
+    namespace,
+    name: machineName,
+    cluster: clusterName,
+    message: `Node ${nodeName} (${role})`,
+  });
   return undefined;
 }
 
@@ -136,11 +188,20 @@ async function deleteVm(ctx: SimContext, sm: Json, path: string): Promise<Requeu
     // The Machine controller usually deleted the Node already; the management client reaches the same apiserver.
     const kube = clusterName ? await ctx.workloads.get(namespace, clusterName).catch(() => ctx.kube) : ctx.kube;
     if (await deleteNode(kube, nodeName, sm.spec.providerID)) {
-      ctx.emit({ type: 'NodeDeleted', namespace, name: machineName, cluster: clusterName, message: `Node ${nodeName}` });
+      ctx.emit({
+        type: 'NodeDeleted',
+        namespace,
+        name: machineName,
+        cluster: clusterName,
+        message: `Node ${nodeName}`,
+      });
     }
   }
   await ctx.kube.mergePatch(path, {
-    metadata: { resourceVersion: sm.metadata.resourceVersion, finalizers: finalizers.filter((f) => f !== SIM_FINALIZER) },
+    metadata: {
+      resourceVersion: sm.metadata.resourceVersion,
+      finalizers: finalizers.filter((f) => f !== SIM_FINALIZER),
+    },
   });
   ctx.emit({ type: 'MachineDeleted', namespace, name: machineName, cluster: clusterName, message: 'VM gone' });
   return undefined;

@@ -70,42 +70,96 @@ export class Sim {
     // eslint-disable-next-line prefer-const -- assigned once below, after the closures that use it are made
     let sim!: Sim;
     const emit = (e: Omit<SimEvent, 'time'>) => sim.record({ time: Date.now(), ...e });
-    const onError = (what: string) => (key: string, err: unknown) => sim.recordError(`${what} ${key}: ${err instanceof Error ? err.message : String(err)}`);
-    const machineQueue = new WorkQueue((key) => split(key, (ns, n) => reconcileSimMachine(ctx, ns, n)), onError('SimMachine'));
-    const clusterQueue = new WorkQueue((key) => split(key, (ns, n) => reconcileSimCluster(ctx, ns, n)), onError('SimCluster'), 2);
-    const bootstrapQueue = new WorkQueue((key) => split(key, (ns, n) => reconcileSimBootstrap(ctx, ns, n)), onError('SimBootstrapConfig'));
+    const onError = (what: string) => (key: string, err: unknown) =>
+      sim.recordError(`${what} ${key}: ${err instanceof Error ? err.message : String(err)}`);
+    const machineQueue = new WorkQueue(
+      (key) => split(key, (ns, n) => reconcileSimMachine(ctx, ns, n)),
+      onError('SimMachine'),
+    );
+    const clusterQueue = new WorkQueue(
+      (key) => split(key, (ns, n) => reconcileSimCluster(ctx, ns, n)),
+      onError('SimCluster'),
+      2,
+    );
+    const bootstrapQueue = new WorkQueue(
+      (key) => split(key, (ns, n) => reconcileSimBootstrap(ctx, ns, n)),
+      onError('SimBootstrapConfig'),
+    );
     const policy = new JoinPolicy(Date.now, () => {
       for (const m of caches.simMachines.list()) machineQueue.add(keyOf(m));
     });
-    const cacheError = (what: string) => (err: unknown) => sim.recordError(`watch ${what}: ${err instanceof Error ? err.message : String(err)}`);
+    const cacheError = (what: string) => (err: unknown) =>
+      sim.recordError(`watch ${what}: ${err instanceof Error ? err.message : String(err)}`);
     const caches: SimCaches = {
-      simClusters: new ResourceCache(kube, SIM_CLUSTER, (_t, o) => clusterQueue.add(keyOf(o)), cacheError('SimCluster')),
-      simMachines: new ResourceCache(kube, SIM_MACHINE, (_t, o) => machineQueue.add(keyOf(o)), cacheError('SimMachine')),
-      simBootstrapConfigs: new ResourceCache(kube, SIM_BOOTSTRAP, (_t, o) => bootstrapQueue.add(keyOf(o)), cacheError('SimBootstrapConfig')),
+      simClusters: new ResourceCache(
+        kube,
+        SIM_CLUSTER,
+        (_t, o) => clusterQueue.add(keyOf(o)),
+        cacheError('SimCluster'),
+      ),
+      simMachines: new ResourceCache(
+        kube,
+        SIM_MACHINE,
+        (_t, o) => machineQueue.add(keyOf(o)),
+        cacheError('SimMachine'),
+      ),
+      simBootstrapConfigs: new ResourceCache(
+        kube,
+        SIM_BOOTSTRAP,
+        (_t, o) => bootstrapQueue.add(keyOf(o)),
+        cacheError('SimBootstrapConfig'),
+      ),
       // A Machine change concerns its own VM and bootstrap config (owner reference set, data ready).
-      machines: new ResourceCache(kube, capi.resource('Machine'), (_t, m) => {
-        const ns = m.metadata.namespace as string;
-        const infra = m.spec?.infrastructureRef as Json | undefined;
-        if (infra?.kind === SIM_MACHINE.kind) machineQueue.add(`${ns}/${infra.name}`);
-        const boot = m.spec?.bootstrap?.configRef as Json | undefined;
-        if (boot?.kind === SIM_BOOTSTRAP.kind) bootstrapQueue.add(`${ns}/${boot.name}`);
-      }, cacheError('Machine')),
+      machines: new ResourceCache(
+        kube,
+        capi.resource('Machine'),
+        (_t, m) => {
+          const ns = m.metadata.namespace as string;
+          const infra = m.spec?.infrastructureRef as Json | undefined;
+          if (infra?.kind === SIM_MACHINE.kind) machineQueue.add(`${ns}/${infra.name}`);
+          const boot = m.spec?.bootstrap?.configRef as Json | undefined;
+          if (boot?.kind === SIM_BOOTSTRAP.kind) bootstrapQueue.add(`${ns}/${boot.name}`);
+        },
+        cacheError('Machine'),
+      ),
       // A Cluster change (control plane initialized) concerns the waiting configs and VMs of its namespace.
-      clusters: new ResourceCache(kube, capi.resource('Cluster'), (_t, c) => {
-        const ns = c.metadata.namespace as string;
-        for (const b of caches.simBootstrapConfigs.list(ns)) bootstrapQueue.add(keyOf(b));
-        for (const m of caches.simMachines.list(ns)) machineQueue.add(keyOf(m));
-        void sim?.releaseLease();
-      }, cacheError('Cluster')),
+      clusters: new ResourceCache(
+        kube,
+        capi.resource('Cluster'),
+        (_t, c) => {
+          const ns = c.metadata.namespace as string;
+          for (const b of caches.simBootstrapConfigs.list(ns)) bootstrapQueue.add(keyOf(b));
+          for (const m of caches.simMachines.list(ns)) machineQueue.add(keyOf(m));
+          void sim?.releaseLease();
+        },
+        cacheError('Cluster'),
+      ),
       // KCPs and their Machines tell whether a control plane rolls out (it then needs kubeadm-config).
-      kcps: new ResourceCache(kube, capi.resource('KubeadmControlPlane'), () => void sim?.releaseLease(), cacheError('KubeadmControlPlane')),
+      kcps: new ResourceCache(
+        kube,
+        capi.resource('KubeadmControlPlane'),
+        () => void sim?.releaseLease(),
+        cacheError('KubeadmControlPlane'),
+      ),
     };
     const ctx: SimContext = {
-      kube, capi, opts, caches, policy, emit,
+      kube,
+      capi,
+      opts,
+      caches,
+      policy,
+      emit,
       workloads: new WorkloadClients(kube, opts.nodeAccess),
       lease: new KubeadmConfigLease(kube, opts.kubeadmConfigLeaseMs),
     };
-    const all = [caches.clusters, caches.kcps, caches.machines, caches.simClusters, caches.simBootstrapConfigs, caches.simMachines];
+    const all = [
+      caches.clusters,
+      caches.kcps,
+      caches.machines,
+      caches.simClusters,
+      caches.simBootstrapConfigs,
+      caches.simMachines,
+    ];
     sim = new Sim(policy, ctx, all, machineQueue);
     sim.onEvent = onEvent;
     sim.queues.push(machineQueue, clusterQueue, bootstrapQueue);
@@ -173,19 +227,35 @@ export class Sim {
     const { lease, caches, capi } = this.ctx;
     try {
       const world = {
-        clusters: caches.clusters.list(), kcps: caches.kcps.list(), machines: caches.machines.list(),
-        controlPlaneInitialized: (c: Json) => capi.controlPlaneInitialized(c), conditions: (o: Json) => capi.v1beta2Conditions(o),
+        clusters: caches.clusters.list(),
+        kcps: caches.kcps.list(),
+        machines: caches.machines.list(),
+        controlPlaneInitialized: (c: Json) => capi.controlPlaneInitialized(c),
+        conditions: (o: Json) => capi.v1beta2Conditions(o),
       };
       const step = force ? { release: 'the simulation stops' } : leaseStep(world, lease.state);
       const why = await lease.maybeRelease(() => (step && 'release' in step ? step.release : true));
       if (why) {
-        this.record({ time: Date.now(), type: 'KubeadmConfigReleased', namespace: 'kube-system', name: 'kubeadm-config', message: why });
+        this.record({
+          time: Date.now(),
+          type: 'KubeadmConfigReleased',
+          namespace: 'kube-system',
+          name: 'kubeadm-config',
+          message: why,
+        });
         this.touchAll();
       }
       if (step && 'acquire' in step && lease.state === undefined) {
         const got = await lease.acquire(step.acquire, step.version, step.endpoint, 'rollout');
         if (got === 'acquired') {
-          this.record({ time: Date.now(), type: 'KubeadmConfigCreated', namespace: step.acquire.namespace, name: 'kubeadm-config', cluster: step.acquire.cluster, message: 'for the rollout of its KubeadmControlPlane' });
+          this.record({
+            time: Date.now(),
+            type: 'KubeadmConfigCreated',
+            namespace: step.acquire.namespace,
+            name: 'kubeadm-config',
+            cluster: step.acquire.cluster,
+            message: 'for the rollout of its KubeadmControlPlane',
+          });
         }
       }
     } catch (err) {

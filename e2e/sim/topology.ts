@@ -57,7 +57,13 @@ export function controlPlaneName(cluster: string): string {
 function kcpRemediation(r: NonNullable<ClusterShape['kcpRemediation']>, v: CapiApiVersion): Json {
   if (v === 'v1beta2') return { remediation: r };
   const secs = (n: number | undefined) => (n === undefined ? undefined : `${n}s`);
-  return { remediationStrategy: { maxRetry: r.maxRetry, retryPeriod: secs(r.retryPeriodSeconds), minHealthyPeriod: secs(r.minHealthyPeriodSeconds) } };
+  return {
+    remediationStrategy: {
+      maxRetry: r.maxRetry,
+      retryPeriod: secs(r.retryPeriodSeconds),
+      minHealthyPeriod: secs(r.minHealthyPeriodSeconds),
+    },
+  };
 }
 
 /** Every object of the shape, in creation order. */
@@ -70,31 +76,61 @@ export function clusterObjects(s: ClusterShape): Json[] {
   const infraRef = (kind: string, name: string) => capi.ref(INFRA_GROUP, SIM_VERSION, kind, name);
   const objects: Json[] = [
     {
-      apiVersion: 'v1', kind: 'Secret', type: 'cluster.x-k8s.io/secret',
+      apiVersion: 'v1',
+      kind: 'Secret',
+      type: 'cluster.x-k8s.io/secret',
       metadata: { name: `${s.name}-ca`, namespace: ns, labels: cn },
       stringData: { 'tls.crt': s.ca.certPem, 'tls.key': s.ca.keyPem },
     },
-    { apiVersion: `${INFRA_GROUP}/${SIM_VERSION}`, kind: 'SimCluster', metadata: { name: s.name, namespace: ns }, spec: {} },
     {
-      apiVersion: capi.apiVersionOf('Cluster'), kind: 'Cluster', metadata: { name: s.name, namespace: ns },
+      apiVersion: `${INFRA_GROUP}/${SIM_VERSION}`,
+      kind: 'SimCluster',
+      metadata: { name: s.name, namespace: ns },
+      spec: {},
+    },
+    {
+      apiVersion: capi.apiVersionOf('Cluster'),
+      kind: 'Cluster',
+      metadata: { name: s.name, namespace: ns },
       spec: {
-        clusterNetwork: { services: { cidrBlocks: ['10.128.0.0/12'] }, pods: { cidrBlocks: ['192.168.0.0/16'] }, serviceDomain: 'cluster.local' },
+        clusterNetwork: {
+          services: { cidrBlocks: ['10.128.0.0/12'] },
+          pods: { cidrBlocks: ['192.168.0.0/16'] },
+          serviceDomain: 'cluster.local',
+        },
         infrastructureRef: infraRef('SimCluster', s.name),
-        ...(cpReplicas > 0 ? { controlPlaneRef: capi.ref('controlplane.cluster.x-k8s.io', capi.version, 'KubeadmControlPlane', controlPlaneName(s.name)) } : {}),
+        ...(cpReplicas > 0
+          ? {
+              controlPlaneRef: capi.ref(
+                'controlplane.cluster.x-k8s.io',
+                capi.version,
+                'KubeadmControlPlane',
+                controlPlaneName(s.name),
+              ),
+            }
+          : {}),
       },
     },
   ];
   if (cpReplicas > 0) {
     objects.push(
-      { apiVersion: `${INFRA_GROUP}/${SIM_VERSION}`, kind: 'SimMachineTemplate', metadata: { name: controlPlaneName(s.name), namespace: ns }, spec: { template: { spec: {} } } },
       {
-        apiVersion: capi.apiVersionOf('KubeadmControlPlane'), kind: 'KubeadmControlPlane',
+        apiVersion: `${INFRA_GROUP}/${SIM_VERSION}`,
+        kind: 'SimMachineTemplate',
+        metadata: { name: controlPlaneName(s.name), namespace: ns },
+        spec: { template: { spec: {} } },
+      },
+      {
+        apiVersion: capi.apiVersionOf('KubeadmControlPlane'),
+        kind: 'KubeadmControlPlane',
         metadata: { name: controlPlaneName(s.name), namespace: ns },
         spec: {
-          replicas: cpReplicas, version,
-          machineTemplate: capi.version === 'v1beta2'
-            ? { spec: { infrastructureRef: infraRef('SimMachineTemplate', controlPlaneName(s.name)) } }
-            : { infrastructureRef: infraRef('SimMachineTemplate', controlPlaneName(s.name)) },
+          replicas: cpReplicas,
+          version,
+          machineTemplate:
+            capi.version === 'v1beta2'
+              ? { spec: { infrastructureRef: infraRef('SimMachineTemplate', controlPlaneName(s.name)) } }
+              : { infrastructureRef: infraRef('SimMachineTemplate', controlPlaneName(s.name)) },
           kubeadmConfigSpec: KCP_KUBEADM_CONFIG_SPEC,
           ...(s.kcpRemediation ? kcpRemediation(s.kcpRemediation, capi.version) : {}),
         },
@@ -106,17 +142,26 @@ export function clusterObjects(s: ClusterShape): Json[] {
     const labels = { 'cluster.x-k8s.io/deployment-name': md, ...(pool.labels ?? {}) };
     objects.push(
       simMachineTemplate(ns, md, pool.image),
-      { apiVersion: `${BOOTSTRAP_GROUP}/${SIM_VERSION}`, kind: 'SimBootstrapConfigTemplate', metadata: { name: md, namespace: ns }, spec: { template: { spec: {} } } },
       {
-        apiVersion: capi.apiVersionOf('MachineDeployment'), kind: 'MachineDeployment', metadata: { name: md, namespace: ns },
+        apiVersion: `${BOOTSTRAP_GROUP}/${SIM_VERSION}`,
+        kind: 'SimBootstrapConfigTemplate',
+        metadata: { name: md, namespace: ns },
+        spec: { template: { spec: {} } },
+      },
+      {
+        apiVersion: capi.apiVersionOf('MachineDeployment'),
+        kind: 'MachineDeployment',
+        metadata: { name: md, namespace: ns },
         spec: {
-          clusterName: s.name, replicas: pool.replicas,
+          clusterName: s.name,
+          replicas: pool.replicas,
           selector: { matchLabels: { 'cluster.x-k8s.io/deployment-name': md } },
           ...machineDeploymentStrategy(pool, capi.version),
           template: {
             metadata: { labels },
             spec: {
-              clusterName: s.name, version,
+              clusterName: s.name,
+              version,
               bootstrap: { configRef: capi.ref(BOOTSTRAP_GROUP, SIM_VERSION, 'SimBootstrapConfigTemplate', md) },
               infrastructureRef: infraRef('SimMachineTemplate', md),
             },
@@ -130,7 +175,9 @@ export function clusterObjects(s: ClusterShape): Json[] {
 
 function simMachineTemplate(namespace: string, name: string, image: string | undefined): Json {
   return {
-    apiVersion: `${INFRA_GROUP}/${SIM_VERSION}`, kind: 'SimMachineTemplate', metadata: { name, namespace },
+    apiVersion: `${INFRA_GROUP}/${SIM_VERSION}`,
+    kind: 'SimMachineTemplate',
+    metadata: { name, namespace },
     spec: { template: { spec: image === undefined ? {} : { image } } },
   };
 }
@@ -138,7 +185,10 @@ function simMachineTemplate(namespace: string, name: string, image: string | und
 /** Remediation maxInFlight and RollingUpdate settings as the API version spells them. */
 function machineDeploymentStrategy(pool: WorkerPool, v: CapiApiVersion): Json {
   const maxInFlight = pool.remediationMaxInFlight;
-  const rollingUpdate = pool.rollout === undefined ? undefined : Object.fromEntries(Object.entries(pool.rollout).filter(([, x]) => x !== undefined));
+  const rollingUpdate =
+    pool.rollout === undefined
+      ? undefined
+      : Object.fromEntries(Object.entries(pool.rollout).filter(([, x]) => x !== undefined));
   if (v === 'v1beta2') {
     return {
       ...(maxInFlight === undefined ? {} : { remediation: { maxInFlight } }),
@@ -160,7 +210,10 @@ function machineDeploymentStrategy(pool: WorkerPool, v: CapiApiVersion): Json {
  * `<cluster>-<pool>-<revision>` with the image, and the MachineDeployment pointed at it (its MachineSet of the
  * new revision then scales up as the rollout strategy allows). Returns the template's name.
  */
-export async function rollWorkerPool(kube: KubeClient, o: { namespace: string; cluster: string; pool: string; revision: string; image: string; apiVersion?: CapiApiVersion }): Promise<string> {
+export async function rollWorkerPool(
+  kube: KubeClient,
+  o: { namespace: string; cluster: string; pool: string; revision: string; image: string; apiVersion?: CapiApiVersion },
+): Promise<string> {
   const md = `${o.cluster}-${o.pool}`;
   const name = `${md}-${o.revision}`;
   const template = simMachineTemplate(o.namespace, name, o.image);
@@ -174,16 +227,23 @@ export async function rollWorkerPool(kube: KubeClient, o: { namespace: string; c
 }
 
 /** Points a worker pool's MachineDeployment at a SimMachineTemplate (a rollback names the template it had before). */
-export async function pointWorkerPool(kube: KubeClient, o: { namespace: string; cluster: string; pool: string; template: string; apiVersion?: CapiApiVersion }): Promise<void> {
+export async function pointWorkerPool(
+  kube: KubeClient,
+  o: { namespace: string; cluster: string; pool: string; template: string; apiVersion?: CapiApiVersion },
+): Promise<void> {
   const capi = capiApi(o.apiVersion ?? 'v1beta2');
   await kube.mergePatch(capi.path('MachineDeployment', o.namespace, `${o.cluster}-${o.pool}`), {
-    spec: { template: { spec: { infrastructureRef: capi.ref(INFRA_GROUP, SIM_VERSION, 'SimMachineTemplate', o.template) } } },
+    spec: {
+      template: { spec: { infrastructureRef: capi.ref(INFRA_GROUP, SIM_VERSION, 'SimMachineTemplate', o.template) } },
+    },
   });
 }
 
 /** REST collection path of an object's kind (the kinds clusterObjects and cluster-class.ts make, plus Namespace). */
 export function collectionOf(o: Json): string {
-  const [group, version] = String(o.apiVersion).includes('/') ? String(o.apiVersion).split('/') as [string, string] : ['', o.apiVersion as string];
+  const [group, version] = String(o.apiVersion).includes('/')
+    ? (String(o.apiVersion).split('/') as [string, string])
+    : ['', o.apiVersion as string];
   const kind = String(o.kind).toLowerCase();
   const plural = kind.endsWith('ss') ? `${kind}es` : `${kind}s`;
   const base = group === '' ? `/api/${version}` : `/apis/${group}/${version}`;

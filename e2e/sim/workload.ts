@@ -46,9 +46,11 @@ export async function registerNode(kube: KubeClient, n: NodeSpec): Promise<void>
     labels['node.kubernetes.io/exclude-from-external-load-balancers'] = '';
   }
   const node: Json = {
-    apiVersion: 'v1', kind: 'Node',
+    apiVersion: 'v1',
+    kind: 'Node',
     metadata: {
-      name: n.name, labels,
+      name: n.name,
+      labels,
       annotations: {
         [SIM_NODE_ANNOTATION]: n.machineRef,
         'kubeadm.alpha.kubernetes.io/cri-socket': 'unix:///var/run/containerd/containerd.sock',
@@ -71,8 +73,14 @@ export async function registerNode(kube: KubeClient, n: NodeSpec): Promise<void>
     }
   }
   const now = new Date().toISOString();
-  const cond = (type: string, status: string, reason: string, message: string) =>
-    ({ type, status, reason, message, lastHeartbeatTime: now, lastTransitionTime: now });
+  const cond = (type: string, status: string, reason: string, message: string) => ({
+    type,
+    status,
+    reason,
+    message,
+    lastHeartbeatTime: now,
+    lastTransitionTime: now,
+  });
   await kube.mergePatch(`/api/v1/nodes/${n.name}/status`, {
     status: {
       conditions: [
@@ -81,14 +89,24 @@ export async function registerNode(kube: KubeClient, n: NodeSpec): Promise<void>
         cond('PIDPressure', 'False', 'KubeletHasSufficientPID', 'kubelet has sufficient PID available'),
         cond('Ready', 'True', 'KubeletReady', 'kubelet is posting ready status (simulated)'),
       ],
-      addresses: [{ type: 'InternalIP', address: n.address }, { type: 'Hostname', address: n.hostname }],
+      addresses: [
+        { type: 'InternalIP', address: n.address },
+        { type: 'Hostname', address: n.hostname },
+      ],
       // sim-kubelet answers the apiserver's port-forwards to this Node's static pods (etcd, kube-apiserver);
       // without it, a loopback port nothing listens on: a dial is refused at once.
       daemonEndpoints: { kubeletEndpoint: { Port: n.kubeletPort ?? NO_KUBELET_PORT } },
       nodeInfo: {
-        machineID: simId(n.providerID, 'm'), systemUUID: simId(n.providerID, 's'), bootID: simId(n.providerID, 'b'),
-        kernelVersion: '6.8.0-sim', osImage: 'JoinGuard simulation', containerRuntimeVersion: 'containerd://2.1.0',
-        kubeletVersion: n.kubeletVersion, kubeProxyVersion: n.kubeletVersion, operatingSystem: 'linux', architecture: 'amd64',
+        machineID: simId(n.providerID, 'm'),
+        systemUUID: simId(n.providerID, 's'),
+        bootID: simId(n.providerID, 'b'),
+        kernelVersion: '6.8.0-sim',
+        osImage: 'JoinGuard simulation',
+        containerRuntimeVersion: 'containerd://2.1.0',
+        kubeletVersion: n.kubeletVersion,
+        kubeProxyVersion: n.kubeletVersion,
+        operatingSystem: 'linux',
+        architecture: 'amd64',
       },
       capacity: { cpu: '2', memory: '4Gi', pods: '110', 'ephemeral-storage': '20Gi' },
       allocatable: { cpu: '2', memory: '4Gi', pods: '110', 'ephemeral-storage': '20Gi' },
@@ -103,21 +121,42 @@ function simId(seed: string, salt: string): string {
 }
 
 /** The mirror pods kubelet would publish for kubeadm's static pods on a control-plane Node, Running and Ready. */
-export async function createMirrorPods(kube: KubeClient, nodeName: string, nodeUid: string | undefined, version: string, address: string): Promise<void> {
+export async function createMirrorPods(
+  kube: KubeClient,
+  nodeName: string,
+  nodeUid: string | undefined,
+  version: string,
+  address: string,
+): Promise<void> {
   const now = new Date().toISOString();
   for (const component of STATIC_PODS) {
     const name = `${component}-${nodeName}`;
     const pod: Json = {
-      apiVersion: 'v1', kind: 'Pod',
+      apiVersion: 'v1',
+      kind: 'Pod',
       metadata: {
-        name, namespace: 'kube-system',
+        name,
+        namespace: 'kube-system',
         labels: { component, tier: 'control-plane' },
-        annotations: { 'kubernetes.io/config.mirror': simId(name, 'h'), 'kubernetes.io/config.hash': simId(name, 'h'), 'kubernetes.io/config.source': 'file' },
-        ...(nodeUid ? { ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: nodeName, uid: nodeUid, controller: true }] } : {}),
+        annotations: {
+          'kubernetes.io/config.mirror': simId(name, 'h'),
+          'kubernetes.io/config.hash': simId(name, 'h'),
+          'kubernetes.io/config.source': 'file',
+        },
+        ...(nodeUid
+          ? { ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: nodeName, uid: nodeUid, controller: true }] }
+          : {}),
       },
       spec: {
-        nodeName, hostNetwork: true, priorityClassName: 'system-node-critical',
-        containers: [{ name: component, image: `registry.k8s.io/${component === 'etcd' ? 'etcd:3.6.16-0' : `${component}:${version}`}` }],
+        nodeName,
+        hostNetwork: true,
+        priorityClassName: 'system-node-critical',
+        containers: [
+          {
+            name: component,
+            image: `registry.k8s.io/${component === 'etcd' ? 'etcd:3.6.16-0' : `${component}:${version}`}`,
+          },
+        ],
       },
     };
     try {
@@ -127,12 +166,27 @@ export async function createMirrorPods(kube: KubeClient, nodeName: string, nodeU
     }
     await kube.mergePatch(`/api/v1/namespaces/kube-system/pods/${name}/status`, {
       status: {
-        phase: 'Running', hostIP: address, podIP: address, startTime: now,
-        conditions: ['PodScheduled', 'Initialized', 'ContainersReady', 'Ready'].map((type) => ({ type, status: 'True', lastTransitionTime: now })),
-        containerStatuses: [{
-          name: component, ready: true, started: true, restartCount: 0, image: pod.spec.containers[0].image,
-          imageID: '', containerID: `containerd://${simId(name, 'c')}`, state: { running: { startedAt: now } },
-        }],
+        phase: 'Running',
+        hostIP: address,
+        podIP: address,
+        startTime: now,
+        conditions: ['PodScheduled', 'Initialized', 'ContainersReady', 'Ready'].map((type) => ({
+          type,
+          status: 'True',
+          lastTransitionTime: now,
+        })),
+        containerStatuses: [
+          {
+            name: component,
+            ready: true,
+            started: true,
+            restartCount: 0,
+            image: pod.spec.containers[0].image,
+            imageID: '',
+            containerID: `containerd://${simId(name, 'c')}`,
+            state: { running: { startedAt: now } },
+          },
+        ],
       },
     });
   }
@@ -158,17 +212,32 @@ export const simEtcdConfigMap = (cluster: string) => `${cluster}-sim-etcd`;
  * A failed control-plane join left its etcd member behind as a learner (cluster-api #13221): sim-kubelet lists it
  * in the Cluster's etcd member list from now on, under the name the member would have had (its Node's).
  */
-export async function leaveEtcdLearner(kube: KubeClient, namespace: string, cluster: string, memberName: string): Promise<void> {
+export async function leaveEtcdLearner(
+  kube: KubeClient,
+  namespace: string,
+  cluster: string,
+  memberName: string,
+): Promise<void> {
   const path = `/api/v1/namespaces/${namespace}/configmaps/${simEtcdConfigMap(cluster)}`;
   for (;;) {
     const cm = await kube.get(path);
-    const learners = new Set(String(cm?.data?.learners ?? '').split('\n').filter(Boolean));
+    const learners = new Set(
+      String(cm?.data?.learners ?? '')
+        .split('\n')
+        .filter(Boolean),
+    );
     if (learners.has(memberName)) return;
     learners.add(memberName);
     const data = { learners: [...learners].join('\n') };
     try {
       if (cm) await kube.mergePatch(path, { metadata: { resourceVersion: cm.metadata.resourceVersion }, data });
-      else await kube.create(`/api/v1/namespaces/${namespace}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: simEtcdConfigMap(cluster), namespace }, data });
+      else
+        await kube.create(`/api/v1/namespaces/${namespace}/configmaps`, {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: simEtcdConfigMap(cluster), namespace },
+          data,
+        });
       return;
     } catch (err) {
       if (!isConflict(err)) throw err;
@@ -180,7 +249,10 @@ export async function leaveEtcdLearner(kube: KubeClient, namespace: string, clus
 export class WorkloadClients {
   private readonly cache = new Map<string, { rv: string; kube: KubeClient }>();
 
-  constructor(private readonly management: KubeClient, private readonly mode: 'kubeconfig' | 'direct') {}
+  constructor(
+    private readonly management: KubeClient,
+    private readonly mode: 'kubeconfig' | 'direct',
+  ) {}
 
   async get(namespace: string, cluster: string): Promise<KubeClient> {
     if (this.mode === 'direct') return this.management;

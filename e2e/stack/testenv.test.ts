@@ -43,7 +43,10 @@ describe('test control plane (hack/testenv)', function () {
   before(async function () {
     this.timeout(180_000);
     env = await getTestEnv();
-    await env.kubeConfig().makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });
+    await env
+      .kubeConfig()
+      .makeApiClient(CoreV1Api)
+      .createNamespace({ body: { metadata: { name: ns } } });
   });
 
   it('serves Kubernetes v1.36.3 to @kubernetes/client-node', async function () {
@@ -54,7 +57,9 @@ describe('test control plane (hack/testenv)', function () {
 
   it('works with kubectl through the written kubeconfig', function () {
     if (!hasKubectl()) this.skip();
-    const out = execFileSync('kubectl', ['--kubeconfig', env.kubeconfigPath, 'get', '--raw', '/version'], { encoding: 'utf8' });
+    const out = execFileSync('kubectl', ['--kubeconfig', env.kubeconfigPath, 'get', '--raw', '/version'], {
+      encoding: 'utf8',
+    });
     expect(JSON.parse(out).gitVersion).to.equal('v1.36.3');
   });
 
@@ -63,16 +68,21 @@ describe('test control plane (hack/testenv)', function () {
     expect(wanted).to.have.length.greaterThan(10);
     const list = await env.kubeConfig().makeApiClient(ApiextensionsV1Api).listCustomResourceDefinition();
     const byName = new Map(list.items.map((c) => [c.metadata!.name!, c]));
-    const owner = (group: string) => group === 'bootstrap.cluster.x-k8s.io' ? 'capi-kubeadm-bootstrap'
-      : group === 'controlplane.cluster.x-k8s.io' ? 'capi-kubeadm-control-plane' : 'capi-core';
+    const owner = (group: string) =>
+      group === 'bootstrap.cluster.x-k8s.io'
+        ? 'capi-kubeadm-bootstrap'
+        : group === 'controlplane.cluster.x-k8s.io'
+          ? 'capi-kubeadm-control-plane'
+          : 'capi-core';
     for (const name of wanted) {
       const crd = byName.get(name);
       expect(crd, name).to.not.equal(undefined);
       const established = crd!.status?.conditions?.find((c) => c.type === 'Established');
       expect(established?.status, `${name} Established`).to.equal('True');
       expect(crd!.spec.conversion?.strategy, name).to.equal('Webhook');
-      expect(crd!.spec.conversion?.webhook?.clientConfig?.url, name)
-        .to.equal(`https://127.0.0.1:${env.ports[`${owner(crd!.spec.group)}-webhook`]}/convert`);
+      expect(crd!.spec.conversion?.webhook?.clientConfig?.url, name).to.equal(
+        `https://127.0.0.1:${env.ports[`${owner(crd!.spec.group)}-webhook`]}/convert`,
+      );
     }
   });
 
@@ -90,31 +100,64 @@ describe('test control plane (hack/testenv)', function () {
     const api = env.kubeConfig().makeApiClient(CustomObjectsApi);
     const name = 'conversion-probe';
     await api.createNamespacedCustomObject({
-      group: CLUSTER_GROUP, version: 'v1beta2', namespace: ns, plural: 'clusters',
+      group: CLUSTER_GROUP,
+      version: 'v1beta2',
+      namespace: ns,
+      plural: 'clusters',
       body: {
-        apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', metadata: { name },
+        apiVersion: 'cluster.x-k8s.io/v1beta2',
+        kind: 'Cluster',
+        metadata: { name },
         spec: { controlPlaneRef: { apiGroup: 'controlplane.cluster.x-k8s.io', kind: 'KubeadmControlPlane', name } },
       },
     });
-    const old = await api.getNamespacedCustomObject({ group: CLUSTER_GROUP, version: 'v1beta1', namespace: ns, plural: 'clusters', name });
+    const old = await api.getNamespacedCustomObject({
+      group: CLUSTER_GROUP,
+      version: 'v1beta1',
+      namespace: ns,
+      plural: 'clusters',
+      name,
+    });
     expect(old.apiVersion).to.equal('cluster.x-k8s.io/v1beta1');
     // v1beta1 has apiVersion refs; the version comes from the KCP CRD's contract label.
-    expect(old.spec.controlPlaneRef).to.include({ apiVersion: 'controlplane.cluster.x-k8s.io/v1beta2', kind: 'KubeadmControlPlane', name });
-    await api.deleteNamespacedCustomObject({ group: CLUSTER_GROUP, version: 'v1beta2', namespace: ns, plural: 'clusters', name });
+    expect(old.spec.controlPlaneRef).to.include({
+      apiVersion: 'controlplane.cluster.x-k8s.io/v1beta2',
+      kind: 'KubeadmControlPlane',
+      name,
+    });
+    await api.deleteNamespacedCustomObject({
+      group: CLUSTER_GROUP,
+      version: 'v1beta2',
+      namespace: ns,
+      plural: 'clusters',
+      name,
+    });
   });
 
   it('refuses an invalid Cluster in CAPI validating webhook (admission wiring)', async function () {
     const api = env.kubeConfig().makeApiClient(CustomObjectsApi);
-    const err = await expectRejected(api.createNamespacedCustomObject({
-      group: CLUSTER_GROUP, version: 'v1beta2', namespace: ns, plural: 'clusters',
-      // Valid for the CRD schema (spec must not be empty); only the webhook knows that a ref is missing.
-      body: { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', metadata: { name: 'no-refs' }, spec: { clusterNetwork: { serviceDomain: 'cluster.local' } } },
-    }));
+    const err = await expectRejected(
+      api.createNamespacedCustomObject({
+        group: CLUSTER_GROUP,
+        version: 'v1beta2',
+        namespace: ns,
+        plural: 'clusters',
+        // Valid for the CRD schema (spec must not be empty); only the webhook knows that a ref is missing.
+        body: {
+          apiVersion: 'cluster.x-k8s.io/v1beta2',
+          kind: 'Cluster',
+          metadata: { name: 'no-refs' },
+          spec: { clusterNetwork: { serviceDomain: 'cluster.local' } },
+        },
+      }),
+    );
     expect(err.code).to.equal(422);
     // client-node hands the Status over as its JSON text.
     const status = (typeof err.body === 'string' ? JSON.parse(err.body) : err.body) as { message: string };
     expect(status.message).to.contain('admission webhook "validation.cluster.cluster.x-k8s.io" denied the request');
-    expect(status.message).to.contain('one of spec.controlPlaneRef, spec.infrastructureRef or spec.topology must be set');
+    expect(status.message).to.contain(
+      'one of spec.controlPlaneRef, spec.infrastructureRef or spec.topology must be set',
+    );
   });
 
   it('admits a client cert signed by caKeyPem as admin (what KCP-generated kubeconfigs use)', async function () {
@@ -122,9 +165,18 @@ describe('test control plane (hack/testenv)', function () {
     const keyFile = path.join(dir, 'client.key');
     fs.writeFileSync(path.join(dir, 'ca.crt'), env.caCertPem);
     fs.writeFileSync(path.join(dir, 'ca.key'), env.caKeyPem, { mode: 0o600 });
-    const pair = await issueCert({ certFile: path.join(dir, 'ca.crt'), keyFile: path.join(dir, 'ca.key') },
-      { commonName: 'kubernetes-admin', organization: 'system:masters', usage: 'client' }, path.join(dir, 'client.crt'), keyFile);
-    const rest = new KubeClient({ server: env.server, caPem: env.caCertPem, certPem: fs.readFileSync(pair.certFile, 'utf8'), keyPem: fs.readFileSync(keyFile, 'utf8') });
+    const pair = await issueCert(
+      { certFile: path.join(dir, 'ca.crt'), keyFile: path.join(dir, 'ca.key') },
+      { commonName: 'kubernetes-admin', organization: 'system:masters', usage: 'client' },
+      path.join(dir, 'client.crt'),
+      keyFile,
+    );
+    const rest = new KubeClient({
+      server: env.server,
+      caPem: env.caCertPem,
+      certPem: fs.readFileSync(pair.certFile, 'utf8'),
+      keyPem: fs.readFileSync(keyFile, 'utf8'),
+    });
     try {
       const res = await rest.send('GET', '/api/v1/namespaces/kube-system/secrets');
       expect(res.status, res.body.slice(0, 200)).to.equal(200);
@@ -136,8 +188,12 @@ describe('test control plane (hack/testenv)', function () {
 
   it('reports the memory of the running stack', function () {
     const m = env.memory();
-    process.stderr.write(`[testenv] memory: VmRSS ${(m.rssKiB / 1024).toFixed(0)} MiB, VmHWM ${(m.hwmKiB / 1024).toFixed(0)} MiB: ` +
-      `${Object.entries(m.byComponent).map(([c, v]) => `${c} ${(v.hwmKiB / 1024).toFixed(0)}`).join(', ')}\n`);
+    process.stderr.write(
+      `[testenv] memory: VmRSS ${(m.rssKiB / 1024).toFixed(0)} MiB, VmHWM ${(m.hwmKiB / 1024).toFixed(0)} MiB: ` +
+        `${Object.entries(m.byComponent)
+          .map(([c, v]) => `${c} ${(v.hwmKiB / 1024).toFixed(0)}`)
+          .join(', ')}\n`,
+    );
     expect(m.rssKiB).to.be.greaterThan(0);
   });
 
@@ -146,27 +202,42 @@ describe('test control plane (hack/testenv)', function () {
     // Its own small env (no CAPI), so the shared one's managers are not disturbed.
     const own = await startTestEnv({
       capi: false,
-      audit: { policy: 'apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: ["RequestReceived"]\nrules:\n  - level: Metadata\n' },
+      audit: {
+        policy:
+          'apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: ["RequestReceived"]\nrules:\n  - level: Metadata\n',
+      },
     });
     const rest = new KubeClient({ server: own.server, caPem: own.caCertPem }); // anonymous
     const admin = own.kubeConfig().makeApiClient(CoreV1Api);
     try {
-      await admin.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'survives-restart' }, data: { a: '1' } } });
+      await admin.createNamespacedConfigMap({
+        namespace: 'default',
+        body: { metadata: { name: 'survives-restart' }, data: { a: '1' } },
+      });
       const oldPid = own.pids['kube-apiserver']!;
       const restarted = own.restartApiserver({ downMs: 1500 });
       // While it is down, connections are refused.
       await new Promise((r) => setTimeout(r, 1200));
-      const during = await rest.send('GET', '/readyz').then((r) => r.status, () => 0);
+      const during = await rest.send('GET', '/readyz').then(
+        (r) => r.status,
+        () => 0,
+      );
       await restarted;
       expect(during, 'the apiserver answered while down').to.equal(0);
       expect(own.pids['kube-apiserver']).to.not.equal(oldPid);
       expect(pidAlive(oldPid)).to.equal(false);
       // Same URL, same kubeconfig, same etcd data.
-      const cm = await own.kubeConfig().makeApiClient(CoreV1Api).readNamespacedConfigMap({ namespace: 'default', name: 'survives-restart' });
+      const cm = await own
+        .kubeConfig()
+        .makeApiClient(CoreV1Api)
+        .readNamespacedConfigMap({ namespace: 'default', name: 'survives-restart' });
       expect(cm.data).to.deep.equal({ a: '1' });
 
       await own.pause('kube-apiserver');
-      const hung = await rest.send('GET', '/readyz', undefined, 'application/json', 1000).then((r) => r.status, (e: Error) => e.message);
+      const hung = await rest.send('GET', '/readyz', undefined, 'application/json', 1000).then(
+        (r) => r.status,
+        (e: Error) => e.message,
+      );
       expect(String(hung)).to.contain('timed out');
       await own.resume('kube-apiserver');
       expect((await rest.send('GET', '/readyz')).status).to.equal(200); // anonymous may read /readyz
@@ -196,8 +267,7 @@ describe('test control plane (hack/testenv)', function () {
     if (env.owned) {
       await stopSim(); // bound to this env
       await stopTestEnv();
-    }
-    else await target.stop();
+    } else await target.stop();
     process.stderr.write(`[testenv] stop() took ${((Date.now() - started) / 1000).toFixed(1)}s\n`);
     for (const pid of pids) {
       expect(pidAlive(pid), `pid ${pid} alive`).to.equal(false);

@@ -37,7 +37,12 @@ export interface PolicyOptions {
 export class AdmissionPolicy {
   readonly calls: AdmissionCall[] = [];
 
-  private constructor(private readonly server: https.Server, private readonly kube: KubeClient, readonly configName: string, private readonly dir: string) {}
+  private constructor(
+    private readonly server: https.Server,
+    private readonly kube: KubeClient,
+    readonly configName: string,
+    private readonly dir: string,
+  ) {}
 
   static async start(env: TestEnv, kube: KubeClient, o: PolicyOptions): Promise<AdmissionPolicy> {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'jg-policy-'));
@@ -51,8 +56,18 @@ export class AdmissionPolicy {
         const review = JSON.parse(body) as Json;
         const r = review.request ?? {};
         const refusal = o.decide(r);
-        policy.calls.push({ at: Date.now(), user: r.userInfo?.username ?? '', operation: r.operation, resource: `${r.resource?.resource}${r.subResource ? `/${r.subResource}` : ''}`, name: r.name, allowed: refusal === undefined });
-        const response = refusal === undefined ? { uid: r.uid, allowed: true } : { uid: r.uid, allowed: false, status: { code: 422, reason: 'Invalid', message: refusal } };
+        policy.calls.push({
+          at: Date.now(),
+          user: r.userInfo?.username ?? '',
+          operation: r.operation,
+          resource: `${r.resource?.resource}${r.subResource ? `/${r.subResource}` : ''}`,
+          name: r.name,
+          allowed: refusal === undefined,
+        });
+        const response =
+          refusal === undefined
+            ? { uid: r.uid, allowed: true }
+            : { uid: r.uid, allowed: false, status: { code: 422, reason: 'Invalid', message: refusal } };
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response }));
       });
@@ -66,17 +81,22 @@ export class AdmissionPolicy {
       apiVersion: 'admissionregistration.k8s.io/v1',
       kind: 'ValidatingWebhookConfiguration',
       metadata: { name: o.name },
-      webhooks: [{
-        name: `${o.name}.policy.example.com`,
-        clientConfig: { url: `https://127.0.0.1:${port}/validate`, caBundle: Buffer.from(env.caCertPem).toString('base64') },
-        rules: o.rules,
-        ...(o.objectSelector ? { objectSelector: o.objectSelector } : {}),
-        ...(o.namespaceSelector ? { namespaceSelector: o.namespaceSelector } : {}),
-        failurePolicy: 'Fail',
-        sideEffects: 'None',
-        admissionReviewVersions: ['v1'],
-        timeoutSeconds: 5,
-      }],
+      webhooks: [
+        {
+          name: `${o.name}.policy.example.com`,
+          clientConfig: {
+            url: `https://127.0.0.1:${port}/validate`,
+            caBundle: Buffer.from(env.caCertPem).toString('base64'),
+          },
+          rules: o.rules,
+          ...(o.objectSelector ? { objectSelector: o.objectSelector } : {}),
+          ...(o.namespaceSelector ? { namespaceSelector: o.namespaceSelector } : {}),
+          failurePolicy: 'Fail',
+          sideEffects: 'None',
+          admissionReviewVersions: ['v1'],
+          timeoutSeconds: 5,
+        },
+      ],
     });
     return policy;
   }
@@ -97,14 +117,33 @@ export class AdmissionPolicy {
 export async function kubeconfigAs(env: TestEnv, name: string): Promise<string> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'jg-user-'));
   try {
-    const pair = await issueCert({ certFile: env.caCertFile, keyFile: env.caKeyFile }, { commonName: name, organization: 'system:masters', usage: 'client' }, path.join(dir, 'u.crt'), path.join(dir, 'u.key'));
+    const pair = await issueCert(
+      { certFile: env.caCertFile, keyFile: env.caKeyFile },
+      { commonName: name, organization: 'system:masters', usage: 'client' },
+      path.join(dir, 'u.crt'),
+      path.join(dir, 'u.key'),
+    );
     const b64 = (f: string) => fs.readFileSync(f).toString('base64');
     return [
-      'apiVersion: v1', 'kind: Config',
-      'clusters:', `- name: ${name}`, '  cluster:', `    server: ${env.server}`, `    certificate-authority-data: ${Buffer.from(env.caCertPem).toString('base64')}`,
-      'users:', `- name: ${name}`, '  user:', `    client-certificate-data: ${b64(pair.certFile)}`, `    client-key-data: ${b64(pair.keyFile)}`,
-      'contexts:', `- name: ${name}`, '  context:', `    cluster: ${name}`, `    user: ${name}`,
-      `current-context: ${name}`, '',
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters:',
+      `- name: ${name}`,
+      '  cluster:',
+      `    server: ${env.server}`,
+      `    certificate-authority-data: ${Buffer.from(env.caCertPem).toString('base64')}`,
+      'users:',
+      `- name: ${name}`,
+      '  user:',
+      `    client-certificate-data: ${b64(pair.certFile)}`,
+      `    client-key-data: ${b64(pair.keyFile)}`,
+      'contexts:',
+      `- name: ${name}`,
+      '  context:',
+      `    cluster: ${name}`,
+      `    user: ${name}`,
+      `current-context: ${name}`,
+      '',
     ].join('\n');
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

@@ -10,9 +10,18 @@ export { waitFor, type WaitOptions } from '../../hack/testenv/wait.js';
 export const CLUSTER_NAME_LABEL = 'cluster.x-k8s.io/cluster-name';
 export const CONTROL_PLANE_LABEL = 'cluster.x-k8s.io/control-plane';
 
-export async function listMachines(kube: KubeClient, capi: CapiApi, namespace: string, cluster: string): Promise<Json[]> {
+export async function listMachines(
+  kube: KubeClient,
+  capi: CapiApi,
+  namespace: string,
+  cluster: string,
+): Promise<Json[]> {
   const list = await kube.list(capi.path('Machine', namespace), `${CLUSTER_NAME_LABEL}=${cluster}`);
-  return list.items.sort((a, b) => String(a.metadata.creationTimestamp).localeCompare(String(b.metadata.creationTimestamp)) || String(a.metadata.name).localeCompare(String(b.metadata.name)));
+  return list.items.sort(
+    (a, b) =>
+      String(a.metadata.creationTimestamp).localeCompare(String(b.metadata.creationTimestamp)) ||
+      String(a.metadata.name).localeCompare(String(b.metadata.name)),
+  );
 }
 
 export const isControlPlane = (m: Json) => m.metadata?.labels?.[CONTROL_PLANE_LABEL] !== undefined;
@@ -24,17 +33,26 @@ export const conditionOf = (o: Json | undefined, type: string): Json | undefined
 
 /** One line per Machine: name, phase, node, and the remediation-contract conditions. */
 export function describeMachines(machines: Json[]): string {
-  return machines.map((m) => {
-    const hc = conditionOf(m, 'HealthCheckSucceeded');
-    const or = conditionOf(m, 'OwnerRemediated');
-    const or2 = (m.status?.v1beta2?.conditions as Json[] | undefined)?.find((c) => c.type === 'OwnerRemediated');
-    return `  ${m.metadata.name}${isControlPlane(m) ? ' (cp)' : ''}: phase=${m.status?.phase} node=${m.status?.nodeRef?.name ?? '-'}` +
-      `${isDeleting(m) ? ' deleting' : ''}${hc ? ` HealthCheckSucceeded=${hc.status}/${hc.reason}` : ''}${or ? ` OwnerRemediated=${or.status}/${or.reason}` : ''}` +
-      (or2 ? ` (v1beta2 OwnerRemediated=${or2.status}/${or2.reason})` : '');
-  }).join('\n');
+  return machines
+    .map((m) => {
+      const hc = conditionOf(m, 'HealthCheckSucceeded');
+      const or = conditionOf(m, 'OwnerRemediated');
+      const or2 = (m.status?.v1beta2?.conditions as Json[] | undefined)?.find((c) => c.type === 'OwnerRemediated');
+      return (
+        `  ${m.metadata.name}${isControlPlane(m) ? ' (cp)' : ''}: phase=${m.status?.phase} node=${m.status?.nodeRef?.name ?? '-'}` +
+        `${isDeleting(m) ? ' deleting' : ''}${hc ? ` HealthCheckSucceeded=${hc.status}/${hc.reason}` : ''}${or ? ` OwnerRemediated=${or.status}/${or.reason}` : ''}` +
+        (or2 ? ` (v1beta2 OwnerRemediated=${or2.status}/${or2.reason})` : '')
+      );
+    })
+    .join('\n');
 }
 
-export async function controlPlaneInitialized(kube: KubeClient, capi: CapiApi, namespace: string, cluster: string): Promise<boolean> {
+export async function controlPlaneInitialized(
+  kube: KubeClient,
+  capi: CapiApi,
+  namespace: string,
+  cluster: string,
+): Promise<boolean> {
   return capi.controlPlaneInitialized(await kube.get(capi.path('Cluster', namespace, cluster)));
 }
 
@@ -43,20 +61,42 @@ export async function controlPlaneInitialized(kube: KubeClient, capi: CapiApi, n
  * OwnerRemediated=False in the conditions the release's owners read (v1beta1 ones carry a severity). One
  * write on /status guarded by resourceVersion.
  */
-export async function markForRemediation(kube: KubeClient, capi: CapiApi, namespace: string, name: string, reason = 'JoinTimeout'): Promise<void> {
+export async function markForRemediation(
+  kube: KubeClient,
+  capi: CapiApi,
+  namespace: string,
+  name: string,
+  reason = 'JoinTimeout',
+): Promise<void> {
   const path = capi.path('Machine', namespace, name);
   const m = await kube.get(path);
   if (!m) throw new Error(`Machine ${namespace}/${name} not found`);
   const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
   const severity = capi.version === 'v1beta1' ? { severity: 'Warning' } : {};
-  const others = ((m.status?.conditions ?? []) as Json[]).filter((c) => c.type !== 'HealthCheckSucceeded' && c.type !== 'OwnerRemediated');
+  const others = ((m.status?.conditions ?? []) as Json[]).filter(
+    (c) => c.type !== 'HealthCheckSucceeded' && c.type !== 'OwnerRemediated',
+  );
   await kube.mergePatch(`${path}/status`, {
     metadata: { resourceVersion: m.metadata.resourceVersion },
     status: {
       conditions: [
         ...others,
-        { type: 'HealthCheckSucceeded', status: 'False', reason, message: 'marked by the e2e test', lastTransitionTime: now, ...severity },
-        { type: 'OwnerRemediated', status: 'False', reason: 'WaitingForRemediation', message: 'marked by the e2e test', lastTransitionTime: now, ...severity },
+        {
+          type: 'HealthCheckSucceeded',
+          status: 'False',
+          reason,
+          message: 'marked by the e2e test',
+          lastTransitionTime: now,
+          ...severity,
+        },
+        {
+          type: 'OwnerRemediated',
+          status: 'False',
+          reason: 'WaitingForRemediation',
+          message: 'marked by the e2e test',
+          lastTransitionTime: now,
+          ...severity,
+        },
       ],
     },
   });

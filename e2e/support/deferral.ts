@@ -15,7 +15,10 @@ export const DEFERRAL_JOIN_TIMEOUT_S = 8;
 /** The scenario's shape: one MachineDeployment `md` of 3, `remediation.maxInFlight: 1`, check `workers`. */
 export function deferralScenario(prefix: string, cluster: string): ScenarioOptions {
   return {
-    prefix, cluster, checkName: 'workers', createClusterFirst: false,
+    prefix,
+    cluster,
+    checkName: 'workers',
+    createClusterFirst: false,
     workers: [{ name: 'md', replicas: 3, labels: { pool: 'workers' }, remediationMaxInFlight: 1 }],
   };
 }
@@ -43,20 +46,33 @@ export async function deferRemediation(s: Scenario, joinguard: Partial<Controlle
   const slow = sim.policy.holdJoin({ namespace, role: 'worker' }, { limit: 2 });
   const teardown = sim.policy.holdDeletion({ namespace });
   await createCheck(kube, namespace, 'workers', {
-    clusterName: cluster, selector: { matchLabels: { pool: 'workers' } }, joinTimeout: `${DEFERRAL_JOIN_TIMEOUT_S}s`,
+    clusterName: cluster,
+    selector: { matchLabels: { pool: 'workers' } },
+    joinTimeout: `${DEFERRAL_JOIN_TIMEOUT_S}s`,
     // Both held Machines are marked: no stall on two failures in a row, room for two in flight.
-    maxInFlight: 3, remediation: { maxPerOwner: 5 }, suspicion: { consecutiveJoinFailures: 5 },
+    maxInFlight: 3,
+    remediation: { maxPerOwner: 5 },
+    suspicion: { consecutiveJoinFailures: 5 },
   });
   await s.startJoinGuard(joinguard);
   await s.createCluster();
 
   const deferredReason = (m: Json) => capi.v1beta2Conditions(m).find((c) => c.type === 'OwnerRemediated')?.reason;
-  const { taken, deferred } = await waitFor('one marked worker deleting, the other deferred by its MachineSet', async () => {
-    const w = await s.workers();
-    const t = w.find((m) => isDeleting(m) && slow.applied.includes(m.metadata.name));
-    const d = w.find((m) => !isDeleting(m) && conditionOf(m, 'HealthCheckSucceeded')?.status === 'False' && deferredReason(m) === 'RemediationDeferred');
-    return t && d && { taken: t, deferred: d };
-  }, { timeoutMs: 150_000, describe: seen });
+  const { taken, deferred } = await waitFor(
+    'one marked worker deleting, the other deferred by its MachineSet',
+    async () => {
+      const w = await s.workers();
+      const t = w.find((m) => isDeleting(m) && slow.applied.includes(m.metadata.name));
+      const d = w.find(
+        (m) =>
+          !isDeleting(m) &&
+          conditionOf(m, 'HealthCheckSucceeded')?.status === 'False' &&
+          deferredReason(m) === 'RemediationDeferred',
+      );
+      return t && d && { taken: t, deferred: d };
+    },
+    { timeoutMs: 150_000, describe: seen },
+  );
   expect(slow.applied).to.include(deferred.metadata.name);
   const uid = deferred.metadata.uid as string;
   const stillThere = async () => {

@@ -25,7 +25,8 @@ export interface Upstream {
  * `silence` (watches) keeps the connection open and forwards nothing more, from the headers on for a new
  * watch, from the next chunk for an open one; a silenced stream stays dead until its client gives up.
  */
-export type Fault = 'pass' | 'hold' | 'reset' | 'silence' | { status: number; reason?: string; message?: string; retryAfterS?: number };
+export type Fault =
+  'pass' | 'hold' | 'reset' | 'silence' | { status: number; reason?: string; message?: string; retryAfterS?: number };
 
 export interface FaultRule {
   fault: Fault;
@@ -54,7 +55,8 @@ export interface RuleHandle {
   remove(): void;
 }
 
-export type RequestEnd = 'complete' | 'client-closed' | 'upstream-aborted' | 'upstream-unreachable' | 'reset' | 'proxy-stopped';
+export type RequestEnd =
+  'complete' | 'client-closed' | 'upstream-aborted' | 'upstream-unreachable' | 'reset' | 'proxy-stopped';
 
 export interface ProxiedRequest {
   id: number;
@@ -84,7 +86,13 @@ interface ActiveRule extends FaultRule {
   removed: boolean;
 }
 
-const STATUS_REASONS: Record<number, string> = { 409: 'Conflict', 429: 'TooManyRequests', 500: 'InternalError', 503: 'ServiceUnavailable', 504: 'Timeout' };
+const STATUS_REASONS: Record<number, string> = {
+  409: 'Conflict',
+  429: 'TooManyRequests',
+  500: 'InternalError',
+  503: 'ServiceUnavailable',
+  504: 'Timeout',
+};
 const HOP_HEADERS = ['connection', 'keep-alive', 'transfer-encoding', 'proxy-connection', 'upgrade', 'host'];
 
 /** The upstream of a kubeconfig's context (the current one by default): server, CA, client certificate or token. */
@@ -96,7 +104,8 @@ export function upstreamFromKubeconfig(yamlText: string, context?: string): Upst
   const cluster = (kc.clusters ?? []).find((c: any) => c.name === ctx.cluster)?.cluster;
   const user = (kc.users ?? []).find((u: any) => u.name === ctx.user)?.user ?? {};
   if (!cluster?.server) throw new Error(`kubeconfig: no server for cluster ${ctx.cluster}`);
-  const data = (inline?: string, file?: string) => (inline ? Buffer.from(inline, 'base64') : file ? fs.readFileSync(file) : undefined);
+  const data = (inline?: string, file?: string) =>
+    inline ? Buffer.from(inline, 'base64') : file ? fs.readFileSync(file) : undefined;
   const out: Upstream = { server: cluster.server };
   const ca = data(cluster['certificate-authority-data'], cluster['certificate-authority']);
   const cert = data(user['client-certificate-data'], user['client-certificate']);
@@ -122,9 +131,10 @@ export class FaultProxy {
     private readonly up: Upstream,
   ) {
     this.upstream = new URL(up.server);
-    this.agent = this.upstream.protocol === 'http:'
-      ? new http.Agent({ keepAlive: true })
-      : new https.Agent({ keepAlive: true, ca: up.ca, cert: up.cert, key: up.key });
+    this.agent =
+      this.upstream.protocol === 'http:'
+        ? new http.Agent({ keepAlive: true })
+        : new https.Agent({ keepAlive: true, ca: up.ca, cert: up.cert, key: up.key });
   }
 
   static async start(upstream: Upstream): Promise<FaultProxy> {
@@ -148,11 +158,23 @@ export class FaultProxy {
    */
   kubeconfigYaml(name = 'fault-proxy'): string {
     return [
-      'apiVersion: v1', 'kind: Config',
-      'clusters:', `- name: ${name}`, '  cluster:', `    server: ${this.url}`, '    insecure-skip-tls-verify: true',
-      'users:', `- name: ${name}`, '  user: {}',
-      'contexts:', `- name: ${name}`, '  context:', `    cluster: ${name}`, `    user: ${name}`,
-      `current-context: ${name}`, '',
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters:',
+      `- name: ${name}`,
+      '  cluster:',
+      `    server: ${this.url}`,
+      '    insecure-skip-tls-verify: true',
+      'users:',
+      `- name: ${name}`,
+      '  user: {}',
+      'contexts:',
+      `- name: ${name}`,
+      '  context:',
+      `    cluster: ${name}`,
+      `    user: ${name}`,
+      `current-context: ${name}`,
+      '',
     ].join('\n');
   }
 
@@ -160,7 +182,8 @@ export class FaultProxy {
     const r: ActiveRule = { ...rule, matched: [], removed: false };
     this.rules.push(r);
     // Silence also reaches streams already open.
-    if (rule.fault === 'silence') for (const o of this.open) if (!o.silenced && this.applies(r, o.req, '')) this.silence(o, r);
+    if (rule.fault === 'silence')
+      for (const o of this.open) if (!o.silenced && this.applies(r, o.req, '')) this.silence(o, r);
     return { matched: r.matched, remove: () => void (r.removed = true) };
   }
 
@@ -175,7 +198,9 @@ export class FaultProxy {
   }
 
   /** Requests matching a filter, oldest first. */
-  find(f: { method?: string | RegExp; path?: RegExp; watch?: boolean; userAgent?: RegExp; since?: number } = {}): ProxiedRequest[] {
+  find(
+    f: { method?: string | RegExp; path?: RegExp; watch?: boolean; userAgent?: RegExp; since?: number } = {},
+  ): ProxiedRequest[] {
     return this.requests.filter((r) => (f.since === undefined || r.at >= f.since) && matchesRequest(f, r));
   }
 
@@ -189,8 +214,15 @@ export class FaultProxy {
     const out = new Map<string, number>();
     for (const r of this.requests) {
       if (!watched.has(r.path)) continue;
-      const opened = r.code === 200 && r.answeredAt !== undefined && !(r.silencedAt !== undefined && r.silencedAt <= r.answeredAt) ? r.answeredAt : undefined;
-      const t = r.watch ? Math.max(opened ?? 0, r.lastByteAt ?? 0) || undefined : r.method === 'GET' && r.code === 200 && r.end === 'complete' ? r.endedAt : undefined;
+      const opened =
+        r.code === 200 && r.answeredAt !== undefined && !(r.silencedAt !== undefined && r.silencedAt <= r.answeredAt)
+          ? r.answeredAt
+          : undefined;
+      const t = r.watch
+        ? Math.max(opened ?? 0, r.lastByteAt ?? 0) || undefined
+        : r.method === 'GET' && r.code === 200 && r.end === 'complete'
+          ? r.endedAt
+          : undefined;
       if (t !== undefined && t > (out.get(r.path) ?? 0)) out.set(r.path, t);
       else if (!out.has(r.path)) out.set(r.path, 0);
     }
@@ -218,8 +250,15 @@ export class FaultProxy {
     const url = new URL(req.url ?? '/', 'http://proxy');
     const watch = /^(true|1)$/.test(url.searchParams.get('watch') ?? '');
     const rec: ProxiedRequest = {
-      id: this.nextId++, at: Date.now(), method: req.method ?? 'GET', path: url.pathname, query: url.search, watch,
-      userAgent: req.headers['user-agent'] ?? '', code: 0, bytes: 0,
+      id: this.nextId++,
+      at: Date.now(),
+      method: req.method ?? 'GET',
+      path: url.pathname,
+      query: url.search,
+      watch,
+      userAgent: req.headers['user-agent'] ?? '',
+      code: 0,
+      bytes: 0,
     };
     this.requests.push(rec);
     const chunks: Buffer[] = [];
@@ -250,7 +289,14 @@ export class FaultProxy {
     }
     if (fault === 'hold') {
       rec.fault = 'hold';
-      const entry = { req: rec, silenced: true, kill: (end: RequestEnd) => { finish(end); res.destroy(); } };
+      const entry = {
+        req: rec,
+        silenced: true,
+        kill: (end: RequestEnd) => {
+          finish(end);
+          res.destroy();
+        },
+      };
       this.open.add(entry);
       res.on('close', () => this.open.delete(entry));
       return;
@@ -258,24 +304,42 @@ export class FaultProxy {
     if (typeof fault === 'object') {
       rec.fault = `status ${fault.status}`;
       const status = {
-        kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', code: fault.status,
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        code: fault.status,
         reason: fault.reason ?? STATUS_REASONS[fault.status] ?? 'InternalError',
-        message: fault.message ?? (fault.status === 409
-          ? `Operation cannot be fulfilled on ${rec.path}: the object has been modified; please apply your changes to the latest version and try again (injected by the fault proxy)`
-          : `injected by the fault proxy: ${fault.status} for ${rec.method} ${rec.path}`),
+        message:
+          fault.message ??
+          (fault.status === 409
+            ? `Operation cannot be fulfilled on ${rec.path}: the object has been modified; please apply your changes to the latest version and try again (injected by the fault proxy)`
+            : `injected by the fault proxy: ${fault.status} for ${rec.method} ${rec.path}`),
       };
       const payload = JSON.stringify(status);
       rec.code = fault.status;
       rec.answeredAt = Date.now();
       const retryAfter = fault.retryAfterS !== undefined ? { 'Retry-After': String(fault.retryAfterS) } : {};
-      res.writeHead(fault.status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload), ...retryAfter }).end(payload);
+      res
+        .writeHead(fault.status, {
+          'Content-Type': 'application/json',
+          'Content-Length': Buffer.byteLength(payload),
+          ...retryAfter,
+        })
+        .end(payload);
       return;
     }
     this.forward(req, res, rec, body, fault === 'silence', finish);
   }
 
-  private forward(req: http.IncomingMessage, res: http.ServerResponse, rec: ProxiedRequest, body: Buffer, silenceNow: boolean,
-    finish: (end: RequestEnd, error?: string) => void): void {
+  private forward(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    rec: ProxiedRequest,
+    body: Buffer,
+    silenceNow: boolean,
+    finish: (end: RequestEnd, error?: string) => void,
+  ): void {
     const headers: http.OutgoingHttpHeaders = { ...req.headers };
     for (const h of HOP_HEADERS) delete headers[h];
     headers.host = this.upstream.host;
@@ -283,7 +347,8 @@ export class FaultProxy {
     if (this.up.token) headers.authorization = `Bearer ${this.up.token}`;
     const lib = this.upstream.protocol === 'http:' ? http : https;
     const entry = {
-      req: rec, silenced: false,
+      req: rec,
+      silenced: false,
       kill: (end: RequestEnd) => {
         finish(end);
         upReq.destroy();
@@ -291,33 +356,39 @@ export class FaultProxy {
       },
     };
     if (silenceNow) this.silence(entry);
-    const upReq = lib.request(new URL(`${rec.path}${rec.query}`, this.upstream), { method: rec.method, headers, agent: this.agent }, (upRes) => {
-      rec.code = upRes.statusCode ?? 0;
-      rec.answeredAt = Date.now();
-      const out = { ...upRes.headers };
-      for (const h of HOP_HEADERS) delete out[h];
-      res.writeHead(rec.code, out);
-      res.flushHeaders();
-      upRes.on('data', (c: Buffer) => {
-        if (entry.silenced) return;
-        const silencer = rec.watch ? this.rules.find((r) => r.fault === 'silence' && this.applies(r, rec, '')) : undefined;
-        if (silencer) return this.silence(entry, silencer);
-        rec.bytes += c.length;
-        rec.lastByteAt = Date.now();
-        res.write(c);
-      });
-      // An upstream that ends mid-stream (killed, reset) ends the client's stream the same way.
-      upRes.on('close', () => {
-        if (entry.silenced) return;
-        if (upRes.complete) {
-          finish('complete');
-          res.end();
-        } else {
-          finish('upstream-aborted');
-          res.destroy();
-        }
-      });
-    });
+    const upReq = lib.request(
+      new URL(`${rec.path}${rec.query}`, this.upstream),
+      { method: rec.method, headers, agent: this.agent },
+      (upRes) => {
+        rec.code = upRes.statusCode ?? 0;
+        rec.answeredAt = Date.now();
+        const out = { ...upRes.headers };
+        for (const h of HOP_HEADERS) delete out[h];
+        res.writeHead(rec.code, out);
+        res.flushHeaders();
+        upRes.on('data', (c: Buffer) => {
+          if (entry.silenced) return;
+          const silencer = rec.watch
+            ? this.rules.find((r) => r.fault === 'silence' && this.applies(r, rec, ''))
+            : undefined;
+          if (silencer) return this.silence(entry, silencer);
+          rec.bytes += c.length;
+          rec.lastByteAt = Date.now();
+          res.write(c);
+        });
+        // An upstream that ends mid-stream (killed, reset) ends the client's stream the same way.
+        upRes.on('close', () => {
+          if (entry.silenced) return;
+          if (upRes.complete) {
+            finish('complete');
+            res.end();
+          } else {
+            finish('upstream-aborted');
+            res.destroy();
+          }
+        });
+      },
+    );
     this.open.add(entry);
     res.on('close', () => {
       this.open.delete(entry);
@@ -345,8 +416,12 @@ export class FaultProxy {
   }
 }
 
-function matchesRequest(f: { method?: string | RegExp; path?: RegExp; query?: RegExp; watch?: boolean; userAgent?: RegExp }, r: ProxiedRequest): boolean {
-  if (f.method !== undefined && !(typeof f.method === 'string' ? f.method === r.method : f.method.test(r.method))) return false;
+function matchesRequest(
+  f: { method?: string | RegExp; path?: RegExp; query?: RegExp; watch?: boolean; userAgent?: RegExp },
+  r: ProxiedRequest,
+): boolean {
+  if (f.method !== undefined && !(typeof f.method === 'string' ? f.method === r.method : f.method.test(r.method)))
+    return false;
   if (f.path && !f.path.test(r.path)) return false;
   if (f.query && !f.query.test(r.query)) return false;
   if (f.watch !== undefined && f.watch !== r.watch) return false;

@@ -10,7 +10,8 @@ import { startController, type ControllerOptions, type RunningController } from 
 import { installCrds } from '../../hack/testenv/crds.js';
 import type { KubeClient } from '../../hack/testenv/kube-client.js';
 
-export const checksPath = (namespace: string) => `/apis/joinguard.io/v1alpha1/namespaces/${namespace}/machinejoinchecks`;
+export const checksPath = (namespace: string) =>
+  `/apis/joinguard.io/v1alpha1/namespaces/${namespace}/machinejoinchecks`;
 
 /** Creates (or updates) the MachineJoinCheck CRD from api/v1alpha1 and waits until it is served. */
 export function installJoinGuardCrd(kube: KubeClient): Promise<void> {
@@ -32,7 +33,11 @@ export class CapturedLog {
         done();
       },
     });
-    this.logger = winston.createLogger({ level, format: winston.format.json(), transports: [new winston.transports.Stream({ stream })] });
+    this.logger = winston.createLogger({
+      level,
+      format: winston.format.json(),
+      transports: [new winston.transports.Stream({ stream })],
+    });
   }
 
   tail(n = 30): string {
@@ -41,20 +46,38 @@ export class CapturedLog {
 }
 
 /** Starts JoinGuard for one namespace, metrics and probes on free ports, not waiting for leadership. */
-export async function startJoinGuard(kubeConfig: KubeConfig, namespace: string, extra: Partial<ControllerOptions> = {}): Promise<{ controller: RunningController; log: CapturedLog }> {
+export async function startJoinGuard(
+  kubeConfig: KubeConfig,
+  namespace: string,
+  extra: Partial<ControllerOptions> = {},
+): Promise<{ controller: RunningController; log: CapturedLog }> {
   const log = new CapturedLog();
   const controller = await startController({
-    access: clusterAccessFromKubeconfig(kubeConfig.exportConfig()), namespace, logger: log.logger,
-    metricsBindAddress: '127.0.0.1:0', healthProbeBindAddress: '127.0.0.1:0',
-    collectDefaultMetrics: false, connectionGraceMs: 2000,
+    access: clusterAccessFromKubeconfig(kubeConfig.exportConfig()),
+    namespace,
+    logger: log.logger,
+    metricsBindAddress: '127.0.0.1:0',
+    healthProbeBindAddress: '127.0.0.1:0',
+    collectDefaultMetrics: false,
+    connectionGraceMs: 2000,
     ...extra,
   });
   await controller.ready();
   return { controller, log };
 }
 
-export async function createCheck(kube: KubeClient, namespace: string, name: string, spec: MachineJoinCheckSpec): Promise<void> {
-  await kube.create(checksPath(namespace), { apiVersion: 'joinguard.io/v1alpha1', kind: 'MachineJoinCheck', metadata: { name, namespace }, spec });
+export async function createCheck(
+  kube: KubeClient,
+  namespace: string,
+  name: string,
+  spec: MachineJoinCheckSpec,
+): Promise<void> {
+  await kube.create(checksPath(namespace), {
+    apiVersion: 'joinguard.io/v1alpha1',
+    kind: 'MachineJoinCheck',
+    metadata: { name, namespace },
+    spec,
+  });
 }
 
 export async function getCheck(kube: KubeClient, namespace: string, name: string): Promise<MachineJoinCheck> {
@@ -69,8 +92,14 @@ export const checkCondition = (c: MachineJoinCheck, type: string): Condition | u
 /** A short account of the check for failure messages. */
 export function describeCheck(c: MachineJoinCheck): string {
   const s = c.status ?? {};
-  const conds = (s.conditions ?? []).map((x) => `${x.type}=${x.status}/${x.reason}: ${x.message.slice(0, 300)}`).join('\n    ');
-  const rem = (s.remediations ?? []).map((r) => `${r.machine} ${r.path} ${r.outcome}${r.canary ? ' canary' : ''}`).join(', ');
-  return `check ${c.metadata.name}: expected=${s.expectedMachines} joined=${s.joinedMachines} stuck=${s.stuckMachines} ` +
-    `consecutive=${s.consecutiveJoinFailures} suspicion=${s.suspicion ? JSON.stringify(s.suspicion) : '-'}\n  remediations: ${rem || '-'}\n    ${conds}`;
+  const conds = (s.conditions ?? [])
+    .map((x) => `${x.type}=${x.status}/${x.reason}: ${x.message.slice(0, 300)}`)
+    .join('\n    ');
+  const rem = (s.remediations ?? [])
+    .map((r) => `${r.machine} ${r.path} ${r.outcome}${r.canary ? ' canary' : ''}`)
+    .join(', ');
+  return (
+    `check ${c.metadata.name}: expected=${s.expectedMachines} joined=${s.joinedMachines} stuck=${s.stuckMachines} ` +
+    `consecutive=${s.consecutiveJoinFailures} suspicion=${s.suspicion ? JSON.stringify(s.suspicion) : '-'}\n  remediations: ${rem || '-'}\n    ${conds}`
+  );
 }

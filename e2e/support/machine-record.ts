@@ -44,16 +44,28 @@ export function changeOf(capi: CapiApi, m: Json, gone: boolean): MachineChange {
   const owner = ((m.metadata.ownerReferences ?? []) as Json[]).find((r) => r.controller === true);
   const annotations = (m.metadata.annotations ?? {}) as Record<string, string>;
   return {
-    at: Date.now(), name: m.metadata.name, uid: m.metadata.uid, gone,
+    at: Date.now(),
+    name: m.metadata.name,
+    uid: m.metadata.uid,
+    gone,
     deleting: m.metadata.deletionTimestamp !== undefined,
     controlPlane: m.metadata.labels?.['cluster.x-k8s.io/control-plane'] !== undefined,
     ...(owner ? { owner: `${owner.kind}/${owner.name}` } : {}),
     ...(m.spec?.version ? { version: m.spec.version } : {}),
     ...(m.status?.nodeRef?.name ? { node: m.status.nodeRef.name } : {}),
-    marked: hcAny || annotations[REMEDIATE_ANNOTATION] !== undefined || [...v1, ...v2].some((c) => c.type === 'JoinGuardJoined' && c.status === 'False'),
-    joinGuardMark: annotations[REMEDIATE_ANNOTATION] !== undefined
-      || [...v1, ...v2].some((c) => (c.type === 'HealthCheckSucceeded' && c.status === 'False' && /^(JoinTimeout|ProvisionTimeout)$/.test(c.reason ?? ''))
-        || (c.type === 'JoinGuardJoined' && c.status === 'False')),
+    marked:
+      hcAny ||
+      annotations[REMEDIATE_ANNOTATION] !== undefined ||
+      [...v1, ...v2].some((c) => c.type === 'JoinGuardJoined' && c.status === 'False'),
+    joinGuardMark:
+      annotations[REMEDIATE_ANNOTATION] !== undefined ||
+      [...v1, ...v2].some(
+        (c) =>
+          (c.type === 'HealthCheckSucceeded' &&
+            c.status === 'False' &&
+            /^(JoinTimeout|ProvisionTimeout)$/.test(c.reason ?? '')) ||
+          (c.type === 'JoinGuardJoined' && c.status === 'False'),
+      ),
     ...(hc ? { healthCheck: `${hc.status}/${hc.reason}` } : {}),
     ...(or ? { ownerRemediated: `${or.status}/${or.reason}`, ownerMessage: String(or.message ?? '') } : {}),
     annotations,
@@ -66,10 +78,19 @@ export class MachineRecord {
   readonly restarts: string[] = [];
   private readonly cache: ResourceCache;
 
-  private constructor(kube: KubeClient, capi: CapiApi, private readonly namespace: string) {
-    this.cache = new ResourceCache(kube, capi.resource('Machine'), (type, obj) => {
-      if (obj.metadata?.namespace === this.namespace) this.changes.push(changeOf(capi, obj, type === 'delete'));
-    }, (err) => this.restarts.push(String(err)));
+  private constructor(
+    kube: KubeClient,
+    capi: CapiApi,
+    private readonly namespace: string,
+  ) {
+    this.cache = new ResourceCache(
+      kube,
+      capi.resource('Machine'),
+      (type, obj) => {
+        if (obj.metadata?.namespace === this.namespace) this.changes.push(changeOf(capi, obj, type === 'delete'));
+      },
+      (err) => this.restarts.push(String(err)),
+    );
   }
 
   static async start(kube: KubeClient, capi: CapiApi, namespace: string): Promise<MachineRecord> {
@@ -90,7 +111,8 @@ export class MachineRecord {
   /** Machines (by uid) that carried a mark (any, or JoinGuard's only) at some moment, with the first such change. */
   marked(which: 'any' | 'joinguard' = 'any'): Map<string, MachineChange> {
     const out = new Map<string, MachineChange>();
-    for (const c of this.changes) if ((which === 'any' ? c.marked : c.joinGuardMark) && !out.has(c.uid)) out.set(c.uid, c);
+    for (const c of this.changes)
+      if ((which === 'any' ? c.marked : c.joinGuardMark) && !out.has(c.uid)) out.set(c.uid, c);
     return out;
   }
 

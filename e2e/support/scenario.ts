@@ -31,7 +31,11 @@ export interface ScenarioOptions {
    * Make the cluster from a ClusterClass `<cluster>-class` (e2e/sim/cluster-class.ts, with the MachineHealthChecks
    * it defines) instead of by hand; `workers` is then ignored.
    */
-  topology?: { controlPlaneReplicas: number; workers: { name: string; replicas: number }[]; kcpRemediation?: ClassShape['kcpRemediation'] };
+  topology?: {
+    controlPlaneReplicas: number;
+    workers: { name: string; replicas: number }[];
+    kcpRemediation?: ClassShape['kcpRemediation'];
+  };
 }
 
 export interface Scenario {
@@ -60,10 +64,31 @@ export function useScenario(o: ScenarioOptions): Scenario {
   s.createCluster = async () => {
     const ca = { certPem: s.env.caCertPem, keyPem: s.env.caKeyPem };
     const t = o.topology;
-    if (t === undefined) return createCluster(s.kube, { ...o.shape, namespace, name: o.cluster, workers: o.workers, ca, apiVersion: s.capi.version });
+    if (t === undefined)
+      return createCluster(s.kube, {
+        ...o.shape,
+        namespace,
+        name: o.cluster,
+        workers: o.workers,
+        ca,
+        apiVersion: s.capi.version,
+      });
     const className = `${o.cluster}-class`;
-    await createClusterClass(s.kube, { namespace, name: className, apiVersion: s.capi.version, ...(t.kcpRemediation ? { kcpRemediation: t.kcpRemediation } : {}) });
-    await createClassCluster(s.kube, { namespace, name: o.cluster, className, controlPlaneReplicas: t.controlPlaneReplicas, workers: t.workers, ca, apiVersion: s.capi.version });
+    await createClusterClass(s.kube, {
+      namespace,
+      name: className,
+      apiVersion: s.capi.version,
+      ...(t.kcpRemediation ? { kcpRemediation: t.kcpRemediation } : {}),
+    });
+    await createClassCluster(s.kube, {
+      namespace,
+      name: o.cluster,
+      className,
+      controlPlaneReplicas: t.controlPlaneReplicas,
+      workers: t.workers,
+      ca,
+      apiVersion: s.capi.version,
+    });
   };
   s.startJoinGuard = async (extra = {}) => {
     s.jg = await startJoinGuard(s.env.kubeConfig(), namespace, extra);
@@ -71,10 +96,15 @@ export function useScenario(o: ScenarioOptions): Scenario {
   s.check = () => getCheck(s.kube, namespace, o.checkName);
   s.machines = () => listMachines(s.kube, s.capi, namespace, o.cluster);
   s.workers = async () => (await s.machines()).filter((m) => !isControlPlane(m));
-  s.seen = (extra) => async () => `${describeMachines(await s.machines())}\n` +
+  s.seen = (extra) => async () =>
+    `${describeMachines(await s.machines())}\n` +
     `${describeCheck(await s.check().catch(() => ({ metadata: { name: o.checkName } }) as MachineJoinCheck))}\n` +
     `${s.jg ? `JoinGuard log:\n${s.jg.log.tail(15)}\n` : ''}${extra ? extra() : ''}` +
-    `sim events:\n${s.sim.eventsOf(namespace).slice(-15).map((e) => `  ${new Date(e.time).toISOString().slice(11, 23)} ${e.type} ${e.name}: ${e.message}`).join('\n')}\n` +
+    `sim events:\n${s.sim
+      .eventsOf(namespace)
+      .slice(-15)
+      .map((e) => `  ${new Date(e.time).toISOString().slice(11, 23)} ${e.type} ${e.name}: ${e.message}`)
+      .join('\n')}\n` +
     `sim errors: ${s.sim.errors.slice(-3).join(' | ') || 'none'}`;
 
   before(async function () {
@@ -91,10 +121,14 @@ export function useScenario(o: ScenarioOptions): Scenario {
     const expected = o.topology
       ? o.topology.controlPlaneReplicas + o.topology.workers.reduce((n, w) => n + w.replicas, 0)
       : (o.shape?.controlPlaneReplicas ?? 1) + o.workers.reduce((n, w) => n + w.replicas, 0);
-    await waitFor(`the cluster up with ${expected} joined Machines`, async () => {
-      const ms = await s.machines();
-      return ms.length === expected && ms.every(hasNode);
-    }, { timeoutMs: 150_000, describe: s.seen() });
+    await waitFor(
+      `the cluster up with ${expected} joined Machines`,
+      async () => {
+        const ms = await s.machines();
+        return ms.length === expected && ms.every(hasNode);
+      },
+      { timeoutMs: 150_000, describe: s.seen() },
+    );
   });
 
   after(async function () {

@@ -11,7 +11,11 @@ export function getSim(options?: SimOptions): Promise<Sim> {
     pending = (async () => {
       const env = await getTestEnv();
       const { startSim } = await import('../sim/sim.js');
-      return startSim(env.kube(), { capiApiVersion: env.capiApiVersion, kubeletPort: env.ports['sim-kubelet'], ...options });
+      return startSim(env.kube(), {
+        capiApiVersion: env.capiApiVersion,
+        kubeletPort: env.ports['sim-kubelet'],
+        ...options,
+      });
     })();
     pending.catch(() => (pending = undefined));
   }

@@ -40,7 +40,8 @@ export function getTestEnv(): Promise<TestEnv> {
       if (external) {
         logToStderr(`[testenv] using the running env of JOINGUARD_TESTENV_KUBECONFIG=${external}`);
         const env = attachTestEnv(external);
-        if (env.capiRelease !== capiRelease) throw new Error(`the running env runs CAPI ${env.capiRelease}, not ${capiRelease} (JOINGUARD_CAPI_RELEASE)`);
+        if (env.capiRelease !== capiRelease)
+          throw new Error(`the running env runs CAPI ${env.capiRelease}, not ${capiRelease} (JOINGUARD_CAPI_RELEASE)`);
         return env;
       }
       return startTestEnv({ log: logToStderr, capiRelease, audit: { policy: WRITES_AUDIT_POLICY } });

@@ -23,7 +23,12 @@ export interface UpgradeHold {
   stop(): Promise<void>;
 }
 
-export async function startUpgradeHold(env: TestEnv, kube: KubeClient, namespace: string, retryAfterSeconds = 5): Promise<UpgradeHold> {
+export async function startUpgradeHold(
+  env: TestEnv,
+  kube: KubeClient,
+  namespace: string,
+  retryAfterSeconds = 5,
+): Promise<UpgradeHold> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'jg-upgrade-hold-'));
   const pair = await issueServingCert(env.caCertFile, env.caKeyFile, dir);
   let holding = true;
@@ -32,29 +37,49 @@ export async function startUpgradeHold(env: TestEnv, kube: KubeClient, namespace
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body));
   };
-  const server = https.createServer({ cert: fs.readFileSync(pair.certFile), key: fs.readFileSync(pair.keyFile) }, (req, res) => {
-    let text = '';
-    req.on('data', (c: Buffer) => (text += c.toString()));
-    req.on('end', () => {
-      const url = (req.url ?? '').split('?')[0]!;
-      if (url.endsWith('/discovery')) {
-        return answer(res, {
-          apiVersion: HOOKS, kind: 'DiscoveryResponse', status: 'Success',
-          handlers: [{ name: HANDLER, requestHook: { apiVersion: HOOKS, hook: 'BeforeClusterUpgrade' }, timeoutSeconds: 10, failurePolicy: 'Fail' }],
-        });
-      }
-      if (url.includes('/beforeclusterupgrade/')) {
-        const body = (text ? JSON.parse(text) : {}) as Json;
-        calls.push({ cluster: body.cluster?.metadata?.name, from: body.fromKubernetesVersion, to: body.toKubernetesVersion, held: holding });
-        return answer(res, {
-          apiVersion: HOOKS, kind: 'BeforeClusterUpgradeResponse', status: 'Success',
-          message: holding ? 'held by the test: waiting for the maintenance window' : '', retryAfterSeconds: holding ? retryAfterSeconds : 0,
-        });
-      }
-      res.writeHead(404);
-      res.end();
-    });
-  });
+  const server = https.createServer(
+    { cert: fs.readFileSync(pair.certFile), key: fs.readFileSync(pair.keyFile) },
+    (req, res) => {
+      let text = '';
+      req.on('data', (c: Buffer) => (text += c.toString()));
+      req.on('end', () => {
+        const url = (req.url ?? '').split('?')[0]!;
+        if (url.endsWith('/discovery')) {
+          return answer(res, {
+            apiVersion: HOOKS,
+            kind: 'DiscoveryResponse',
+            status: 'Success',
+            handlers: [
+              {
+                name: HANDLER,
+                requestHook: { apiVersion: HOOKS, hook: 'BeforeClusterUpgrade' },
+                timeoutSeconds: 10,
+                failurePolicy: 'Fail',
+              },
+            ],
+          });
+        }
+        if (url.includes('/beforeclusterupgrade/')) {
+          const body = (text ? JSON.parse(text) : {}) as Json;
+          calls.push({
+            cluster: body.cluster?.metadata?.name,
+            from: body.fromKubernetesVersion,
+            to: body.toKubernetesVersion,
+            held: holding,
+          });
+          return answer(res, {
+            apiVersion: HOOKS,
+            kind: 'BeforeClusterUpgradeResponse',
+            status: 'Success',
+            message: holding ? 'held by the test: waiting for the maintenance window' : '',
+            retryAfterSeconds: holding ? retryAfterSeconds : 0,
+          });
+        }
+        res.writeHead(404);
+        res.end();
+      });
+    },
+  );
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());
@@ -62,7 +87,9 @@ export async function startUpgradeHold(env: TestEnv, kube: KubeClient, namespace
   const port = (server.address() as AddressInfo).port;
   const name = `jg-upgrade-hold-${namespace}`.slice(0, 63);
   await kube.create(EXTENSION_CONFIGS, {
-    apiVersion: 'runtime.cluster.x-k8s.io/v1alpha1', kind: 'ExtensionConfig', metadata: { name },
+    apiVersion: 'runtime.cluster.x-k8s.io/v1alpha1',
+    kind: 'ExtensionConfig',
+    metadata: { name },
     spec: {
       clientConfig: { url: `https://127.0.0.1:${port}`, caBundle: Buffer.from(env.caCertPem).toString('base64') },
       namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } },

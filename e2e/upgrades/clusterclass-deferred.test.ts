@@ -28,7 +28,11 @@ const REFUSAL = `KubeadmControlPlane can't remediate while waiting for a version
 describe('ClusterClass (b): KCP defers remediation while a topology version upgrade waits to be propagated', function () {
   this.timeout(600_000);
   const s = useScenario({
-    prefix: 'jg-ccdefer', cluster: 'ccdefer', checkName: 'control-plane', workers: [], waitJoined: true,
+    prefix: 'jg-ccdefer',
+    cluster: 'ccdefer',
+    checkName: 'control-plane',
+    workers: [],
+    waitJoined: true,
     topology: { controlPlaneReplicas: 1, workers: [{ name: 'md', replicas: 1 }] },
   });
   const seen = s.seen();
@@ -39,44 +43,74 @@ describe('ClusterClass (b): KCP defers remediation while a topology version upgr
     await hold?.stop();
   });
 
-  it('records the owner\'s answer, says so, never re-asks or takes another path; KCP acts once the version is propagated', async () => {
+  it("records the owner's answer, says so, never re-asks or takes another path; KCP acts once the version is propagated", async () => {
     const { kube, capi, sim, namespace, cluster } = s;
     const kcp = async () => (await kube.list(capi.path('KubeadmControlPlane', namespace))).items[0] as Json;
     const cp = async () => (await s.machines()).filter(isControlPlane);
     record = await MachineRecord.start(kube, capi, namespace);
     hold = await startUpgradeHold(s.env, kube, namespace);
-    await waitFor('CAPI discovered the upgrade hook', () => extensionDiscovered(kube, namespace), { timeoutMs: 60_000, describe: seen });
+    await waitFor('CAPI discovered the upgrade hook', () => extensionDiscovered(kube, namespace), {
+      timeoutMs: 60_000,
+      describe: seen,
+    });
     await createCheck(kube, namespace, 'control-plane', {
-      clusterName: cluster, selector: { matchLabels: { 'cluster.x-k8s.io/control-plane': '' } }, joinTimeout: `${JOIN_TIMEOUT_S}s`,
+      clusterName: cluster,
+      selector: { matchLabels: { 'cluster.x-k8s.io/control-plane': '' } },
+      joinTimeout: `${JOIN_TIMEOUT_S}s`,
     });
     await s.startJoinGuard();
 
     // 1. Scale the control plane to 3; its second Machine never joins.
-    const broken = sim.policy.neverJoin({ namespace, role: 'control-plane', version: DEFAULT_K8S_VERSION }, { limit: 1 });
+    const broken = sim.policy.neverJoin(
+      { namespace, role: 'control-plane', version: DEFAULT_K8S_VERSION },
+      { limit: 1 },
+    );
     await changeTopology(kube, { namespace, name: cluster, apiVersion: capi.version, controlPlaneReplicas: 3 });
-    const stuck = await waitFor('the second control-plane Machine, its join failed', async () => {
-      const name = broken.applied[0];
-      return name !== undefined && sim.eventsOf(namespace, 'JoinFailed').some((e) => e.name === name) && (await cp()).find((m) => m.metadata.name === name);
-    }, { timeoutMs: 180_000, describe: seen });
+    const stuck = await waitFor(
+      'the second control-plane Machine, its join failed',
+      async () => {
+        const name = broken.applied[0];
+        return (
+          name !== undefined &&
+          sim.eventsOf(namespace, 'JoinFailed').some((e) => e.name === name) &&
+          (await cp()).find((m) => m.metadata.name === name)
+        );
+      },
+      { timeoutMs: 180_000, describe: seen },
+    );
 
     // 2. Before its deadline, the operator asks for V2; the upgrade hook holds it.
     await changeTopology(kube, { namespace, name: cluster, apiVersion: capi.version, version: V2 });
     const bumpedAt = Date.now();
-    await waitFor('the hook asked (and holding)', async () => hold!.calls.some((c) => c.held && c.to === V2), { timeoutMs: 60_000, describe: seen });
+    await waitFor('the hook asked (and holding)', async () => hold!.calls.some((c) => c.held && c.to === V2), {
+      timeoutMs: 60_000,
+      describe: seen,
+    });
 
     // 3. JoinGuard asks; KCP answers that it waits for V2 to be propagated (the hook holds it).
-    const deferred = await waitFor('KCP\'s answer: RemediationDeferred, waiting for the version upgrade', async () =>
-      record!.of(stuck.metadata.uid).find((c) => c.ownerRemediated === 'False/RemediationDeferred' && (c.ownerMessage ?? '').includes(REFUSAL)),
-    { timeoutMs: 120_000, describe: seen });
-    expect(deferred.annotations[REMEDIATE_ANNOTATION], 'asked through the class\'s MachineHealthCheck').to.not.equal(undefined);
+    const deferred = await waitFor(
+      "KCP's answer: RemediationDeferred, waiting for the version upgrade",
+      async () =>
+        record!
+          .of(stuck.metadata.uid)
+          .find((c) => c.ownerRemediated === 'False/RemediationDeferred' && (c.ownerMessage ?? '').includes(REFUSAL)),
+      { timeoutMs: 120_000, describe: seen },
+    );
+    expect(deferred.annotations[REMEDIATE_ANNOTATION], "asked through the class's MachineHealthCheck").to.not.equal(
+      undefined,
+    );
     expect((await kcp()).spec.version, 'the topology holds the control plane back').to.equal(DEFAULT_K8S_VERSION);
 
-    const recorded = await waitFor('the answer in the check\'s status', async () => {
-      const c = await s.check();
-      const r = c.status?.remediations?.find((x) => x.uid === stuck.metadata.uid);
-      const p = checkCondition(c, 'Progressing');
-      return r?.ownerReason === 'RemediationDeferred' && p?.message.includes('RemediationDeferred') && c;
-    }, { timeoutMs: 60_000, describe: seen });
+    const recorded = await waitFor(
+      "the answer in the check's status",
+      async () => {
+        const c = await s.check();
+        const r = c.status?.remediations?.find((x) => x.uid === stuck.metadata.uid);
+        const p = checkCondition(c, 'Progressing');
+        return r?.ownerReason === 'RemediationDeferred' && p?.message.includes('RemediationDeferred') && c;
+      },
+      { timeoutMs: 60_000, describe: seen },
+    );
     const rec = recorded.status!.remediations!.find((x) => x.uid === stuck.metadata.uid)!;
     expect(rec, describeCheck(recorded)).to.include({ path: 'RemediateAnnotation', outcome: 'Deferred' });
     expect(rec.ownerMessage).to.contain(REFUSAL);
@@ -85,34 +119,59 @@ describe('ClusterClass (b): KCP defers remediation while a topology version upgr
     // 4. A while of KCP refusing: one request, no second write, no other path (no deletion, no JoinGuardJoined).
     await new Promise((r) => setTimeout(r, 30_000));
     const mine = record.of(stuck.metadata.uid);
-    expect(mine.some((c) => c.deleting), 'deleted while KCP deferred').to.equal(false);
+    expect(
+      mine.some((c) => c.deleting),
+      'deleted while KCP deferred',
+    ).to.equal(false);
     const annotated = mine.map((c) => c.annotations[REMEDIATE_ANNOTATION] !== undefined);
-    expect(annotated.slice(annotated.indexOf(true)).every(Boolean), 'the annotation was never taken back and written again').to.equal(true);
+    expect(
+      annotated.slice(annotated.indexOf(true)).every(Boolean),
+      'the annotation was never taken back and written again',
+    ).to.equal(true);
     const writes = s.jg!.log.lines.filter((l) => l.includes('"mark written"') && l.includes(stuck.metadata.name));
     expect(writes, 'JoinGuard wrote its mark once').to.have.length(1);
-    expect(mine.every((c) => !/JoinGuardJoined/.test(JSON.stringify(c))), 'no other path').to.equal(true);
+    expect(
+      mine.every((c) => !/JoinGuardJoined/.test(JSON.stringify(c))),
+      'no other path',
+    ).to.equal(true);
     const whileDeferred = await s.check();
     expect(whileDeferred.status?.remediations?.filter((x) => x.uid === stuck.metadata.uid)).to.have.length(1);
-    expect(record.ownerAnswers(stuck.metadata.uid).filter((a) => a.includes(REFUSAL)).length, 'KCP kept its answer').to.be.at.least(1);
+    expect(
+      record.ownerAnswers(stuck.metadata.uid).filter((a) => a.includes(REFUSAL)).length,
+      'KCP kept its answer',
+    ).to.be.at.least(1);
 
     // 5. The hook lets the upgrade go; the topology propagates V2; KCP acts on the standing request.
     hold.release();
-    const removed = await waitFor('KCP deleting the stuck Machine once V2 is propagated', async () =>
-      record!.of(stuck.metadata.uid).find((c) => c.deleting), { timeoutMs: 240_000, describe: seen });
-    const done = await waitFor(`3 control-plane Machines and the worker at ${V2}, joined`, async () => {
-      const ms = await s.machines();
-      return ms.length === 4 && ms.every((m) => m.spec.version === V2 && hasNode(m) && !isDeleting(m)) && ms;
-    }, { timeoutMs: 420_000, describe: seen });
+    const removed = await waitFor(
+      'KCP deleting the stuck Machine once V2 is propagated',
+      async () => record!.of(stuck.metadata.uid).find((c) => c.deleting),
+      { timeoutMs: 240_000, describe: seen },
+    );
+    const done = await waitFor(
+      `3 control-plane Machines and the worker at ${V2}, joined`,
+      async () => {
+        const ms = await s.machines();
+        return ms.length === 4 && ms.every((m) => m.spec.version === V2 && hasNode(m) && !isDeleting(m)) && ms;
+      },
+      { timeoutMs: 420_000, describe: seen },
+    );
     expect(done.filter(isControlPlane)).to.have.length(3);
-    const final = await waitFor('the check at AsExpected, the request Replaced', async () => {
-      const c = await s.check();
-      const r = c.status?.remediations?.find((x) => x.uid === stuck.metadata.uid);
-      return checkCondition(c, 'Progressing')?.reason === 'AsExpected' && r?.outcome === 'Replaced' && c;
-    }, { timeoutMs: 60_000, describe: seen });
+    const final = await waitFor(
+      'the check at AsExpected, the request Replaced',
+      async () => {
+        const c = await s.check();
+        const r = c.status?.remediations?.find((x) => x.uid === stuck.metadata.uid);
+        return checkCondition(c, 'Progressing')?.reason === 'AsExpected' && r?.outcome === 'Replaced' && c;
+      },
+      { timeoutMs: 60_000, describe: seen },
+    );
     expect(final.status?.remediations, describeCheck(final)).to.have.length(1);
     expect(new Set(record.marked('joinguard').keys())).to.deep.equal(new Set([stuck.metadata.uid]));
-    process.stderr.write(`[clusterclass-deferred] KCP: "${deferred.ownerMessage}" (${((deferred.at - bumpedAt) / 1000).toFixed(1)}s after the bump); ` +
-      `JoinGuard: ${progressing.message.slice(0, 300)}; deferred for ${((removed.at - deferred.at) / 1000).toFixed(1)}s until the version was propagated; ` +
-      `all at ${V2} ${((Date.now() - bumpedAt) / 1000).toFixed(1)}s after the bump\n`);
+    process.stderr.write(
+      `[clusterclass-deferred] KCP: "${deferred.ownerMessage}" (${((deferred.at - bumpedAt) / 1000).toFixed(1)}s after the bump); ` +
+        `JoinGuard: ${progressing.message.slice(0, 300)}; deferred for ${((removed.at - deferred.at) / 1000).toFixed(1)}s until the version was propagated; ` +
+        `all at ${V2} ${((Date.now() - bumpedAt) / 1000).toFixed(1)}s after the bump\n`,
+    );
   });
 });

@@ -92,7 +92,7 @@ export const MUTANTS: Mutant[] = [
     name: 'no-finalizer',
     what: 'the finalizer is never added to a check: deleting it leaves its marks behind',
     file: 'controllers/joincheck/deletion.ts',
-    find: "  if (deletion === undefined) return !has && !clusterPaused ? { addFinalizer: true } : {};",
+    find: '  if (deletion === undefined) return !has && !clusterPaused ? { addFinalizer: true } : {};',
     replace: '  if (deletion === undefined) return {};',
     spec: PROPERTY,
     expect: '[deleted-check]',
@@ -124,8 +124,12 @@ export function mutate(text: string, m: Mutant): string {
   let out = text;
   for (const e of [{ find: m.find, replace: m.replace }, ...(m.more ?? [])]) {
     const first = out.indexOf(e.find);
-    if (first < 0) throw new Error(`mutant ${m.name}: its anchor is not in ${m.file} any more (the code moved: update the mutant)\n${e.find}`);
-    if (out.indexOf(e.find, first + 1) >= 0) throw new Error(`mutant ${m.name}: its anchor occurs more than once in ${m.file} (make it unique)\n${e.find}`);
+    if (first < 0)
+      throw new Error(
+        `mutant ${m.name}: its anchor is not in ${m.file} any more (the code moved: update the mutant)\n${e.find}`,
+      );
+    if (out.indexOf(e.find, first + 1) >= 0)
+      throw new Error(`mutant ${m.name}: its anchor occurs more than once in ${m.file} (make it unique)\n${e.find}`);
     out = out.slice(0, first) + e.replace + out.slice(first + e.find.length);
   }
   return out;

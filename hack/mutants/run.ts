@@ -29,7 +29,12 @@ interface Outcome {
 
 function copyTree(): string {
   const dir = mkdtempSync(join(tmpdir(), 'joinguard-mutant-'));
-  const files = spawnSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '-z'], { cwd: ROOT, encoding: 'utf8' }).stdout.split('\0').filter((f) => f !== '');
+  const files = spawnSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '-z'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  })
+    .stdout.split('\0')
+    .filter((f) => f !== '');
   for (const f of files) {
     mkdirSync(dirname(join(dir, f)), { recursive: true });
     try {
@@ -51,7 +56,10 @@ function runOne(m: Mutant): Outcome {
     const first = runSpec(m.spec, dir, started);
     if (first.killed || m.also === undefined) return first;
     const second = runSpec(m.also, dir, started);
-    return { ...second, by: `${m.also} (the histories missed it: ${first.by}${first.seed !== undefined ? `, seed ${first.seed}` : ''}): ${second.by}` };
+    return {
+      ...second,
+      by: `${m.also} (the histories missed it: ${first.by}${first.seed !== undefined ? `, seed ${first.seed}` : ''}): ${second.by}`,
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -61,24 +69,48 @@ function runOne(m: Mutant): Outcome {
 function runSpec(spec: string, dir: string, started: number): Outcome {
   const property = spec.endsWith('property.test.ts');
   const seed = process.env['MUTANT_SEED'] ?? String(Math.floor(Math.random() * 2 ** 31));
-  const env = { ...process.env, ...(property ? { PROPERTY_NO_SHRINK: '1', PROPERTY_SEED: seed, PROPERTY_RUNS: RUNS, PROPERTY_REGRESSIONS: '0' } : {}) };
-  const r = spawnSync('npx', ['mocha', '--config', '.mocharc.unit.json', '--reporter', 'spec', spec], { cwd: dir, env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, timeout: 20 * 60 * 1000 });
+  const env = {
+    ...process.env,
+    ...(property
+      ? { PROPERTY_NO_SHRINK: '1', PROPERTY_SEED: seed, PROPERTY_RUNS: RUNS, PROPERTY_REGRESSIONS: '0' }
+      : {}),
+  };
+  const r = spawnSync('npx', ['mocha', '--config', '.mocharc.unit.json', '--reporter', 'spec', spec], {
+    cwd: dir,
+    env,
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+    timeout: 20 * 60 * 1000,
+  });
   const out = `${r.stdout}\n${r.stderr}`;
   const seconds = (performance.now() - started) / 1000;
   if (r.status === 0) return { killed: false, by: 'nothing failed', seconds, ...(property ? { seed } : {}) };
   if (property) {
-    const tag = /AssertionError: (\[[A-Za-z-]+\])/.exec(out)?.[1] ?? /AssertionError: ([^\n]{0,80})/.exec(out)?.[1] ?? 'an error (see the log)';
+    const tag =
+      /AssertionError: (\[[A-Za-z-]+\])/.exec(out)?.[1] ??
+      /AssertionError: ([^\n]{0,80})/.exec(out)?.[1] ??
+      'an error (see the log)';
     const n = /Property failed after (\d+) tests/.exec(out)?.[1];
     const detail = /AssertionError: ([^\n]*)/.exec(out)?.[1]?.slice(0, 300);
-    return { killed: true, by: tag, ...(n ? { histories: Number(n) } : {}), seed, seconds, ...(detail ? { detail } : {}) };
+    return {
+      killed: true,
+      by: tag,
+      ...(n ? { histories: Number(n) } : {}),
+      seed,
+      seconds,
+      ...(detail ? { detail } : {}),
+    };
   }
-  const failing = [...out.matchAll(/^\s+\d+\) (.+)$/gm)].map((x) => x[1]!.trim()).filter((t, i, all) => all.indexOf(t) === i);
+  const failing = [...out.matchAll(/^\s+\d+\) (.+)$/gm)]
+    .map((x) => x[1]!.trim())
+    .filter((t, i, all) => all.indexOf(t) === i);
   return { killed: true, by: failing.slice(0, 3).join(' | ') || 'the spec failed', seconds };
 }
 
 const only = process.argv.slice(2);
 const chosen = only.length > 0 ? MUTANTS.filter((m) => only.includes(m.name)) : MUTANTS;
-if (chosen.length === 0) throw new Error(`no mutant named ${only.join(', ')}; known: ${MUTANTS.map((m) => m.name).join(', ')}`);
+if (chosen.length === 0)
+  throw new Error(`no mutant named ${only.join(', ')}; known: ${MUTANTS.map((m) => m.name).join(', ')}`);
 // Every anchor first: a missing one fails before anything runs.
 for (const m of chosen) mutate(readFileSync(join(ROOT, m.file), 'utf8'), m);
 
@@ -86,10 +118,17 @@ let killed = 0;
 for (const m of chosen) {
   const o = runOne(m);
   if (o.killed) killed++;
-  const where = o.histories !== undefined ? ` after ${o.histories} histories (seed ${o.seed})` : o.seed !== undefined ? ` (seed ${o.seed})` : '';
+  const where =
+    o.histories !== undefined
+      ? ` after ${o.histories} histories (seed ${o.seed})`
+      : o.seed !== undefined
+        ? ` (seed ${o.seed})`
+        : '';
   const expected = o.by.includes(m.expect) ? '' : ` — expected ${m.expect}`;
   const by = o.by.startsWith(m.also ?? '\0') ? o.by : `${m.spec}: ${o.by}`;
-  console.log(`${o.killed ? 'KILLED  ' : 'SURVIVED'} ${m.name}: ${m.what}\n         caught by ${by}${where}${expected}; ${o.seconds.toFixed(0)} s`);
+  console.log(
+    `${o.killed ? 'KILLED  ' : 'SURVIVED'} ${m.name}: ${m.what}\n         caught by ${by}${where}${expected}; ${o.seconds.toFixed(0)} s`,
+  );
   if (o.detail !== undefined) console.log(`         ${o.detail}`);
 }
 console.log(`${chosen.length} mutants, ${killed} killed, ${chosen.length - killed} survived`);

@@ -81,8 +81,16 @@ export async function startApiserver(opts: ApiserverOptions): Promise<Apiserver>
   const ready = async (proc: ManagedProcess, rest: KubeClient) => {
     const timeoutMs = opts.timeoutMs ?? 45_000;
     const abort = () => (proc.running ? undefined : `kube-apiserver ${proc.describeExit()}`);
-    await waitFor('kube-apiserver /readyz', async () => (await rest.send('GET', '/readyz')).status === 200, { timeoutMs, abort, intervalMs: 200 });
-    await waitFor('namespace default', async () => (await rest.send('GET', '/api/v1/namespaces/default')).status === 200, { timeoutMs, abort, intervalMs: 100 });
+    await waitFor('kube-apiserver /readyz', async () => (await rest.send('GET', '/readyz')).status === 200, {
+      timeoutMs,
+      abort,
+      intervalMs: 200,
+    });
+    await waitFor(
+      'namespace default',
+      async () => (await rest.send('GET', '/api/v1/namespaces/default')).status === 200,
+      { timeoutMs, abort, intervalMs: 100 },
+    );
   };
   return launchWithRetry('kube-apiserver', opts.log, async () => {
     const port = await freePort();
@@ -97,7 +105,10 @@ export async function startApiserver(opts: ApiserverOptions): Promise<Apiserver>
         throw err;
       }
       const api: Apiserver = {
-        proc, port, server, rest,
+        proc,
+        port,
+        server,
+        rest,
         async restart(downMs) {
           await api.proc.stop(10_000);
           if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
@@ -120,7 +131,12 @@ export function kubeconfigYaml(server: string, certs: CertSet): string {
     apiVersion: 'v1',
     kind: 'Config',
     clusters: [{ name: 'testenv', cluster: { server, 'certificate-authority-data': b64(certs.ca.certFile) } }],
-    users: [{ name: 'admin', user: { 'client-certificate-data': b64(certs.admin.certFile), 'client-key-data': b64(certs.admin.keyFile) } }],
+    users: [
+      {
+        name: 'admin',
+        user: { 'client-certificate-data': b64(certs.admin.certFile), 'client-key-data': b64(certs.admin.keyFile) },
+      },
+    ],
     contexts: [{ name: 'testenv', context: { cluster: 'testenv', user: 'admin' } }],
     'current-context': 'testenv',
   });

@@ -84,7 +84,9 @@ export function attachedTestEnv(d: TestEnvDescriptor, caCertPem: string, caKeyPe
       // Not ours to stop.
     },
     async restartApiserver() {
-      throw new Error('restartApiserver: this env was started by another process (attached); it cannot restart its apiserver');
+      throw new Error(
+        'restartApiserver: this env was started by another process (attached); it cannot restart its apiserver',
+      );
     },
     pause: (component: TestEnvComponent) => pauseGroup(pidOf(d, component), 'SIGSTOP'),
     resume: (component: TestEnvComponent) => pauseGroup(pidOf(d, component), 'SIGCONT'),
@@ -107,7 +109,9 @@ export function readDescriptor(runDir: string): TestEnvDescriptor | undefined {
 
 /** Components of a descriptor whose process is gone. */
 export function deadComponents(d: TestEnvDescriptor): string[] {
-  return Object.entries(d.pids).filter(([, pid]) => !pidAlive(pid)).map(([name]) => name);
+  return Object.entries(d.pids)
+    .filter(([, pid]) => !pidAlive(pid))
+    .map(([name]) => name);
 }
 
 /** Attaches to the env whose kubeconfig (written by startTestEnv) is at kubeconfigPath. */
@@ -115,10 +119,13 @@ export function attachTestEnv(kubeconfigPath: string): TestEnv {
   const runDir = path.dirname(path.resolve(kubeconfigPath));
   const d = readDescriptor(runDir);
   if (!d) {
-    throw new Error(`${kubeconfigPath}: no ${DESCRIPTOR_FILE} beside it; point JOINGUARD_TESTENV_KUBECONFIG at the kubeconfig ` +
-      'printed by `npm run testenv -- up`');
+    throw new Error(
+      `${kubeconfigPath}: no ${DESCRIPTOR_FILE} beside it; point JOINGUARD_TESTENV_KUBECONFIG at the kubeconfig ` +
+        'printed by `npm run testenv -- up`',
+    );
   }
   const dead = deadComponents(d);
-  if (dead.length) throw new Error(`test env at ${runDir} is not running (${dead.join(', ')} gone); run \`npm run testenv -- up\``);
+  if (dead.length)
+    throw new Error(`test env at ${runDir} is not running (${dead.join(', ')} gone); run \`npm run testenv -- up\``);
   return attachedTestEnv(d, fs.readFileSync(d.caCertFile, 'utf8'), fs.readFileSync(d.caKeyFile, 'utf8'));
 }

@@ -51,8 +51,16 @@ const PROVIDERS: CapiProvider[] = [
       collection: '/apis/cluster.x-k8s.io/v1beta1/namespaces/default/clusters',
       // A Cluster needs a ref; converting it back to v1beta1 also reads the KCP CRD's contract label.
       object: {
-        apiVersion: 'cluster.x-k8s.io/v1beta1', kind: 'Cluster', metadata: { name: PROBE_NAME },
-        spec: { controlPlaneRef: { apiVersion: 'controlplane.cluster.x-k8s.io/v1beta1', kind: 'KubeadmControlPlane', name: PROBE_NAME } },
+        apiVersion: 'cluster.x-k8s.io/v1beta1',
+        kind: 'Cluster',
+        metadata: { name: PROBE_NAME },
+        spec: {
+          controlPlaneRef: {
+            apiVersion: 'controlplane.cluster.x-k8s.io/v1beta1',
+            kind: 'KubeadmControlPlane',
+            name: PROBE_NAME,
+          },
+        },
       },
     },
   },
@@ -63,7 +71,12 @@ const PROVIDERS: CapiProvider[] = [
     crdLabels: { 'cluster.x-k8s.io/provider': 'bootstrap-kubeadm' },
     probe: {
       collection: '/apis/bootstrap.cluster.x-k8s.io/v1beta1/namespaces/default/kubeadmconfigs',
-      object: { apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta1', kind: 'KubeadmConfig', metadata: { name: PROBE_NAME }, spec: {} },
+      object: {
+        apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta1',
+        kind: 'KubeadmConfig',
+        metadata: { name: PROBE_NAME },
+        spec: {},
+      },
     },
   },
   {
@@ -74,8 +87,10 @@ const PROVIDERS: CapiProvider[] = [
     probe: {
       collection: '/apis/controlplane.cluster.x-k8s.io/v1beta1/namespaces/default/kubeadmcontrolplanetemplates',
       object: {
-        apiVersion: 'controlplane.cluster.x-k8s.io/v1beta1', kind: 'KubeadmControlPlaneTemplate',
-        metadata: { name: PROBE_NAME }, spec: { template: { spec: { kubeadmConfigSpec: {} } } },
+        apiVersion: 'controlplane.cluster.x-k8s.io/v1beta1',
+        kind: 'KubeadmControlPlaneTemplate',
+        metadata: { name: PROBE_NAME },
+        spec: { template: { spec: { kubeadmConfigSpec: {} } } },
       },
       // Templates need the ClusterTopology feature gate (on here, MANAGER_FEATURE_GATES; denied when a caller
       // turns it off); a KCP would need an infrastructure CRD.
@@ -98,9 +113,21 @@ export function webhookTarget(provider: CapiProvider, port: number, built: Built
 }
 
 /** Installs (or re-points) a provider's CRDs and webhook configurations at the given webhook port. */
-export async function wireProvider(rest: KubeClient, target: WebhookTarget, crds: Json[], caBundleB64: string): Promise<void> {
+export async function wireProvider(
+  rest: KubeClient,
+  target: WebhookTarget,
+  crds: Json[],
+  caBundleB64: string,
+): Promise<void> {
   const own = crds.filter((c) => target.crdGroups.includes(c.spec?.group));
-  await Promise.all(own.map((crd) => rest.createOrReplace('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', wireCrd(crd, [target], caBundleB64))));
+  await Promise.all(
+    own.map((crd) =>
+      rest.createOrReplace(
+        '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
+        wireCrd(crd, [target], caBundleB64),
+      ),
+    ),
+  );
   for (const cfg of webhookConfigurations(target, caBundleB64)) {
     await rest.createOrReplace(webhookConfigurationPath(cfg.kind), cfg);
   }
@@ -147,10 +174,16 @@ function managerArgs(o: ManagerStartOptions, webhookPort: number, healthPort: nu
 /** Dry-run create through v1beta1: succeeds only when conversion and admission webhooks answer. */
 export async function probeWebhooks(rest: KubeClient, provider: CapiProvider): Promise<void> {
   const res = await rest.send('POST', `${provider.probe.collection}?dryRun=All`, provider.probe.object);
-  if (provider.probe.deniedBy && res.body.includes(`admission webhook \\"${provider.probe.deniedBy}\\" denied the request`)) return;
-  if (res.status !== 201 && res.status !== 200) throw new Error(`dry-run create: ${res.status} ${res.body.slice(0, 400)}`);
+  if (
+    provider.probe.deniedBy &&
+    res.body.includes(`admission webhook \\"${provider.probe.deniedBy}\\" denied the request`)
+  )
+    return;
+  if (res.status !== 201 && res.status !== 200)
+    throw new Error(`dry-run create: ${res.status} ${res.body.slice(0, 400)}`);
   const back = JSON.parse(res.body) as Json;
-  if (back.apiVersion !== provider.probe.object.apiVersion) throw new Error(`dry-run create answered as ${back.apiVersion}`);
+  if (back.apiVersion !== provider.probe.object.apiVersion)
+    throw new Error(`dry-run create answered as ${back.apiVersion}`);
 }
 
 /** Starts one manager and waits until its /readyz is OK and its webhooks answer through the apiserver. */
@@ -177,8 +210,16 @@ export async function startCapiManager(provider: CapiProvider, o: ManagerStartOp
     const wait = async (): Promise<CapiManager> => {
       const timeoutMs = o.timeoutMs ?? 40_000;
       const abort = () => (proc.running ? undefined : `${provider.component} ${proc.describeExit()}`);
-      await waitFor(`${provider.component} /readyz`, async () => (await httpGet(`${healthUrl}/readyz`)).status === 200, { timeoutMs, abort, intervalMs: 200 });
-      await waitFor(`${provider.component} webhooks`, async () => (await probeWebhooks(o.rest, provider), true), { timeoutMs: 20_000, abort, intervalMs: 200 });
+      await waitFor(
+        `${provider.component} /readyz`,
+        async () => (await httpGet(`${healthUrl}/readyz`)).status === 200,
+        { timeoutMs, abort, intervalMs: 200 },
+      );
+      await waitFor(`${provider.component} webhooks`, async () => (await probeWebhooks(o.rest, provider), true), {
+        timeoutMs: 20_000,
+        abort,
+        intervalMs: 200,
+      });
       return { provider, proc, webhookPort, healthPort, healthUrl };
     };
     return { proc, wait };

@@ -20,17 +20,23 @@ export interface CapiReleaseTraits {
 
 export const CAPI_RELEASES: Record<CapiRelease, CapiReleaseTraits> = {
   'v1.14': {
-    apiVersion: 'v1beta2', contract: 'v1beta2',
+    apiVersion: 'v1beta2',
+    contract: 'v1beta2',
     kubeadmContractLabels: { 'cluster.x-k8s.io/v1beta1': 'v1beta1', 'cluster.x-k8s.io/v1beta2': 'v1beta2' },
   },
-  'v1.10': { apiVersion: 'v1beta1', contract: 'v1beta1', kubeadmContractLabels: { 'cluster.x-k8s.io/v1beta1': 'v1beta1' } },
+  'v1.10': {
+    apiVersion: 'v1beta1',
+    contract: 'v1beta1',
+    kubeadmContractLabels: { 'cluster.x-k8s.io/v1beta1': 'v1beta1' },
+  },
 };
 
 /** The release named by $JOINGUARD_CAPI_RELEASE (how CI runs the specs against the second release). */
 export function capiReleaseFromEnv(): CapiRelease {
   const r = process.env.JOINGUARD_CAPI_RELEASE;
   if (r === undefined || r === '') return DEFAULT_CAPI_RELEASE;
-  if (!(CAPI_RELEASE_NAMES as readonly string[]).includes(r)) throw new Error(`JOINGUARD_CAPI_RELEASE=${r}: known releases are ${CAPI_RELEASE_NAMES.join(', ')}`);
+  if (!(CAPI_RELEASE_NAMES as readonly string[]).includes(r))
+    throw new Error(`JOINGUARD_CAPI_RELEASE=${r}: known releases are ${CAPI_RELEASE_NAMES.join(', ')}`);
   return r as CapiRelease;
 }
 
@@ -55,7 +61,9 @@ export function readBuiltRelease(binDir: string): BuiltRelease {
   }
   for (const dir of Object.values(built.providerDirs)) {
     if (!fs.existsSync(path.join(dir, 'config', 'webhook', 'manifests.yaml'))) {
-      throw new Error(`CAPI module ${built.version} not found at ${dir}: run hack/testenv/build.sh --capi ${built.release} (it downloads it)`);
+      throw new Error(
+        `CAPI module ${built.version} not found at ${dir}: run hack/testenv/build.sh --capi ${built.release} (it downloads it)`,
+      );
     }
   }
   return built;

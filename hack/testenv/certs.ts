@@ -57,21 +57,46 @@ async function genKey(keyFile: string): Promise<void> {
 
 function requestConfig(subject: Record<string, string>, ext: string[]): string {
   const dn = Object.entries(subject).map(([k, v]) => `${k} = ${v}`);
-  return ['[req]', 'distinguished_name = dn', 'prompt = no', 'x509_extensions = ext', '[dn]', ...dn, '[ext]', ...ext, '']
-    .join('\n');
+  return [
+    '[req]',
+    'distinguished_name = dn',
+    'prompt = no',
+    'x509_extensions = ext',
+    '[dn]',
+    ...dn,
+    '[ext]',
+    ...ext,
+    '',
+  ].join('\n');
 }
 
 /** A self-signed CA in dir/<name>.crt and dir/<name>.key. */
 export async function makeCA(dir: string, name: string, commonName: string): Promise<KeyPair> {
   const pair = { certFile: path.join(dir, `${name}.crt`), keyFile: path.join(dir, `${name}.key`) };
   const cnf = path.join(dir, `${name}.cnf`);
-  fs.writeFileSync(cnf, requestConfig({ CN: commonName }, [
-    'basicConstraints = critical,CA:TRUE',
-    'keyUsage = critical,keyCertSign,cRLSign,digitalSignature',
-    'subjectKeyIdentifier = hash',
-  ]));
+  fs.writeFileSync(
+    cnf,
+    requestConfig({ CN: commonName }, [
+      'basicConstraints = critical,CA:TRUE',
+      'keyUsage = critical,keyCertSign,cRLSign,digitalSignature',
+      'subjectKeyIdentifier = hash',
+    ]),
+  );
   await genKey(pair.keyFile);
-  await openssl(['req', '-x509', '-new', '-config', cnf, '-key', pair.keyFile, '-days', DAYS, '-sha256', '-out', pair.certFile]);
+  await openssl([
+    'req',
+    '-x509',
+    '-new',
+    '-config',
+    cnf,
+    '-key',
+    pair.keyFile,
+    '-days',
+    DAYS,
+    '-sha256',
+    '-out',
+    pair.certFile,
+  ]);
   fs.rmSync(cnf);
   return pair;
 }
@@ -93,8 +118,22 @@ export async function issueCert(ca: KeyPair, req: LeafRequest, certFile: string,
   fs.writeFileSync(cnf, requestConfig(subject, ext));
   await genKey(keyFile);
   await openssl([
-    'req', '-x509', '-new', '-config', cnf, '-key', keyFile,
-    '-CA', ca.certFile, '-CAkey', ca.keyFile, '-days', DAYS, '-sha256', '-out', certFile,
+    'req',
+    '-x509',
+    '-new',
+    '-config',
+    cnf,
+    '-key',
+    keyFile,
+    '-CA',
+    ca.certFile,
+    '-CAkey',
+    ca.keyFile,
+    '-days',
+    DAYS,
+    '-sha256',
+    '-out',
+    certFile,
   ]);
   fs.rmSync(cnf);
   return { certFile, keyFile };
@@ -104,10 +143,19 @@ export async function issueCert(ca: KeyPair, req: LeafRequest, certFile: string,
  * A serving cert for a webhook or any other local TLS server, signed by the env's CA (for tests that
  * serve their own webhooks: register caCertPem as the caBundle). Writes dir/tls.crt and dir/tls.key.
  */
-export async function issueServingCert(caCertFile: string, caKeyFile: string, dir: string, sans = ['IP:127.0.0.1', 'DNS:localhost']): Promise<KeyPair> {
+export async function issueServingCert(
+  caCertFile: string,
+  caKeyFile: string,
+  dir: string,
+  sans = ['IP:127.0.0.1', 'DNS:localhost'],
+): Promise<KeyPair> {
   fs.mkdirSync(dir, { recursive: true });
-  return issueCert({ certFile: caCertFile, keyFile: caKeyFile }, { commonName: 'testenv-serving', subjectAltNames: sans, usage: 'server' },
-    path.join(dir, 'tls.crt'), path.join(dir, 'tls.key'));
+  return issueCert(
+    { certFile: caCertFile, keyFile: caKeyFile },
+    { commonName: 'testenv-serving', subjectAltNames: sans, usage: 'server' },
+    path.join(dir, 'tls.crt'),
+    path.join(dir, 'tls.key'),
+  );
 }
 
 /** Everything the control plane needs, under dir. */
@@ -119,18 +167,40 @@ export async function makeCertSet(dir: string): Promise<CertSet> {
   const serviceAccountKeyFile = path.join(dir, 'sa.key');
   const serviceAccountPubFile = path.join(dir, 'sa.pub');
   const [apiserver, admin] = await Promise.all([
-    issueCert(ca, {
-      commonName: 'kube-apiserver',
-      // 10.0.0.1 is the `kubernetes` Service IP of --service-cluster-ip-range=10.0.0.0/24.
-      subjectAltNames: ['IP:127.0.0.1', 'IP:10.0.0.1', 'DNS:localhost', 'DNS:kubernetes', 'DNS:kubernetes.default',
-        'DNS:kubernetes.default.svc', 'DNS:kubernetes.default.svc.cluster.local'],
-      usage: 'server',
-    }, path.join(dir, 'apiserver.crt'), path.join(dir, 'apiserver.key')),
-    issueCert(ca, { commonName: 'admin', organization: 'system:masters', usage: 'client' },
-      path.join(dir, 'admin.crt'), path.join(dir, 'admin.key')),
-    issueCert(ca, { commonName: 'capi-webhook', subjectAltNames: ['IP:127.0.0.1', 'DNS:localhost'], usage: 'server' },
-      path.join(webhookCertDir, 'tls.crt'), path.join(webhookCertDir, 'tls.key')),
-    genKey(serviceAccountKeyFile).then(() => openssl(['rsa', '-in', serviceAccountKeyFile, '-pubout', '-out', serviceAccountPubFile])),
+    issueCert(
+      ca,
+      {
+        commonName: 'kube-apiserver',
+        // 10.0.0.1 is the `kubernetes` Service IP of --service-cluster-ip-range=10.0.0.0/24.
+        subjectAltNames: [
+          'IP:127.0.0.1',
+          'IP:10.0.0.1',
+          'DNS:localhost',
+          'DNS:kubernetes',
+          'DNS:kubernetes.default',
+          'DNS:kubernetes.default.svc',
+          'DNS:kubernetes.default.svc.cluster.local',
+        ],
+        usage: 'server',
+      },
+      path.join(dir, 'apiserver.crt'),
+      path.join(dir, 'apiserver.key'),
+    ),
+    issueCert(
+      ca,
+      { commonName: 'admin', organization: 'system:masters', usage: 'client' },
+      path.join(dir, 'admin.crt'),
+      path.join(dir, 'admin.key'),
+    ),
+    issueCert(
+      ca,
+      { commonName: 'capi-webhook', subjectAltNames: ['IP:127.0.0.1', 'DNS:localhost'], usage: 'server' },
+      path.join(webhookCertDir, 'tls.crt'),
+      path.join(webhookCertDir, 'tls.key'),
+    ),
+    genKey(serviceAccountKeyFile).then(() =>
+      openssl(['rsa', '-in', serviceAccountKeyFile, '-pubout', '-out', serviceAccountPubFile]),
+    ),
   ]);
   return {
     dir,

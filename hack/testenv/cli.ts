@@ -16,7 +16,9 @@ import { groupAlive, pidAlive, tailFile } from './process.js';
 import { ensureBuilt, startTestEnv } from './testenv.js';
 import { capiReleaseFromEnv, CAPI_RELEASE_NAMES, type CapiRelease } from './capi-releases.js';
 
-const cacheDir = process.env.JOINGUARD_CACHE ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'joinguard');
+const cacheDir =
+  process.env.JOINGUARD_CACHE ??
+  path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'joinguard');
 const stateFile = path.join(cacheDir, 'testenv-state.json');
 const runDir = path.join(cacheDir, 'testenv-run');
 const supervisorLog = path.join(cacheDir, 'testenv-supervisor.log');
@@ -99,7 +101,9 @@ async function up(release: CapiRelease): Promise<number> {
       console.log(current.kubeconfigPath);
       return 0;
     }
-    err(`A test control plane is ${current.status} (supervisor pid ${current.supervisorPid}); run \`npm run testenv -- down\` first.`);
+    err(
+      `A test control plane is ${current.status} (supervisor pid ${current.supervisorPid}); run \`npm run testenv -- down\` first.`,
+    );
     return 1;
   }
   if (current) fs.rmSync(stateFile, { force: true });
@@ -130,14 +134,18 @@ async function up(release: CapiRelease): Promise<number> {
       const state = readState();
       if (state?.status === 'ready' && state.kubeconfigPath) {
         stopFollowing();
-        err(`\nTest control plane is up in ${state.startupSeconds?.toFixed(1)}s: ${state.server} (supervisor pid ${pid}, logs ${runDir}/*.log).`);
+        err(
+          `\nTest control plane is up in ${state.startupSeconds?.toFixed(1)}s: ${state.server} (supervisor pid ${pid}, logs ${runDir}/*.log).`,
+        );
         err(usage(state.kubeconfigPath));
         console.log(state.kubeconfigPath);
         return 0;
       }
       if (state?.status === 'failed' || !supervisorAlive(pid) || Date.now() > deadline) {
         stopFollowing();
-        err(`\nThe test control plane did not start: ${state?.error ?? (supervisorAlive(pid) ? 'timed out' : 'the supervisor exited')}`);
+        err(
+          `\nThe test control plane did not start: ${state?.error ?? (supervisorAlive(pid) ? 'timed out' : 'the supervisor exited')}`,
+        );
         err(`--- ${supervisorLog} (tail) ---\n${tailFile(supervisorLog, 30)}`);
         await down(true);
         return 1;
@@ -160,7 +168,15 @@ async function supervise(binDir: string, capiRelease: CapiRelease): Promise<numb
   });
   try {
     const env = await startTestEnv({ runDir, binDir, log, capiRelease });
-    writeState({ status: 'ready', supervisorPid: process.pid, runDir, startedAt, kubeconfigPath: env.kubeconfigPath, server: env.server, startupSeconds: (Date.now() - t0) / 1000 });
+    writeState({
+      status: 'ready',
+      supervisorPid: process.pid,
+      runDir,
+      startedAt,
+      kubeconfigPath: env.kubeconfigPath,
+      server: env.server,
+      startupSeconds: (Date.now() - t0) / 1000,
+    });
     // Say when a component dies; `status` reports it too. The env stays as it is until `down`.
     const reported = new Set<string>();
     setInterval(() => {
@@ -173,7 +189,13 @@ async function supervise(binDir: string, capiRelease: CapiRelease): Promise<numb
     }, 5000);
     return -1; // keep running
   } catch (e) {
-    writeState({ status: 'failed', supervisorPid: process.pid, runDir, startedAt, error: (e as Error).message.split('\n')[0] });
+    writeState({
+      status: 'failed',
+      supervisorPid: process.pid,
+      runDir,
+      startedAt,
+      error: (e as Error).message.split('\n')[0],
+    });
     log(`[testenv] start failed: ${(e as Error).message}`);
     return 1;
   }
@@ -196,12 +218,17 @@ async function down(quiet = false): Promise<number> {
   for (const pid of Object.values(pids)) if (groupAlive(pid)) process.kill(-pid, 'SIGKILL');
   for (let i = 0; i < 50 && Object.values(pids).some(groupAlive); i++) await sleep(100);
   fs.rmSync(stateFile, { force: true });
-  const left = Object.entries(pids).filter(([, pid]) => groupAlive(pid)).map(([n]) => n);
+  const left = Object.entries(pids)
+    .filter(([, pid]) => groupAlive(pid))
+    .map(([n]) => n);
   if (left.length) {
     err(`Could not stop: ${left.join(', ')}`);
     return 1;
   }
-  if (!quiet) err(`Test control plane stopped in ${((Date.now() - t0) / 1000).toFixed(1)}s; nothing left running. Logs stay in ${state.runDir}.`);
+  if (!quiet)
+    err(
+      `Test control plane stopped in ${((Date.now() - t0) / 1000).toFixed(1)}s; nothing left running. Logs stay in ${state.runDir}.`,
+    );
   return 0;
 }
 
@@ -223,12 +250,16 @@ async function status(): Promise<number> {
     return 1;
   }
   const alive = supervisorAlive(state.supervisorPid);
-  console.log(`supervisor   pid ${state.supervisorPid} ${alive ? 'running' : 'GONE'} (${state.status}, since ${state.startedAt})`);
+  console.log(
+    `supervisor   pid ${state.supervisorPid} ${alive ? 'running' : 'GONE'} (${state.status}, since ${state.startedAt})`,
+  );
   const d = readDescriptor(state.runDir);
   if (!alive || !d || !state.kubeconfigPath) return alive ? 2 : 1;
   const dead = new Set(deadComponents(d));
   for (const [name, pid] of Object.entries(d.pids)) {
-    const health = d.healthUrls[name] ? ` readyz ${(await httpGet(`${d.healthUrls[name]}/readyz`)).status || 'unreachable'}` : '';
+    const health = d.healthUrls[name]
+      ? ` readyz ${(await httpGet(`${d.healthUrls[name]}/readyz`)).status || 'unreachable'}`
+      : '';
     console.log(`${name.padEnd(27)} pid ${pid} ${dead.has(name) ? 'GONE' : 'running'}${health}`);
   }
   // eslint-disable-next-line no-useless-assignment -- the value if the try below throws
@@ -237,14 +268,20 @@ async function status(): Promise<number> {
     const te = attachTestEnv(state.kubeconfigPath);
     version = (await te.kubeConfig().makeApiClient(VersionApi).getCode()).gitVersion;
     const m = te.memory();
-    console.log(`memory       VmRSS ${(m.rssKiB / 1024).toFixed(0)} MiB, peak (sum of VmHWM) ${(m.hwmKiB / 1024).toFixed(0)} MiB`);
+    console.log(
+      `memory       VmRSS ${(m.rssKiB / 1024).toFixed(0)} MiB, peak (sum of VmHWM) ${(m.hwmKiB / 1024).toFixed(0)} MiB`,
+    );
   } catch (e) {
     version = `unreachable (${(e as Error).message.split('\n')[0]})`;
   }
   console.log(`apiserver    ${d.server} ${version}`);
   console.log(`capi         ${d.capiVersion} (${d.capiApiVersion})`);
   console.log(`kubeconfig   ${state.kubeconfigPath}`);
-  console.log(`ports        ${Object.entries(d.ports).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  console.log(
+    `ports        ${Object.entries(d.ports)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ')}`,
+  );
   return dead.size === 0 && !version.startsWith('unreachable') ? 0 : 2;
 }
 
@@ -258,11 +295,21 @@ async function main(): Promise<void> {
   }
   let code: number;
   switch (cmd) {
-    case 'up': code = await up(release as CapiRelease); break;
-    case 'down': code = await down(); break;
-    case 'env': code = env(); break;
-    case 'status': code = await status(); break;
-    case 'supervise': code = await supervise(arg ?? '', (arg2 ?? 'v1.14') as CapiRelease); break;
+    case 'up':
+      code = await up(release as CapiRelease);
+      break;
+    case 'down':
+      code = await down();
+      break;
+    case 'env':
+      code = env();
+      break;
+    case 'status':
+      code = await status();
+      break;
+    case 'supervise':
+      code = await supervise(arg ?? '', (arg2 ?? 'v1.14') as CapiRelease);
+      break;
     default:
       err('usage: npm run testenv -- up [--capi v1.14|v1.10]|down|env|status');
       code = 2;

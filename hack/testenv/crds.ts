@@ -11,7 +11,10 @@ const CRD_PATH = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 
 /** Every CustomResourceDefinition in the .yaml files of dir, sorted by file name. */
 export function readCrds(dir: string): Json[] {
-  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.yaml') || f.endsWith('.yml')).sort();
+  const files = fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml') || f.endsWith('.yml'))
+    .sort();
   const crds: Json[] = [];
   for (const file of files) {
     for (const doc of parseAllDocuments(fs.readFileSync(path.join(dir, file), 'utf8'))) {
@@ -22,7 +25,6 @@ export function readCrds(dir: string): Json[] {
   if (crds.length === 0) throw new Error(`no CRDs found in ${dir}`);
   return crds;
 }
-
 
 function established(crd: Json): boolean {
   const conditions = (crd.status?.conditions ?? []) as Json[];
@@ -39,10 +41,14 @@ export async function installCrds(rest: KubeClient, crds: Json[], timeoutMs = 30
   });
   await Promise.all(workers);
   const names = new Set(crds.map((c) => c.metadata.name as string));
-  await waitFor('CRDs established', async () => {
-    const list = await rest.list(CRD_PATH);
-    return list.items.filter((c) => names.has(c.metadata.name) && established(c)).length === names.size;
-  }, { timeoutMs, intervalMs: 200 });
+  await waitFor(
+    'CRDs established',
+    async () => {
+      const list = await rest.list(CRD_PATH);
+      return list.items.filter((c) => names.has(c.metadata.name) && established(c)).length === names.size;
+    },
+    { timeoutMs, intervalMs: 200 },
+  );
 }
 
 /** Names of the CRDs in the list that are not Established (for tests and status). */

@@ -52,10 +52,18 @@ export async function startEtcd(opts: EtcdOptions): Promise<Etcd> {
     });
     opts.onStart?.(proc);
     const wait = async (): Promise<Etcd> => {
-      await waitFor('etcd /health', async () => {
-        const res = await httpGet(`${clientUrl}/health`);
-        return res.status === 200 && res.body.includes('"true"');
-      }, { timeoutMs: opts.timeoutMs ?? 20_000, intervalMs: 100, abort: () => (proc.running ? undefined : `etcd ${proc.describeExit()}`) });
+      await waitFor(
+        'etcd /health',
+        async () => {
+          const res = await httpGet(`${clientUrl}/health`);
+          return res.status === 200 && res.body.includes('"true"');
+        },
+        {
+          timeoutMs: opts.timeoutMs ?? 20_000,
+          intervalMs: 100,
+          abort: () => (proc.running ? undefined : `etcd ${proc.describeExit()}`),
+        },
+      );
       return { proc, clientUrl, clientPort, peerPort, dataDir: opts.dataDir };
     };
     return { proc, wait };

@@ -49,7 +49,8 @@ function summarize(body: string): string {
 
 // By name, not instanceof: mocha's root hooks load this file through require() and the specs through
 // import, so the same class can exist twice in one process.
-const codeOf = (err: unknown) => (err instanceof Error && err.name === 'KubeError' ? (err as KubeError).code : undefined);
+const codeOf = (err: unknown) =>
+  err instanceof Error && err.name === 'KubeError' ? (err as KubeError).code : undefined;
 export const isNotFound = (err: unknown) => codeOf(err) === 404;
 export const isConflict = (err: unknown) => codeOf(err) === 409;
 
@@ -71,7 +72,14 @@ export interface RawResponse {
 
 function warningsOf(header: string | string[] | undefined): string[] {
   const list = header === undefined ? [] : Array.isArray(header) ? header : [header];
-  return list.flatMap((h) => h.split(/,(?=\s*299 )/)).map((h) => h.replace(/^\s*299 - "/, '').replace(/"\s*$/, '').replace(/\\"/g, '"'));
+  return list
+    .flatMap((h) => h.split(/,(?=\s*299 )/))
+    .map((h) =>
+      h
+        .replace(/^\s*299 - "/, '')
+        .replace(/"\s*$/, '')
+        .replace(/\\"/g, '"'),
+    );
 }
 
 /** The credentials of a kubeconfig's current (or named) context; data fields only (what the harness writes). */
@@ -86,9 +94,14 @@ export function credentialsFromKubeconfig(text: string, context?: string): KubeC
   const b64 = (v: unknown) => (typeof v === 'string' ? Buffer.from(v, 'base64').toString('utf8') : undefined);
   return {
     server: cluster.server,
-    caPem: b64(cluster['certificate-authority-data']) ?? (cluster['certificate-authority'] ? fs.readFileSync(cluster['certificate-authority'], 'utf8') : undefined),
-    certPem: b64(user['client-certificate-data']) ?? (user['client-certificate'] ? fs.readFileSync(user['client-certificate'], 'utf8') : undefined),
-    keyPem: b64(user['client-key-data']) ?? (user['client-key'] ? fs.readFileSync(user['client-key'], 'utf8') : undefined),
+    caPem:
+      b64(cluster['certificate-authority-data']) ??
+      (cluster['certificate-authority'] ? fs.readFileSync(cluster['certificate-authority'], 'utf8') : undefined),
+    certPem:
+      b64(user['client-certificate-data']) ??
+      (user['client-certificate'] ? fs.readFileSync(user['client-certificate'], 'utf8') : undefined),
+    keyPem:
+      b64(user['client-key-data']) ?? (user['client-key'] ? fs.readFileSync(user['client-key'], 'utf8') : undefined),
     token: user.token,
   };
 }
@@ -98,12 +111,18 @@ export class KubeClient {
   private readonly agent: https.Agent;
   private readonly token?: string;
 
-  constructor(creds: KubeCredentials, private readonly requestTimeoutMs = 15_000) {
+  constructor(
+    creds: KubeCredentials,
+    private readonly requestTimeoutMs = 15_000,
+  ) {
     this.server = new URL(creds.server);
     this.token = creds.token;
     this.agent = new https.Agent({
-      ca: creds.caPem, cert: creds.certPem || undefined, key: creds.keyPem || undefined,
-      keepAlive: true, maxSockets: 16,
+      ca: creds.caPem,
+      cert: creds.certPem || undefined,
+      key: creds.keyPem || undefined,
+      keepAlive: true,
+      maxSockets: 16,
     });
   }
 
@@ -117,22 +136,44 @@ export class KubeClient {
   }
 
   /** One request; resolves with any HTTP status, rejects only when there is no answer. */
-  send(method: string, path: string, body?: unknown, contentType = 'application/json', timeoutMs = this.requestTimeoutMs): Promise<RawResponse> {
+  send(
+    method: string,
+    path: string,
+    body?: unknown,
+    contentType = 'application/json',
+    timeoutMs = this.requestTimeoutMs,
+  ): Promise<RawResponse> {
     const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
     return new Promise((resolve, reject) => {
-      const req = https.request({
-        host: this.server.hostname, port: this.server.port, path, method, agent: this.agent, timeout: timeoutMs,
-        headers: {
-          Accept: 'application/json',
-          ...(this.token ? { Authorization: `Bearer ${this.token}` } : {}),
-          ...(payload === undefined ? {} : { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(payload) }),
+      const req = https.request(
+        {
+          host: this.server.hostname,
+          port: this.server.port,
+          path,
+          method,
+          agent: this.agent,
+          timeout: timeoutMs,
+          headers: {
+            Accept: 'application/json',
+            ...(this.token ? { Authorization: `Bearer ${this.token}` } : {}),
+            ...(payload === undefined
+              ? {}
+              : { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(payload) }),
+          },
         },
-      }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', reject);
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), warnings: warningsOf(res.headers['warning']) }));
-      });
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('error', reject);
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              body: Buffer.concat(chunks).toString('utf8'),
+              warnings: warningsOf(res.headers['warning']),
+            }),
+          );
+        },
+      );
       req.on('timeout', () => req.destroy(new Error(`${method} ${path}: timed out after ${timeoutMs}ms`)));
       req.on('error', reject);
       if (payload !== undefined) req.write(payload);
@@ -192,7 +233,10 @@ export class KubeClient {
       if (!isConflict(err)) throw err;
       const itemPath = `${collectionPath}/${encodeURIComponent(obj.metadata.name)}`;
       const current = await this.get(itemPath);
-      return this.replace(itemPath, { ...obj, metadata: { ...obj.metadata, resourceVersion: current?.metadata?.resourceVersion } });
+      return this.replace(itemPath, {
+        ...obj,
+        metadata: { ...obj.metadata, resourceVersion: current?.metadata?.resourceVersion },
+      });
     }
   }
 
@@ -212,7 +256,13 @@ export class KubeClient {
    * on a transport or HTTP error. An `ERROR` event (e.g. 410 Gone) is handed to onEvent like any other.
    * Ends on the response's own end events (a readline over an aborted response never closes on Node 24).
    */
-  watch(path: string, resourceVersion: string, onEvent: (e: WatchEvent) => void, signal: AbortSignal, timeoutSeconds = 60): Promise<void> {
+  watch(
+    path: string,
+    resourceVersion: string,
+    onEvent: (e: WatchEvent) => void,
+    signal: AbortSignal,
+    timeoutSeconds = 60,
+  ): Promise<void> {
     const q = `?watch=1&allowWatchBookmarks=true&timeoutSeconds=${timeoutSeconds}&resourceVersion=${encodeURIComponent(resourceVersion)}`;
     return new Promise<void>((resolve, reject) => {
       if (signal.aborted) return resolve();
@@ -221,38 +271,51 @@ export class KubeClient {
         if (settled) return;
         settled = true;
         if (err === undefined || signal.aborted) resolve();
-        else reject(codeOf(err) !== undefined ? err : new KubeError(0, 'WATCH', path, (err as Error)?.message ?? String(err)));
+        else
+          reject(
+            codeOf(err) !== undefined ? err : new KubeError(0, 'WATCH', path, (err as Error)?.message ?? String(err)),
+          );
       };
-      const req = https.request({
-        host: this.server.hostname, port: this.server.port, path: `${path}${q}`, method: 'GET', agent: this.agent, signal,
-        headers: { Accept: 'application/json', ...(this.token ? { Authorization: `Bearer ${this.token}` } : {}) },
-      }, (res) => {
-        if (res.statusCode !== 200) {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => finish(new KubeError(res.statusCode ?? 0, 'WATCH', path, Buffer.concat(chunks).toString('utf8'))));
-          res.on('error', finish);
-          return;
-        }
-        let partial = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          const lines = (partial + chunk).split('\n');
-          partial = lines.pop() ?? '';
-          for (const line of lines) {
-            if (!line.trim()) continue;
-            try {
-              onEvent(JSON.parse(line) as WatchEvent);
-            } catch {
-              // a half line can only be the last one, kept in `partial`
-            }
+      const req = https.request(
+        {
+          host: this.server.hostname,
+          port: this.server.port,
+          path: `${path}${q}`,
+          method: 'GET',
+          agent: this.agent,
+          signal,
+          headers: { Accept: 'application/json', ...(this.token ? { Authorization: `Bearer ${this.token}` } : {}) },
+        },
+        (res) => {
+          if (res.statusCode !== 200) {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () =>
+              finish(new KubeError(res.statusCode ?? 0, 'WATCH', path, Buffer.concat(chunks).toString('utf8'))),
+            );
+            res.on('error', finish);
+            return;
           }
-        });
-        res.on('end', () => finish());
-        res.on('aborted', () => finish(new Error('watch stream aborted')));
-        res.on('error', finish);
-        res.on('close', () => finish(res.complete ? undefined : new Error('watch stream closed early')));
-      });
+          let partial = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => {
+            const lines = (partial + chunk).split('\n');
+            partial = lines.pop() ?? '';
+            for (const line of lines) {
+              if (!line.trim()) continue;
+              try {
+                onEvent(JSON.parse(line) as WatchEvent);
+              } catch {
+                // a half line can only be the last one, kept in `partial`
+              }
+            }
+          });
+          res.on('end', () => finish());
+          res.on('aborted', () => finish(new Error('watch stream aborted')));
+          res.on('error', finish);
+          res.on('close', () => finish(res.complete ? undefined : new Error('watch stream closed early')));
+        },
+      );
       req.on('error', finish);
       req.end();
     });
@@ -269,7 +332,9 @@ export function httpGet(url: string, timeoutMs = 2000): Promise<RawResponse> {
     const req = http.get(url, { timeout: timeoutMs, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), warnings: [] }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), warnings: [] }),
+      );
       res.on('error', (err) => resolve({ status: 0, body: String(err), warnings: [] }));
     });
     req.on('timeout', () => req.destroy(new Error('timeout')));

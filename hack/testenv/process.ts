@@ -52,7 +52,10 @@ export async function pauseGroup(pgid: number, signal: 'SIGSTOP' | 'SIGCONT', ti
   signalGroup(pgid, signal);
   const done = () => (procState(pgid) === 'T') === (signal === 'SIGSTOP') || !pidAlive(pgid);
   for (const deadline = Date.now() + timeoutMs; !done(); await sleep(10)) {
-    if (Date.now() > deadline) throw new Error(`process group ${pgid}: not ${signal === 'SIGSTOP' ? 'stopped' : 'running'} after ${timeoutMs}ms`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `process group ${pgid}: not ${signal === 'SIGSTOP' ? 'stopped' : 'running'} after ${timeoutMs}ms`,
+      );
   }
 }
 

@@ -27,10 +27,13 @@ export const KUBELET_ADDRESS_FLAGS = ['--kubelet-preferred-address-types=Interna
 function healthz(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     // Self-signed, as the apiserver accepts it (no --kubelet-certificate-authority).
-    const req = https.get({ host: '127.0.0.1', port, path: '/healthz', rejectUnauthorized: false, timeout: 2000 }, (res) => {
-      res.resume();
-      resolve(res.statusCode === 200);
-    });
+    const req = https.get(
+      { host: '127.0.0.1', port, path: '/healthz', rejectUnauthorized: false, timeout: 2000 },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode === 200);
+      },
+    );
     req.on('error', () => resolve(false));
     req.on('timeout', () => req.destroy());
   });
@@ -47,10 +50,14 @@ export async function startSimKubelet(o: SimKubeletOptions): Promise<SimKubelet>
   });
   o.onStart?.(proc);
   const abort = () => (proc.running ? undefined : `sim-kubelet ${proc.describeExit()}`);
-  const port = await waitFor('sim-kubelet port file', async () => {
-    const text = fs.existsSync(portFile) ? fs.readFileSync(portFile, 'utf8').trim() : '';
-    return text ? Number(text) : undefined;
-  }, { timeoutMs: o.timeoutMs ?? 20_000, intervalMs: 50, abort });
+  const port = await waitFor(
+    'sim-kubelet port file',
+    async () => {
+      const text = fs.existsSync(portFile) ? fs.readFileSync(portFile, 'utf8').trim() : '';
+      return text ? Number(text) : undefined;
+    },
+    { timeoutMs: o.timeoutMs ?? 20_000, intervalMs: 50, abort },
+  );
   await waitFor('sim-kubelet /healthz', () => healthz(port), { timeoutMs: 10_000, intervalMs: 100, abort });
   return { proc, port };
 }

@@ -77,7 +77,8 @@ export interface TestEnv {
   auditLog?: string;
 }
 
-export type TestEnvComponent = 'etcd' | 'kube-apiserver' | 'capi-core' | 'capi-kubeadm-bootstrap' | 'capi-kubeadm-control-plane' | 'sim-kubelet';
+export type TestEnvComponent =
+  'etcd' | 'kube-apiserver' | 'capi-core' | 'capi-kubeadm-bootstrap' | 'capi-kubeadm-control-plane' | 'sim-kubelet';
 
 /**
  * Feature gates of CAPI's managers: the release's defaults, except ClusterTopology, which is on for core and KCP
@@ -130,9 +131,12 @@ export function auditFlags(runDir: string, audit: AuditOptions): { flags: string
   return {
     file,
     flags: [
-      `--audit-policy-file=${policyFile}`, `--audit-log-path=${file}`, `--audit-log-mode=${audit.mode ?? 'blocking'}`,
+      `--audit-policy-file=${policyFile}`,
+      `--audit-log-path=${file}`,
+      `--audit-log-mode=${audit.mode ?? 'blocking'}`,
       // 0 would mean lumberjack's default of 100 MB, after which it rotates.
-      '--audit-log-format=json', '--audit-log-maxsize=1000000',
+      '--audit-log-format=json',
+      '--audit-log-maxsize=1000000',
     ],
   };
 }
@@ -143,12 +147,18 @@ const seconds = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
 /** Runs hack/testenv/build.sh for a release (a no-op when built) and returns the bin folder it prints last. */
 export function ensureBuilt(log: (line: string) => void, release: CapiRelease = DEFAULT_CAPI_RELEASE): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = execFile('/bin/bash', [path.join(here, 'build.sh'), '--capi', release], { maxBuffer: 16 << 20 }, (err, stdout) => {
-      if (err) return reject(new Error(`hack/testenv/build.sh failed: ${err.message}`));
-      const bin = stdout.trim().split('\n').at(-1) ?? '';
-      if (!fs.existsSync(path.join(bin, 'kube-apiserver'))) return reject(new Error(`build.sh printed no bin folder (got "${bin}")`));
-      resolve(bin);
-    });
+    const child = execFile(
+      '/bin/bash',
+      [path.join(here, 'build.sh'), '--capi', release],
+      { maxBuffer: 16 << 20 },
+      (err, stdout) => {
+        if (err) return reject(new Error(`hack/testenv/build.sh failed: ${err.message}`));
+        const bin = stdout.trim().split('\n').at(-1) ?? '';
+        if (!fs.existsSync(path.join(bin, 'kube-apiserver')))
+          return reject(new Error(`build.sh printed no bin folder (got "${bin}")`));
+        resolve(bin);
+      },
+    );
     let partial = '';
     child.stderr?.on('data', (chunk: Buffer) => {
       const lines = (partial + chunk.toString()).split('\n');
@@ -175,7 +185,10 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
   // Every started process, so that stop() and the watchdog know its process group even mid-start.
   const remember = (p: ManagedProcess) => {
     procs.push(p);
-    writePgids(pgidFile, procs.filter((x) => x.running).map((x) => x.pid));
+    writePgids(
+      pgidFile,
+      procs.filter((x) => x.running).map((x) => x.pid),
+    );
   };
   writePgids(pgidFile, []);
   const watchdog = startWatchdog(pgidFile, removeOnStop, path.join(runDir, 'watchdog.log'));
@@ -243,23 +256,31 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
   };
 
   try {
-    const binDir = opts.binDir ?? process.env.JOINGUARD_TESTENV_BIN ?? (await step('', `binaries (hack/testenv/build.sh --capi ${release})`, () => ensureBuilt(log, release)));
+    const binDir =
+      opts.binDir ??
+      process.env.JOINGUARD_TESTENV_BIN ??
+      (await step('', `binaries (hack/testenv/build.sh --capi ${release})`, () => ensureBuilt(log, release)));
     const built = readBuiltRelease(binDir);
-    if (built.release !== release) throw new Error(`${binDir} holds CAPI ${built.release}, not the ${release} asked for`);
+    if (built.release !== release)
+      throw new Error(`${binDir} holds CAPI ${built.release}, not the ${release} asked for`);
     const certs = await step('', 'certificates (openssl)', () => makeCertSet(path.join(runDir, 'pki')));
-    etcd = await step('etcd', 'etcd', () => startEtcd({ binDir, runDir, dataDir: etcdDataDir, log, onStart: remember }));
+    etcd = await step('etcd', 'etcd', () =>
+      startEtcd({ binDir, runDir, dataDir: etcdDataDir, log, onStart: remember }),
+    );
     const etcdUrl = etcd.clientUrl;
     const audit = opts.audit ? auditFlags(runDir, opts.audit) : undefined;
     const extraFlags = [...KUBELET_ADDRESS_FLAGS, ...(audit?.flags ?? []), ...(opts.extraApiserverFlags ?? [])];
     api = await step('kube-apiserver', 'kube-apiserver', () =>
-      startApiserver({ binDir, runDir, etcdUrl, certs, extraFlags, log, onStart: remember }));
+      startApiserver({ binDir, runDir, etcdUrl, certs, extraFlags, log, onStart: remember }),
+    );
     const kubeconfigPath = path.join(runDir, 'kubeconfig');
     writeKubeconfig(kubeconfigPath, api.server, certs);
     const rest = api.rest;
     let simKubelet: SimKubelet | undefined;
     if (opts.simKubelet ?? withCapi) {
-      simKubelet = await step('sim-kubelet', 'sim-kubelet (the simulation\'s kubelets and etcd members)', () =>
-        startSimKubelet({ binDir, runDir, kubeconfigPath, onStart: remember }));
+      simKubelet = await step('sim-kubelet', "sim-kubelet (the simulation's kubelets and etcd members)", () =>
+        startSimKubelet({ binDir, runDir, kubeconfigPath, onStart: remember }),
+      );
     }
 
     if (withCapi) {
@@ -268,24 +289,50 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
       const webhookPorts = await freePorts(providers.length);
       const targets = providers.map((p, i) => webhookTarget(p, webhookPorts[i]!, built));
       const rawCrds = readCrds(path.join(binDir, 'crds'));
-      await step('kube-apiserver', `CAPI ${built.version} CRDs (${rawCrds.length}) and webhook configurations`, async () => {
-        await installCrds(rest, rawCrds.map((c) => wireCrd(c, targets, caB64)));
-        for (const t of targets) for (const cfg of webhookConfigurations(t, caB64)) await rest.createOrReplace(webhookConfigurationPath(cfg.kind), cfg);
-      });
-      const started = await Promise.allSettled(providers.map((provider, i) =>
-        step(provider.component, provider.component, () => startCapiManager(provider, {
-          binDir, runDir, kubeconfigPath, webhookCertDir: certs.webhookCertDir, rest, log,
-          webhookPort: webhookPorts[i]!,
-          rewire: (port) => wireProvider(rest, { ...targets[i]!, port }, rawCrds, caB64),
-          extraFlags: [...(MANAGER_FEATURE_GATES[provider.component] ?? []), ...(opts.extraManagerFlags?.[provider.component] ?? [])],
-          onStart: remember,
-        }))));
+      await step(
+        'kube-apiserver',
+        `CAPI ${built.version} CRDs (${rawCrds.length}) and webhook configurations`,
+        async () => {
+          await installCrds(
+            rest,
+            rawCrds.map((c) => wireCrd(c, targets, caB64)),
+          );
+          for (const t of targets)
+            for (const cfg of webhookConfigurations(t, caB64))
+              await rest.createOrReplace(webhookConfigurationPath(cfg.kind), cfg);
+        },
+      );
+      const started = await Promise.allSettled(
+        providers.map((provider, i) =>
+          step(provider.component, provider.component, () =>
+            startCapiManager(provider, {
+              binDir,
+              runDir,
+              kubeconfigPath,
+              webhookCertDir: certs.webhookCertDir,
+              rest,
+              log,
+              webhookPort: webhookPorts[i]!,
+              rewire: (port) => wireProvider(rest, { ...targets[i]!, port }, rawCrds, caB64),
+              extraFlags: [
+                ...(MANAGER_FEATURE_GATES[provider.component] ?? []),
+                ...(opts.extraManagerFlags?.[provider.component] ?? []),
+              ],
+              onStart: remember,
+            }),
+          ),
+        ),
+      );
       for (const r of started) if (r.status === 'fulfilled') managers.push(r.value);
       const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (failed) throw failed.reason;
     }
 
-    const ports: Record<string, number> = { 'etcd-client': etcd.clientPort, 'etcd-peer': etcd.peerPort, 'kube-apiserver': api.port };
+    const ports: Record<string, number> = {
+      'etcd-client': etcd.clientPort,
+      'etcd-peer': etcd.peerPort,
+      'kube-apiserver': api.port,
+    };
     if (simKubelet) ports['sim-kubelet'] = simKubelet.port;
     const healthUrls: Record<string, string> = {};
     for (const m of managers) {
@@ -294,16 +341,34 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
       healthUrls[m.provider.component] = m.healthUrl;
     }
     const apiserver = api;
-    const running = () => [etcd!.proc, apiserver.proc, ...(simKubelet ? [simKubelet.proc] : []), ...managers.map((m) => m.proc)];
+    const running = () => [
+      etcd!.proc,
+      apiserver.proc,
+      ...(simKubelet ? [simKubelet.proc] : []),
+      ...managers.map((m) => m.proc),
+    ];
     const descriptor: TestEnvDescriptor = {
-      server: api.server, kubeconfigPath, runDir, caCertFile: certs.ca.certFile, caKeyFile: certs.ca.keyFile,
-      components: running().map((p) => p.name), ports, healthUrls, binDir,
-      capiRelease: release, capiVersion: built.version, capiApiVersion: CAPI_RELEASES[release].apiVersion,
-      pids: Object.fromEntries(running().map((p) => [p.name, p.pid])), ownerPid: process.pid,
+      server: api.server,
+      kubeconfigPath,
+      runDir,
+      caCertFile: certs.ca.certFile,
+      caKeyFile: certs.ca.keyFile,
+      components: running().map((p) => p.name),
+      ports,
+      healthUrls,
+      binDir,
+      capiRelease: release,
+      capiVersion: built.version,
+      capiApiVersion: CAPI_RELEASES[release].apiVersion,
+      pids: Object.fromEntries(running().map((p) => [p.name, p.pid])),
+      ownerPid: process.pid,
     };
-    const writeDescriptor = () => fs.writeFileSync(path.join(runDir, DESCRIPTOR_FILE), JSON.stringify(descriptor, null, 2));
+    const writeDescriptor = () =>
+      fs.writeFileSync(path.join(runDir, DESCRIPTOR_FILE), JSON.stringify(descriptor, null, 2));
     writeDescriptor();
-    log(`[testenv] ready in ${seconds(Date.now() - t0)}: ${api.server}, CAPI ${built.version} (kubeconfig ${kubeconfigPath})`);
+    log(
+      `[testenv] ready in ${seconds(Date.now() - t0)}: ${api.server}, CAPI ${built.version} (kubeconfig ${kubeconfigPath})`,
+    );
     const env: TestEnv = {
       ...attachedTestEnv(descriptor, certs.caCertPem, certs.caKeyPem),
       owned: true,
@@ -336,7 +401,9 @@ function componentProc(procs: ManagedProcess[], component: TestEnvComponent): Ma
   return p;
 }
 
-export function memoryOf(procs: { name: string; memory(): { rssKiB: number; hwmKiB: number } }[]): ReturnType<TestEnv['memory']> {
+export function memoryOf(
+  procs: { name: string; memory(): { rssKiB: number; hwmKiB: number } }[],
+): ReturnType<TestEnv['memory']> {
   const byComponent: Record<string, { rssKiB: number; hwmKiB: number }> = {};
   let rssKiB = 0;
   let hwmKiB = 0;

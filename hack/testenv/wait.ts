@@ -14,7 +14,11 @@ export interface WaitOptions {
  * Calls fn until it returns something other than undefined/false; throws after the timeout naming `what`,
  * the last error fn threw and what `describe` says.
  */
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, opts: WaitOptions = {}): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false>,
+  opts: WaitOptions = {},
+): Promise<T> {
   const timeoutMs = opts.timeoutMs ?? 60_000;
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
@@ -29,8 +33,10 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
     }
     if (Date.now() > deadline) {
       const seen = opts.describe ? await Promise.resolve(opts.describe()).catch((e) => `(describe failed: ${e})`) : '';
-      throw new Error(`timed out after ${timeoutMs}ms waiting for ${what}` +
-        `${lastError ? `; last error: ${lastError instanceof Error ? lastError.message : String(lastError)}` : ''}${seen ? `\n${seen}` : ''}`);
+      throw new Error(
+        `timed out after ${timeoutMs}ms waiting for ${what}` +
+          `${lastError ? `; last error: ${lastError instanceof Error ? lastError.message : String(lastError)}` : ''}${seen ? `\n${seen}` : ''}`,
+      );
     }
     await new Promise((r) => setTimeout(r, opts.intervalMs ?? 250));
   }

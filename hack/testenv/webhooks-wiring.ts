@@ -64,7 +64,8 @@ export function webhookConfigurations(target: WebhookTarget, caBundleB64: string
   const out: Json[] = [];
   for (const doc of parseAllDocuments(text)) {
     const obj = doc.toJS() as Json | null;
-    if (!obj || (obj.kind !== 'MutatingWebhookConfiguration' && obj.kind !== 'ValidatingWebhookConfiguration')) continue;
+    if (!obj || (obj.kind !== 'MutatingWebhookConfiguration' && obj.kind !== 'ValidatingWebhookConfiguration'))
+      continue;
     const name = `${target.namePrefix}${obj.metadata.name}`;
     out.push({
       apiVersion: obj.apiVersion,
@@ -82,6 +83,7 @@ export function webhookConfigurations(target: WebhookTarget, caBundleB64: string
 
 /** REST collection path of a webhook configuration kind. */
 export function webhookConfigurationPath(kind: string): string {
-  const plural = kind === 'MutatingWebhookConfiguration' ? 'mutatingwebhookconfigurations' : 'validatingwebhookconfigurations';
+  const plural =
+    kind === 'MutatingWebhookConfiguration' ? 'mutatingwebhookconfigurations' : 'validatingwebhookconfigurations';
   return `/apis/admissionregistration.k8s.io/v1/${plural}`;
 }

@@ -70,10 +70,17 @@ export function watchEvents(res: http.ServerResponse, events: Json[]): void {
 }
 
 export const obj = (name: string, rv: string, extra: Json = {}): Json => ({
-  apiVersion: 'v1', kind: 'Thing', metadata: { name, namespace: 'ns', resourceVersion: rv, managedFields: [{ manager: 'x' }] }, ...extra,
+  apiVersion: 'v1',
+  kind: 'Thing',
+  metadata: { name, namespace: 'ns', resourceVersion: rv, managedFields: [{ manager: 'x' }] },
+  ...extra,
 });
 
-export const list = (rv: string, items: Json[], cont?: string): Json => ({ kind: 'List', metadata: { resourceVersion: rv, ...(cont ? { continue: cont } : {}) }, items });
+export const list = (rv: string, items: Json[], cont?: string): Json => ({
+  kind: 'List',
+  metadata: { resourceVersion: rv, ...(cont ? { continue: cont } : {}) },
+  items,
+});
 
 /** A published schema (OpenAPI v3 components) of cluster.x-k8s.io holding exactly the given `Kind:path` fields. */
 export function schemaWith(apiVersion: string, fields: string[]): Json {
@@ -99,7 +106,10 @@ export function capturingLogger(): { logger: winston.Logger; lines: Json[] } {
       done();
     },
   });
-  return { logger: winston.createLogger({ level: 'debug', transports: [new winston.transports.Stream({ stream })] }), lines };
+  return {
+    logger: winston.createLogger({ level: 'debug', transports: [new winston.transports.Stream({ stream })] }),
+    lines,
+  };
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

@@ -35,7 +35,8 @@ function check(value: unknown, s: Json, path: string, out: string[]): void {
   if (s['enum'] && !s['enum'].includes(value)) out.push(`${path}: ${JSON.stringify(value)} not in ${s['enum']}`);
   switch (s['type']) {
     case 'object': {
-      if (typeof value !== 'object' || value === null || Array.isArray(value)) return void out.push(`${path}: object expected`);
+      if (typeof value !== 'object' || value === null || Array.isArray(value))
+        return void out.push(`${path}: object expected`);
       for (const r of s['required'] ?? []) if (!(r in value)) out.push(`${path}.${r}: required`);
       for (const [k, v] of Object.entries(value)) {
         const p = s['properties']?.[k] ?? s['additionalProperties'];
@@ -50,7 +51,8 @@ function check(value: unknown, s: Json, path: string, out: string[]): void {
       return;
     case 'string':
       if (typeof value !== 'string') out.push(`${path}: string expected`);
-      else if (s['minLength'] !== undefined && value.length < s['minLength']) out.push(`${path}: shorter than ${s['minLength']}`);
+      else if (s['minLength'] !== undefined && value.length < s['minLength'])
+        out.push(`${path}: shorter than ${s['minLength']}`);
       return;
     case 'integer':
       if (!Number.isInteger(value)) out.push(`${path}: integer expected`);
@@ -76,7 +78,10 @@ describe('api/capi fixtures match the CAPI v1.14.2 CRDs', function () {
     ['KubeadmControlPlane v1beta2', f.kcpV1beta2()],
     ['KubeadmControlPlane v1beta1', f.kcpV1beta1()],
     ...(['v1beta2', 'v1beta1'] as const).flatMap((v) =>
-      (['init', 'joinControlPlane', 'worker'] as const).map((role): [string, Json] => [`KubeadmConfig ${v} ${role}`, f.kubeadmConfig(v, role)]),
+      (['init', 'joinControlPlane', 'worker'] as const).map((role): [string, Json] => [
+        `KubeadmConfig ${v} ${role}`,
+        f.kubeadmConfig(v, role),
+      ]),
     ),
     ['MachineHealthCheck v1beta2', f.mhcV1beta2()],
     ['MachineHealthCheck v1beta1', f.mhcV1beta1()],
@@ -105,12 +110,25 @@ describe('api/capi fixtures match the CAPI v1.14.2 CRDs', function () {
   });
 
   // The writes land in a list the CRD accepts (required fields, no empty v1beta1 reason/message).
-  for (const [v, fixture] of [['v1beta2', f.machineV1beta2], ['v1beta1', f.machineV1beta1]] as const) {
+  for (const [v, fixture] of [
+    ['v1beta2', f.machineV1beta2],
+    ['v1beta1', f.machineV1beta1],
+  ] as const) {
     it(`the status writes are valid ${v} Machine conditions`, () => {
       for (const write of [
-        markForRemediation(fixture(), v, { kind: 'JoinTimeout', message: 'no Node after 20m', now, setOwnerRemediated: true }),
+        markForRemediation(fixture(), v, {
+          kind: 'JoinTimeout',
+          message: 'no Node after 20m',
+          now,
+          setOwnerRemediated: true,
+        }),
         withdrawMark(fixture(), v, now),
-        setJoinGuardCondition(fixture(), v, { status: 'False', reason: 'JoinTimeout', message: 'no Node after 20m', now }),
+        setJoinGuardCondition(fixture(), v, {
+          status: 'False',
+          reason: 'JoinTimeout',
+          message: 'no Node after 20m',
+          now,
+        }),
       ]) {
         const m = fixture();
         m['status']['conditions'] = write.conditions;

@@ -8,7 +8,12 @@ import type {
   MachineHealthCheckFacts,
 } from '../../../api/capi/model.js';
 import { CABPK_GROUP } from '../../../api/capi/model.js';
-import type { CheckSettings, MachineJoinCheck, MachineJoinCheckSpec, MachineJoinCheckStatus } from '../../../api/v1alpha1/types.js';
+import type {
+  CheckSettings,
+  MachineJoinCheck,
+  MachineJoinCheckSpec,
+  MachineJoinCheckStatus,
+} from '../../../api/v1alpha1/types.js';
 import { API_VERSION, KIND } from '../../../api/v1alpha1/types.js';
 import { HOUR, MINUTE, SECOND } from '../time.js';
 import type { Snapshot } from '../types.js';
@@ -61,7 +66,12 @@ export function cpMachine(name: string, o: MachineOverrides = {}): MachineFacts 
 
 /** Infrastructure not ready yet. */
 export function provisioning(name: string, o: MachineOverrides = {}): MachineFacts {
-  return machineFacts(name, { phase: 'Provisioning', infrastructureReady: { value: false }, bootstrapReady: { value: false }, ...o });
+  return machineFacts(name, {
+    phase: 'Provisioning',
+    infrastructureReady: { value: false },
+    bootstrapReady: { value: false },
+    ...o,
+  });
 }
 
 export function withNode(m: MachineFacts, node = `node-${m.name}`): MachineFacts {
@@ -142,11 +152,24 @@ export function settings(o: Partial<CheckSettings> = {}): CheckSettings {
   };
 }
 
-export function check(o: { spec?: Partial<MachineJoinCheckSpec>; status?: MachineJoinCheckStatus; annotations?: Record<string, string>; generation?: number } = {}): MachineJoinCheck {
+export function check(
+  o: {
+    spec?: Partial<MachineJoinCheckSpec>;
+    status?: MachineJoinCheckStatus;
+    annotations?: Record<string, string>;
+    generation?: number;
+  } = {},
+): MachineJoinCheck {
   return {
     apiVersion: API_VERSION,
     kind: KIND,
-    metadata: { name: 'mjc', namespace: NS, uid: 'uid-mjc', generation: o.generation ?? 1, ...(o.annotations ? { annotations: o.annotations } : {}) },
+    metadata: {
+      name: 'mjc',
+      namespace: NS,
+      uid: 'uid-mjc',
+      generation: o.generation ?? 1,
+      ...(o.annotations ? { annotations: o.annotations } : {}),
+    },
     spec: { clusterName: CLUSTER, selector: {}, ...o.spec },
     ...(o.status ? { status: o.status } : {}),
   };

@@ -3,7 +3,12 @@
 // what the executor reads or writes goes back in at once (as the informers' upsert does). Machines go through the
 // product's MachineIndex, so the settled partition is exercised by every history. The snapshot is built from the
 // raw objects through the product's readers, for the release the world serves.
-import { readCluster, readKubeadmControlPlane, readMachine, readMachineHealthCheck } from '../../../api/capi/readers.js';
+import {
+  readCluster,
+  readKubeadmControlPlane,
+  readMachine,
+  readMachineHealthCheck,
+} from '../../../api/capi/readers.js';
 import type { MachineFacts } from '../../../api/capi/model.js';
 import { parseSettings } from '../../../api/v1alpha1/settings.js';
 import type { MachineJoinCheck } from '../../../api/v1alpha1/types.js';
@@ -38,7 +43,9 @@ export class Cache implements SnapshotSource {
   /** Objects whose cached copy is not the world's (new, changed or gone), in a stable order. */
   stale(): string[] {
     const out: string[] = [];
-    for (const m of this.w.live()) if (this.machines.get(keyOf(m))?.metadata.resourceVersion !== m.metadata.resourceVersion) out.push(`machine:${keyOf(m)}`);
+    for (const m of this.w.live())
+      if (this.machines.get(keyOf(m))?.metadata.resourceVersion !== m.metadata.resourceVersion)
+        out.push(`machine:${keyOf(m)}`);
     for (const k of this.machines.keys()) if (!this.w.machines.has(k.split('/')[1]!)) out.push(`machine:${k}`);
     if (this.cluster?.metadata.resourceVersion !== this.w.cluster.metadata.resourceVersion) out.push('cluster');
     if (this.kcp?.metadata.resourceVersion !== this.w.kcp.metadata.resourceVersion) out.push('kcp');
@@ -72,8 +79,14 @@ export class Cache implements SnapshotSource {
    */
   seesWhy(uid: string): boolean {
     const c = this.check;
-    if (c !== undefined && (c.metadata.deletionTimestamp !== undefined || 'joinguard.io/withdraw-all' in (c.metadata.annotations ?? {}))) return true;
-    for (const m of this.machines.values()) if (m.metadata.uid === uid) return Boolean(m.status?.nodeRef?.name) || 'joinguard.io/skip' in (m.metadata.annotations ?? {});
+    if (
+      c !== undefined &&
+      (c.metadata.deletionTimestamp !== undefined || 'joinguard.io/withdraw-all' in (c.metadata.annotations ?? {}))
+    )
+      return true;
+    for (const m of this.machines.values())
+      if (m.metadata.uid === uid)
+        return Boolean(m.status?.nodeRef?.name) || 'joinguard.io/skip' in (m.metadata.annotations ?? {});
     return false;
   }
 
@@ -116,7 +129,9 @@ export class Cache implements SnapshotSource {
     const parsed = parseSettings(check.spec);
     const ck = `${check.metadata.namespace}/${check.spec.clusterName}`;
     this.index.watch(keyOf(check), ck, parsed.settings?.selector);
-    const planned = partitioned ? this.index.planned(keyOf(check), ck, namedUids(check.status)) : [...this.machines.keys()];
+    const planned = partitioned
+      ? this.index.planned(keyOf(check), ck, namedUids(check.status))
+      : [...this.machines.keys()];
     if (partitioned) this.lastPlanned = planned;
     const machines: Json[] = [];
     for (const k of planned) {
@@ -126,17 +141,22 @@ export class Cache implements SnapshotSource {
       if (l === null) continue;
       machines.push(l ?? m);
     }
-    for (const [uid, m] of live.machines) if (m !== null && !machines.some((x) => x.metadata.uid === uid)) machines.push(m);
+    for (const [uid, m] of live.machines)
+      if (m !== null && !machines.some((x) => x.metadata.uid === uid)) machines.push(m);
     const included = machines.map(keyOf);
     const cluster = live.cluster === undefined ? this.cluster : live.cluster;
     const facts = machines.map((m) => readMachine(m, v));
-    const bootstrapConfigs = new Map(facts.flatMap((f) => {
-      const c = this.w.configs.get(f.name);
-      return c !== undefined ? [[`${c.kind}/${c.name}`, c] as const] : [];
-    }));
+    const bootstrapConfigs = new Map(
+      facts.flatMap((f) => {
+        const c = this.w.configs.get(f.name);
+        return c !== undefined ? [[`${c.kind}/${c.name}`, c] as const] : [];
+      }),
+    );
     return {
       check,
-      ...(parsed.settings ? { settings: parsed.settings } : { settingsError: parsed.errors.map((e) => e.message).join('; ') }),
+      ...(parsed.settings
+        ? { settings: parsed.settings }
+        : { settingsError: parsed.errors.map((e) => e.message).join('; ') }),
       ...(cluster ? { cluster: readCluster(cluster, v) } : {}),
       machines: facts,
       malformed: [],

@@ -92,13 +92,45 @@ export const setupArb: fc.Arbitrary<Setup> = fc.record({
 
 const idx = fc.nat({ max: 20 });
 export const stepArb: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 15, arbitrary: fc.record({ k: fc.constant('advance' as const), ms: fc.oneof(fc.integer({ min: SECOND, max: MINUTE }), fc.integer({ min: MINUTE, max: 15 * MINUTE })) }) },
-  { weight: 20, arbitrary: fc.record({ k: fc.constant('reconcile' as const), faults: fc.oneof(fc.constant<Fault[]>([]), fc.array(fc.constantFrom<Fault>('ok', 'ok', 'ok', 'fail', 'conflict', 'lost', 'crash'), { maxLength: 5 })), races: fc.constantFrom(0, 0, 0, 1, 2) }) },
-  { weight: 2, arbitrary: fc.record({ k: fc.constant('create' as const), owner: fc.constantFrom<'ms-a' | 'ms-b'>('ms-a', 'ms-b') }) },
-  { weight: 8, arbitrary: fc.record({ k: fc.constant('provision' as const), i: idx, lag: fc.oneof(fc.integer({ min: 0, max: 5 * MINUTE }), fc.integer({ min: -90 * SECOND, max: 0 })) }) },
+  {
+    weight: 15,
+    arbitrary: fc.record({
+      k: fc.constant('advance' as const),
+      ms: fc.oneof(fc.integer({ min: SECOND, max: MINUTE }), fc.integer({ min: MINUTE, max: 15 * MINUTE })),
+    }),
+  },
+  {
+    weight: 20,
+    arbitrary: fc.record({
+      k: fc.constant('reconcile' as const),
+      faults: fc.oneof(
+        fc.constant<Fault[]>([]),
+        fc.array(fc.constantFrom<Fault>('ok', 'ok', 'ok', 'fail', 'conflict', 'lost', 'crash'), { maxLength: 5 }),
+      ),
+      races: fc.constantFrom(0, 0, 0, 1, 2),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      k: fc.constant('create' as const),
+      owner: fc.constantFrom<'ms-a' | 'ms-b'>('ms-a', 'ms-b'),
+    }),
+  },
+  {
+    weight: 8,
+    arbitrary: fc.record({
+      k: fc.constant('provision' as const),
+      i: idx,
+      lag: fc.oneof(fc.integer({ min: 0, max: 5 * MINUTE }), fc.integer({ min: -90 * SECOND, max: 0 })),
+    }),
+  },
   { weight: 3, arbitrary: fc.record({ k: fc.constant('join' as const), i: idx }) },
   { weight: 3, arbitrary: fc.record({ k: fc.constant('joinLate' as const), i: idx }) },
-  { weight: 2, arbitrary: fc.record({ k: fc.constant('initialize' as const), lag: fc.integer({ min: 0, max: 2 * MINUTE }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ k: fc.constant('initialize' as const), lag: fc.integer({ min: 0, max: 2 * MINUTE }) }),
+  },
   { weight: 5, arbitrary: fc.constant({ k: 'owner' as const }) },
   { weight: 3, arbitrary: fc.constant({ k: 'kcp' as const }) },
   { weight: 4, arbitrary: fc.record({ k: fc.constant('gone' as const), i: idx }) },
@@ -111,7 +143,10 @@ export const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ k: fc.constant('withdrawAll' as const), on: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('skip' as const), i: idx }) },
   { weight: 2, arbitrary: fc.record({ k: fc.constant('defer' as const), on: fc.boolean() }) },
-  { weight: 2, arbitrary: fc.record({ k: fc.constant('refuse' as const), i: idx, code: fc.constantFrom<403 | 422>(403, 422) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ k: fc.constant('refuse' as const), i: idx, code: fc.constantFrom<403 | 422>(403, 422) }),
+  },
   { weight: 1, arbitrary: fc.constant({ k: 'unrefuse' as const }) },
   { weight: 5, arbitrary: fc.record({ k: fc.constant('deliver' as const), i: idx }) },
   { weight: 3, arbitrary: fc.constant({ k: 'sync' as const }) },
@@ -169,7 +204,9 @@ export class Controller {
 }
 
 export function worldSetup(s: Setup): WorldSetup {
-  const selector = s.selectsControlPlane ? { matchExpressions: [{ key: 'pool', operator: 'Exists' as const }] } : { matchLabels: { pool: 'a' } };
+  const selector = s.selectsControlPlane
+    ? { matchExpressions: [{ key: 'pool', operator: 'Exists' as const }] }
+    : { matchLabels: { pool: 'a' } };
   const spec = {
     clusterName: 'c1',
     selector,
@@ -184,13 +221,22 @@ export function worldSetup(s: Setup): WorldSetup {
   };
   const mhc =
     s.mhc !== 'none' || s.strategy === 'MachineCondition'
-      ? { watchesJoinGuardCondition: s.strategy === 'MachineCondition', selectsControlPlane: s.selectsControlPlane, nodeStartupTimeoutSeconds: s.mhc === 'timeout' ? 1200 : 0 }
+      ? {
+          watchesJoinGuardCondition: s.strategy === 'MachineCondition',
+          selectsControlPlane: s.selectsControlPlane,
+          nodeStartupTimeoutSeconds: s.mhc === 'timeout' ? 1200 : 0,
+        }
       : undefined;
   return {
     release: s.release,
     spec: spec,
     initialized: s.initialized,
-    kcp: { replicas: s.kcpReplicas, retryPeriodSeconds: s.kcpRetryPeriodSeconds, minHealthyPeriodSeconds: 3600, ...(s.kcpMaxRetry !== null ? { maxRetry: s.kcpMaxRetry } : {}) },
+    kcp: {
+      replicas: s.kcpReplicas,
+      retryPeriodSeconds: s.kcpRetryPeriodSeconds,
+      minHealthyPeriodSeconds: 3600,
+      ...(s.kcpMaxRetry !== null ? { maxRetry: s.kcpMaxRetry } : {}),
+    },
     ...(mhc ? { mhc } : {}),
     ...(s.mdMaxInFlight !== null ? { mdMaxInFlight: s.mdMaxInFlight } : {}),
     oracle: {
@@ -228,7 +274,11 @@ export function startWorld(t0: number, s: Setup): World {
 }
 
 /** Applies a world step (everything but reconcile, restart and failover, which the driver handles). */
-export function worldStep(w: World, step: Step, pick: (i: number, of?: (m: Json) => boolean) => Json | undefined): void {
+export function worldStep(
+  w: World,
+  step: Step,
+  pick: (i: number, of?: (m: Json) => boolean) => Json | undefined,
+): void {
   switch (step.k) {
     case 'advance':
       w.t += step.ms;
@@ -248,7 +298,11 @@ export function worldStep(w: World, step: Step, pick: (i: number, of?: (m: Json)
     }
     case 'joinLate': {
       // A Machine that joins after its join deadline passed (JoinGuard may be about to ask for it).
-      const late = (x: Json) => isProvisioned(x, w.release) && !x.status.nodeRef && x.metadata.deletionTimestamp === undefined && w.t >= (w.truthOf(x.metadata.uid).readyAt ?? w.t) + JOIN_TIMEOUT;
+      const late = (x: Json) =>
+        isProvisioned(x, w.release) &&
+        !x.status.nodeRef &&
+        x.metadata.deletionTimestamp === undefined &&
+        w.t >= (w.truthOf(x.metadata.uid).readyAt ?? w.t) + JOIN_TIMEOUT;
       const m = pick(step.i, late);
       if (m) {
         w.join(m);
@@ -305,8 +359,10 @@ export function worldStep(w: World, step: Step, pick: (i: number, of?: (m: Json)
     case 'refuse': {
       // A policy webhook refuses JoinGuard's writes on a Machine it is about to write to: one that has not joined, or
       // one that carries JoinGuard's mark (its withdrawal refused).
-      const marked = (x: Json) => w.oracle.marksOf(x.metadata.uid) !== undefined && x.metadata.deletionTimestamp === undefined;
-      const m = pick(step.i, marked) ?? pick(step.i, (x) => !x.status.nodeRef && x.metadata.deletionTimestamp === undefined);
+      const marked = (x: Json) =>
+        w.oracle.marksOf(x.metadata.uid) !== undefined && x.metadata.deletionTimestamp === undefined;
+      const m =
+        pick(step.i, marked) ?? pick(step.i, (x) => !x.status.nodeRef && x.metadata.deletionTimestamp === undefined);
       if (m && !w.refused.has(m.metadata.name)) {
         w.refused.set(m.metadata.name, step.code);
         count(`Machines refusing JoinGuard (${step.code})`);

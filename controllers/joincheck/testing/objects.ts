@@ -35,7 +35,13 @@ export function getCond(o: Json, r: Release, which: List, type: string): Json | 
 }
 
 /** Sets a condition as CAPI does: lastTransitionTime moves only when the status changes. */
-export function setCond(o: Json, r: Release, which: List, c: { type: string; status: string; reason?: string; message?: string }, t: number): void {
+export function setCond(
+  o: Json,
+  r: Release,
+  which: List,
+  c: { type: string; status: string; reason?: string; message?: string },
+  t: number,
+): void {
   const list = listOf(o, r, which);
   const i = list.findIndex((x) => x.type === c.type);
   const old = i >= 0 ? list[i] : undefined;
@@ -79,7 +85,10 @@ export interface MachineSpec {
 export function machine(r: Release, s: MachineSpec): Json {
   const v = versionOf(r);
   const ownerApi = s.ownerKind === 'MachineSet' ? `${CAPI_GROUP}/${v}` : `${KCP_GROUP}/${v}`;
-  const configRef = v === 'v1beta2' ? { apiGroup: 'bootstrap.cluster.x-k8s.io', kind: 'KubeadmConfig', name: s.name } : { apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta1', kind: 'KubeadmConfig', name: s.name, namespace: NS };
+  const configRef =
+    v === 'v1beta2'
+      ? { apiGroup: 'bootstrap.cluster.x-k8s.io', kind: 'KubeadmConfig', name: s.name }
+      : { apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta1', kind: 'KubeadmConfig', name: s.name, namespace: NS };
   return {
     apiVersion: `${CAPI_GROUP}/${v}`,
     kind: 'Machine',
@@ -90,15 +99,38 @@ export function machine(r: Release, s: MachineSpec): Json {
       resourceVersion: s.rv,
       generation: 1,
       creationTimestamp: iso(s.t),
-      labels: { 'cluster.x-k8s.io/cluster-name': 'c1', ...(s.controlPlane ? { 'cluster.x-k8s.io/control-plane': '' } : {}), ...s.labels },
+      labels: {
+        'cluster.x-k8s.io/cluster-name': 'c1',
+        ...(s.controlPlane ? { 'cluster.x-k8s.io/control-plane': '' } : {}),
+        ...s.labels,
+      },
       annotations: { ...(s.annotations ?? {}) },
-      ownerReferences: [{ apiVersion: ownerApi, kind: s.ownerKind, name: s.owner, uid: `uid-${s.owner}`, controller: true, blockOwnerDeletion: true }],
+      ownerReferences: [
+        {
+          apiVersion: ownerApi,
+          kind: s.ownerKind,
+          name: s.owner,
+          uid: `uid-${s.owner}`,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
     },
     spec: { clusterName: 'c1', bootstrap: { configRef }, providerID: `sim://${s.name}` },
     status:
       v === 'v1beta2'
-        ? { phase: 'Provisioning', initialization: { infrastructureProvisioned: false, bootstrapDataSecretCreated: false }, conditions: [] }
-        : { phase: 'Provisioning', infrastructureReady: false, bootstrapReady: false, conditions: [], v1beta2: { conditions: [] } },
+        ? {
+            phase: 'Provisioning',
+            initialization: { infrastructureProvisioned: false, bootstrapDataSecretCreated: false },
+            conditions: [],
+          }
+        : {
+            phase: 'Provisioning',
+            infrastructureReady: false,
+            bootstrapReady: false,
+            conditions: [],
+            v1beta2: { conditions: [] },
+          },
   };
 }
 
@@ -121,7 +153,9 @@ export function provisionMachine(m: Json, r: Release, at: number): void {
 }
 
 export function isProvisioned(m: Json, r: Release): boolean {
-  return r === 'v1.14' ? m.status.initialization?.infrastructureProvisioned === true : m.status.infrastructureReady === true;
+  return r === 'v1.14'
+    ? m.status.initialization?.infrastructureProvisioned === true
+    : m.status.infrastructureReady === true;
 }
 
 export function cluster(r: Release, initialized: boolean, t0: number): Json {
@@ -129,14 +163,28 @@ export function cluster(r: Release, initialized: boolean, t0: number): Json {
   const c: Json = {
     apiVersion: `${CAPI_GROUP}/${v}`,
     kind: 'Cluster',
-    metadata: { name: 'c1', namespace: NS, uid: 'uid-c1', resourceVersion: '1', generation: 1, creationTimestamp: iso(t0 - 3_600_000) },
+    metadata: {
+      name: 'c1',
+      namespace: NS,
+      uid: 'uid-c1',
+      resourceVersion: '1',
+      generation: 1,
+      creationTimestamp: iso(t0 - 3_600_000),
+    },
     spec: {
       controlPlaneEndpoint: { host: '10.0.0.10', port: 6443 },
-      controlPlaneRef: v === 'v1beta2' ? { apiGroup: KCP_GROUP, kind: 'KubeadmControlPlane', name: 'kcp' } : { apiVersion: `${KCP_GROUP}/v1beta1`, kind: 'KubeadmControlPlane', name: 'kcp', namespace: NS },
+      controlPlaneRef:
+        v === 'v1beta2'
+          ? { apiGroup: KCP_GROUP, kind: 'KubeadmControlPlane', name: 'kcp' }
+          : { apiVersion: `${KCP_GROUP}/v1beta1`, kind: 'KubeadmControlPlane', name: 'kcp', namespace: NS },
     },
-    status: v === 'v1beta2' ? { initialization: { infrastructureProvisioned: true, controlPlaneInitialized: false }, conditions: [] } : { infrastructureReady: true, controlPlaneReady: false, conditions: [], v1beta2: { conditions: [] } },
+    status:
+      v === 'v1beta2'
+        ? { initialization: { infrastructureProvisioned: true, controlPlaneInitialized: false }, conditions: [] }
+        : { infrastructureReady: true, controlPlaneReady: false, conditions: [], v1beta2: { conditions: [] } },
   };
-  if (r === 'v1.14') setCond(c, r, 'v2', { type: 'InfrastructureReady', status: 'True', reason: 'Ready' }, t0 - 3_600_000);
+  if (r === 'v1.14')
+    setCond(c, r, 'v2', { type: 'InfrastructureReady', status: 'True', reason: 'Ready' }, t0 - 3_600_000);
   else setCond(c, r, 'owner', { type: 'InfrastructureReady', status: 'True' }, t0 - 3_600_000);
   if (initialized) initializeCluster(c, r, t0 - 3_600_000);
   return c;
@@ -153,7 +201,10 @@ export function initializeCluster(c: Json, r: Release, at: number): void {
   setCond(c, r, 'v2', { type: 'RemoteConnectionProbe', status: 'True', reason: 'ProbeSucceeded' }, at);
 }
 
-export function kubeadmControlPlane(r: Release, o: { replicas: number; maxRetry?: number; retryPeriodSeconds?: number; minHealthyPeriodSeconds?: number }): Json {
+export function kubeadmControlPlane(
+  r: Release,
+  o: { replicas: number; maxRetry?: number; retryPeriodSeconds?: number; minHealthyPeriodSeconds?: number },
+): Json {
   const v = versionOf(r);
   const remediation: Json = {};
   if (v === 'v1beta2') {
@@ -169,7 +220,11 @@ export function kubeadmControlPlane(r: Release, o: { replicas: number; maxRetry?
     apiVersion: `${KCP_GROUP}/${v}`,
     kind: 'KubeadmControlPlane',
     metadata: { name: 'kcp', namespace: NS, uid: 'uid-kcp', resourceVersion: '1', generation: 1, annotations: {} },
-    spec: { replicas: o.replicas, version: 'v1.33.1', ...(v === 'v1beta2' ? { remediation } : { remediationStrategy: remediation }) },
+    spec: {
+      replicas: o.replicas,
+      version: 'v1.33.1',
+      ...(v === 'v1beta2' ? { remediation } : { remediationStrategy: remediation }),
+    },
     status: v === 'v1beta2' ? { initialization: { controlPlaneInitialized: false } } : { initialized: false },
   };
 }
@@ -183,22 +238,33 @@ export function setKcpInitialized(k: Json, r: Release): void {
   else k.status.initialized = true;
 }
 
-export function machineHealthCheck(r: Release, o: { selector: Json; nodeStartupTimeoutSeconds?: number; watchesJoinGuardCondition: boolean }): Json {
+export function machineHealthCheck(
+  r: Release,
+  o: { selector: Json; nodeStartupTimeoutSeconds?: number; watchesJoinGuardCondition: boolean },
+): Json {
   const v = versionOf(r);
   const spec: Json = { clusterName: 'c1', selector: o.selector };
   if (v === 'v1beta2') {
     spec.checks = {
       ...(o.nodeStartupTimeoutSeconds !== undefined ? { nodeStartupTimeoutSeconds: o.nodeStartupTimeoutSeconds } : {}),
-      ...(o.watchesJoinGuardCondition ? { unhealthyMachineConditions: [{ type: 'JoinGuardJoined', status: 'False', timeoutSeconds: 0 }] } : {}),
+      ...(o.watchesJoinGuardCondition
+        ? { unhealthyMachineConditions: [{ type: 'JoinGuardJoined', status: 'False', timeoutSeconds: 0 }] }
+        : {}),
     };
   } else if (o.nodeStartupTimeoutSeconds !== undefined) spec.nodeStartupTimeout = `${o.nodeStartupTimeoutSeconds}s`;
-  return { apiVersion: `${CAPI_GROUP}/${v}`, kind: 'MachineHealthCheck', metadata: { name: 'mhc', namespace: NS, uid: 'uid-mhc', resourceVersion: '1' }, spec };
+  return {
+    apiVersion: `${CAPI_GROUP}/${v}`,
+    kind: 'MachineHealthCheck',
+    metadata: { name: 'mhc', namespace: NS, uid: 'uid-mhc', resourceVersion: '1' },
+    spec,
+  };
 }
 
 /** RFC 7386: objects merge, null deletes, anything else (lists included) replaces. */
 export function mergePatch(target: unknown, patch: unknown): unknown {
   if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) return structuredClone(patch);
-  const out: Json = typeof target === 'object' && target !== null && !Array.isArray(target) ? { ...(target as Json) } : {};
+  const out: Json =
+    typeof target === 'object' && target !== null && !Array.isArray(target) ? { ...(target as Json) } : {};
   for (const [k, v] of Object.entries(patch as Json)) {
     if (v === null) delete out[k];
     else out[k] = mergePatch(out[k], v);
@@ -210,7 +276,10 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
 export function jsonPatch(target: Json, ops: Json[]): Json {
   const out = structuredClone(target);
   for (const op of ops) {
-    const parts = String(op.path).split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const parts = String(op.path)
+      .split('/')
+      .slice(1)
+      .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
     const last = parts.pop()!;
     let at: any = out;
     for (const p of parts) {
@@ -220,7 +289,8 @@ export function jsonPatch(target: Json, ops: Json[]): Json {
     const key = Array.isArray(at) ? (last === '-' ? at.length : Number(last)) : last;
     switch (op.op) {
       case 'test':
-        if (JSON.stringify(at[key]) !== JSON.stringify(op.value)) throw new Error(`json patch: test failed at ${op.path}`);
+        if (JSON.stringify(at[key]) !== JSON.stringify(op.value))
+          throw new Error(`json patch: test failed at ${op.path}`);
         break;
       case 'add':
         if (Array.isArray(at)) at.splice(key as number, 0, structuredClone(op.value));

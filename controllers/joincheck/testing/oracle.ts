@@ -121,7 +121,20 @@ export class Oracle {
 
   private track(uid: string): Track {
     let k = this.tracks.get(uid);
-    if (k === undefined) this.tracks.set(uid, (k = { owner: this.truth.machine(uid).owner, hc: false, annotation: false, condition: false, deletedForJoinGuard: false, deleting: false, withdrawnBy: new Set(), cleanPasses: 0 }));
+    if (k === undefined)
+      this.tracks.set(
+        uid,
+        (k = {
+          owner: this.truth.machine(uid).owner,
+          hc: false,
+          annotation: false,
+          condition: false,
+          deletedForJoinGuard: false,
+          deleting: false,
+          withdrawnBy: new Set(),
+          cleanPasses: 0,
+        }),
+      );
     return k;
   }
 
@@ -140,7 +153,8 @@ export class Oracle {
   private ownerAnswer(m: Json): string | undefined {
     for (const list of ['owner', 'v2'] as const) {
       const c = getCond(m, this.rules.release, list, 'OwnerRemediated');
-      if (c !== undefined && (c.status === 'True' || (c.reason !== undefined && c.reason !== WAITING))) return `${c.status}/${c.reason ?? ''}`;
+      if (c !== undefined && (c.status === 'True' || (c.reason !== undefined && c.reason !== WAITING)))
+        return `${c.status}/${c.reason ?? ''}`;
     }
     return undefined;
   }
@@ -159,12 +173,17 @@ export class Oracle {
     const condBefore = isFalse(getCond(b, this.rules.release, 'owner', 'JoinGuardJoined'));
     const condAfter = isFalse(getCond(a, this.rules.release, 'owner', 'JoinGuardJoined'));
     const hcNew = hcAfter !== undefined && (hcBefore === undefined || hcBefore.reason !== hcAfter.reason);
-    const deletedNow = w.verb === 'delete' || (a.metadata.deletionTimestamp !== undefined && b.metadata.deletionTimestamp === undefined);
+    const deletedNow =
+      w.verb === 'delete' || (a.metadata.deletionTimestamp !== undefined && b.metadata.deletionTimestamp === undefined);
     const wasMarked = this.marked(k);
 
     if (w.by === 'joinguard') {
-      const marks = (hcNew ? 1 : 0) + (annAfter && !annBefore ? 1 : 0) + (condAfter && !condBefore ? 1 : 0) + (deletedNow ? 1 : 0);
-      const unmarks = (hcBefore !== undefined && hcAfter === undefined && k.hc ? 1 : 0) + (annBefore && !annAfter && k.annotation ? 1 : 0) + (condBefore && !condAfter ? 1 : 0);
+      const marks =
+        (hcNew ? 1 : 0) + (annAfter && !annBefore ? 1 : 0) + (condAfter && !condBefore ? 1 : 0) + (deletedNow ? 1 : 0);
+      const unmarks =
+        (hcBefore !== undefined && hcAfter === undefined && k.hc ? 1 : 0) +
+        (annBefore && !annAfter && k.annotation ? 1 : 0) +
+        (condBefore && !condAfter ? 1 : 0);
       if (marks > 0) this.judgeMark(w, k, deletedNow);
       if (unmarks > 0) this.judgeWithdrawal(w, k);
     }
@@ -176,7 +195,13 @@ export class Oracle {
     else if (!annBefore) k.annotation = w.by === 'joinguard';
     k.condition = condAfter;
     if (w.by === 'mhc' && w.becauseOfJoinGuard === true && hcNew) this.answer(k, w.t);
-    if (w.by === 'owner' && wasMarked && this.ownerAnswer(a) !== undefined && this.ownerAnswer(b) !== this.ownerAnswer(a)) this.answer(k, w.t);
+    if (
+      w.by === 'owner' &&
+      wasMarked &&
+      this.ownerAnswer(a) !== undefined &&
+      this.ownerAnswer(b) !== this.ownerAnswer(a)
+    )
+      this.answer(k, w.t);
     if (deletedNow) {
       k.deleting = true;
       k.deletedForJoinGuard = w.by === 'joinguard' || (w.by === 'owner' && wasMarked);
@@ -200,25 +225,40 @@ export class Oracle {
     const what = `${deleting ? 'JoinGuard deleted' : 'JoinGuard marked'} ${tr.name}`;
     this.counts.marks++;
     // [joined] the promise users care about most: never a mark or a delete on a Machine that has a Node.
-    if (m.status?.nodeRef?.name) this.fail('joined', w.t, `${what}, which had nodeRef ${m.status.nodeRef.name} at the time of the write`);
-    if (m.metadata.deletionTimestamp !== undefined) this.fail('mark-allowed', w.t, `${what} while it was being deleted`);
+    if (m.status?.nodeRef?.name)
+      this.fail('joined', w.t, `${what}, which had nodeRef ${m.status.nodeRef.name} at the time of the write`);
+    if (m.metadata.deletionTimestamp !== undefined)
+      this.fail('mark-allowed', w.t, `${what} while it was being deleted`);
     const skip = SKIPS.find((s) => s in (m.metadata.annotations ?? {}));
     if (skip !== undefined) this.fail('mark-allowed', w.t, `${what}, which carried ${skip}`);
     if (this.rules.dryRun) this.fail('mark-allowed', w.t, `${what} in a dry run`);
     const hc = this.hcFalse(m);
-    if (hc !== undefined && !k.hc) this.fail('mark-allowed', w.t, `${what} over someone else's mark (HealthCheckSucceeded=False/${hc.reason})`);
-    if (deleting && tr.controlPlane) this.fail('first-control-plane', w.t, `${what}: a control-plane Machine is never deleted, only its provider replaces it`);
-    if (k.withdrawnBy.has(w.check?.uid ?? '')) this.fail('asked-twice', w.t, `${what} again after the same check had withdrawn its mark`);
+    if (hc !== undefined && !k.hc)
+      this.fail('mark-allowed', w.t, `${what} over someone else's mark (HealthCheckSucceeded=False/${hc.reason})`);
+    if (deleting && tr.controlPlane)
+      this.fail(
+        'first-control-plane',
+        w.t,
+        `${what}: a control-plane Machine is never deleted, only its provider replaces it`,
+      );
+    if (k.withdrawnBy.has(w.check?.uid ?? ''))
+      this.fail('asked-twice', w.t, `${what} again after the same check had withdrawn its mark`);
     // [not-before-deadline] from the world's times, by DESIGN's clocks.
     const failedAt = this.failedAt(tr);
     if (failedAt === undefined || w.t < failedAt) {
-      this.fail('not-before-deadline', w.t, `${what} before its deadline (${failedAt === undefined ? 'none has passed: ' + this.clockStory(tr) : new Date(failedAt).toISOString()})`);
+      this.fail(
+        'not-before-deadline',
+        w.t,
+        `${what} before its deadline (${failedAt === undefined ? 'none has passed: ' + this.clockStory(tr) : new Date(failedAt).toISOString()})`,
+      );
     }
     const first = tr.init && this.truth.cluster().initializedAt === undefined;
-    if (first && this.rules.firstControlPlane === 'Report') this.fail('first-control-plane', w.t, `${what}, the first control-plane Machine, with firstControlPlane: Report`);
+    if (first && this.rules.firstControlPlane === 'Report')
+      this.fail('first-control-plane', w.t, `${what}, the first control-plane Machine, with firstControlPlane: Report`);
     if (!first) this.judgeConnection(w.t, what);
     // [write-ahead] the request is in the stored status before the Machine carries its mark.
-    if (!w.check?.requests.some((r) => r.uid === w.uid && r.state === 'Open')) this.fail('write-ahead', w.t, `${what} with no open request for it in the stored status`);
+    if (!w.check?.requests.some((r) => r.uid === w.uid && r.state === 'Open'))
+      this.fail('write-ahead', w.t, `${what} with no open request for it in the stored status`);
     if (k.visibleAt === undefined) k.visibleAt = Math.floor(w.t / 1000) * 1000; // whole seconds, as status times
     if (k.recorded === undefined) k.recorded = { t: w.t, epoch: this.epoch };
     this.checkPerOwner(w.t, k);
@@ -235,7 +275,8 @@ export class Oracle {
       const d = Math.max(tr.created, gate ?? tr.created) + this.rules.provisionTimeoutMs;
       if (tr.readySeenAt === undefined || tr.readySeenAt > d) out.push(d);
     }
-    if (tr.readyAt !== undefined) out.push(Math.max(tr.created, tr.readyAt, gate ?? tr.created) + this.rules.joinTimeoutMs);
+    if (tr.readyAt !== undefined)
+      out.push(Math.max(tr.created, tr.readyAt, gate ?? tr.created) + this.rules.joinTimeoutMs);
     return out.length === 0 ? undefined : Math.min(...out);
   }
 
@@ -248,7 +289,11 @@ export class Oracle {
   private judgeConnection(t: number, what: string): void {
     for (const o of this.truth.cluster().outages) {
       if (o.down <= t && (o.up === undefined || t < o.up + this.rules.connectionGraceMs)) {
-        this.fail('unobservable', t, `${what} while the workload connection was down since ${new Date(o.down).toISOString()}${o.up !== undefined ? ` (back at ${new Date(o.up).toISOString()}, grace ${this.rules.connectionGraceMs / 1000}s)` : ''}`);
+        this.fail(
+          'unobservable',
+          t,
+          `${what} while the workload connection was down since ${new Date(o.down).toISOString()}${o.up !== undefined ? ` (back at ${new Date(o.up).toISOString()}, grace ${this.rules.connectionGraceMs / 1000}s)` : ''}`,
+        );
       }
     }
   }
@@ -262,26 +307,50 @@ export class Oracle {
     if (m.status?.nodeRef?.name) return;
     if (SKIPS.some((s) => s in (m.metadata.annotations ?? {}))) return;
     const c = w.check;
-    if (c === undefined || c.deleting || 'joinguard.io/withdraw-all' in c.annotations || (k.check !== undefined && c.uid !== k.check)) return;
+    if (
+      c === undefined ||
+      c.deleting ||
+      'joinguard.io/withdraw-all' in c.annotations ||
+      (k.check !== undefined && c.uid !== k.check)
+    )
+      return;
     // Decided and recorded under withdraw-all (or while the check was going), written once a refusal let it through.
     if (k.withdrawalDecidedForAll === true) return;
     const name = this.truth.machine(w.uid).name;
     // Answered within the bound: JoinGuard reads the Machine live before it calls a request unanswered. (An answer
     // that came later may meet a withdrawal decided, and recorded, before it.)
-    if (k.answeredAt !== undefined && k.visibleAt !== undefined && k.answeredAt < k.visibleAt + this.rules.unansweredMs) {
-      this.fail('withdrawn-only-when', w.t, `JoinGuard withdrew its mark from ${name}, not joined, which its owner had answered at ${new Date(k.answeredAt).toISOString()}`);
+    if (
+      k.answeredAt !== undefined &&
+      k.visibleAt !== undefined &&
+      k.answeredAt < k.visibleAt + this.rules.unansweredMs
+    ) {
+      this.fail(
+        'withdrawn-only-when',
+        w.t,
+        `JoinGuard withdrew its mark from ${name}, not joined, which its owner had answered at ${new Date(k.answeredAt).toISOString()}`,
+      );
     } else if (k.visibleAt !== undefined && w.t < k.visibleAt + this.rules.unansweredMs) {
-      this.fail('withdrawn-only-when', w.t, `JoinGuard withdrew its mark from ${name}, not joined, as unanswered only ${Math.round((w.t - k.visibleAt) / 1000)}s after the mark became visible`);
+      this.fail(
+        'withdrawn-only-when',
+        w.t,
+        `JoinGuard withdrew its mark from ${name}, not joined, as unanswered only ${Math.round((w.t - k.visibleAt) / 1000)}s after the mark became visible`,
+      );
     }
   }
 
   /** An accepted write of the check's status: requests it records (per-owner windows) and resumes (new windows). */
-  statusWrite(t: number, before: Json | undefined, after: Json, check: { annotations: Record<string, string>; deleting: boolean }): void {
+  statusWrite(
+    t: number,
+    before: Json | undefined,
+    after: Json,
+    check: { annotations: Record<string, string>; deleting: boolean },
+  ): void {
     if (check.deleting || 'joinguard.io/withdraw-all' in check.annotations) {
       const was = new Map<string, string>((before?.requests ?? []).map((r: Json) => [r.uid, r.state]));
       for (const r of after.requests ?? []) {
         const k = this.tracks.get(r.uid);
-        if (r.state === 'Withdrawn' && was.get(r.uid) !== 'Withdrawn' && k !== undefined) k.withdrawalDecidedForAll = true;
+        if (r.state === 'Withdrawn' && was.get(r.uid) !== 'Withdrawn' && k !== undefined)
+          k.withdrawalDecidedForAll = true;
       }
     }
     const lb = before?.lastResume;
@@ -306,17 +375,42 @@ export class Oracle {
 
   /** [per-owner] Machines of one owner JoinGuard marked, by when their request was recorded: at most maxPerOwner per window. */
   private checkPerOwner(t: number, k: Track): void {
-    const mine = [...this.tracks.values()].filter((x) => x.owner === k.owner && x.visibleAt !== undefined && x.recorded !== undefined && x.recorded.epoch === k.recorded!.epoch).map((x) => x.recorded!.t).sort((a, b) => a - b);
+    const mine = [...this.tracks.values()]
+      .filter(
+        (x) =>
+          x.owner === k.owner &&
+          x.visibleAt !== undefined &&
+          x.recorded !== undefined &&
+          x.recorded.epoch === k.recorded!.epoch,
+      )
+      .map((x) => x.recorded!.t)
+      .sort((a, b) => a - b);
     const n = this.rules.maxPerOwner;
     for (let i = 0; i + n < mine.length; i++) {
-      if (mine[i + n]! - mine[i]! < this.rules.windowMs) this.fail('per-owner', t, `${n + 1} Machines of ${k.owner} marked within ${Math.round((mine[i + n]! - mine[i]!) / 60000)}m (maxPerOwner ${n} per ${this.rules.windowMs / 60000}m)`);
+      if (mine[i + n]! - mine[i]! < this.rules.windowMs)
+        this.fail(
+          'per-owner',
+          t,
+          `${n + 1} Machines of ${k.owner} marked within ${Math.round((mine[i + n]! - mine[i]!) / 60000)}m (maxPerOwner ${n} per ${this.rules.windowMs / 60000}m)`,
+        );
     }
   }
 
   /** [in-flight] Machines carrying JoinGuard's mark, or being deleted because of it, never more than maxInFlight. */
   checkInFlight(t: number, checkUid?: string): void {
-    const flying = [...this.tracks.entries()].filter(([, k]) => (this.marked(k) || (k.deleting && k.deletedForJoinGuard)) && (checkUid === undefined || k.check === undefined || k.check === checkUid)).map(([uid]) => this.truth.machine(uid).name);
-    if (flying.length > this.rules.maxInFlight) this.fail('in-flight', t, `${flying.length} in flight (${flying.sort().join(', ')}), maxInFlight ${this.rules.maxInFlight}`);
+    const flying = [...this.tracks.entries()]
+      .filter(
+        ([, k]) =>
+          (this.marked(k) || (k.deleting && k.deletedForJoinGuard)) &&
+          (checkUid === undefined || k.check === undefined || k.check === checkUid),
+      )
+      .map(([uid]) => this.truth.machine(uid).name);
+    if (flying.length > this.rules.maxInFlight)
+      this.fail(
+        'in-flight',
+        t,
+        `${flying.length} in flight (${flying.sort().join(', ')}), maxInFlight ${this.rules.maxInFlight}`,
+      );
   }
 
   /** A check is created (again): a new incarnation starts with no memory, so its per-owner windows start afresh. */
@@ -334,7 +428,12 @@ export class Oracle {
    */
   checkGone(checkUid: string, t: number, refused: (uid: string) => boolean): void {
     for (const [uid, k] of this.tracks) {
-      if (k.check === checkUid && this.marked(k) && !k.deleting && !refused(uid)) this.fail('deleted-check', t, `the check ${checkUid} is gone and ${this.truth.machine(uid).name} still carries its mark (${this.describe(k)})`);
+      if (k.check === checkUid && this.marked(k) && !k.deleting && !refused(uid))
+        this.fail(
+          'deleted-check',
+          t,
+          `the check ${checkUid} is gone and ${this.truth.machine(uid).name} still carries its mark (${this.describe(k)})`,
+        );
     }
   }
 
@@ -344,7 +443,13 @@ export class Oracle {
    * so, whose own writes are not refused, is clean after at most `passes` clean passes, whatever another Machine's
    * writes do.
    */
-  afterPass(t: number, clean: boolean, seenInCache: (uid: string) => boolean, refused: (uid: string) => boolean, mustBeClean: (uid: string) => boolean): void {
+  afterPass(
+    t: number,
+    clean: boolean,
+    seenInCache: (uid: string) => boolean,
+    refused: (uid: string) => boolean,
+    mustBeClean: (uid: string) => boolean,
+  ): void {
     for (const [uid, k] of this.tracks) {
       if (!this.marked(k) || k.deleting || !mustBeClean(uid) || !seenInCache(uid) || refused(uid)) {
         k.cleanPasses = 0;
@@ -353,7 +458,11 @@ export class Oracle {
       if (!clean) continue;
       k.cleanPasses++;
       if (k.cleanPasses > this.rules.passes) {
-        this.fail('clean-within-N', t, `${this.truth.machine(uid).name} must lose JoinGuard's mark and still carries it (${this.describe(k)}) after ${k.cleanPasses} clean passes that saw why`);
+        this.fail(
+          'clean-within-N',
+          t,
+          `${this.truth.machine(uid).name} must lose JoinGuard's mark and still carries it (${this.describe(k)}) after ${k.cleanPasses} clean passes that saw why`,
+        );
         k.cleanPasses = -1_000_000; // once per Machine
       }
     }
@@ -368,7 +477,12 @@ export class Oracle {
       const k = this.tracks.get(m.metadata.uid);
       if (k === undefined || !this.marked(k) || k.deleting || k.check === undefined) continue;
       const said = m.metadata.annotations?.['joinguard.io/requested-by'];
-      if (said !== k.check) this.fail('requested-by', t, `${m.metadata.name} carries JoinGuard's mark (${this.describe(k)}) with joinguard.io/requested-by ${said === undefined ? 'absent' : `"${said}"`}, not the uid of the check that asked (${k.check})`);
+      if (said !== k.check)
+        this.fail(
+          'requested-by',
+          t,
+          `${m.metadata.name} carries JoinGuard's mark (${this.describe(k)}) with joinguard.io/requested-by ${said === undefined ? 'absent' : `"${said}"`}, not the uid of the check that asked (${k.check})`,
+        );
     }
   }
 
@@ -379,6 +493,12 @@ export class Oracle {
   }
 
   private describe(k: Track): string {
-    return [k.hc ? 'HealthCheckSucceeded=False' : '', k.annotation ? REMEDIATE_MACHINE : '', k.condition ? 'JoinGuardJoined=False' : ''].filter((x) => x !== '').join(', ');
+    return [
+      k.hc ? 'HealthCheckSucceeded=False' : '',
+      k.annotation ? REMEDIATE_MACHINE : '',
+      k.condition ? 'JoinGuardJoined=False' : '',
+    ]
+      .filter((x) => x !== '')
+      .join(', ');
   }
 }

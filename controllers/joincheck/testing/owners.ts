@@ -14,7 +14,16 @@
 //   nodeStartupTimeout (from the latest of creation, control plane initialized and infrastructure ready; unset is
 //   600 s); a healthy Node sets HealthCheckSucceeded=True.
 import type { Json } from '../../../runtime/rest.js';
-import { getCond, isFalse, isTrue, REMEDIATE_MACHINE, REMEDIATION_FOR, REMEDIATION_IN_PROGRESS, removeCond, setCond } from './objects.js';
+import {
+  getCond,
+  isFalse,
+  isTrue,
+  REMEDIATE_MACHINE,
+  REMEDIATION_FOR,
+  REMEDIATION_IN_PROGRESS,
+  removeCond,
+  setCond,
+} from './objects.js';
 import { count, type World } from './world.js';
 
 const ownerOf = (m: Json): { kind: string; name: string } => m.metadata.ownerReferences[0];
@@ -25,18 +34,37 @@ const time = (m: Json): number => Date.parse(m.metadata.creationTimestamp);
 function cleanup(w: World, m: Json): void {
   w.change(m, 'owner', () => {
     for (const list of w.release === 'v1.14' ? (['owner'] as const) : (['owner', 'v2'] as const)) {
-      if (isTrue(getCond(m, w.release, list, 'HealthCheckSucceeded')) && isFalse(getCond(m, w.release, list, 'OwnerRemediated'))) removeCond(m, w.release, list, 'OwnerRemediated');
+      if (
+        isTrue(getCond(m, w.release, list, 'HealthCheckSucceeded')) &&
+        isFalse(getCond(m, w.release, list, 'OwnerRemediated'))
+      )
+        removeCond(m, w.release, list, 'OwnerRemediated');
     }
   });
 }
 
-const unhealthyAndOwnerRemediated = (w: World, m: Json): boolean => isFalse(getCond(m, w.release, 'owner', 'HealthCheckSucceeded')) && isFalse(getCond(m, w.release, 'owner', 'OwnerRemediated'));
+const unhealthyAndOwnerRemediated = (w: World, m: Json): boolean =>
+  isFalse(getCond(m, w.release, 'owner', 'HealthCheckSucceeded')) &&
+  isFalse(getCond(m, w.release, 'owner', 'OwnerRemediated'));
 
 /** The owner's answer: v1.14 in the one list; v1.10 v1beta2 reason in status.v1beta2, v1beta1 WaitingForRemediation (or True on deletion). */
-function answer(w: World, m: Json, reason: string, message: string, v1beta1: { status: 'True' | 'False'; reason?: string } | undefined): void {
+function answer(
+  w: World,
+  m: Json,
+  reason: string,
+  message: string,
+  v1beta1: { status: 'True' | 'False'; reason?: string } | undefined,
+): void {
   w.change(m, 'owner', () => {
     setCond(m, w.release, 'v2', { type: 'OwnerRemediated', status: 'False', reason, message }, w.t);
-    if (w.release === 'v1.10' && v1beta1 !== undefined) setCond(m, w.release, 'owner', { type: 'OwnerRemediated', ...v1beta1, ...(v1beta1.status === 'False' ? { message } : {}) }, w.t);
+    if (w.release === 'v1.10' && v1beta1 !== undefined)
+      setCond(
+        m,
+        w.release,
+        'owner',
+        { type: 'OwnerRemediated', ...v1beta1, ...(v1beta1.status === 'False' ? { message } : {}) },
+        w.t,
+      );
   });
   count(`owner answers: ${reason}`);
 }
@@ -52,13 +80,20 @@ export function machineSetStep(w: World): void {
   for (const ms of [...new Set(all.map((m) => ownerOf(m).name))]) {
     const mine = all.filter((m) => ownerOf(m).name === ms);
     // Newest first: a Machine that never came up probably hosts nothing.
-    const toRemediate = mine.filter((m) => !deleting(m) && unhealthyAndOwnerRemediated(w, m)).sort((a, b) => time(b) - time(a) || (a.metadata.name < b.metadata.name ? 1 : -1));
+    const toRemediate = mine
+      .filter((m) => !deleting(m) && unhealthyAndOwnerRemediated(w, m))
+      .sort((a, b) => time(b) - time(a) || (a.metadata.name < b.metadata.name ? 1 : -1));
     if (toRemediate.length === 0) continue;
     let tokens = w.setup.mdMaxInFlight ?? Number.MAX_SAFE_INTEGER;
     for (const m of mine) {
       if (!deleting(m)) continue;
       const c = w.release === 'v1.14' ? getCond(m, w.release, 'owner', 'OwnerRemediated') : undefined;
-      if (w.release === 'v1.14' ? c?.status === 'False' && c.reason === 'MachineDeleting' : isTrue(getCond(m, w.release, 'owner', 'OwnerRemediated'))) tokens--;
+      if (
+        w.release === 'v1.14'
+          ? c?.status === 'False' && c.reason === 'MachineDeleting'
+          : isTrue(getCond(m, w.release, 'owner', 'OwnerRemediated'))
+      )
+        tokens--;
     }
     const deferMsg = `Waiting because there are already too many remediations in progress (spec.strategy.remediation.maxInFlight is ${w.setup.mdMaxInFlight})`;
     if (tokens <= 0) {
@@ -68,7 +103,11 @@ export function machineSetStep(w: World): void {
     const now = toRemediate.slice(0, tokens);
     for (const m of toRemediate.slice(tokens)) answer(w, m, 'RemediationDeferred', deferMsg, undefined);
     if (w.preflightBlocked) {
-      for (const m of now) answer(w, m, 'RemediationDeferred', '* MachineSet preflight check failed: control plane is upgrading', { status: 'False', reason: 'WaitingForRemediation' });
+      for (const m of now)
+        answer(w, m, 'RemediationDeferred', '* MachineSet preflight check failed: control plane is upgrading', {
+          status: 'False',
+          reason: 'WaitingForRemediation',
+        });
       continue;
     }
     for (const m of now) {
@@ -117,7 +156,8 @@ function remediate(w: World, cps: Json[], unhealthy: Json[]): boolean {
   )[0]!;
   if (deleting(pick) || w.kcp.metadata.annotations[REMEDIATION_IN_PROGRESS] !== undefined) return false;
   const spec = w.release === 'v1.14' ? w.kcp.spec.remediation : w.kcp.spec.remediationStrategy;
-  const seconds = (x: unknown): number | undefined => (typeof x === 'number' ? x : typeof x === 'string' ? Number(x.replace(/s$/, '')) : undefined);
+  const seconds = (x: unknown): number | undefined =>
+    typeof x === 'number' ? x : typeof x === 'string' ? Number(x.replace(/s$/, '')) : undefined;
   const minHealthy = (w.release === 'v1.14' ? spec.minHealthyPeriodSeconds : seconds(spec.minHealthyPeriod)) ?? 3600;
   const retryPeriod = (w.release === 'v1.14' ? spec.retryPeriodSeconds : seconds(spec.retryPeriod)) ?? 0;
   const data: RemediationData = { machine: pick.metadata.name, timestamp: new Date(w.t).toISOString(), retryCount: 0 };
@@ -127,11 +167,23 @@ function remediate(w: World, cps: Json[], unhealthy: Json[]): boolean {
     if (lastTime + minHealthy * 1000 > w.t) {
       data.retryCount = last.retryCount;
       if (lastTime + retryPeriod * 1000 > w.t) {
-        answer(w, pick, 'RemediationDeferred', `KubeadmControlPlane can't remediate this machine because the operation already failed in the latest ${retryPeriod}s (RetryPeriodSeconds)`, { status: 'False', reason: 'WaitingForRemediation' });
+        answer(
+          w,
+          pick,
+          'RemediationDeferred',
+          `KubeadmControlPlane can't remediate this machine because the operation already failed in the latest ${retryPeriod}s (RetryPeriodSeconds)`,
+          { status: 'False', reason: 'WaitingForRemediation' },
+        );
         return true;
       }
       if (spec.maxRetry !== undefined && data.retryCount >= spec.maxRetry) {
-        answer(w, pick, 'CannotBeRemediated', `KubeadmControlPlane can't remediate this machine because the operation already failed ${spec.maxRetry} times (MaxRetry)`, { status: 'False', reason: 'WaitingForRemediation' });
+        answer(
+          w,
+          pick,
+          'CannotBeRemediated',
+          `KubeadmControlPlane can't remediate this machine because the operation already failed ${spec.maxRetry} times (MaxRetry)`,
+          { status: 'False', reason: 'WaitingForRemediation' },
+        );
         return true;
       }
       data.retryCount++;
@@ -139,10 +191,42 @@ function remediate(w: World, cps: Json[], unhealthy: Json[]): boolean {
   }
   if (w.initialized) {
     const waiting = { status: 'False' as const, reason: 'WaitingForRemediation' };
-    if (cps.length <= 1) return answer(w, pick, 'CannotBeRemediated', "KubeadmControlPlane can't remediate if current replicas are less or equal to 1", waiting), true;
-    const provisioning = cps.some((m) => !isFalse(getCond(m, w.release, 'owner', 'HealthCheckSucceeded')) && !m.status.nodeRef);
-    if (provisioning) return answer(w, pick, 'RemediationDeferred', 'KubeadmControlPlane waiting for control plane Machine provisioning to complete before triggering remediation', waiting), true;
-    if (cps.some(deleting)) return answer(w, pick, 'RemediationDeferred', 'KubeadmControlPlane waiting for control plane Machine deletion to complete before triggering remediation', waiting), true;
+    if (cps.length <= 1)
+      return (
+        answer(
+          w,
+          pick,
+          'CannotBeRemediated',
+          "KubeadmControlPlane can't remediate if current replicas are less or equal to 1",
+          waiting,
+        ),
+        true
+      );
+    const provisioning = cps.some(
+      (m) => !isFalse(getCond(m, w.release, 'owner', 'HealthCheckSucceeded')) && !m.status.nodeRef,
+    );
+    if (provisioning)
+      return (
+        answer(
+          w,
+          pick,
+          'RemediationDeferred',
+          'KubeadmControlPlane waiting for control plane Machine provisioning to complete before triggering remediation',
+          waiting,
+        ),
+        true
+      );
+    if (cps.some(deleting))
+      return (
+        answer(
+          w,
+          pick,
+          'RemediationDeferred',
+          'KubeadmControlPlane waiting for control plane Machine deletion to complete before triggering remediation',
+          waiting,
+        ),
+        true
+      );
   }
   remove(w, pick);
   answer(w, pick, 'MachineDeleting', 'Machine is deleting', { status: 'False', reason: 'RemediationInProgress' });
@@ -158,14 +242,25 @@ function scaleUp(w: World, cps: Json[]): void {
   if (cps.some(deleting) || alive.some((m) => !m.status.nodeRef)) return;
   if (alive.length >= (w.initialized ? w.kcp.spec.replicas : 1)) return;
   const rip = w.kcp.metadata.annotations[REMEDIATION_IN_PROGRESS];
-  w.create('kcp', { controlPlane: true, init: !w.initialized, ...(rip !== undefined ? { annotations: { [REMEDIATION_FOR]: rip } } : {}) });
+  w.create('kcp', {
+    controlPlane: true,
+    init: !w.initialized,
+    ...(rip !== undefined ? { annotations: { [REMEDIATION_FOR]: rip } } : {}),
+  });
 }
 
 export function mhcStep(w: World, healthy: boolean): void {
   const mhc = w.mhc;
   if (mhc === undefined) return;
-  const timeoutS = w.release === 'v1.14' ? (mhc.spec.checks.nodeStartupTimeoutSeconds ?? 600) : mhc.spec.nodeStartupTimeout !== undefined ? Number(String(mhc.spec.nodeStartupTimeout).replace(/s$/, '')) : 600;
-  const watches = w.release === 'v1.14' && (mhc.spec.checks.unhealthyMachineConditions ?? []).some((c: Json) => c.type === 'JoinGuardJoined');
+  const timeoutS =
+    w.release === 'v1.14'
+      ? (mhc.spec.checks.nodeStartupTimeoutSeconds ?? 600)
+      : mhc.spec.nodeStartupTimeout !== undefined
+        ? Number(String(mhc.spec.nodeStartupTimeout).replace(/s$/, ''))
+        : 600;
+  const watches =
+    w.release === 'v1.14' &&
+    (mhc.spec.checks.unhealthyMachineConditions ?? []).some((c: Json) => c.type === 'JoinGuardJoined');
   const selectsAll = mhc.spec.selector.matchExpressions !== undefined;
   for (const m of w.live()) {
     if (deleting(m) || (!selectsAll && m.metadata.labels.pool !== 'a')) continue;
@@ -176,39 +271,84 @@ export function mhcStep(w: World, healthy: boolean): void {
         'mhc',
         () => {
           setCond(m, w.release, 'v2', { type: 'HealthCheckSucceeded', status: 'False', reason, message }, w.t);
-          if (w.release === 'v1.10') setCond(m, w.release, 'owner', { type: 'HealthCheckSucceeded', status: 'False', reason: v1beta1Reason, message }, w.t);
+          if (w.release === 'v1.10')
+            setCond(
+              m,
+              w.release,
+              'owner',
+              { type: 'HealthCheckSucceeded', status: 'False', reason: v1beta1Reason, message },
+              w.t,
+            );
           for (const list of w.release === 'v1.14' ? (['owner'] as const) : (['owner', 'v2'] as const)) {
             const or = getCond(m, w.release, list, 'OwnerRemediated');
-            if (or === undefined || isTrue(or)) setCond(m, w.release, list, { type: 'OwnerRemediated', status: 'False', reason: 'WaitingForRemediation', ...(list === 'v2' || w.release === 'v1.14' ? { message: 'Waiting for remediation' } : {}) }, w.t);
+            if (or === undefined || isTrue(or))
+              setCond(
+                m,
+                w.release,
+                list,
+                {
+                  type: 'OwnerRemediated',
+                  status: 'False',
+                  reason: 'WaitingForRemediation',
+                  ...(list === 'v2' || w.release === 'v1.14' ? { message: 'Waiting for remediation' } : {}),
+                },
+                w.t,
+              );
           }
         },
         { becauseOfJoinGuard: because },
       );
     };
     if (REMEDIATE_MACHINE in m.metadata.annotations) {
-      mark('HasRemediateAnnotation', 'HasRemediateMachineAnnotation', 'Health check failed: marked for remediation via cluster.x-k8s.io/remediate-machine annotation', w.annotatedByJoinGuard.has(m.metadata.uid));
+      mark(
+        'HasRemediateAnnotation',
+        'HasRemediateMachineAnnotation',
+        'Health check failed: marked for remediation via cluster.x-k8s.io/remediate-machine annotation',
+        w.annotatedByJoinGuard.has(m.metadata.uid),
+      );
       continue;
     }
     if (!w.initialized && !cp) continue;
     const jg = getCond(m, w.release, 'owner', 'JoinGuardJoined');
     if (watches && isFalse(jg)) {
-      mark('UnhealthyMachine', 'UnhealthyMachineCondition', `Health check failed:\n  * Condition JoinGuardJoined on Machine is reporting status False with reason ${jg!.reason} for more than 0s`, true);
+      mark(
+        'UnhealthyMachine',
+        'UnhealthyMachineCondition',
+        `Health check failed:\n  * Condition JoinGuardJoined on Machine is reporting status False with reason ${jg!.reason} for more than 0s`,
+        true,
+      );
       continue;
     }
     if (!m.status.nodeRef) {
       if (timeoutS === 0) continue;
       const infra = getCond(m, w.release, 'v2', 'InfrastructureReady');
-      const since = Math.max(time(m), w.clusterTruth.initializedAt ?? 0, isTrue(infra) ? Date.parse(infra!.lastTransitionTime) : 0);
+      const since = Math.max(
+        time(m),
+        w.clusterTruth.initializedAt ?? 0,
+        isTrue(infra) ? Date.parse(infra!.lastTransitionTime) : 0,
+      );
       if (w.t > since + timeoutS * 1000) {
-        mark('NodeStartupTimeout', 'NodeStartupTimeout', `Health check failed:\n  * Node failed to report startup in ${timeoutS}s`, false);
+        mark(
+          'NodeStartupTimeout',
+          'NodeStartupTimeout',
+          `Health check failed:\n  * Node failed to report startup in ${timeoutS}s`,
+          false,
+        );
         count('MHC nodeStartupTimeout marks');
       }
       continue;
     }
     if (healthy) {
       w.change(m, 'mhc', () => {
-        setCond(m, w.release, 'v2', { type: 'HealthCheckSucceeded', status: 'True', reason: 'HealthCheckSucceeded' }, w.t);
-        if (w.release === 'v1.10') setCond(m, w.release, 'owner', { type: 'HealthCheckSucceeded', status: 'True' }, w.t);
+        setCond(
+          m,
+          w.release,
+          'v2',
+          { type: 'HealthCheckSucceeded', status: 'True', reason: 'HealthCheckSucceeded' },
+          w.t,
+        );
+        if (w.release === 'v1.10')
+          setCond(m, w.release, 'owner', { type: 'HealthCheckSucceeded', status: 'True' }, w.t);
       });
     }
   }

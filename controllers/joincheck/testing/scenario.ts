@@ -23,16 +23,27 @@ export class Scenario {
   plan(): StepPlan {
     const before = new Set((this.s.check.status?.requests ?? []).filter((r) => r.state === 'Open').map((r) => r.uid));
     const p = plan(this.s);
-    const asked = (p.status.requests ?? []).filter((r) => r.state === 'Open' && !before.has(r.uid)).map((r) => r.machine);
+    const asked = (p.status.requests ?? [])
+      .filter((r) => r.state === 'Open' && !before.has(r.uid))
+      .map((r) => r.machine);
     const step: StepPlan = Object.assign(p, { asked });
     this.last = step;
     this.plans.push(step);
-    this.s = { ...this.s, check: { ...this.s.check, status: JSON.parse(JSON.stringify(p.status)) as MachineJoinCheckStatus }, previous: p.view };
+    this.s = {
+      ...this.s,
+      check: { ...this.s.check, status: JSON.parse(JSON.stringify(p.status)) as MachineJoinCheckStatus },
+      previous: p.view,
+    };
     if (this.checkIdempotence) {
       const again = plan(this.s);
-      if (again.events.length > 0) throw new Error(`not idempotent at ${new Date(this.s.now).toISOString()}: replanning emitted ${JSON.stringify(again.events)}`);
+      if (again.events.length > 0)
+        throw new Error(
+          `not idempotent at ${new Date(this.s.now).toISOString()}: replanning emitted ${JSON.stringify(again.events)}`,
+        );
       if (!isDeepStrictEqual(JSON.parse(JSON.stringify(again.status)), this.s.check.status)) {
-        throw new Error(`not idempotent at ${new Date(this.s.now).toISOString()}: status changed\n${JSON.stringify(this.s.check.status)}\n${JSON.stringify(again.status)}`);
+        throw new Error(
+          `not idempotent at ${new Date(this.s.now).toISOString()}: status changed\n${JSON.stringify(this.s.check.status)}\n${JSON.stringify(again.status)}`,
+        );
       }
     }
     return step;
@@ -101,12 +112,18 @@ export function applied(i: MarkIntent, m: MachineFacts): Partial<MachineFacts> {
       const marker = i.marker !== undefined ? { requestedBy: i.marker } : {};
       if (i.path === 'RemediateAnnotation') return { remediateAnnotation: true, ...marker };
       if (i.path === 'MachineCondition') return { joinGuardJoined: { status: 'False', reason: i.kind }, ...marker };
-      return { healthCheckSucceeded: { status: 'False', reason: i.kind }, ownerRemediated: m.ownerRemediated ?? { status: 'False', reason: 'WaitingForRemediation' }, ...marker };
+      return {
+        healthCheckSucceeded: { status: 'False', reason: i.kind },
+        ownerRemediated: m.ownerRemediated ?? { status: 'False', reason: 'WaitingForRemediation' },
+        ...marker,
+      };
     }
     case 'withdraw':
       return {
         ...(i.marker !== undefined && m.requestedBy === i.marker ? { requestedBy: undefined } : {}),
-        ...(m.healthCheckSucceeded?.status === 'False' ? { healthCheckSucceeded: { status: 'True', reason: 'HealthCheckSucceeded' } } : {}),
+        ...(m.healthCheckSucceeded?.status === 'False'
+          ? { healthCheckSucceeded: { status: 'True', reason: 'HealthCheckSucceeded' } }
+          : {}),
         ...(i.path === 'RemediateAnnotation' ? { remediateAnnotation: false } : {}),
         ...(m.joinGuardJoined?.status === 'False' ? { joinGuardJoined: { status: 'True', reason: 'NodeJoined' } } : {}),
       };

@@ -10,7 +10,23 @@ import type { BootstrapConfigFacts } from '../../../api/capi/model.js';
 import type { MachineJoinCheckSpec } from '../../../api/v1alpha1/types.js';
 import { ApiError, type Json, type RestClient } from '../../../runtime/rest.js';
 import { iso } from '../time.js';
-import { cluster, initializeCluster, isProvisioned, jsonPatch, kubeadmControlPlane, machine, machineHealthCheck, mergePatch, NS, provisionMachine, REMEDIATE_MACHINE, setCond, setKcpInitialized, versionOf, type Release } from './objects.js';
+import {
+  cluster,
+  initializeCluster,
+  isProvisioned,
+  jsonPatch,
+  kubeadmControlPlane,
+  machine,
+  machineHealthCheck,
+  mergePatch,
+  NS,
+  provisionMachine,
+  REMEDIATE_MACHINE,
+  setCond,
+  setKcpInitialized,
+  versionOf,
+  type Release,
+} from './objects.js';
 import { Oracle, type Actor, type CheckAt, type ClusterTruth, type MachineTruth, type OracleRules } from './oracle.js';
 
 export type Fault = 'ok' | 'fail' | 'conflict' | 'lost' | 'crash';
@@ -86,10 +102,21 @@ export class World {
     if (setup.initialized) setKcpInitialized(this.kcp, this.release);
     const m = setup.mhc;
     if (m !== undefined) {
-      const selector = m.selectsControlPlane ? { matchExpressions: [{ key: 'pool', operator: 'Exists' }] } : { matchLabels: { pool: 'a' } };
-      this.mhc = machineHealthCheck(this.release, { selector, watchesJoinGuardCondition: m.watchesJoinGuardCondition, ...(m.nodeStartupTimeoutSeconds !== undefined ? { nodeStartupTimeoutSeconds: m.nodeStartupTimeoutSeconds } : {}) });
+      const selector = m.selectsControlPlane
+        ? { matchExpressions: [{ key: 'pool', operator: 'Exists' }] }
+        : { matchLabels: { pool: 'a' } };
+      this.mhc = machineHealthCheck(this.release, {
+        selector,
+        watchesJoinGuardCondition: m.watchesJoinGuardCondition,
+        ...(m.nodeStartupTimeoutSeconds !== undefined
+          ? { nodeStartupTimeoutSeconds: m.nodeStartupTimeoutSeconds }
+          : {}),
+      });
     }
-    this.oracle = new Oracle({ ...setup.oracle, release: this.release }, { machine: (uid) => this.truthOf(uid), cluster: () => this.clusterTruth });
+    this.oracle = new Oracle(
+      { ...setup.oracle, release: this.release },
+      { machine: (uid) => this.truthOf(uid), cluster: () => this.clusterTruth },
+    );
     this.createCheck();
   }
 
@@ -119,7 +146,14 @@ export class World {
     this.check = {
       apiVersion: 'joinguard.io/v1alpha1',
       kind: 'MachineJoinCheck',
-      metadata: { name: 'mjc', namespace: NS, uid: n === 1 ? 'uid-mjc' : `uid-mjc-${n}`, resourceVersion: this.nextRv(), generation: 1, creationTimestamp: iso(this.t) },
+      metadata: {
+        name: 'mjc',
+        namespace: NS,
+        uid: n === 1 ? 'uid-mjc' : `uid-mjc-${n}`,
+        resourceVersion: this.nextRv(),
+        generation: 1,
+        creationTimestamp: iso(this.t),
+      },
       spec: structuredClone(this.setup.spec),
     };
     this.oracle?.checkCreated();
@@ -127,14 +161,18 @@ export class World {
 
   deleteCheck(): void {
     if (this.check === undefined || this.check.metadata.deletionTimestamp !== undefined) return;
-    this.check = { ...this.check, metadata: { ...this.check.metadata, deletionTimestamp: iso(this.t), resourceVersion: this.nextRv() } };
+    this.check = {
+      ...this.check,
+      metadata: { ...this.check.metadata, deletionTimestamp: iso(this.t), resourceVersion: this.nextRv() },
+    };
     this.checkFinalized();
   }
 
   /** The apiserver removes an object whose deletion is requested once no finalizer is left. */
   private checkFinalized(): void {
     const c = this.check;
-    if (c === undefined || c.metadata.deletionTimestamp === undefined || (c.metadata.finalizers ?? []).length > 0) return;
+    if (c === undefined || c.metadata.deletionTimestamp === undefined || (c.metadata.finalizers ?? []).length > 0)
+      return;
     this.check = undefined;
     count('checks gone');
     this.oracle.checkGone(c.metadata.uid, this.t, (uid) => this.refusedForLiveness(uid));
@@ -145,18 +183,29 @@ export class World {
     const a = { ...(this.check.metadata.annotations ?? {}) };
     if (value === undefined) delete a[key];
     else a[key] = value;
-    this.check = { ...this.check, metadata: { ...this.check.metadata, annotations: a, resourceVersion: this.nextRv() } };
+    this.check = {
+      ...this.check,
+      metadata: { ...this.check.metadata, annotations: a, resourceVersion: this.nextRv() },
+    };
   }
 
   checkAt(): CheckAt | undefined {
     const c = this.check;
     if (c === undefined) return undefined;
-    return { uid: c.metadata.uid, annotations: c.metadata.annotations ?? {}, deleting: c.metadata.deletionTimestamp !== undefined, requests: c.status?.requests ?? [] };
+    return {
+      uid: c.metadata.uid,
+      annotations: c.metadata.annotations ?? {},
+      deleting: c.metadata.deletionTimestamp !== undefined,
+      requests: c.status?.requests ?? [],
+    };
   }
 
   // ---- the fleet ----
 
-  create(owner: string, o: { controlPlane?: boolean; init?: boolean; annotations?: Record<string, string> } = {}): Json {
+  create(
+    owner: string,
+    o: { controlPlane?: boolean; init?: boolean; annotations?: Record<string, string> } = {},
+  ): Json {
     const n = ++this.serial;
     const name = `${owner}-m${n}`;
     const cp = o.controlPlane === true;
@@ -173,8 +222,21 @@ export class World {
     });
     this.machines.set(name, m);
     const init = cp && o.init === true;
-    this.configs.set(name, { kind: 'KubeadmConfig', name, namespace: NS, hasJoinConfiguration: !init, joinsControlPlane: cp && !init });
-    this.truths.set(m.metadata.uid, { uid: m.metadata.uid, name, owner, controlPlane: cp, init, created: this.whole(this.t) });
+    this.configs.set(name, {
+      kind: 'KubeadmConfig',
+      name,
+      namespace: NS,
+      hasJoinConfiguration: !init,
+      joinsControlPlane: cp && !init,
+    });
+    this.truths.set(m.metadata.uid, {
+      uid: m.metadata.uid,
+      name,
+      owner,
+      controlPlane: cp,
+      init,
+      created: this.whole(this.t),
+    });
     count(cp ? 'control-plane Machines' : 'worker Machines');
     return m;
   }
@@ -184,14 +246,28 @@ export class World {
   }
 
   /** A change by CAPI's controllers or the user: a new resourceVersion, and the oracle is told who wrote what. */
-  change(m: Json, by: Actor, f: () => void, o: { becauseOfJoinGuard?: boolean; verb?: 'status' | 'metadata' | 'delete' } = {}): boolean {
+  change(
+    m: Json,
+    by: Actor,
+    f: () => void,
+    o: { becauseOfJoinGuard?: boolean; verb?: 'status' | 'metadata' | 'delete' } = {},
+  ): boolean {
     const before = structuredClone(m);
     f();
     if (JSON.stringify(before) === JSON.stringify(m)) return false;
     m.metadata.resourceVersion = this.nextRv();
     if (by !== 'fleet') {
       const check = this.checkAt();
-      this.oracle.machineWrite({ t: this.t, by, uid: m.metadata.uid, before, after: m, verb: o.verb ?? 'status', ...(check ? { check } : {}), ...(o.becauseOfJoinGuard !== undefined ? { becauseOfJoinGuard: o.becauseOfJoinGuard } : {}) });
+      this.oracle.machineWrite({
+        t: this.t,
+        by,
+        uid: m.metadata.uid,
+        before,
+        after: m,
+        verb: o.verb ?? 'status',
+        ...(check ? { check } : {}),
+        ...(o.becauseOfJoinGuard !== undefined ? { becauseOfJoinGuard: o.becauseOfJoinGuard } : {}),
+      });
     }
     return true;
   }
@@ -199,7 +275,8 @@ export class World {
   /** Bootstrap data and infrastructure ready; workers (and joining control-plane Machines) only once the control plane is initialized. */
   provision(m: Json, lag: number): void {
     const tr = this.truthOf(m.metadata.uid);
-    if (isProvisioned(m, this.release) || m.metadata.deletionTimestamp !== undefined || (!tr.init && !this.initialized)) return;
+    if (isProvisioned(m, this.release) || m.metadata.deletionTimestamp !== undefined || (!tr.init && !this.initialized))
+      return;
     const at = this.t - lag; // CAPI's controllers saw it `lag` ago (negative: a clock ahead of ours)
     this.change(m, 'fleet', () => provisionMachine(m, this.release, at));
     tr.readyAt = Math.min(this.whole(at), this.whole(this.t));
@@ -213,7 +290,13 @@ export class World {
     this.change(m, 'fleet', () => {
       for (const list of this.release === 'v1.14' ? (['v2'] as const) : (['owner', 'v2'] as const)) {
         setCond(m, this.release, list, { type: 'InfrastructureReady', status: 'False', reason: 'Flicker' }, this.t);
-        setCond(m, this.release, list, { type: 'InfrastructureReady', status: 'True', ...(list === 'v2' ? { reason: 'Ready' } : {}) }, this.t);
+        setCond(
+          m,
+          this.release,
+          list,
+          { type: 'InfrastructureReady', status: 'True', ...(list === 'v2' ? { reason: 'Ready' } : {}) },
+          this.t,
+        );
       }
     });
     count('flickers');
@@ -234,7 +317,12 @@ export class World {
   /** The control plane comes up: KCP and the Cluster say initialized (the Cluster's condition `lag` ago). */
   initialize(lag: number): void {
     if (this.initialized) return;
-    const init = this.live().find((m) => this.truthOf(m.metadata.uid).init && m.metadata.deletionTimestamp === undefined && isProvisioned(m, this.release));
+    const init = this.live().find(
+      (m) =>
+        this.truthOf(m.metadata.uid).init &&
+        m.metadata.deletionTimestamp === undefined &&
+        isProvisioned(m, this.release),
+    );
     if (init === undefined) return;
     const at = Math.max(this.t - lag, this.truthOf(init.metadata.uid).readyAt ?? this.t);
     initializeCluster(this.cluster, this.release, at);
@@ -266,7 +354,13 @@ export class World {
     const last = out[out.length - 1];
     const down = last !== undefined && last.up === undefined;
     if (down === !up) return;
-    setCond(this.cluster, this.release, 'v2', { type: 'RemoteConnectionProbe', status: up ? 'True' : 'False', reason: up ? 'ProbeSucceeded' : 'ProbeFailed' }, this.t);
+    setCond(
+      this.cluster,
+      this.release,
+      'v2',
+      { type: 'RemoteConnectionProbe', status: up ? 'True' : 'False', reason: up ? 'ProbeSucceeded' : 'ProbeFailed' },
+      this.t,
+    );
     this.cluster.metadata.resourceVersion = this.nextRv();
     if (up) last!.up = this.whole(this.t);
     else out.push({ down: this.t });
@@ -287,7 +381,12 @@ export class World {
     const m = tr !== undefined ? this.machines.get(tr.name) : undefined;
     if (m === undefined) return false;
     const c = this.check;
-    return Boolean(m.status.nodeRef) || 'joinguard.io/skip' in (m.metadata.annotations ?? {}) || (c !== undefined && (c.metadata.deletionTimestamp !== undefined || 'joinguard.io/withdraw-all' in (c.metadata.annotations ?? {})));
+    return (
+      Boolean(m.status.nodeRef) ||
+      'joinguard.io/skip' in (m.metadata.annotations ?? {}) ||
+      (c !== undefined &&
+        (c.metadata.deletionTimestamp !== undefined || 'joinguard.io/withdraw-all' in (c.metadata.annotations ?? {})))
+    );
   }
 
   /**
@@ -324,20 +423,31 @@ export class World {
     const f = this.faults.shift() ?? 'ok';
     if (f === 'crash') this.crashed.add(who);
     const target = this.machinePath(path);
-    if (target?.m !== undefined && (f === 'fail' || f === 'lost' || this.refused.has(target.m.metadata.name))) this.writeFailed.set(target.m.metadata.uid, this.t);
+    if (target?.m !== undefined && (f === 'fail' || f === 'lost' || this.refused.has(target.m.metadata.name)))
+      this.writeFailed.set(target.m.metadata.uid, this.t);
     if (f === 'fail') throw new ApiError(500, method, path, 'etcdserver: request timed out');
     if (f === 'conflict') throw new ApiError(409, method, path, 'the object has been modified');
     if (f === 'crash') throw new Crash(`crash before ${method} ${path}`);
     const refusal = target?.m !== undefined ? this.refused.get(target.m.metadata.name) : undefined;
     if (refusal !== undefined) {
       count('writes refused (403/422)');
-      throw new ApiError(refusal, method, path, refusal === 403 ? 'forbidden by policy' : 'admission webhook "policy.example.com" denied the request');
+      throw new ApiError(
+        refusal,
+        method,
+        path,
+        refusal === 403 ? 'forbidden by policy' : 'admission webhook "policy.example.com" denied the request',
+      );
     }
     if (rv !== undefined) {
       const current = target !== undefined ? target.m?.metadata.resourceVersion : this.check?.metadata.resourceVersion;
       if (current !== undefined && current !== rv) {
         count('real 409s');
-        throw new ApiError(409, method, path, 'the object has been modified; please apply your changes to the latest version');
+        throw new ApiError(
+          409,
+          method,
+          path,
+          'the object has been modified; please apply your changes to the latest version',
+        );
       }
     }
     const out = apply();
@@ -345,7 +455,14 @@ export class World {
     return out;
   }
 
-  private machineWrite(who: string, method: string, path: string, rv: string | undefined, f: (m: Json) => void, verb: 'status' | 'metadata' | 'delete'): Json {
+  private machineWrite(
+    who: string,
+    method: string,
+    path: string,
+    rv: string | undefined,
+    f: (m: Json) => void,
+    verb: 'status' | 'metadata' | 'delete',
+  ): Json {
     return this.write(who, method, path, rv, () => {
       const m = this.machinePath(path)?.m;
       if (m === undefined) throw new ApiError(404, method, path, 'not found');
@@ -363,12 +480,22 @@ export class World {
       if (this.check === undefined) throw new ApiError(404, method, path, 'not found');
       const before = this.check;
       const next = f(structuredClone(before));
-      next.metadata = { ...next.metadata, uid: before.metadata.uid, name: before.metadata.name, resourceVersion: this.nextRv() };
-      if (before.metadata.deletionTimestamp !== undefined) next.metadata.deletionTimestamp = before.metadata.deletionTimestamp;
+      next.metadata = {
+        ...next.metadata,
+        uid: before.metadata.uid,
+        name: before.metadata.name,
+        resourceVersion: this.nextRv(),
+      };
+      if (before.metadata.deletionTimestamp !== undefined)
+        next.metadata.deletionTimestamp = before.metadata.deletionTimestamp;
       else delete next.metadata.deletionTimestamp;
       next.spec = before.spec;
       this.check = next;
-      if (JSON.stringify(before.status) !== JSON.stringify(next.status)) this.oracle.statusWrite(this.t, before.status, next.status ?? {}, { annotations: next.metadata.annotations ?? {}, deleting: next.metadata.deletionTimestamp !== undefined });
+      if (JSON.stringify(before.status) !== JSON.stringify(next.status))
+        this.oracle.statusWrite(this.t, before.status, next.status ?? {}, {
+          annotations: next.metadata.annotations ?? {},
+          deleting: next.metadata.deletionTimestamp !== undefined,
+        });
       const out = structuredClone(next);
       this.checkFinalized();
       return out;
@@ -392,31 +519,59 @@ export class World {
       trace(`${method} ${path.split('/').slice(-2).join('/')} ${JSON.stringify(body).slice(0, 160)}`);
       if (path === CHECK_PATH || path === `${CHECK_PATH}/status`) {
         const rv = json ? undefined : body?.metadata?.resourceVersion;
-        return this.checkWrite(who, method, path, rv, (c) => (json ? jsonPatch(c, body) : (mergePatch(c, path.endsWith('/status') ? { status: body.status } : { metadata: body.metadata }) as Json)));
+        return this.checkWrite(who, method, path, rv, (c) =>
+          json
+            ? jsonPatch(c, body)
+            : (mergePatch(c, path.endsWith('/status') ? { status: body.status } : { metadata: body.metadata }) as Json),
+        );
       }
       const target = this.machinePath(path);
       if (target === undefined) throw new ApiError(404, method, path, 'not found');
       const rv = json ? undefined : body?.metadata?.resourceVersion;
-      return this.machineWrite(who, method, path, rv, (m) => {
-        const next = json ? jsonPatch(m, body) : (mergePatch(m, target.status ? { status: body.status } : { metadata: body.metadata }) as Json);
-        if (target.status) m.status = next.status;
-        else m.metadata = { ...next.metadata, resourceVersion: m.metadata.resourceVersion, uid: m.metadata.uid };
-      }, target.status ? 'status' : 'metadata');
+      return this.machineWrite(
+        who,
+        method,
+        path,
+        rv,
+        (m) => {
+          const next = json
+            ? jsonPatch(m, body)
+            : (mergePatch(m, target.status ? { status: body.status } : { metadata: body.metadata }) as Json);
+          if (target.status) m.status = next.status;
+          else m.metadata = { ...next.metadata, resourceVersion: m.metadata.resourceVersion, uid: m.metadata.uid };
+        },
+        target.status ? 'status' : 'metadata',
+      );
     };
     return {
       get,
       mergePatch: async (path: string, body: Json) => patch('PATCH', path, body, false),
       jsonPatch: async (path: string, ops: Json[]) => patch('PATCH', path, ops, true),
       put: async (path: string, body: Json) => {
-        trace(`PUT ${path.split('/').slice(-2).join('/')} rv ${body.metadata?.resourceVersion} requests ${JSON.stringify((body.status?.requests ?? []).map((r: Json) => [r.machine, r.state]))}`);
-        if (path !== CHECK_PATH && path !== `${CHECK_PATH}/status`) throw new ApiError(405, 'PUT', path, 'the world takes PUTs of the check only');
-        return this.checkWrite(who, 'PUT', path, body.metadata?.resourceVersion, (c) => (path.endsWith('/status') ? { ...c, status: structuredClone(body.status) } : { ...c, metadata: { ...structuredClone(body.metadata) } }));
+        trace(
+          `PUT ${path.split('/').slice(-2).join('/')} rv ${body.metadata?.resourceVersion} requests ${JSON.stringify((body.status?.requests ?? []).map((r: Json) => [r.machine, r.state]))}`,
+        );
+        if (path !== CHECK_PATH && path !== `${CHECK_PATH}/status`)
+          throw new ApiError(405, 'PUT', path, 'the world takes PUTs of the check only');
+        return this.checkWrite(who, 'PUT', path, body.metadata?.resourceVersion, (c) =>
+          path.endsWith('/status')
+            ? { ...c, status: structuredClone(body.status) }
+            : { ...c, metadata: { ...structuredClone(body.metadata) } },
+        );
       },
       deleteWithPreconditions: async (path: string, uid: string, rv: string) =>
-        trace(`DELETE ${path.split('/').slice(-1)} rv ${rv}`) || this.machineWrite(who, 'DELETE', path, rv, (m) => {
-          if (m.metadata.uid !== uid) throw new ApiError(409, 'DELETE', path, 'precondition failed: uid');
-          m.metadata.deletionTimestamp = iso(this.t);
-        }, 'delete'),
+        trace(`DELETE ${path.split('/').slice(-1)} rv ${rv}`) ||
+        this.machineWrite(
+          who,
+          'DELETE',
+          path,
+          rv,
+          (m) => {
+            if (m.metadata.uid !== uid) throw new ApiError(409, 'DELETE', path, 'precondition failed: uid');
+            m.metadata.deletionTimestamp = iso(this.t);
+          },
+          'delete',
+        ),
     } as unknown as RestClient;
   }
 
@@ -428,7 +583,20 @@ export class World {
       this.join(m);
       count('races: joined after the live read');
     } else {
-      this.change(m, 'fleet', () => setCond(m, this.release, 'v2', { type: 'Ready', status: m.status.nodeRef ? 'True' : 'False', reason: 'Race', message: `touched at ${iso(this.t)}` }, this.t));
+      this.change(m, 'fleet', () =>
+        setCond(
+          m,
+          this.release,
+          'v2',
+          {
+            type: 'Ready',
+            status: m.status.nodeRef ? 'True' : 'False',
+            reason: 'Race',
+            message: `touched at ${iso(this.t)}`,
+          },
+          this.t,
+        ),
+      );
       count('races: changed after the live read');
     }
   }
