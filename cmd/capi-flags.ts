@@ -77,8 +77,14 @@ export const NOT_TAKEN: Record<string, string> = {
   'additional-sync-machine-annotations': `${CORE} (Machine to Node label sync); JoinGuard writes no Node`,
   'additional-sync-machine-labels': `${CORE} (Machine to Node label sync); JoinGuard writes no Node`,
   'cluster-concurrency': `${CORE}; JoinGuard's one controller takes --machinejoincheck-concurrency`,
-  'clustercache-client-burst': `${CORE}'s workload-cluster cache; JoinGuard reads no workload cluster (except --workload-node-check, one Node list per Cluster)`,
-  'clustercache-client-qps': `${CORE}'s workload-cluster cache; JoinGuard reads no workload cluster (except --workload-node-check, one Node list per Cluster)`,
+  'clustercache-client-burst':
+    `${CORE}'s workload-cluster cache; JoinGuard reads no workload ` +
+    `cluster (except --workload-node-check, one Node list per ` +
+    `Cluster)`,
+  'clustercache-client-qps':
+    `${CORE}'s workload-cluster cache; JoinGuard reads no workload ` +
+    `cluster (except --workload-node-check, one Node list per ` +
+    `Cluster)`,
   'clustercache-concurrency': `${CORE}; JoinGuard's one controller takes --machinejoincheck-concurrency`,
   'clusterclass-concurrency': `${CORE}; JoinGuard's one controller takes --machinejoincheck-concurrency`,
   'clusterresourceset-concurrency': `${CORE}; JoinGuard's one controller takes --machinejoincheck-concurrency`,
@@ -89,13 +95,18 @@ export const NOT_TAKEN: Record<string, string> = {
   'machinehealthcheck-concurrency': `${CORE}; JoinGuard's one controller takes --machinejoincheck-concurrency`,
   'machinepool-concurrency': `${CORE}; JoinGuard's one controller takes --machinejoincheck-concurrency`,
   'machineset-concurrency': `${CORE}; JoinGuard's one controller takes --machinejoincheck-concurrency`,
-  'machineset-preflight-checks': `${CORE} (MachineSet preflight checks); the MachineSet applies them to JoinGuard's requests too`,
+  'machineset-preflight-checks':
+    `${CORE} (MachineSet preflight checks); the MachineSet applies ` + `them to JoinGuard's requests too`,
   'skip-crd-migration-phases': `${CORE} (CAPI's CRD migrator); JoinGuard's CRD has one version`,
   'runtime-extension-client-cert-file': `${CORE} (Runtime SDK extensions); JoinGuard calls none`,
   'runtime-extension-client-key-file': `${CORE} (Runtime SDK extensions); JoinGuard calls none`,
-  'remote-conditions-grace-period': `${CORE}: when it sets remote conditions such as NodeHealthy to Unknown; JoinGuard reads those conditions and sets none`,
+  'remote-conditions-grace-period':
+    `${CORE}: when it sets remote conditions such as NodeHealthy ` +
+    `to Unknown; JoinGuard reads those conditions and sets none`,
   'remote-connection-grace-period':
-    `${CORE}: how long after the last good probe it sets the Cluster's RemoteConnectionProbe to False. JoinGuard reads that condition; ` +
+    `${CORE}: how long after the last good probe it sets the ` +
+    `Cluster's RemoteConnectionProbe to False. JoinGuard reads ` +
+    `that condition; ` +
     'its own, different wait (after the connection is back, before Machine verdicts resume) is --connection-grace',
   'contention-profiling': "Go's block profiler; Node has none (--profiler-address serves Node's CPU and heap profiles)",
 };

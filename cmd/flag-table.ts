@@ -41,25 +41,40 @@ export const FLAGS: Record<string, Spec> = {
     key: 'allowMachineDelete',
     kind: 'bool',
     def: 'false',
-    help: 'Allow remediation.strategy Delete: JoinGuard then deletes Machines itself (needs the Machine delete grant, JOINGUARD_ALLOW_MACHINE_DELETE=true). Off: a check with strategy Delete deletes nothing and says Ready=False/MachineDeleteNotAllowed.',
+    help:
+      'Allow remediation.strategy Delete: JoinGuard then deletes ' +
+      'Machines itself (needs the Machine delete grant, JOINGUARD_ALLOW_MACHINE_DELETE=true). ' +
+      'Off: a check with strategy Delete deletes nothing and says ' +
+      'Ready=False/MachineDeleteNotAllowed.',
   },
   'connection-grace': {
     key: 'connectionGraceMs',
     kind: 'duration',
     def: '2m0s',
-    help: "Wait after a workload cluster's connection is back (RemoteConnectionProbe True again) before Machine verdicts resume. Not CAPI's --remote-connection-grace-period, which decides when the connection counts as lost.",
+    help:
+      "Wait after a workload cluster's connection is back (RemoteConnectionProbe " +
+      "True again) before Machine verdicts resume. Not CAPI's --remote-connection-grace-period, " +
+      'which decides when the connection counts as lost.',
   },
   'diagnostics-address': {
     key: 'diagnosticsAddress',
     kind: 'string',
     def: ':8443',
-    help: 'The address the diagnostics endpoint binds to. Per default metrics are served via https and with authentication/authorization (TokenReview and SubjectAccessReview; the caller needs `get` on the non-resource URL /metrics). To serve via http and without authentication/authorization set --insecure-diagnostics. 0 turns it off.',
+    help:
+      'The address the diagnostics endpoint binds to. Per default ' +
+      'metrics are served via https and with authentication/authorization ' +
+      '(TokenReview and SubjectAccessReview; the caller needs `get` ' +
+      'on the non-resource URL /metrics). To serve via http and ' +
+      'without authentication/authorization set --insecure-diagnostics. ' +
+      '0 turns it off.',
   },
   'feature-gates': {
     key: 'featureGates',
     kind: 'gates',
     def: '',
-    help: `A set of key=value pairs that describe feature gates for alpha/experimental features. Options are:\n${gatesHelp}`,
+    help:
+      `A set of key=value pairs that describe feature gates for ` +
+      `alpha/experimental features. Options are:\n${gatesHelp}`,
   },
   'health-addr': {
     key: 'healthAddr',
@@ -78,7 +93,9 @@ export const FLAGS: Record<string, Spec> = {
     key: 'kubeApiBurst',
     kind: 'count',
     def: '200',
-    help: 'Maximum number of queries that should be allowed in one burst from the controller client to the Kubernetes API server.',
+    help:
+      'Maximum number of queries that should be allowed in one ' +
+      'burst from the controller client to the Kubernetes API server.',
   },
   'kube-api-qps': {
     key: 'kubeApiQps',
@@ -97,7 +114,10 @@ export const FLAGS: Record<string, Spec> = {
     key: 'leaderElect',
     kind: 'bool',
     def: 'false',
-    help: 'Enable leader election for controller manager. Enabling this will ensure there is only one active controller manager. Without it, run exactly one replica.',
+    help:
+      'Enable leader election for controller manager. Enabling ' +
+      'this will ensure there is only one active controller manager. ' +
+      'Without it, run exactly one replica.',
   },
   'leader-elect-lease-duration': {
     key: 'leaderElectLeaseDurationMs',
@@ -109,13 +129,19 @@ export const FLAGS: Record<string, Spec> = {
     key: 'leaderElectRenewDeadlineMs',
     kind: 'duration',
     def: '10s',
-    help: 'Duration that the leading controller manager will retry refreshing leadership before giving up (duration string)',
+    help:
+      'Duration that the leading controller manager will retry ' +
+      'refreshing leadership before giving up (duration string)',
   },
   'leader-elect-resource-name': {
     key: 'leaderElectResourceName',
     kind: 'string',
     def: 'joinguard-leader',
-    help: "The name of the Lease used for leader election, always in the pod's namespace (as Kubernetes components spell this flag). With --watch-filter=X and this flag unset: joinguard-leader-X, so each shard elects its own leader.",
+    help:
+      'The name of the Lease used for leader election, always in ' +
+      "the pod's namespace (as Kubernetes components spell this " +
+      'flag). With --watch-filter=X and this flag unset: joinguard-leader-X, ' +
+      'so each shard elects its own leader.',
   },
   'leader-elect-retry-period': {
     key: 'leaderElectRetryPeriodMs',
@@ -127,35 +153,51 @@ export const FLAGS: Record<string, Spec> = {
     key: 'logFlushFrequencyMs',
     kind: 'duration',
     def: '5s',
-    help: 'Maximum number of seconds between log flushes (JoinGuard writes every line at once: nothing waits for a flush).',
+    help:
+      'Maximum number of seconds between log flushes (JoinGuard ' +
+      'writes every line at once: nothing waits for a flush).',
     check: positive,
   },
   'log-json-info-buffer-size': {
     key: 'logJsonInfoBufferSize',
     kind: 'quantity',
     def: '',
-    help: '[Alpha] In JSON format with split output streams, the info messages can be buffered for a while to increase performance. Only 0 (no buffering): the LoggingAlphaOptions feature gate is not available, as in CAPI.',
+    help:
+      '[Alpha] In JSON format with split output streams, the info ' +
+      'messages can be buffered for a while to increase performance. ' +
+      'Only 0 (no buffering): the LoggingAlphaOptions feature gate ' +
+      'is not available, as in CAPI.',
     check: alphaOff((v: string) => /^0+$/.test(v)),
   },
   'log-json-split-stream': {
     key: 'logJsonSplitStream',
     kind: 'bool',
     def: 'false',
-    help: '[Alpha] In JSON format, write error messages to stderr and info messages to stdout. Only false: the LoggingAlphaOptions feature gate is not available, as in CAPI.',
+    help:
+      '[Alpha] In JSON format, write error messages to stderr and ' +
+      'info messages to stdout. Only false: the LoggingAlphaOptions ' +
+      'feature gate is not available, as in CAPI.',
     check: alphaOff((v: boolean) => !v),
   },
   'log-text-info-buffer-size': {
     key: 'logTextInfoBufferSize',
     kind: 'quantity',
     def: '',
-    help: '[Alpha] In text format with split output streams, the info messages can be buffered for a while to increase performance. Only 0 (no buffering): the LoggingAlphaOptions feature gate is not available, as in CAPI.',
+    help:
+      '[Alpha] In text format with split output streams, the info ' +
+      'messages can be buffered for a while to increase performance. ' +
+      'Only 0 (no buffering): the LoggingAlphaOptions feature gate ' +
+      'is not available, as in CAPI.',
     check: alphaOff((v: string) => /^0+$/.test(v)),
   },
   'log-text-split-stream': {
     key: 'logTextSplitStream',
     kind: 'bool',
     def: 'false',
-    help: '[Alpha] In text format, write error messages to stderr and info messages to stdout. Only false: the LoggingAlphaOptions feature gate is not available, as in CAPI.',
+    help:
+      '[Alpha] In text format, write error messages to stderr and ' +
+      'info messages to stdout. Only false: the LoggingAlphaOptions ' +
+      'feature gate is not available, as in CAPI.',
     check: alphaOff((v: boolean) => !v),
   },
   'logging-format': {
@@ -176,13 +218,21 @@ export const FLAGS: Record<string, Spec> = {
     key: 'namespace',
     kind: 'string',
     def: '',
-    help: 'Namespace that the controller watches to reconcile cluster-api objects. If unspecified, the controller watches for cluster-api objects across all namespaces.',
+    help:
+      'Namespace that the controller watches to reconcile cluster-api ' +
+      'objects. If unspecified, the controller watches for cluster-api ' +
+      'objects across all namespaces.',
   },
   'profiler-address': {
     key: 'profilerAddress',
     kind: 'string',
     def: '',
-    help: "Bind address to expose the profiler (e.g. localhost:6060): Node's CPU profile at /debug/pprof/profile?seconds=N and a heap snapshot at /debug/pprof/heap, for Chrome DevTools. Plain HTTP without authentication, as CAPI's; bind it to localhost.",
+    help:
+      'Bind address to expose the profiler (e.g. localhost:6060): ' +
+      "Node's CPU profile at /debug/pprof/profile?seconds=N and " +
+      'a heap snapshot at /debug/pprof/heap, for Chrome DevTools. ' +
+      "Plain HTTP without authentication, as CAPI's; bind it to " +
+      'localhost.',
   },
   'sync-period': {
     key: 'syncPeriodMs',
@@ -194,21 +244,33 @@ export const FLAGS: Record<string, Spec> = {
     key: 'tlsCipherSuites',
     kind: 'list',
     def: '',
-    help: `Comma-separated list of cipher suites for the webhook server and metrics server (the latter only if --insecure-diagnostics is not set to true). If omitted, the default Node.js cipher suites will be used. Possible values: ${CIPHER_SUITE_NAMES.join(', ')}.`,
+    help:
+      `Comma-separated list of cipher suites for the webhook server ` +
+      `and metrics server (the latter only if --insecure-diagnostics ` +
+      `is not set to true). If omitted, the default Node.js cipher ` +
+      `suites will be used. Possible values: ${CIPHER_SUITE_NAMES.join(', ')}.`,
     check: (v: string[]) => tlsProblem('VersionTLS12', v),
   },
   'tls-curve-preferences': {
     key: 'tlsCurvePreferences',
     kind: 'int32list',
     def: '[]',
-    help: `Comma-separated list of numeric Go crypto/tls CurveID values, as the allowed key exchange mechanisms for the webhook server and metrics server (the latter only if --insecure-diagnostics is not set to true). Supported: ${SUPPORTED_CURVES}. If omitted, the default Node.js curves will be used.`,
+    help:
+      `Comma-separated list of numeric Go crypto/tls CurveID values, ` +
+      `as the allowed key exchange mechanisms for the webhook server ` +
+      `and metrics server (the latter only if --insecure-diagnostics ` +
+      `is not set to true). Supported: ${SUPPORTED_CURVES}. If ` +
+      `omitted, the default Node.js curves will be used.`,
     check: curvesProblem,
   },
   'tls-min-version': {
     key: 'tlsMinVersion',
     kind: 'string',
     def: 'VersionTLS12',
-    help: `The minimum TLS version in use by the webhook server and metrics server (the latter only if --insecure-diagnostics is not set to true). Possible values are ${TLS_VERSION_NAMES.join(', ')}.`,
+    help:
+      `The minimum TLS version in use by the webhook server and ` +
+      `metrics server (the latter only if --insecure-diagnostics ` +
+      `is not set to true). Possible values are ${TLS_VERSION_NAMES.join(', ')}.`,
     check: (v: string) => tlsProblem(v, []),
   },
   v: { key: 'verbosity', kind: 'level', def: '2', help: 'number for the log level verbosity' },
@@ -222,13 +284,19 @@ export const FLAGS: Record<string, Spec> = {
     key: 'watchFilter',
     kind: 'string',
     def: '',
-    help: 'Label value that the controller watches to reconcile cluster-api objects. Label key is always cluster.x-k8s.io/watch-filter. If unspecified, the controller watches for all cluster-api objects.',
+    help:
+      'Label value that the controller watches to reconcile cluster-api ' +
+      'objects. Label key is always cluster.x-k8s.io/watch-filter. ' +
+      'If unspecified, the controller watches for all cluster-api ' +
+      'objects.',
   },
   'webhook-cert-dir': {
     key: 'webhookCertDir',
     kind: 'string',
     def: '/tmp/k8s-webhook-server/serving-certs/',
-    help: 'Webhook cert dir. Its certificate also serves the diagnostics endpoint when present (else a self-signed one).',
+    help:
+      'Webhook cert dir. Its certificate also serves the diagnostics ' +
+      'endpoint when present (else a self-signed one).',
   },
   'webhook-cert-name': {
     key: 'webhookCertName',
@@ -252,7 +320,9 @@ export const FLAGS: Record<string, Spec> = {
     key: 'workloadNodeCheck',
     kind: 'bool',
     def: 'false',
-    help: "Read <cluster>-kubeconfig Secrets and count a Node with the Machine's providerID as joined (needs the Secrets grant).",
+    help:
+      'Read <cluster>-kubeconfig Secrets and count a Node with ' +
+      "the Machine's providerID as joined (needs the Secrets grant).",
   },
 };
 

@@ -169,7 +169,8 @@ export function parseFlags(argv: string[], parseDuration: (s: string) => number,
     const lease = `${DEFAULT_LEASE}-${f.watchFilter}`;
     if (!DNS_SUBDOMAIN.test(lease)) {
       throw new Error(
-        `--watch-filter=${f.watchFilter}: the shard's Lease would be ${JSON.stringify(lease)}, not a valid name; set --leader-elect-resource-name`,
+        `--watch-filter=${f.watchFilter}: the shard's Lease would ` +
+          `be ${JSON.stringify(lease)}, not a valid name; set --leader-elect-resource-name`,
       );
     }
     f.leaderElectResourceName = lease;
@@ -184,7 +185,8 @@ export function parseFlags(argv: string[], parseDuration: (s: string) => number,
   if (f.leaderElectRetryPeriodMs < 1) throw new Error('--leader-elect-retry-period must be greater than zero');
   if (!DNS_SUBDOMAIN.test(f.leaderElectResourceName)) {
     throw new Error(
-      `--leader-elect-resource-name: ${JSON.stringify(f.leaderElectResourceName)} is not a valid Lease name (lower-case DNS subdomain)`,
+      `--leader-elect-resource-name: ${JSON.stringify(f.leaderElectResourceName)} ` +
+        `is not a valid Lease name (lower-case DNS subdomain)`,
     );
   }
   const tls = tlsProblem(f.tlsMinVersion, f.tlsCipherSuites);
@@ -232,5 +234,9 @@ export function usage(): string {
       const help = s.help.split('\n').join('\n          ');
       return `${head}\n          ${help}${def ? ` (default ${def})` : ''}`;
     });
-  return `joinguard: rescues Cluster API Machines that never join, and stops rebuilding when the join credential or network is at fault.\n\nUsage: joinguard [flags]\n\nFlags:\n${lines.join('\n')}\n`;
+  return (
+    `joinguard: rescues Cluster API Machines that never join, ` +
+    `and stops rebuilding when the join credential or network ` +
+    `is at fault.\n\nUsage: joinguard [flags]\n\nFlags:\n${lines.join('\n')}\n`
+  );
 }

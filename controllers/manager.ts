@@ -96,7 +96,9 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
     }
     if (!opts.leaderElect) {
       log.warn(
-        'Leader election is off: run exactly one replica. Two replicas without --leader-elect both write to the same Machines and checks',
+        'Leader election is off: run exactly one replica. Two replicas ' +
+          'without --leader-elect both write to the same Machines and ' +
+          'checks',
         { replicasAllowed: 1 },
       );
     }

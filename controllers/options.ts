@@ -60,12 +60,15 @@ export interface ControllerOptions {
   workloadNodeCheck?: boolean;
   /**
    * remediation.strategy Delete may delete Machines (--allow-machine-delete; the install grants `delete` on
-   * Machines only with JOINGUARD_ALLOW_MACHINE_DELETE=true). Default false: such a check deletes nothing (Ready=False/MachineDeleteNotAllowed).
+   * Machines only with JOINGUARD_ALLOW_MACHINE_DELETE=true). Default false: such a check deletes nothing
+   * (Ready=False/MachineDeleteNotAllowed).
    */
   allowMachineDelete?: boolean;
   /** Grace after the workload connection is back before verdicts resume. Default 2m. */
   connectionGraceMs?: number;
-  /** A visible mark nobody acted on for this long is withdrawn as Unanswered. Default 15m; no flag (tests shorten it). */
+  /**
+   * A visible mark nobody acted on for this long is withdrawn as Unanswered. Default 15m; no flag (tests shorten it).
+   */
   unansweredAfterMs?: number;
   /** winston level (npm levels) of the JSON logger made when no logger is given. Default `info`. */
   logLevel?: string;
@@ -78,9 +81,13 @@ export interface ControllerOptions {
   userAgent?: string;
   /** Restart a watch that has been silent this long (ms). Default 3 min (runtime/informer.ts). */
   watchLivenessMs?: number;
-  /** Discover the CAPI release again this often; a change stops the controller (onCapiChanged). Default 5m; 0: never. */
+  /**
+   * Discover the CAPI release again this often; a change stops the controller (onCapiChanged). Default 5m; 0: never.
+   */
   capiRediscoveryMs?: number;
-  /** Called once the controller has stopped (Lease handed back) because the CAPI release changed; the command exits 1. */
+  /**
+   * Called once the controller has stopped (Lease handed back) because the CAPI release changed; the command exits 1.
+   */
   onCapiChanged?: (why: string) => void;
   /** Called at once when the Lease is lost (writes are already refused); the command exits 1 without waiting. */
   onLeadershipLost?: () => void;

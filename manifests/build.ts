@@ -24,7 +24,9 @@ try {
   const kinds = objectsOf(files.components).map((o) => o.kind);
   console.log(`manifests: ${outDir}/addon-components.yaml (${kinds.length} objects), ${outDir}/metadata.yaml`);
   console.log(
-    `manifests: ${outDir}/observability-components.yaml (optional), ${outDir}/grafana-dashboard.json, ${outDir}/shard-components.yaml (sharding)`,
+    `manifests: ${outDir}/observability-components.yaml (optional), ` +
+      `${outDir}/grafana-dashboard.json, ${outDir}/shard-components.yaml ` +
+      `(sharding)`,
   );
   for (const v of listVariables(files.components)) console.log(`  \${${v.name}:=${v.default}}`);
 } catch (e) {

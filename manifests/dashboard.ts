@@ -56,7 +56,8 @@ export function dashboardPanels(): Panel[] {
       'Checks not progressing',
       6,
       5,
-      `count(joinguard_check_condition{type="Progressing", status="False", reason!="DryRun", ${sel}} == 1) or vector(0)`,
+      `count(joinguard_check_condition{type="Progressing", status="False", ` +
+        `reason!="DryRun", ${sel}} == 1) or vector(0)`,
       {
         description:
           'Checks whose Progressing condition is False, dry runs left out. Each reason has a runbook section.',
@@ -66,7 +67,8 @@ export function dashboardPanels(): Panel[] {
       'Checks suspecting the join credential',
       6,
       5,
-      `count(joinguard_check_condition{type="Progressing", status="False", reason="BootstrapCredentialSuspect", ${sel}} == 1) or vector(0)`,
+      `count(joinguard_check_condition{type="Progressing", status="False", ` +
+        `reason="BootstrapCredentialSuspect", ${sel}} == 1) or vector(0)`,
     ),
     stat('Stuck Machines', 6, 5, `sum(joinguard_machines{state="Stuck", ${sel}}) or vector(0)`),
     stat('Longest time past a deadline', 6, 5, `max(joinguard_seconds_past_deadline{${sel}}) or vector(0)`, {
@@ -129,7 +131,8 @@ export function dashboardPanels(): Panel[] {
       'Suspicions raised',
       12,
       8,
-      `sum by (cluster_namespace, check, cluster_name) (increase(joinguard_suspicions_raised_total{${sel}}[$__rate_interval]))`,
+      `sum by (cluster_namespace, check, cluster_name) (increase(joinguard_suspicions_raised_total{` +
+        `${sel}}[$__rate_interval]))`,
       byCheck,
       { bars: true },
     ),
@@ -141,7 +144,9 @@ export function dashboardPanels(): Panel[] {
       w: 12,
       h: 8,
       targets: [0.5, 0.95].map((q) => ({
-        expr: `histogram_quantile(${q}, sum by (le) (rate(joinguard_join_duration_seconds_bucket{${sel}}[$__rate_interval])))`,
+        expr:
+          `histogram_quantile(${q}, sum by (le) (rate(joinguard_join_duration_seconds_bucket{` +
+          `${sel}}[$__rate_interval])))`,
         legend: `p${q * 100}`,
       })),
     },
@@ -265,7 +270,8 @@ export function dashboard(version: string): Record<string, unknown> {
   return {
     uid: 'joinguard',
     title: 'JoinGuard',
-    description: `JoinGuard ${version}: MachineJoinChecks, remediations, suspicions, join durations, and the controller.`,
+    description:
+      `JoinGuard ${version}: MachineJoinChecks, remediations, suspicions, ` + `join durations, and the controller.`,
     tags: ['cluster-api', 'joinguard'],
     editable: true,
     schemaVersion: 39,
@@ -288,7 +294,8 @@ export function dashboard(version: string): Record<string, unknown> {
         variable(
           'check',
           'Check',
-          `label_values(joinguard_machines{${mgmt}, cluster_namespace=~"$cluster_namespace", cluster_name=~"$cluster_name"}, check)`,
+          `label_values(joinguard_machines{${mgmt}, cluster_namespace=~"$cluster_namespace", ` +
+            `cluster_name=~"$cluster_name"}, check)`,
         ),
       ],
     },

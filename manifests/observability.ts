@@ -17,7 +17,9 @@ export const DIAGNOSTICS_PORT = 8443;
 export const CONTROLLER = 'machinejoincheck';
 const WEBHOOK = 'validation.machinejoincheck.joinguard.io';
 const WEBHOOK_PATH = '/validate-joinguard-io-v1alpha1-machinejoincheck';
-/** The ServiceAccount token Secret the ServiceMonitor scrapes with (addon-components.yaml: rbac/metrics_reader.yaml). */
+/**
+ * The ServiceAccount token Secret the ServiceMonitor scrapes with (addon-components.yaml: rbac/metrics_reader.yaml).
+ */
 export const METRICS_TOKEN_SECRET = 'joinguard-metrics-reader-token';
 /**
  * Every JoinGuard series, whoever scrapes it: the ServiceMonitor below and CAPI's own scrape config
@@ -61,14 +63,20 @@ export function alertRules(version: string): AlertRule[] {
     {
       alert: 'JoinGuardCheckStalled',
       // DryRun is chosen by the user; a suspicion (of the credential or of a rollout) has its own alert, at once.
-      expr: `max by (${BY_CHECK}, reason) (${progressingFalse}, reason!~"DryRun|BootstrapCredentialSuspect|RolloutSuspect"}) == 1`,
+      expr:
+        `max by (${BY_CHECK}, reason) (${progressingFalse}, reason!~"DryRun|BootstrapCredentialSuspect|` +
+        `RolloutSuspect"}) == 1`,
       for: '15m',
       labels: { severity: 'warning' },
       annotations: {
         summary:
-          'MachineJoinCheck {{ $labels.cluster_namespace }}/{{ $labels.check }} has stopped remediating: {{ $labels.reason }}',
+          'MachineJoinCheck {{ $labels.cluster_namespace }}/{{ $labels.check ' +
+          '}} has stopped remediating: {{ $labels.reason }}',
         description:
-          'Progressing has been False with reason {{ $labels.reason }} for 15 minutes on the check of Cluster {{ $labels.cluster_name }}. `kubectl describe mjc -n {{ $labels.cluster_namespace }} {{ $labels.check }}` names the evidence.',
+          'Progressing has been False with reason {{ $labels.reason ' +
+          '}} for 15 minutes on the check of Cluster {{ $labels.cluster_name ' +
+          '}}. `kubectl describe mjc -n {{ $labels.cluster_namespace ' +
+          '}} {{ $labels.check }}` names the evidence.',
         runbook_url: `${rb}#{{ $labels.reason | toLower }}`,
       },
     },
@@ -79,9 +87,15 @@ export function alertRules(version: string): AlertRule[] {
       labels: { severity: 'warning' },
       annotations: {
         summary:
-          'Rebuilding stalled for MachineJoinCheck {{ $labels.cluster_namespace }}/{{ $labels.check }}: the join credential or network path is suspected',
+          'Rebuilding stalled for MachineJoinCheck {{ $labels.cluster_namespace ' +
+          '}}/{{ $labels.check }}: the join credential or network path ' +
+          'is suspected',
         description:
-          'Several Machines of Cluster {{ $labels.cluster_name }} in a row never joined. JoinGuard stopped rebuilding them and rebuilds one canary at growing intervals. The condition message names the Machines, their bootstrap data and the endpoint.',
+          'Several Machines of Cluster {{ $labels.cluster_name }} in ' +
+          'a row never joined. JoinGuard stopped rebuilding them and ' +
+          'rebuilds one canary at growing intervals. The condition ' +
+          'message names the Machines, their bootstrap data and the ' +
+          'endpoint.',
         runbook_url: `${rb}#bootstrapcredentialsuspect`,
       },
     },
@@ -92,9 +106,15 @@ export function alertRules(version: string): AlertRule[] {
       labels: { severity: 'warning' },
       annotations: {
         summary:
-          'A rollout cannot join: MachineJoinCheck {{ $labels.cluster_namespace }}/{{ $labels.check }} stopped rebuilding the Machines of a new template revision',
+          'A rollout cannot join: MachineJoinCheck {{ $labels.cluster_namespace ' +
+          '}}/{{ $labels.check }} stopped rebuilding the Machines of ' +
+          'a new template revision',
         description:
-          'Machines of one new template revision of Cluster {{ $labels.cluster_name }} failed to join in a row while the previous revision joined. JoinGuard stopped asking for them; fix the template or roll back. The condition message names the revision, the Machines and the templates that differ.',
+          'Machines of one new template revision of Cluster {{ $labels.cluster_name ' +
+          '}} failed to join in a row while the previous revision joined. ' +
+          'JoinGuard stopped asking for them; fix the template or roll ' +
+          'back. The condition message names the revision, the Machines ' +
+          'and the templates that differ.',
         runbook_url: `${rb}#rolloutsuspect`,
       },
     },
@@ -109,7 +129,9 @@ export function alertRules(version: string): AlertRule[] {
       annotations: {
         summary: 'No JoinGuard replica holds the leader Lease {{ $labels.namespace }}/{{ $labels.name }}',
         description:
-          'For 5 minutes the replicas of Lease {{ $labels.name }} have run and none has led: no check of that shard is reconciled and no stuck Machine is replaced.',
+          'For 5 minutes the replicas of Lease {{ $labels.name }} have ' +
+          'run and none has led: no check of that shard is reconciled ' +
+          'and no stuck Machine is replaced.',
         runbook_url: `${rb}#no-leader`,
       },
     },
@@ -118,14 +140,19 @@ export function alertRules(version: string): AlertRule[] {
       // Replicas of one Lease (one shard), one of them with --leader-elect=false: two writers on the same objects.
       expr:
         `count by (${BY_INSTALL}, name) (joinguard_leader_election_enabled{${SELECTOR}}) > 1 ` +
-        `and on (${BY_INSTALL}, name) min by (${BY_INSTALL}, name) (joinguard_leader_election_enabled{${SELECTOR}}) == 0`,
+        (`and on (${BY_INSTALL}, name) min by (${BY_INSTALL}, name) ` +
+          `(joinguard_leader_election_enabled{${SELECTOR}}) == 0`),
       for: '1m',
       labels: { severity: 'critical' },
       annotations: {
         summary:
-          'More than one JoinGuard replica of Lease {{ $labels.namespace }}/{{ $labels.name }} runs, and not all of them with leader election',
+          'More than one JoinGuard replica of Lease {{ $labels.namespace ' +
+          '}}/{{ $labels.name }} runs, and not all of them with leader ' +
+          'election',
         description:
-          'A replica without --leader-elect writes whatever the others do: two writers on the same Machines and checks. Run one replica without leader election, or turn it on for all.',
+          'A replica without --leader-elect writes whatever the others ' +
+          'do: two writers on the same Machines and checks. Run one ' +
+          'replica without leader election, or turn it on for all.',
         runbook_url: `${rb}#no-leader`,
       },
     },
@@ -134,40 +161,55 @@ export function alertRules(version: string): AlertRule[] {
       // The webhook's own series exist only while a replica's webhook server listens (controller_runtime_webhook_*):
       // replicas up of which none serves it, or no replica up at all.
       expr:
-        `(count by (${BY_INSTALL}) (up{${SELECTOR}} == 1) unless on (${BY_INSTALL}) count by (${BY_INSTALL}) (${webhookSeries})) ` +
+        `(count by (${BY_INSTALL}) (up{${SELECTOR}} == 1) unless ` +
+        `on (${BY_INSTALL}) count by (${BY_INSTALL}) (${webhookSeries})) ` +
         `or absent(up{${SELECTOR}} == 1)`,
       for: '5m',
       labels: { severity: 'critical' },
       annotations: {
         summary:
-          'No JoinGuard replica serves the admission webhook: MachineJoinChecks cannot be created or their spec changed (failurePolicy Fail)',
+          'No JoinGuard replica serves the admission webhook: MachineJoinChecks ' +
+          'cannot be created or their spec changed (failurePolicy Fail)',
         description:
-          'Creating a MachineJoinCheck or changing its spec fails until a replica serves the webhook again (annotations such as joinguard.io/resume still work). With no replica up at all, no stuck Machine is replaced either.',
+          'Creating a MachineJoinCheck or changing its spec fails until ' +
+          'a replica serves the webhook again (annotations such as ' +
+          'joinguard.io/resume still work). With no replica up at all, ' +
+          'no stuck Machine is replaced either.',
         runbook_url: `${rb}#webhook-unavailable`,
       },
     },
     {
       alert: 'JoinGuardWebhookCallsFailing',
-      // Seen from the kube-apiserver (its own metrics): a replica may serve and still be unreachable (Service, certificate).
-      expr: `sum by (cluster) (rate(apiserver_admission_webhook_rejection_count{name="${WEBHOOK}", error_type=~"calling_webhook_error|apiserver_internal_error"}[5m])) > 0`,
+      // Seen from the kube-apiserver (its own metrics): a replica may serve and still be unreachable (Service,
+      // certificate).
+      expr:
+        `sum by (cluster) (rate(apiserver_admission_webhook_rejection_count{name="` +
+        `${WEBHOOK}", error_type=~"calling_webhook_error|apiserver_internal_error"}[5m])) ` +
+        `> 0`,
       for: '5m',
       labels: { severity: 'warning' },
       annotations: {
         summary: 'The kube-apiserver cannot call the JoinGuard admission webhook',
         description:
-          'MachineJoinCheck writes are refused because the webhook call itself fails (connection, TLS or timeout), not because a check is invalid.',
+          'MachineJoinCheck writes are refused because the webhook ' +
+          'call itself fails (connection, TLS or timeout), not because ' +
+          'a check is invalid.',
         runbook_url: `${rb}#webhook-unavailable`,
       },
     },
     {
       alert: 'JoinGuardReconcileErrors',
-      expr: `sum by (${BY_INSTALL}) (rate(controller_runtime_reconcile_errors_total{${SELECTOR}, controller="${CONTROLLER}"}[5m])) > 0`,
+      expr:
+        `sum by (${BY_INSTALL}) (rate(controller_runtime_reconcile_errors_total{` +
+        `${SELECTOR}, controller="${CONTROLLER}"}[5m])) > 0`,
       for: '15m',
       labels: { severity: 'warning' },
       annotations: {
         summary: 'JoinGuard reconciles of MachineJoinChecks keep failing',
         description:
-          "Reconcile errors for 15 minutes: the leader's error log lines (JSON: the key err; text: lines starting with E) name the check and the error.",
+          "Reconcile errors for 15 minutes: the leader's error log " +
+          'lines (JSON: the key err; text: lines starting with E) name ' +
+          'the check and the error.',
         runbook_url: `${rb}#reconcile-errors`,
       },
     },
@@ -236,7 +278,12 @@ export function observabilityObjects(version: string): K8sObject[] {
 /** The text of out/observability-components.yaml. */
 export function renderObservability(version: string): string {
   const docs = observabilityObjects(version).map((o) => stringify(o, { lineWidth: 0 }).trimEnd());
-  return `# JoinGuard ${version}: optional observability (generated by \`npm run manifests\`).\n# kubectl apply -n <the add-on's namespace> -f observability-components.yaml   (docs/install.md)\n${docs.join('\n---\n')}\n`;
+  return (
+    `# JoinGuard ${version}: optional observability (generated ` +
+    `by \`npm run manifests\`).\n# kubectl apply -n <the add-on's ` +
+    `namespace> -f observability-components.yaml   (docs/install.md)\n` +
+    `${docs.join('\n---\n')}\n`
+  );
 }
 
 /** The rule groups as Prometheus reads them from a rule file (for `promtool check rules`). */

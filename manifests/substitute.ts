@@ -14,7 +14,9 @@ export interface VariableUse {
 export class MissingVariablesError extends Error {
   constructor(readonly missing: string[]) {
     super(
-      `value for variables [${[...missing].sort().join(', ')}] is not set. Please set the value using os environment variables or the clusterctl config file`,
+      `value for variables [${[...missing].sort().join(', ')}] ` +
+        `is not set. Please set the value using os environment variables ` +
+        `or the clusterctl config file`,
     );
     this.name = 'MissingVariablesError';
   }
@@ -58,7 +60,8 @@ function parse(text: string): Piece[] {
     if (!m) {
       const end = src.indexOf('}', at);
       throw new Error(
-        `unsupported variable expression ${src.slice(at, end < 0 ? at + 20 : end + 1)}: only \${VAR} and \${VAR:=default} are used`,
+        `unsupported variable expression ${src.slice(at, end < 0 ? at + 20 : end + 1)}: ` +
+          `only \${VAR} and \${VAR:=default} are used`,
       );
     }
     if (lit) out.push({ text: lit });

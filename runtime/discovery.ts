@@ -76,8 +76,10 @@ export async function discoverCapi(rest: RestClient): Promise<CapiVersionInfo> {
 
 function unsupported(what: string): Error {
   return new Error(
-    `unsupported CAPI: ${what}. JoinGuard supports CAPI v1.${MIN_CAPI_MINOR} and later: v1.8 and older set no condition when the ` +
-      'workload cluster cannot be reached, so JoinGuard could not tell a lost connection from a Machine that never joined',
+    `unsupported CAPI: ${what}. JoinGuard supports CAPI v1.${MIN_CAPI_MINOR} ` +
+      `and later: v1.8 and older set no condition when the ` +
+      ('workload cluster cannot be reached, so JoinGuard could not ' +
+        'tell a lost connection from a Machine that never joined'),
   );
 }
 
@@ -97,7 +99,9 @@ interface Found {
   source: string;
 }
 
-/** clusterctl's inventory: present when CAPI was installed (and upgraded) with clusterctl; not readable is not an error. */
+/**
+ * clusterctl's inventory: present when CAPI was installed (and upgraded) with clusterctl; not readable is not an error.
+ */
 async function fromInventory(rest: RestClient): Promise<Found | undefined> {
   let list: Json;
   try {
@@ -146,7 +150,9 @@ async function openApi(rest: RestClient, path: string, waitMs = 30_000): Promise
       if (!isNotFound(e)) throw e;
       if (Date.now() >= end)
         throw new Error(
-          `the apiserver serves ${CAPI} but publishes no OpenAPI v3 schema at ${path} (asked for ${waitMs / 1000} s): cannot tell the CAPI release`,
+          `the apiserver serves ${CAPI} but publishes no OpenAPI v3 ` +
+            `schema at ${path} (asked for ${waitMs / 1000} s): cannot ` +
+            `tell the CAPI release`,
         );
       await new Promise((r) => setTimeout(r, 1000));
     }

@@ -113,7 +113,10 @@ export class Informer<T = Json> {
     if (behindMs > this.o.livenessMs)
       return {
         ok: false,
-        why: `informer ${this.o.name}: not re-listed for ${s(behindMs)} s since its list/watch failed (bound ${s(this.o.livenessMs)} s)`,
+        why:
+          `informer ${this.o.name}: not re-listed for ${s(behindMs)} ` +
+          `s since its list/watch failed (bound ${s(this.o.livenessMs)} ` +
+          `s)`,
       };
     return { ok: true };
   }

@@ -243,7 +243,11 @@ function textLine(info: winston.Logform.TransformableInfo): string {
   const t = nowMs();
   const now = new Date(Math.floor(t));
   const micros = pad(Math.floor((t % 1000) * 1000), 6);
-  const header = `${KLOG_SEVERITY[level] ?? 'I'}${pad(now.getUTCMonth() + 1)}${pad(now.getUTCDate())} ${pad(now.getUTCHours())}:${pad(now.getUTCMinutes())}:${pad(now.getUTCSeconds())}.${micros} ${String(process.pid).padStart(7)} joinguard]`;
+  const header =
+    `${KLOG_SEVERITY[level] ?? 'I'}${pad(now.getUTCMonth() + 1)}` +
+    `${pad(now.getUTCDate())} ${pad(now.getUTCHours())}:${pad(now.getUTCMinutes())}:` +
+    `${pad(now.getUTCSeconds())}.${micros} ${String(process.pid).padStart(7)} ` +
+    `joinguard]`;
   // klog puts an error line's err right after the message.
   const ordered = level === 'error' && 'err' in fields ? { err: fields['err'], ...fields } : fields;
   const kv = Object.entries(ordered).map(([k, v]) => `${k}=${textValue(v)}`);

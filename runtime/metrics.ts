@@ -130,7 +130,10 @@ export class RuntimeMetrics {
   });
   readonly retries = new Counter({
     name: 'workqueue_retries_total',
-    help: 'Total number of items added to the workqueue with a non-zero delay (rate-limited requeues, explicit RequeueAfter or AddAfter calls)',
+    help:
+      'Total number of items added to the workqueue with a non-zero ' +
+      'delay (rate-limited requeues, explicit RequeueAfter or AddAfter ' +
+      'calls)',
     labelNames: ['name', 'controller'],
     registers: [this.registry],
   });
@@ -178,13 +181,20 @@ export class RuntimeMetrics {
   });
   readonly leaderElectionEnabled = new Gauge({
     name: 'joinguard_leader_election_enabled',
-    help: "1 when this replica takes part in leader election on the Lease 'name', 0 when it runs without (--leader-elect=false: it must be the only replica)",
+    help:
+      '1 when this replica takes part in leader election on the ' +
+      "Lease 'name', 0 when it runs without (--leader-elect=false: " +
+      'it must be the only replica)',
     labelNames: ['name'],
     registers: [this.registry],
   });
   readonly leader = new Gauge({
     name: 'leader_election_master_status',
-    help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.",
+    help:
+      'Gauge of if the reporting system is master of the relevant ' +
+      "lease, 0 indicates backup, 1 indicates master. 'name' is " +
+      'the string used to identify the lease. Please make sure ' +
+      'to group by name.',
     labelNames: ['name'],
     registers: [this.registry],
   });
@@ -192,7 +202,10 @@ export class RuntimeMetrics {
   constructor(o: { processMetrics?: boolean } = {}) {
     this.unfinished = this.inProgressGauge(
       'workqueue_unfinished_work_seconds',
-      "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
+      'How many seconds of work has been done that is in progress ' +
+        "and hasn't been observed by work_duration. Large values " +
+        'indicate stuck threads. One can deduce the number of stuck ' +
+        'threads by observing the rate at which this increases.',
       (ages) => ages.reduce((s, x) => s + x, 0),
     );
     this.longestRunning = this.inProgressGauge(

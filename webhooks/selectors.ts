@@ -99,12 +99,17 @@ export function selectorsOverlap(
 export function clusterLabelContradictions(sel: LabelSelectorModel | undefined, clusterName: string): FieldProblem[] {
   const out: FieldProblem[] = [];
   if (!sel || typeof sel !== 'object') return out;
-  const accept = `every Machine of Cluster ${JSON.stringify(clusterName)} carries ${CLUSTER_NAME_LABEL}=${clusterName}; remove this requirement or make it admit ${JSON.stringify(clusterName)}`;
+  const accept =
+    `every Machine of Cluster ${JSON.stringify(clusterName)} ` +
+    `carries ${CLUSTER_NAME_LABEL}=${clusterName}; remove this ` +
+    `requirement or make it admit ${JSON.stringify(clusterName)}`;
   const ml = sel.matchLabels;
   if (ml && typeof ml === 'object' && CLUSTER_NAME_LABEL in ml && ml[CLUSTER_NAME_LABEL] !== clusterName) {
     out.push({
       field: `spec.selector.matchLabels[${JSON.stringify(CLUSTER_NAME_LABEL)}]`,
-      message: `is ${JSON.stringify(ml[CLUSTER_NAME_LABEL])} but spec.clusterName is ${JSON.stringify(clusterName)}: ${accept}`,
+      message:
+        `is ${JSON.stringify(ml[CLUSTER_NAME_LABEL])} but spec.clusterName ` +
+        `is ${JSON.stringify(clusterName)}: ${accept}`,
     });
   }
   (Array.isArray(sel.matchExpressions) ? sel.matchExpressions : []).forEach((e, i) => {

@@ -81,7 +81,11 @@ export async function decide(req: AdmissionRequest, rules: SpecRules, ctx: Decid
     if (oldCluster !== undefined && self.clusterName !== oldCluster) {
       problems.push({
         field: 'spec.clusterName',
-        message: `is immutable: it was ${JSON.stringify(oldCluster)} and cannot become ${JSON.stringify(self.clusterName ?? null)}; keep ${JSON.stringify(oldCluster)}, or create a new MachineJoinCheck for the other Cluster`,
+        message:
+          `is immutable: it was ${JSON.stringify(oldCluster)} and cannot ` +
+          `become ${JSON.stringify(self.clusterName ?? null)}; keep ` +
+          `${JSON.stringify(oldCluster)}, or create a new MachineJoinCheck ` +
+          `for the other Cluster`,
       });
     }
   }
@@ -119,14 +123,20 @@ export async function decide(req: AdmissionRequest, rules: SpecRules, ctx: Decid
       let timeout = t === 600 ? "600s (CAPI's default)" : `${t}s`;
       if (t === undefined) timeout = 'unset (CAPI uses 10m)';
       warnings.push(
-        `MachineHealthCheck ${JSON.stringify(mhc.name)} also selects these Machines and its node startup timeout is ${timeout}: it acts first on Machines that never join; set its nodeStartupTimeout explicitly to 0 to leave them to JoinGuard`,
+        `MachineHealthCheck ${JSON.stringify(mhc.name)} also selects ` +
+          `these Machines and its node startup timeout is ${timeout}: ` +
+          `it acts first on Machines that never join; set its nodeStartupTimeout ` +
+          `explicitly to 0 to leave them to JoinGuard`,
       );
     }
   } catch (e) {
     return {
       problems,
       warnings,
-      internalError: `could not look up MachineJoinChecks, MachineHealthChecks or Machines in namespace ${JSON.stringify(req.namespace)} to rule out overlaps: ${(e as Error).message}; try again`,
+      internalError:
+        `could not look up MachineJoinChecks, MachineHealthChecks ` +
+        `or Machines in namespace ${JSON.stringify(req.namespace)} ` +
+        `to rule out overlaps: ${(e as Error).message}; try again`,
     };
   }
   return { problems, warnings };
@@ -160,8 +170,12 @@ async function strategyOnThisCapi(
     (facts ? `discovery did not report it${facts.source ? ` (${facts.source})` : ''}` : 'discovery has not answered');
   return {
     warning:
-      `spec.remediation.strategy: ${strategy} needs CAPI v1.${need} or later, and the CAPI release of this management cluster is not known (${why}): ` +
-      `on an older release no MachineHealthCheck acts on JoinGuardJoined, and the controller reports it; check with: kubectl get deployment -A -l cluster.x-k8s.io/provider=cluster-api -o wide`,
+      `spec.remediation.strategy: ${strategy} needs CAPI v1.${need} ` +
+      `or later, and the CAPI release of this management cluster ` +
+      `is not known (${why}): ` +
+      (`on an older release no MachineHealthCheck acts on JoinGuardJoined, ` +
+        `and the controller reports it; check with: kubectl get deployment ` +
+        `-A -l cluster.x-k8s.io/provider=cluster-api -o wide`),
   };
 }
 
@@ -192,6 +206,12 @@ function overlapProblem(
       : 'a Machine could carry labels that satisfy both selectors';
   return {
     field: 'spec.selector',
-    message: `overlaps MachineJoinCheck ${JSON.stringify(other.name)} of the same Cluster (${seen}); one Machine may be checked by one MachineJoinCheck only: accepted is a selector that excludes its Machines, e.g. the same label key with a different value, a NotIn or DoesNotExist on a label its selector requires, or cluster.x-k8s.io/control-plane vs cluster.x-k8s.io/deployment-name`,
+    message:
+      `overlaps MachineJoinCheck ${JSON.stringify(other.name)} ` +
+      `of the same Cluster (${seen}); one Machine may be checked ` +
+      `by one MachineJoinCheck only: accepted is a selector that ` +
+      `excludes its Machines, e.g. the same label key with a different ` +
+      `value, a NotIn or DoesNotExist on a label its selector requires, ` +
+      `or cluster.x-k8s.io/control-plane vs cluster.x-k8s.io/deployment-name`,
   };
 }

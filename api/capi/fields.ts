@@ -30,11 +30,16 @@ export type Period = { seconds: Path } | { duration: Path };
 
 export interface CapiFields {
   machine: {
-    /** The list the owners read for CAPI's remediation contract (HealthCheckSucceeded, OwnerRemediated) and JoinGuardJoined. */
+    /**
+     * The list the owners read for CAPI's remediation contract (HealthCheckSucceeded, OwnerRemediated) and
+     * JoinGuardJoined.
+     */
     ownerConditions: Path;
     /** Where the owners write their answer (OwnerRemediated's reason): the first present wins. */
     ownerAnswer: CondAt[];
-    /** metav1.Condition lists with NodeReady/NodeHealthy (reason ConnectionDown: the workload cluster is not reachable). */
+    /**
+     * metav1.Condition lists with NodeReady/NodeHealthy (reason ConnectionDown: the workload cluster is not reachable).
+     */
     connectionConditions: Path;
     /** v1beta1 only: NodeHealthy=Unknown with this reason in ownerConditions means the Node could not be looked up. */
     nodeInspectionFailed?: CondAt & { reason: string };

@@ -76,7 +76,10 @@ export interface MachineFacts {
   nodeConnectionDown: boolean;
   /** The remediation-contract conditions as the owners read them (v1beta2 `status.conditions` on v1.11+). */
   healthCheckSucceeded?: Cond;
-  /** The owner's answer: on v1beta1 (CAPI v1.9/v1.10) from `status.v1beta2.conditions` when there, where those owners write it. */
+  /**
+   * The owner's answer: on v1beta1 (CAPI v1.9/v1.10) from `status.v1beta2.conditions` when there, where those owners
+   * write it.
+   */
   ownerRemediated?: Cond;
   /** JoinGuard's own condition for the `MachineCondition` strategy. */
   joinGuardJoined?: Cond;
@@ -214,7 +217,9 @@ export class MalformedObjectError extends Error {
   }
 }
 
-/** A remediation mark of anyone's: HealthCheckSucceeded=False, the remediate-machine annotation, JoinGuardJoined=False. */
+/**
+ * A remediation mark of anyone's: HealthCheckSucceeded=False, the remediate-machine annotation, JoinGuardJoined=False.
+ */
 export function carriesAnyMark(m: MachineFacts): boolean {
   return m.healthCheckSucceeded?.status === 'False' || m.remediateAnnotation || m.joinGuardJoined?.status === 'False';
 }

@@ -34,7 +34,10 @@ export interface ConditionsWrite {
   conditions: unknown[];
 }
 
-/** HealthCheckSucceeded=False (reason JoinTimeout/ProvisionTimeout) and, unless the owner already holds it, OwnerRemediated=False. */
+/**
+ * HealthCheckSucceeded=False (reason JoinTimeout/ProvisionTimeout) and, unless the owner already holds it,
+ * OwnerRemediated=False.
+ */
 export function markForRemediation(
   machine: unknown,
   v: CapiApiVersion,

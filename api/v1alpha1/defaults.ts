@@ -22,7 +22,10 @@ export const INT32_MAX = 2147483647;
 export const CLUSTER_NAME_MAX_LENGTH = 63;
 /** The longest duration any spec field takes (a year): longer is a typo, and CEL's duration() must not overflow. */
 export const SPEC_DURATION_MAX = '8760h';
-/** The CAPI minor a strategy needs: MachineCondition relies on MachineHealthCheck `checks.unhealthyMachineConditions` (v1.12). */
+/**
+ * The CAPI minor a strategy needs: MachineCondition relies on MachineHealthCheck `checks.unhealthyMachineConditions`
+ * (v1.12).
+ */
 export const STRATEGY_MIN_CAPI_MINOR: Partial<Record<(typeof STRATEGIES)[number], number>> = { MachineCondition: 12 };
 /** A joinTimeout below this is admitted with a warning: few Machines boot and join that fast. */
 export const RISKY_JOIN_TIMEOUT_MS = 2 * 60 * 1000;

@@ -120,10 +120,14 @@ export function duration(description: string, o: { max: string; default?: string
       {
         rule: durationSyntax('self'),
         message:
-          'must be a duration such as "90s", "20m" or "1h30m": numbers with a unit (ns, us, ms, s, m, h), no spaces or sign',
+          'must be a duration such as "90s", "20m" or "1h30m": numbers ' +
+          'with a unit (ns, us, ms, s, m, h), no spaces or sign',
       },
       {
-        rule: `!${durationSyntax('self')} || (${durationBounded('self')} && duration(self) > duration('0s') && duration(self) <= duration('${o.max}'))`,
+        rule:
+          `!${durationSyntax('self')} || (${durationBounded('self')} ` +
+          `&& duration(self) > duration('0s') && duration(self) <= ` +
+          `duration('${o.max}'))`,
         message: `must be longer than 0 and at most ${o.max}`,
       },
     ],
@@ -133,7 +137,10 @@ export function duration(description: string, o: { max: string; default?: string
 /** `a >= b` for two optional duration fields of `self`, only once both are well-formed and in range. */
 export function durationAtLeast(a: string, b: string, message: string): ValidationRule {
   return {
-    rule: `!has(self.${a}) || !has(self.${b}) || !${durationBounded(`self.${a}`)} || !${durationBounded(`self.${b}`)} || duration(self.${a}) >= duration(self.${b})`,
+    rule:
+      `!has(self.${a}) || !has(self.${b}) || !${durationBounded(`self.${a}`)} ` +
+      `|| !${durationBounded(`self.${b}`)} || duration(self.${a}) ` +
+      `>= duration(self.${b})`,
     message,
     fieldPath: `.${a}`,
     reason: 'FieldValueInvalid',
@@ -159,7 +166,11 @@ export function labelSelector(description: string): JSONSchemaProps {
   return obj(description, {
     matchLabels: {
       description:
-        'matchLabels is a map of {key,value} pairs. A single {key,value} in the matchLabels map is equivalent to an element of matchExpressions, whose key field is "key", the operator is "In", and the values array contains only "value". The requirements are ANDed.',
+        'matchLabels is a map of {key,value} pairs. A single {key,value} ' +
+        'in the matchLabels map is equivalent to an element of matchExpressions, ' +
+        'whose key field is "key", the operator is "In", and the ' +
+        'values array contains only "value". The requirements are ' +
+        'ANDed.',
       type: 'object',
       additionalProperties: {
         description: 'A label value the key must have.',
@@ -171,7 +182,9 @@ export function labelSelector(description: string): JSONSchemaProps {
     matchExpressions: arr(
       'matchExpressions is a list of label selector requirements. The requirements are ANDed.',
       obj(
-        'A label selector requirement is a selector that contains values, a key, and an operator that relates the key and values.',
+        'A label selector requirement is a selector that contains ' +
+          'values, a key, and an operator that relates the key and ' +
+          'values.',
         {
           key: str('key is the label key that the selector applies to.', {
             minLength: 1,
@@ -179,13 +192,17 @@ export function labelSelector(description: string): JSONSchemaProps {
             pattern: LABEL_KEY_PATTERN,
           }),
           operator: str(
-            "operator represents a key's relationship to a set of values. Valid operators are In, NotIn, Exists and DoesNotExist.",
+            "operator represents a key's relationship to a set of values. " +
+              'Valid operators are In, NotIn, Exists and DoesNotExist.',
             {
               enum: [...SELECTOR_OPERATORS],
             },
           ),
           values: arr(
-            'values is an array of string values. If the operator is In or NotIn, the values array must be non-empty. If the operator is Exists or DoesNotExist, the values array must be empty.',
+            'values is an array of string values. If the operator is ' +
+              'In or NotIn, the values array must be non-empty. If the ' +
+              'operator is Exists or DoesNotExist, the values array must ' +
+              'be empty.',
             str('A label value.', { maxLength: LABEL_NAME_MAX_LENGTH, pattern: LABEL_VALUE_PATTERN }),
             { 'x-kubernetes-list-type': 'atomic' },
           ),
@@ -194,7 +211,10 @@ export function labelSelector(description: string): JSONSchemaProps {
           required: ['key', 'operator'],
           'x-kubernetes-validations': [
             {
-              rule: "self.operator in ['In', 'NotIn'] ? (has(self.values) && size(self.values) > 0) : (!has(self.values) || size(self.values) == 0)",
+              rule:
+                "self.operator in ['In', 'NotIn'] ? (has(self.values) && " +
+                'size(self.values) > 0) : (!has(self.values) || size(self.values) ' +
+                '== 0)',
               message: 'values must be non-empty for operators In and NotIn, and empty for Exists and DoesNotExist',
               fieldPath: '.values',
               reason: 'FieldValueInvalid',
@@ -216,7 +236,10 @@ export function conditions(description: string): JSONSchemaProps {
       {
         lastTransitionTime: {
           description:
-            'lastTransitionTime is the last time the condition transitioned from one status to another. This should be when the underlying condition changed. If that is not known, then using the time when the API field changed is acceptable.',
+            'lastTransitionTime is the last time the condition transitioned ' +
+            'from one status to another. This should be when the underlying ' +
+            'condition changed. If that is not known, then using the ' +
+            'time when the API field changed is acceptable.',
           type: 'string',
           format: 'date-time',
         },
@@ -225,11 +248,20 @@ export function conditions(description: string): JSONSchemaProps {
           { maxLength: 32768 },
         ),
         observedGeneration: int64(
-          'observedGeneration represents the .metadata.generation that the condition was set based upon. For instance, if .metadata.generation is currently 12, but the .status.conditions[x].observedGeneration is 9, the condition is out of date with respect to the current state of the instance.',
+          'observedGeneration represents the .metadata.generation that ' +
+            'the condition was set based upon. For instance, if .metadata.generation ' +
+            'is currently 12, but the .status.conditions[x].observedGeneration ' +
+            'is 9, the condition is out of date with respect to the current ' +
+            'state of the instance.',
           { minimum: 0 },
         ),
         reason: str(
-          "reason contains a programmatic identifier indicating the reason for the condition's last transition. Producers of specific condition types may define expected values and meanings for this field, and whether the values are considered a guaranteed API. The value should be a CamelCase string. This field may not be empty.",
+          'reason contains a programmatic identifier indicating the ' +
+            "reason for the condition's last transition. Producers of " +
+            'specific condition types may define expected values and ' +
+            'meanings for this field, and whether the values are considered ' +
+            'a guaranteed API. The value should be a CamelCase string. ' +
+            'This field may not be empty.',
           { maxLength: 1024, minLength: 1, pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$' },
         ),
         status: str('status of the condition, one of True, False, Unknown.', { enum: ['True', 'False', 'Unknown'] }),

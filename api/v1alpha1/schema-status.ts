@@ -23,13 +23,18 @@ const owner = (what: string): JSONSchemaProps =>
   });
 
 const failureKind = str(
-  'kind of failure: JoinTimeout (no Node within joinTimeout) or ProvisionTimeout (infrastructure or bootstrap data not ready within provisionTimeout).',
+  'kind of failure: JoinTimeout (no Node within joinTimeout) ' +
+    'or ProvisionTimeout (infrastructure or bootstrap data not ' +
+    'ready within provisionTimeout).',
   {
     enum: [...FAILURE_KINDS],
   },
 );
 const path = str(
-  'path is how the replacement was asked: OwnerRemediated (remediation-contract conditions), RemediateAnnotation (cluster.x-k8s.io/remediate-machine for a MachineHealthCheck), MachineCondition (JoinGuardJoined=False), Delete, or Report (no owner can re-create it: reported only).',
+  'path is how the replacement was asked: OwnerRemediated (remediation-contract ' +
+    'conditions), RemediateAnnotation (cluster.x-k8s.io/remediate-machine ' +
+    'for a MachineHealthCheck), MachineCondition (JoinGuardJoined=False), ' +
+    'Delete, or Report (no owner can re-create it: reported only).',
   { enum: [...REMEDIATION_PATHS] },
 );
 
@@ -54,12 +59,19 @@ const remediation = obj(
     time: time('time the request was recorded.'),
     path,
     outcome: str(
-      'outcome so far: Requested (recorded, the mark being made), Marked (visible on the Machine), Deferred (the owner said RemediationDeferred), Refused (the owner said CannotBeRemediated), Withdrawn (the Machine joined or was opted out first; mark removed), Cancelled (it joined before the mark was made), Unanswered (nobody acted on it in time; withdrawn and reported), Replaced (old Machine gone), Reported, or DryRun.',
+      'outcome so far: Requested (recorded, the mark being made), ' +
+        'Marked (visible on the Machine), Deferred (the owner said ' +
+        'RemediationDeferred), Refused (the owner said CannotBeRemediated), ' +
+        'Withdrawn (the Machine joined or was opted out first; mark ' +
+        'removed), Cancelled (it joined before the mark was made), ' +
+        'Unanswered (nobody acted on it in time; withdrawn and reported), ' +
+        'Replaced (old Machine gone), Reported, or DryRun.',
       { enum: [...REMEDIATION_OUTCOMES] },
     ),
     kind: failureKind,
     ownerReason: str(
-      "ownerReason is the owner's OwnerRemediated reason as last seen, e.g. RemediationDeferred, CannotBeRemediated, MachineDeleting.",
+      "ownerReason is the owner's OwnerRemediated reason as last " +
+        'seen, e.g. RemediationDeferred, CannotBeRemediated, MachineDeleting.',
     ),
     ownerMessage: str("ownerMessage is the owner's OwnerRemediated message as last seen."),
     finishedTime: time(
@@ -71,7 +83,9 @@ const remediation = obj(
 );
 
 const request = obj(
-  'What JoinGuard asked about one Machine that still exists: the memory that decides (never asked twice, the mark it keeps, the mark it withdraws).',
+  'What JoinGuard asked about one Machine that still exists: ' +
+    'the memory that decides (never asked twice, the mark it ' +
+    'keeps, the mark it withdraws).',
   {
     machine: str('machine is the name of the Machine.'),
     uid: str('uid of the Machine.'),
@@ -80,13 +94,17 @@ const request = obj(
     kind: failureKind,
     time: time('time the request was recorded (before it was made).'),
     state: str(
-      'state: Open (the mark stays until the Machine is gone), Withdrawn (every mark JoinGuard caused is removed), Reported or DryRun (nothing written).',
+      'state: Open (the mark stays until the Machine is gone), ' +
+        'Withdrawn (every mark JoinGuard caused is removed), Reported ' +
+        'or DryRun (nothing written).',
       {
         enum: [...REQUEST_STATES],
       },
     ),
     withdrawn: str(
-      "withdrawn says why: Joined, OptedOut (a skip annotation), Unanswered, or WithdrawAll (the check's joinguard.io/withdraw-all annotation).",
+      'withdrawn says why: Joined, OptedOut (a skip annotation), ' +
+        "Unanswered, or WithdrawAll (the check's joinguard.io/withdraw-all " +
+        'annotation).',
       { enum: [...WITHDRAWN_REASONS] },
     ),
     marked: bool('marked is true once the mark was seen on the Machine.'),
@@ -100,7 +118,9 @@ const request = obj(
 );
 
 export const statusSchema: JSONSchemaProps = obj(
-  'status is what JoinGuard observed and decided; all of it is kept so that a restarted controller decides the same way.',
+  'status is what JoinGuard observed and decided; all of it ' +
+    'is kept so that a restarted controller decides the same ' +
+    'way.',
   {
     observedGeneration: int64(
       'observedGeneration is the metadata.generation of the spec this status was computed from.',
@@ -112,20 +132,25 @@ export const statusSchema: JSONSchemaProps = obj(
     joinedMachines: count('joinedMachines is how many of them have a Node (status.nodeRef).'),
     joiningMachines: count('joiningMachines is how many are provisioning or waiting for their Node.'),
     stuckMachines: count(
-      'stuckMachines is how many are past their deadline with no Node, or asked to be replaced and not gone yet: each counted once, as joinguard_machines{state="Stuck"} counts them.',
+      'stuckMachines is how many are past their deadline with no ' +
+        'Node, or asked to be replaced and not gone yet: each counted ' +
+        'once, as joinguard_machines{state="Stuck"} counts them.',
     ),
     heldMachines: count(
       'heldMachines is how many have no verdict yet, or are held back from a request (see heldReason and Progressing).',
     ),
     heldReason: str(
-      'heldReason is the main reason Machines are held: a Progressing reason, MachineDeleteNotAllowed (see Ready), or why a verdict waits (e.g. FirstControlPlane, ConnectionDown).',
+      'heldReason is the main reason Machines are held: a Progressing ' +
+        'reason, MachineDeleteNotAllowed (see Ready), or why a verdict ' +
+        'waits (e.g. FirstControlPlane, ConnectionDown).',
     ),
     everJoined: bool('everJoined is true once any Machine in scope has joined; until then neverJoinedLimit applies.'),
     consecutiveJoinFailures: count(
       'consecutiveJoinFailures is how many Machines in a row timed out joining with no Machine joining in between.',
     ),
     failuresSinceResume: count(
-      'failuresSinceResume is how many failures were recorded since the last joinguard.io/resume: what neverJoinedLimit counts.',
+      'failuresSinceResume is how many failures were recorded since ' +
+        'the last joinguard.io/resume: what neverJoinedLimit counts.',
     ),
     recentFailures: bounded(
       'recentFailures are the latest timeouts, newest last',
@@ -143,7 +168,9 @@ export const statusSchema: JSONSchemaProps = obj(
       STATUS_LIMITS.requests,
     ),
     ownerWindows: bounded(
-      'ownerWindows are, per owner, the times of its requests inside remediation.window (the newest maxPerOwner): the exact per-owner budget',
+      'ownerWindows are, per owner, the times of its requests inside ' +
+        'remediation.window (the newest maxPerOwner): the exact per-owner ' +
+        'budget',
       obj("One owner's requests inside the window.", {
         kind: str('kind of the owner.'),
         name: str('name of the owner.'),
@@ -152,10 +179,14 @@ export const statusSchema: JSONSchemaProps = obj(
       STATUS_LIMITS.ownerWindows,
     ),
     suspicion: obj(
-      'suspicion is set while join failures in a row point at the join credential or the network path to the control-plane endpoint; only canaries are rebuilt meanwhile.',
+      'suspicion is set while join failures in a row point at the ' +
+        'join credential or the network path to the control-plane ' +
+        'endpoint; only canaries are rebuilt meanwhile.',
       {
         reason: str(
-          'reason of the suspicion: BootstrapCredentialSuspect, or RolloutSuspect when the failures all come from a new template revision.',
+          'reason of the suspicion: BootstrapCredentialSuspect, or ' +
+            'RolloutSuspect when the failures all come from a new template ' +
+            'revision.',
           { enum: ['BootstrapCredentialSuspect', 'RolloutSuspect'] },
         ),
         since: time('since is when the suspicion was raised.'),
@@ -167,7 +198,9 @@ export const statusSchema: JSONSchemaProps = obj(
           STATUS_LIMITS.suspectMachines,
         ),
         rollout: obj(
-          'rollout (RolloutSuspect) is the template revision the failures all come from, of which no Machine joined, and the previous revision whose Machines did.',
+          'rollout (RolloutSuspect) is the template revision the failures ' +
+            'all come from, of which no Machine joined, and the previous ' +
+            'revision whose Machines did.',
           {
             owner: owner('owner is the MachineDeployment or KubeadmControlPlane rolling out; owner'),
             revision: str("revision is the MachineDeployment's revision number, or the KubeadmControlPlane's version."),
@@ -191,7 +224,8 @@ export const statusSchema: JSONSchemaProps = obj(
         p95Seconds: num('p95Seconds is the 95th percentile join duration in seconds.', { minimum: 0 }),
         maxSeconds: num('maxSeconds is the longest join duration in seconds.', { minimum: 0 }),
         suggestedJoinTimeout: str(
-          'suggestedJoinTimeout is a joinTimeout the observed joins fit in: p95 × 1.5, rounded up to a minute, at least 2m.',
+          'suggestedJoinTimeout is a joinTimeout the observed joins ' +
+            'fit in: p95 × 1.5, rounded up to a minute, at least 2m.',
         ),
         recentSeconds: bounded(
           'recentSeconds are the latest join durations in seconds, from which the figures above are computed',
@@ -201,7 +235,11 @@ export const statusSchema: JSONSchemaProps = obj(
       },
     ),
     observations: bounded(
-      'observations are kept per Machine only where no object carries it: a readiness time that was missing, in the future or moved (the first time seen stands), that its failure was counted, and — while a join would reset a count or a suspicion — that it had not joined',
+      'observations are kept per Machine only where no object carries ' +
+        'it: a readiness time that was missing, in the future or ' +
+        'moved (the first time seen stands), that its failure was ' +
+        'counted, and — while a join would reset a count or a suspicion ' +
+        '— that it had not joined',
       obj('What the controller keeps of one Machine.', {
         machine: str('machine is the name of the Machine.'),
         uid: str('uid of the Machine.'),
@@ -214,7 +252,9 @@ export const statusSchema: JSONSchemaProps = obj(
     ),
     firstControlPlane: obj('firstControlPlane is the memory of the first control-plane Machine and its replacement.', {
       replaced: obj(
-        "replaced is the last first control-plane Machine JoinGuard had replaced; its replacement's join clock starts once it is gone.",
+        'replaced is the last first control-plane Machine JoinGuard ' +
+          "had replaced; its replacement's join clock starts once it " +
+          'is gone.',
         {
           machine: str('machine is the name of the replaced Machine.'),
           uid: str('uid of the replaced Machine.'),
@@ -223,14 +263,21 @@ export const statusSchema: JSONSchemaProps = obj(
         },
       ),
       extendedFor: str(
-        'extendedFor is the uid of the Machine given one more joinTimeout because the control plane answered at its endpoint (once per Machine).',
+        'extendedFor is the uid of the Machine given one more joinTimeout ' +
+          'because the control plane answered at its endpoint (once ' +
+          'per Machine).',
       ),
       extendedUntil: time('extendedUntil is that extended deadline.'),
       probeRequested: time(
-        "probeRequested is when the Cluster's controlPlaneEndpoint was last probed; it is probed again only after a minute without an answer.",
+        "probeRequested is when the Cluster's controlPlaneEndpoint " +
+          'was last probed; it is probed again only after a minute ' +
+          'without an answer.',
       ),
       misconfigured: obj(
-        'misconfigured is set when the replacement is not an init Machine (it has a join configuration), or the Cluster reports initialized with no control-plane Machine left: no more first control-plane remediation until a resume.',
+        'misconfigured is set when the replacement is not an init ' +
+          'Machine (it has a join configuration), or the Cluster reports ' +
+          'initialized with no control-plane Machine left: no more ' +
+          'first control-plane remediation until a resume.',
         { since: time('since is when it was seen.'), message: str('message says what was seen.') },
       ),
     }),
@@ -238,10 +285,14 @@ export const statusSchema: JSONSchemaProps = obj(
       'connectionDownSeen is when the workload connection was seen down, after the control plane was initialized.',
     ),
     connectionRestoredSeen: time(
-      'connectionRestoredSeen is when the workload connection was seen back, when no condition says; verdicts resume a grace period later.',
+      'connectionRestoredSeen is when the workload connection was ' +
+        'seen back, when no condition says; verdicts resume a grace ' +
+        'period later.',
     ),
     controlPlaneInitializedSeen: time(
-      'controlPlaneInitializedSeen is the first time the control plane was seen initialized, when the Cluster condition carries no trusted time.',
+      'controlPlaneInitializedSeen is the first time the control ' +
+        'plane was seen initialized, when the Cluster condition carries ' +
+        'no trusted time.',
     ),
     lastResume: obj('lastResume is the last joinguard.io/resume annotation acted on.', {
       value: str('value of the annotation.'),
@@ -251,7 +302,12 @@ export const statusSchema: JSONSchemaProps = obj(
       ),
     }),
     conditions: conditions(
-      'conditions are Ready (the check works and its view is current), Progressing (True/AsExpected or True/Remediating; False with BootstrapCredentialSuspect, RolloutSuspect, ControlPlaneEndpointUnreachable, NeverJoined, RemediationBudgetExhausted, RemediationRefusedByOwner, FirstControlPlaneReplacementMisconfigured or DryRun, each with a runbook section) and Paused.',
+      'conditions are Ready (the check works and its view is current), ' +
+        'Progressing (True/AsExpected or True/Remediating; False ' +
+        'with BootstrapCredentialSuspect, RolloutSuspect, ControlPlaneEndpointUnreachable, ' +
+        'NeverJoined, RemediationBudgetExhausted, RemediationRefusedByOwner, ' +
+        'FirstControlPlaneReplacementMisconfigured or DryRun, each ' +
+        'with a runbook section) and Paused.',
     ),
   },
 );

@@ -14,7 +14,10 @@ export const ANNOTATION_SKIP = 'joinguard.io/skip';
 export const ANNOTATION_RESUME = 'joinguard.io/resume';
 /** On a check: ask nothing, withdraw every mark JoinGuard made (before an uninstall). */
 export const ANNOTATION_WITHDRAW_ALL = 'joinguard.io/withdraw-all';
-/** On a Machine, beside every mark JoinGuard writes: the uid of the check that asked (a mark recognised from the Machine alone). */
+/**
+ * On a Machine, beside every mark JoinGuard writes: the uid of the check that asked (a mark recognised from the Machine
+ * alone).
+ */
 export const ANNOTATION_REQUESTED_BY = 'joinguard.io/requested-by';
 /** On every check: its marks are withdrawn before it goes. */
 export const FINALIZER = 'joinguard.io/withdraw-marks';
@@ -27,7 +30,8 @@ export const CONDITION_JOINGUARD_JOINED = 'JoinGuardJoined';
 export type RemediationStrategy = 'Auto' | 'OwnerRemediated' | 'MachineCondition' | 'Delete';
 export type FirstControlPlanePolicy = 'Remediate' | 'Report';
 // The status vocabularies, each one `as const` list: the types, the CRD schema's enums (schema-status.ts) and the
-// checks on read (controllers/joincheck/memory.ts) are all derived from these, so a word added here is known everywhere.
+// checks on read (controllers/joincheck/memory.ts) are all derived from these, so a word added here is known
+// everywhere.
 export const FAILURE_KINDS = ['JoinTimeout', 'ProvisionTimeout'] as const;
 export type FailureKind = (typeof FAILURE_KINDS)[number];
 /** How a replacement was asked of CAPI (Report: it was not; reported only). */
@@ -271,7 +275,9 @@ export interface MachineObservation {
 
 /** The memory of the first control-plane Machine's replacement. */
 export interface FirstControlPlaneStatus {
-  /** The last first control-plane Machine JoinGuard had replaced; its replacement's join clock starts once it is gone. */
+  /**
+   * The last first control-plane Machine JoinGuard had replaced; its replacement's join clock starts once it is gone.
+   */
   replaced?: { machine: string; uid: string; time: string; goneTime?: string };
   /** The endpoint answered: this Machine (UID) was given one more joinTimeout, until `extendedUntil`. */
   extendedFor?: string;
@@ -380,7 +386,10 @@ export const STATUS_LIMITS = {
 
 /** This release, as clusterctl and the image know it. */
 export const RELEASE = 'v0.1.0';
-/** The runbook's sections, one per Progressing reason; condition messages link here (pinned to the release, readable from a cluster). */
+/**
+ * The runbook's sections, one per Progressing reason; condition messages link here (pinned to the release, readable
+ * from a cluster).
+ */
 export const RUNBOOK_URL = `https://github.com/joinguard/joinguard/blob/${RELEASE}/docs/runbook.md`;
 /** Annotations on a check: the memory carried across `clusterctl move`, and clusterctl's block-move. */
 export const ANNOTATION_MEMORY = 'joinguard.io/memory';

@@ -54,7 +54,9 @@ export function validateSpec(spec: unknown): FieldError[] {
   ) {
     add(
       'spec.clusterName',
-      `must be the name of a Cluster in this namespace: 1 to ${CLUSTER_NAME_MAX_LENGTH} lower-case letters, digits, "-" and ".", starting and ending with a letter or digit, not ${describe(clusterName)}`,
+      `must be the name of a Cluster in this namespace: 1 to ${CLUSTER_NAME_MAX_LENGTH} ` +
+        `lower-case letters, digits, "-" and ".", starting and ending ` +
+        `with a letter or digit, not ${describe(clusterName)}`,
     );
   }
 
@@ -103,8 +105,12 @@ export function validateSpec(spec: unknown): FieldError[] {
     if (probeMs !== undefined && maxMs !== undefined && maxMs < probeMs) {
       add(
         'spec.suspicion.maxProbeInterval',
-        `must be at least suspicion.probeInterval (${formatDuration(probeMs)}), as the canary back-off doubles from probeInterval up to it; ` +
-          `it is ${formatDuration(maxMs)}${max === undefined ? ' (the default)' : ''}: raise it to ${formatDuration(probeMs)} or more, or lower probeInterval`,
+        `must be at least suspicion.probeInterval (${formatDuration(probeMs)}), ` +
+          `as the canary back-off doubles from probeInterval up to ` +
+          `it; ` +
+          (`it is ${formatDuration(maxMs)}${max === undefined ? ' (the default)' : ''}: ` +
+            `raise it to ${formatDuration(probeMs)} or more, or lower ` +
+            `probeInterval`),
       );
     }
   }
@@ -121,9 +127,11 @@ export function riskWarnings(settings: CheckSettings): string[] {
   const warnings: string[] = [];
   if (settings.joinTimeoutMs < RISKY_JOIN_TIMEOUT_MS) {
     warnings.push(
-      `spec.joinTimeout is ${formatDuration(settings.joinTimeoutMs)}, under ${formatDuration(RISKY_JOIN_TIMEOUT_MS)}: ` +
+      `spec.joinTimeout is ${formatDuration(settings.joinTimeoutMs)}, ` +
+        `under ${formatDuration(RISKY_JOIN_TIMEOUT_MS)}: ` +
         `few Machines boot and join that fast, so JoinGuard may replace Machines that would have joined; ` +
-        `the default is ${SPEC_DEFAULTS.joinTimeout}, and status.joinDurations suggests a value from the joins it has seen`,
+        (`the default is ${SPEC_DEFAULTS.joinTimeout}, and status.joinDurations ` +
+          `suggests a value from the joins it has seen`),
     );
   }
   return warnings;
@@ -140,8 +148,11 @@ export function strategyCapiProblem(
   const need = STRATEGY_MIN_CAPI_MINOR[strategy];
   if (need === undefined || capi.minor === undefined || capi.minor >= need) return undefined;
   return (
-    `${strategy} needs CAPI v1.${need} or later (a MachineHealthCheck with checks.unhealthyMachineConditions on JoinGuardJoined does the marking), ` +
-    `and this management cluster runs CAPI ${capi.version ?? `v1.${capi.minor}`}: use Auto or OwnerRemediated, or upgrade CAPI first`
+    `${strategy} needs CAPI v1.${need} or later (a MachineHealthCheck ` +
+    `with checks.unhealthyMachineConditions on JoinGuardJoined ` +
+    `does the marking), ` +
+    (`and this management cluster runs CAPI ${capi.version ?? `v1.${capi.minor}`}: ` +
+      `use Auto or OwnerRemediated, or upgrade CAPI first`)
   );
 }
 
@@ -151,7 +162,8 @@ function validateSelector(sel: unknown, field: string, add: Add): void {
   if (!present(sel)) {
     add(
       field,
-      'is required: a label selector (matchLabels and/or matchExpressions) choosing the Machines of the Cluster to check',
+      'is required: a label selector (matchLabels and/or matchExpressions) ' +
+        'choosing the Machines of the Cluster to check',
     );
     return;
   }
@@ -189,7 +201,9 @@ function validateSelector(sel: unknown, field: string, add: Add): void {
   if (terms === 0) {
     add(
       field,
-      'must not be empty: an empty selector would check every Machine of the Cluster; name them, e.g. matchLabels {cluster.x-k8s.io/deployment-name: md-0} or a matchExpressions Exists on cluster.x-k8s.io/control-plane',
+      'must not be empty: an empty selector would check every Machine ' +
+        'of the Cluster; name them, e.g. matchLabels {cluster.x-k8s.io/deployment-name: ' +
+        'md-0} or a matchExpressions Exists on cluster.x-k8s.io/control-plane',
     );
   }
 }
@@ -228,7 +242,8 @@ function validateExpression(e: unknown, field: string, add: Add): void {
 
 function validateMaxInFlight(v: unknown, add: Add): void {
   if (!present(v)) return;
-  const accepted = `accepted: an integer from 1 to ${INT32_MAX}, or a percent of the expected Machines from "1%" to "100%"`;
+  const accepted =
+    `accepted: an integer from 1 to ${INT32_MAX}, or a percent ` + `of the expected Machines from "1%" to "100%"`;
   if (typeof v === 'number') {
     if (!Number.isInteger(v) || v < 1 || v > INT32_MAX)
       add('spec.maxInFlight', `must be a whole number from 1 to ${INT32_MAX}, not ${v}; ${accepted}`);
@@ -241,7 +256,8 @@ function validateMaxInFlight(v: unknown, add: Add): void {
 function durationField(o: Obj, key: string, field: string, add: Add, hint = ''): number | undefined {
   const v = o[key];
   if (!present(v)) return undefined;
-  const accepted = `accepted: a duration above 0 and at most ${SPEC_DURATION_MAX}, such as "90s", "20m" or "1h30m"${hint}`;
+  const accepted =
+    `accepted: a duration above 0 and at most ${SPEC_DURATION_MAX}, ` + `such as "90s", "20m" or "1h30m"${hint}`;
   if (typeof v === 'string' && v.length > DURATION_MAX_LENGTH) {
     add(field, `is longer than ${DURATION_MAX_LENGTH} characters; ${accepted}`);
     return undefined;

@@ -77,7 +77,9 @@ export function budgetGate(
   if (flying.length >= limit) {
     return {
       ok: false,
-      message: `maxInFlight ${limit} reached: ${listNames([...flying].sort())} in flight; it frees when one of their old Machines is gone`,
+      message:
+        `maxInFlight ${limit} reached: ${listNames([...flying].sort())} ` +
+        `in flight; it frees when one of their old Machines is gone`,
     };
   }
   if (owner === undefined) return { ok: true };
@@ -88,6 +90,9 @@ export function budgetGate(
   return {
     ok: false,
     frees,
-    message: `remediation.maxPerOwner ${settings.maxPerOwner} reached for ${owner.kind}/${owner.name} within remediation.window ${formatDuration(settings.windowMs)}; it frees at ${iso(frees)}`,
+    message:
+      `remediation.maxPerOwner ${settings.maxPerOwner} reached ` +
+      `for ${owner.kind}/${owner.name} within remediation.window ` +
+      `${formatDuration(settings.windowMs)}; it frees at ${iso(frees)}`,
   };
 }

@@ -134,7 +134,10 @@ export interface ProgressingInput extends StopContext {
 /** " Writes refused, retried with back-off: m (mark: 422 ...) since T; ..." — or nothing. */
 export function refusedNote(refused: readonly RefusedWrite[] | undefined): string {
   if (refused === undefined || refused.length === 0) return '';
-  return ` Writes refused, each retried with back-off (other Machines are not held back): ${said(refused.map((r) => `${r.machine} (${r.write}: ${r.message}) since ${iso(r.since)}`))}.`;
+  return (
+    ` Writes refused, each retried with back-off (other Machines ` +
+    `are not held back): ${said(refused.map((r) => `${r.machine} (${r.write}: ${r.message}) since ${iso(r.since)}`))}.`
+  );
 }
 
 export function progressing(i: ProgressingInput): ConditionInput {
@@ -168,7 +171,10 @@ function progressingOf(i: ProgressingInput): ConditionInput {
     type: CONDITION_PROGRESSING,
     status: 'True',
     reason: 'AsExpected',
-    message: `${c.joined + i.settledJoined} of ${i.expected} Machines joined, ${c.joining} on their way, ${c.stuck} stuck.${held}${waits}`,
+    message:
+      `${c.joined + i.settledJoined} of ${i.expected} Machines ` +
+      `joined, ${c.joining} on their way, ${c.stuck} stuck.${held}` +
+      waits,
   };
 }
 
@@ -198,14 +204,18 @@ export function pausedCondition(o: {
       type: t,
       status: 'True',
       reason: PausedReason.MarksWithdrawn,
-      message: `${w.note ?? `${ANNOTATION_WITHDRAW_ALL}: JoinGuard asks nothing`}; no Machine carries a mark it made.${deleting}`,
+      message:
+        `${w.note ?? `${ANNOTATION_WITHDRAW_ALL}: JoinGuard asks nothing`}; ` +
+        `no Machine carries a mark it made.${deleting}`,
     };
   }
   // CAPI's reason (util/paused), and every cause in the message, as CAPI joins them.
   const causes = [
     ...(o.specPaused
       ? [
-          'spec.paused is true: JoinGuard changes nothing and only reports (it still withdraws its own marks from Machines that joined)',
+          'spec.paused is true: JoinGuard changes nothing and only ' +
+            'reports (it still withdraws its own marks from Machines ' +
+            'that joined)',
         ]
       : []),
     ...(o.cluster.paused ? [`the Cluster ${o.cluster.name} is paused: its Machines are left alone`] : []),
@@ -227,7 +237,9 @@ export function machineDeleteNotAllowed(held: readonly string[]): string {
   const which = held.length > 0 ? ` Held back: ${listNames(held)}.` : '';
   return (
     'remediation.strategy is Delete, but JoinGuard runs without --allow-machine-delete (installed without ' +
-    'JOINGUARD_ALLOW_MACHINE_DELETE=true, which also grants the Machine delete role): it deletes no Machine, and stuck MachineSet Machines ' +
+    ('JOINGUARD_ALLOW_MACHINE_DELETE=true, which also grants the ' +
+      'Machine delete role): it deletes no Machine, and stuck MachineSet ' +
+      'Machines ') +
     `wait.${which} Enable the flag, or choose another strategy. ${runbook(ReadyReason.MachineDeleteNotAllowed)}`
   );
 }

@@ -40,7 +40,11 @@ export function deletionOf(check: MachineJoinCheck): Deletion | undefined {
 
 /** "the check is being deleted: ..." for the Paused condition while its marks are withdrawn. */
 export function deletionNote(d: Deletion): string {
-  return `the check is being deleted: JoinGuard asks nothing and withdraws every mark it made before it goes (finalizer ${FINALIZER}, at most until ${iso(d.until)})`;
+  return (
+    `the check is being deleted: JoinGuard asks nothing and withdraws ` +
+    `every mark it made before it goes (finalizer ${FINALIZER}, ` +
+    `at most until ${iso(d.until)})`
+  );
 }
 
 /**

@@ -41,7 +41,10 @@ export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Re
     const m = flyingMachines.get(name);
     const req = requests.find((x) => x.machine === name);
     const or = m?.ownerRemediated;
-    return `${name} (${req?.path ?? 'mark'}${m === undefined ? ', unreadable' : ''}${or?.status === 'False' && or.reason ? `, owner says ${or.reason}` : ''})`;
+    return (
+      `${name} (${req?.path ?? 'mark'}${m === undefined ? ', unreadable' : ''}` +
+      `${or?.status === 'False' && or.reason ? `, owner says ${or.reason}` : ''})`
+    );
   });
   const prog = progressing({
     stops,

@@ -316,7 +316,10 @@ function refusedEvent(i: MarkIntent, f: RefusedWrite): PlannedEvent {
     machine: i.machine,
     reason: 'WriteRefused',
     warning: true,
-    message: `Machine ${i.machine.name}: JoinGuard's ${what} was refused: ${f.message}. It is retried with back-off; other Machines are not held back.`,
+    message:
+      `Machine ${i.machine.name}: JoinGuard's ${what} was refused: ` +
+      `${f.message}. It is retried with back-off; other Machines ` +
+      `are not held back.`,
   };
 }
 
@@ -358,7 +361,12 @@ async function writeCheckMetadata(deps: ExecutorDeps, s: Snapshot, p: Plan): Pro
         { left },
       );
       if (left.length > 0) {
-        const message = `The check is deleted after ${DELETION_BOUND_MS / 60_000}m with JoinGuard's mark still on ${left.join(', ')} (writes refused, or the Machine unreadable). Each mark carries ${ANNOTATION_REQUESTED_BY} with this check's uid: a check whose scope holds the Machine withdraws it; withdraw it by hand otherwise (docs/runbook.md).`;
+        const message =
+          `The check is deleted after ${DELETION_BOUND_MS / 60_000}m ` +
+          `with JoinGuard's mark still on ${left.join(', ')} (writes ` +
+          `refused, or the Machine unreadable). Each mark carries ${ANNOTATION_REQUESTED_BY} ` +
+          `with this check's uid: a check whose scope holds the Machine ` +
+          `withdraws it; withdraw it by hand otherwise (docs/runbook.md).`;
         deps.emit({ on: 'Check', reason: 'MarksLeftBehind', warning: true, message }, s.check);
       }
     }

@@ -80,7 +80,8 @@ export function countFailure(
     canariesSpent: 0,
     machines: names,
   };
-  // [rollout-suspect] the same suspicion, when its failures all come from one new template revision (rollout-suspect.ts).
+  // [rollout-suspect] the same suspicion, when its failures all come from one new template revision
+  // (rollout-suspect.ts).
   const evidence = rollout?.(raising);
   if (evidence !== undefined) next.suspicion = { ...next.suspicion, reason: 'RolloutSuspect', rollout: evidence };
   events.push({
@@ -100,7 +101,9 @@ export function joinSeen(next: MachineJoinCheckStatus, joined: string[], events:
     on: 'Check',
     reason: 'SuspicionCleared',
     warning: false,
-    message: `Machine ${listNames(joined)} joined: Machines can join again, so the suspicion raised at ${next.suspicion.since} is cleared.`,
+    message:
+      `Machine ${listNames(joined)} joined: Machines can join again, ` +
+      `so the suspicion raised at ${next.suspicion.since} is cleared.`,
   });
   delete next.suspicion;
 }
@@ -134,18 +137,27 @@ export function suspicionMessage(
   const names = new Set(s.machines);
   const evidence = failures.filter((f) => f.kind === 'JoinTimeout' && names.has(f.machine));
   const parts = [
-    `${Math.max(status.consecutiveJoinFailures ?? 0, s.machines.length)} Machines in a row reached Joining and timed out with no Node ` +
+    `${Math.max(status.consecutiveJoinFailures ?? 0, s.machines.length)} ` +
+      `Machines in a row reached Joining and timed out with no ` +
+      `Node ` +
       `(joinTimeout ${formatDuration(settings.joinTimeoutMs)}): ${failureEvidence(evidence) || s.machines.join(', ')}.`,
-    `CAPI itself still reaches the Cluster's controlPlaneEndpoint ${endpointOf(cluster)}, so the fault is most likely not in the Machines: ` +
-      `the join credential in their bootstrap data (expired or revoked), or the network path from the Machines to that endpoint.`,
+    `CAPI itself still reaches the Cluster's controlPlaneEndpoint ` +
+      `${endpointOf(cluster)}, so the fault is most likely not ` +
+      `in the Machines: ` +
+      (`the join credential in their bootstrap data (expired or ` +
+        `revoked), or the network path from the Machines to that ` +
+        `endpoint.`),
   ];
   if (evidence.some((f) => f.controlPlane === true)) {
     parts.push(
-      'Control-plane Machines failed: an etcd member left behind by a failed control-plane join also makes every later control-plane join fail (cluster-api #13221).',
+      'Control-plane Machines failed: an etcd member left behind ' +
+        'by a failed control-plane join also makes every later control-plane ' +
+        'join fail (cluster-api #13221).',
     );
   }
   parts.push(
-    `Rebuilds stalled since ${s.since}; ${s.canariesSpent} canaries spent, next canary at ${s.nextCanaryTime ?? 'n/a'}. ` +
+    `Rebuilds stalled since ${s.since}; ${s.canariesSpent} canaries ` +
+      `spent, next canary at ${s.nextCanaryTime ?? 'n/a'}. ` +
       `Clears when a Machine joins, or with the joinguard.io/resume annotation.`,
   );
   if (heldBack.length > 0) parts.push(`Held back: ${listNames(heldBack)}.`);
@@ -196,6 +208,9 @@ export function resume(
     on: 'Check',
     reason: 'Resumed',
     warning: false,
-    message: `${ANNOTATION_RESUME}=${value}: failure counters, owner refusals and the per-owner window restart now${cleared.length > 0 ? `; cleared ${cleared.join(', ')}` : ''}. JoinGuard decides again from the current state.`,
+    message:
+      `${ANNOTATION_RESUME}=${value}: failure counters, owner refusals ` +
+      `and the per-owner window restart now${cleared.length > 0 ? `; cleared ${cleared.join(', ')}` : ''}. ` +
+      `JoinGuard decides again from the current state.`,
   });
 }

@@ -213,6 +213,8 @@ export function judgeFirstControlPlane(
     },
     ...(d.ask ? { probe: { host: d.host, port: d.port } } : {}),
     retryAt: d.retryAt,
-    wait: `probing the control-plane endpoint ${d.host}:${d.port} before acting on the first control-plane Machine ${m.name}`,
+    wait:
+      `probing the control-plane endpoint ${d.host}:${d.port} before ` +
+      `acting on the first control-plane Machine ${m.name}`,
   };
 }

@@ -87,7 +87,9 @@ export function kcpGate(
   if (kcp.remediationInProgress !== undefined) {
     return {
       kind: 'wait',
-      message: `KubeadmControlPlane ${kcp.name} is remediating ${kcp.remediationInProgress.machine ?? 'a Machine'} and takes one at a time`,
+      message:
+        `KubeadmControlPlane ${kcp.name} is remediating ${kcp.remediationInProgress.machine ?? 'a Machine'} ` +
+        `and takes one at a time`,
     };
   }
   if (initialized && kcpMachines <= 1) {
@@ -106,7 +108,9 @@ export function kcpGate(
     return {
       kind: 'wait',
       until: last + retryPeriod,
-      message: `KubeadmControlPlane ${kcp.name} remediated ${rf.machine ?? 'its predecessor'} at ${iso(last)} and waits retryPeriodSeconds until ${iso(last + retryPeriod)}`,
+      message:
+        `KubeadmControlPlane ${kcp.name} remediated ${rf.machine ?? 'its predecessor'} ` +
+        `at ${iso(last)} and waits retryPeriodSeconds until ${iso(last + retryPeriod)}`,
     };
   }
   const retries = rf.retryCount ?? 0;
@@ -115,7 +119,9 @@ export function kcpGate(
       kind: 'refused',
       until: last + minHealthy,
       message:
-        `KubeadmControlPlane ${kcp.name} would refuse ${m.name}: the operation already failed ${retries} times (maxRetry ${kcp.remediation.maxRetry}); ` +
+        `KubeadmControlPlane ${kcp.name} would refuse ${m.name}: ` +
+        `the operation already failed ${retries} times (maxRetry ` +
+        `${kcp.remediation.maxRetry}); ` +
         `it acts again after minHealthyPeriodSeconds, at ${iso(last + minHealthy)}`,
     };
   }
@@ -141,10 +147,16 @@ export function ownerRefusal(
       m.ownerRemediated?.status === 'False' &&
       m.ownerRemediated.reason === 'CannotBeRemediated'
     ) {
-      return `${owner.kind}/${owner.name} answered CannotBeRemediated for ${r.machine}${m.ownerRemediated.message ? `: ${m.ownerRemediated.message}` : ''}`;
+      return (
+        `${owner.kind}/${owner.name} answered CannotBeRemediated ` +
+        `for ${r.machine}${m.ownerRemediated.message ? `: ${m.ownerRemediated.message}` : ''}`
+      );
     }
     if (r.state === 'Withdrawn' && r.withdrawn === 'Unanswered') {
-      return `nobody acted on the request for ${r.machine} (path ${r.path}, owner ${owner.kind}/${owner.name}) within the bound`;
+      return (
+        `nobody acted on the request for ${r.machine} (path ${r.path}, ` +
+        `owner ${owner.kind}/${owner.name}) within the bound`
+      );
     }
   }
   return undefined;
@@ -224,7 +236,9 @@ export const STOPS = [
     reason: 'FirstControlPlaneReplacementMisconfigured',
     restricting: false,
     message: (_c, notes, machines) =>
-      `JoinGuard stopped remediating the first control-plane Machine: ${notes[0] ?? 'its replacement is not an init Machine'}.${heldBack(machines)} ${runbook('FirstControlPlaneReplacementMisconfigured')}`,
+      `JoinGuard stopped remediating the first control-plane Machine: ` +
+      `${notes[0] ?? 'its replacement is not an init Machine'}.` +
+      `${heldBack(machines)} ${runbook('FirstControlPlaneReplacementMisconfigured')}`,
   },
   {
     reason: 'ControlPlaneEndpointUnreachable',
@@ -232,10 +246,16 @@ export const STOPS = [
     message: (c, _notes, machines) => {
       const seen = c.connection.down
         ? `CAPI cannot see the workload cluster: ${c.connection.evidence}`
-        : `${c.connection.evidence ?? 'the workload connection came back'}, less than the grace period (${formatDuration(c.graceMs)}) ago`;
+        : `${c.connection.evidence ?? 'the workload connection came back'}, ` +
+          `less than the grace period (${formatDuration(c.graceMs)}) ` +
+          `ago`;
       return (
-        `${seen} (controlPlaneEndpoint ${endpointOf(c.cluster)}). Past their deadline without a Node: ${listNames(machines)}; a Machine whose Node ` +
-        `CAPI cannot see is never taken for one that never joined, so there is no verdict until the connection has been back for ` +
+        `${seen} (controlPlaneEndpoint ${endpointOf(c.cluster)}). ` +
+        `Past their deadline without a Node: ${listNames(machines)}; ` +
+        `a Machine whose Node ` +
+        (`CAPI cannot see is never taken for one that never joined, ` +
+          `so there is no verdict until the connection has been back ` +
+          `for `) +
         `${formatDuration(c.graceMs)}. ${runbook('ControlPlaneEndpointUnreachable')}`
       );
     },
@@ -249,10 +269,14 @@ export const STOPS = [
       const failures = (status.recentFailures ?? []).filter((f) => since === undefined || f.time >= since);
       const evidence = failureEvidence(failures.slice(-settings.neverJoinedLimit));
       return (
-        `No Machine in scope has ever joined and ${status.failuresSinceResume ?? 0} failures happened${since !== undefined ? ` since the resume at ${since}` : ''} ` +
+        `No Machine in scope has ever joined and ${status.failuresSinceResume ?? 0} ` +
+        `failures happened${since !== undefined ? ` since the resume at ${since}` : ''} ` +
         `(neverJoinedLimit ${settings.neverJoinedLimit}): ${evidence}. The cluster looks misconfigured ` +
-        `from the start (image, bootstrap settings, an endpoint ${endpointOf(cluster)} the Machines cannot reach); rebuilding would repeat it, so all ` +
-        `remediation stopped.${heldBack(machines)} Fix the templates, then resume with joinguard.io/resume. ${runbook('NeverJoined')}`
+        (`from the start (image, bootstrap settings, an endpoint ${endpointOf(cluster)} ` +
+          `the Machines cannot reach); rebuilding would repeat it, ` +
+          `so all `) +
+        (`remediation stopped.${heldBack(machines)} Fix the templates, ` +
+          `then resume with joinguard.io/resume. ${runbook('NeverJoined')}`)
       );
     },
   },
@@ -283,7 +307,8 @@ export const STOPS = [
       return g.kind === 'refused' ? { note: g.message, ...until(g.until) } : undefined;
     },
     message: (_c, notes, machines) =>
-      `An owner refuses remediation, so JoinGuard does not ask it: ${said(notes)}.${heldBack(machines)} ${runbook('RemediationRefusedByOwner')}`,
+      `An owner refuses remediation, so JoinGuard does not ask ` +
+      `it: ${said(notes)}.${heldBack(machines)} ${runbook('RemediationRefusedByOwner')}`,
   },
   {
     reason: 'RemediationBudgetExhausted',
@@ -293,15 +318,18 @@ export const STOPS = [
       return b.ok ? undefined : { note: b.message, ...until(b.frees) };
     },
     message: (_c, notes, machines) =>
-      `A remediation budget holds back requests: ${said(notes)}.${heldBack(machines)} ${runbook('RemediationBudgetExhausted')}`,
+      `A remediation budget holds back requests: ${said(notes)}.` +
+      `${heldBack(machines)} ${runbook('RemediationBudgetExhausted')}`,
   },
   {
     reason: 'DryRun',
     restricting: false,
     message: (_c, notes) =>
       notes.length > 0
-        ? `spec.dryRun is true: JoinGuard would ask for the replacement of ${listNames(notes)}, and changes no Machine. ${runbook('DryRun')}`
-        : `spec.dryRun is true: JoinGuard judges and reports, and changes no Machine; nothing would be asked now. ${runbook('DryRun')}`,
+        ? `spec.dryRun is true: JoinGuard would ask for the replacement ` +
+          `of ${listNames(notes)}, and changes no Machine. ${runbook('DryRun')}`
+        : `spec.dryRun is true: JoinGuard judges and reports, and changes ` +
+          `no Machine; nothing would be asked now. ${runbook('DryRun')}`,
   },
 ] as const satisfies readonly Stop[];
 
@@ -325,7 +353,10 @@ export function stopMessage(
   return BY_REASON.get(reason)!.message(c, notes, machines);
 }
 
-/** The guards of the chain in STOPS order for one Stuck Machine: the first that holds it says why (and when it may free). */
+/**
+ * The guards of the chain in STOPS order for one Stuck Machine: the first that holds it says why (and when it may
+ * free).
+ */
 export function guardChain(
   m: MachineFacts,
   v: MachineVerdict,

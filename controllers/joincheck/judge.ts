@@ -123,7 +123,9 @@ export interface JoinClockInputs {
   notBefore?: number;
 }
 
-/** The provision clock: from creation, and for every Machine but the first control-plane one not before initialization. */
+/**
+ * The provision clock: from creation, and for every Machine but the first control-plane one not before initialization.
+ */
 export function provisionClockStart(
   m: MachineFacts,
   firstControlPlane: boolean,
@@ -229,7 +231,10 @@ export function judge(m: MachineFacts, ctx: VerdictContext): MachineVerdict {
 export function remediationMark(m: MachineFacts, openRequests: ReadonlySet<string>): string | undefined {
   if (openRequests.has(m.uid)) return 'JoinGuard asked for its replacement';
   if (m.healthCheckSucceeded?.status === 'False')
-    return `already marked for remediation: HealthCheckSucceeded is False (${m.healthCheckSucceeded.reason ?? 'no reason'})`;
+    return (
+      `already marked for remediation: HealthCheckSucceeded is ` +
+      `False (${m.healthCheckSucceeded.reason ?? 'no reason'})`
+    );
   if (m.remediateAnnotation) return 'already marked for remediation: annotation cluster.x-k8s.io/remediate-machine';
   if (m.joinGuardJoined?.status === 'False') return 'already marked: JoinGuardJoined is False';
   return undefined;
@@ -279,7 +284,9 @@ function clockVerdict(m: MachineFacts, ctx: VerdictContext, isFirst: boolean): M
         failureKind: 'ProvisionTimeout',
         clockStart: start,
         deadline,
-        reason: `${what} not ready ${formatDuration(now - start)} after ${from} (provisionTimeout ${formatDuration(settings.provisionTimeoutMs as number)})`,
+        reason:
+          `${what} not ready ${formatDuration(now - start)} after ${from} ` +
+          `(provisionTimeout ${formatDuration(settings.provisionTimeoutMs as number)})`,
       };
     }
     return {
@@ -298,7 +305,9 @@ function clockVerdict(m: MachineFacts, ctx: VerdictContext, isFirst: boolean): M
       ...base,
       state: 'Held',
       hold: 'PreviousFirstControlPlane',
-      reason: `the previous first control-plane Machine ${prevFirst.machine} is not gone yet (it may still hold the endpoint)`,
+      reason:
+        `the previous first control-plane Machine ${prevFirst.machine} ` +
+        `is not gone yet (it may still hold the endpoint)`,
     };
   }
   const start = joinClockStart(m, {
@@ -319,7 +328,9 @@ function clockVerdict(m: MachineFacts, ctx: VerdictContext, isFirst: boolean): M
       ...timed,
       state: 'Held',
       hold: 'EndpointAnswered',
-      reason: `the control plane answered at its endpoint, so initialization may be finishing: given another joinTimeout until ${iso(deadline)}`,
+      reason:
+        `the control plane answered at its endpoint, so initialization ` +
+        `may be finishing: given another joinTimeout until ${iso(deadline)}`,
     };
   }
   if (now >= deadline) {

@@ -1,4 +1,5 @@
-// The life of a request (DESIGN: "How a replacement is asked of CAPI"; the paths are paths.ts) — level-triggered: every pass derives from
+// The life of a request (DESIGN: "How a replacement is asked of CAPI"; the paths are paths.ts) — level-triggered: every
+// pass derives from
 // the Machine and the request memory what the Machine must carry now (JoinGuard's mark, or no mark JoinGuard
 // caused), and the executor converges it, whatever write failed or crashed before. A mark is not a deletion:
 // owners defer, and a Machine may join while it waits; then JoinGuard withdraws its mark, again on every pass
@@ -12,7 +13,9 @@ import { isJoined } from './judge.js';
 import { formatDuration, iso, ms, MINUTE } from './time.js';
 import type { MachineVerdict, MarkIntent } from './types.js';
 
-/** A request nobody acted on (no owner answer, no MachineHealthCheck taking it) within this is withdrawn and reported. */
+/**
+ * A request nobody acted on (no owner answer, no MachineHealthCheck taking it) within this is withdrawn and reported.
+ */
 export const UNANSWERED_AFTER_MS = 15 * MINUTE;
 
 const OWNER_WAITING = 'WaitingForRemediation';
@@ -211,7 +214,9 @@ export function markIntents(
         machine: t,
         reason: 'RemediationRequested' as const,
         warning: true,
-        message: `Machine ${m.name}: ${r.kind}. JoinGuard asks for its replacement via path ${r.path}${r.canary ? ', as a canary' : ''}.`,
+        message:
+          `Machine ${m.name}: ${r.kind}. JoinGuard asks for its replacement ` +
+          `via path ${r.path}${r.canary ? ', as a canary' : ''}.`,
       };
       if (r.path === 'Delete') out.push({ want: 'delete', machine: t, kind: r.kind, event });
       else if (r.path !== 'Report')
@@ -289,18 +294,30 @@ function withdrawalWhy(
 ): string {
   const { m, r, path } = w;
   if (w.orphan) {
-    return `its mark was made by a MachineJoinCheck that no longer exists (uid ${m.requestedBy}); JoinGuard withdraws it, and ${o.checkName} judges the Machine anew`;
+    return (
+      `its mark was made by a MachineJoinCheck that no longer exists ` +
+      `(uid ${m.requestedBy}); JoinGuard withdraws it, and ${o.checkName} ` +
+      `judges the Machine anew`
+    );
   }
   if (r?.withdrawn === 'Unanswered') {
     const bound = formatDuration(o.unansweredAfterMs ?? UNANSWERED_AFTER_MS);
-    return `nobody acted on JoinGuard's ${path} request within ${bound} of its mark; it is withdrawn and the Machine is not asked again`;
+    return (
+      `nobody acted on JoinGuard's ${path} request within ${bound} ` +
+      `of its mark; it is withdrawn and the Machine is not asked ` +
+      `again`
+    );
   }
   if (r?.withdrawn === 'OptedOut')
     return `it was opted out (${m.skipReason}) before it was replaced; JoinGuard withdraws its ${path} request`;
   if (r?.withdrawn === 'WithdrawAll' || w.allWithdrawn) {
     if (o.deleting)
       return `its check ${o.checkName} is being deleted; JoinGuard withdraws its ${path} request before the check goes`;
-    return `its check carries ${ANNOTATION_WITHDRAW_ALL}; JoinGuard withdraws its ${path} request (and never asks for this Machine again)`;
+    return (
+      `its check carries ${ANNOTATION_WITHDRAW_ALL}; JoinGuard ` +
+      `withdraws its ${path} request (and never asks for this Machine ` +
+      `again)`
+    );
   }
   const node = m.nodeName !== undefined ? `Node ${m.nodeName}` : 'a Node with its providerID';
   return `it joined (${node}) before it was replaced; JoinGuard withdraws its ${path} request`;

@@ -1,6 +1,7 @@
 // The check's persisted memory, read back with suspicion. Status is user-writable (`kubectl edit --subresource
 // status`), so nothing in it is trusted as is: counts are clamped to int32 (one the lists cannot justify is kept,
-// bounded: a hand-written value), times in the future come back as now, entries of the wrong shape are dropped, lists are bounded — each with a
+// bounded: a hand-written value), times in the future come back as now, entries of the wrong shape are dropped, lists
+// are bounded — each with a
 // note the controller logs. A check moved by `clusterctl move` arrives with an empty status and its memory in
 // the `joinguard.io/memory` annotation (written when the move paused its Cluster): it is restored from there.
 import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';

@@ -1,7 +1,8 @@
 // JoinGuard's own metric families, on the process's registry beside controller-runtime's (runtime/metrics.ts).
 // Per-check families carry cluster_namespace, cluster_name (CAPI's names for a workload cluster in its own series,
 // e.g. capi_cluster_cache_*) and check: no label a scrape sets (namespace, pod, provider, job, instance) or a
-// multi-cluster Prometheus sets (cluster), so nothing is renamed exported_*. Counters count transitions between the status read
+// multi-cluster Prometheus sets (cluster), so nothing is renamed exported_*. Counters count transitions between the
+// status read
 // and the status written, so a restart neither loses nor repeats an increment beyond the counter's reset.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
@@ -68,7 +69,9 @@ export class JoinGuardMetrics {
     // state: the status count the Machine is in (counts.ts, as kubectl get mjc shows it); verdict: the finer verdict.
     this.machines = new Gauge({
       name: 'joinguard_machines',
-      help: 'Machines in scope of a check, by state (the status count: Joined, Joining, Stuck, Skipped, Deleting) and verdict',
+      help:
+        'Machines in scope of a check, by state (the status count: ' +
+        'Joined, Joining, Stuck, Skipped, Deleting) and verdict',
       labelNames: [...CHECK_LABELS, 'state', 'verdict'],
       registers,
     });
@@ -120,7 +123,10 @@ export class JoinGuardMetrics {
     });
     this.refusedMachines = new Gauge({
       name: 'joinguard_write_refused_machines',
-      help: 'Machines of a check whose last write the apiserver refused (403, an admission webhook, any error but 404/409), retried with back-off',
+      help:
+        'Machines of a check whose last write the apiserver refused ' +
+        '(403, an admission webhook, any error but 404/409), retried ' +
+        'with back-off',
       labelNames: [...CHECK_LABELS],
       registers,
     });

@@ -21,7 +21,9 @@ export type Path = Exclude<RemediationPath, 'Report'>;
 export interface PathRule {
   /** The write of this path is visible on the Machine. */
   visible: (m: MachineFacts) => boolean;
-  /** A MachineHealthCheck answers it for the owner (OwnerRemediated=False/WaitingForRemediation counts as an answer). */
+  /**
+   * A MachineHealthCheck answers it for the owner (OwnerRemediated=False/WaitingForRemediation counts as an answer).
+   */
   answered: boolean;
   /** Marks a MachineHealthCheck makes because JoinGuard asked (the annotation path: the MHC's own reasons). */
   caused: { annotation: boolean };
@@ -130,7 +132,9 @@ export function choosePath(
       if (capi.minor !== undefined && capi.minor < MACHINE_CONDITION_MIN_MINOR) {
         return {
           kind: 'report',
-          why: `strategy MachineCondition needs CAPI v1.${MACHINE_CONDITION_MIN_MINOR} or later; this management cluster runs v1.${capi.minor}`,
+          why:
+            `strategy MachineCondition needs CAPI v1.${MACHINE_CONDITION_MIN_MINOR} ` +
+            `or later; this management cluster runs v1.${capi.minor}`,
         };
       }
       const watching = selectingMhcs(m, mhcs).filter((h) => h.watchesJoinGuardCondition && !h.paused);

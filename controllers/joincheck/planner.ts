@@ -54,11 +54,15 @@ function idle(s: Snapshot, f: Followed): Plan {
     f.settings === undefined
       ? {
           reason: ReadyReason.InvalidSpec,
-          message: `The spec is invalid: ${s.settingsError ?? 'it could not be read'}. JoinGuard does nothing until it is fixed.`,
+          message:
+            `The spec is invalid: ${s.settingsError ?? 'it could not be read'}. ` +
+            `JoinGuard does nothing until it is fixed.`,
         }
       : {
           reason: ReadyReason.ClusterNotFound,
-          message: `Cluster ${meta.namespace}/${f.settings.clusterName} not found: nothing is judged or changed until it exists.`,
+          message:
+            `Cluster ${meta.namespace}/${f.settings.clusterName} not ` +
+            `found: nothing is judged or changed until it exists.`,
         };
   f.next.conditions = setCondition(
     f.next.conditions,

@@ -37,7 +37,8 @@ export class Refusals {
     now: number,
   ): RefusedWrite {
     const prev = this.byUid.get(t.uid);
-    // An ApiError's reason is the apiserver's message (an admission webhook names itself there); its code the HTTP status.
+    // An ApiError's reason is the apiserver's message (an admission webhook names itself there); its code the HTTP
+    // status.
     const text =
       typeof err.code === 'number' && typeof err.reason === 'string' ? `${err.code} ${err.reason}` : err.message;
     const attempts = (prev?.attempts ?? 0) + 1;

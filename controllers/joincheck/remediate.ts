@@ -156,7 +156,9 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
         machine: target(m),
         reason: 'RemediationSkipped',
         warning: false,
-        message: `dry run: Machine ${m.name}: ${v.reason}. JoinGuard would ask for its replacement via ${choice.via} (path ${choice.path}).`,
+        message:
+          `dry run: Machine ${m.name}: ${v.reason}. JoinGuard would ` +
+          `ask for its replacement via ${choice.via} (path ${choice.path}).`,
       });
       continue;
     }

@@ -131,7 +131,11 @@ function revisionLeft(e: RolloutEvidence, w: RolloutWorld): string | undefined {
     return `MachineSet ${e.machineSet} of revision ${e.revision} is gone`;
   const current = revisions(w, e.owner.name)[0];
   if (current === undefined || current.name === e.machineSet) return undefined;
-  return `MachineDeployment ${e.owner.name} now rolls out revision ${current.revision} (MachineSet ${current.name}), not revision ${e.revision}`;
+  return (
+    `MachineDeployment ${e.owner.name} now rolls out revision ` +
+    `${current.revision} (MachineSet ${current.name}), not revision ` +
+    e.revision
+  );
 }
 
 /**
@@ -176,15 +180,23 @@ export function rolloutMessage(
     ? `revision ${e.previousRevision} (MachineSet ${e.previousMachineSet})`
     : `version ${e.previousRevision}`;
   const parts = [
-    `${Math.max(status.consecutiveJoinFailures ?? 0, s.machines.length)} Machines in a row timed out joining (joinTimeout ${formatDuration(settings.joinTimeoutMs)}), ` +
-      `all of ${rev}: ${listNames(failed.length > 0 ? failed : s.machines)}. No Machine of it has joined, while Machines of ${prev} did, through the same ` +
+    `${Math.max(status.consecutiveJoinFailures ?? 0, s.machines.length)} ` +
+      `Machines in a row timed out joining (joinTimeout ${formatDuration(settings.joinTimeoutMs)}), ` +
+      (`all of ${rev}: ${listNames(failed.length > 0 ? failed : s.machines)}. ` +
+        `No Machine of it has joined, while Machines of ${prev} did, ` +
+        `through the same `) +
       `credential and endpoint ${endpointOf(cluster)}: the new template is the suspect, not the join credential.`,
     `It differs from ${prev} in: ${e.changes.length > 0 ? e.changes.join('; ') : UNREADABLE_CHANGES}.`,
     md
-      ? `Fix the template (a new one, and point the MachineDeployment at it) or roll back (point spec.template back at ${prev}'s templates).`
-      : `Fix the KubeadmControlPlane's machine template or kubeadm settings, or roll back spec.version to ${e.previousRevision}.`,
-    `No more Machines of this revision are rebuilt: ${s.canariesSpent} canaries spent, next canary at ${s.nextCanaryTime ?? 'n/a'}. ` +
-      `Clears when a Machine joins, when the revision is no longer rolled out, or with the joinguard.io/resume annotation.`,
+      ? `Fix the template (a new one, and point the MachineDeployment ` +
+        `at it) or roll back (point spec.template back at ${prev}'s ` +
+        `templates).`
+      : `Fix the KubeadmControlPlane's machine template or kubeadm ` +
+        `settings, or roll back spec.version to ${e.previousRevision}.`,
+    `No more Machines of this revision are rebuilt: ${s.canariesSpent} ` +
+      `canaries spent, next canary at ${s.nextCanaryTime ?? 'n/a'}. ` +
+      (`Clears when a Machine joins, when the revision is no longer ` +
+        `rolled out, or with the joinguard.io/resume annotation.`),
   ];
   if (heldBack.length > 0) parts.push(`Held back: ${listNames(heldBack)}.`);
   parts.push(runbook('RolloutSuspect'));

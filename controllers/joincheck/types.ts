@@ -30,7 +30,9 @@ export interface CapiInfo {
 
 /** What this process computed in its previous plan of the check; not persisted (a restart starts without it). */
 export interface PreviousView {
-  /** Readiness times (the join clock's) by Machine UID: one that moves later while its flag stays true is not trusted. */
+  /**
+   * Readiness times (the join clock's) by Machine UID: one that moves later while its flag stays true is not trusted.
+   */
   readyAt: ReadonlyMap<string, number>;
   /** Machines (UIDs) in scope that had not joined: a join this process sees happen is measured (join durations). */
   pending: ReadonlySet<string>;
