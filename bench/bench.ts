@@ -1,5 +1,5 @@
 // `npm run bench -- [--machines N] [--smoke] [--runs joinguard,mhc,both] [--quiet-min M | --quiet-min joinguard=M,mhc=M,both=M] [--parallel]
-//                   [--node-options "..." (default: the Deployment's NODE_OPTIONS)] [--out FILE]`
+//                   [--node-options "..." (default: the Deployment's allocator env and NODE_OPTIONS)] [--out FILE]`
 // `npm run bench -- --micro ...` (bench/micro/micro.ts) and `npm run bench -- --heap ...` (bench/micro/heap.ts).
 // JoinGuard alone, CAPI's MachineHealthCheck alone, and both together, each on a control plane and a fleet
 // of its own built afresh (bench/run.ts), measured from the apiserver's side; then the results JSON and the
@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureBuilt } from '../hack/testenv/testenv.js';
-import { compileController, deployedNodeOptions, removeCompiledController } from './controller-process.js';
+import { compileController, deployedRuntime, removeCompiledController } from './controller-process.js';
 import { fleetShape } from './fleet.js';
 import { heapSettings, parseHeapArgs } from './micro/heap.js';
 import { micro, parseMicroArgs } from './micro/micro.js';
@@ -26,7 +26,10 @@ export interface BenchArgs {
   /** Minutes of quiet, for every run or per run (a run not named keeps the default). */
   quietMin?: number | Partial<Record<RunName, number>>;
   parallel: boolean;
-  /** Node flags for JoinGuard; default: the Deployment's NODE_OPTIONS (as deployed). */
+  /**
+   * Node flags for JoinGuard, after optional `NAME=value` environment words (bench/controller-process.ts
+   * runtimeSetting); default: the Deployment's allocator variables and NODE_OPTIONS (as deployed).
+   */
   nodeOptions: string;
   out: string;
 }
@@ -51,7 +54,7 @@ function parseArgs(argv: string[]): BenchArgs {
     smoke: false,
     runs: ['joinguard', 'mhc', 'both'],
     parallel: false,
-    nodeOptions: deployedNodeOptions(),
+    nodeOptions: deployedRuntime(),
     out: '',
   };
   for (let i = 0; i < argv.length; i++) {

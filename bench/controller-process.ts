@@ -56,7 +56,11 @@ export interface JoinGuardStart {
   kubeconfig: string;
   webhookCertDir: string;
   logFile: string;
-  /** Node and V8 flags before the script, as an image's ENTRYPOINT would put them ('' = Node's defaults). */
+  /**
+   * Node and V8 flags before the script, as an image's ENTRYPOINT would put them ('' = Node's defaults), after
+   * optional `NAME=value` words for the process's environment, as a shell prefix (`MALLOC_ARENA_MAX=2
+   * --max-semi-space-size=2`): see runtimeSetting.
+   */
   nodeOptions: string;
   /** Flags beyond the Deployment's (e.g. --connection-grace for the smoke size). */
   extraFlags?: string[];
@@ -66,13 +70,50 @@ export interface JoinGuardStart {
 
 /** NODE_OPTIONS of the Deployment's `manager` container (manifests/manager/manager.yaml): the bench's default. */
 export function deployedNodeOptions(): string {
+  return managerContainer()?.env?.find((e: Json) => e.name === 'NODE_OPTIONS')?.value ?? '';
+}
+
+function managerContainer(): Json | undefined {
   const docs = YAML.parseAllDocuments(
     fs.readFileSync(path.join(root, 'manifests', 'manager', 'manager.yaml'), 'utf8'),
   ).map((d) => d.toJS() as Json);
-  const c = docs
+  return docs
     .find((d) => d?.kind === 'Deployment')
     ?.spec.template.spec.containers.find((x: Json) => x.name === 'manager');
-  return c?.env?.find((e: Json) => e.name === 'NODE_OPTIONS')?.value ?? '';
+}
+
+/** The environment variables the Deployment sets for the allocator (glibc's malloc), and only those. */
+const MALLOC_ENV = /^(MALLOC_[A-Z_]+_?|GLIBC_TUNABLES)$/;
+
+/**
+ * The Deployment's `manager` container as the bench runs it: its allocator variables as `NAME=value` words (in the
+ * manifest's order), then its NODE_OPTIONS. The bench's default setting (`--node-options`).
+ */
+export function deployedRuntime(): string {
+  const words = Object.entries(deployedMallocEnv()).map(([k, v]) => `${k}=${v}`);
+  return [...words, deployedNodeOptions()].filter(Boolean).join(' ');
+}
+
+/** The allocator variables of the Deployment's `manager` container (literal values). */
+export function deployedMallocEnv(): Record<string, string> {
+  const env = (managerContainer()?.env ?? []) as { name: string; value?: string }[];
+  return Object.fromEntries(env.filter((e) => MALLOC_ENV.test(e.name)).map((e) => [e.name, e.value ?? '']));
+}
+
+/**
+ * A setting as the bench writes it, split: leading `NAME=value` words are the environment, the rest are Node
+ * flags. Allocator variables the bench itself inherited are never passed on: only the setting decides them.
+ */
+export function runtimeSetting(setting: string): { env: Record<string, string>; flags: string[] } {
+  const env: Record<string, string> = {};
+  const words = setting.split(/\s+/).filter(Boolean);
+  let i = 0;
+  for (; i < words.length; i++) {
+    const m = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(words[i]!);
+    if (!m) break;
+    env[m[1]!] = m[2]!;
+  }
+  return { env, flags: words.slice(i) };
 }
 
 export class JoinGuardProcess {
@@ -94,11 +135,13 @@ export class JoinGuardProcess {
 
   static async start(o: JoinGuardStart): Promise<JoinGuardProcess> {
     const [metricsPort, healthPort, webhookPort] = [await freePort(), await freePort(), await freePort()];
+    const setting = runtimeSetting(o.nodeOptions);
+    const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !MALLOC_ENV.test(k)));
     const proc = ManagedProcess.start({
       name: 'joinguard',
       command: process.execPath,
       args: [
-        ...o.nodeOptions.split(/\s+/).filter(Boolean),
+        ...setting.flags,
         compiled('cmd/joinguard.ts'),
         `--kubeconfig=${o.kubeconfig}`,
         '--leader-elect=true',
@@ -110,7 +153,13 @@ export class JoinGuardProcess {
         `--webhook-cert-dir=${o.webhookCertDir}`,
         ...(o.extraFlags ?? []),
       ],
-      env: { ...process.env, NODE_ENV: 'production', NODE_OPTIONS: '', POD_NAMESPACE: JOINGUARD_LEASE_NAMESPACE },
+      env: {
+        ...inherited,
+        ...setting.env,
+        NODE_ENV: 'production',
+        NODE_OPTIONS: '',
+        POD_NAMESPACE: JOINGUARD_LEASE_NAMESPACE,
+      },
       logFile: o.logFile,
     });
     if (o.pgidFile) fs.appendFileSync(o.pgidFile, `${proc.pid}\n`);

@@ -54,3 +54,28 @@ export class ProcSampler {
     clearInterval(this.timer);
   }
 }
+
+/** Where a process's resident memory sits, in KiB (Linux): glibc's main heap (`[heap]`, grown by brk), all
+ * anonymous memory (V8's heap, thread arenas, mmap'd buffers and the main heap) and file pages (the binary). */
+export interface ResidentParts {
+  mainHeapKiB: number;
+  anonKiB: number;
+  fileKiB: number;
+}
+
+export function residentParts(pid: number): ResidentParts | undefined {
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kib = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0);
+    let mainHeapKiB = 0;
+    let inHeap = false;
+    for (const line of fs.readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+      // A mapping's header starts with its address range; its fields follow as `Name: value kB`.
+      if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) inHeap = line.trimEnd().endsWith('[heap]');
+      else if (inHeap && line.startsWith('Rss:')) mainHeapKiB += Number(/(\d+)/.exec(line)?.[1] ?? 0);
+    }
+    return { mainHeapKiB, anonKiB: kib('RssAnon'), fileKiB: kib('RssFile') };
+  } catch {
+    return undefined;
+  }
+}

@@ -2,12 +2,14 @@
 // V8 heap settings for the image, chosen by measurement: JoinGuard as deployed (the compiled command with the
 // Deployment's flags, bench/controller-process.ts) against the in-memory apiserver serving the end-to-end
 // fleet's shape (100 Machines per Cluster, two checks per Cluster), once per setting (node flags before the
-// script, as an ENTRYPOINT would put them), each on a fresh copy of the same world:
+// script, as an ENTRYPOINT would put them, after optional `NAME=value` environment words such as glibc's
+// MALLOC_ARENA_MAX: bench/controller-process.ts runtimeSetting), each on a fresh copy of the same world:
 //   start      list everything, reconcile every check once
 //   churn      2,000 Machine updates JoinGuard does not read, 50 per second (CAPI's status patches; at 200
 //              per second the controller before the rework saturated a core and lost its Lease)
 //   marks      5% of the Machines stuck, 8 deadlines per second
-// Per setting: peak RSS (VmHWM), RSS and V8 heap at the end, CPU seconds, GC count and pause time by kind
+// Per setting: the load average at its start, peak RSS (VmHWM), RSS at the end and where it sits (glibc's main
+// heap, anonymous, file pages), the V8 heap at the end, CPU seconds, GC count and pause time by kind
 // (prom-client's nodejs_gc_duration_seconds), the marks' latency, and whether the process survived.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -15,6 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tailFile } from '../../hack/testenv/process.js';
 import { compileController, JoinGuardProcess } from '../controller-process.js';
+import { residentParts } from '../proc.js';
 import { byLabel, sum } from '../prom.js';
 import { percentile, round } from '../stats.js';
 import { FakeApiserver, type Json } from './fake-apiserver.js';
@@ -43,6 +46,7 @@ async function runSetting(
   tls: { cert: string; key: string; caPem: string },
   dir: string,
 ) {
+  const loadAvgAtStart = os.loadavg().map((x) => round(x, 2));
   const api = new FakeApiserver(tls);
   const server = await api.start();
   const clusters = Math.ceil(machines / PER_CLUSTER);
@@ -87,6 +91,7 @@ async function runSetting(
     await sleep(2000);
     const metrics = await jg.metrics();
     const last = jg.sampler.take();
+    const parts = residentParts(jg.proc.pid);
     const lat = [...deadlines]
       .map(([n, d]) => (marked.has(n) ? (marked.get(n)! - d) / 1000 : Infinity))
       .sort((a, b) => a - b);
@@ -94,12 +99,17 @@ async function runSetting(
     const gcSum = byLabel(metrics ?? [], 'nodejs_gc_duration_seconds_sum', 'kind');
     return {
       setting: setting || '(Node defaults)',
+      loadAvgAtStart,
       survived: jg.proc.running,
       error: jg.proc.running ? undefined : `${jg.proc.describeExit()}: ${tailFile(jg.proc.logFile, 3)}`,
       firstReconcileS,
       rssAfterStartMiB: round((afterStart?.rssKiB ?? 0) / 1024, 1),
       peakRssMiB: round(Math.max(jg.sampler.peakRssKiB, last?.hwmKiB ?? 0) / 1024, 1),
       rssAtEndMiB: round((last?.rssKiB ?? 0) / 1024, 1),
+      // At the end: glibc's main heap, all anonymous memory, file pages (docs/benchmarks.md "Where the RSS sits").
+      mainHeapAtEndMiB: parts && round(parts.mainHeapKiB / 1024, 1),
+      rssAnonAtEndMiB: parts && round(parts.anonKiB / 1024, 1),
+      rssFileAtEndMiB: parts && round(parts.fileKiB / 1024, 1),
       heapUsedAtEndMiB: round(sum(metrics ?? [], 'nodejs_heap_size_used_bytes') / 2 ** 20, 1),
       heapTotalAtEndMiB: round(sum(metrics ?? [], 'nodejs_heap_size_total_bytes') / 2 ** 20, 1),
       cpuSeconds: round(last?.cpuSeconds, 2),
@@ -128,12 +138,16 @@ export type HeapCase = Awaited<ReturnType<typeof runSetting>>;
 function failed(setting: string, e: Error): HeapCase {
   return {
     setting: setting || '(Node defaults)',
+    loadAvgAtStart: os.loadavg().map((x) => round(x, 2)),
     survived: false,
     error: e.message.slice(0, 600),
     firstReconcileS: undefined,
     rssAfterStartMiB: undefined,
     peakRssMiB: undefined,
     rssAtEndMiB: undefined,
+    mainHeapAtEndMiB: undefined,
+    rssAnonAtEndMiB: undefined,
+    rssFileAtEndMiB: undefined,
     heapUsedAtEndMiB: undefined,
     heapTotalAtEndMiB: undefined,
     cpuSeconds: undefined,
@@ -187,7 +201,7 @@ export async function heapSettings(a: {
         // A setting that kills the process (out of heap) is a result, not a failure of the benchmark.
         const c = await runSetting(s, a.machines, tls, dir).catch((e: Error) => failed(s, e));
         log(
-          `  peak RSS ${c.peakRssMiB} MiB, end ${c.rssAtEndMiB} MiB, heap used ${c.heapUsedAtEndMiB}/${c.heapTotalAtEndMiB} MiB, CPU ${c.cpuSeconds} s, GC ${c.gcSeconds} s, marks p99 ${c.marks.p99S} s${c.survived ? '' : ' — DIED'}`,
+          `  load ${c.loadAvgAtStart.join(' ')}, peak RSS ${c.peakRssMiB} MiB, end ${c.rssAtEndMiB} MiB (main heap ${c.mainHeapAtEndMiB}, anon ${c.rssAnonAtEndMiB}, file ${c.rssFileAtEndMiB}), first reconcile ${c.firstReconcileS} s, heap used ${c.heapUsedAtEndMiB}/${c.heapTotalAtEndMiB} MiB, CPU ${c.cpuSeconds} s, GC ${c.gcSeconds} s, marks p99 ${c.marks.p99S} s${c.survived ? '' : ' — DIED'}`,
         );
         cases.push(c);
       }
@@ -195,6 +209,7 @@ export async function heapSettings(a: {
     const rows = [
       [
         'node flags',
+        'load at start',
         'survived',
         'peak RSS',
         'RSS at end',
@@ -209,9 +224,10 @@ export async function heapSettings(a: {
       const n = Object.values(c.gc).reduce((x, y) => x + (y.count ?? 0), 0);
       rows.push([
         c.setting,
+        c.loadAvgAtStart.join(' '),
         c.survived ? 'yes' : 'NO',
         `${c.peakRssMiB} MiB`,
-        `${c.rssAtEndMiB} MiB`,
+        `${c.rssAtEndMiB} MiB (main heap ${c.mainHeapAtEndMiB})`,
         `${c.heapUsedAtEndMiB} / ${c.heapTotalAtEndMiB} MiB`,
         String(c.cpuSeconds),
         `${c.gcSeconds} (${n})`,
