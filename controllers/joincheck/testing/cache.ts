@@ -34,7 +34,6 @@ export class Cache implements SnapshotSource {
   probe?: { reachable: boolean; at: number };
   private readonly facts = new Map<string, MachineFacts>();
   private readonly index = new MachineIndex((key) => this.facts.get(key));
-  private lastPlanned: string[] = [];
 
   constructor(private readonly w: World) {
     this.sync();
@@ -117,7 +116,7 @@ export class Cache implements SnapshotSource {
 
   /** The reconcile succeeded: the newly settled Machines its snapshot read are counted from now on. */
   consumed(): void {
-    if (this.check !== undefined) this.index.consumed(keyOf(this.check), this.lastPlanned);
+    if (this.check !== undefined) this.index.consumed(keyOf(this.check));
   }
 
   /** The snapshot a plan reads; `partitioned` false: every cached Machine (what the partition must equal). */
@@ -132,7 +131,6 @@ export class Cache implements SnapshotSource {
     const planned = partitioned
       ? this.index.planned(keyOf(check), ck, namedUids(check.status))
       : [...this.machines.keys()];
-    if (partitioned) this.lastPlanned = planned;
     const machines: Json[] = [];
     for (const k of planned) {
       const m = this.machines.get(k);
