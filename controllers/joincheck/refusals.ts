@@ -60,6 +60,11 @@ export class Refusals {
     this.byUid.delete(uid);
   }
 
+  /** A write of this Machine's was refused and has not gone through since. */
+  known(uid: string): boolean {
+    return this.byUid.has(uid);
+  }
+
   /** Within its back-off: not tried in this pass. */
   waiting(uid: string, now: number): boolean {
     const r = this.byUid.get(uid);
