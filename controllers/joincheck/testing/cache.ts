@@ -74,14 +74,15 @@ export class Cache implements SnapshotSource {
 
   /**
    * This cache shows why JoinGuard must withdraw its mark from the Machine (the oracle's liveness clock starts then):
-   * its join or skip annotation, or the check's withdraw-all or deletion.
+   * it holds the check that exists, and the Machine's join or skip annotation, or the check's withdraw-all or
+   * deletion.
    */
   seesWhy(uid: string): boolean {
     const c = this.check;
-    if (
-      c !== undefined &&
-      (c.metadata.deletionTimestamp !== undefined || 'joinguard.io/withdraw-all' in (c.metadata.annotations ?? {}))
-    )
+    // Only with the check that exists in this cache: a check not delivered yet (created again after its predecessor
+    // went with a mark left behind) has no reconcile that could withdraw anything (seed 1269545085).
+    if (c === undefined || c.metadata.uid !== this.w.check?.metadata.uid) return false;
+    if (c.metadata.deletionTimestamp !== undefined || 'joinguard.io/withdraw-all' in (c.metadata.annotations ?? {}))
       return true;
     for (const m of this.machines.values())
       if (m.metadata.uid === uid)
