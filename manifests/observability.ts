@@ -6,7 +6,7 @@
 // carry no namespace, and Prometheus and Grafana templates use `$`, which clusterctl would take for variables.
 import { stringify } from 'yaml';
 import { dashboardJson } from './dashboard.js';
-import type { K8sObject } from './render.js';
+import type { K8sObject } from './substitute.js';
 
 export const PROVIDER_LABEL = 'cluster.x-k8s.io/provider';
 export const PROVIDER = 'addon-joinguard';

@@ -5,10 +5,12 @@ import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
-import { listVariables, substitute, variableUses } from './substitute.js';
+import { listVariables, objectsOf, variableUses, type K8sObject } from './substitute.js';
 import { PROVIDER, PROVIDER_LABEL, renderObservability } from './observability.js';
 import { dashboardJson } from './dashboard.js';
 import { renderShardComponents } from './shard.js';
+
+export { objectsOf, type K8sObject } from './substitute.js';
 
 export const MANIFESTS_DIR = dirname(fileURLToPath(import.meta.url));
 export const CRD_FILE = join(MANIFESTS_DIR, 'crd', 'joinguard.io_machinejoinchecks.yaml');
@@ -42,13 +44,6 @@ export interface ProviderFiles {
 
 /** The image of a release: the manager's literal image with the release's tag (manager/manager.yaml). */
 export const IMAGE_REPOSITORY = 'ghcr.io/joinguard/joinguard';
-
-export interface K8sObject {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
-  [k: string]: unknown;
-}
 
 /**
  * Full-line comments of our own sources are dropped (they explain the source, not the release) and a
@@ -119,16 +114,6 @@ export async function renderProviderFiles(version: string, o: { metadata?: strin
     dashboard: dashboardJson(version),
     shard: renderShardComponents(components, version),
   };
-}
-
-/** The objects of a components text after substitution with `vars` (defaults for the rest). */
-export function objectsOf(text: string, vars: Record<string, string> = {}): K8sObject[] {
-  return parseAllDocuments(substitute(text, vars))
-    .map((d) => {
-      if (d.errors.length > 0) throw new Error(`manifests: YAML error: ${d.errors[0]!.message}`);
-      return d.toJS() as K8sObject | null;
-    })
-    .filter((o): o is K8sObject => o !== null);
 }
 
 export function checkComponents(text: string, version: string): string[] {

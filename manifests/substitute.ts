@@ -3,7 +3,8 @@
 // followed: whitespace inside the braces is dropped first (`${ VAR }` is `${VAR}`); a variable without a
 // default must be set or the whole file is refused, naming every missing variable; `:=` takes the default
 // when the variable is unset or empty; a set variable is used as is, even empty. Other envsubst operators
-// are refused here rather than half-supported.
+// are refused here rather than half-supported. The objects a substituted text yields are read here too.
+import { parseAllDocuments } from 'yaml';
 
 export interface VariableUse {
   name: string;
@@ -107,4 +108,21 @@ export function substitute(text: string, vars: Record<string, string | undefined
       return p.default !== undefined && value === '' ? p.default : value;
     })
     .join('');
+}
+
+export interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  [k: string]: unknown;
+}
+
+/** The objects of a components text after substitution with `vars` (defaults for the rest). */
+export function objectsOf(text: string, vars: Record<string, string> = {}): K8sObject[] {
+  return parseAllDocuments(substitute(text, vars))
+    .map((d) => {
+      if (d.errors.length > 0) throw new Error(`manifests: YAML error: ${d.errors[0]!.message}`);
+      return d.toJS() as K8sObject | null;
+    })
+    .filter((o): o is K8sObject => o !== null);
 }

@@ -56,8 +56,6 @@ export class Caches {
   };
   /** The Machines of each Cluster: those a plan reads, and the settled ones counted per check. */
   private readonly machineIndex = new MachineIndex((key) => this.machines.store.get(key)?.facts);
-  /** The just-settled Machines each check's last snapshot included (consumed once its reconcile succeeded). */
-  private readonly lastRecent = new Map<string, string[]>();
   private readonly all: { name: string; inf: Informer<unknown> }[] = [];
 
   constructor(private readonly o: CacheOptions) {
@@ -255,10 +253,7 @@ export class Caches {
       const ck = clusterKey(e.raw.metadata.namespace, cluster);
       this.byCluster.checks.set(key, ck);
       this.machineIndex.watch(key, ck, e.settings?.selector);
-    } else {
-      this.machineIndex.forget(key);
-      this.lastRecent.delete(key);
-    }
+    } else this.machineIndex.forget(key);
     this.enqueue(key);
   }
 
@@ -329,7 +324,6 @@ export class Caches {
     }
 
     const planned = this.machineIndex.planned(key, ck, namedUids(raw.status));
-    this.lastRecent.set(key, planned);
     const source = {
       get: (k: string) => this.machines.store.get(k),
       keyOf: (uid: string) => this.machineIndex.keyOf(uid),
@@ -386,9 +380,8 @@ export class Caches {
       : undefined;
   }
 
-  /** The check's reconcile succeeded: the just-settled Machines its snapshot included are counted from now on. */
+  /** The check's reconcile succeeded: the just-settled Machines its snapshots included are counted from now on. */
   consumed(key: string): void {
-    this.machineIndex.consumed(key, this.lastRecent.get(key) ?? []);
-    this.lastRecent.delete(key);
+    this.machineIndex.consumed(key);
   }
 }

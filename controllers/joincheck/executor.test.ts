@@ -22,6 +22,7 @@ type Outcome = 'ok' | 'conflict' | 'fail';
 /** An apiserver of one check, one Machine and one Cluster; `onMachineWrite` decides each write of the Machine. */
 class FakeApi {
   machine = machineV1beta2();
+  cluster = clusterV1beta2();
   check: Json = {
     apiVersion: 'joinguard.io/v1alpha1',
     kind: 'MachineJoinCheck',
@@ -53,7 +54,7 @@ class FakeApi {
       get: async (path: string) => {
         this.calls.push(`GET ${path}`);
         if (path === MACHINE) return structuredClone(this.machine);
-        if (path === CLUSTER) return clusterV1beta2();
+        if (path === CLUSTER) return structuredClone(this.cluster);
         if (path === CHECK) return structuredClone(this.check);
         throw new ApiError(404, 'GET', path, 'not found');
       },
@@ -154,23 +155,79 @@ const healthCheck = (m: Json) => (m.status.conditions as Json[]).find((c) => c.t
 const count = (api: FakeApi, call: string) => api.calls.filter((c) => c === call).length;
 
 describe('executor (fake apiserver)', () => {
-  it('reads the Machine and the Cluster live, records the request in status, then marks the Machine', async () => {
+  it('reads the Cluster live, the Machine by its marker, records the request in status, then marks the Machine', async () => {
     const api = new FakeApi();
     const d = deps(api);
     const r = await execute(d, source(api));
     const i = (c: string) => api.calls.indexOf(c);
-    expect(i(`GET ${MACHINE}`)).to.be.greaterThan(-1);
     expect(i(`GET ${CLUSTER}`)).to.be.greaterThan(-1);
-    expect(i(`PUT ${CHECK}/status`)).to.be.greaterThan(Math.max(i(`GET ${MACHINE}`), i(`GET ${CLUSTER}`)));
+    // The marker (it asks nothing), guarded by the cached resourceVersion, accepted: its answer is the live Machine.
+    expect(i(`GET ${MACHINE}`), 'no GET of the Machine').to.equal(-1);
+    expect(i(`PATCH ${MACHINE}`)).to.be.greaterThan(i(`GET ${CLUSTER}`));
+    expect(i(`PUT ${CHECK}/status`)).to.be.greaterThan(i(`PATCH ${MACHINE}`));
     expect(i(`PATCH ${MACHINE}/status`)).to.be.greaterThan(i(`PUT ${CHECK}/status`));
     expect(healthCheck(api.machine)).to.include({ status: 'False', reason: 'JoinTimeout' });
     expect(d.events.map((e) => e.reason)).to.deep.equal(['RemediationRequested']);
     expect(r.requeueAfterMs).to.equal(undefined);
-    // A mark costs: 2 live reads, the status write, the marker (joinguard.io/requested-by), the mark; then the check's
-    // own metadata (owner, block-move, finalizer) once.
-    expect(api.calls.filter((c) => !c.startsWith(`PATCH ${CHECK}`))).to.have.length(5);
+    // A mark costs: the Cluster's live read, the marker (joinguard.io/requested-by, the Machine's live read), the
+    // status write, the mark; then the check's own metadata (owner, block-move, finalizer) once.
+    expect(api.calls.filter((c) => !c.startsWith(`PATCH ${CHECK}`))).to.have.length(4);
+    expect(count(api, `PATCH ${MACHINE}`), 'the marker once').to.equal(1);
     expect(api.machine.metadata.annotations['joinguard.io/requested-by']).to.equal('uid-check');
-    expect(i(`PATCH ${MACHINE}`)).to.be.lessThan(i(`PATCH ${MACHINE}/status`));
+  });
+
+  it('the marker as the live read meets a 409 (the cache lagged): the Machine is read, decided on again and marked', async () => {
+    const api = new FakeApi();
+    const cached = api.cached();
+    api.machine.metadata.resourceVersion = String(Number(api.machine.metadata.resourceVersion) + 1); // CAPI wrote it
+    const d = deps(api);
+    await execute(d, source(api, cached));
+    const i = (c: string) => api.calls.indexOf(c);
+    expect(api.calls.filter((c) => c.endsWith(MACHINE) || c.startsWith('PUT'))).to.deep.equal([
+      `PATCH ${MACHINE}`, // refused: 409
+      `GET ${MACHINE}`,
+      `PUT ${CHECK}/status`,
+      `PATCH ${MACHINE}`, // the marker, guarded by the resourceVersion read
+    ]);
+    expect(i(`PATCH ${MACHINE}/status`)).to.be.greaterThan(i(`PUT ${CHECK}/status`));
+    expect(healthCheck(api.machine)).to.include({ status: 'False', reason: 'JoinTimeout' });
+    expect(api.machine.metadata.annotations['joinguard.io/requested-by']).to.equal('uid-check');
+    expect(d.events.map((e) => e.reason)).to.deep.equal(['RemediationRequested']);
+  });
+
+  it('a Machine that joined after the cache saw it: the marker meets a 409, the GET shows the join, nothing is asked', async () => {
+    const api = new FakeApi();
+    const cached = api.cached();
+    api.machine.status = { ...api.machine.status, nodeRef: { name: 'node-1' } };
+    api.machine.metadata.resourceVersion = String(Number(api.machine.metadata.resourceVersion) + 1);
+    const d = deps(api);
+    await execute(d, source(api, cached));
+    expect(api.calls).to.include(`GET ${MACHINE}`);
+    expect(count(api, `PATCH ${MACHINE}/status`), 'no mark').to.equal(0);
+    expect(api.machine.metadata.annotations?.['joinguard.io/requested-by'], 'no marker').to.equal(undefined);
+    expect(api.check.status?.requests ?? []).to.deep.equal([]);
+    expect(d.events.map((e) => e.reason)).to.deep.equal([]);
+  });
+
+  it('the marker is written only on a plan made with the live Cluster: a Cluster paused since the cache saw it, nothing', async () => {
+    const api = new FakeApi();
+    const cached = api.cached();
+    api.cluster.spec.paused = true;
+    await execute(deps(api), source(api, cached));
+    expect(api.calls.filter((c) => c.includes('/machines/'))).to.deep.equal([]);
+    expect(api.check.status?.requests ?? []).to.deep.equal([]);
+  });
+
+  it('a marker answered with anything but 409 (500, a lost answer, a refusal) reads the Machine before deciding', async () => {
+    for (const fault of ['fail', 'conflict'] as const) {
+      const api = new FakeApi((n) => (n === 1 ? fault : 'ok'));
+      const d = deps(api);
+      await execute(d, source(api));
+      expect(api.calls, fault).to.include(`GET ${MACHINE}`);
+      expect(healthCheck(api.machine), fault).to.include({ status: 'False', reason: 'JoinTimeout' });
+      expect(api.machine.metadata.annotations['joinguard.io/requested-by'], fault).to.equal('uid-check');
+      expect(d.events.map((e) => e.reason)).to.deep.equal(['RemediationRequested']);
+    }
   });
 
   it('on a 409 from the Machine write, re-reads the Machine, decides again and marks it at once; the request is recorded once', async () => {
@@ -197,7 +254,8 @@ describe('executor (fake apiserver)', () => {
   it('gives up after a bounded number of conflicts and asks to be run again soon', async () => {
     const api = new FakeApi(() => 'conflict');
     const r = await execute(deps(api), source(api));
-    expect(count(api, `PATCH ${MACHINE}/status`) + count(api, `PATCH ${MACHINE}`)).to.equal(3);
+    // The marker as the live read (409: the Machine is read), then at most 3 writes.
+    expect(count(api, `PATCH ${MACHINE}/status`) + count(api, `PATCH ${MACHINE}`)).to.equal(4);
     expect(r.requeueAfterMs).to.equal(1000);
   });
 

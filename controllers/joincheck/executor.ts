@@ -1,6 +1,7 @@
 // The thin executor: converges the world to one check's Plan. It plans from the caches; before any write it reads
-// live, in parallel, the Cluster and the Machines a write targets, and plans again on them (a Machine that joined
-// meanwhile is left alone, cluster-api #12870). It writes the check's status first (write-ahead: every request is
+// live the Cluster and the Machines a write targets, and plans again on them (a Machine that joined meanwhile is left
+// alone, cluster-api #12870); a Machine to be marked is read by writing its marker, which asks nothing, guarded by
+// the cached resourceVersion (accepted: the answer is the live Machine; else a GET). It writes the check's status first (write-ahead: every request is
 // recorded before it is made), then converges each Machine to its intent — writing only what is missing, guarded
 // by the resourceVersion the decision was made on — then the check's own metadata. 404 on delete is done; 409
 // re-reads and decides again; any other refusal is that Machine's alone (refusals.ts); a lost leadership forbids
@@ -18,9 +19,18 @@ import {
   FINALIZER,
 } from '../../api/v1alpha1/types.js';
 import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
-import { isConflict, isNotFound, pathOf, type Json, type Resource, type RestClient } from '../../runtime/rest.js';
+import {
+  ApiError,
+  isConflict,
+  isNotFound,
+  pathOf,
+  type Json,
+  type Resource,
+  type RestClient,
+} from '../../runtime/rest.js';
 import { DELETION_BOUND_MS } from './deletion.js';
 import { converge, factsOf, needsWrite, ref, type Converged } from './machine-writes.js';
+import { PATHS } from './marks.js';
 import { plan } from './planner.js';
 import { Refusals, type RefusedWrite } from './refusals.js';
 import type { MachineTarget, MarkIntent, Plan, PlannedEvent, Snapshot } from './types.js';
@@ -80,15 +90,27 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
   if (s === undefined) return {};
   let p = plan(s);
 
+  const refusals = deps.refusals ?? new Refusals();
   // Read live what a write targets, and the Machines whose state this plan decides without a write (a failure
-  // counted, a request withdrawn), with the Cluster, in parallel; then decide again on them.
-  for (let round = 0; round < ROUNDS; round++) {
+  // counted, a request withdrawn), with the Cluster, in parallel; then decide again on them. A Machine to be marked
+  // is read by writing its marker (it asks nothing) guarded by the cached resourceVersion: accepted, the cache was
+  // the live Machine and the answer is the live Machine; anything else reads it (GET). The marker is written only
+  // on a plan made with the live Cluster, so the first round reads the Cluster and every other Machine.
+  for (let round = 0; round <= ROUNDS; round++) {
     const unread = [
       ...p.intents.filter((i) => needsWrite(i, factsOf(s!, i.machine.uid))).map((i) => i.machine),
       ...p.confirm,
     ].filter((t, n, all) => !live.machines.has(t.uid) && all.findIndex((x) => x.uid === t.uid) === n);
     if (unread.length === 0) break;
-    await readLive(deps, machineRes, s, unread, live);
+    const viaMarker = new Map<string, MarkMarkIntent>();
+    for (const t of unread) {
+      const i = markerRead(p, s, t.uid);
+      if (i !== undefined && !refusals.known(t.uid)) viaMarker.set(t.uid, i);
+    }
+    const cluster = live.cluster === undefined;
+    const byGet = unread.filter((t) => !viaMarker.has(t.uid));
+    if (cluster || byGet.length > 0) await readLive(deps, machineRes, s, byGet, live, cluster);
+    if (!cluster) await readByMarker(deps, machineRes, [...viaMarker.values()], live);
     s = src.build(live);
     if (s === undefined) return {};
     p = plan(s);
@@ -108,7 +130,6 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
     written.outcome === 'deferred'
       ? Math.max(0, (deps.lastStatusWrite ?? 0) + STATUS_COALESCE_MS - deps.now())
       : undefined;
-  const refusals = deps.refusals ?? new Refusals();
   const ordered = [
     ...p.intents.filter((i) => i.want === 'withdraw'),
     ...p.intents.filter((i) => i.want !== 'withdraw'),
@@ -202,30 +223,81 @@ async function readLive(
   s: Snapshot,
   targets: MachineTarget[],
   live: Live,
+  withCluster = true,
 ): Promise<void> {
   const clusterRes = resource(capiResource('Cluster', deps.apiVersion));
   const ns = s.check.metadata.namespace;
   const clusterName = s.check.spec.clusterName;
-  const get = async (path: string): Promise<Json | null> => {
-    try {
-      return await deps.rest.get(path);
-    } catch (e) {
-      if (isNotFound(e)) return null;
-      throw e;
-    }
-  };
   const [cluster, ...machines] = await Promise.all([
-    get(pathOf(clusterRes, ns, clusterName)),
-    ...targets.map((t) => get(pathOf(res, t.namespace, t.name))),
+    withCluster ? getOrNull(deps, pathOf(clusterRes, ns, clusterName)) : Promise.resolve(undefined),
+    ...targets.map((t) => getOrNull(deps, pathOf(res, t.namespace, t.name))),
   ]);
-  live.cluster = cluster ?? null;
-  if (cluster) deps.remember('cluster', cluster);
-  targets.forEach((t, i) => {
-    const m = machines[i] ?? null;
-    // A Machine of the same name but another uid is a new Machine: the one decided on is gone.
-    live.machines.set(t.uid, m !== null && m.metadata?.uid === t.uid ? m : null);
-    if (m !== null) deps.remember('machine', m);
-  });
+  if (withCluster) {
+    live.cluster = cluster ?? null;
+    if (cluster) deps.remember('cluster', cluster);
+  }
+  targets.forEach((t, i) => keepLive(deps, live, t, machines[i] ?? null));
+}
+
+async function getOrNull(deps: ExecutorDeps, path: string): Promise<Json | null> {
+  try {
+    return await deps.rest.get(path);
+  } catch (e) {
+    if (isNotFound(e)) return null;
+    throw e;
+  }
+}
+
+function keepLive(deps: ExecutorDeps, live: Live, t: MachineTarget, m: Json | null): void {
+  // A Machine of the same name but another uid is a new Machine: the one decided on is gone.
+  live.machines.set(t.uid, m !== null && m.metadata?.uid === t.uid ? m : null);
+  if (m !== null) deps.remember('machine', m);
+}
+
+/**
+ * The mark intent whose marker can be the Machine's live read: a mark on a status path (the annotation path carries
+ * its marker in the mark's own patch), on a Machine the plan has from the cache only, whose marker is missing.
+ */
+type MarkMarkIntent = Extract<MarkIntent, { want: 'mark' }> & { marker: string };
+
+function markerRead(p: Plan, s: Snapshot, uid: string): MarkMarkIntent | undefined {
+  const i = p.intents.find((x) => x.machine.uid === uid);
+  if (i === undefined || i.want !== 'mark' || i.marker === undefined || PATHS[i.path].write === 'annotation')
+    return undefined;
+  const f = factsOf(s, uid);
+  return f !== undefined && f.requestedBy !== i.marker && needsWrite(i, f) ? { ...i, marker: i.marker } : undefined;
+}
+
+/**
+ * Each Machine's marker, guarded by the resourceVersion the plan was made on (the cache's), in parallel: accepted,
+ * the cached Machine was the live one and the answer is the live Machine (with the marker, which asks nothing); a
+ * 409, or any other answer but a lost leadership (a Machine gone, a refusal, no answer), reads it with a GET.
+ */
+async function readByMarker(deps: ExecutorDeps, res: Resource, intents: MarkMarkIntent[], live: Live): Promise<void> {
+  await Promise.all(
+    intents.map(async (i) => {
+      const path = pathOf(res, i.machine.namespace, i.machine.name);
+      try {
+        const m = await deps.rest.mergePatch(path, {
+          metadata: {
+            resourceVersion: i.machine.resourceVersion,
+            annotations: { [ANNOTATION_REQUESTED_BY]: i.marker },
+          },
+        });
+        deps.writeMetric('marker', 'ok');
+        return keepLive(deps, live, i.machine, m);
+      } catch (e) {
+        if (!(e instanceof ApiError)) throw e; // a lost leadership (WritesForbiddenError): nothing more, at once
+        const result = isNotFound(e) ? 'gone' : 'error';
+        deps.writeMetric('marker', isConflict(e) ? 'conflict' : result);
+        deps.log.debug('the marker as the live read was not accepted: reading the Machine', {
+          Machine: ref(i.machine),
+          err: e.message,
+        });
+      }
+      keepLive(deps, live, i.machine, await getOrNull(deps, path));
+    }),
+  );
 }
 
 /**

@@ -57,6 +57,12 @@ interface CheckView {
   settled: number;
   /** Machines that became settled (or came settled) since this check last planned with them. */
   recent: Set<string>;
+  /**
+   * The recent Machines every plan of the check since its last successful reconcile read: what `consumed` counts
+   * from then on. Only Machines that were recent when planned: one that settles after it was planned (the executor's
+   * own write, the marker removed from a joined Machine) has not been seen joined by the plan the process keeps.
+   */
+  seen?: Set<string>;
 }
 
 export class MachineIndex {
@@ -117,12 +123,19 @@ export class MachineIndex {
   watch(checkKey: string, ck: string, selector: LabelSelectorModel | undefined): void {
     const v = this.checks.get(checkKey);
     if (v !== undefined && v.ck === ck && v.selector === selector) return;
-    const fresh: CheckView = { ck, selector, settled: 0, recent: v?.ck === ck ? v.recent : new Set() };
+    const same = v?.ck === ck; // the same Cluster: what its reconcile in flight planned with is kept
+    const fresh: CheckView = {
+      ck,
+      selector,
+      settled: 0,
+      recent: same ? v.recent : new Set(),
+      ...(same && v.seen !== undefined ? { seen: v.seen } : {}),
+    };
     for (const key of this.all.keys(ck)) {
       const k = this.known.get(key);
       if (!k?.settled) continue;
       if (this.matches(fresh, k.labels)) fresh.settled++;
-      if (v?.ck !== ck) fresh.recent.add(key);
+      if (!same) fresh.recent.add(key);
     }
     this.checks.set(checkKey, fresh);
   }
@@ -136,9 +149,14 @@ export class MachineIndex {
    * its status names (by uid: an observation, a request), whose memory the plan must see them to update.
    */
   planned(checkKey: string, ck: string, namedUids: Iterable<string>): string[] {
-    const recent = this.checks.get(checkKey)?.recent ?? EMPTY;
+    const v = this.checks.get(checkKey);
     const keys = new Set(this.active.keys(ck));
-    for (const k of recent) if (this.known.get(k)?.ck === ck) keys.add(k);
+    const recent = new Set<string>();
+    for (const k of v?.recent ?? EMPTY) if (this.known.get(k)?.ck === ck) recent.add(k);
+    for (const k of recent) keys.add(k);
+    // Every plan of one reconcile reads the recent Machines of the first and more (recent ones only come, until
+    // consumed): the ones all of them read are those the plan the reconcile keeps has read, whichever it is.
+    if (v !== undefined) v.seen = v.seen === undefined ? recent : new Set([...v.seen].filter((k) => recent.has(k)));
     for (const uid of namedUids) {
       const k = this.byUid.get(uid);
       if (k !== undefined && this.known.get(k)?.ck === ck) keys.add(k);
@@ -146,10 +164,15 @@ export class MachineIndex {
     return [...keys];
   }
 
-  /** The check planned (and its reconcile succeeded) with these newly settled Machines: counted from now on. */
-  consumed(checkKey: string, keys: readonly string[]): void {
+  /**
+   * The check's reconcile succeeded: the newly settled Machines every plan of it read (`seen`) are counted from now
+   * on. Not the Machines it read while they were not settled yet: those are planned with once more.
+   */
+  consumed(checkKey: string): void {
     const v = this.checks.get(checkKey);
-    if (v !== undefined) for (const k of keys) v.recent.delete(k);
+    if (v === undefined) return;
+    for (const k of v.seen ?? EMPTY) v.recent.delete(k);
+    delete v.seen;
   }
 
   /** The settled Machines of the Cluster outside a plan that reads the Machines of `included` (keys). */

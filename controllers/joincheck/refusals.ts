@@ -3,7 +3,6 @@
 // Progressing message, a WriteRefused event, joinguard_write_refused_machines), and never holds back another
 // Machine. In-process like a work queue's rate limiter: a restart tries every Machine again at once.
 import { compareText } from './words.js';
-import type { MachineTarget } from './types.js';
 
 export type RefusedKind = 'mark' | 'withdraw' | 'delete';
 
@@ -31,7 +30,7 @@ export class Refusals {
 
   /** Records a refused write and returns it, with its next retry: 1 s, doubling, at most 5 min. */
   refused(
-    t: MachineTarget,
+    t: { uid: string; name: string },
     write: RefusedKind,
     err: Error & { code?: unknown; reason?: unknown },
     now: number,
@@ -59,6 +58,11 @@ export class Refusals {
   /** The Machine's write went through, or it needs none any more. */
   cleared(uid: string): void {
     this.byUid.delete(uid);
+  }
+
+  /** A write of this Machine's was refused and has not gone through since. */
+  known(uid: string): boolean {
+    return this.byUid.has(uid);
   }
 
   /** Within its back-off: not tried in this pass. */

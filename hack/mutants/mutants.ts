@@ -27,10 +27,10 @@ const PROPERTY = 'controllers/joincheck/property.test.ts';
 export const MUTANTS: Mutant[] = [
   {
     name: 'cached-machine',
-    what: 'the executor decides on the cached Machine: it reads live but does not plan again on what it read (it writes with the live resourceVersion)',
+    what: 'the executor decides on the cached Machine: it reads live (a GET, or the marker as the read) but does not plan again on what it read (it writes with the live resourceVersion)',
     file: 'controllers/joincheck/executor.ts',
-    find: '    await readLive(deps, machineRes, s, unread, live);\n    s = src.build(live);\n    if (s === undefined) return {};\n    p = plan(s);',
-    replace: '    await readLive(deps, machineRes, s, unread, live);\n    break;',
+    find: '    if (!cluster) await readByMarker(deps, machineRes, [...viaMarker.values()], live);\n    s = src.build(live);\n    if (s === undefined) return {};\n    p = plan(s);',
+    replace: '    if (!cluster) await readByMarker(deps, machineRes, [...viaMarker.values()], live);',
     spec: PROPERTY,
     expect: '[joined]',
   },

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from './kube-client.js';
 import { pauseGroup, pidAlive, tailFile } from './process.js';
-import type { TestEnv, TestEnvComponent } from './testenv.js';
+import type { TestEnv, TestEnvComponent } from './env-interface.js';
 import type { CapiRelease } from './capi-releases.js';
 
 export const DESCRIPTOR_FILE = 'testenv.json';

@@ -8,14 +8,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { KubeConfig } from '@kubernetes/client-node';
 import { startApiserver, writeKubeconfig, type Apiserver } from './apiserver.js';
 import { capiProviders, startCapiManager, webhookTarget, wireProvider, type CapiManager } from './capi-managers.js';
 import { CAPI_RELEASES, DEFAULT_CAPI_RELEASE, readBuiltRelease, type CapiRelease } from './capi-releases.js';
 import { makeCertSet } from './certs.js';
 import { startWatchdog, track, untrack, writePgids } from './cleanup.js';
 import { installCrds, readCrds } from './crds.js';
-import type { KubeClient } from './kube-client.js';
 import { startEtcd, type Etcd } from './etcd.js';
 import { KUBELET_ADDRESS_FLAGS, startSimKubelet, type SimKubelet } from './sim-kubelet.js';
 import { freePorts } from './ports.js';
@@ -23,62 +21,8 @@ import { ManagedProcess, tailFile } from './process.js';
 import { webhookConfigurationPath, webhookConfigurations, wireCrd } from './webhooks-wiring.js';
 import { attachedTestEnv, DESCRIPTOR_FILE, type TestEnvDescriptor } from './attach.js';
 
-export interface TestEnv {
-  /** https://127.0.0.1:PORT */
-  server: string;
-  kubeconfigPath: string;
-  runDir: string;
-  caCertPem: string;
-  /** The CA that signs the apiserver serving cert and the admin client cert. */
-  caKeyPem: string;
-  /** A fresh @kubernetes/client-node KubeConfig for the admin user. */
-  kubeConfig(): KubeConfig;
-  /** A fresh harness client (hack/testenv/kube-client.ts) for the admin user; close() it when done. */
-  kube(): KubeClient;
-  /** The last lines of <runDir>/<component>.log. */
-  logTail(component: string, lines?: number): string;
-  components: string[];
-  stop(): Promise<void>;
-  /**
-   * Stops kube-apiserver (SIGTERM, its graceful shutdown), keeps it down for downMs (default 0), and starts
-   * it again on the same port with the same certificates and the same etcd (no data lost). Resolves once
-   * /readyz answers again. Clients see refused connections and broken watches meanwhile.
-   */
-  restartApiserver(opts?: { downMs?: number }): Promise<void>;
-  /**
-   * SIGSTOP to a component's process group: it keeps its sockets open and answers nothing (a hung
-   * process). Resolves once the process is seen stopped.
-   */
-  pause(component: TestEnvComponent): Promise<void>;
-  /** SIGCONT: a paused component carries on where it stopped. stop() ends paused components too. */
-  resume(component: TestEnvComponent): Promise<void>;
-
-  // Additions beyond the agreed interface.
-  /** Files of the CA (for openssl, or certs.ts issueServingCert). */
-  caCertFile: string;
-  caKeyFile: string;
-  /** Ports in use: etcd-client, etcd-peer, kube-apiserver, sim-kubelet, <manager>-webhook, <manager>-health. */
-  ports: Record<string, number>;
-  /** Component -> pid (each component leads its own process group). */
-  pids: Record<string, number>;
-  /** Manager -> http://127.0.0.1:PORT serving /healthz and /readyz. */
-  healthUrls: Record<string, string>;
-  /** Folder of the binaries and crds/ (hack/testenv/build.sh's output). */
-  binDir: string;
-  /** Sum of VmRSS and VmHWM (KiB) of the running components, and each one's. */
-  memory(): { rssKiB: number; hwmKiB: number; byComponent: Record<string, { rssKiB: number; hwmKiB: number }> };
-  /** False for an env attached through JOINGUARD_TESTENV_KUBECONFIG: stop() leaves it running. */
-  owned: boolean;
-  /** The CAPI release running (its managers and CRDs), its exact version, and the API version it stores and reads. */
-  capiRelease: CapiRelease;
-  capiVersion: string;
-  capiApiVersion: 'v1beta2' | 'v1beta1';
-  /** The apiserver's audit log (JSON lines) when started with `audit`. */
-  auditLog?: string;
-}
-
-export type TestEnvComponent =
-  'etcd' | 'kube-apiserver' | 'capi-core' | 'capi-kubeadm-bootstrap' | 'capi-kubeadm-control-plane' | 'sim-kubelet';
+export type { TestEnv, TestEnvComponent } from './env-interface.js';
+import type { TestEnv, TestEnvComponent } from './env-interface.js';
 
 /**
  * Feature gates of CAPI's managers: the release's defaults, except ClusterTopology, which is on for core and KCP

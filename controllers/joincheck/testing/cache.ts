@@ -34,7 +34,6 @@ export class Cache implements SnapshotSource {
   probe?: { reachable: boolean; at: number };
   private readonly facts = new Map<string, MachineFacts>();
   private readonly index = new MachineIndex((key) => this.facts.get(key));
-  private lastPlanned: string[] = [];
 
   constructor(private readonly w: World) {
     this.sync();
@@ -75,14 +74,15 @@ export class Cache implements SnapshotSource {
 
   /**
    * This cache shows why JoinGuard must withdraw its mark from the Machine (the oracle's liveness clock starts then):
-   * its join or skip annotation, or the check's withdraw-all or deletion.
+   * it holds the check that exists, and the Machine's join or skip annotation, or the check's withdraw-all or
+   * deletion.
    */
   seesWhy(uid: string): boolean {
     const c = this.check;
-    if (
-      c !== undefined &&
-      (c.metadata.deletionTimestamp !== undefined || 'joinguard.io/withdraw-all' in (c.metadata.annotations ?? {}))
-    )
+    // Only with the check that exists in this cache: a check not delivered yet (created again after its predecessor
+    // went with a mark left behind) has no reconcile that could withdraw anything (seed 1269545085).
+    if (c === undefined || c.metadata.uid !== this.w.check?.metadata.uid) return false;
+    if (c.metadata.deletionTimestamp !== undefined || 'joinguard.io/withdraw-all' in (c.metadata.annotations ?? {}))
       return true;
     for (const m of this.machines.values())
       if (m.metadata.uid === uid)
@@ -117,7 +117,7 @@ export class Cache implements SnapshotSource {
 
   /** The reconcile succeeded: the newly settled Machines its snapshot read are counted from now on. */
   consumed(): void {
-    if (this.check !== undefined) this.index.consumed(keyOf(this.check), this.lastPlanned);
+    if (this.check !== undefined) this.index.consumed(keyOf(this.check));
   }
 
   /** The snapshot a plan reads; `partitioned` false: every cached Machine (what the partition must equal). */
@@ -132,7 +132,6 @@ export class Cache implements SnapshotSource {
     const planned = partitioned
       ? this.index.planned(keyOf(check), ck, namedUids(check.status))
       : [...this.machines.keys()];
-    if (partitioned) this.lastPlanned = planned;
     const machines: Json[] = [];
     for (const k of planned) {
       const m = this.machines.get(k);

@@ -528,7 +528,7 @@ export class World {
       const target = this.machinePath(path);
       if (target === undefined) throw new ApiError(404, method, path, 'not found');
       const rv = json ? undefined : body?.metadata?.resourceVersion;
-      return this.machineWrite(
+      const answer = this.machineWrite(
         who,
         method,
         path,
@@ -542,6 +542,10 @@ export class World {
         },
         target.status ? 'status' : 'metadata',
       );
+      // The answer to a write of the Machine's metadata (the marker) may be JoinGuard's live read of it: CAPI may
+      // change the Machine right after it too.
+      if (!target.status && this.races > 0 && target.m !== undefined) this.race(target.m);
+      return answer;
     };
     return {
       get,
