@@ -123,3 +123,122 @@ export function checkAuditComplete(apiserverMetrics: Sample[], lines: number): A
   }
   return r;
 }
+
+/** Kinds a shard must only list or watch through its label selector (the ones a Cluster's objects are of). */
+const SHARD_LIST_KINDS = new Set([
+  'clusters',
+  'machines',
+  'machinejoinchecks',
+  'machinesets',
+  'machinedeployments',
+  'machinepools',
+  'secrets',
+]);
+
+export interface ShardAudit {
+  requests: number;
+  watches: number;
+  /** Requests on an object of another shard's Cluster, or a list/watch of SHARD_LIST_KINDS without this shard's selector. */
+  outside: number;
+  outsideByVerbResource: Record<string, number>;
+  outsideExamples: string[];
+  /** Lists and watches of SHARD_LIST_KINDS without `cluster.x-k8s.io/watch-filter=<shard>` (part of `outside`). */
+  unfilteredListsOrWatches: number;
+  /** Every list/watch with no watch-filter selector, any kind (MHCs, KCPs, configs are unfiltered by design). */
+  unfilteredByResource: Record<string, number>;
+  /** Requests on a named object not named after a Cluster (Leases, the bootstrap Secret, …): neither inside nor outside. */
+  notClusterObjects: Record<string, number>;
+  /** Requests naming no object that are not lists or watches (e.g. creates at audit level Metadata). */
+  unnamed: Record<string, number>;
+}
+
+/**
+ * Per shard, every request its JoinGuard made (told apart by identity: one client certificate per shard), checked
+ * against the shard's Clusters: `shardOfName` maps an object's name to the shard of the Cluster it is named after.
+ * Also who wrote each Machine (patch/update of machines or machines/status): the marks' authors.
+ */
+export async function shardAudit(
+  file: string,
+  users: Record<string, string>,
+  shardOfName: (name: string) => string | undefined,
+  filterLabel: string,
+): Promise<{ shards: Record<string, ShardAudit>; machineWriters: Record<string, string[]> }> {
+  const shardOfUser = new Map(Object.entries(users).map(([shard, user]) => [user, shard]));
+  const shards: Record<string, ShardAudit> = Object.fromEntries(
+    Object.keys(users).map((s) => [
+      s,
+      {
+        requests: 0,
+        watches: 0,
+        outside: 0,
+        outsideByVerbResource: {},
+        outsideExamples: [],
+        unfilteredListsOrWatches: 0,
+        unfilteredByResource: {},
+        notClusterObjects: {},
+        unnamed: {},
+      },
+    ]),
+  );
+  const machineWriters: Record<string, string[]> = {};
+  const inc = (o: Record<string, number>, k: string) => (o[k] = (o[k] ?? 0) + 1);
+  if (!fs.existsSync(file)) return { shards, machineWriters };
+  const rl = readline.createInterface({ input: fs.createReadStream(file, 'utf8'), crlfDelay: Infinity });
+  for await (const line of rl) {
+    if (!line) continue;
+    let e: {
+      stage: string;
+      verb: string;
+      user?: { username?: string };
+      objectRef?: { resource?: string; subresource?: string; name?: string };
+      requestURI?: string;
+    };
+    try {
+      e = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    const shard = shardOfUser.get(e.user?.username ?? '');
+    if (!shard) continue;
+    const isWatch = e.verb === 'watch';
+    if (isWatch ? e.stage !== 'ResponseStarted' : e.stage !== 'ResponseComplete') continue;
+    const a = shards[shard]!;
+    if (isWatch) a.watches++;
+    else a.requests++;
+    const resource = e.objectRef?.resource ?? '';
+    const vr = `${e.verb} ${resource}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''}`;
+    const outside = (why: string) => {
+      a.outside++;
+      inc(a.outsideByVerbResource, vr);
+      if (a.outsideExamples.length < 10) a.outsideExamples.push(`${why}: ${e.verb} ${e.requestURI ?? ''}`);
+    };
+    const name = e.objectRef?.name;
+    if (e.verb === 'list' || isWatch) {
+      const query = new URLSearchParams((e.requestURI ?? '').split('?')[1] ?? '');
+      const selector = (query.get('labelSelector') ?? '').split(',');
+      const own = selector.some((x) => x.replace('==', '=') === `${filterLabel}=${shard}`);
+      const other = selector.some(
+        (x) => x.startsWith(`${filterLabel}=`) && x.replace('==', '=') !== `${filterLabel}=${shard}`,
+      );
+      if (!own) inc(a.unfilteredByResource, `${e.verb} ${resource}`);
+      if (other) outside('another shard selected');
+      else if (!own && SHARD_LIST_KINDS.has(resource) && !name) {
+        a.unfilteredListsOrWatches++;
+        outside('no shard selector');
+      } else if (name && shardOfName(name) !== undefined && shardOfName(name) !== shard) outside('another shard');
+      continue;
+    }
+    if (!name) {
+      inc(a.unnamed, vr);
+      continue;
+    }
+    const owner = shardOfName(name);
+    if (owner === undefined) inc(a.notClusterObjects, vr);
+    else if (owner !== shard) outside('another shard');
+    if (resource === 'machines' && (e.verb === 'patch' || e.verb === 'update')) {
+      const w = (machineWriters[name] ??= []);
+      if (!w.includes(shard)) w.push(shard);
+    }
+  }
+  return { shards, machineWriters };
+}

@@ -1,6 +1,7 @@
 // CI's smoke size of the benchmark: `bench/bench.ts --smoke --machines 40` end to end in a child process
-// (three runs at once — JoinGuard alone, the MHC alone, both — each on its own control plane with an audit
-// log and leader election on both sides), then what the measurement must hold at any size. Latency figures
+// (four runs at once — JoinGuard alone, the MHC alone, both, and JoinGuard as two shards — each on its own
+// control plane with an audit log and leader election on both sides), then what the measurement must hold at
+// any size. Latency figures
 // are not asserted: CI machines are shared and noisy.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -23,7 +24,18 @@ describe('bench (smoke size)', function () {
     let stderr = '';
     child = spawn(
       process.execPath,
-      ['--import', 'tsx', path.join(here, 'bench.ts'), '--smoke', '--machines', '40', '--out', out],
+      [
+        '--import',
+        'tsx',
+        path.join(here, 'bench.ts'),
+        '--smoke',
+        '--machines',
+        '40',
+        '--runs',
+        'joinguard,mhc,both,sharded',
+        '--out',
+        out,
+      ],
       {
         cwd: path.join(here, '..'),
         stdio: ['ignore', 'ignore', 'pipe'],
@@ -45,9 +57,10 @@ describe('bench (smoke size)', function () {
   });
 
   it('runs JoinGuard alone, the MHC alone and both, and every stuck Machine is counted: marked or censored', () => {
-    expect(res.run.runs).to.have.members(['joinguard', 'mhc', 'both']);
+    expect(res.run.runs).to.have.members(['joinguard', 'mhc', 'both', 'sharded']);
     const stuck = res.setup.shape.stuck;
     for (const r of Object.values(res.runs)) {
+      expect(r.measured?.date, `${r.name}: when it ran`).to.be.a('string');
       expect(r.machines.rows, `${r.name}: per-Machine rows`).to.have.length(stuck);
       for (const d of Object.values(r.detection)) {
         expect(d.stuck).to.equal(stuck);
@@ -115,5 +128,32 @@ describe('bench (smoke size)', function () {
       expect(s.mhc[k], `mhc.${k}`).to.be.a('number');
     expect(res.runs.joinguard!.joinguard!.checks).to.equal(2 * res.setup.shape.clusters);
     expect(res.rebuilds.rows.find((r) => r.guard === 'JoinGuard, defaults')!.rebuilds).to.be.at.most(7);
+  });
+
+  it('runs two shards over one fleet: each marks every stuck Machine of its own Clusters and touches nothing of the other', () => {
+    const sh = res.sharded!;
+    const r = res.runs.sharded!;
+    expect(sh.shards.map((s) => s.name)).to.deep.equal(['shard-a', 'shard-b']);
+    expect(
+      sh.shards.reduce((a, s) => a + s.stuck, 0),
+      'every stuck Machine belongs to a shard',
+    ).to.equal(res.setup.shape.stuck);
+    for (const s of sh.shards) {
+      expect(s.clusters, `${s.name}: Clusters of its own`).to.be.greaterThan(0);
+      expect(s.stuck, `${s.name}: stuck Machines of its own`).to.be.greaterThan(0);
+      expect(s.marked, `${s.name}: marked its stuck Machines`).to.equal(s.stuck);
+      expect(s.markedByThisShard, `${s.name}: its marks, in the audit log under its identity`).to.equal(s.stuck);
+      expect(s.markedByOtherShard, `${s.name}: Machines marked by the other shard`).to.equal(0);
+      expect(s.falseMarks, `${s.name}: resting Machines marked`).to.equal(0);
+      expect(s.requests, `${s.name}: requests counted`).to.be.greaterThan(0);
+      expect(s.requestsOutsideShard, `${s.name}: ${s.outsideExamples.join('; ')}`).to.equal(0);
+      expect(s.unfilteredListsOrWatches, JSON.stringify(s.unfilteredListsOrWatchesByResource)).to.equal(0);
+      expect(s.peakRssMiB).to.be.a('number');
+      expect(s.firstReconcileS).to.be.a('number');
+    }
+    // Per stuck Machine: the shard owning it and the shards that wrote it.
+    const rows = r.shardRows!.rows;
+    expect(rows).to.have.length(res.setup.shape.stuck);
+    for (const [name, shard, writtenBy] of rows) expect(writtenBy, `${name} of ${shard}`).to.equal(shard);
   });
 });

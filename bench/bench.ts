@@ -1,9 +1,13 @@
-// `npm run bench -- [--machines N] [--smoke] [--runs joinguard,mhc,both] [--quiet-min M | --quiet-min joinguard=M,mhc=M,both=M] [--parallel]
-//                   [--node-options "..." (default: the Deployment's allocator env and NODE_OPTIONS)] [--out FILE]`
+// `npm run bench -- [--machines N] [--smoke] [--runs joinguard,mhc,both,sharded] [--quiet-min M | --quiet-min joinguard=M,mhc=M,both=M,sharded=M]
+//                   [--parallel] [--node-options "..." (default: the Deployment's allocator env and NODE_OPTIONS)] [--out FILE] [--merge [--merge-commit C]]`
+// --merge keeps the runs of the existing results file that are not re-run (same --machines), each with its own
+// date and commit, so that re-running some runs loses none of the others (--merge-commit: the commit of a file
+// written before results carried one).
 // `npm run bench -- --micro ...` (bench/micro/micro.ts) and `npm run bench -- --heap ...` (bench/micro/heap.ts).
 // JoinGuard alone, CAPI's MachineHealthCheck alone, and both together, each on a control plane and a fleet
 // of its own built afresh (bench/run.ts), measured from the apiserver's side; then the results JSON and the
 // tables. See docs/benchmarks.md.
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,7 +17,7 @@ import { fleetShape } from './fleet.js';
 import { heapSettings, parseHeapArgs } from './micro/heap.js';
 import { micro, parseMicroArgs } from './micro/micro.js';
 import { wastedRebuilds } from './rebuilds.js';
-import { buildResults } from './report.js';
+import { buildResults, type Results } from './report.js';
 import { RUN_SIDES, runOne, type RunName, type RunResult, type RunTiming } from './run.js';
 import { printTables, renderTables } from './tables.js';
 
@@ -32,10 +36,14 @@ export interface BenchArgs {
    */
   nodeOptions: string;
   out: string;
+  /** Keep the runs of `out` that are not re-run. */
+  merge: boolean;
+  /** --merge of a file written before results carried their commit: the commit its runs were measured on. */
+  mergeCommit?: string;
 }
 
 const USAGE =
-  'usage: npm run bench -- [--machines N] [--smoke] [--runs joinguard,mhc,both] [--quiet-min M | --quiet-min joinguard=M,mhc=M,both=M] [--parallel] [--node-options "..."] [--out FILE]';
+  'usage: npm run bench -- [--machines N] [--smoke] [--runs joinguard,mhc,both,sharded] [--quiet-min M | --quiet-min joinguard=M,mhc=M,both=M,sharded=M] [--parallel] [--node-options "..."] [--out FILE] [--merge [--merge-commit C]]';
 
 function parseQuiet(v: string): BenchArgs['quietMin'] {
   if (!v.includes('=')) return Number(v);
@@ -56,12 +64,15 @@ function parseArgs(argv: string[]): BenchArgs {
     parallel: false,
     nodeOptions: deployedRuntime(),
     out: '',
+    merge: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i]!.split(/=(.*)/s, 2) as [string, string | undefined];
     const value = () => inline ?? argv[++i] ?? '';
     if (flag === '--smoke') a.smoke = true;
     else if (flag === '--parallel') a.parallel = true;
+    else if (flag === '--merge') a.merge = true;
+    else if (flag === '--merge-commit') a.mergeCommit = value();
     else if (flag === '--machines') a.machines = Number(value());
     else if (flag === '--quiet-min') a.quietMin = parseQuiet(value());
     else if (flag === '--node-options') a.nodeOptions = value();
@@ -99,6 +110,47 @@ export function timingFor(a: BenchArgs, run?: RunName): RunTiming {
   return t;
 }
 
+function gitCommit(): string {
+  try {
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: here, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], {
+      cwd: here,
+      encoding: 'utf8',
+    });
+    return dirty.trim() ? `${head}-dirty` : head;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** --merge: the runs of the existing results file that this bench does not re-run, each labelled with when it ran. */
+function keptRuns(a: BenchArgs) {
+  if (!a.merge || !fs.existsSync(a.out)) return undefined;
+  const old = JSON.parse(fs.readFileSync(a.out, 'utf8')) as Results;
+  if (old.run.machines !== a.machines)
+    throw new Error(`--merge: ${a.out} is of ${old.run.machines} Machines, this bench of ${a.machines}`);
+  // Files written before runs carried their own date: the file's date; its commit from git (the commit that wrote it).
+  let fileCommit = (old.run as { commit?: string }).commit ?? a.mergeCommit;
+  if (!fileCommit) {
+    try {
+      const c = execFileSync('git', ['log', '-1', '--format=%h', '--', a.out], { cwd: here, encoding: 'utf8' }).trim();
+      fileCommit = c ? `unknown (results committed in ${c})` : 'unknown';
+    } catch {
+      fileCommit = 'unknown';
+    }
+  }
+  const kept: NonNullable<Parameters<typeof buildResults>[0]['kept']> = { runs: {}, perRun: {}, quietMin: {} };
+  for (const [name, r] of Object.entries(old.runs) as [RunName, RunResult][]) {
+    if (a.runs.includes(name)) continue;
+    kept.runs[name] = { ...r, measured: r.measured ?? { date: old.run.date, commit: fileCommit } };
+    const p = old.perRun[name];
+    if (p) kept.perRun[name] = p;
+    const q = (old.setup.quietMinByRun as Record<string, number>)[name];
+    if (q !== undefined) kept.quietMin[name] = q;
+  }
+  return kept;
+}
+
 const log = (line: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 
 async function main(): Promise<void> {
@@ -106,6 +158,8 @@ async function main(): Promise<void> {
   if (process.argv.includes('--micro')) return micro(parseMicroArgs(process.argv.slice(2)));
   if (process.argv.includes('--heap')) return heapSettings(parseHeapArgs(process.argv.slice(2)));
   const args = parseArgs(process.argv.slice(2));
+  const kept = keptRuns(args);
+  const commit = gitCommit();
   const t0 = Date.now();
   const timing = timingFor(args);
   const shape = fleetShape(args.machines, timing.joinTimeoutS);
@@ -131,6 +185,7 @@ async function main(): Promise<void> {
       binDir,
       log: (l) => log(`[${name}] ${l}`),
     });
+    runs[name].measured = { date: new Date().toISOString(), commit };
     log(`[${name}] done in ${Math.round((Date.now() - t) / 1000)} s`);
   };
   const write = () => {
@@ -144,6 +199,8 @@ async function main(): Promise<void> {
       wallS: (Date.now() - t0) / 1000,
       runs,
       rebuilds,
+      commit,
+      ...(kept ? { kept } : {}),
     });
     fs.mkdirSync(path.dirname(args.out), { recursive: true });
     fs.writeFileSync(args.out, `${JSON.stringify(r, null, 1)}\n`);

@@ -66,6 +66,8 @@ export interface JoinGuardStart {
   extraFlags?: string[];
   /** The test env's pgid file: its watchdog then also stops JoinGuard if the bench is killed. */
   pgidFile?: string;
+  /** The process's label in /proc samples (default `joinguard`; a shard's process is `joinguard-<shard>`). */
+  label?: string;
 }
 
 /** NODE_OPTIONS of the Deployment's `manager` container (manifests/manager/manager.yaml): the bench's default. */
@@ -125,11 +127,11 @@ export class JoinGuardProcess {
   private readonly healthUrl: string;
   private readonly tracked = { stop: () => this.stop(), killNow: () => this.proc.killNow() };
 
-  private constructor(proc: ManagedProcess, metricsPort: number, healthPort: number) {
+  private constructor(proc: ManagedProcess, metricsPort: number, healthPort: number, label = 'joinguard') {
     this.proc = proc;
     this.metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
     this.healthUrl = `http://127.0.0.1:${healthPort}`;
-    this.sampler = new ProcSampler(proc.pid, 500, 'joinguard');
+    this.sampler = new ProcSampler(proc.pid, 500, label);
     track(this.tracked);
   }
 
@@ -138,7 +140,7 @@ export class JoinGuardProcess {
     const setting = runtimeSetting(o.nodeOptions);
     const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !MALLOC_ENV.test(k)));
     const proc = ManagedProcess.start({
-      name: 'joinguard',
+      name: o.label ?? 'joinguard',
       command: process.execPath,
       args: [
         ...setting.flags,
@@ -163,7 +165,7 @@ export class JoinGuardProcess {
       logFile: o.logFile,
     });
     if (o.pgidFile) fs.appendFileSync(o.pgidFile, `${proc.pid}\n`);
-    return new JoinGuardProcess(proc, metricsPort, healthPort);
+    return new JoinGuardProcess(proc, metricsPort, healthPort, o.label);
   }
 
   /** Polls /readyz (caches synced) every 100 ms: readyAt is within 100 ms of the truth. */

@@ -30,8 +30,9 @@ export interface BenchEnv {
   env: TestEnv;
   dir: string;
   auditLog: string;
-  /** Kubeconfig files per identity. */
-  kubeconfigs: Record<typeof USER_DRIVER | typeof USER_JOINGUARD | typeof USER_WORKLOAD, string>;
+  /** Kubeconfig files per identity (and per extra user asked for, e.g. one per shard). */
+  kubeconfigs: Record<typeof USER_DRIVER | typeof USER_JOINGUARD | typeof USER_WORKLOAD, string> &
+    Record<string, string>;
   /** Kubeconfig YAML of bench-workload (the value of every `<cluster>-kubeconfig` Secret). */
   workloadKubeconfigYaml: string;
   driver: KubeClient;
@@ -110,7 +111,11 @@ export function leaderElectionBinDir(realBin: string, dir: string): string {
 }
 
 /** realBin: hack/testenv/build.sh's folder (ensureBuilt), built once before runs start at once (build.sh is not safe to run twice at a time). */
-export async function startBenchEnv(log: (line: string) => void, realBin: string): Promise<BenchEnv> {
+export async function startBenchEnv(
+  log: (line: string) => void,
+  realBin: string,
+  extraUsers: string[] = [],
+): Promise<BenchEnv> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'joinguard-bench-'));
   // Outside the env's run dir, which its stop() removes: the log is counted after the apiserver stopped.
   const auditLog = path.join(dir, 'audit.log');
@@ -134,7 +139,7 @@ export async function startBenchEnv(log: (line: string) => void, realBin: string
     const kubeconfigs = {} as BenchEnv['kubeconfigs'];
     const yamls: Record<string, string> = {};
     const pems: Record<string, { cert: string; key: string }> = {};
-    for (const user of [USER_DRIVER, USER_JOINGUARD, USER_WORKLOAD] as const) {
+    for (const user of [USER_DRIVER, USER_JOINGUARD, USER_WORKLOAD, ...extraUsers]) {
       const cert = path.join(dir, `${user}.crt`);
       const key = path.join(dir, `${user}.key`);
       await issueCert(ca, { commonName: user, organization: 'system:masters', usage: 'client' }, cert, key);

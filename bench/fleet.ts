@@ -26,7 +26,32 @@ export interface FleetShape {
   resting: number;
   stuck: number;
   joinTimeoutS: number;
+  /**
+   * Run sharded: the Clusters split into consecutive equal parts, one per shard, each part's objects labelled
+   * `cluster.x-k8s.io/watch-filter=<shard>` where docs/install.md says (the Cluster, its checks, the MachineSets'
+   * templates, so the Machines).
+   */
+  shards?: string[];
 }
+
+export const WATCH_FILTER = 'cluster.x-k8s.io/watch-filter';
+
+/** The shard owning Cluster i (undefined when the fleet is not sharded). */
+export function shardOf(shape: FleetShape, i: number): string | undefined {
+  const s = shape.shards;
+  return s?.length ? s[Math.floor((i * s.length) / shape.clusters)] : undefined;
+}
+
+/** The shard owning a Cluster, or any object named after it (`c0042`, `c0042-watch`, `c0042-watch-0003`, …). */
+export function shardOfName(shape: FleetShape, name: string): string | undefined {
+  const m = /^c(\d{4})(?![0-9])/.exec(name);
+  return m ? shardOf(shape, Number(m[1])) : undefined;
+}
+
+const shardLabels = (shape: FleetShape, cluster: string): Record<string, string> => {
+  const s = shardOfName(shape, cluster);
+  return s ? { [WATCH_FILTER]: s } : {};
+};
 
 export function fleetShape(machines: number, joinTimeoutS: number, machinesPerCluster = 100): FleetShape {
   const stuck = Math.max(10, Math.round(machines * 0.05));
@@ -120,7 +145,7 @@ export async function createClusters(
     await create(rest, `${CAPI}/namespaces/${ns}/clusters`, {
       apiVersion: 'cluster.x-k8s.io/v1beta2',
       kind: 'Cluster',
-      metadata: { name: c },
+      metadata: { name: c, labels: shardLabels(shape, c) },
       spec: {
         infrastructureRef: { apiGroup: BENCH_CLUSTER.group, kind: BENCH_CLUSTER.kind, name: c },
         controlPlaneRef: { apiGroup: BENCH_CONTROL_PLANE.group, kind: BENCH_CONTROL_PLANE.kind, name: c },
@@ -131,13 +156,17 @@ export async function createClusters(
       const ms = await create(rest, `${CAPI}/namespaces/${ns}/machinesets`, {
         apiVersion: 'cluster.x-k8s.io/v1beta2',
         kind: 'MachineSet',
-        metadata: { name, annotations: { [PAUSED]: '' }, labels: { 'cluster.x-k8s.io/cluster-name': c } },
+        metadata: {
+          name,
+          annotations: { [PAUSED]: '' },
+          labels: { 'cluster.x-k8s.io/cluster-name': c, ...shardLabels(shape, c) },
+        },
         spec: {
           clusterName: c,
           replicas: 0,
           selector: { matchLabels: { pool: name } },
           template: {
-            metadata: { labels: { pool: name, 'cluster.x-k8s.io/cluster-name': c } },
+            metadata: { labels: { pool: name, 'cluster.x-k8s.io/cluster-name': c, ...shardLabels(shape, c) } },
             spec: {
               clusterName: c,
               bootstrap: { dataSecretName: 'bench-bootstrap' },
@@ -164,7 +193,7 @@ export async function createChecks(rest: KubeClient, shape: FleetShape, sides: r
       await create(rest, `/apis/joinguard.io/v1alpha1/namespaces/${ns}/machinejoinchecks`, {
         apiVersion: 'joinguard.io/v1alpha1',
         kind: 'MachineJoinCheck',
-        metadata: { name: p },
+        metadata: { name: p, labels: shardLabels(shape, c) },
         spec: {
           clusterName: c,
           selector: { matchLabels: { pool: p } },
@@ -199,23 +228,28 @@ export interface MachineSpec {
   cluster: string;
   pool: string;
   name: string;
+  /** The shard's label, as the MachineSet's template would give it (the bench's sets are paused). */
+  shard?: string;
 }
 
 export function restingMachines(shape: FleetShape): MachineSpec[] {
-  return spread(shape.resting, shape.clusters, 'rest');
+  return spread(shape, shape.resting, 'rest');
 }
 
 export function stuckMachines(shape: FleetShape): MachineSpec[] {
-  return spread(shape.stuck, shape.clusters, 'watch');
+  return spread(shape, shape.stuck, 'watch');
 }
 
-function spread(n: number, clusters: number, kind: string): MachineSpec[] {
+function spread(shape: FleetShape, n: number, kind: string): MachineSpec[] {
+  const clusters = shape.clusters;
   return Array.from({ length: n }, (_, i) => {
     const c = clusterName(i % clusters);
+    const shard = shardOf(shape, i % clusters);
     return {
       cluster: c,
       pool: `${c}-${kind}`,
       name: `${c}-${kind}-${String(Math.floor(i / clusters)).padStart(4, '0')}`,
+      ...(shard ? { shard } : {}),
     };
   });
 }
@@ -237,7 +271,12 @@ export async function createMachine(rest: KubeClient, m: MachineSpec, msUids: Ma
     kind: 'Machine',
     metadata: {
       name: m.name,
-      labels: { pool: m.pool, 'cluster.x-k8s.io/cluster-name': m.cluster, 'cluster.x-k8s.io/set-name': m.pool },
+      labels: {
+        pool: m.pool,
+        'cluster.x-k8s.io/cluster-name': m.cluster,
+        'cluster.x-k8s.io/set-name': m.pool,
+        ...(m.shard ? { [WATCH_FILTER]: m.shard } : {}),
+      },
       ownerReferences: [
         {
           apiVersion: 'cluster.x-k8s.io/v1beta2',

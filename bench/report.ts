@@ -51,12 +51,7 @@ const delta = (a: number | undefined, b: number | undefined) =>
   a === undefined || b === undefined ? undefined : round(b - a, 2);
 
 /** What one side costs in one run, from the audit log and /proc. `who` is the process label. */
-function cost(
-  r: RunResult,
-  who: 'joinguard' | 'capi-core',
-  client: (c: string) => boolean,
-  workload: (c: string) => boolean,
-) {
+function cost(r: RunResult, who: string, client: (c: string) => boolean, workload: (c: string) => boolean) {
   const at = (name: 'quiet' | 'detection' | 'startup') => sumClients(r.audit.counts[name], client);
   const quiet = at('quiet');
   const detect = at('detection');
@@ -119,7 +114,8 @@ function heapAndGc(a: Edge, b: Edge) {
 }
 
 function runSummary(r: RunResult) {
-  const jg = r.sides.includes('joinguard') ? cost(r, 'joinguard', isJoinGuard, isJoinGuardWorkload) : undefined;
+  const jg =
+    r.sides.includes('joinguard') && r.joinguard ? cost(r, 'joinguard', isJoinGuard, isJoinGuardWorkload) : undefined;
   const core = cost(r, 'capi-core', isCore, isCoreWorkload);
   const marks = r.detection.joinguard?.marked ?? 0;
   return {
@@ -158,6 +154,19 @@ export interface BenchInputs {
   wallS: number;
   runs: Partial<Record<RunName, RunResult>>;
   rebuilds: RebuildResult;
+  /** This bench's commit (git HEAD, `-dirty` when the tree had changes). */
+  commit: string;
+  /** --merge: runs of an earlier results file that were not re-run, kept as they were (their own date and commit). */
+  kept?: { runs: Partial<Record<RunName, RunResult>>; perRun: PerRun; quietMin: Record<string, number> };
+}
+
+/** When and on which commit a run was measured, and the machine's load averages (1/5/15 min) at its window edges. */
+export function measuredOf(r: RunResult) {
+  return {
+    date: r.measured?.date,
+    commit: r.measured?.commit,
+    loadavg: Object.fromEntries(Object.entries(r.edges).map(([k, e]) => [k, e.loadavg])),
+  };
 }
 
 /** Over every stuck Machine, censored ones included (bench/latency.ts). */
@@ -172,7 +181,7 @@ const detectionFields = (d: SideDetection | undefined) => ({
   detectionMaxAllCensored: d?.max?.censored,
 });
 
-type PerRun = Partial<Record<RunName, ReturnType<typeof runSummary>>>;
+export type PerRun = Partial<Record<RunName, ReturnType<typeof runSummary>>>;
 
 function buildSummary(b: BenchInputs, per: PerRun) {
   const jgRun = b.runs.joinguard;
@@ -192,6 +201,7 @@ function buildSummary(b: BenchInputs, per: PerRun) {
   const allReconcile = Object.values(mhcReconcile).reduce((a, v) => a + v, 0);
   return {
     machines: b.machines,
+    measured: jgRun && measuredOf(jgRun),
     note: "JoinGuard alone (run joinguard); under mhc: the MHC alone (run mhc), where memory, CPU and requests are the whole CAPI core manager and *MhcShareEstimate is the MHC's own part (see docs/benchmarks.md)",
     ...detectionFields(dj),
     peakRssMiB: jg?.peakRssMiB,
@@ -203,6 +213,11 @@ function buildSummary(b: BenchInputs, per: PerRun) {
     atRestOtherRequestsPerMin: jg?.atRest.otherRequestsPerMin,
     atRestWorkloadClusterRequestsPerMin: jg?.atRest.workloadClusterRequestsPerMin,
     mhc: {
+      measured: mhcRun && measuredOf(mhcRun),
+      measuredNote:
+        mhcRun && jgRun && mhcRun.measured?.date?.slice(0, 10) !== jgRun.measured?.date?.slice(0, 10)
+          ? `the mhc run is from ${mhcRun.measured?.date ?? '?'} (commit ${mhcRun.measured?.commit ?? '?'}), the joinguard run from ${jgRun.measured?.date ?? '?'} (commit ${jgRun.measured?.commit ?? '?'}): the *MhcShareEstimate figures subtract figures of two different days`
+          : undefined,
       ...detectionFields(dm),
       peakRssMiB: coreM?.peakRssMiB,
       peakRssMiBMhcShareEstimate: diff((c) => c.peakRssMiB),
@@ -224,6 +239,7 @@ function buildSummary(b: BenchInputs, per: PerRun) {
         : undefined,
     },
     both: b.runs.both && {
+      measured: measuredOf(b.runs.both),
       joinguard: pick(b.runs.both.detection.joinguard),
       mhc: pick(b.runs.both.detection.mhc),
       race: b.runs.both.race && {
@@ -237,16 +253,26 @@ function buildSummary(b: BenchInputs, per: PerRun) {
 
 type Summary = ReturnType<typeof buildSummary>;
 
-export function buildResults(b: BenchInputs) {
-  const per = Object.fromEntries(Object.entries(b.runs).map(([k, r]) => [k, runSummary(r)])) as PerRun;
+export function buildResults(b0: BenchInputs) {
+  const fresh = Object.fromEntries(Object.entries(b0.runs).map(([k, r]) => [k, runSummary(r)])) as PerRun;
+  const per = { ...b0.kept?.perRun, ...fresh } as PerRun;
+  const b = { ...b0, runs: { ...b0.kept?.runs, ...b0.runs }, quietMin: { ...b0.kept?.quietMin, ...b0.quietMin } };
   const summary = buildSummary(b, per);
   return {
     run: {
       date: new Date().toISOString(),
+      commit: b.commit,
       machines: b.machines,
       smoke: b.smoke,
       wallS: round(b.wallS, 1),
       runs: Object.keys(b.runs),
+      rerun: Object.keys(b0.runs),
+      keptFromEarlier: Object.fromEntries(
+        Object.entries(b0.kept?.runs ?? {}).map(([k, r]) => [
+          k,
+          { date: r.measured?.date, commit: r.measured?.commit },
+        ]),
+      ),
       host: host(),
       joinguardNodeOptions: b.nodeOptions,
     },
@@ -261,6 +287,7 @@ export function buildResults(b: BenchInputs) {
       clients: Object.assign({}, ...Object.values(b.runs).map((r) => r.audit.userAgents)),
     },
     summary,
+    sharded: b.runs.sharded && shardedSummary(b.runs.sharded, b.machines),
     targets: targets(b, summary, per),
     perRun: per,
     runs: b.runs,
@@ -328,4 +355,57 @@ function targets(b: BenchInputs, s: Summary, per: PerRun) {
     ),
     t('wasted rebuilds in 24 h with defaults <= 7', String(jgDefault), jgDefault <= 7, 'pool of 5'),
   ];
+}
+
+/** Run `sharded`: each shard's memory, first reconcile, marks (and whose), latency, requests, and what it touched outside. */
+function shardedSummary(r: RunResult, machines: number) {
+  return {
+    machines,
+    measured: measuredOf(r),
+    note: "two JoinGuard processes over one fleet, each --watch-filter=<shard> and its own Lease; requests attributed by each shard's client identity in the audit log; 'outside' = a request on an object of the other shard's Clusters, or a list/watch of Clusters, Machines, checks, MachineSets, MachineDeployments, MachinePools or Secrets without the shard's selector",
+    stuck: r.detection.joinguard?.stuck,
+    marked: r.detection.joinguard?.marked,
+    detectionP99AllS: r.detection.joinguard?.p99?.s,
+    detectionP99AllCensored: r.detection.joinguard?.p99?.censored,
+    shards: (r.shards ?? []).map((s) => {
+      const client = (c: string) => c.startsWith(`${s.user}:`);
+      const c = cost(r, `joinguard-${s.name}`, client, () => false);
+      const d = s.detection;
+      return {
+        name: s.name,
+        lease: s.lease,
+        clusters: s.clusters,
+        checks: s.checks,
+        peakRssMiB: mib(s.peakRssKiB),
+        rssAtQuietStartMiB: c.rssAtQuietStartMiB,
+        readyS: round((s.readyAt - s.spawnedAt) / 1000, 2),
+        firstReconcileS: round((s.firstReconcileAt - s.spawnedAt) / 1000, 2),
+        stuck: d.stuck,
+        marked: d.marked,
+        censored: d.censored,
+        markedByOtherShard: s.markedByOtherShard.length,
+        markedByOtherShardNames: s.markedByOtherShard,
+        markedByThisShard: s.markedByThisShard,
+        falseMarks: d.falseMarks.length,
+        detectionP50AllS: d.p50?.s,
+        detectionP99AllS: d.p99?.s,
+        detectionP99AllCensored: d.p99?.censored,
+        requestsPerMark: d.marked ? round(c.detection.nonLeaseRequests / d.marked, 2) : undefined,
+        atRestRequestsPerMin: c.atRest.requestsPerMin,
+        atRestOtherRequestsPerMin: c.atRest.otherRequestsPerMin,
+        cpuSeconds: c.cpuSeconds,
+        requests: s.audit.requests,
+        watchesOpened: s.audit.watches,
+        requestsOutsideShard: s.audit.outside,
+        unfilteredListsOrWatches: s.audit.unfilteredListsOrWatches,
+        outsideByVerbResource: s.audit.outsideByVerbResource,
+        outsideExamples: s.audit.outsideExamples,
+        unfilteredListsOrWatchesByResource: s.audit.unfilteredByResource,
+        requestsOnNoClusterObject: s.audit.notClusterObjects,
+        requestsNamingNoObject: s.audit.unnamed,
+        logLines: s.logLines,
+        exit: s.exit,
+      };
+    }),
+  };
 }

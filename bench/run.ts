@@ -2,6 +2,9 @@
 //   joinguard  JoinGuard alone (MachineJoinChecks, no MachineHealthCheck)
 //   mhc        CAPI's MachineHealthCheck alone (MachineHealthChecks, no JoinGuard)
 //   both       both, on the same Machines
+//   sharded    JoinGuard as two shards over one fleet: the Clusters split in halves, each half's objects labelled
+//              cluster.x-k8s.io/watch-filter=<shard> (docs/install.md, Sharding); one process per shard, each
+//              with --watch-filter and its own Lease, its own client identity so the audit log tells them apart
 // Phases: control plane (audit log, leader election on) → fleet → JoinGuard started, its first complete
 // reconcile → a quiet window (nothing changes; every request is a request at rest) → stuck Machines added
 // at a steady pace, detection window closed at a fixed time after the last deadline (what is unmarked by
@@ -9,7 +12,15 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { checkAuditComplete, countAudit, type AuditCounts, type AuditIntegrity, type AuditWindow } from './audit.js';
+import {
+  checkAuditComplete,
+  countAudit,
+  shardAudit,
+  type AuditCounts,
+  type AuditIntegrity,
+  type AuditWindow,
+  type ShardAudit,
+} from './audit.js';
 import { JOINGUARD_LEASE_NAMESPACE, JoinGuardProcess } from './controller-process.js';
 import { installBenchCrds } from './crds.js';
 import { startBenchEnv, USER_JOINGUARD, type BenchEnv } from './env.js';
@@ -22,21 +33,28 @@ import {
   NAMESPACE,
   pool,
   restingMachines,
+  shardOfName,
   stuckMachines,
+  WATCH_FILTER,
   type ClusterTimes,
   type FleetShape,
 } from './fleet.js';
 import { deadline, detection, machineRows, race, type SideDetection } from './latency.js';
 import { ProcSampler, type ProcSample } from './proc.js';
 import { parseMetrics, scrape, type Sample } from './prom.js';
-import { CheckWatcher, MachineWatcher, type Side } from './watch.js';
+import { CheckWatcher, MachineWatcher, type MachineRecord, type Side } from './watch.js';
 
-export type RunName = 'joinguard' | 'mhc' | 'both';
+export type RunName = 'joinguard' | 'mhc' | 'both' | 'sharded';
 export const RUN_SIDES: Record<RunName, Side[]> = {
   joinguard: ['joinguard'],
   mhc: ['mhc'],
   both: ['joinguard', 'mhc'],
+  sharded: ['joinguard'],
 };
+/** The shards of run `sharded`, each the owner of a consecutive half of the Clusters. */
+export const SHARDS = ['shard-a', 'shard-b'];
+/** A shard's client identity (its own certificate): the audit log attributes each request to one shard. */
+export const shardUser = (shard: string) => `joinguard-${shard}`;
 const MAX_PENDING = 200;
 
 export interface RunTiming {
@@ -75,6 +93,8 @@ export interface Edge {
 
 export interface RunResult {
   name: RunName;
+  /** When and on which commit this run was measured (set by bench.ts; older results files lack it). */
+  measured?: { date: string; commit: string };
   sides: Side[];
   phasesS: Record<string, number>;
   windows: Record<'startup' | 'quiet' | 'detection', AuditWindow>;
@@ -95,6 +115,30 @@ export interface RunResult {
   race?: ReturnType<typeof race>;
   machines: ReturnType<typeof machineRows>;
   clusters: Record<string, ClusterTimes>;
+  /** Run `sharded`: per shard, its process and every request it made, checked against its own Clusters. */
+  shards?: ShardRun[];
+  /** Run `sharded`: per stuck Machine, the shard that owns it and the shards that wrote it (the audit log). */
+  shardRows?: { columns: string[]; rows: (string | null)[][] };
+}
+
+export interface ShardRun {
+  name: string;
+  user: string;
+  lease: string;
+  clusters: number;
+  spawnedAt: number;
+  readyAt: number;
+  firstReconcileAt: number;
+  checks: number;
+  logLines: number;
+  exit: string;
+  peakRssKiB: number;
+  detection: SideDetection;
+  /** Stuck Machines of this shard written (marked) by the other shard's process. */
+  markedByOtherShard: string[];
+  /** Stuck Machines this shard marked, per the audit log (its own and, if any, the other's). */
+  markedByThisShard: number;
+  audit: ShardAudit;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -104,17 +148,24 @@ const KEEP =
 const keep = (s: Sample[] | undefined) => s?.filter((x) => KEEP.test(x.name));
 
 export async function runOne(o: RunOptions): Promise<RunResult> {
-  const { shape, timing, log } = o;
+  const { timing, log } = o;
   const sides = RUN_SIDES[o.name];
+  const shards = o.name === 'sharded' ? SHARDS : [];
+  // A shard needs Clusters of its own: at the smoke size (one Cluster) the sharded fleet has one per shard.
+  const shape: FleetShape = shards.length
+    ? { ...o.shape, clusters: Math.max(o.shape.clusters, shards.length), shards }
+    : o.shape;
   const phasesS: Record<string, number> = {};
   const phase = (name: string, since: number) => (phasesS[name] = Math.round((Date.now() - since) / 100) / 10);
   let bench: BenchEnv | undefined;
   let jg: JoinGuardProcess | undefined;
+  // Run `sharded`: one process per shard (jg stays undefined).
+  const shardProcs = new Map<string, JoinGuardProcess>();
   const watchers: { stop(): void }[] = [];
   const samplers: ProcSampler[] = [];
   try {
     let t = Date.now();
-    bench = await startBenchEnv((l) => log(`testenv: ${l}`), o.binDir);
+    bench = await startBenchEnv((l) => log(`testenv: ${l}`), o.binDir, shards.map(shardUser));
     const kube = bench.driver;
     const labelsLine =
       (await kube.send('GET', '/metrics')).body.split('\n').find((l) => l.startsWith('apiserver_request_total{')) ?? '';
@@ -164,7 +215,39 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     log(`settled after ${Math.round((await w.settle(timing.settleMs, 300_000)) / 1000)} s without a Machine change`);
 
     const startup: AuditWindow = { name: 'startup', from: Date.now(), to: 0 };
-    if (sides.includes('joinguard')) {
+    if (shards.length) {
+      // Started as run joinguard starts its one process (the Deployment's flags and runtime), at the same moment.
+      for (const shard of shards) {
+        const p = await JoinGuardProcess.start({
+          kubeconfig: bench.kubeconfigs[shardUser(shard)]!,
+          webhookCertDir: path.join(bench.env.runDir, 'pki', 'webhook'),
+          logFile: path.join(bench.dir, `joinguard-${shard}.log`),
+          nodeOptions: o.nodeOptions,
+          extraFlags: [
+            `--watch-filter=${shard}`,
+            `--leader-elect-resource-name=joinguard-leader-${shard}`,
+            ...(timing.connectionGraceMs !== undefined
+              ? [`--connection-grace=${timing.connectionGraceMs / 1000}s`]
+              : []),
+          ],
+          pgidFile: path.join(bench.env.runDir, 'pgids'),
+          label: `joinguard-${shard}`,
+        });
+        shardProcs.set(shard, p);
+        samplers.push(p.sampler);
+      }
+      startup.from = Math.min(...[...shardProcs.values()].map((p) => p.spawnedAt));
+      await Promise.all([...shardProcs.values()].map((p) => p.waitReady(180_000)));
+      const all = () => checks.names.size > 0 && [...checks.names].every((n) => checks.firstStatusAt.has(n));
+      await checks.until("each shard's first status on every check of its own", all, 180_000);
+      for (const [shard, p] of shardProcs) {
+        const mine = [...checks.firstStatusAt].filter(([n]) => shardOfName(shape, n) === shard).map(([, at]) => at);
+        log(
+          `JoinGuard ${shard}: ready ${(p.readyAt! - p.spawnedAt) / 1000} s, its ${mine.length} checks reconciled ${(Math.max(...mine) - p.spawnedAt) / 1000} s after spawn`,
+        );
+      }
+      await sleep(3000);
+    } else if (sides.includes('joinguard')) {
       jg = await JoinGuardProcess.start({
         kubeconfig: bench.kubeconfigs[USER_JOINGUARD],
         webhookCertDir: path.join(bench.env.runDir, 'pki', 'webhook'),
@@ -266,6 +349,24 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     const apiserverMetrics = parseMetrics((await kube.send('GET', '/metrics', undefined, undefined, 60_000)).body);
     const peakRssKiB = Object.fromEntries(samplers.map((s) => [s.label, Math.max(s.peakRssKiB, s.last?.hwmKiB ?? 0)]));
     let jgSummary: RunResult['joinguard'];
+    const shardStops: Omit<ShardRun, 'detection' | 'markedByOtherShard' | 'markedByThisShard' | 'audit'>[] = [];
+    for (const [shard, p] of shardProcs) {
+      await p.stop();
+      const mine = [...checks.firstStatusAt].filter(([n]) => shardOfName(shape, n) === shard).map(([, at]) => at);
+      shardStops.push({
+        name: shard,
+        user: shardUser(shard),
+        lease: `joinguard-leader-${shard}`,
+        clusters: [...clusters.keys()].filter((c) => shardOfName(shape, c) === shard).length,
+        spawnedAt: p.spawnedAt,
+        readyAt: p.readyAt!,
+        firstReconcileAt: Math.max(...mine),
+        checks: mine.length,
+        logLines: p.logLines(),
+        exit: p.proc.describeExit(),
+        peakRssKiB: peakRssKiB[`joinguard-${shard}`]!,
+      });
+    }
     if (jg) {
       await jg.stop();
       jgSummary = {
@@ -286,6 +387,14 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     bench = undefined;
     t = Date.now();
     const audit = await countAudit(keptAudit, [startup, quiet, detect]);
+    const sharded = shards.length
+      ? await shardAudit(
+          keptAudit,
+          Object.fromEntries(shards.map((s) => [s, shardUser(s)])),
+          (n) => shardOfName(shape, n),
+          WATCH_FILTER,
+        )
+      : undefined;
     if (process.env.JOINGUARD_BENCH_KEEP === '1') log(`audit log kept: ${keptAudit}`);
     else fs.rmSync(keptAudit, { force: true });
     const integrity = checkAuditComplete(apiserverMetrics, audit.lines);
@@ -302,10 +411,12 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
       apiserverRequestTotalLabels,
       ...result,
       clusters: Object.fromEntries(clusters),
+      ...(sharded ? shardResults(shape, shardStops, sharded, w.machines.values(), clusters, windowEnd) : {}),
     };
   } finally {
     for (const x of [...watchers, ...samplers]) x.stop();
     await jg?.stop().catch(() => undefined);
+    for (const p of shardProcs.values()) await p.stop().catch(() => undefined);
     await bench?.stop().catch(() => undefined);
   }
 }
@@ -316,4 +427,40 @@ async function waitFor(what: string, timeoutMs: number, check: () => Promise<boo
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await sleep(500);
   }
+}
+
+/** Run `sharded`: per shard, detection over its own stuck Machines, who marked them (the audit log), its requests. */
+function shardResults(
+  shape: FleetShape,
+  stops: Omit<ShardRun, 'detection' | 'markedByOtherShard' | 'markedByThisShard' | 'audit'>[],
+  audit: Awaited<ReturnType<typeof shardAudit>>,
+  machines: Iterable<MachineRecord>,
+  clusters: Map<string, ClusterTimes>,
+  windowEnd: number,
+): Pick<RunResult, 'shards' | 'shardRows'> {
+  const all = [...machines];
+  const stuck = all.filter((r) => r.pool.endsWith('-watch'));
+  const owner = (r: MachineRecord) => shardOfName(shape, r.name) ?? null;
+  const writers = (r: MachineRecord) => audit.machineWriters[r.name] ?? [];
+  return {
+    shards: stops.map((s) => ({
+      ...s,
+      detection: detection(
+        'joinguard',
+        all.filter((r) => owner(r) === s.name),
+        clusters,
+        shape,
+        windowEnd,
+      ),
+      markedByOtherShard: stuck
+        .filter((r) => owner(r) === s.name && writers(r).some((x) => x !== s.name))
+        .map((r) => r.name),
+      markedByThisShard: stuck.filter((r) => writers(r).includes(s.name)).length,
+      audit: audit.shards[s.name]!,
+    })),
+    shardRows: {
+      columns: ['name', 'shard', 'writtenBy'],
+      rows: stuck.map((r) => [r.name, owner(r), writers(r).join(',') || null]),
+    },
+  };
 }

@@ -4,6 +4,15 @@ import type { Percentile } from './latency.js';
 
 const f = (v: number | string | undefined | null, unit = '') => (v === undefined || v === null ? '—' : `${v}${unit}`);
 const pct = (p: Percentile | undefined) => (p ? `${p.censored ? '> ' : ''}${p.s} s` : '—');
+/** `2026-12-04 a83e1a4`: when and on which commit a run was measured. */
+const when = (r: { measured?: { date?: string; commit?: string } } | undefined) =>
+  r?.measured ? `${r.measured.date?.slice(0, 16).replace('T', ' ') ?? '?'} ${r.measured.commit ?? '?'}` : '—';
+const loads = (r: Results['runs'][keyof Results['runs']]) =>
+  r
+    ? (['quietStart', 'quietEnd', 'detectionStart', 'detectionEnd'] as const)
+        .map((k) => r.edges[k].loadavg.join('/'))
+        .join(', ')
+    : '—';
 
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
@@ -24,6 +33,7 @@ function detectionTable(res: Results): string {
       'max (all)',
       'p99 (marked only)',
       'marked how',
+      'measured (UTC, commit)',
     ],
   ];
   for (const [name, r] of Object.entries(res.runs)) {
@@ -41,6 +51,7 @@ function detectionTable(res: Results): string {
         Object.entries(d.how)
           .map(([k, v]) => `${k} ${v}`)
           .join(', '),
+        when(r),
       ]);
     }
   }
@@ -52,6 +63,7 @@ function costTable(res: Results): string {
   const cm = res.perRun.mhc?.core;
   const cj = res.perRun.joinguard?.core;
   const s = res.summary.mhc;
+  const [rj, rm] = [res.runs.joinguard, res.runs.mhc];
   const rows: string[][] = [
     [
       '',
@@ -59,6 +71,13 @@ function costTable(res: Results): string {
       'CAPI core manager, whole (run mhc)',
       'core manager without MHCs (run joinguard)',
       'MHC share (estimate)',
+    ],
+    [
+      'measured (UTC, commit)',
+      when(rj),
+      when(rm),
+      when(rj),
+      rj && rm && when(rj) !== when(rm) ? 'two runs, see dates' : '',
     ],
   ];
   const add = (label: string, a: string, b: string, c: string, d = '') => rows.push([label, a, b, c, d]);
@@ -152,8 +171,72 @@ function atRestTable(res: Results): string {
   return table(rows);
 }
 
+function loadTable(res: Results): string {
+  const rows = [
+    [
+      'run',
+      'measured (UTC, commit)',
+      'load average 1/5/15 min at quiet start, quiet end, detection start, detection end',
+    ],
+  ];
+  for (const [name, r] of Object.entries(res.runs)) rows.push([name, when(r), loads(r)]);
+  return table(rows);
+}
+
+function shardTable(res: Results): string | undefined {
+  const sh = res.sharded;
+  if (!sh) return undefined;
+  const rows = [
+    [
+      'shard (run sharded)',
+      'Clusters',
+      'peak RSS',
+      'first reconcile',
+      'stuck',
+      'marked',
+      'marked by other shard',
+      'p50 (all)',
+      'p99 (all)',
+      'requests per mark',
+      'requests/min at rest',
+      'requests outside shard',
+      'unfiltered lists/watches',
+    ],
+  ];
+  for (const s of sh.shards)
+    rows.push([
+      s.name,
+      String(s.clusters),
+      f(s.peakRssMiB, ' MiB'),
+      f(s.firstReconcileS, ' s'),
+      f(s.stuck),
+      f(s.marked),
+      f(s.markedByOtherShard),
+      f(s.detectionP50AllS, ' s'),
+      `${s.detectionP99AllCensored ? '> ' : ''}${f(s.detectionP99AllS, ' s')}`,
+      f(s.requestsPerMark),
+      f(s.atRestRequestsPerMin),
+      f(s.requestsOutsideShard),
+      f(s.unfilteredListsOrWatches),
+    ]);
+  const unfiltered = sh.shards
+    .map(
+      (s) =>
+        `${s.name}: ${
+          Object.entries(s.unfilteredListsOrWatchesByResource)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(', ') || 'none'
+        }`,
+    )
+    .join('; ');
+  return `${table(rows)}\nrun sharded measured ${when(res.runs.sharded)}; lists/watches without a shard selector (any kind): ${unfiltered}`;
+}
+
 export function renderTables(res: Results): string {
   const out = [detectionTable(res), costTable(res), byKindTable(res), atRestTable(res)];
+  const shards = shardTable(res);
+  if (shards) out.push(shards);
+  out.push(loadTable(res));
   const race = res.summary.both?.race;
   if (race)
     out.push(
