@@ -411,6 +411,23 @@ describe('executor (fake apiserver)', () => {
     expect(r.requeueAfterMs).to.equal(100);
   });
 
+  it('a check gone (its status PUT answers 404) returns no plan, and writes nothing after the status', async () => {
+    // Found by the property test (seed 2135936030): a finalized check whose cache still held it handed back its plan,
+    // so the Machines newly settled in that pass counted as planned with and the join one of them showed was lost.
+    const api = new FakeApi();
+    const rest = api.rest();
+    const gone = {
+      ...rest,
+      put: async (path: string) => {
+        api.calls.push(`PUT ${path}`);
+        throw new ApiError(404, 'PUT', path, 'not found');
+      },
+    } as unknown as RestClient;
+    const r = await execute(deps(api, { rest: gone }), source(api));
+    expect(r).to.deep.equal({});
+    expect(api.calls.filter((c) => !c.startsWith('GET')).at(-1), 'the last write').to.equal(`PUT ${CHECK}/status`);
+  });
+
   it('a mark whose request is already recorded is written only on the check as it was decided on: a stale check writes withdrawals only', async () => {
     // Found by the property test with two leaders overlapping: the deposed leader, whose check was stale (the new one
     // had withdrawn the request and removed the finalizer), wrote the mark with no status write to catch it.
