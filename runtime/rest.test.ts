@@ -178,7 +178,7 @@ describe('RestClient (fake apiserver)', function () {
       // Sockets and their last request are let go a few ticks after the answer, later on a loaded machine: look
       // again for up to 3 s (the leak held them until the 60 s timeout fired).
       let alive = requests;
-      for (const until = Date.now() + 3_000; alive.length > 0 && Date.now() < until; ) {
+      for (const until = Date.now() + 3_000; alive.length > 0 && Date.now() < until;) {
         await new Promise((r) => setTimeout(r, 50));
         gc();
         gc();
