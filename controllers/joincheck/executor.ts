@@ -99,8 +99,9 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
 
   // Write-ahead: the status that records every request, before any Machine write.
   const written = await writeStatus(deps, s, p, live, src);
-  if (written.outcome === 'gone') return { plan: p };
-  // Not applied: no plan, so the caller neither keeps its view nor counts the newly settled Machines as planned with.
+  // Not applied: no plan, so the caller neither keeps its view nor counts the newly settled Machines as planned with
+  // (a check gone too: a stale cache may still reconcile it, and must then plan with those Machines again).
+  if (written.outcome === 'gone') return {};
   if (written.outcome === 'conflict') return { requeueAfterMs: 100 };
   ({ s, p } = written);
   if (written.outcome !== 'deferred') for (const e of p.events) deps.emit(e, s.check);

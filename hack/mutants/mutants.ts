@@ -109,6 +109,16 @@ export const MUTANTS: Mutant[] = [
     expect: '[clean-within-N]',
   },
   {
+    name: 'plan-of-a-gone-check',
+    what: 'a check whose status PUT answers 404 still hands back its plan: the Machines newly settled in that pass count as planned with',
+    file: 'controllers/joincheck/executor.ts',
+    find: "  if (written.outcome === 'gone') return {};",
+    replace: "  if (written.outcome === 'gone') return { plan: p };",
+    spec: PROPERTY,
+    also: 'controllers/joincheck/executor.test.ts',
+    expect: 'the settled partition changes the plan',
+  },
+  {
     name: 'no-write-gate',
     what: 'the write gate is removed from the REST client: a leader that lost its Lease still writes',
     file: 'runtime/rest.ts',
