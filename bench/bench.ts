@@ -208,9 +208,21 @@ async function main(): Promise<void> {
   };
   if (args.parallel) {
     // Every run ends (and stops what it started) before a failure is reported.
-    const failed = (await Promise.allSettled(args.runs.map(one))).find(
-      (r): r is PromiseRejectedResult => r.status === 'rejected',
-    );
+    // Each run's results are written as it ends: a benchmark cut short keeps the runs it finished.
+    const failed = (
+      await Promise.allSettled(
+        args.runs.map((name) =>
+          one(name).then(() => {
+            if (args.smoke) return;
+            try {
+              log(`results so far in ${path.relative(process.cwd(), args.out)}:\n${renderTables(write())}`);
+            } catch (e) {
+              log(`results so far not written: ${(e as Error).message}`);
+            }
+          }),
+        ),
+      )
+    ).find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
   } else {
     // One after another, the results so far are written (and their tables logged) after each run: a long
