@@ -56,6 +56,15 @@ export const SHARDS = ['shard-a', 'shard-b'];
 /** A shard's client identity (its own certificate): the audit log attributes each request to one shard. */
 export const shardUser = (shard: string) => `joinguard-${shard}`;
 const MAX_PENDING = 200;
+const STALL_MS = 300_000;
+const processAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 export interface RunTiming {
   joinTimeoutS: number;
@@ -197,8 +206,20 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     );
     // Back-pressure: no more than MAX_PENDING Machines ahead of CAPI. Flooding CAPI's Machine controller on
     // 2 cores lags its cache, and its status patches then conflict (409) in a storm that feeds itself.
+    // A stall fails the run instead of waiting forever: under overload (load average 15 on 2 cores, 2026-12-04) CAPI's
+    // core manager missed its Lease renewal deadline and exited ("leader election lost"), as a pod would before
+    // its restart; the bench does not restart it.
+    let lastProgress = { at: Date.now(), provisioned: 0 };
     await pool(resting, 16, async (m) => {
-      while (created - w.provisionedCount >= MAX_PENDING) await sleep(100);
+      while (created - w.provisionedCount >= MAX_PENDING) {
+        if (w.provisionedCount !== lastProgress.provisioned)
+          lastProgress = { at: Date.now(), provisioned: w.provisionedCount };
+        else if (Date.now() - lastProgress.at > STALL_MS)
+          throw new Error(
+            `no Machine became Provisioned for ${STALL_MS / 1000} s (${w.provisionedCount} of ${created}); CAPI's core manager ${bench!.env.pids['capi-core'] && processAlive(bench!.env.pids['capi-core']) ? 'runs' : 'has exited (see its log)'}`,
+          );
+        await sleep(100);
+      }
       created++;
       await createMachine(kube, m, msUids);
     }).finally(() => clearInterval(progress));
