@@ -286,6 +286,34 @@ describe('executor (fake apiserver)', () => {
     ).to.deep.equal([]);
   });
 
+  it("a check without its finalizer: the check's metadata (the finalizer) is written before the first mark", async () => {
+    // Found by the property test (seed 486062469): the process crashed after the mark and before the finalizer, the
+    // check was deleted meanwhile and went at once, and its mark stayed on the Machine for the owner to act on.
+    const api = new FakeApi();
+    await execute(deps(api), source(api));
+    const writes = api.calls.filter((c) => !c.startsWith('GET'));
+    expect(writes.indexOf(`PATCH ${CHECK}`), 'the finalizer').to.be.within(
+      0,
+      writes.indexOf(`PATCH ${MACHINE}/status`),
+    );
+    expect(count(api, `PATCH ${CHECK}`), 'one patch of the check').to.equal(1);
+    expect(api.check.metadata.finalizers).to.deep.equal(['joinguard.io/withdraw-marks']);
+    // A check that changed since: its patch meets a 409, and nothing is marked this pass.
+    const other = new FakeApi();
+    const rest = other.rest();
+    const changed = {
+      ...rest,
+      mergePatch: async (path: string, body: Json) => {
+        if (path !== CHECK) return rest.mergePatch(path, body);
+        other.calls.push(`PATCH ${path}`);
+        throw new ApiError(409, 'PATCH', path, 'modified');
+      },
+    } as unknown as RestClient;
+    const r = await execute(deps(other, { rest: changed }), source(other));
+    expect(count(other, `PATCH ${MACHINE}/status`), 'no mark').to.equal(0);
+    expect(r.requeueAfterMs).to.equal(100);
+  });
+
   it('a deleted check: its mark withdrawn, then its marker; once none is left its finalizer goes, other finalizers kept', async () => {
     const api = new FakeApi();
     await execute(deps(api), source(api)); // marked, with the marker, and the finalizer added

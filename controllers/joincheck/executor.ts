@@ -1,7 +1,8 @@
 // The thin executor: converges the world to one check's Plan. It plans from the caches, reads live what a write
 // targets and plans again on it (live-reads.ts). It writes the check's status first (write-ahead: every request is
 // recorded before it is made), then converges each Machine to its intent — writing only what is missing, guarded
-// by the resourceVersion the decision was made on — then the check's own metadata. 404 on delete is done; 409
+// by the resourceVersion the decision was made on — then the check's own metadata (before the Machines while the
+// finalizer is missing and a mark is due: no mark before the finalizer). 404 on delete is done; 409
 // re-reads and decides again; any other refusal is that Machine's alone (refusals.ts); a lost leadership forbids
 // every write (the REST client refuses them) and ends the pass at once. Each Machine's write is machine-writes.ts.
 import { isDeepStrictEqual } from 'node:util';
@@ -128,6 +129,18 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
     marksAllowed = await checkUnchanged(deps, s);
     if (!marksAllowed) requeue = 100;
   }
+  // The finalizer before the first mark: a check deleted between its mark and its finalizer (a crash between the two
+  // writes) would go at once with that mark left on the Machine (DESIGN: Deleting a check). The check's metadata is
+  // then written before the Machines, in the same one patch.
+  let metadataWritten = false;
+  if (marksAllowed && p.check.addFinalizer && !(s.check.metadata.finalizers ?? []).includes(FINALIZER)) {
+    if (p.intents.some((i) => i.want !== 'withdraw' && needsWrite(i, factsOf(decidedOn, i.machine.uid)))) {
+      metadataWritten = true;
+      marksAllowed = await writeCheckMetadata(deps, s, p, live);
+      if (marksAllowed) s = src.build(live) ?? s;
+      else requeue = 100;
+    }
+  }
   for (const intent of ordered) {
     const uid = intent.machine.uid;
     if (!marksAllowed && intent.want !== 'withdraw') continue;
@@ -170,7 +183,7 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
   const retryAt = refusals.nextRetryAt();
   if (retryAt !== undefined) requeue = Math.min(requeue ?? Infinity, Math.max(0, retryAt - deps.now()));
 
-  await writeCheckMetadata(deps, s, p);
+  if (!metadataWritten) await writeCheckMetadata(deps, s, p, live);
   return {
     plan: p,
     ...(p.wakeAt !== undefined ? { wakeAt: p.wakeAt } : {}),
@@ -274,8 +287,11 @@ function refusedEvent(i: MarkIntent, f: RefusedWrite): PlannedEvent {
   };
 }
 
-/** The check's own metadata: resume acted on, the Cluster as owner, clusterctl move's block-move and memory. */
-async function writeCheckMetadata(deps: ExecutorDeps, s: Snapshot, p: Plan): Promise<void> {
+/**
+ * The check's own metadata: resume acted on, the Cluster as owner, clusterctl move's block-move and memory, the
+ * finalizer. False when the check changed or went since (the next reconcile decides again).
+ */
+async function writeCheckMetadata(deps: ExecutorDeps, s: Snapshot, p: Plan, live: Live): Promise<boolean> {
   const c = p.check;
   const meta = s.check.metadata;
   const annotations: Record<string, string | null> = {};
@@ -299,9 +315,11 @@ async function writeCheckMetadata(deps: ExecutorDeps, s: Snapshot, p: Plan): Pro
   // A merge patch replaces a list whole: the Cluster is added to the owners the check already has.
   if (c.ownerCluster !== undefined)
     body['metadata'].ownerReferences = [...(meta.ownerReferences ?? []), { ...c.ownerCluster, kind: 'Cluster' }];
-  if (Object.keys(body['metadata']).length === 1) return;
+  if (Object.keys(body['metadata']).length === 1) return true;
   try {
-    deps.remember('check', await deps.rest.mergePatch(pathOf(CHECK_RESOURCE, meta.namespace, meta.name), body));
+    const written = await deps.rest.mergePatch(pathOf(CHECK_RESOURCE, meta.namespace, meta.name), body);
+    live.check = written;
+    deps.remember('check', written);
     deps.writeMetric('check-metadata', 'ok');
     if (c.removeFinalizer) {
       const left = c.marksLeftBehind ?? [];
@@ -323,7 +341,9 @@ async function writeCheckMetadata(deps: ExecutorDeps, s: Snapshot, p: Plan): Pro
     }
   } catch (e) {
     // The check changed since: the next reconcile (its watch event) decides again.
-    if (isConflict(e) || isNotFound(e)) return deps.writeMetric('check-metadata', isConflict(e) ? 'conflict' : 'gone');
-    throw e;
+    if (!isConflict(e) && !isNotFound(e)) throw e;
+    deps.writeMetric('check-metadata', isConflict(e) ? 'conflict' : 'gone');
+    return false;
   }
+  return true;
 }

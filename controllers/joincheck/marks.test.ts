@@ -250,6 +250,24 @@ describe('marks: requests through the planner', () => {
     expect(requestOf(older.plan(), 'a')?.answered).to.equal(undefined);
   });
 
+  it("a new request on a Machine that still shows an owner's deferral shows it at once in the history", () => {
+    // Found by the property test (seed 868460432: a check deleted and created again): the history entry said
+    // Requested, and the next plan Deferred with the owner's message (planning twice changed the status).
+    const message = 'Waiting because there are already too many remediations in progress';
+    const deferred = worker('a', {
+      ownerRemediated: { status: 'False', reason: 'RemediationDeferred', message, since: T0 },
+    });
+    const sc = new Scenario(
+      snapshot({ settings: { strategy: 'OwnerRemediated' }, machines: [deferred], now: T0 + 21 * MINUTE }),
+    );
+    const p = sc.plan(); // the Scenario plans again and fails on any status change
+    expect(p.status.remediations?.find((h) => h.machine === 'a')).to.include({
+      outcome: 'Deferred',
+      ownerReason: 'RemediationDeferred',
+      ownerMessage: message,
+    });
+  });
+
   it('an open request keeps its mark on every pass (a lost write is made again at once), never asked twice', () => {
     const sc = stuck();
     sc.plan();

@@ -78,11 +78,7 @@ export function followRequests(i: FollowInput): Followed {
     const h = history.find((x) => x.uid === r.uid);
     if (h === undefined) return;
     if (outcome !== undefined && h.outcome !== outcome) h.outcome = outcome;
-    const or = m?.ownerRemediated;
-    if (or?.status === 'False' && or.reason !== undefined && or.reason !== OWNER_WAITING) {
-      h.ownerReason = or.reason;
-      if (or.message !== undefined) h.ownerMessage = or.message;
-    }
+    recordOwnerAnswer(h, m);
     if (outcome !== undefined && FINISHED.has(outcome) && h.finishedTime === undefined) h.finishedTime = iso(i.now);
   };
   for (const r0 of i.requests) {
@@ -133,6 +129,15 @@ function withdrawnOutcome(r: RequestRecord): RemediationRecord['outcome'] {
   return r.marked ? 'Withdrawn' : 'Cancelled';
 }
 
+/** The owner's answer the Machine shows, in its history entry. */
+function recordOwnerAnswer(h: RemediationRecord, m: MachineFacts | undefined): void {
+  const or = m?.ownerRemediated;
+  if (or?.status === 'False' && or.reason !== undefined && or.reason !== OWNER_WAITING) {
+    h.ownerReason = or.reason;
+    if (or.message !== undefined) h.ownerMessage = or.message;
+  }
+}
+
 function openOutcome(r: RequestRecord, m: MachineFacts): RemediationRecord['outcome'] {
   const reason = m.ownerRemediated?.status === 'False' ? m.ownerRemediated.reason : undefined;
   if (reason === 'CannotBeRemediated') return 'Refused';
@@ -140,11 +145,16 @@ function openOutcome(r: RequestRecord, m: MachineFacts): RemediationRecord['outc
   return r.marked ? 'Marked' : 'Requested';
 }
 
-/** Appends a new request to the bounded history (oldest finished entries leave first). */
+/**
+ * Appends a new request to the bounded history (oldest finished entries leave first). With its Machine, an open
+ * request shows at once what the next plan's followRequests would (an owner's answer already on the Machine, e.g.
+ * a deferral of a deleted check's mark): planning twice changes nothing.
+ */
 export function appendHistory(
   history: RemediationRecord[],
   r: RequestRecord,
   outcome: RemediationRecord['outcome'],
+  m?: MachineFacts,
 ): RemediationRecord[] {
   const entry: RemediationRecord = {
     machine: r.machine,
@@ -157,6 +167,10 @@ export function appendHistory(
     ...(r.canary ? { canary: true } : {}),
     ...(r.firstControlPlane ? { firstControlPlane: true } : {}),
   };
+  if (m !== undefined && r.state === 'Open') {
+    entry.outcome = openOutcome(r, m);
+    recordOwnerAnswer(entry, m);
+  }
   const out = [...history.filter((h) => h.uid !== r.uid), entry];
   while (out.length > STATUS_LIMITS.remediations) {
     const i = out.findIndex((h) => FINISHED.has(h.outcome) || h.outcome === 'Reported' || h.outcome === 'DryRun');

@@ -148,7 +148,7 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
     if (gate.canary && next.suspicion !== undefined) next.suspicion = spendCanary(next.suspicion, settings, s.now);
     const r = newRequest(m, v, choice.path, settings.dryRun ? 'DryRun' : 'Open', s.now, gate.canary);
     requests.push(r);
-    history = appendHistory(history, r, settings.dryRun ? 'DryRun' : 'Requested');
+    history = appendHistory(history, r, settings.dryRun ? 'DryRun' : 'Requested', m);
     if (settings.dryRun) {
       wouldAsk.push(`${m.name} via ${choice.path}`);
       events.push({
