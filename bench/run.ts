@@ -109,15 +109,7 @@ export interface RunResult {
   windows: Record<'startup' | 'quiet' | 'detection', AuditWindow>;
   edges: Record<'quietStart' | 'quietEnd' | 'detectionStart' | 'detectionEnd', Edge>;
   peakRssKiB: Record<string, number>;
-  joinguard?: {
-    spawnedAt: number;
-    readyAt: number;
-    firstReconcileAt: number;
-    checks: number;
-    logLines: number;
-    exit: string;
-    nodeOptions: string;
-  };
+  joinguard?: ProcessTimes & { nodeOptions: string };
   audit: { counts: AuditCounts; userAgents: Record<string, string>; integrity: AuditIntegrity };
   apiserverRequestTotalLabels: string[];
   detection: Partial<Record<Side, SideDetection>>;
@@ -130,17 +122,21 @@ export interface RunResult {
   shardRows?: { columns: string[]; rows: (string | null)[][] };
 }
 
-export interface ShardRun {
-  name: string;
-  user: string;
-  lease: string;
-  clusters: number;
+/** One JoinGuard process of a run: when it started, was ready and had reconciled every check; how it ended. */
+export interface ProcessTimes {
   spawnedAt: number;
   readyAt: number;
   firstReconcileAt: number;
   checks: number;
   logLines: number;
   exit: string;
+}
+
+export interface ShardRun extends ProcessTimes {
+  name: string;
+  user: string;
+  lease: string;
+  clusters: number;
   peakRssKiB: number;
   detection: SideDetection;
   /** Stuck Machines of this shard written (marked) by the other shard's process. */
