@@ -106,8 +106,18 @@ describe('rolling upgrade (4): a rollout that cannot join stalls with RolloutSus
     ]) {
       expect(progressing.message).to.contain(piece);
     }
-    const events = (await kube.list(`/api/v1/namespaces/${namespace}/events`)).items.filter(
-      (e: Json) => e.reason === 'RolloutSuspect' && e.involvedObject?.name === 'workers',
+    // Events go out after the status write, off the worker: wait for them rather than read once.
+    const checkEvents = async (reason: string) =>
+      (await kube.list(`/api/v1/namespaces/${namespace}/events`)).items.filter(
+        (e: Json) => e.reason === reason && e.involvedObject?.name === 'workers',
+      );
+    const events = await waitFor(
+      'an Event RolloutSuspect on the check',
+      async () => {
+        const es = await checkEvents('RolloutSuspect');
+        return es.length > 0 && es;
+      },
+      { timeoutMs: 30_000 },
     );
     expect(events, 'an Event RolloutSuspect on the check').to.have.length(1);
     expect(events[0]?.type).to.equal('Warning');
@@ -148,8 +158,13 @@ describe('rolling upgrade (4): a rollout that cannot join stalls with RolloutSus
     );
     const clearedS = (Date.now() - rollbackAt) / 1000;
     expect(cleared.status?.consecutiveJoinFailures).to.equal(0);
-    const clearedEvents = (await kube.list(`/api/v1/namespaces/${namespace}/events`)).items.filter(
-      (e: Json) => e.reason === 'SuspicionCleared' && e.involvedObject?.name === 'workers',
+    const clearedEvents = await waitFor(
+      'an Event SuspicionCleared on the check',
+      async () => {
+        const es = await checkEvents('SuspicionCleared');
+        return es.length > 0 && es;
+      },
+      { timeoutMs: 30_000 },
     );
     expect(clearedEvents.map((e: Json) => e.message).join('\n')).to.contain(
       `MachineDeployment ${md} now rolls out revision`,
