@@ -211,7 +211,7 @@ export const FLAGS: Record<string, Spec> = {
   'machinejoincheck-concurrency': {
     key: 'concurrency',
     kind: 'count',
-    def: '2',
+    def: '10',
     help: 'Number of MachineJoinChecks to process simultaneously',
   },
   namespace: {

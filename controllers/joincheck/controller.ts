@@ -127,7 +127,7 @@ export class JoinCheckController {
   /** Starts the workers (after the caches synced and, with leader election, the Lease is held). */
   startWorkers(): void {
     this.started = true;
-    const workers = this.o.workers ?? 2;
+    const workers = this.o.workers ?? 10;
     this.queue.run(workers, (key) => this.reconcile(key));
     // Until every check has been reconciled once, more workers: a start's first pass is mostly waiting on writes
     // (each check's status and metadata), so the first complete reconcile comes sooner (issue 18 §4).
