@@ -107,18 +107,18 @@ describe('rolling upgrade (4): a rollout that cannot join stalls with RolloutSus
       expect(progressing.message).to.contain(piece);
     }
     // Events go out after the status write, off the worker: wait for them rather than read once.
-    const checkEvents = async (reason: string) =>
-      (await kube.list(`/api/v1/namespaces/${namespace}/events`)).items.filter(
-        (e: Json) => e.reason === reason && e.involvedObject?.name === 'workers',
+    const checkEvents = (reason: string) =>
+      waitFor(
+        `an Event ${reason} on the check`,
+        async () => {
+          const es = (await kube.list(`/api/v1/namespaces/${namespace}/events`)).items.filter(
+            (e: Json) => e.reason === reason && e.involvedObject?.name === 'workers',
+          );
+          return es.length > 0 && es;
+        },
+        { timeoutMs: 30_000 },
       );
-    const events = await waitFor(
-      'an Event RolloutSuspect on the check',
-      async () => {
-        const es = await checkEvents('RolloutSuspect');
-        return es.length > 0 && es;
-      },
-      { timeoutMs: 30_000 },
-    );
+    const events = await checkEvents('RolloutSuspect');
     expect(events, 'an Event RolloutSuspect on the check').to.have.length(1);
     expect(events[0]?.type).to.equal('Warning');
     // How long after the second failure's deadline (its Machine's creation + joinTimeout, an upper bound) the stall came.
@@ -158,14 +158,7 @@ describe('rolling upgrade (4): a rollout that cannot join stalls with RolloutSus
     );
     const clearedS = (Date.now() - rollbackAt) / 1000;
     expect(cleared.status?.consecutiveJoinFailures).to.equal(0);
-    const clearedEvents = await waitFor(
-      'an Event SuspicionCleared on the check',
-      async () => {
-        const es = await checkEvents('SuspicionCleared');
-        return es.length > 0 && es;
-      },
-      { timeoutMs: 30_000 },
-    );
+    const clearedEvents = await checkEvents('SuspicionCleared');
     expect(clearedEvents.map((e: Json) => e.message).join('\n')).to.contain(
       `MachineDeployment ${md} now rolls out revision`,
     );
