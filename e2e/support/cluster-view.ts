@@ -2,7 +2,7 @@
 // remediation contract written by hand, all in the CAPI API version of the release under test (capi-api.ts):
 // through v1beta2 on v1.11+, through v1beta1 on v1.10, where `status.conditions` are CAPI's v1beta1
 // conditions (what v1.10's owners read) and the metav1 ones are under `status.v1beta2`.
-import type { Json, KubeClient } from '../../hack/testenv/kube-client.js';
+import { isConflict, type Json, type KubeClient } from '../../hack/testenv/kube-client.js';
 import type { CapiApi } from '../sim/capi-api.js';
 
 export { waitFor, type WaitOptions } from '../../hack/testenv/wait.js';
@@ -59,7 +59,7 @@ export async function controlPlaneInitialized(
 /**
  * Marks a Machine with CAPI's remediation contract by hand, as an MHC does: HealthCheckSucceeded=False and
  * OwnerRemediated=False in the conditions the release's owners read (v1beta1 ones carry a severity). One
- * write on /status guarded by resourceVersion.
+ * write on /status guarded by resourceVersion; a 409 (an owner wrote the Machine meanwhile) reads it again.
  */
 export async function markForRemediation(
   kube: KubeClient,
@@ -68,6 +68,16 @@ export async function markForRemediation(
   name: string,
   reason = 'JoinTimeout',
 ): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await markOnce(kube, capi, namespace, name, reason);
+    } catch (e) {
+      if (!isConflict(e) || attempt >= 5) throw e;
+    }
+  }
+}
+
+async function markOnce(kube: KubeClient, capi: CapiApi, namespace: string, name: string, reason: string) {
   const path = capi.path('Machine', namespace, name);
   const m = await kube.get(path);
   if (!m) throw new Error(`Machine ${namespace}/${name} not found`);
