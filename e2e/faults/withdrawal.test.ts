@@ -4,7 +4,7 @@
 // JoinGuard's first withdrawal write on it is answered 500 by the fault proxy; then the deferral lifts.
 // The joined Machine must never be deleted and must end HealthCheckSucceeded=True.
 import { expect } from 'chai';
-import type { Json, KubeClient as Kube } from '../../hack/testenv/kube-client.js';
+import { retryOnConflict, type Json, type KubeClient as Kube } from '../../hack/testenv/kube-client.js';
 import { waitFor } from '../support/cluster-view.js';
 import { capiApi } from '../sim/capi-api.js';
 import { createCheck } from '../support/joinguard.js';
@@ -14,7 +14,12 @@ import { figure, machineWrites, scaleDeployment, secs, sleep, useFaultScenario }
 const JOIN_TIMEOUT_S = 15;
 const HOLD_FINALIZER = 'faults.joinguard.io/hold';
 
+/** A guarded write: a 409 (CAPI or JoinGuard wrote the Machine meanwhile) reads it again. */
 async function setHoldFinalizer(kube: Kube, namespace: string, name: string, on: boolean): Promise<void> {
+  return retryOnConflict(() => setHoldFinalizerOnce(kube, namespace, name, on));
+}
+
+async function setHoldFinalizerOnce(kube: Kube, namespace: string, name: string, on: boolean): Promise<void> {
   const path = capiApi('v1beta2').path('Machine', namespace, name); // the fault specs run on v1.14 only
   const m = await kube.get(path);
   if (!m) return;

@@ -2,7 +2,7 @@
 // remediation contract written by hand, all in the CAPI API version of the release under test (capi-api.ts):
 // through v1beta2 on v1.11+, through v1beta1 on v1.10, where `status.conditions` are CAPI's v1beta1
 // conditions (what v1.10's owners read) and the metav1 ones are under `status.v1beta2`.
-import { isConflict, type Json, type KubeClient } from '../../hack/testenv/kube-client.js';
+import { retryOnConflict, type Json, type KubeClient } from '../../hack/testenv/kube-client.js';
 import type { CapiApi } from '../sim/capi-api.js';
 
 export { waitFor, type WaitOptions } from '../../hack/testenv/wait.js';
@@ -68,13 +68,7 @@ export async function markForRemediation(
   name: string,
   reason = 'JoinTimeout',
 ): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await markOnce(kube, capi, namespace, name, reason);
-    } catch (e) {
-      if (!isConflict(e) || attempt >= 5) throw e;
-    }
-  }
+  return retryOnConflict(() => markOnce(kube, capi, namespace, name, reason));
 }
 
 async function markOnce(kube: KubeClient, capi: CapiApi, namespace: string, name: string, reason: string) {

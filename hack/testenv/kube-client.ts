@@ -54,6 +54,17 @@ const codeOf = (err: unknown) =>
 export const isNotFound = (err: unknown) => codeOf(err) === 404;
 export const isConflict = (err: unknown) => codeOf(err) === 409;
 
+/** Runs a read-then-guarded-write again while it is answered 409 (someone wrote the object meanwhile), up to `tries`. */
+export async function retryOnConflict<T>(write: () => Promise<T>, tries = 5): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await write();
+    } catch (err) {
+      if (!isConflict(err) || attempt >= tries) throw err;
+    }
+  }
+}
+
 // The pure path builder is the product's: a wrong path fails both sides alike, it hides nothing.
 export { pathOf, type Resource } from '../../runtime/rest.js';
 
