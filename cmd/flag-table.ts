@@ -5,6 +5,7 @@ import { CIPHER_SUITE_NAMES, servingTls, TLS_VERSION_NAMES } from '../runtime/se
 
 export type { Flags, Kind, Spec } from './flag-types.js';
 import type { Spec } from './flag-types.js';
+import { DEFAULT_CONCURRENCY } from '../controllers/options.js';
 
 const positive = (v: number): string | undefined => (v > 0 ? undefined : 'must be greater than 0');
 // component-base: the alpha logging options need the LoggingAlphaOptions gate, which CAPI's managers do not
@@ -211,7 +212,7 @@ export const FLAGS: Record<string, Spec> = {
   'machinejoincheck-concurrency': {
     key: 'concurrency',
     kind: 'count',
-    def: '10',
+    def: String(DEFAULT_CONCURRENCY),
     help: 'Number of MachineJoinChecks to process simultaneously',
   },
   namespace: {

@@ -7,6 +7,9 @@ import type { ControllerIdentity } from '../runtime/logger.js';
 import type { RuntimeMetrics } from '../runtime/metrics.js';
 import type { ServingTls } from '../runtime/serving-tls.js';
 
+/** Checks reconciled at once by default: a pass mostly waits on a few requests in sequence (docs/decisions.md). */
+export const DEFAULT_CONCURRENCY = 10;
+
 /** The controller as controller-runtime would name it in metrics and logs. */
 export const MACHINEJOINCHECK_CONTROLLER: ControllerIdentity = {
   name: 'machinejoincheck',
@@ -23,7 +26,7 @@ export interface ControllerOptions {
   watchFilter?: string;
   /** Every check is reconciled at least this often (--sync-period). Default 10m. */
   syncPeriodMs?: number;
-  /** Concurrent reconciles (--machinejoincheck-concurrency). Default: the controller's. */
+  /** Concurrent reconciles (--machinejoincheck-concurrency). Default DEFAULT_CONCURRENCY. */
   workers?: number;
   /** Client-side rate limit towards the apiserver (--kube-api-qps, --kube-api-burst). Default 100 and 200. */
   qps?: number;

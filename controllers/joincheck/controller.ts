@@ -9,7 +9,7 @@ import { machineLogger, reconcileLogger } from '../../runtime/logger.js';
 import type { ReconcileResult, RuntimeMetrics } from '../../runtime/metrics.js';
 import { WorkQueue } from '../../runtime/queue.js';
 import type { Json, RestClient } from '../../runtime/rest.js';
-import { MACHINEJOINCHECK_CONTROLLER } from '../options.js';
+import { DEFAULT_CONCURRENCY, MACHINEJOINCHECK_CONTROLLER } from '../options.js';
 import { Caches } from './cache.js';
 import type { EventRecorder } from './events.js';
 import { execute } from './executor.js';
@@ -127,7 +127,7 @@ export class JoinCheckController {
   /** Starts the workers (after the caches synced and, with leader election, the Lease is held). */
   startWorkers(): void {
     this.started = true;
-    const workers = this.o.workers ?? 10;
+    const workers = this.o.workers ?? DEFAULT_CONCURRENCY;
     this.queue.run(workers, (key) => this.reconcile(key));
     // Until every check has been reconciled once, more workers: a start's first pass is mostly waiting on writes
     // (each check's status and metadata), so the first complete reconcile comes sooner (issue 18 §4).
