@@ -159,6 +159,73 @@ describe('JsonItemScanner', () => {
     );
   });
 
+  it('stream: an event is handed on by the write that ends it, newline or not; cut after an inner brace', () => {
+    const items: unknown[] = [];
+    const s = new JsonItemScanner({ mode: 'stream', onItem: (v) => items.push(v) });
+    const ev = JSON.stringify({ type: 'ADDED', object: machine('a') });
+    const inner = ev.indexOf('}') + 1; // after the first nested object closes
+    s.write(Buffer.from(ev.slice(0, inner)));
+    expect(items).to.have.length(0);
+    s.write(Buffer.from(ev.slice(inner)));
+    expect(items).to.deep.equal([{ type: 'ADDED', object: dropped(machine('a')) }]);
+    s.write(Buffer.from(`\n${ev}`));
+    expect(items).to.have.length(2);
+    s.end();
+  });
+
+  it('stream: a dropped key written with escapes is dropped; duplicate keys as JSON.parse; a bad line throws', () => {
+    const text = '{"type":"ADDED","object":{"metadata":{"manag\\u0065dFields":[1],"name":"a"}}}\n';
+    expect(scan(text, [], { mode: 'stream' }).items).to.deep.equal([
+      { type: 'ADDED', object: { metadata: { managedFields: null, name: 'a' } } },
+    ]);
+    const dup = '{"object":{"metadata":{"managedFields":[1]}},"object":{"metadata":{"name":"b"}}}\n';
+    expect(scan(dup, [], { mode: 'stream' }).items).to.deep.equal([{ object: { metadata: { name: 'b' } } }]);
+    for (const cuts of [[], [20], [5, 30, 41]])
+      expect(() => scan('{"type":"ADDED","object":{"a":tru e}}\n', cuts, { mode: 'stream' })).to.throw(JsonStreamError);
+  });
+
+  it('property: a stream in any framing (lines, pretty, back to back, CRLF, no last newline), any UTF-8, cut anywhere (seeded)', () => {
+    const meta = fc.record(
+      {
+        name: fc.string({ unit: 'binary' }),
+        managedFields: fc.jsonValue(),
+        annotations: fc.dictionary(
+          fc.constantFrom('kubectl.kubernetes.io/last-applied-configuration', 'a', 'b"c'),
+          fc.string({ unit: 'binary' }),
+        ),
+      },
+      { requiredKeys: [] },
+    );
+    const event = fc.record({
+      type: fc.constantFrom('ADDED', 'MODIFIED', 'DELETED'),
+      object: fc.tuple(fc.dictionary(fc.string({ unit: 'binary' }), fc.jsonValue()), meta).map(([o, m]) => ({
+        ...o,
+        metadata: m,
+      })),
+    });
+    const framings = ['line', 'pretty', 'glued', 'crlf', 'space'] as const;
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(event, fc.constantFrom(...framings)), { maxLength: 6 }),
+        fc.boolean(),
+        fc.array(fc.nat(4000), { maxLength: 16 }),
+        (events, lastNewline, cuts) => {
+          let text = events
+            .map(([e, f]) =>
+              f === 'pretty'
+                ? `${JSON.stringify(e, null, 2)}\n`
+                : `${JSON.stringify(e)}${{ line: '\n', glued: '', crlf: '\r\n', space: ' ' }[f]}`,
+            )
+            .join('');
+          if (!lastNewline) text = text.trimEnd();
+          const got = scan(Buffer.from(text, 'utf8'), cuts, { mode: 'stream' });
+          expect(got.items).to.deep.equal(events.map(([e]) => JSON.parse(JSON.stringify(dropped(e, ['object'])))));
+        },
+      ),
+      { seed: 1809, numRuns: 400 },
+    );
+  });
+
   it('property: any stream of events, cut anywhere, equals JSON.parse line by line with the drops (seeded)', () => {
     const event = fc.record({
       type: fc.constantFrom('ADDED', 'MODIFIED', 'DELETED'),

@@ -37,6 +37,27 @@ export interface ScannerOptions {
 /** Bytes that are not JSON of the expected shape. */
 export class JsonStreamError extends Error {}
 
+const NEWLINE = 0x0a;
+/** A stream's event longer than this without its newline is scanned byte by byte (its drops then bound memory). */
+const MAX_PENDING = 4 * 2 ** 20;
+const FAIL = Symbol('not JSON');
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function parseOrFail(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return FAIL;
+  }
+}
+
+/** The chunk's last byte that is not JSON whitespace is `}` (a value may have ended there). */
+function endsWithBrace(chunk: Buffer): boolean {
+  let k = chunk.length - 1;
+  while (k >= 0 && (chunk[k] === 0x20 || chunk[k] === 0x0a || chunk[k] === 0x0d || chunk[k] === 0x09)) k--;
+  return k >= 0 && chunk[k] === 0x7d;
+}
+
 /** Keys are remembered this deep (every dropped path is shallower). */
 const MAX_KEY_DEPTH = 8;
 
@@ -62,6 +83,16 @@ export class JsonItemScanner {
   private dropping?: { depth: number; kind: Kind };
   private dropNest = 0;
   private readonly drop: readonly (readonly string[])[];
+  /**
+   * stream: a watch event is one line (the apiserver writes `{…}\n`). An event whose line parses as JSON is parsed
+   * whole, then its dropped paths are nulled: the same value as scanning it, at a third of the CPU (the byte loop
+   * cost more than parsing the managedFields it spares). A line that does not parse (pretty JSON, two values on
+   * a line, bad bytes) is scanned byte by byte as before. `pending`: the start of an event whose line has not
+   * ended in the chunks so far; `replaying` while such bytes are scanned byte by byte after all.
+   */
+  private pending?: Buffer[];
+  private pendingBytes = 0;
+  private replaying = false;
   /** The chunk being scanned. */
   private chunk: Buffer = Buffer.alloc(0);
 
@@ -70,10 +101,20 @@ export class JsonItemScanner {
   }
 
   write(chunk: Buffer): void {
+    let from = 0;
+    if (this.pending) {
+      from = this.continuePending(chunk);
+      if (from < 0) return;
+    }
+    this.scan(chunk, from);
+  }
+
+  /** The byte scanner, from byte `from` of the chunk. */
+  private scan(chunk: Buffer, from: number): void {
     this.chunk = chunk;
-    if (this.capture) this.capture.from = 0;
+    if (this.capture) this.capture.from = from;
     const n = chunk.length;
-    for (let i = 0; i < n; i++) {
+    for (let i = from; i < n; i++) {
       if (this.inString) {
         // Most bytes are inside strings: jump to the closing quote.
         const q = this.closingQuote(chunk, i);
@@ -90,6 +131,13 @@ export class JsonItemScanner {
         continue;
       }
       const b = chunk[i]!;
+      if (b === 0x7b && this.o.mode === 'stream' && this.stack.length === 0 && !this.inScalar && !this.replaying) {
+        const j = this.lineValue(chunk, i);
+        if (j >= 0) {
+          i = j;
+          continue;
+        }
+      }
       switch (b) {
         case 0x20:
         case 0x0a:
@@ -143,6 +191,7 @@ export class JsonItemScanner {
 
   /** The end of the input: every value must be complete. */
   end(): void {
+    if (this.pending) this.replay([]);
     if (this.inScalar) this.scalarEnds(0);
     if (this.inString || this.stack.length > 0 || this.capture)
       throw new JsonStreamError('the JSON ended inside a value');
@@ -196,6 +245,79 @@ export class JsonItemScanner {
       if (k === rel - 1) return true;
     }
     return false;
+  }
+
+  /**
+   * A stream's top-level `{` at byte i: parses its line whole when the newline is in this chunk (returns the
+   * newline's index), keeps the rest of the chunk pending when not (returns the last index), or -1 (scan it).
+   */
+  private lineValue(chunk: Buffer, i: number): number {
+    const nl = chunk.indexOf(NEWLINE, i);
+    if (nl < 0) {
+      this.pending = [chunk.subarray(i)];
+      this.pendingBytes = chunk.length - i;
+      if (endsWithBrace(chunk)) this.tryPending();
+      return chunk.length - 1;
+    }
+    const value = parseOrFail(chunk.toString('utf8', i, nl));
+    if (value === FAIL) return -1;
+    this.emitWhole(value);
+    return nl;
+  }
+
+  /**
+   * A chunk after pending bytes: returns where the byte scanner goes on in it, or -1 when the whole chunk is
+   * pending (or was scanned).
+   */
+  private continuePending(chunk: Buffer): number {
+    const nl = chunk.indexOf(NEWLINE);
+    const upto = nl < 0 ? chunk.length : nl;
+    this.pending!.push(chunk.subarray(0, upto));
+    this.pendingBytes += upto;
+    if (nl < 0) {
+      if (this.pendingBytes > MAX_PENDING) this.replay([]);
+      else if (endsWithBrace(chunk)) this.tryPending();
+      return -1;
+    }
+    if (!this.tryPending()) this.replay([]);
+    return nl;
+  }
+
+  /** Parses the pending bytes as one value: true (emitted) or false (still pending). */
+  private tryPending(): boolean {
+    const p = this.pending!;
+    const value = parseOrFail((p.length === 1 ? p[0]! : Buffer.concat(p)).toString('utf8'));
+    if (value === FAIL) return false;
+    this.pending = undefined;
+    this.pendingBytes = 0;
+    this.emitWhole(value);
+    return true;
+  }
+
+  /** Scans the pending bytes byte by byte, as if no line had been tried. */
+  private replay(more: Buffer[]): void {
+    const pieces = [...this.pending!, ...more];
+    this.pending = undefined;
+    this.pendingBytes = 0;
+    this.replaying = true;
+    try {
+      for (const piece of pieces) this.scan(piece, 0);
+    } finally {
+      this.replaying = false;
+    }
+  }
+
+  /** A value parsed whole: its dropped paths become null, as the scanner would have written them. */
+  private emitWhole(value: unknown): void {
+    for (const p of this.drop) {
+      let cur: unknown = value;
+      for (let k = 0; k < p.length && isObject(cur); k++) {
+        if (!Object.hasOwn(cur, p[k]!)) break;
+        if (k === p.length - 1) cur[p[k]!] = null;
+        else cur = cur[p[k]!];
+      }
+    }
+    this.o.onItem(value);
   }
 
   /**
