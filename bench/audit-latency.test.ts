@@ -18,6 +18,19 @@ describe('audit latency by second', () => {
     expect(r).to.deep.equal({ at: Date.parse('2026-12-04T10:00:00.100Z'), ms: 1250, user: 'joinguard-bench' });
   });
 
+  it("tells a Machine's metadata write from its status write", () => {
+    const base = {
+      stage: 'ResponseComplete',
+      verb: 'patch',
+      requestReceivedTimestamp: '2026-12-04T10:00:00Z',
+      stageTimestamp: '2026-12-04T10:00:00.05Z',
+    };
+    const m = (objectRef: object) => completed(line({ ...base, objectRef }))?.machineWrite;
+    expect(m({ resource: 'machines', name: 'm1' })).to.deep.equal({ name: 'm1', status: false });
+    expect(m({ resource: 'machines', subresource: 'status', name: 'm1' })).to.deep.equal({ name: 'm1', status: true });
+    expect(m({ resource: 'machinejoinchecks', subresource: 'status', name: 'c' })).to.equal(undefined);
+  });
+
   it('leaves out watches, other stages and lines that are not JSON', () => {
     const base = { requestReceivedTimestamp: '2026-12-04T10:00:00Z', stageTimestamp: '2026-12-04T10:00:09Z' };
     expect(completed(line({ ...base, stage: 'ResponseComplete', verb: 'watch' }))).to.equal(undefined);

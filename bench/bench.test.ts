@@ -104,6 +104,9 @@ describe('bench (smoke size)', function () {
     const r = res.runs.joinguard!;
     const mine = r.apiserverLatency!.rows.reduce((n, row) => n + row[1]!, 0);
     expect(mine, 'JoinGuard requests in the detection window').to.be.greaterThan(0);
+    const marked = r.detection.joinguard!.marked;
+    const written = r.joinguardFirstWrites!.rows.filter(([, , statusAt]) => statusAt !== null).length;
+    expect(written, 'Machines whose status JoinGuard wrote (the OwnerRemediated mark)').to.be.at.least(marked);
     expect(r.joinguardSeries!.rows.length).to.be.greaterThan(2);
     expect(r.joinguardSeries!.rows.every((row) => row[1]! > 0)).to.equal(true);
   });
