@@ -100,6 +100,17 @@ describe('bench (smoke size)', function () {
     }
   });
 
+  it("keeps, per second of detection, the apiserver's time over JoinGuard's requests, and JoinGuard's memory over time", () => {
+    const r = res.runs.joinguard!;
+    const mine = r.apiserverLatency!.rows.reduce((n, row) => n + row[1]!, 0);
+    expect(mine, 'JoinGuard requests in the detection window').to.be.greaterThan(0);
+    const marked = r.detection.joinguard!.marked;
+    const written = r.joinguardFirstWrites!.rows.filter(([, , statusAt]) => statusAt !== null).length;
+    expect(written, 'Machines whose status JoinGuard wrote (the OwnerRemediated mark)').to.be.at.least(marked);
+    expect(r.joinguardSeries!.rows.length).to.be.greaterThan(2);
+    expect(r.joinguardSeries!.rows.every((row) => row[1]! > 0)).to.equal(true);
+  });
+
   it('runs both sides with leader election, and JoinGuard at rest renews its Lease and nothing else', () => {
     const jg = res.perRun.joinguard!.joinguard!;
     const core = res.perRun.joinguard!.core;

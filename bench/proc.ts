@@ -25,10 +25,20 @@ export function sampleProc(pid: number): ProcSample | undefined {
   }
 }
 
-/** Samples a process every intervalMs and keeps the peak RSS it saw (VmHWM is the kernel's own peak). */
+/** Columns of ProcSampler's series: seconds since the first sample, then KiB and CPU seconds. */
+export const SERIES_COLUMNS = ['s', 'rssKiB', 'mainHeapKiB', 'anonKiB', 'fileKiB', 'cpuSeconds'];
+const SERIES_EVERY_MS = 5000;
+
+/**
+ * Samples a process every intervalMs and keeps the peak RSS it saw (VmHWM is the kernel's own peak), and every 5 s
+ * a row of where its memory sits (when it grows, and in what).
+ */
 export class ProcSampler {
   last?: ProcSample;
   peakRssKiB = 0;
+  private readonly series: number[][] = [];
+  private first?: number;
+  private lastRow = -Infinity;
   private timer?: NodeJS.Timeout;
 
   constructor(
@@ -46,8 +56,21 @@ export class ProcSampler {
     if (s) {
       this.last = s;
       this.peakRssKiB = Math.max(this.peakRssKiB, s.rssKiB);
+      this.first ??= s.at;
+      if (s.at - this.lastRow >= SERIES_EVERY_MS) {
+        const p = residentParts(this.pid);
+        if (p) {
+          this.lastRow = s.at;
+          const t = Math.round((s.at - this.first) / 100) / 10;
+          this.series.push([t, s.rssKiB, p.mainHeapKiB, p.anonKiB, p.fileKiB, s.cpuSeconds]);
+        }
+      }
     }
     return s;
+  }
+
+  seriesTable(): { columns: string[]; rows: number[][] } {
+    return { columns: SERIES_COLUMNS, rows: this.series };
   }
 
   stop(): void {

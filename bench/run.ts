@@ -21,6 +21,7 @@ import {
   type AuditWindow,
   type ShardAudit,
 } from './audit.js';
+import { latencyBySecond, type FirstWrites, type LatencyBySecond } from './audit-latency.js';
 import { JOINGUARD_LEASE_NAMESPACE, JoinGuardProcess } from './controller-process.js';
 import { installBenchCrds } from './crds.js';
 import { startBenchEnv, USER_JOINGUARD, type BenchEnv } from './env.js';
@@ -118,6 +119,12 @@ export interface RunResult {
   clusters: Record<string, ClusterTimes>;
   /** Run `sharded`: per shard, its process and every request it made, checked against its own Clusters. */
   shards?: ShardRun[];
+  /** Detection window, per second: the apiserver's time over JoinGuard's requests and over everyone else's. */
+  apiserverLatency?: LatencyBySecond;
+  /** Detection window: per Machine, when JoinGuard first wrote its metadata (the marker) and its status (the mark). */
+  joinguardFirstWrites?: FirstWrites;
+  /** JoinGuard's resident memory and CPU every 5 s from its start (run joinguard, both). */
+  joinguardSeries?: { columns: string[]; rows: number[][] };
   /** Run `sharded`: per stuck Machine, the shard that owns it and the shards that wrote it (the audit log). */
   shardRows?: { columns: string[]; rows: (string | null)[][] };
 }
@@ -404,6 +411,9 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     bench = undefined;
     t = Date.now();
     const audit = await countAudit(keptAudit, [startup, quiet, detect]);
+    const jgAudit = sides.includes('joinguard')
+      ? await latencyBySecond(keptAudit, detect, (user) => user.startsWith('joinguard'))
+      : undefined;
     const sharded = shards.length
       ? await shardAudit(
           keptAudit,
@@ -428,6 +438,8 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
       apiserverRequestTotalLabels,
       ...result,
       clusters: Object.fromEntries(clusters),
+      ...(jgAudit ? { apiserverLatency: jgAudit.latency, joinguardFirstWrites: jgAudit.firstWrites } : {}),
+      ...(jg ? { joinguardSeries: jg.sampler.seriesTable() } : {}),
       ...(sharded ? shardResults(shape, shardStops, sharded, w.machines.values(), clusters, windowEnd) : {}),
     };
   } finally {
