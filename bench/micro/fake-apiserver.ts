@@ -63,6 +63,9 @@ export class FakeApiserver {
   private readonly log: { rv: number; plural: string; type: string; obj: Json }[] = [];
   private readonly watchers = new Set<Watcher>();
   private server?: https.Server;
+  /** TCP connections open to the server now, and the most seen at once (the client's sockets). */
+  connections = 0;
+  peakConnections = 0;
   /** `verb resource[/subresource]` -> requests answered (watches counted as `watch <resource>`). */
   readonly counts = new Map<string, number>();
   inFlight = 0;
@@ -83,6 +86,10 @@ export class FakeApiserver {
       { cert: this.tls.cert, key: this.tls.key },
       (req, res) => void this.handle(req, res),
     );
+    this.server.on('connection', (sock) => {
+      this.peakConnections = Math.max(this.peakConnections, ++this.connections);
+      sock.once('close', () => this.connections--);
+    });
     await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', () => r()));
     const addr = this.server.address();
     return `https://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;

@@ -1,4 +1,4 @@
-// `npm run bench -- --heap [--machines N] [--settings "A|B|..."] [--repeat R] [--out FILE]`
+// `npm run bench -- --heap [--machines N] [--settings "A|B|..."] [--repeat R] [--rtt-ms MS] [--probe] [--out FILE]`
 // V8 heap settings for the image, chosen by measurement: JoinGuard as deployed (the compiled command with the
 // Deployment's flags, bench/controller-process.ts) against the in-memory apiserver serving the end-to-end
 // fleet's shape (100 Machines per Cluster, two checks per Cluster), once per setting (node flags before the
@@ -11,6 +11,10 @@
 // Per setting: the load average at its start, peak RSS (VmHWM), RSS at the end and where it sits (glibc's main
 // heap, anonymous, file pages), the V8 heap at the end, CPU seconds, GC count and pause time by kind
 // (prom-client's nodejs_gc_duration_seconds), the marks' latency, and whether the process survived.
+// A setting may end with ` -- ` and JoinGuard's own flags (`... -- --machinejoincheck-concurrency=2`). Every
+// second: RSS (anon, file), the V8 heap, external memory, TLS sockets open (JoinGuard's handles) and
+// connections to the apiserver, kept as a series (`series`) and summed up at the marks' start and end.
+// --probe preloads memory-probe.cjs into JoinGuard: V8's malloc'd memory and open handles by kind (`probe`).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,9 +28,72 @@ import { FakeApiserver, type Json } from './fake-apiserver.js';
 import { makeTls, writeKubeconfig } from './micro.js';
 import { addStuck, clusterName, NS, seed } from './world.js';
 
+const here = path.dirname(fileURLToPath(import.meta.url));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = (line: string) => process.stderr.write(`[heap ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 const PER_CLUSTER = 100;
+
+/** `[NAME=value ...] [node flags] [-- joinguard flags]`: the runtime setting and the controller's flags. */
+export function splitSetting(setting: string): { runtime: string; flags: string[] } {
+  const words = setting.split(/\s+/).filter(Boolean);
+  const at = words.indexOf('--');
+  return at < 0
+    ? { runtime: words.join(' '), flags: [] }
+    : { runtime: words.slice(0, at).join(' '), flags: words.slice(at + 1) };
+}
+
+interface Point {
+  t: number;
+  phase: string;
+  rssMiB: number;
+  anonMiB: number;
+  fileMiB: number;
+  heapUsedMiB?: number;
+  heapTotalMiB?: number;
+  codeMiB?: number;
+  /** Committed size of each V8 space (new, old, code, large_object, ...). */
+  spacesMiB?: Record<string, number>;
+  externalMiB?: number;
+  tlsSockets?: number;
+  connections: number;
+}
+
+interface DuringMarks {
+  atStart?: Point;
+  atEnd?: Point;
+  peakRssMiB: number;
+  peakAnonMiB: number;
+  peakHeapTotalMiB: number;
+  peakExternalMiB: number;
+  peakTlsSockets: number;
+  peakConnectionsBefore: number;
+  peakConnections: number;
+}
+
+/** The probe's lines, their time from JoinGuard's spawn as the series'. */
+function readProbe(file: string, spawnedAt: number): Json[] {
+  try {
+    return fs
+      .readFileSync(file, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Json)
+      .map((x) => ({ ...x, t: round((x.at - spawnedAt) / 1000, 1) }));
+  } catch {
+    return [];
+  }
+}
+
+const mib = (bytes: number) => round(bytes / 2 ** 20, 1)!;
+
+function statusKiB(pid: number): Record<string, number> {
+  try {
+    const text = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    return Object.fromEntries([...text.matchAll(/^(\w+):\s+(\d+) kB/gm)].map((m) => [m[1]!, Number(m[2])]));
+  } catch {
+    return {};
+  }
+}
 
 export const DEFAULT_SETTINGS = [
   '',
@@ -45,18 +112,63 @@ async function runSetting(
   machines: number,
   tls: { cert: string; key: string; caPem: string },
   dir: string,
+  rttMs = 0,
+  probe = false,
 ) {
   const loadAvgAtStart = os.loadavg().map((x) => round(x, 2));
   const api = new FakeApiserver(tls);
+  api.delayMs = rttMs;
   const server = await api.start();
+  const { runtime, flags } = splitSetting(setting);
+  // The probe's own lines (memory-probe.cjs), one file per run.
+  const probeFile = path.join(dir, `probe-${Date.now()}.jsonl`);
+  const probed = probe
+    ? `JOINGUARD_MEMORY_PROBE=${probeFile} ${runtime} --require ${path.join(here, 'memory-probe.cjs')}`
+    : runtime;
   const clusters = Math.ceil(machines / PER_CLUSTER);
   seed(api, { clusters, perCluster: PER_CLUSTER, mhc: false, now: Date.now() });
   const jg = await JoinGuardProcess.start({
     kubeconfig: writeKubeconfig(path.join(dir, 'kubeconfig'), server, tls.caPem),
     webhookCertDir: path.join(dir, 'serving'),
     logFile: path.join(dir, `joinguard-${Date.now()}.log`),
-    nodeOptions: setting,
+    nodeOptions: probed,
+    extraFlags: flags,
   });
+  const series: Point[] = [];
+  let phase = 'start';
+  let sampling = false;
+  const sample = async () => {
+    if (sampling) return;
+    sampling = true;
+    try {
+      const st = statusKiB(jg.proc.pid);
+      const m = await jg.metrics();
+      const v = (name: string, where: Record<string, string> = {}) => (m ? sum(m, name, where) : undefined);
+      series.push({
+        t: round((Date.now() - jg.spawnedAt) / 1000, 1)!,
+        phase,
+        rssMiB: round((st.VmRSS ?? 0) / 1024, 1)!,
+        anonMiB: round((st.RssAnon ?? 0) / 1024, 1)!,
+        fileMiB: round((st.RssFile ?? 0) / 1024, 1)!,
+        heapUsedMiB: m && mib(v('nodejs_heap_size_used_bytes')!),
+        heapTotalMiB: m && mib(v('nodejs_heap_size_total_bytes')!),
+        codeMiB: m && mib(v('nodejs_heap_space_size_used_bytes', { space: 'code' })!),
+        spacesMiB:
+          m &&
+          Object.fromEntries(
+            m
+              .filter((x) => x.name === 'nodejs_heap_space_size_total_bytes')
+              .map((x) => [x.labels.space ?? '', mib(x.value)]),
+          ),
+        externalMiB: m && mib(v('nodejs_external_memory_bytes')!),
+        tlsSockets: v('nodejs_active_handles', { type: 'TLSSocket' }),
+        connections: api.connections,
+      });
+    } finally {
+      sampling = false;
+    }
+  };
+  const sampler = setInterval(() => void sample(), 1000);
   try {
     await jg.waitReady(300_000);
     const checks = () => [...api.objects('machinejoinchecks').values()];
@@ -68,6 +180,7 @@ async function runSetting(
     const afterStart = jg.sampler.take();
 
     // Churn: updates JoinGuard does not read, 50 per second.
+    phase = 'churn';
     const keys = [...api.objects('machines').keys()];
     for (let i = 0; i < 2000; i++) {
       const m = structuredClone<Json>(api.objects('machines').get(keys[(i * 7919) % keys.length]!)!);
@@ -79,6 +192,10 @@ async function runSetting(
 
     // Marks: 5% stuck, spread over the Clusters, 8 deadlines per second.
     const k = Math.round(machines * 0.05);
+    phase = 'marks';
+    await sample();
+    const atMarks = series.at(-1);
+    const connectionsBefore = api.peakConnections;
     const names = Array.from({ length: clusters }, (_, i) => clusterName(i));
     const { deadlines, marked, lastDeadline } = await addStuck(
       api,
@@ -89,6 +206,11 @@ async function runSetting(
     const end = lastDeadline + 60_000;
     while (marked.size < k && Date.now() < end && jg.proc.running) await sleep(200);
     await sleep(2000);
+    await sample();
+    const afterMarks = series.at(-1);
+    const inMarks = series.filter((p) => p.phase === 'marks');
+    const max = (f: (p: Point) => number | undefined) => Math.max(...inMarks.map((p) => f(p) ?? 0));
+    phase = 'end';
     const metrics = await jg.metrics();
     const last = jg.sampler.take();
     const parts = residentParts(jg.proc.pid);
@@ -99,6 +221,7 @@ async function runSetting(
     const gcSum = byLabel(metrics ?? [], 'nodejs_gc_duration_seconds_sum', 'kind');
     return {
       setting: setting || '(Node defaults)',
+      rttMs,
       loadAvgAtStart,
       survived: jg.proc.running,
       error: jg.proc.running ? undefined : `${jg.proc.describeExit()}: ${tailFile(jg.proc.logFile, 3)}`,
@@ -126,8 +249,23 @@ async function runSetting(
         p50S: round(percentile(lat, 50), 3),
         p99S: round(percentile(lat, 99), 3),
       },
+      /** The marks' phase: its first and last sample, its highest, and the connections opened before and in it. */
+      duringMarks: {
+        atStart: atMarks,
+        atEnd: afterMarks,
+        peakRssMiB: max((p) => p.rssMiB),
+        peakAnonMiB: max((p) => p.anonMiB),
+        peakHeapTotalMiB: max((p) => p.heapTotalMiB),
+        peakExternalMiB: max((p) => p.externalMiB),
+        peakTlsSockets: max((p) => p.tlsSockets),
+        peakConnectionsBefore: connectionsBefore,
+        peakConnections: max((p) => p.connections),
+      } as DuringMarks | undefined,
+      series,
+      probe: probe ? readProbe(probeFile, jg.spawnedAt) : undefined,
     };
   } finally {
+    clearInterval(sampler);
     await jg.stop();
     await api.stop();
   }
@@ -135,9 +273,10 @@ async function runSetting(
 
 export type HeapCase = Awaited<ReturnType<typeof runSetting>>;
 
-function failed(setting: string, e: Error): HeapCase {
+function failed(setting: string, e: Error, rttMs = 0): HeapCase {
   return {
     setting: setting || '(Node defaults)',
+    rttMs,
     loadAvgAtStart: os.loadavg().map((x) => round(x, 2)),
     survived: false,
     error: e.message.slice(0, 600),
@@ -154,6 +293,9 @@ function failed(setting: string, e: Error): HeapCase {
     gc: {},
     gcSeconds: undefined,
     marks: { stuck: 0, marked: 0, p50S: undefined, p99S: undefined },
+    duringMarks: undefined,
+    series: [],
+    probe: undefined,
   };
 }
 
@@ -162,6 +304,8 @@ export function parseHeapArgs(argv: string[]) {
     machines: 10_000,
     settings: DEFAULT_SETTINGS,
     repeat: 1,
+    rttMs: 0,
+    probe: false,
     out: path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'heap-results.json'),
   };
   for (let i = 0; i < argv.length; i++) {
@@ -174,10 +318,12 @@ export function parseHeapArgs(argv: string[]) {
         .split('|')
         .map((x) => x.trim());
     else if (flag === '--repeat') a.repeat = Number(value());
+    else if (flag === '--rtt-ms') a.rttMs = Number(value());
+    else if (flag === '--probe') a.probe = true;
     else if (flag === '--out') a.out = value();
     else
       throw new Error(
-        `unknown argument ${argv[i]}; usage: npm run bench -- --heap [--machines N] [--settings "A|B|..."] [--repeat R] [--out FILE]`,
+        `unknown argument ${argv[i]}; usage: npm run bench -- --heap [--machines N] [--settings "A|B|..."] [--repeat R] [--rtt-ms MS] [--probe] [--out FILE]`,
       );
   }
   return a;
@@ -187,6 +333,8 @@ export async function heapSettings(a: {
   machines: number;
   settings: string[];
   repeat: number;
+  rttMs?: number;
+  probe?: boolean;
   out: string;
 }): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'joinguard-heap-'));
@@ -199,9 +347,15 @@ export async function heapSettings(a: {
       for (const s of a.settings) {
         log(`round ${r + 1}/${a.repeat}: node ${s}`);
         // A setting that kills the process (out of heap) is a result, not a failure of the benchmark.
-        const c = await runSetting(s, a.machines, tls, dir).catch((e: Error) => failed(s, e));
+        const c = await runSetting(s, a.machines, tls, dir, a.rttMs, a.probe).catch((e: Error) =>
+          failed(s, e, a.rttMs),
+        );
         log(
           `  load ${c.loadAvgAtStart.join(' ')}, peak RSS ${c.peakRssMiB} MiB, end ${c.rssAtEndMiB} MiB (main heap ${c.mainHeapAtEndMiB}, anon ${c.rssAnonAtEndMiB}, file ${c.rssFileAtEndMiB}), first reconcile ${c.firstReconcileS} s, heap used ${c.heapUsedAtEndMiB}/${c.heapTotalAtEndMiB} MiB, CPU ${c.cpuSeconds} s, GC ${c.gcSeconds} s, marks p99 ${c.marks.p99S} s${c.survived ? '' : ' — DIED'}`,
+        );
+        const d = c.duringMarks;
+        log(
+          `  marks: RSS ${d?.atStart?.rssMiB} -> ${d?.atEnd?.rssMiB} MiB (peak ${d?.peakRssMiB}, anon ${d?.atStart?.anonMiB} -> ${d?.atEnd?.anonMiB}), heap total ${d?.atStart?.heapTotalMiB} -> ${d?.atEnd?.heapTotalMiB}, external ${d?.atStart?.externalMiB} -> ${d?.atEnd?.externalMiB}, TLS sockets peak ${d?.peakTlsSockets}, connections peak ${d?.peakConnections} (before ${d?.peakConnectionsBefore})`,
         );
         cases.push(c);
       }
@@ -240,7 +394,7 @@ export async function heapSettings(a: {
     fs.mkdirSync(path.dirname(a.out), { recursive: true });
     fs.writeFileSync(
       a.out,
-      `${JSON.stringify({ run: { date: new Date().toISOString(), machines: a.machines, host: { cpus: os.availableParallelism(), node: process.version } }, cases }, null, 1)}\n`,
+      `${JSON.stringify({ run: { date: new Date().toISOString(), machines: a.machines, rttMs: a.rttMs ?? 0, host: { cpus: os.availableParallelism(), node: process.version } }, cases }, null, 1)}\n`,
     );
     process.stdout.write(
       `\nV8 heap settings, ${a.machines} Machines (${NS}: ${PER_CLUSTER} per Cluster)\n\n${[line(rows[0]!), `|${w.map((x) => '-'.repeat(x + 2)).join('|')}|`, ...rows.slice(1).map(line)].join('\n')}\n\n`,
