@@ -48,6 +48,10 @@ interface Point {
   rssMiB: number;
   anonMiB: number;
   fileMiB: number;
+  /** Resident in anonymous rw mappings of exactly 256 KiB at a 256 KiB boundary: V8's pages, whether counted or not. */
+  pageMappingsMiB?: number;
+  /** glibc's main heap ([heap], grown by brk). */
+  mainHeapMiB?: number;
   heapUsedMiB?: number;
   heapTotalMiB?: number;
   codeMiB?: number;
@@ -68,6 +72,41 @@ interface DuringMarks {
   peakTlsSockets: number;
   peakConnectionsBefore: number;
   peakConnections: number;
+}
+
+/**
+ * From /proc/<pid>/smaps: the resident KiB of V8-page-shaped mappings (anonymous, rw, 256 KiB, aligned; V8's
+ * regular pages are mapped one by one) and of glibc's main heap.
+ */
+function pageMappings(pid: number): { pageMappingsMiB?: number; mainHeapMiB?: number } {
+  let text: string;
+  try {
+    text = fs.readFileSync(`/proc/${pid}/smaps`, 'utf8');
+  } catch {
+    return {};
+  }
+  let pages = 0;
+  let heap = 0;
+  let kind: 'page' | 'heap' | undefined;
+  for (const line of text.split('\n')) {
+    const m = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \d+\s*(.*)$/.exec(line);
+    if (m) {
+      const start = parseInt(m[1]!, 16);
+      const size = parseInt(m[2]!, 16) - start;
+      const name = m[4]!.trim();
+      kind =
+        name === '[heap]'
+          ? 'heap'
+          : name === '' && m[3] === 'rw-p' && size === 256 * 1024 && start % (256 * 1024) === 0
+            ? 'page'
+            : undefined;
+    } else if (kind && line.startsWith('Rss:')) {
+      const kib = Number(/(\d+)/.exec(line)?.[1] ?? 0);
+      if (kind === 'page') pages += kib;
+      else heap += kib;
+    }
+  }
+  return { pageMappingsMiB: round(pages / 1024, 1), mainHeapMiB: round(heap / 1024, 1) };
 }
 
 /** The probe's lines, their time from JoinGuard's spawn as the series'. */
@@ -150,6 +189,7 @@ async function runSetting(
         rssMiB: round((st.VmRSS ?? 0) / 1024, 1)!,
         anonMiB: round((st.RssAnon ?? 0) / 1024, 1)!,
         fileMiB: round((st.RssFile ?? 0) / 1024, 1)!,
+        ...pageMappings(jg.proc.pid),
         heapUsedMiB: m && mib(v('nodejs_heap_size_used_bytes')!),
         heapTotalMiB: m && mib(v('nodejs_heap_size_total_bytes')!),
         codeMiB: m && mib(v('nodejs_heap_space_size_used_bytes', { space: 'code' })!),
@@ -355,7 +395,7 @@ export async function heapSettings(a: {
         );
         const d = c.duringMarks;
         log(
-          `  marks: RSS ${d?.atStart?.rssMiB} -> ${d?.atEnd?.rssMiB} MiB (peak ${d?.peakRssMiB}, anon ${d?.atStart?.anonMiB} -> ${d?.atEnd?.anonMiB}), heap total ${d?.atStart?.heapTotalMiB} -> ${d?.atEnd?.heapTotalMiB}, external ${d?.atStart?.externalMiB} -> ${d?.atEnd?.externalMiB}, TLS sockets peak ${d?.peakTlsSockets}, connections peak ${d?.peakConnections} (before ${d?.peakConnectionsBefore})`,
+          `  marks: RSS ${d?.atStart?.rssMiB} -> ${d?.atEnd?.rssMiB} MiB (peak ${d?.peakRssMiB}, anon ${d?.atStart?.anonMiB} -> ${d?.atEnd?.anonMiB}), heap total ${d?.atStart?.heapTotalMiB} -> ${d?.atEnd?.heapTotalMiB}, 256 KiB page mappings ${d?.atStart?.pageMappingsMiB} -> ${d?.atEnd?.pageMappingsMiB}, main heap ${d?.atStart?.mainHeapMiB} -> ${d?.atEnd?.mainHeapMiB}, external ${d?.atStart?.externalMiB} -> ${d?.atEnd?.externalMiB}, TLS sockets peak ${d?.peakTlsSockets}, connections peak ${d?.peakConnections} (before ${d?.peakConnectionsBefore})`,
         );
         cases.push(c);
       }
