@@ -12,6 +12,7 @@ import { track, untrack } from '../hack/testenv/cleanup.js';
 import { httpGet, type Json } from '../hack/testenv/kube-client.js';
 import { freePort } from '../hack/testenv/ports.js';
 import { ManagedProcess, tailFile } from '../hack/testenv/process.js';
+import { MemoryCgroup, quantityBytes } from './memory-limit.js';
 import { ProcSampler } from './proc.js';
 import { scrape, type Sample } from './prom.js';
 
@@ -68,6 +69,13 @@ export interface JoinGuardStart {
   pgidFile?: string;
   /** The process's label in /proc samples (default `joinguard`; a shard's process is `joinguard-<shard>`). */
   label?: string;
+  /** Its memory limit (a quantity; default the Deployment's `limits.memory`; '' = none). */
+  memoryLimit?: string;
+}
+
+/** `resources.limits.memory` of the Deployment's `manager` container. */
+export function deployedMemoryLimit(): string {
+  return String(managerContainer()?.resources?.limits?.memory ?? '');
 }
 
 /** NODE_OPTIONS of the Deployment's `manager` container (manifests/manager/manager.yaml): the bench's default. */
@@ -126,6 +134,9 @@ export class JoinGuardProcess {
   readonly metricsUrl: string;
   private readonly healthUrl: string;
   private readonly tracked = { stop: () => this.stop(), killNow: () => this.proc.killNow() };
+  /** The memory limit it ran under, as the results say it ('512Mi', or none and why). */
+  memoryLimit = 'none';
+  private cgroup?: MemoryCgroup;
 
   private constructor(proc: ManagedProcess, metricsPort: number, healthPort: number, label = 'joinguard') {
     this.proc = proc;
@@ -139,10 +150,14 @@ export class JoinGuardProcess {
     const [metricsPort, healthPort, webhookPort] = [await freePort(), await freePort(), await freePort()];
     const setting = runtimeSetting(o.nodeOptions);
     const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !MALLOC_ENV.test(k)));
+    const limit = o.memoryLimit ?? deployedMemoryLimit();
+    const made = limit
+      ? MemoryCgroup.create(`joinguard-bench-${process.pid}-${o.label ?? 'joinguard'}`, quantityBytes(limit))
+      : { why: 'none asked' };
+    const run = (command: string, args: string[]) => made.cgroup?.wrap(command, args) ?? { command, args };
     const proc = ManagedProcess.start({
       name: o.label ?? 'joinguard',
-      command: process.execPath,
-      args: [
+      ...run(process.execPath, [
         ...setting.flags,
         compiled('cmd/joinguard.ts'),
         `--kubeconfig=${o.kubeconfig}`,
@@ -154,7 +169,7 @@ export class JoinGuardProcess {
         `--webhook-port=${webhookPort}`,
         `--webhook-cert-dir=${o.webhookCertDir}`,
         ...(o.extraFlags ?? []),
-      ],
+      ]),
       env: {
         ...inherited,
         ...setting.env,
@@ -165,7 +180,10 @@ export class JoinGuardProcess {
       logFile: o.logFile,
     });
     if (o.pgidFile) fs.appendFileSync(o.pgidFile, `${proc.pid}\n`);
-    return new JoinGuardProcess(proc, metricsPort, healthPort, o.label);
+    const p = new JoinGuardProcess(proc, metricsPort, healthPort, o.label);
+    p.cgroup = made.cgroup;
+    p.memoryLimit = made.cgroup ? limit : `none (${made.why})`;
+    return p;
   }
 
   /** Polls /readyz (caches synced) every 100 ms: readyAt is within 100 ms of the truth. */
@@ -190,6 +208,7 @@ export class JoinGuardProcess {
     this.sampler.take();
     this.sampler.stop();
     await this.proc.stop(10_000);
+    this.cgroup?.remove();
     untrack(this.tracked);
   }
 

@@ -275,6 +275,7 @@ export function buildResults(b0: BenchInputs) {
       ),
       host: host(),
       joinguardNodeOptions: b.nodeOptions,
+      joinguardMemoryLimit: b.runs.joinguard?.joinguard?.memoryLimit ?? b.runs.both?.joinguard?.memoryLimit,
     },
     setup: {
       shape: b.shape,

@@ -110,7 +110,7 @@ export interface RunResult {
   windows: Record<'startup' | 'quiet' | 'detection', AuditWindow>;
   edges: Record<'quietStart' | 'quietEnd' | 'detectionStart' | 'detectionEnd', Edge>;
   peakRssKiB: Record<string, number>;
-  joinguard?: ProcessTimes & { nodeOptions: string };
+  joinguard?: ProcessTimes & { nodeOptions: string; memoryLimit?: string };
   audit: { counts: AuditCounts; userAgents: Record<string, string>; integrity: AuditIntegrity };
   apiserverRequestTotalLabels: string[];
   detection: Partial<Record<Side, SideDetection>>;
@@ -401,6 +401,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
         logLines: jg.logLines(),
         exit: jg.proc.describeExit(),
         nodeOptions: o.nodeOptions,
+        memoryLimit: jg.memoryLimit,
       };
     }
     for (const x of [...watchers, ...samplers]) x.stop();
