@@ -4,7 +4,15 @@ import dc from 'node:diagnostics_channel';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { expect } from 'chai';
-import { ApiError, RestClient, retryAfterOf, TokenBucket, WritesForbiddenError, type RequestRecord } from './rest.js';
+import {
+  ApiError,
+  REQUEST_SOCKETS,
+  RestClient,
+  retryAfterOf,
+  TokenBucket,
+  WritesForbiddenError,
+  type RequestRecord,
+} from './rest.js';
 import { closedAfterEach, sendJson, serve, type TestServer } from './testing/http-server.js';
 
 describe('RestClient (fake apiserver)', function () {
@@ -117,6 +125,26 @@ describe('RestClient (fake apiserver)', function () {
       (err: Error) => err,
     );
     expect(e!.message).to.match(/renew deadline passed/);
+  });
+
+  it('watches hold connections of their own: as many open streams as the pool has sockets leave requests unqueued', async () => {
+    server = keep(
+      await serve((req, res) => {
+        if (req.url?.startsWith('/watch')) return void res.writeHead(200).write('\n'); // a stream that stays open
+        sendJson(res, 200, { ok: true });
+      }),
+    );
+    rest = keep(new RestClient(server.access, { userAgent: 'test', qps: 0 }));
+    const ac = new AbortController();
+    const streams = await Promise.all(
+      Array.from({ length: REQUEST_SOCKETS }, (_, i) =>
+        rest.open('GET', `/watch/${i}`, { signal: ac.signal, stream: true }),
+      ),
+    );
+    expect(streams).to.have.length(REQUEST_SOCKETS);
+    const answer = await rest.get('/apis/x', undefined, { timeoutMs: 2000 });
+    expect(answer).to.deep.equal({ ok: true });
+    ac.abort(new Error('test over'));
   });
 
   it('a response cut mid-body is an error, not a hang', async () => {

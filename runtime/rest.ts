@@ -78,6 +78,8 @@ export interface RequestOptions {
   signal?: AbortSignal;
   /** Retries after an answer that says when to come back; default the client's `maxRetries` (informers pass 0). */
   retries?: number;
+  /** A watch: it holds its connection for minutes, so it gets one of its own, outside the pool requests share. */
+  stream?: boolean;
 }
 
 /** One request as controller-runtime's rest_client_* metrics see it. */
@@ -126,10 +128,14 @@ export function retryAfterOf(code: number, header: string | string[] | undefined
   return Number(h);
 }
 
+/** Connections requests share (watches aside): a reconcile's parallel reads times the workers, with room. */
+export const REQUEST_SOCKETS = 16;
+
 export class RestClient {
   readonly server: URL;
   readonly userAgent: string;
   private readonly agent: https.Agent | http.Agent;
+  private readonly streamAgent: https.Agent | http.Agent;
   private readonly limiter?: TokenBucket;
   /** Requests sent, by verb (for the benchmark and the debug log). */
   readonly counts = new Map<string, number>();
@@ -140,18 +146,18 @@ export class RestClient {
   ) {
     this.server = access.server;
     this.userAgent = o.userAgent;
-    if (this.server.protocol === 'http:') {
-      this.agent = new http.Agent({ keepAlive: true });
-    } else {
-      this.agent = new https.Agent({
-        keepAlive: true,
-        maxSockets: 16,
-        ...(access.ca ? { ca: access.ca } : {}),
-        ...(access.cert && access.key ? { cert: access.cert, key: access.key } : {}),
-        ...(access.tlsServerName ? { servername: access.tlsServerName } : {}),
-        rejectUnauthorized: !access.insecureSkipTLSVerify,
-      });
-    }
+    const tls: https.AgentOptions = {
+      ...(access.ca ? { ca: access.ca } : {}),
+      ...(access.cert && access.key ? { cert: access.cert, key: access.key } : {}),
+      ...(access.tlsServerName ? { servername: access.tlsServerName } : {}),
+      rejectUnauthorized: !access.insecureSkipTLSVerify,
+    };
+    const agent = (pool: http.AgentOptions) =>
+      this.server.protocol === 'http:' ? new http.Agent(pool) : new https.Agent({ ...pool, ...tls });
+    // Requests share a bounded pool; each watch has a connection of its own, or seven informers' watches would
+    // hold seven of the pool's sockets for minutes and leave the workers' requests queued for the rest.
+    this.agent = agent({ keepAlive: true, maxSockets: REQUEST_SOCKETS });
+    this.streamAgent = agent({ keepAlive: false });
     const qps = o.qps ?? DEFAULT_QPS;
     if (qps > 0 && Number.isFinite(qps)) this.limiter = new TokenBucket(qps, Math.max(1, o.burst ?? DEFAULT_BURST));
   }
@@ -206,7 +212,8 @@ export class RestClient {
     return new Promise((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
       let answered = false;
-      const req = lib.request(url, { method, headers, agent: this.agent }, (res) => {
+      const agent = opts.stream ? this.streamAgent : this.agent;
+      const req = lib.request(url, { method, headers, agent }, (res) => {
         answered = true;
         clearTimeout(timer);
         // The signal now aborts the body. Its listener holds the request, the response and every chunk read, and
@@ -349,6 +356,7 @@ export class RestClient {
 
   close(): void {
     this.agent.destroy();
+    this.streamAgent.destroy();
   }
 }
 

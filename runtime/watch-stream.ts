@@ -57,7 +57,7 @@ export async function readWatch(o: WatchStreamOptions): Promise<{ events: number
   arm();
   let res: IncomingMessage;
   try {
-    ({ res } = await o.rest.open('GET', o.path, { query: o.query, signal: ac.signal, retries: 0 }));
+    ({ res } = await o.rest.open('GET', o.path, { query: o.query, signal: ac.signal, retries: 0, stream: true }));
   } catch (e) {
     done();
     throw ac.signal.aborted ? reasonOf(ac.signal) : e;
