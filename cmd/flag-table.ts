@@ -6,6 +6,7 @@ import { CIPHER_SUITE_NAMES, servingTls, TLS_VERSION_NAMES } from '../runtime/se
 export type { Flags, Kind, Spec } from './flag-types.js';
 import type { Spec } from './flag-types.js';
 import { DEFAULT_CONCURRENCY } from '../controllers/options.js';
+import { DEFAULT_BURST, DEFAULT_QPS } from '../runtime/rest.js';
 
 const positive = (v: number): string | undefined => (v > 0 ? undefined : 'must be greater than 0');
 // component-base: the alpha logging options need the LoggingAlphaOptions gate, which CAPI's managers do not
@@ -93,7 +94,7 @@ export const FLAGS: Record<string, Spec> = {
   'kube-api-burst': {
     key: 'kubeApiBurst',
     kind: 'count',
-    def: '200',
+    def: String(DEFAULT_BURST), // not CAPI's 200: cmd/capi-flags.ts OTHER_DEFAULT
     help:
       'Maximum number of queries that should be allowed in one ' +
       'burst from the controller client to the Kubernetes API server.',
@@ -101,7 +102,7 @@ export const FLAGS: Record<string, Spec> = {
   'kube-api-qps': {
     key: 'kubeApiQps',
     kind: 'float',
-    def: '100',
+    def: String(DEFAULT_QPS),
     help: 'Maximum queries per second from the controller client to the Kubernetes API server.',
     check: positive,
   },

@@ -28,7 +28,7 @@ export interface ControllerOptions {
   syncPeriodMs?: number;
   /** Concurrent reconciles (--machinejoincheck-concurrency). Default DEFAULT_CONCURRENCY. */
   workers?: number;
-  /** Client-side rate limit towards the apiserver (--kube-api-qps, --kube-api-burst). Default 100 and 200. */
+  /** Client-side rate limit towards the apiserver (--kube-api-qps, --kube-api-burst). Default 100 and 400. */
   qps?: number;
   burst?: number;
   /** Take part in leader election on a coordination.k8s.io Lease before reconciling. Default false. */

@@ -97,7 +97,7 @@ export interface RestClientOptions {
   userAgent: string;
   /** Client-side rate limit, as client-go's token bucket; <= 0 or Infinity turns it off. Default 100/s. */
   qps?: number;
-  /** Tokens the bucket holds (the burst allowed at once). Default 200. */
+  /** Tokens the bucket holds (the burst allowed at once). Default 400. */
   burst?: number;
   /** Checked right before every request that is not a GET is sent: false => WritesForbiddenError, nothing sent. */
   writeGate?: () => boolean;
@@ -110,9 +110,12 @@ export interface RestClientOptions {
   onWarning?: (text: string) => void;
 }
 
-/** CAPI v1.14's managers: --kube-api-qps=100, --kube-api-burst=200 (core/main.go). */
+/**
+ * CAPI v1.14's managers: --kube-api-qps=100, --kube-api-burst=200 (core/main.go). The burst is 400 here: a first pass
+ * after install writes two requests per check (docs/decisions.md, "Client-side rate limit").
+ */
 export const DEFAULT_QPS = 100;
-export const DEFAULT_BURST = 200;
+export const DEFAULT_BURST = 400;
 const DEFAULT_TIMEOUT_MS = 30_000;
 /** client-go's Request.maxRetries. */
 export const DEFAULT_MAX_RETRIES = 10;
