@@ -11,10 +11,21 @@ export interface ProcSample {
 
 const CLK_TCK = 100;
 
+/** /proc/<pid>/status's `Name: N kB` lines, in KiB ({} once the process is gone). */
+export function statusKiB(pid: number): Record<string, number> {
+  try {
+    const text = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    return Object.fromEntries([...text.matchAll(/^(\w+):\s+(\d+) kB/gm)].map((m) => [m[1]!, Number(m[2])]));
+  } catch {
+    return {};
+  }
+}
+
 export function sampleProc(pid: number): ProcSample | undefined {
   try {
-    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kib = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0);
+    const status = statusKiB(pid);
+    if (status.VmRSS === undefined) return undefined;
+    const kib = (key: string) => status[key] ?? 0;
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the command name (which may contain spaces) start at ")"; utime and stime are 14 and 15.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -79,26 +90,40 @@ export class ProcSampler {
 }
 
 /** Where a process's resident memory sits, in KiB (Linux): glibc's main heap (`[heap]`, grown by brk), all
- * anonymous memory (V8's heap, thread arenas, mmap'd buffers and the main heap) and file pages (the binary). */
+ * anonymous memory (V8's heap, thread arenas, mmap'd buffers and the main heap), file pages (the binary), and the
+ * anonymous rw mappings of exactly 256 KiB at a 256 KiB boundary (V8 maps its regular pages one by one). */
 export interface ResidentParts {
   mainHeapKiB: number;
   anonKiB: number;
   fileKiB: number;
+  pageMappingsKiB: number;
 }
 
 export function residentParts(pid: number): ResidentParts | undefined {
+  const status = statusKiB(pid);
+  let smaps: string;
   try {
-    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kib = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0);
-    let mainHeapKiB = 0;
-    let inHeap = false;
-    for (const line of fs.readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
-      // A mapping's header starts with its address range; its fields follow as `Name: value kB`.
-      if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) inHeap = line.trimEnd().endsWith('[heap]');
-      else if (inHeap && line.startsWith('Rss:')) mainHeapKiB += Number(/(\d+)/.exec(line)?.[1] ?? 0);
-    }
-    return { mainHeapKiB, anonKiB: kib('RssAnon'), fileKiB: kib('RssFile') };
+    smaps = fs.readFileSync(`/proc/${pid}/smaps`, 'utf8');
   } catch {
     return undefined;
   }
+  let mainHeapKiB = 0;
+  let pageMappingsKiB = 0;
+  let kind: 'heap' | 'page' | undefined;
+  for (const line of smaps.split('\n')) {
+    // A mapping's header starts with its address range; its fields follow as `Name: value kB`.
+    const m = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \d+\s*(.*)$/.exec(line);
+    if (m) {
+      const start = parseInt(m[1]!, 16);
+      const size = parseInt(m[2]!, 16) - start;
+      const name = m[4]!.trim();
+      const page = name === '' && m[3] === 'rw-p' && size === 256 * 1024 && start % (256 * 1024) === 0;
+      kind = name === '[heap]' ? 'heap' : page ? 'page' : undefined;
+    } else if (kind && line.startsWith('Rss:')) {
+      const kib = Number(/(\d+)/.exec(line)?.[1] ?? 0);
+      if (kind === 'heap') mainHeapKiB += kib;
+      else pageMappingsKiB += kib;
+    }
+  }
+  return { mainHeapKiB, anonKiB: status.RssAnon ?? 0, fileKiB: status.RssFile ?? 0, pageMappingsKiB };
 }

@@ -25,6 +25,7 @@ import { residentParts } from '../proc.js';
 import { byLabel, sum } from '../prom.js';
 import { percentile, round } from '../stats.js';
 import { FakeApiserver, type Json } from './fake-apiserver.js';
+import { type DuringPhase, HeapSeries, readProbe } from './heap-series.js';
 import { makeTls, writeKubeconfig } from './micro.js';
 import { addStuck, clusterName, NS, seed } from './world.js';
 
@@ -40,98 +41,6 @@ export function splitSetting(setting: string): { runtime: string; flags: string[
   return at < 0
     ? { runtime: words.join(' '), flags: [] }
     : { runtime: words.slice(0, at).join(' '), flags: words.slice(at + 1) };
-}
-
-interface Point {
-  t: number;
-  phase: string;
-  rssMiB: number;
-  anonMiB: number;
-  fileMiB: number;
-  /** Resident in anonymous rw mappings of exactly 256 KiB at a 256 KiB boundary: V8's pages, whether counted or not. */
-  pageMappingsMiB?: number;
-  /** glibc's main heap ([heap], grown by brk). */
-  mainHeapMiB?: number;
-  heapUsedMiB?: number;
-  heapTotalMiB?: number;
-  codeMiB?: number;
-  /** Committed size of each V8 space (new, old, code, large_object, ...). */
-  spacesMiB?: Record<string, number>;
-  externalMiB?: number;
-  tlsSockets?: number;
-  connections: number;
-}
-
-interface DuringMarks {
-  atStart?: Point;
-  atEnd?: Point;
-  peakRssMiB: number;
-  peakAnonMiB: number;
-  peakHeapTotalMiB: number;
-  peakExternalMiB: number;
-  peakTlsSockets: number;
-  peakConnectionsBefore: number;
-  peakConnections: number;
-}
-
-/**
- * From /proc/<pid>/smaps: the resident KiB of V8-page-shaped mappings (anonymous, rw, 256 KiB, aligned; V8's
- * regular pages are mapped one by one) and of glibc's main heap.
- */
-function pageMappings(pid: number): { pageMappingsMiB?: number; mainHeapMiB?: number } {
-  let text: string;
-  try {
-    text = fs.readFileSync(`/proc/${pid}/smaps`, 'utf8');
-  } catch {
-    return {};
-  }
-  let pages = 0;
-  let heap = 0;
-  let kind: 'page' | 'heap' | undefined;
-  for (const line of text.split('\n')) {
-    const m = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \d+\s*(.*)$/.exec(line);
-    if (m) {
-      const start = parseInt(m[1]!, 16);
-      const size = parseInt(m[2]!, 16) - start;
-      const name = m[4]!.trim();
-      kind =
-        name === '[heap]'
-          ? 'heap'
-          : name === '' && m[3] === 'rw-p' && size === 256 * 1024 && start % (256 * 1024) === 0
-            ? 'page'
-            : undefined;
-    } else if (kind && line.startsWith('Rss:')) {
-      const kib = Number(/(\d+)/.exec(line)?.[1] ?? 0);
-      if (kind === 'page') pages += kib;
-      else heap += kib;
-    }
-  }
-  return { pageMappingsMiB: round(pages / 1024, 1), mainHeapMiB: round(heap / 1024, 1) };
-}
-
-/** The probe's lines, their time from JoinGuard's spawn as the series'. */
-function readProbe(file: string, spawnedAt: number): Json[] {
-  try {
-    return fs
-      .readFileSync(file, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as Json)
-      .map((x) => ({ ...x, t: round((x.at - spawnedAt) / 1000, 1) }));
-  } catch {
-    return [];
-  }
-}
-
-const mib = (bytes: number) => round(bytes / 2 ** 20, 1)!;
-
-function statusKiB(pid: number): Record<string, number> {
-  try {
-    const text = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-    return Object.fromEntries([...text.matchAll(/^(\w+):\s+(\d+) kB/gm)].map((m) => [m[1]!, Number(m[2])]));
-  } catch {
-    return {};
-  }
 }
 
 export const DEFAULT_SETTINGS = [
@@ -173,42 +82,7 @@ async function runSetting(
     nodeOptions: probed,
     extraFlags: flags,
   });
-  const series: Point[] = [];
-  let phase = 'start';
-  let sampling = false;
-  const sample = async () => {
-    if (sampling) return;
-    sampling = true;
-    try {
-      const st = statusKiB(jg.proc.pid);
-      const m = await jg.metrics();
-      const v = (name: string, where: Record<string, string> = {}) => (m ? sum(m, name, where) : undefined);
-      series.push({
-        t: round((Date.now() - jg.spawnedAt) / 1000, 1)!,
-        phase,
-        rssMiB: round((st.VmRSS ?? 0) / 1024, 1)!,
-        anonMiB: round((st.RssAnon ?? 0) / 1024, 1)!,
-        fileMiB: round((st.RssFile ?? 0) / 1024, 1)!,
-        ...pageMappings(jg.proc.pid),
-        heapUsedMiB: m && mib(v('nodejs_heap_size_used_bytes')!),
-        heapTotalMiB: m && mib(v('nodejs_heap_size_total_bytes')!),
-        codeMiB: m && mib(v('nodejs_heap_space_size_used_bytes', { space: 'code' })!),
-        spacesMiB:
-          m &&
-          Object.fromEntries(
-            m
-              .filter((x) => x.name === 'nodejs_heap_space_size_total_bytes')
-              .map((x) => [x.labels.space ?? '', mib(x.value)]),
-          ),
-        externalMiB: m && mib(v('nodejs_external_memory_bytes')!),
-        tlsSockets: v('nodejs_active_handles', { type: 'TLSSocket' }),
-        connections: api.connections,
-      });
-    } finally {
-      sampling = false;
-    }
-  };
-  const sampler = setInterval(() => void sample(), 1000);
+  const series = new HeapSeries(jg, () => ({ now: api.connections, peak: api.peakConnections }));
   try {
     await jg.waitReady(300_000);
     const checks = () => [...api.objects('machinejoinchecks').values()];
@@ -220,7 +94,7 @@ async function runSetting(
     const afterStart = jg.sampler.take();
 
     // Churn: updates JoinGuard does not read, 50 per second.
-    phase = 'churn';
+    series.phase = 'churn';
     const keys = [...api.objects('machines').keys()];
     for (let i = 0; i < 2000; i++) {
       const m = structuredClone<Json>(api.objects('machines').get(keys[(i * 7919) % keys.length]!)!);
@@ -232,10 +106,7 @@ async function runSetting(
 
     // Marks: 5% stuck, spread over the Clusters, 8 deadlines per second.
     const k = Math.round(machines * 0.05);
-    phase = 'marks';
-    await sample();
-    const atMarks = series.at(-1);
-    const connectionsBefore = api.peakConnections;
+    await series.begin('marks');
     const names = Array.from({ length: clusters }, (_, i) => clusterName(i));
     const { deadlines, marked, lastDeadline } = await addStuck(
       api,
@@ -246,11 +117,7 @@ async function runSetting(
     const end = lastDeadline + 60_000;
     while (marked.size < k && Date.now() < end && jg.proc.running) await sleep(200);
     await sleep(2000);
-    await sample();
-    const afterMarks = series.at(-1);
-    const inMarks = series.filter((p) => p.phase === 'marks');
-    const max = (f: (p: Point) => number | undefined) => Math.max(...inMarks.map((p) => f(p) ?? 0));
-    phase = 'end';
+    const duringMarks = await series.end('end');
     const metrics = await jg.metrics();
     const last = jg.sampler.take();
     const parts = residentParts(jg.proc.pid);
@@ -291,22 +158,12 @@ async function runSetting(
         p99S: round(percentile(lat, 99), 3),
       },
       /** The marks' phase: its first and last sample, its highest, and the connections opened before and in it. */
-      duringMarks: {
-        atStart: atMarks,
-        atEnd: afterMarks,
-        peakRssMiB: max((p) => p.rssMiB),
-        peakAnonMiB: max((p) => p.anonMiB),
-        peakHeapTotalMiB: max((p) => p.heapTotalMiB),
-        peakExternalMiB: max((p) => p.externalMiB),
-        peakTlsSockets: max((p) => p.tlsSockets),
-        peakConnectionsBefore: connectionsBefore,
-        peakConnections: max((p) => p.connections),
-      } as DuringMarks | undefined,
-      series,
+      duringMarks: duringMarks as DuringPhase | undefined,
+      series: series.points,
       probe: probe ? readProbe(probeFile, jg.spawnedAt) : undefined,
     };
   } finally {
-    clearInterval(sampler);
+    series.stop();
     await jg.stop();
     await api.stop();
   }
