@@ -3,9 +3,7 @@
 // the client's marks were slow is then told apart — the apiserver slow for everyone, or the client itself.
 // And when the client first wrote each Machine (its metadata, its status): a mark seen late by the bench's watch
 // is then told apart from a mark written late.
-import fs from 'node:fs';
-import readline from 'node:readline';
-import type { AuditWindow } from './audit.js';
+import type { AuditConsumer, AuditEvent, AuditWindow } from './audit.js';
 import { percentile } from './stats.js';
 
 export const LATENCY_COLUMNS = ['second', 'n', 'p50Ms', 'maxMs', 'otherN', 'otherP50Ms', 'otherMaxMs'] as const;
@@ -15,16 +13,7 @@ export interface LatencyBySecond {
   rows: number[][];
 }
 
-interface Line {
-  stage?: string;
-  verb?: string;
-  user?: { username?: string };
-  objectRef?: { resource?: string; subresource?: string; name?: string };
-  requestReceivedTimestamp?: string;
-  stageTimestamp?: string;
-}
-
-/** What one audit line says of a completed request: when it came, how long it took, whose it was. */
+/** What one audit event says of a completed request: when it came, how long it took, whose it was. */
 export interface Completed {
   at: number;
   ms: number;
@@ -33,13 +22,7 @@ export interface Completed {
   machineWrite?: { name: string; status: boolean };
 }
 
-export function completed(line: string): Completed | undefined {
-  let e: Line;
-  try {
-    e = JSON.parse(line) as Line;
-  } catch {
-    return undefined;
-  }
+export function completed(e: AuditEvent): Completed | undefined {
   if (e.stage !== 'ResponseComplete' || e.verb === 'watch') return undefined;
   const at = Date.parse(e.requestReceivedTimestamp ?? '');
   const end = Date.parse(e.stageTimestamp ?? '');
@@ -79,30 +62,35 @@ export function bySecond(
   return { columns: LATENCY_COLUMNS, rows };
 }
 
-/** Reads the audit log once: the window's requests, the client's (by user) against all others. */
-export async function latencyBySecond(
-  file: string,
-  window: AuditWindow,
-  isClient: (user: string) => boolean,
-): Promise<{ latency: LatencyBySecond; firstWrites: FirstWrites }> {
-  const requests: { at: number; ms: number; mine: boolean }[] = [];
-  const writes = new Map<string, [number | null, number | null]>();
-  if (fs.existsSync(file)) {
-    const rl = readline.createInterface({ input: fs.createReadStream(file, 'utf8'), crlfDelay: Infinity });
-    for await (const line of rl) {
-      const r = line ? completed(line) : undefined;
-      if (!r || r.at < window.from || r.at >= window.to) continue;
-      const mine = isClient(r.user);
-      requests.push({ at: r.at, ms: r.ms, mine });
-      if (!mine || !r.machineWrite) continue;
-      const w = writes.get(r.machineWrite.name) ?? [null, null];
-      const i = r.machineWrite.status ? 1 : 0;
-      w[i] = Math.min(w[i] ?? Infinity, r.at);
-      writes.set(r.machineWrite.name, w);
-    }
+/** The window's requests, the client's (by user) against all others', and the client's first write of each Machine. */
+export class LatencyReader implements AuditConsumer {
+  private readonly requests: { at: number; ms: number; mine: boolean }[] = [];
+  private readonly writes = new Map<string, [number | null, number | null]>();
+
+  constructor(
+    private readonly window: AuditWindow,
+    private readonly isClient: (user: string) => boolean,
+  ) {}
+
+  take(e: AuditEvent): void {
+    const r = completed(e);
+    if (!r || r.at < this.window.from || r.at >= this.window.to) return;
+    const mine = this.isClient(r.user);
+    this.requests.push({ at: r.at, ms: r.ms, mine });
+    if (!mine || !r.machineWrite) return;
+    const w = this.writes.get(r.machineWrite.name) ?? [null, null];
+    const i = r.machineWrite.status ? 1 : 0;
+    w[i] = Math.min(w[i] ?? Infinity, r.at);
+    this.writes.set(r.machineWrite.name, w);
   }
-  const rows = [...writes.entries()]
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([n, w]) => [n, ...w] as FirstWrites['rows'][number]);
-  return { latency: bySecond(requests, window), firstWrites: { columns: ['name', 'metadataAt', 'statusAt'], rows } };
+
+  result(): { latency: LatencyBySecond; firstWrites: FirstWrites } {
+    const rows = [...this.writes.entries()]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([n, w]) => [n, ...w] as FirstWrites['rows'][number]);
+    return {
+      latency: bySecond(this.requests, this.window),
+      firstWrites: { columns: ['name', 'metadataAt', 'statusAt'], rows },
+    };
+  }
 }

@@ -5,9 +5,51 @@
 // admin identity but not their User-Agent.
 // The log runs in blocking mode; that no event was lost is still checked against the apiserver's own
 // counters (apiserver_audit_event_total, apiserver_audit_error_total), and a loss fails the run.
+// One pass reads the log (`readAudit`): each line is parsed once and handed to every reader of the run (the counts
+// below, a shard's requests, the apiserver's latency by second in audit-latency.ts).
 import fs from 'node:fs';
 import readline from 'node:readline';
 import { sum, type Sample } from './prom.js';
+
+/** The fields of an audit event (level Metadata) that the readers use. */
+export interface AuditEvent {
+  stage?: string;
+  verb?: string;
+  user?: { username?: string };
+  userAgent?: string;
+  objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string };
+  requestURI?: string;
+  requestReceivedTimestamp?: string;
+  stageTimestamp?: string;
+}
+
+/** A reader of the log: takes every event once, in the log's order. */
+export interface AuditConsumer {
+  take(e: AuditEvent): void;
+}
+
+/** Reads the log once, handing each event to every consumer; returns its non-empty lines (parsed or not). */
+export async function readAudit(file: string, consumers: AuditConsumer[]): Promise<number> {
+  let lines = 0;
+  if (!fs.existsSync(file)) return lines;
+  const rl = readline.createInterface({ input: fs.createReadStream(file, 'utf8'), crlfDelay: Infinity });
+  for await (const line of rl) {
+    if (!line) continue;
+    lines++;
+    let e: AuditEvent;
+    try {
+      e = JSON.parse(line) as AuditEvent;
+    } catch {
+      continue;
+    }
+    for (const c of consumers) c.take(e);
+  }
+  return lines;
+}
+
+/** A request when it completes, a watch when it is opened (see above). */
+const counted = (e: AuditEvent) =>
+  e.verb === 'watch' ? e.stage === 'ResponseStarted' : e.stage === 'ResponseComplete';
 
 export interface AuditWindow {
   name: string;
@@ -32,41 +74,24 @@ export function clientOf(user: string, userAgent: string): string {
   return `${user}:${product}`;
 }
 
-export async function countAudit(
-  file: string,
-  windows: AuditWindow[],
-): Promise<{ counts: AuditCounts; lines: number; userAgents: Record<string, string> }> {
-  const counts: AuditCounts = Object.fromEntries(windows.map((w) => [w.name, {}]));
-  const userAgents: Record<string, string> = {};
-  let lines = 0;
-  if (!fs.existsSync(file)) return { counts, lines, userAgents };
-  const rl = readline.createInterface({ input: fs.createReadStream(file, 'utf8'), crlfDelay: Infinity });
-  for await (const line of rl) {
-    if (!line) continue;
-    lines++;
-    let e: {
-      stage: string;
-      verb: string;
-      user?: { username?: string };
-      userAgent?: string;
-      objectRef?: { resource?: string; subresource?: string; namespace?: string };
-      requestURI?: string;
-      requestReceivedTimestamp: string;
-    };
-    try {
-      e = JSON.parse(line);
-    } catch {
-      continue;
-    }
-    const isWatch = e.verb === 'watch';
-    if (isWatch ? e.stage !== 'ResponseStarted' : e.stage !== 'ResponseComplete') continue;
-    const at = Date.parse(e.requestReceivedTimestamp);
+/** Requests and watches per client in each window. */
+export class AuditCounter implements AuditConsumer {
+  readonly counts: AuditCounts;
+  readonly userAgents: Record<string, string> = {};
+
+  constructor(private readonly windows: AuditWindow[]) {
+    this.counts = Object.fromEntries(windows.map((w) => [w.name, {}]));
+  }
+
+  take(e: AuditEvent): void {
+    if (!counted(e)) return;
+    const at = Date.parse(e.requestReceivedTimestamp ?? '');
     const client = clientOf(e.user?.username ?? '', e.userAgent ?? '');
-    userAgents[client] ??= e.userAgent ?? '';
-    for (const w of windows) {
+    this.userAgents[client] ??= e.userAgent ?? '';
+    for (const w of this.windows) {
       if (at < w.from || at >= w.to) continue;
-      const c = (counts[w.name]![client] ??= { requests: 0, watches: 0, byVerbResource: {}, byNamespace: {} });
-      if (isWatch) c.watches++;
+      const c = (this.counts[w.name]![client] ??= { requests: 0, watches: 0, byVerbResource: {}, byNamespace: {} });
+      if (e.verb === 'watch') c.watches++;
       else {
         c.requests++;
         const res = e.objectRef?.resource
@@ -79,7 +104,6 @@ export async function countAudit(
       }
     }
   }
-  return { counts, lines, userAgents };
 }
 
 /** Sums the counts of every client whose key matches. */
@@ -152,57 +176,47 @@ export interface ShardAudit {
   unnamed: Record<string, number>;
 }
 
+const inc = (o: Record<string, number>, k: string) => (o[k] = (o[k] ?? 0) + 1);
+
 /**
  * Per shard, every request its JoinGuard made (told apart by identity: one client certificate per shard), checked
  * against the shard's Clusters: `shardOfName` maps an object's name to the shard of the Cluster it is named after.
  * Also who wrote each Machine (patch/update of machines or machines/status): the marks' authors.
  */
-export async function shardAudit(
-  file: string,
-  users: Record<string, string>,
-  shardOfName: (name: string) => string | undefined,
-  filterLabel: string,
-): Promise<{ shards: Record<string, ShardAudit>; machineWriters: Record<string, string[]> }> {
-  const shardOfUser = new Map(Object.entries(users).map(([shard, user]) => [user, shard]));
-  const shards: Record<string, ShardAudit> = Object.fromEntries(
-    Object.keys(users).map((s) => [
-      s,
-      {
-        requests: 0,
-        watches: 0,
-        outside: 0,
-        outsideByVerbResource: {},
-        outsideExamples: [],
-        unfilteredListsOrWatches: 0,
-        unfilteredByResource: {},
-        notClusterObjects: {},
-        unnamed: {},
-      },
-    ]),
-  );
-  const machineWriters: Record<string, string[]> = {};
-  const inc = (o: Record<string, number>, k: string) => (o[k] = (o[k] ?? 0) + 1);
-  if (!fs.existsSync(file)) return { shards, machineWriters };
-  const rl = readline.createInterface({ input: fs.createReadStream(file, 'utf8'), crlfDelay: Infinity });
-  for await (const line of rl) {
-    if (!line) continue;
-    let e: {
-      stage: string;
-      verb: string;
-      user?: { username?: string };
-      objectRef?: { resource?: string; subresource?: string; name?: string };
-      requestURI?: string;
-    };
-    try {
-      e = JSON.parse(line);
-    } catch {
-      continue;
-    }
-    const shard = shardOfUser.get(e.user?.username ?? '');
-    if (!shard) continue;
+export class ShardAuditor implements AuditConsumer {
+  readonly shards: Record<string, ShardAudit>;
+  readonly machineWriters: Record<string, string[]> = {};
+  private readonly shardOfUser: Map<string, string>;
+
+  constructor(
+    users: Record<string, string>,
+    private readonly shardOfName: (name: string) => string | undefined,
+    private readonly filterLabel: string,
+  ) {
+    this.shardOfUser = new Map(Object.entries(users).map(([shard, user]) => [user, shard]));
+    this.shards = Object.fromEntries(
+      Object.keys(users).map((s) => [
+        s,
+        {
+          requests: 0,
+          watches: 0,
+          outside: 0,
+          outsideByVerbResource: {},
+          outsideExamples: [],
+          unfilteredListsOrWatches: 0,
+          unfilteredByResource: {},
+          notClusterObjects: {},
+          unnamed: {},
+        },
+      ]),
+    );
+  }
+
+  take(e: AuditEvent): void {
+    const shard = this.shardOfUser.get(e.user?.username ?? '');
+    if (!shard || !counted(e)) return;
     const isWatch = e.verb === 'watch';
-    if (isWatch ? e.stage !== 'ResponseStarted' : e.stage !== 'ResponseComplete') continue;
-    const a = shards[shard]!;
+    const a = this.shards[shard]!;
     if (isWatch) a.watches++;
     else a.requests++;
     const resource = e.objectRef?.resource ?? '';
@@ -213,32 +227,30 @@ export async function shardAudit(
       if (a.outsideExamples.length < 10) a.outsideExamples.push(`${why}: ${e.verb} ${e.requestURI ?? ''}`);
     };
     const name = e.objectRef?.name;
+    const owner = name === undefined ? undefined : this.shardOfName(name);
     if (e.verb === 'list' || isWatch) {
+      const own = `${this.filterLabel}=${shard}`;
       const query = new URLSearchParams((e.requestURI ?? '').split('?')[1] ?? '');
-      const selector = (query.get('labelSelector') ?? '').split(',');
-      const own = selector.some((x) => x.replace('==', '=') === `${filterLabel}=${shard}`);
-      const other = selector.some(
-        (x) => x.startsWith(`${filterLabel}=`) && x.replace('==', '=') !== `${filterLabel}=${shard}`,
-      );
-      if (!own) inc(a.unfilteredByResource, `${e.verb} ${resource}`);
+      const selector = (query.get('labelSelector') ?? '').split(',').map((x) => x.replace('==', '='));
+      const mine = selector.includes(own);
+      const other = selector.some((x) => x.startsWith(`${this.filterLabel}=`) && x !== own);
+      if (!mine) inc(a.unfilteredByResource, `${e.verb} ${resource}`);
       if (other) outside('another shard selected');
-      else if (!own && SHARD_LIST_KINDS.has(resource) && !name) {
+      else if (!mine && SHARD_LIST_KINDS.has(resource) && !name) {
         a.unfilteredListsOrWatches++;
         outside('no shard selector');
-      } else if (name && shardOfName(name) !== undefined && shardOfName(name) !== shard) outside('another shard');
-      continue;
+      } else if (owner !== undefined && owner !== shard) outside('another shard');
+      return;
     }
     if (!name) {
       inc(a.unnamed, vr);
-      continue;
+      return;
     }
-    const owner = shardOfName(name);
     if (owner === undefined) inc(a.notClusterObjects, vr);
     else if (owner !== shard) outside('another shard');
     if (resource === 'machines' && (e.verb === 'patch' || e.verb === 'update')) {
-      const w = (machineWriters[name] ??= []);
+      const w = (this.machineWriters[name] ??= []);
       if (!w.includes(shard)) w.push(shard);
     }
   }
-  return { shards, machineWriters };
 }

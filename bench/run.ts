@@ -13,15 +13,16 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
+  AuditCounter,
   checkAuditComplete,
-  countAudit,
-  shardAudit,
+  readAudit,
+  ShardAuditor,
   type AuditCounts,
   type AuditIntegrity,
   type AuditWindow,
   type ShardAudit,
 } from './audit.js';
-import { latencyBySecond, type FirstWrites, type LatencyBySecond } from './audit-latency.js';
+import { LatencyReader, type FirstWrites, type LatencyBySecond } from './audit-latency.js';
 import { JOINGUARD_LEASE_NAMESPACE, JoinGuardProcess } from './controller-process.js';
 import { installBenchCrds } from './crds.js';
 import { startBenchEnv, USER_JOINGUARD, type BenchEnv } from './env.js';
@@ -411,18 +412,21 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     await bench.stop();
     bench = undefined;
     t = Date.now();
-    const audit = await countAudit(keptAudit, [startup, quiet, detect]);
-    const jgAudit = sides.includes('joinguard')
-      ? await latencyBySecond(keptAudit, detect, (user) => user.startsWith('joinguard'))
+    // One pass over the log for every reader.
+    const counter = new AuditCounter([startup, quiet, detect]);
+    const latency = sides.includes('joinguard')
+      ? new LatencyReader(detect, (user) => user.startsWith('joinguard'))
       : undefined;
     const sharded = shards.length
-      ? await shardAudit(
-          keptAudit,
+      ? new ShardAuditor(
           Object.fromEntries(shards.map((s) => [s, shardUser(s)])),
           (n) => shardOfName(shape, n),
           WATCH_FILTER,
         )
       : undefined;
+    const lines = await readAudit(keptAudit, [counter, ...(latency ? [latency] : []), ...(sharded ? [sharded] : [])]);
+    const audit = { counts: counter.counts, userAgents: counter.userAgents, lines };
+    const jgAudit = latency?.result();
     if (process.env.JOINGUARD_BENCH_KEEP === '1') log(`audit log kept: ${keptAudit}`);
     else fs.rmSync(keptAudit, { force: true });
     const integrity = checkAuditComplete(apiserverMetrics, audit.lines);
@@ -463,7 +467,7 @@ async function waitFor(what: string, timeoutMs: number, check: () => Promise<boo
 function shardResults(
   shape: FleetShape,
   stops: Omit<ShardRun, 'detection' | 'markedByOtherShard' | 'markedByThisShard' | 'audit'>[],
-  audit: Awaited<ReturnType<typeof shardAudit>>,
+  audit: Pick<ShardAuditor, 'shards' | 'machineWriters'>,
   machines: Iterable<MachineRecord>,
   clusters: Map<string, ClusterTimes>,
   windowEnd: number,
