@@ -160,6 +160,7 @@ describe('bench (smoke size)', function () {
       expect(s.requestsOutsideShard, `${s.name}: ${s.outsideExamples.join('; ')}`).to.equal(0);
       expect(s.unfilteredListsOrWatches, JSON.stringify(s.unfilteredListsOrWatchesByResource)).to.equal(0);
       expect(s.peakRssMiB).to.be.a('number');
+      expect(s.memoryLimit, `${s.name}: the limit it ran under, or why none`).to.match(/^(\d+Mi|none \()/);
       expect(s.firstReconcileS).to.be.a('number');
     }
     // Per stuck Machine: the shard owning it and the shards that wrote it.

@@ -378,6 +378,7 @@ function shardedSummary(r: RunResult, machines: number) {
         clusters: s.clusters,
         checks: s.checks,
         peakRssMiB: mib(s.peakRssKiB),
+        memoryLimit: s.memoryLimit ?? 'not recorded (run before 2026-12-04 23:00)',
         rssAtQuietStartMiB: c.rssAtQuietStartMiB,
         readyS: round((s.readyAt - s.spawnedAt) / 1000, 2),
         firstReconcileS: round((s.firstReconcileAt - s.spawnedAt) / 1000, 2),

@@ -146,6 +146,8 @@ export interface ShardRun extends ProcessTimes {
   lease: string;
   clusters: number;
   peakRssKiB: number;
+  /** The memory limit the shard's process ran under (the Deployment's), or "none (why)". */
+  memoryLimit?: string;
   detection: SideDetection;
   /** Stuck Machines of this shard written (marked) by the other shard's process. */
   markedByOtherShard: string[];
@@ -390,6 +392,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
         logLines: p.logLines(),
         exit: p.proc.describeExit(),
         peakRssKiB: peakRssKiB[`joinguard-${shard}`]!,
+        memoryLimit: p.memoryLimit,
       });
     }
     if (jg) {
