@@ -54,9 +54,8 @@ describe('joinguard flags', () => {
         if (ours) problems.push(`--${f.name} is listed as not taken but --help has it`);
         continue;
       }
-      const def = OTHER_DEFAULT[f.name]?.def ?? f.def;
-      if (OTHER_DEFAULT[f.name] !== undefined && OTHER_DEFAULT[f.name]!.def === f.def)
-        problems.push(`--${f.name} is listed with another default but has CAPI's`);
+      const def = OTHER_DEFAULT[f.name] ?? f.def;
+      if (OTHER_DEFAULT[f.name] === f.def) problems.push(`--${f.name} is listed with another default but has CAPI's`);
       if (!ours) problems.push(`--${f.name}: missing`);
       else if (ours.type !== f.type || ours.def !== def)
         problems.push(
