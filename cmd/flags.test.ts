@@ -59,7 +59,7 @@ describe('joinguard flags', () => {
       if (!ours) problems.push(`--${f.name}: missing`);
       else if (ours.type !== f.type || ours.def !== def)
         problems.push(
-          `--${f.name}: ours ${ours.type || '(bool)'} ${ours.def || '(no default)'}, CAPI's ${f.type || '(bool)'} ${f.def || '(no default)'}`,
+          `--${f.name}: ours ${ours.type || '(bool)'} ${ours.def || '(no default)'}, expected ${f.type || '(bool)'} ${def || '(no default)'} (CAPI's default ${f.def || '(none)'})`,
         );
     }
     const capi = new Set(CAPI_FLAGS.map((f) => f.name));
