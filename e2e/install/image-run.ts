@@ -36,14 +36,14 @@ export async function podman(args: string[], timeoutMs = 120_000): Promise<{ std
 }
 
 /**
- * The image under test: JOINGUARD_IMAGE (built by .ci/run's step), else built now by hack/image/build.sh (cached
- * bases and layers: about 20 s warm). Returns the name the script prints last.
+ * The image under test, by its ID (a name can be moved by another build meanwhile): JOINGUARD_IMAGE (the ID .ci/run's
+ * step built), else built now by hack/image/build.sh (cached bases and layers: about 20 s warm).
  */
 export async function imageUnderTest(log: (line: string) => void): Promise<string> {
   const given = process.env['JOINGUARD_IMAGE'];
   if (given) return given;
   log('[image] JOINGUARD_IMAGE unset: building it with hack/image/build.sh');
-  return new Promise((done, fail) => {
+  const name = await new Promise<string>((done, fail) => {
     const child = spawn('bash', [resolve(root, 'hack/image/build.sh')], {
       cwd: root,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -58,6 +58,7 @@ export async function imageUnderTest(log: (line: string) => void): Promise<strin
         : fail(new Error(`hack/image/build.sh exited ${code} (podman, runc and debootstrap installed?)`)),
     );
   });
+  return (await podman(['image', 'inspect', '--format', '{{.Id}}', name])).stdout.trim();
 }
 
 export interface PodOf {

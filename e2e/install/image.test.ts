@@ -5,10 +5,10 @@
 // webhook and /metrics from the mounted certificate, marks a worker that never joins, and stops on SIGTERM with
 // exit 0 and the Lease handed back. Needs podman and runc (.ci/run installs them); JOINGUARD_IMAGE names a built
 // image, else this spec builds one.
-import { mkdtempSync, rmSync, writeFileSync, chmodSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync, chmodSync, mkdirSync, readFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { expect } from 'chai';
 import { DEFAULT_LEASE_NAME } from '../../runtime/leader.js';
 import { issueServingCert } from '../../hack/testenv/certs.js';
@@ -32,6 +32,8 @@ import type { K8sObject } from '../../manifests/render.js';
 import { imageUnderTest, logsOf, managerPod, podman, runArguments, stateOf, ULIMITS, type PodOf } from './image-run.js';
 
 const CLUSTER = 'img';
+const root = resolve(import.meta.dirname, '..', '..');
+const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
 
 /** GET over HTTPS with a bearer token, trusting the test CA: status and body. */
 function get(url: string, o: { ca?: string; token?: string } = {}): Promise<{ status: number; body: string }> {
@@ -176,19 +178,13 @@ describe('the image, started as the Deployment runs it (podman, runc)', function
   it("answers --version with the version line, as the Deployment's user on a read-only root", async () => {
     const user = `${pod.pod.securityContext.runAsUser}:${pod.pod.securityContext.runAsGroup}`;
     const { stdout } = await podman(['run', '--rm', ...ULIMITS, '--read-only', '--user', user, image, '--version']);
-    const revision = (
-      await podman([
-        'image',
-        'inspect',
-        '--format',
-        '{{index .Config.Labels "org.opencontainers.image.revision"}}',
-        image,
-      ])
-    ).stdout.trim();
-    expect(stdout).to.equal(`Version: v0.1.0 (git commit: ${revision})\n`);
-    // The Deployment names the image the script builds, and the image's own user is the Deployment's.
-    expect(pod.container.image).to.equal(image);
     const cfg = JSON.parse((await podman(['image', 'inspect', '--format', '{{json .Config}}', image])).stdout) as Json;
+    const labels = cfg.Labels as Record<string, string>;
+    expect(stdout).to.equal(`Version: v${version} (git commit: ${labels['org.opencontainers.image.revision']})\n`);
+    expect(labels['org.opencontainers.image.version']).to.equal(`v${version}`);
+    // The Deployment names the image the script builds (ghcr.io/joinguard/joinguard:v<package.json version>); the
+    // image's own user and entry point are the Deployment's and the Dockerfile's.
+    expect(pod.container.image).to.equal(`ghcr.io/joinguard/joinguard:v${version}`);
     expect(cfg.User).to.equal(user);
     expect(cfg.Entrypoint).to.deep.equal(['/nodejs/bin/node', '/app/dist/cmd/joinguard.js']);
   });
@@ -206,7 +202,7 @@ describe('the image, started as the Deployment runs it (podman, runc)', function
     );
     times['ready after podman run'] = Date.now() - t;
     const log = await logsOf(name);
-    expect(log.split('\n')[0]).to.match(/^I\d{4} .*\] "Version: v0\.1\.0 \(git commit: [0-9a-f]*\)"/);
+    expect(log.split('\n')[0]).to.match(/^I\d{4} .*\] "Version: v\d+\.\d+\.\d+ \(git commit: [0-9a-f]*\)"/);
     const lease = await s.kube.get(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/${DEFAULT_LEASE_NAME}`);
     expect(lease?.spec?.holderIdentity, log).to.match(new RegExp(`^${podName}_[0-9a-f]{8}$`));
     expect((await stateOf(name)).Running).to.equal(true);
@@ -232,7 +228,8 @@ describe('the image, started as the Deployment runs it (podman, runc)', function
     const url = `https://127.0.0.1:${ports.metrics}/metrics`;
     const ok = await get(url, { ca: s.env.caCertPem, token: reader });
     expect(ok.status).to.equal(200);
-    expect(ok.body).to.match(/joinguard_build_info\{[^}]*version="v0\.1\.0"/);
+    const buildInfo = ok.body.split('\n').find((l) => l.startsWith('joinguard_build_info{'));
+    expect(buildInfo, ok.body.slice(0, 2000)).to.include(`version="v${version}"`);
     expect((await get(url, { ca: s.env.caCertPem, token: other })).status).to.equal(403);
   });
 
