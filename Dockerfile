@@ -1,13 +1,16 @@
 # syntax=docker/dockerfile:1
 # JoinGuard's image: the controller and its admission webhook (`node dist/cmd/joinguard.js`).
-# Build: hack/release.sh VERSION (linux/amd64 and linux/arm64 with buildx), or hack/docker-build.sh.
+# Build: hack/release.sh VERSION (linux/amd64 and linux/arm64 with buildx), or hack/docker-build.sh; without Docker
+# and without a registry, hack/image/build.sh (podman, on local stand-ins of both bases: how .ci/run builds the image
+# that e2e/install/image.test.ts starts as the Deployment runs it).
 ARG NODE_IMAGE=node:24-bookworm
 # Runtime: distroless Node 24 (no shell, no package manager), tag `nonroot` (uid 65532, as the Deployment's
-# runAsUser), pinned by digest. NOT VERIFIED HERE: no registry is reachable from the development sandbox, so it
-# was never pulled. It is the digest ten public Dockerfiles and lock files pin for this tag (code search,
-# December 2026; one of them notes it is the multi-arch index digest of :nonroot). hack/release.sh prints the
-# digest the tag resolves to at release time beside this one, so a stale or wrong pin shows before a push;
-# moving the pin is a reviewed commit.
+# runAsUser), pinned by digest. THE DIGEST IS NOT VERIFIED HERE: no registry is reachable from the development
+# sandbox, so it was never pulled; hack/image/build.sh builds on a stand-in of the same tag (RUNTIME_IMAGE by tag
+# alone), which proves this file's stages, user and entry point, not the published base's identity. It is the
+# digest ten public Dockerfiles and lock files pin for this tag (code search, December 2026; one of them notes it is
+# the multi-arch index digest of :nonroot). hack/release.sh prints the digest the tag resolves to at release time
+# beside this one, so a stale or wrong pin shows before a push; moving the pin is a reviewed commit.
 # The build stages' NODE_IMAGE is a moving tag here; hack/release.sh resolves it and builds with the digest.
 ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot@sha256:14d42e2511532589a7c7e01a753667a74fcc96266e137e8125006b87b0c32d0a
 

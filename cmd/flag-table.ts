@@ -276,6 +276,12 @@ export const FLAGS: Record<string, Spec> = {
     check: (v: string) => tlsProblem(v, []),
   },
   v: { key: 'verbosity', kind: 'level', def: '2', help: 'number for the log level verbosity' },
+  version: {
+    key: 'version',
+    kind: 'bool',
+    def: 'false',
+    help: 'Print the version line (the first line of the log: version and git commit) and exit.',
+  },
   vmodule: {
     key: 'vmodule',
     kind: 'vmodule',

@@ -38,6 +38,7 @@ export interface Flags {
   allowMachineDelete: boolean;
   connectionGraceMs: number;
   help: boolean;
+  version: boolean;
 }
 
 export type Kind =

@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import { parseDuration } from '../api/v1alpha1/duration.js';
 import { objectsOf, renderProviderFiles } from '../manifests/render.js';
 import { CAPI_FLAGS, CAPI_VERSION, NOT_TAKEN, OTHER_DEFAULT } from './capi-flags.js';
+import { versionLine } from '../controllers/version.js';
 import { ecdhCurve, FLAGS, parseFlags, usage } from './flags.js';
 
 const parse = (...argv: string[]) => parseFlags(argv, parseDuration);
@@ -14,6 +15,7 @@ const parse = (...argv: string[]) => parseFlags(argv, parseDuration);
 /** Flags of `joinguard --help` that CAPI's managers do not have, and why each is JoinGuard's own. */
 const OWN: Record<string, string> = {
   help: "pflag's own -h (CAPI's binaries answer it too; pflag just does not list it)",
+  version: "the version line and exit, as Kubernetes' components answer --version (CAPI's managers only log it)",
   'machinejoincheck-concurrency': "CAPI's <kind>-concurrency pattern, for JoinGuard's one controller",
   'connection-grace':
     "JoinGuard's wait after a workload connection is back; not CAPI's --remote-connection-grace-period",
@@ -92,6 +94,18 @@ describe('joinguard flags', () => {
       { cwd: root },
     );
     expect(stdout).to.equal(usage());
+  });
+
+  it('`--version` prints the version line the log starts with and exits 0', async function () {
+    this.timeout(30_000);
+    const root = resolve(import.meta.dirname, '..');
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--import', 'tsx', resolve(root, 'cmd/joinguard.ts'), '--version'],
+      { cwd: root },
+    );
+    expect(stdout).to.equal(`${versionLine()}\n`);
+    expect(stdout).to.match(/^Version: v\d+\.\d+\.\d+ \(git commit: [0-9a-f]*\)\n$/);
   });
 
   it("defaults are CAPI's, but for the few listed with the reason", () => {

@@ -26,6 +26,11 @@ async function main(): Promise<number> {
     process.stdout.write(usage());
     return 0;
   }
+  // What an image is asked first (`podman run IMAGE --version`): the same line the log starts with.
+  if (flags.version) {
+    process.stdout.write(`${versionLine()}\n`);
+    return 0;
+  }
   const log = makeLogger({ format: flags.loggingFormat, verbosity: flags.verbosity, vmodule: flags.vmodule });
   try {
     return await run(flags, log, deprecations);

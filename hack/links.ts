@@ -118,10 +118,12 @@ export function format(p: LinkProblem): string {
   return `${p.file}:${p.line}: (${p.target}) ${p.problem}`;
 }
 
-/** README.md and every docs/*.md, as paths relative to root. */
+/** README.md, CHANGELOG.md, SECURITY.md and every docs/*.md, as paths relative to root. */
 export function documents(root: string, list: (dir: string) => string[]): string[] {
   return [
     'README.md',
+    'CHANGELOG.md',
+    'SECURITY.md',
     ...list(join(root, 'docs'))
       .filter((f) => f.endsWith('.md'))
       .sort()

@@ -44,7 +44,7 @@ files=(addon-components.yaml metadata.yaml observability-components.yaml grafana
 runtime_pin="$(sed -n 's/^ARG RUNTIME_IMAGE=//p' Dockerfile)"
 if ! command -v docker >/dev/null 2>&1 || ! docker buildx version >/dev/null 2>&1; then
   echo "release: no Docker buildx here: the image ${image} was NOT built (the files in ${out}/ are complete)." >&2
-  echo "release: build it where buildx runs: hack/release.sh ${version} --push (or the tagged-release workflow)." >&2
+  echo "release: build it where buildx runs: hack/release.sh ${version} --push (or the tagged-release workflow); without Docker or a registry, hack/image/build.sh builds it with podman on local stand-in bases." >&2
   exit 0
 fi
 # The pinned base against what its tag names today: a difference is not an error, but it is shown.

@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { readdirSync } from 'node:fs';
 import { parse } from 'yaml';
+import { releaseProblems, type Workflow as PolicyWorkflow } from './release-policy.js';
 
 const run = promisify(execFile);
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -99,7 +100,7 @@ describe('.github/workflows: the release supply chain', () => {
 
   it('signs the image by digest and every release file keylessly (cosign, OIDC), and generates the release notes', () => {
     const release = workflow('release.yaml');
-    expect(release.jobs['release']!.permissions).to.include({ 'id-token': 'write' });
+    expect(release.jobs['publish']!.permissions).to.include({ 'id-token': 'write' });
     const runs = steps('release.yaml')
       .map((s) => s.run ?? '')
       .join('\n');
@@ -138,5 +139,106 @@ describe('.github/workflows: the release supply chain', () => {
     for (const f of files)
       for (const st of steps(f).filter((x) => x.uses?.startsWith('actions/checkout@')))
         expect(st.with?.['persist-credentials'], f).to.equal(false);
+  });
+});
+
+// The release's two jobs: the tests never run where the write permissions and the signing identity are held.
+describe('.github/workflows/release.yaml: the tests apart from the signing identity', () => {
+  const release = () =>
+    parse(readFileSync(join(root, '.github', 'workflows', 'release.yaml'), 'utf8')) as PolicyWorkflow;
+  const CHECKOUT = { uses: 'actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1' };
+  const TESTS = { name: 'tests', run: 'bash .ci/run' };
+  const SIGN = { run: 'cosign sign --yes "ghcr.io/joinguard/joinguard@$(cat out/image-digest.txt)"' };
+  const WRITE = { contents: 'write', packages: 'write', 'id-token': 'write' };
+  const twoJobs = (): PolicyWorkflow => ({
+    permissions: { contents: 'read' },
+    jobs: {
+      test: { permissions: { contents: 'read' }, steps: [CHECKOUT, TESTS] },
+      publish: { needs: 'test', permissions: { ...WRITE }, steps: [CHECKOUT, SIGN] },
+    },
+  });
+
+  it('keeps the rule: a read-only test job; one publishing job that needs it, runs no test and no install script', () => {
+    expect(releaseProblems(release())).to.deep.equal([]);
+    const r = release();
+    expect(r.jobs['test']!.permissions).to.deep.equal({ contents: 'read' });
+    expect(r.jobs['publish']!.needs).to.equal('test');
+    expect(releaseProblems(twoJobs())).to.deep.equal([]);
+  });
+
+  it('fails the one-job release it replaced: the tests ran beside id-token, packages and contents write', () => {
+    const oneJob: PolicyWorkflow = {
+      permissions: { contents: 'read' },
+      jobs: { release: { permissions: { ...WRITE }, steps: [CHECKOUT, TESTS, SIGN] } },
+    };
+    expect(releaseProblems(oneJob)).to.deep.equal([
+      'job release runs the tests and holds write: contents, packages, id-token',
+    ]);
+  });
+
+  it('fails a test job that gets a write permission, its own or inherited', () => {
+    const own = twoJobs();
+    own.jobs['test']!.permissions = { contents: 'read', packages: 'write' };
+    expect(releaseProblems(own)).to.include('job test runs the tests and holds write: packages');
+    const inherited = twoJobs();
+    inherited.permissions = 'write-all';
+    delete inherited.jobs['test']!.permissions;
+    expect(releaseProblems(inherited)).to.include('job test runs the tests and holds write: *');
+    const unstated = twoJobs();
+    delete unstated.permissions;
+    delete unstated.jobs['test']!.permissions;
+    expect(releaseProblems(unstated)[0]).to.match(
+      /^job test runs the tests and holds write: \* \(no permissions stated/,
+    );
+  });
+
+  it('fails a publishing job that runs the tests, skips them, or runs what it does not need', () => {
+    const cases: [string, (w: PolicyWorkflow) => void, string][] = [
+      [
+        'runs npm test',
+        (w) => w.jobs['publish']!.steps!.push({ run: 'npm test' }),
+        'job publish runs the tests and holds write: contents, packages, id-token',
+      ],
+      [
+        'runs .ci/run',
+        (w) => w.jobs['publish']!.steps!.push(TESTS),
+        'job publish runs the tests and holds write: contents, packages, id-token',
+      ],
+      [
+        'does not need the tests',
+        (w) => delete w.jobs['publish']!.needs,
+        'job publish holds write but does not need test',
+      ],
+      [
+        'runs install scripts',
+        (w) => w.jobs['publish']!.steps!.push({ run: 'npm ci --no-audit' }),
+        'job publish runs install scripts: "npm ci --no-audit"',
+      ],
+      [
+        'rebuilds every package',
+        (w) => w.jobs['publish']!.steps!.push({ run: 'npm ci --ignore-scripts && npm rebuild' }),
+        'job publish runs install scripts: "npm rebuild" (only node@24\'s)',
+      ],
+      [
+        'sets up Go',
+        (w) => w.jobs['publish']!.steps!.push({ uses: 'actions/setup-go@b7ad1dad31e06c5925ef5d2fc7ad053ef454303e' }),
+        'job publish uses actions/setup-go: not needed to build or sign',
+      ],
+      [
+        'builds the test control plane',
+        (w) => w.jobs['publish']!.steps!.push({ name: 'testenv', run: 'bash hack/testenv/build.sh --all' }),
+        'job publish installs or builds test tooling: testenv',
+      ],
+      [
+        'shares the write with a second job',
+        (w) => (w.jobs['notes'] = { needs: 'test', permissions: { contents: 'write' }, steps: [] }),
+        'one job must hold the write and OIDC permissions; 2 do (publish, notes)',
+      ],
+    ];
+    for (const [what, wrong, problem] of cases) {
+      const w = twoJobs();
+      wrong(w);
+      expect(releaseProblems(w), what).to.include(problem);
+    }
   });
 });
