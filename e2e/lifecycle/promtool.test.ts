@@ -14,6 +14,7 @@ import { parse, stringify } from 'yaml';
 import { MANIFESTS_DIR, renderProviderFiles } from '../../manifests/render.js';
 import { alertRules, runbookBase } from '../../manifests/observability.js';
 import { annotationsFor, ruleTests, VERSION } from './alert-tests.js';
+import { dashboardQueryCount, dashboardRuleFile, dashboardTests } from './dashboard-queries.js';
 
 const run = promisify(execFile);
 const BUILD = resolve(MANIFESTS_DIR, '..', 'hack', 'testenv', 'promtool', 'build.sh');
@@ -50,6 +51,8 @@ describe('lifecycle: the shipped PrometheusRule passes promtool', function () {
     expect(rule, 'a PrometheusRule in observability-components.yaml').to.exist;
     await writeFile(join(dir, 'rules.yaml'), stringify(rule!.spec));
     await writeFile(join(dir, 'tests.yaml'), stringify(ruleTests()));
+    await writeFile(join(dir, 'dashboard.yaml'), dashboardRuleFile());
+    await writeFile(join(dir, 'dashboard-tests.yaml'), stringify(dashboardTests()));
   });
   after(async () => {
     if (dir) await rm(dir, { recursive: true, force: true });
@@ -71,6 +74,15 @@ describe('lifecycle: the shipped PrometheusRule passes promtool', function () {
 
   it('promtool test rules: each alert fires when it should and only then', async () => {
     const res = await run(promtool, ['test', 'rules', join(dir, 'tests.yaml')], { cwd: dir }).catch(
+      (e: { stdout: string; stderr: string }) => e,
+    );
+    expect(`${res.stdout}${res.stderr}`, `${res.stdout}${res.stderr}`).to.match(/SUCCESS/);
+  });
+
+  it("the dashboard's queries: each one parses, and the fleet's panels answer on the series the controller exports", async () => {
+    const { stdout } = await run(promtool, ['check', 'rules', join(dir, 'dashboard.yaml')]);
+    expect(stdout).to.include(`SUCCESS: ${dashboardQueryCount()} rules found`);
+    const res = await run(promtool, ['test', 'rules', join(dir, 'dashboard-tests.yaml')], { cwd: dir }).catch(
       (e: { stdout: string; stderr: string }) => e,
     );
     expect(`${res.stdout}${res.stderr}`, `${res.stdout}${res.stderr}`).to.match(/SUCCESS/);
