@@ -183,7 +183,7 @@ function machinePanels(): Panel[] {
       type: 'bargauge',
       w: 8,
       h: 8,
-      description: 'The share of each Cluster’s expected Machines (in scope, not being deleted) that joined.',
+      description: 'The share of the expected Machines of each Cluster (in scope, not being deleted) that joined.',
       unit: 'percentunit',
       targets: [
         {

@@ -217,6 +217,18 @@ describe('manifests: the observability file', () => {
   });
 });
 
+describe('the dashboard in docs', () => {
+  it('docs/install.md lists every panel with what it answers', async () => {
+    const { readFileSync } = await import('node:fs');
+    const doc = readFileSync(new URL('../docs/install.md', import.meta.url), 'utf8');
+    const rows = doc.split('\n').filter((l) => l.startsWith('| ') && l.split('|').length === 4);
+    const missing = dashboardPanels()
+      .filter((p) => p.type !== 'row')
+      .filter((p) => !rows.some((r) => r.split('|')[1]!.split(' · ').some((t) => t.trim() === p.title)));
+    expect(missing.map((p) => p.title)).to.deep.equal([]);
+  });
+});
+
 describe('one runbook address', () => {
   it("the controller's condition messages and the alerts link the same release-pinned runbook, of package.json's version", async () => {
     const { RUNBOOK_URL, RELEASE } = await import('../api/v1alpha1/types.js');
