@@ -224,7 +224,15 @@ describe('the dashboard in docs', () => {
     const rows = doc.split('\n').filter((l) => l.startsWith('| ') && l.split('|').length === 4);
     const missing = dashboardPanels()
       .filter((p) => p.type !== 'row')
-      .filter((p) => !rows.some((r) => r.split('|')[1]!.split(' · ').some((t) => t.trim() === p.title)));
+      .filter(
+        (p) =>
+          !rows.some((r) =>
+            r
+              .split('|')[1]!
+              .split(' · ')
+              .some((t) => t.trim() === p.title),
+          ),
+      );
     expect(missing.map((p) => p.title)).to.deep.equal([]);
   });
 });
