@@ -1,7 +1,12 @@
 // The `joinguard` command's flags as one table (flags.ts parses and prints them): each flag's field, kind,
 // default, help and check, with CAPI's spelling, type and default; the feature gates and the TLS curves they name.
 import { LOG_FORMATS, type LogFormat } from '../runtime/logger.js';
-import { CIPHER_SUITE_NAMES, servingTls, TLS_VERSION_NAMES } from '../runtime/serving-tls.js';
+import {
+  INSECURE_CIPHER_SUITE_NAMES,
+  PREFERRED_CIPHER_SUITE_NAMES,
+  servingTls,
+  TLS_VERSION_NAMES,
+} from '../runtime/serving-tls.js';
 
 export type { Flags, Kind, Spec } from './flag-types.js';
 import type { Spec } from './flag-types.js';
@@ -250,7 +255,8 @@ export const FLAGS: Record<string, Spec> = {
       `Comma-separated list of cipher suites for the webhook server ` +
       `and metrics server (the latter only if --insecure-diagnostics ` +
       `is not set to true). If omitted, the default Node.js cipher ` +
-      `suites will be used. Possible values: ${CIPHER_SUITE_NAMES.join(', ')}.`,
+      `suites will be used. \nPreferred values: ${PREFERRED_CIPHER_SUITE_NAMES.join(', ')}. ` +
+      `\nInsecure values: ${INSECURE_CIPHER_SUITE_NAMES.join(', ')}.`,
     check: (v: string[]) => tlsProblem('VersionTLS12', v),
   },
   'tls-curve-preferences': {

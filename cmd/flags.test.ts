@@ -9,6 +9,8 @@ import { objectsOf, renderProviderFiles } from '../manifests/render.js';
 import { CAPI_FLAGS, CAPI_VERSION, NOT_TAKEN, OTHER_DEFAULT } from './capi-flags.js';
 import { versionLine } from '../controllers/version.js';
 import { ecdhCurve, FLAGS, parseFlags, usage } from './flags.js';
+import { createSecureContext } from 'node:tls';
+import { servingTls } from '../runtime/serving-tls.js';
 
 const parse = (...argv: string[]) => parseFlags(argv, parseDuration);
 
@@ -83,6 +85,28 @@ describe('joinguard flags', () => {
     expect(() => parse('--remote-connection-grace-period=50s')).to.throw(
       /its own, different wait .* is --connection-grace/,
     );
+  });
+
+  it('--help lists, as CAPI does, preferred and insecure cipher suites: each one a server can start with, no RC4 or 3DES', () => {
+    const help = usage();
+    const listed = (label: string) =>
+      help
+        .match(new RegExp(`${label} values: ([A-Z0-9_, ]+)\\.`))![1]!
+        .split(', ')
+        .filter((x) => x !== '');
+    const preferred = listed('Preferred');
+    const insecure = listed('Insecure');
+    expect(preferred).to.include('TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256');
+    expect(insecure).to.include('TLS_RSA_WITH_AES_128_CBC_SHA');
+    expect(help).not.to.match(/RC4|3DES/);
+    // Each listed suite alone is one a server starts with (OpenSSL would say "no cipher match" otherwise).
+    for (const name of [...preferred, ...insecure]) {
+      const o = servingTls('VersionTLS12', [name]);
+      expect(
+        () => createSecureContext({ minVersion: o.minVersion, ...(o.ciphers ? { ciphers: o.ciphers } : {}) }),
+        name,
+      ).not.to.throw();
+    }
   });
 
   it('`npm start -- --help` prints it and exits 0', async function () {
@@ -227,6 +251,12 @@ describe('joinguard flags', () => {
         ['--tls-cipher-suites=TLS_FOO'],
         /"TLS_FOO" for "--tls-cipher-suites" flag: cipher suite TLS_FOO not supported or doesn't exist/,
       ],
+      // Go knows them; Node's OpenSSL does not: refused with the flags, not by "no cipher match" at start.
+      [
+        ['--tls-cipher-suites=TLS_RSA_WITH_RC4_128_SHA'],
+        /cipher suite TLS_RSA_WITH_RC4_128_SHA is not available: Node's OpenSSL has no RC4 or 3DES/,
+      ],
+      [['--tls-cipher-suites=TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA'], /is not available/],
       [
         ['--leader-elect-lease-duration=5s'],
         /--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline/,

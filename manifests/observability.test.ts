@@ -22,8 +22,8 @@ import { VALIDATE_PATH } from '../webhooks/server.js';
 type Json = Record<string, any>;
 const VERSION = '0.1.0';
 
-/** What Prometheus itself and the kube-apiserver serve, read by the rules. */
-const NOT_OURS = new Set(['up', 'apiserver_admission_webhook_rejection_count']);
+/** What Prometheus itself, the kube-apiserver and kube-state-metrics serve, read by the rules. */
+const NOT_OURS = new Set(['up', 'apiserver_admission_webhook_rejection_count', 'kube_deployment_spec_replicas']);
 /** Labels the scrape adds (ServiceMonitor or CAPI's relabelling) or a multi-cluster Prometheus adds (cluster). */
 const TARGET_LABELS = new Set(['provider', 'namespace', 'pod', 'job', 'instance', 'cluster']);
 
@@ -63,7 +63,7 @@ describe('manifests: the observability file', () => {
     expect((await renderProviderFiles(VERSION)).observability).not.to.match(/\$\{[A-Z_]+/);
   });
 
-  it("the Service reaches the Deployment's diagnostics port (:8443) on the manager's pods", () => {
+  it("the Service reaches the Deployment's diagnostics port (:8443) on the manager's pods", async () => {
     const svc = objs.find((o) => o.kind === 'Service')!;
     expect(svc.metadata.name).to.equal(METRICS_SERVICE);
     const d = components.find((o) => o.kind === 'Deployment')!;
@@ -71,6 +71,9 @@ describe('manifests: the observability file', () => {
     const port = c.ports.find((p: Json) => p.name === svc.spec.ports[0].targetPort);
     expect(port, 'a container port named like the targetPort').to.deep.include({ containerPort: DIAGNOSTICS_PORT });
     expect(c.args).to.include(`--diagnostics-address=:${DIAGNOSTICS_PORT}`);
+    // No variable can move the bind address away from the container port (issue 30: JOINGUARD_DIAGNOSTICS_ADDRESS did).
+    const raw = (await renderProviderFiles(VERSION)).components;
+    expect(raw).to.include(`- --diagnostics-address=:${DIAGNOSTICS_PORT}\n`);
     for (const [k, v] of Object.entries(svc.spec.selector)) expect(d.spec.template.metadata.labels[k], k).to.equal(v);
   });
 
@@ -101,22 +104,28 @@ describe('manifests: the observability file', () => {
     });
   });
 
-  it('the rules cover a stalled check, a suspicion, no leader, replicas without leader election, webhook unavailable and reconcile errors', () => {
+  it('the rules cover stalls, suspicions, Ready, refused writes, two leaders, no leader, the webhook and reconcile errors', () => {
     const rule = objs.find((o) => o.kind === 'PrometheusRule')!;
     expect(rule.spec.groups[0].rules.map((r: Json) => r.alert)).to.deep.equal(alertRules(VERSION).map((r) => r.alert));
     const byName = Object.fromEntries(alertRules(VERSION).map((r) => [r.alert, r]));
     expect(byName['JoinGuardCheckStalled']!.for).to.equal('15m');
     expect(byName['JoinGuardCheckStalled']!.expr).to.include('type="Progressing", status="False"');
-    for (const name of [
+    expect(Object.keys(byName)).to.have.members([
+      'JoinGuardCheckStalled',
       'JoinGuardSuspicionRaised',
       'JoinGuardRolloutSuspect',
+      'JoinGuardCheckNotReady',
+      'JoinGuardWithdrawalRefused',
+      'JoinGuardWritesRefused',
+      'JoinGuardCheckReconciledTwice',
       'JoinGuardNoLeader',
       'JoinGuardReplicasWithoutLeaderElection',
       'JoinGuardWebhookUnavailable',
+      'JoinGuardWebhookCallsFailing',
       'JoinGuardReconcileErrors',
-    ]) {
-      expect(byName, name).to.have.property(name);
-    }
+    ]);
+    // A refused withdrawal is the one that matters most: critical, within minutes.
+    expect(byName['JoinGuardWithdrawalRefused']!.labels.severity).to.equal('critical');
     // Fixed: "no leader" is never made up from absent series (`or on() vector(0)`), and the webhook is judged by
     // its own series, not by the metrics port being up.
     expect(byName['JoinGuardNoLeader']!.expr).not.to.include('vector(0)');
@@ -153,16 +162,31 @@ describe('manifests: the observability file', () => {
         for (const l of names) expect(families.get(m[1]!)?.has(l), `${m[1]} has label ${l}`).to.equal(true);
       }
     }
-    // The dashboard shows what the issue asks for.
+    // The dashboard shows what the issues ask for (a fleet: issue 30).
+    const shown = new Set(dashboardPanels().flatMap((p) => (p.targets ?? []).flatMap((t) => metricsIn(t.expr))));
     for (const m of [
       'joinguard_machines',
       'joinguard_remediations_total',
       'joinguard_suspicions_raised_total',
       'joinguard_join_duration_seconds_bucket',
-      'joinguard_seconds_past_deadline',
+      'joinguard_past_deadline_seconds',
+      'joinguard_check_condition',
+      'joinguard_check_condition_last_transition_timestamp_seconds',
+      'joinguard_write_refused_machines',
+      'joinguard_watch_restarts_total',
+      'joinguard_api_writes_total',
+      'joinguard_recent_join_duration_seconds',
+      'rest_client_requests_total',
+      'leader_election_master_status',
     ]) {
-      expect(used.has(m), m).to.equal(true);
+      expect(shown.has(m), m).to.equal(true);
     }
+    // The alerts read what tells pacing from a stall, and withdrawals apart.
+    const alerted = new Set(alertRules(VERSION).flatMap((r) => metricsIn(r.expr)));
+    expect(alerted).to.include.all.keys(
+      'joinguard_last_remediation_finished_timestamp_seconds',
+      'joinguard_write_refused_machines',
+    );
   });
 
   it('the dashboard ConfigMap carries the same JSON as grafana-dashboard.json, every variable it uses defined', async () => {
@@ -190,6 +214,26 @@ describe('manifests: the observability file', () => {
     expect([...used].filter((v) => !defined.has(v))).to.deep.equal([]);
     const ids = (d.panels as Json[]).map((p) => p.id);
     expect(new Set(ids).size).to.equal(ids.length);
+  });
+});
+
+describe('the dashboard in docs', () => {
+  it('docs/install.md lists every panel with what it answers', async () => {
+    const { readFileSync } = await import('node:fs');
+    const doc = readFileSync(new URL('../docs/install.md', import.meta.url), 'utf8');
+    const rows = doc.split('\n').filter((l) => l.startsWith('| ') && l.split('|').length === 4);
+    const missing = dashboardPanels()
+      .filter((p) => p.type !== 'row')
+      .filter(
+        (p) =>
+          !rows.some((r) =>
+            r
+              .split('|')[1]!
+              .split(' · ')
+              .some((t) => t.trim() === p.title),
+          ),
+      );
+    expect(missing.map((p) => p.title)).to.deep.equal([]);
   });
 });
 

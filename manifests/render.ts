@@ -8,6 +8,7 @@ import { parseAllDocuments } from 'yaml';
 import { listVariables, objectsOf, variableUses, type K8sObject } from './substitute.js';
 import { PROVIDER, PROVIDER_LABEL, renderObservability } from './observability.js';
 import { dashboardJson } from './dashboard.js';
+import { renderGitops } from './gitops.js';
 import { renderShardComponents } from './shard.js';
 
 export { objectsOf, type K8sObject } from './substitute.js';
@@ -40,6 +41,8 @@ export interface ProviderFiles {
   dashboard: string;
   /** out/shard-components.yaml: one shard's Deployment and PodDisruptionBudget (shard.ts). */
   shard: string;
+  /** out/gitops/: a kustomize base with the defaults and a component per optional feature (gitops.ts), by path. */
+  gitops: Record<string, string>;
 }
 
 /** The image of a release: the manager's literal image with the release's tag (manager/manager.yaml). */
@@ -107,12 +110,14 @@ export async function renderProviderFiles(version: string, o: { metadata?: strin
   const problems = [...checkComponents(components, version), ...checkMetadata(metadata, version)];
   if (problems.length > 0)
     throw new Error(`manifests: the build breaks clusterctl's contract:\n- ${problems.join('\n- ')}`);
+  const observability = renderObservability(version);
   return {
     components,
     metadata,
-    observability: renderObservability(version),
+    observability,
     dashboard: dashboardJson(version),
     shard: renderShardComponents(components, version),
+    gitops: renderGitops(components, observability, version),
   };
 }
 

@@ -21,7 +21,8 @@ export const TLS_VERSION_NAMES = Object.keys(TLS_VERSIONS) as TlsVersionName[];
 // Go's cipher suite names -> OpenSSL's. TLS 1.3 suites are not configurable in Go (listed names are ignored),
 // so they map to nothing here either; Node keeps its TLS 1.3 defaults.
 const TLS13 = ['TLS_AES_128_GCM_SHA256', 'TLS_AES_256_GCM_SHA384', 'TLS_CHACHA20_POLY1305_SHA256'];
-const CIPHERS: Record<string, string> = {
+/** Go's secure suites (component-base's "preferred" values). */
+const PREFERRED: Record<string, string> = {
   TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA: 'ECDHE-ECDSA-AES128-SHA',
   TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA: 'ECDHE-ECDSA-AES256-SHA',
   TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA: 'ECDHE-RSA-AES128-SHA',
@@ -32,24 +33,42 @@ const CIPHERS: Record<string, string> = {
   TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384: 'ECDHE-RSA-AES256-GCM-SHA384',
   TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256: 'ECDHE-RSA-CHACHA20-POLY1305',
   TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256: 'ECDHE-ECDSA-CHACHA20-POLY1305',
-  // component-base keeps these legacy names.
+};
+/** Legacy spellings component-base keeps; accepted, not listed (as in CAPI's --help). */
+const LEGACY: Record<string, string> = {
   TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305: 'ECDHE-RSA-CHACHA20-POLY1305',
   TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305: 'ECDHE-ECDSA-CHACHA20-POLY1305',
-  // Go's "insecure" suites, accepted as component-base accepts them.
-  TLS_RSA_WITH_RC4_128_SHA: 'RC4-SHA',
-  TLS_RSA_WITH_3DES_EDE_CBC_SHA: 'DES-CBC3-SHA',
+};
+/** Go's "insecure" suites that Node's OpenSSL still has: accepted as component-base accepts them. */
+const INSECURE: Record<string, string> = {
   TLS_RSA_WITH_AES_128_CBC_SHA: 'AES128-SHA',
   TLS_RSA_WITH_AES_256_CBC_SHA: 'AES256-SHA',
   TLS_RSA_WITH_AES_128_CBC_SHA256: 'AES128-SHA256',
   TLS_RSA_WITH_AES_128_GCM_SHA256: 'AES128-GCM-SHA256',
   TLS_RSA_WITH_AES_256_GCM_SHA384: 'AES256-GCM-SHA384',
-  TLS_ECDHE_ECDSA_WITH_RC4_128_SHA: 'ECDHE-ECDSA-RC4-SHA',
-  TLS_ECDHE_RSA_WITH_RC4_128_SHA: 'ECDHE-RSA-RC4-SHA',
-  TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA: 'ECDHE-RSA-DES-CBC3-SHA',
   TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256: 'ECDHE-ECDSA-AES128-SHA256',
   TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256: 'ECDHE-RSA-AES128-SHA256',
 };
-export const CIPHER_SUITE_NAMES = [...TLS13, ...Object.keys(CIPHERS)].sort();
+/**
+ * Go's insecure suites Node's OpenSSL 3 does not have (RC4, 3DES): OpenSSL answers "no cipher match" when the
+ * server starts, so they are refused with the flags, and --help does not offer them.
+ */
+const UNAVAILABLE = new Set([
+  'TLS_RSA_WITH_RC4_128_SHA',
+  'TLS_RSA_WITH_3DES_EDE_CBC_SHA',
+  'TLS_ECDHE_ECDSA_WITH_RC4_128_SHA',
+  'TLS_ECDHE_RSA_WITH_RC4_128_SHA',
+  'TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA',
+]);
+const CIPHERS: Record<string, string> = { ...PREFERRED, ...LEGACY, ...INSECURE };
+/** What --help lists, as CAPI's does: the preferred values, then the insecure ones that are accepted. */
+export const PREFERRED_CIPHER_SUITE_NAMES = [...TLS13, ...Object.keys(PREFERRED)].sort();
+export const INSECURE_CIPHER_SUITE_NAMES = Object.keys(INSECURE).sort();
+/** Every name accepted (the lists above and the legacy spellings), each with its OpenSSL name ('' for TLS 1.3). */
+export const ACCEPTED_CIPHER_SUITES: Readonly<Record<string, string>> = {
+  ...Object.fromEntries(TLS13.map((n) => [n, ''])),
+  ...CIPHERS,
+};
 
 export interface ServingTls {
   minVersion: SecureContextOptions['minVersion'];
@@ -67,6 +86,8 @@ export function servingTls(minVersion: string, cipherSuites: string[]): ServingT
   const tls12: string[] = [];
   for (const name of cipherSuites) {
     if (TLS13.includes(name)) continue;
+    if (UNAVAILABLE.has(name))
+      throw new Error(`cipher suite ${name} is not available: Node's OpenSSL has no RC4 or 3DES`);
     const openssl = CIPHERS[name];
     if (!openssl) throw new Error(`cipher suite ${name} not supported or doesn't exist`);
     tls12.push(openssl);

@@ -247,7 +247,9 @@ export function machineDeleteNotAllowed(held: readonly string[]): string {
 /**
  * Ready summarises the check in CAPI's v1beta2 form (util/conditions NewSummaryCondition): False/NotReady while
  * remediation stalls, with the issue in the message as `* Progressing: ...`; False with a reason of its own when the
- * check cannot work as written. DryRun is not a stall (the user chose it): Ready stays True.
+ * check cannot work as written. DryRun is not a stall (the user chose it): Ready stays True. Neither is pacing: the
+ * budget stop while maxInFlight remediations are in flight frees by itself as each finishes (docs/decisions.md,
+ * "Pacing is not a stall").
  */
 export function readyCondition(o: {
   inScope: number;
@@ -257,6 +259,8 @@ export function readyCondition(o: {
   progressing: ConditionInput;
   /** Strategy Delete without --allow-machine-delete: the Machines it holds back. */
   deleteNotAllowed?: readonly string[];
+  /** Remediations in flight now, and the maxInFlight limit they count against. */
+  inFlight?: { count: number; limit: number };
 }): ConditionInput {
   const issues: { reason: string; line: string }[] = [];
   if (o.deleteNotAllowed !== undefined)
@@ -264,7 +268,8 @@ export function readyCondition(o: {
       reason: ReadyReason.MachineDeleteNotAllowed,
       line: `* Remediation: ${machineDeleteNotAllowed(o.deleteNotAllowed)}`,
     });
-  if (o.progressing.status === 'False' && o.progressing.reason !== 'DryRun')
+  const pacing = pacedByMaxInFlight(o.progressing, o.inFlight);
+  if (o.progressing.status === 'False' && o.progressing.reason !== 'DryRun' && !pacing)
     issues.push({ reason: ReadyReason.NotReady, line: `* ${CONDITION_PROGRESSING}: ${o.progressing.message}` });
   if (issues.length > 0)
     return {
@@ -281,5 +286,24 @@ export function readyCondition(o: {
           3,
         )}.`
       : '';
-  return { type: CONDITION_READY, status: 'True', reason: ReadyReason.Ready, message: base + bad };
+  const paced = pacing
+    ? ` Replacing at the pace of maxInFlight ${o.inFlight!.limit}: ${o.inFlight!.count} in flight, the other stuck ` +
+      `Machines wait for one to finish (Progressing names them).`
+    : '';
+  return { type: CONDITION_READY, status: 'True', reason: ReadyReason.Ready, message: base + bad + paced };
+}
+
+/**
+ * The budget stop is pacing, not a stall, when maxInFlight is what holds: remediations are in flight up to the limit
+ * (the budget gate tries maxInFlight first, so then every budget note is that one), and the next one is asked as one
+ * finishes. A per-owner budget reached with fewer in flight waits for the window: a stall.
+ */
+function pacedByMaxInFlight(p: ConditionInput, inFlight: { count: number; limit: number } | undefined): boolean {
+  return (
+    p.status === 'False' &&
+    p.reason === 'RemediationBudgetExhausted' &&
+    inFlight !== undefined &&
+    inFlight.count > 0 &&
+    inFlight.count >= inFlight.limit
+  );
 }

@@ -242,7 +242,7 @@ export class JoinCheckController {
     } finally {
       const refused = this.refusals.get(key);
       if (refused !== undefined && this.caches.checks.store.get(key) !== undefined)
-        this.o.metrics.refused(ref, refused.size);
+        this.o.metrics.refused(ref, refused.list());
       this.o.runtimeMetrics?.reconcileDone(CONTROLLER_NAME, result, Number(process.hrtime.bigint() - started) / 1e9);
     }
   }

@@ -6,7 +6,7 @@ import { CONDITION_PROGRESSING, ReadyReason } from '../../api/v1alpha1/types.js'
 import { conditionOf, pausedCondition, progressing, readyCondition, RESTRICTING, setCondition } from './conditions.js';
 import { countVerdicts } from './counts.js';
 import { deletionNote, finalizerIntent } from './deletion.js';
-import { suspicionMessage } from './guards.js';
+import { maxInFlightLimit, suspicionMessage } from './guards.js';
 import { byName } from './judge.js';
 import { markIntents, type IntentInput } from './marks.js';
 import { checkMetadata } from './memory.js';
@@ -84,6 +84,7 @@ export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Re
     ...(settings.strategy === 'Delete' && s.allowMachineDelete !== true
       ? { deleteNotAllowed: r.deleteNotAllowed }
       : {}),
+    inFlight: { count: flying.length, limit: maxInFlightLimit(settings, w.expected) },
   });
   const conditions = setCondition(
     setCondition(next.conditions, ready, s.now, meta.generation),

@@ -107,6 +107,9 @@ describe('guards', () => {
       .and.contain('m0 in flight')
       .and.contain('/docs/runbook.md#remediationbudgetexhausted');
     expect(eventReasons(p)).to.include('RemediationRestricted');
+    // Pacing, not a stall: Ready stays True while the budget waits on a remediation in flight, and says the pace.
+    expect(cond(p.status, 'Ready')).to.include({ status: 'True', reason: 'Ready' });
+    expect(cond(p.status, 'Ready')?.message).to.contain('pace of maxInFlight 1: 1 in flight');
     expect(eventReasons(sc.advance(MINUTE).plan())).to.deep.equal([]);
     sc.remove('m0');
     expect(requested(sc.advance(MINUTE).plan())).to.deep.equal(['m1']);
@@ -136,6 +139,8 @@ describe('guards', () => {
     expect(c?.message)
       .to.contain('remediation.maxPerOwner 2 reached for MachineSet/ms-0')
       .and.contain('frees at 2026-03-02T00:21:00Z');
+    // Nothing in flight, the owner's budget waits for the window: a stall, and Ready says so.
+    expect(cond(p.status, 'Ready')).to.include({ status: 'False', reason: 'NotReady' });
     expect(p.wakeAt).to.equal(STUCK + 24 * HOUR);
     sc.annotate({ 'joinguard.io/resume': 'go' });
     expect(requested(sc.advance(MINUTE).plan())).to.deep.equal(['r3']);

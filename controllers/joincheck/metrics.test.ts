@@ -105,13 +105,13 @@ describe('JoinGuardMetrics', () => {
       {},
       now,
     );
-    const first = Number((await text()).match(new RegExp(`joinguard_seconds_past_deadline\\{${L}\\} ([0-9.]+)`))![1]);
+    const first = Number((await text()).match(new RegExp(`joinguard_past_deadline_seconds\\{${L}\\} ([0-9.]+)`))![1]);
     expect(first).to.be.within(30, 31);
     await new Promise((r) => setTimeout(r, 120));
-    const later = Number((await text()).match(new RegExp(`joinguard_seconds_past_deadline\\{${L}\\} ([0-9.]+)`))![1]);
+    const later = Number((await text()).match(new RegExp(`joinguard_past_deadline_seconds\\{${L}\\} ([0-9.]+)`))![1]);
     expect(later - first).to.be.within(0.1, 1);
     m.observe(ref, [{ uid: 'a', state: 'Remediating' }], {}, {}, now);
-    expect(await text()).to.include(`joinguard_seconds_past_deadline{${L}} 0`);
+    expect(await text()).to.include(`joinguard_past_deadline_seconds{${L}} 0`);
   });
 
   it('keeps one series per current condition, dropping the one it replaced', async () => {
@@ -147,7 +147,7 @@ describe('JoinGuardMetrics', () => {
         { remediations: [rec(`${r.check}-a`, 'Marked')], conditions: [cond('Ready', 'True', 'AsExpected')] },
         1_000,
       );
-      m.refused(r, 1);
+      m.refused(r, [{ write: 'mark' }]);
     }
     m.forget({ namespace: 'ns1', check: 'workers' });
     const t = await text();
@@ -155,11 +155,60 @@ describe('JoinGuardMetrics', () => {
     expect(t).to.include('check="cp"');
   });
 
-  it('says how many Machines of a check have their writes refused now', async () => {
-    m.refused(ref, 2);
-    expect(await text()).to.include(`joinguard_write_refused_machines{${L}} 2`);
-    m.refused(ref, 0);
-    expect(await text()).to.include(`joinguard_write_refused_machines{${L}} 0`);
+  it('says how many Machines of a check have a write refused now, a refused withdrawal apart from a refused mark', async () => {
+    m.refused(ref, [{ write: 'mark' }, { write: 'withdraw' }, { write: 'mark' }]);
+    let t = await text();
+    expect(t).to.include(`joinguard_write_refused_machines{${L},write="mark"} 2`);
+    expect(t).to.include(`joinguard_write_refused_machines{${L},write="withdraw"} 1`);
+    expect(t).to.include(`joinguard_write_refused_machines{${L},write="delete"} 0`);
+    m.refused(ref, []);
+    t = await text();
+    for (const w of ['mark', 'withdraw', 'delete'])
+      expect(t).to.include(`joinguard_write_refused_machines{${L},write="${w}"} 0`);
+  });
+
+  it('says when the latest remediation finished, from status (0 when none has): pacing told apart from a stall', async () => {
+    m.observe(ref, [], {}, { remediations: [rec('m1', 'Marked')] }, 0);
+    expect(await text()).to.include(`joinguard_last_remediation_finished_timestamp_seconds{${L}} 0`);
+    const done = (uid: string, at: string) => ({ ...rec(uid, 'Replaced'), finishedTime: at });
+    m.observe(
+      ref,
+      [],
+      {},
+      { remediations: [done('m1', '2026-01-01T00:10:00Z'), done('m2', '2026-01-01T00:05:00Z'), rec('m3', 'Marked')] },
+      0,
+    );
+    expect(await text()).to.include(
+      `joinguard_last_remediation_finished_timestamp_seconds{${L}} ${Date.parse('2026-01-01T00:10:00Z') / 1000}`,
+    );
+  });
+
+  it("exports the status's join figures (p50, p95, max) as quantiles, and none before a join", async () => {
+    m.observe(ref, [], {}, { joinDurations: { count: 0 } }, 0);
+    expect(await text()).not.to.include('joinguard_recent_join_duration_seconds{');
+    const joinDurations = { count: 4, p50Seconds: 120, p95Seconds: 600, maxSeconds: 610, recentSeconds: [] };
+    m.observe(ref, [], {}, { joinDurations }, 0);
+    const t = await text();
+    expect(t).to.include(`joinguard_recent_join_duration_seconds{${L},quantile="0.5"} 120`);
+    expect(t).to.include(`joinguard_recent_join_duration_seconds{${L},quantile="0.95"} 600`);
+    expect(t).to.include(`joinguard_recent_join_duration_seconds{${L},quantile="1"} 610`);
+  });
+
+  it('exports since when each current condition holds, dropping the one it replaced', async () => {
+    const at = (c: Condition, t: string) => ({ ...c, lastTransitionTime: t });
+    m.observe(ref, [], {}, { conditions: [at(cond('Progressing', 'True', 'AsExpected'), '2026-01-01T00:00:00Z')] }, 0);
+    m.observe(
+      ref,
+      [],
+      {},
+      { conditions: [at(cond('Progressing', 'False', 'NeverJoined'), '2026-01-01T01:00:00Z')] },
+      0,
+    );
+    const t = await text();
+    expect(t).to.include(
+      `joinguard_check_condition_last_transition_timestamp_seconds{${L},type="Progressing",status="False",reason="NeverJoined"} ${Date.parse('2026-01-01T01:00:00Z') / 1000}`,
+    );
+    expect(t).not.to.include('reason="AsExpected"');
   });
 
   it('counts writes and watch restarts, unlabelled by check', async () => {

@@ -7,6 +7,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
 import { COUNTED_AS } from './counts.js';
+import type { RefusedKind } from './refusals.js';
 import type { MachineState } from './types.js';
 
 export interface CheckRef {
@@ -34,6 +35,18 @@ const labelsOf = (r: CheckRef): CheckLabels => ({
   cluster_name: r.cluster,
 });
 const JOIN_BUCKETS = [15, 30, 60, 120, 180, 300, 450, 600, 900, 1200, 1800, 3600];
+/** Every kind of write a refusal can hit, each a series of its own (0 when none), so an alert can tell them apart. */
+const REFUSED_KINDS: readonly RefusedKind[] = ['mark', 'withdraw', 'delete'];
+/** status.joinDurations as quantiles: p50, p95 and the maximum (quantile 1). */
+const RECENT_JOINS = [
+  ['0.5', 'p50Seconds'],
+  ['0.95', 'p95Seconds'],
+  ['1', 'maxSeconds'],
+] as const;
+const epochSeconds = (t: string | undefined): number => {
+  const ms = t === undefined ? NaN : Date.parse(t);
+  return Number.isFinite(ms) ? ms / 1000 : 0;
+};
 
 interface CheckMemory {
   ref: CheckRef;
@@ -56,8 +69,11 @@ export class JoinGuardMetrics {
   readonly remediations: Counter;
   readonly suspicions: Counter;
   readonly joinDuration: Histogram;
-  readonly secondsPastDeadline: Gauge;
+  readonly pastDeadlineSeconds: Gauge;
   readonly condition: Gauge;
+  readonly conditionTransition: Gauge;
+  readonly lastRemediationFinished: Gauge;
+  readonly recentJoinDuration: Gauge;
   readonly watchRestarts: Counter;
   readonly writes: Counter;
   readonly refusedMachines: Gauge;
@@ -94,8 +110,8 @@ export class JoinGuardMetrics {
       buckets: JOIN_BUCKETS,
       registers,
     });
-    this.secondsPastDeadline = new Gauge({
-      name: 'joinguard_seconds_past_deadline',
+    this.pastDeadlineSeconds = new Gauge({
+      name: 'joinguard_past_deadline_seconds',
       help: 'How long the stuck Machine of a check furthest past its deadline has been past it (0 when none)',
       labelNames: [...CHECK_LABELS],
       registers,
@@ -107,6 +123,31 @@ export class JoinGuardMetrics {
       name: 'joinguard_check_condition',
       help: "The check's current conditions (1 for the current type, status and reason)",
       labelNames: [...CHECK_LABELS, 'type', 'status', 'reason'],
+      registers,
+    });
+    // Since when a check has been unhealthy: the dashboard's table of checks not progressing.
+    this.conditionTransition = new Gauge({
+      name: 'joinguard_check_condition_last_transition_timestamp_seconds',
+      help: "The lastTransitionTime of the check's current conditions (Unix seconds), by type, status and reason",
+      labelNames: [...CHECK_LABELS, 'type', 'status', 'reason'],
+      registers,
+    });
+    // Budget pacing told apart from a stall: remediations that finish say the budget frees (the stall alert).
+    this.lastRemediationFinished = new Gauge({
+      name: 'joinguard_last_remediation_finished_timestamp_seconds',
+      help:
+        'When the latest remediation of a check stopped being in flight (old Machine gone, or its mark ' +
+        'withdrawn), Unix seconds, from status.remediations (0 when none has)',
+      labelNames: [...CHECK_LABELS],
+      registers,
+    });
+    // The status's own figures, kept across restarts: join times that show when joins are rare.
+    this.recentJoinDuration = new Gauge({
+      name: 'joinguard_recent_join_duration_seconds',
+      help:
+        "p50 (quantile 0.5), p95 (0.95) and max (1) of the check's recent join durations, as status.joinDurations " +
+        'keeps them (the last joins, whenever they happened)',
+      labelNames: [...CHECK_LABELS, 'quantile'],
       registers,
     });
     this.watchRestarts = new Counter({
@@ -126,8 +167,8 @@ export class JoinGuardMetrics {
       help:
         'Machines of a check whose last write the apiserver refused ' +
         '(403, an admission webhook, any error but 404/409), retried ' +
-        'with back-off',
-      labelNames: [...CHECK_LABELS],
+        'with back-off, by the write refused (mark, withdraw, delete)',
+      labelNames: [...CHECK_LABELS, 'write'],
       registers,
     });
   }
@@ -172,6 +213,14 @@ export class JoinGuardMetrics {
 
     this.observeJoins(m, verdicts, now);
     this.observeConditions(m, next);
+    const finished = (next.remediations ?? []).map((r) => epochSeconds(r.finishedTime));
+    this.lastRemediationFinished.set(labels, Math.max(0, ...finished));
+    const d = next.joinDurations;
+    for (const [quantile, field] of RECENT_JOINS) {
+      const v = d !== undefined && d.count > 0 ? d[field] : undefined;
+      if (v === undefined) this.recentJoinDuration.remove({ ...labels, quantile });
+      else this.recentJoinDuration.set({ ...labels, quantile }, v);
+    }
   }
 
   private observeJoins(m: CheckMemory, verdicts: ObservedVerdict[], now: number): void {
@@ -190,12 +239,21 @@ export class JoinGuardMetrics {
 
   private observeConditions(m: CheckMemory, next: MachineJoinCheckStatus): void {
     const current = new Map<string, { type: string; status: string; reason: string }>();
+    const since = new Map<string, number>();
     for (const c of next.conditions ?? []) {
       const l = { type: c.type, status: c.status, reason: c.reason ?? '' };
       current.set(`${l.type}|${l.status}|${l.reason}`, l);
+      since.set(`${l.type}|${l.status}|${l.reason}`, epochSeconds(c.lastTransitionTime));
     }
-    for (const [k, l] of m.conditions) if (!current.has(k)) this.condition.remove({ ...m.labels, ...l });
-    for (const l of current.values()) this.condition.set({ ...m.labels, ...l }, 1);
+    for (const [k, l] of m.conditions)
+      if (!current.has(k)) {
+        this.condition.remove({ ...m.labels, ...l });
+        this.conditionTransition.remove({ ...m.labels, ...l });
+      }
+    for (const [k, l] of current) {
+      this.condition.set({ ...m.labels, ...l }, 1);
+      this.conditionTransition.set({ ...m.labels, ...l }, since.get(k)!);
+    }
     m.conditions = current;
   }
 
@@ -219,9 +277,14 @@ export class JoinGuardMetrics {
       const [state, verdict] = k.split('|') as [string, string];
       this.machines.remove({ ...labels, state, verdict });
     }
-    for (const l of m.conditions.values()) this.condition.remove({ ...labels, ...l });
-    this.secondsPastDeadline.remove(labels);
-    this.refusedMachines.remove(labels);
+    for (const l of m.conditions.values()) {
+      this.condition.remove({ ...labels, ...l });
+      this.conditionTransition.remove({ ...labels, ...l });
+    }
+    this.pastDeadlineSeconds.remove(labels);
+    for (const write of REFUSED_KINDS) this.refusedMachines.remove({ ...labels, write });
+    this.lastRemediationFinished.remove(labels);
+    for (const [quantile] of RECENT_JOINS) this.recentJoinDuration.remove({ ...labels, quantile });
     this.suspicions.remove(labels);
     this.joinDuration.remove(labels);
     for (const po of m.remediations) {
@@ -230,10 +293,11 @@ export class JoinGuardMetrics {
     }
   }
 
-  /** How many of the check's Machines have their writes refused now. */
-  refused(ref: CheckRef, machines: number): void {
+  /** How many of the check's Machines have a write refused now, by the write: a refused withdrawal is the urgent one. */
+  refused(ref: CheckRef, refused: readonly { write: RefusedKind }[]): void {
     this.memory(ref);
-    this.refusedMachines.set(labelsOf(ref), machines);
+    for (const write of REFUSED_KINDS)
+      this.refusedMachines.set({ ...labelsOf(ref), write }, refused.filter((r) => r.write === write).length);
   }
 
   write(kind: string, result: WriteResult): void {

@@ -139,7 +139,12 @@ describe('faults (refused write): a webhook refusing JoinGuard on one Machine ho
     const metrics = await s.jg!.controller.metrics.registry.metrics();
     const gauge = metrics
       .split('\n')
-      .find((l) => l.startsWith('joinguard_write_refused_machines{') && l.includes(`cluster_namespace="${namespace}"`));
+      .find(
+        (l) =>
+          l.startsWith('joinguard_write_refused_machines{') &&
+          l.includes(`cluster_namespace="${namespace}"`) &&
+          l.includes(`write="mark"`),
+      );
     expect(
       gauge,
       metrics

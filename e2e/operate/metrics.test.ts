@@ -177,6 +177,18 @@ describe('operate: /metrics over HTTPS behind TokenReview and SubjectAccessRevie
       leader_election_master_status: ['name'],
       joinguard_check_condition: ['check', 'cluster_name', 'cluster_namespace', 'reason', 'status', 'type'],
       joinguard_api_writes_total: ['result', 'write'],
+      // What the alerts and the fleet dashboard read (issue 30).
+      joinguard_check_condition_last_transition_timestamp_seconds: [
+        'check',
+        'cluster_name',
+        'cluster_namespace',
+        'reason',
+        'status',
+        'type',
+      ],
+      joinguard_write_refused_machines: ['check', 'cluster_name', 'cluster_namespace', 'write'],
+      joinguard_last_remediation_finished_timestamp_seconds: ['check', 'cluster_name', 'cluster_namespace'],
+      joinguard_past_deadline_seconds: ['check', 'cluster_name', 'cluster_namespace'],
     };
     for (const [family, labels] of Object.entries(want)) expect(labelsOf(t, family), family).to.deep.equal(labels);
     expect(t).to.match(/^controller_runtime_reconcile_total\{controller="machinejoincheck",result="success"\} [1-9]/m);
