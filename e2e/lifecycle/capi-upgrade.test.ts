@@ -220,8 +220,7 @@ describe('lifecycle: CAPI v1.10 -> v1.11 in place under a running JoinGuard', fu
     // The new process writes the mark through v1beta2; the v1.11 MachineSet deletes the Machine.
     const v2Write = await waitFor(
       'the mark written through v1beta2 by the restarted JoinGuard',
-      async () =>
-        statusWrites(env.auditLog!, stuckName).find((w) => w.apiVersion === 'v1beta2' && w.code < 300),
+      async () => statusWrites(env.auditLog!, stuckName).find((w) => w.apiVersion === 'v1beta2' && w.code < 300),
       { timeoutMs: 120_000, describe: seen },
     );
     const marked = view(await kube.get(v2.path('Machine', NAMESPACE, stuckName)));
