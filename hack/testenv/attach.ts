@@ -88,6 +88,11 @@ export function attachedTestEnv(d: TestEnvDescriptor, caCertPem: string, caKeyPe
         'restartApiserver: this env was started by another process (attached); it cannot restart its apiserver',
       );
     },
+    async upgradeCapi() {
+      throw new Error(
+        'upgradeCapi: this env was started by another process (attached); it cannot replace its managers',
+      );
+    },
     pause: (component: TestEnvComponent) => pauseGroup(pidOf(d, component), 'SIGSTOP'),
     resume: (component: TestEnvComponent) => pauseGroup(pidOf(d, component), 'SIGCONT'),
   };

@@ -7,7 +7,8 @@
 # how long it took.
 #
 #   hack/testenv/build.sh                  build what is missing for the default release (v1.14)
-#   hack/testenv/build.sh --capi v1.10     the same for CAPI v1.10 (v1beta1)
+#   hack/testenv/build.sh --capi v1.10     the same for CAPI v1.10 (v1beta1); v1.11, v1.12, v1.13 likewise (v1beta2)
+#   hack/testenv/build.sh --base           only what the releases share (etcd, kube-apiserver, sim-kubelet)
 #   hack/testenv/build.sh --print [--capi R]   only print the release's bin folder (no build)
 #   hack/testenv/build.sh --all            every release (CI)
 #
@@ -21,28 +22,32 @@ cache="${JOINGUARD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/joinguard}"
 release="${JOINGUARD_CAPI_RELEASE:-v1.14}"
 print_only=false
 all=false
+base_only=false
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --print) print_only=true; shift ;;
-    --capi) release="${2:?--capi needs a release (v1.14, v1.10)}"; shift 2 ;;
+    --capi) release="${2:?--capi needs a release (v1.14, v1.13, v1.12, v1.11, v1.10)}"; shift 2 ;;
     --all) all=true; shift ;;
+    --base) base_only=true; shift ;;
     *) echo "[testenv build] unknown argument $1" >&2; exit 64 ;;
   esac
 done
 
 if $all; then
-  for r in v1.14 v1.10; do "$here/build.sh" --capi "$r" >/dev/null; done
+  for r in v1.14 v1.13 v1.12 v1.11 v1.10; do "$here/build.sh" --capi "$r" >/dev/null; done
   exec "$here/build.sh" --capi v1.14 --print
 fi
 
 # The releases: tool module, the folder of the core provider inside the CAPI module (its main package, CRDs
 # and webhook manifests), the kube-apiserver tool module, and whether clusterctl is built with it.
-# v1.10's managers are in the root module (main.go, bootstrap/kubeadm/main.go, controlplane/kubeadm/main.go);
-# v1.14 split them into modules (core, bootstrap/kubeadm, controlplane/kubeadm).
+# The three mains are packages of the one module sigs.k8s.io/cluster-api in every release: up to v1.13 the core
+# manager is its root package (main.go, with config/ at the root), bootstrap/kubeadm and controlplane/kubeadm
+# beside it; v1.14 moved core into core/ (core/main.go, core/config/) and its API types into a module of their
+# own (sigs.k8s.io/cluster-api/api).
 case "$release" in
   v1.14) capi_mod=capi-v1.14; core_sub=core; kube_mod=kube; with_clusterctl=true ;;
-  v1.10) capi_mod=capi-v1.10; core_sub=.; kube_mod=kube; with_clusterctl=false ;;
-  *) echo "[testenv build] unknown CAPI release $release (known: v1.14, v1.10)" >&2; exit 64 ;;
+  v1.13|v1.12|v1.11|v1.10) capi_mod=capi-$release; core_sub=.; kube_mod=kube; with_clusterctl=false ;;
+  *) echo "[testenv build] unknown CAPI release $release (known: v1.14, v1.13, v1.12, v1.11, v1.10)" >&2; exit 64 ;;
 esac
 
 # Versions, read from the tool modules so that there is one place to change them.
@@ -87,11 +92,12 @@ sim="$cache/bin/sim-kubelet_$( { cat "$here/sim-kubelet"/*.go; keyof "$sim_targe
 bin="$cache/bin/capi-${capi_version}_k8s-${kube_version}_$(keyof "${base_targets[@]}" "${release_targets[@]}")"
 
 if $print_only; then echo "$bin"; exit 0; fi
-mkdir -p "$base" "$bin" "$sim"
+mkdir -p "$base" "$sim"
 
 now() { date +%s; }
 start_all=$(now)
-total=$(( ${#base_targets[@]} + ${#release_targets[@]} + 1 ))
+total=$(( ${#base_targets[@]} + 1 ))
+$base_only || total=$(( total + ${#release_targets[@]} ))
 i=0
 build() { # target line, output folder
   local name dir pkg ldflags s beat
@@ -117,8 +123,16 @@ build() { # target line, output folder
   echo "[testenv build $i/$total] $name: built in $(( $(now) - s ))s" >&2
 }
 for t in "${base_targets[@]}"; do build "$t" "$base"; done
-for t in "${release_targets[@]}"; do build "$t" "$bin"; done
 build "$sim_target" "$sim"
+# The shared part alone: .ci/run builds it first, so that the releases it then builds side by side do not each
+# build kube-apiserver again.
+if $base_only; then
+  echo "[testenv build] shared binaries done in $(( $(now) - start_all ))s: $base" >&2
+  echo "$base"
+  exit 0
+fi
+mkdir -p "$bin"
+for t in "${release_targets[@]}"; do build "$t" "$bin"; done
 for name in etcd kube-apiserver; do ln -sfn "$base/$name" "$bin/$name"; done
 ln -sfn "$sim/sim-kubelet" "$bin/sim-kubelet"
 

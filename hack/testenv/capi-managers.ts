@@ -2,11 +2,18 @@
 // the test apiserver, each with its own webhook port, wired into the apiserver before it starts.
 import path from 'node:path';
 import { CAPI_RELEASES, type BuiltRelease } from './capi-releases.js';
+import { installCrds, readCrds } from './crds.js';
 import { httpGet, type KubeClient } from './kube-client.js';
 import { waitFor } from './wait.js';
 import { freePorts } from './ports.js';
 import { launchWithRetry, ManagedProcess } from './process.js';
-import { webhookConfigurationPath, webhookConfigurations, wireCrd, type WebhookTarget } from './webhooks-wiring.js';
+import {
+  TESTENV_LABEL,
+  webhookConfigurationPath,
+  webhookConfigurations,
+  wireCrd,
+  type WebhookTarget,
+} from './webhooks-wiring.js';
 
 type Json = Record<string, any>;
 
@@ -224,4 +231,78 @@ export async function startCapiManager(provider: CapiProvider, o: ManagerStartOp
     };
     return { proc, wait };
   });
+}
+
+export interface CapiStartOptions {
+  built: BuiltRelease;
+  binDir: string;
+  runDir: string;
+  kubeconfigPath: string;
+  webhookCertDir: string;
+  caCertPem: string;
+  rest: KubeClient;
+  log: (line: string) => void;
+  /** Flags per manager (feature gates, then the caller's). */
+  flags: (component: CapiProvider['component']) => string[];
+  onStart: (proc: ManagedProcess) => void;
+  /** Runs a named start-up step (its failure carries the tail of the component's log). */
+  step: <T>(component: string, what: string, fn: () => Promise<T>) => Promise<T>;
+}
+
+/**
+ * A release's CRDs (conversion webhooks wired to its managers) and webhook configurations applied, replacing a
+ * release's that ran before (configurations it no longer has are deleted), then its three managers started in
+ * parallel into `started`; throws when one did not start (those that did are in `started`, and every process was
+ * given to onStart, so the caller stops them).
+ */
+export async function startCapi(o: CapiStartOptions, started: CapiManager[]): Promise<void> {
+  const { built, rest } = o;
+  const caB64 = Buffer.from(o.caCertPem).toString('base64');
+  const providers = capiProviders(built);
+  const webhookPorts = await freePorts(providers.length);
+  const targets = providers.map((p, i) => webhookTarget(p, webhookPorts[i]!, built));
+  const rawCrds = readCrds(path.join(o.binDir, 'crds'));
+  await o.step(
+    'kube-apiserver',
+    `CAPI ${built.version} CRDs (${rawCrds.length}) and webhook configurations`,
+    async () => {
+      await installCrds(
+        rest,
+        rawCrds.map((c) => wireCrd(c, targets, caB64)),
+      );
+      const wanted = new Set<string>();
+      for (const t of targets)
+        for (const cfg of webhookConfigurations(t, caB64)) {
+          wanted.add(`${cfg.kind}/${cfg.metadata.name}`);
+          await rest.createOrReplace(webhookConfigurationPath(cfg.kind), cfg);
+        }
+      for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']) {
+        const left = await rest.list(webhookConfigurationPath(kind), `${TESTENV_LABEL}=true`);
+        for (const cfg of left.items)
+          if (!wanted.has(`${kind}/${cfg.metadata.name}`))
+            await rest.send('DELETE', `${webhookConfigurationPath(kind)}/${cfg.metadata.name}`);
+      }
+    },
+  );
+  const results = await Promise.allSettled(
+    providers.map((provider, i) =>
+      o.step(provider.component, provider.component, () =>
+        startCapiManager(provider, {
+          binDir: o.binDir,
+          runDir: o.runDir,
+          kubeconfigPath: o.kubeconfigPath,
+          webhookCertDir: o.webhookCertDir,
+          rest,
+          log: o.log,
+          webhookPort: webhookPorts[i]!,
+          rewire: (port) => wireProvider(rest, { ...targets[i]!, port }, rawCrds, caB64),
+          extraFlags: o.flags(provider.component),
+          onStart: o.onStart,
+        }),
+      ),
+    ),
+  );
+  for (const r of results) if (r.status === 'fulfilled') started.push(r.value);
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
 }

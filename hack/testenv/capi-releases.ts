@@ -5,8 +5,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
-export type CapiRelease = 'v1.14' | 'v1.10';
-export const CAPI_RELEASE_NAMES: readonly CapiRelease[] = ['v1.14', 'v1.10'];
+export type CapiRelease = 'v1.14' | 'v1.13' | 'v1.12' | 'v1.11' | 'v1.10';
+export const CAPI_RELEASE_NAMES: readonly CapiRelease[] = ['v1.14', 'v1.13', 'v1.12', 'v1.11', 'v1.10'];
 export const DEFAULT_CAPI_RELEASE: CapiRelease = 'v1.14';
 
 export interface CapiReleaseTraits {
@@ -18,12 +18,18 @@ export interface CapiReleaseTraits {
   kubeadmContractLabels: Record<string, string>;
 }
 
+// v1.11 to v1.14 alike: each stores v1beta2 and its kubeadm providers' kustomization labels both contracts.
+const V1BETA2: CapiReleaseTraits = {
+  apiVersion: 'v1beta2',
+  contract: 'v1beta2',
+  kubeadmContractLabels: { 'cluster.x-k8s.io/v1beta1': 'v1beta1', 'cluster.x-k8s.io/v1beta2': 'v1beta2' },
+};
+
 export const CAPI_RELEASES: Record<CapiRelease, CapiReleaseTraits> = {
-  'v1.14': {
-    apiVersion: 'v1beta2',
-    contract: 'v1beta2',
-    kubeadmContractLabels: { 'cluster.x-k8s.io/v1beta1': 'v1beta1', 'cluster.x-k8s.io/v1beta2': 'v1beta2' },
-  },
+  'v1.14': V1BETA2,
+  'v1.13': V1BETA2,
+  'v1.12': V1BETA2,
+  'v1.11': V1BETA2,
   'v1.10': {
     apiVersion: 'v1beta1',
     contract: 'v1beta1',

@@ -311,7 +311,7 @@ async function main(): Promise<void> {
       code = await supervise(arg ?? '', (arg2 ?? 'v1.14') as CapiRelease);
       break;
     default:
-      err('usage: npm run testenv -- up [--capi v1.14|v1.10]|down|env|status');
+      err(`usage: npm run testenv -- up [--capi ${CAPI_RELEASE_NAMES.join('|')}]|down|env|status`);
       code = 2;
   }
   if (code >= 0) process.exit(code);

@@ -33,6 +33,12 @@ export interface TestEnv {
   pause(component: TestEnvComponent): Promise<void>;
   /** SIGCONT: a paused component carries on where it stopped. stop() ends paused components too. */
   resume(component: TestEnvComponent): Promise<void>;
+  /**
+   * An in-place CAPI upgrade (clusterctl upgrade apply): the managers stop, the release's CRDs and webhook
+   * configurations replace theirs, its managers start; capiRelease, capiVersion, capiApiVersion, binDir, ports and
+   * pids follow. binDir defaults to build.sh's folder of the release (built if missing). Started envs only.
+   */
+  upgradeCapi(release: CapiRelease, opts?: { binDir?: string }): Promise<void>;
 
   // Additions beyond the agreed interface.
   /** Files of the CA (for openssl, or certs.ts issueServingCert). */

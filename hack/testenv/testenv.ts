@@ -9,16 +9,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startApiserver, writeKubeconfig, type Apiserver } from './apiserver.js';
-import { capiProviders, startCapiManager, webhookTarget, wireProvider, type CapiManager } from './capi-managers.js';
+import { startCapi, type CapiManager, type CapiStartOptions } from './capi-managers.js';
 import { CAPI_RELEASES, DEFAULT_CAPI_RELEASE, readBuiltRelease, type CapiRelease } from './capi-releases.js';
 import { makeCertSet } from './certs.js';
 import { startWatchdog, track, untrack, writePgids } from './cleanup.js';
-import { installCrds, readCrds } from './crds.js';
 import { startEtcd, type Etcd } from './etcd.js';
 import { KUBELET_ADDRESS_FLAGS, startSimKubelet, type SimKubelet } from './sim-kubelet.js';
-import { freePorts } from './ports.js';
+import { KubeClient } from './kube-client.js';
 import { ManagedProcess, tailFile } from './process.js';
-import { webhookConfigurationPath, webhookConfigurations, wireCrd } from './webhooks-wiring.js';
 import { attachedTestEnv, DESCRIPTOR_FILE, type TestEnvDescriptor } from './attach.js';
 
 export type { TestEnv, TestEnvComponent } from './env-interface.js';
@@ -51,7 +49,7 @@ export interface AuditOptions {
 export interface StartTestEnvOptions {
   /** Start CAPI's CRDs, webhooks and managers (default true). */
   capi?: boolean;
-  /** Which CAPI release (default v1.14); v1.10 is the last that stores v1beta1 (hack/testenv/build.sh --capi). */
+  /** Which CAPI release (default v1.14; v1.11-v1.13 store v1beta2 too, v1.10 v1beta1; hack/testenv/build.sh --capi). */
   capiRelease?: CapiRelease;
   /** Where logs, certs, kubeconfig and etcd data go; default a new temp dir, removed by stop(). */
   runDir?: string;
@@ -227,50 +225,20 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
       );
     }
 
-    if (withCapi) {
-      const caB64 = Buffer.from(certs.caCertPem).toString('base64');
-      const providers = capiProviders(built);
-      const webhookPorts = await freePorts(providers.length);
-      const targets = providers.map((p, i) => webhookTarget(p, webhookPorts[i]!, built));
-      const rawCrds = readCrds(path.join(binDir, 'crds'));
-      await step(
-        'kube-apiserver',
-        `CAPI ${built.version} CRDs (${rawCrds.length}) and webhook configurations`,
-        async () => {
-          await installCrds(
-            rest,
-            rawCrds.map((c) => wireCrd(c, targets, caB64)),
-          );
-          for (const t of targets)
-            for (const cfg of webhookConfigurations(t, caB64))
-              await rest.createOrReplace(webhookConfigurationPath(cfg.kind), cfg);
-        },
-      );
-      const started = await Promise.allSettled(
-        providers.map((provider, i) =>
-          step(provider.component, provider.component, () =>
-            startCapiManager(provider, {
-              binDir,
-              runDir,
-              kubeconfigPath,
-              webhookCertDir: certs.webhookCertDir,
-              rest,
-              log,
-              webhookPort: webhookPorts[i]!,
-              rewire: (port) => wireProvider(rest, { ...targets[i]!, port }, rawCrds, caB64),
-              extraFlags: [
-                ...(MANAGER_FEATURE_GATES[provider.component] ?? []),
-                ...(opts.extraManagerFlags?.[provider.component] ?? []),
-              ],
-              onStart: remember,
-            }),
-          ),
-        ),
-      );
-      for (const r of started) if (r.status === 'fulfilled') managers.push(r.value);
-      const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-      if (failed) throw failed.reason;
-    }
+    const capiOptions = (b: typeof built, dir: string, client = rest): CapiStartOptions => ({
+      built: b,
+      binDir: dir,
+      runDir,
+      kubeconfigPath,
+      webhookCertDir: certs.webhookCertDir,
+      caCertPem: certs.caCertPem,
+      rest: client,
+      log,
+      flags: (c) => [...(MANAGER_FEATURE_GATES[c] ?? []), ...(opts.extraManagerFlags?.[c] ?? [])],
+      onStart: remember,
+      step,
+    });
+    if (withCapi) await startCapi(capiOptions(built, binDir), managers);
 
     const ports: Record<string, number> = {
       'etcd-client': etcd.clientPort,
@@ -279,11 +247,14 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
     };
     if (simKubelet) ports['sim-kubelet'] = simKubelet.port;
     const healthUrls: Record<string, string> = {};
-    for (const m of managers) {
-      ports[`${m.provider.component}-webhook`] = m.webhookPort;
-      ports[`${m.provider.component}-health`] = m.healthPort;
-      healthUrls[m.provider.component] = m.healthUrl;
-    }
+    const managerPorts = () => {
+      for (const m of managers) {
+        ports[`${m.provider.component}-webhook`] = m.webhookPort;
+        ports[`${m.provider.component}-health`] = m.healthPort;
+        healthUrls[m.provider.component] = m.healthUrl;
+      }
+    };
+    managerPorts();
     const apiserver = api;
     const running = () => [
       etcd!.proc,
@@ -329,6 +300,46 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
       },
       pause: async (component) => componentProc(running(), component).signal('SIGSTOP'),
       resume: async (component) => componentProc(running(), component).signal('SIGCONT'),
+      // clusterctl upgrade apply, as far as a control plane of processes has it: the old managers go, the new
+      // release's CRDs and webhooks replace theirs, the new managers start (their conversion webhooks serve the
+      // objects stored by the old release; v1.11+ core's CRD migrator rewrites them to the new storage version).
+      async upgradeCapi(to, o = {}) {
+        if (!withCapi) throw new Error('upgradeCapi: this env runs no CAPI');
+        const s = Date.now();
+        const dir = o.binDir ?? (await step('', `binaries of CAPI ${to}`, () => ensureBuilt(log, to)));
+        const next = readBuiltRelease(dir);
+        if (next.release !== to) throw new Error(`${dir} holds CAPI ${next.release}, not the ${to} asked for`);
+        log(`[testenv] upgrading CAPI ${env.capiVersion} -> ${next.version} ...`);
+        const old = managers.splice(0);
+        await Promise.all(old.map((m) => m.proc.stop(5000)));
+        // A fresh client: the start-up one may hold keep-alive sockets the apiserver closed while idle (a reused
+        // one then fails with "socket hang up").
+        const client = KubeClient.fromKubeconfigFile(kubeconfigPath);
+        try {
+          await startCapi(capiOptions(next, dir, client), managers);
+        } finally {
+          client.close();
+        }
+        managerPorts();
+        Object.assign(descriptor, {
+          binDir: dir,
+          capiRelease: to,
+          capiVersion: next.version,
+          capiApiVersion: CAPI_RELEASES[to].apiVersion,
+          pids: Object.fromEntries(running().map((p) => [p.name, p.pid])),
+        });
+        Object.assign(env, {
+          binDir: dir,
+          capiRelease: to,
+          capiVersion: next.version,
+          capiApiVersion: CAPI_RELEASES[to].apiVersion,
+          pids: { ...descriptor.pids },
+          ports: { ...ports },
+          healthUrls: { ...healthUrls },
+        });
+        writeDescriptor();
+        log(`[testenv] CAPI ${next.version} running in ${seconds(Date.now() - s)}`);
+      },
     };
     return env;
   } catch (err) {

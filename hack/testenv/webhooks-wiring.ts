@@ -24,6 +24,9 @@ export interface WebhookTarget {
 
 type Json = Record<string, any>;
 
+/** The label of every webhook configuration the test env wires (a release upgrade deletes those it replaced). */
+export const TESTENV_LABEL = 'joinguard.io/testenv';
+
 function targetFor(targets: WebhookTarget[], group: string): WebhookTarget | undefined {
   return targets.find((t) => t.crdGroups.includes(group));
 }
@@ -70,7 +73,7 @@ export function webhookConfigurations(target: WebhookTarget, caBundleB64: string
     out.push({
       apiVersion: obj.apiVersion,
       kind: obj.kind,
-      metadata: { name, labels: { 'joinguard.io/testenv': 'true' } },
+      metadata: { name, labels: { [TESTENV_LABEL]: 'true' } },
       webhooks: (obj.webhooks as Json[]).map((w) => ({
         ...w,
         clientConfig: localClientConfig(w.clientConfig, target.port, caBundleB64, `${name}/${w.name}`),
