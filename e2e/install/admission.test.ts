@@ -34,6 +34,7 @@ import {
   type Installed,
   type RawResponse,
 } from './install-env.js';
+import { CERT_MANAGER_START_TIMEOUT_MS } from '../support/cert-manager.js';
 
 type Json = Record<string, any>;
 const expr = (key: string, operator: string, values?: string[]) => ({
@@ -175,7 +176,8 @@ describe('install: admission of MachineJoinChecks by the real kube-apiserver', f
   });
 
   describe('with the validating webhook installed', () => {
-    before(async () => {
+    before(async function () {
+      this.timeout(CERT_MANAGER_START_TIMEOUT_MS);
       installed = await install(env, ns);
     });
 

@@ -10,6 +10,7 @@ import { getTestEnv, type TestEnv } from '../support/testenv.js';
 import { startController, type RunningController } from '../../controllers/manager.js';
 import { clusterAccessFromKubeconfig } from '../../runtime/kubeconfig.js';
 import { install, raw, type Installed } from './install-env.js';
+import { CERT_MANAGER_START_TIMEOUT_MS } from '../support/cert-manager.js';
 import {
   createMachineSet,
   createReadyCluster,
@@ -78,7 +79,8 @@ describe('install: strategy Delete under the add-on ServiceAccount with JOINGUAR
   const logged: Json[] = [];
   let stuck: Json;
 
-  before(async () => {
+  before(async function () {
+    this.timeout(CERT_MANAGER_START_TIMEOUT_MS);
     env = await getTestEnv();
     installed = await install(env, ns, { JOINGUARD_ALLOW_MACHINE_DELETE: 'true' });
     const deployment = installed.components.objects.find((o) => o.kind === 'Deployment') as Json;

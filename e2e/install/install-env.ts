@@ -1,8 +1,10 @@
 // What the install tests share: the add-on's objects after clusterctl's substitution, applied server-side
-// to the test control plane as clusterctl would; the webhook server run from the test behind `url:` client
-// configs; the add-on's ServiceAccount as a client (a TokenRequest token, the pod's own kind of identity);
-// and a raw request that returns the apiserver's admission warnings, which client-node does not expose (through
-// the harness's one client, hack/testenv/kube-client.ts).
+// to the test control plane as clusterctl would, with real cert-manager (e2e/support/cert-manager.ts) issuing the
+// webhook's serving certificate and cainjector injecting its CA; the webhook server run from the test, reading the
+// certificate from the Secret the Deployment mounts (secret-volume.ts plays the kubelet) and reached by the
+// apiserver through the add-on's own Service; the add-on's ServiceAccount as a client (a TokenRequest token, the
+// pod's own kind of identity); and a raw request that returns the apiserver's admission warnings, which
+// client-node does not expose (through the harness's one client, hack/testenv/kube-client.ts).
 import fs from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -11,14 +13,17 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { renderProviderFiles, objectsOf, type K8sObject } from '../../manifests/render.js';
 import { clusterctlSubstitute, findClusterctl } from '../../manifests/clusterctl.js';
 import { substitute } from '../../manifests/substitute.js';
-import { issueServingCert } from '../../hack/testenv/certs.js';
 import { KubeClient, type RawResponse } from '../../hack/testenv/kube-client.js';
+import { waitFor } from '../../hack/testenv/wait.js';
 import { startWebhookServer, type WebhookServer } from '../../webhooks/server.js';
 import { clusterAccessFromKubeconfig } from '../../runtime/kubeconfig.js';
 import type { TestEnv } from '../support/testenv.js';
+import { getCertManager, type CertManager } from '../support/cert-manager.js';
+import { mountSecret, type SecretVolume } from './secret-volume.js';
+
+type Json = Record<string, any>;
 
 export const FIELD_MANAGER = 'clusterctl';
-export const CERT_MANAGER_KINDS = new Set(['Issuer', 'Certificate']);
 const CLUSTER_SCOPED = new Set([
   'Namespace',
   'CustomResourceDefinition',
@@ -41,12 +46,6 @@ export async function substitutedComponents(vars: Record<string, string>): Promi
   const clusterctl = await findClusterctl();
   const text = clusterctl ? await clusterctlSubstitute(clusterctl, components, vars) : substitute(components, vars);
   return { text, objects: objectsOf(text), via: clusterctl ? 'clusterctl' : 'rules' };
-}
-
-/** Whether the apiserver serves a group/version (cert-manager's CRDs are absent from the test env). */
-export async function serves(kc: KubeConfig, groupVersion: string): Promise<boolean> {
-  const res = await raw(kc, 'GET', `/apis/${groupVersion}`);
-  return res.status === 200;
 }
 
 /**
@@ -167,35 +166,78 @@ export async function raw(
   }
 }
 
+/** Where the manager container reads its serving certificate: the Secret volume mounted at --webhook-cert-dir. */
+export function servingCertSecret(objects: K8sObject[]): string {
+  const d = objects.find((o) => o.kind === 'Deployment') as Json | undefined;
+  const pod = d?.spec?.template?.spec as Json | undefined;
+  const manager = (pod?.containers as Json[] | undefined)?.find((c) => c.name === 'manager');
+  const certDir = (manager?.args as string[] | undefined)
+    ?.find((a) => a.startsWith('--webhook-cert-dir='))
+    ?.slice('--webhook-cert-dir='.length);
+  const mount = (manager?.volumeMounts as Json[] | undefined)?.find((m) => m.mountPath === certDir);
+  const secret = (pod?.volumes as Json[] | undefined)?.find((v) => v.name === mount?.name)?.secret?.secretName;
+  if (!secret) throw new Error(`the Deployment mounts no Secret at its --webhook-cert-dir (${certDir})`);
+  return secret as string;
+}
+
+/**
+ * The pod network's part: the add-on's webhook Service, as applied, becomes an ExternalName Service for 127.0.0.1
+ * (same name, labels and ports), so that the apiserver, calling the webhook configuration's `service:`, reaches
+ * the webhook server run here and checks its certificate for `<service>.<namespace>.svc`.
+ */
+async function routeToLocal(admin: KubeConfig, service: K8sObject): Promise<void> {
+  const path = await pathOf(admin, service);
+  const del = await raw(admin, 'DELETE', path);
+  if (del.status !== 200 && del.status !== 404) throw new Error(`delete Service: ${del.status} ${del.body}`);
+  const s = service as Json;
+  const res = await raw(admin, 'POST', path.slice(0, path.lastIndexOf('/')), {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: s.metadata.name, namespace: s.metadata.namespace, labels: s.metadata.labels },
+    spec: { type: 'ExternalName', externalName: '127.0.0.1', ports: s.spec.ports },
+  });
+  if (res.status !== 201) throw new Error(`ExternalName Service: ${res.status} ${res.body.slice(0, 300)}`);
+}
+
+/** The webhook configuration as rendered, calling its Service on the port the local server listens on. */
+export function servedAt(obj: K8sObject, port: number): K8sObject {
+  const out = structuredClone(obj) as K8sObject & { webhooks: { clientConfig: { service: Json } }[] };
+  for (const w of out.webhooks) w.clientConfig.service = { ...w.clientConfig.service, port };
+  return out;
+}
+
 export interface Installed {
   namespace: string;
   components: Components;
   webhook: WebhookServer;
   /** The add-on ServiceAccount's client. */
   sa: KubeConfig;
-  skipped: string[];
+  certManager: CertManager;
+  /** The Secret the Deployment mounts (cert-manager writes it), as the webhook server reads it. */
+  servingCert: SecretVolume & { secret: string };
   uninstall(): Promise<void>;
 }
 
 /**
- * Installs the add-on into `namespace` (JOINGUARD_NAMESPACE) as clusterctl would, with the webhook server run
- * here under the add-on's own ServiceAccount and the webhook configurations pointed at it.
+ * Installs the add-on into `namespace` (JOINGUARD_NAMESPACE) as clusterctl would, every object as rendered, with
+ * cert-manager running: the webhook server runs here under the add-on's own ServiceAccount, with the certificate
+ * cert-manager issued into the Secret the Deployment mounts; cainjector injects its CA into the webhook
+ * configuration, which calls the add-on's Service (routed to 127.0.0.1) on the server's port. Resolves once the
+ * apiserver has called the webhook successfully.
  */
 export async function install(env: TestEnv, namespace: string, vars: Record<string, string> = {}): Promise<Installed> {
   const admin = env.kubeConfig();
+  const certManager = await getCertManager();
   const components = await substitutedComponents({ JOINGUARD_NAMESPACE: namespace, ...vars });
-  const certManager = await serves(admin, 'cert-manager.io/v1');
-  const skipped: string[] = [];
   const webhookConfigs: K8sObject[] = [];
   const dir = await mkdtemp(join(tmpdir(), 'joinguard-install-'));
+  const kube = env.kube();
   let webhook: WebhookServer | undefined;
+  let volume: SecretVolume | undefined;
   let sa: KubeConfig;
+  const secret = servingCertSecret(components.objects);
   try {
     for (const o of components.objects) {
-      if (CERT_MANAGER_KINDS.has(o.kind) && !certManager) {
-        skipped.push(`${o.kind}/${o.metadata.name}`);
-        continue;
-      }
       if (o.kind.endsWith('WebhookConfiguration')) {
         webhookConfigs.push(o);
         continue;
@@ -205,30 +247,44 @@ export async function install(env: TestEnv, namespace: string, vars: Record<stri
     }
     // The webhook's lookups run under the add-on's identity too, as in the pod.
     sa = await serviceAccountKubeConfig(admin, namespace, 'joinguard-controller-manager');
-    const pair = await issueServingCert(env.caCertFile, env.caKeyFile, dir);
+    volume = await mountSecret(kube, namespace, secret, join(dir, 'serving-certs'), {
+      keys: ['tls.crt', 'tls.key', 'ca.crt'],
+    });
     webhook = await startWebhookServer({
       port: 0,
       host: '127.0.0.1',
-      certFile: pair.certFile,
-      keyFile: pair.keyFile,
+      certFile: join(volume.dir, 'tls.crt'),
+      keyFile: join(volume.dir, 'tls.key'),
       access: clusterAccessFromKubeconfig(sa.exportConfig()),
     });
-    for (const o of webhookConfigs)
-      await apply(admin, pointedAt(o, `https://127.0.0.1:${webhook.port}`, env.caCertPem));
+    for (const o of components.objects) if (o.kind === 'Service') await routeToLocal(admin, o);
+    for (const o of webhookConfigs) await apply(admin, servedAt(o, webhook.port));
+    await waitFor(
+      'the webhook called by the apiserver (CA injected by cainjector)',
+      () => webhookServes(admin, namespace),
+      {
+        timeoutMs: 60_000,
+        intervalMs: 250,
+      },
+    );
   } catch (e) {
     // A webhook configuration left behind (failurePolicy Fail) would refuse every later MachineJoinCheck of the run.
     for (const o of webhookConfigs) await raw(admin, 'DELETE', await pathOf(admin, o)).catch(() => undefined);
     await webhook?.stop();
+    await volume?.stop();
+    kube.close();
     await rm(dir, { recursive: true, force: true });
     throw e;
   }
   const server = webhook;
+  const mounted = volume;
   return {
     namespace,
     components,
     webhook: server,
     sa,
-    skipped,
+    certManager,
+    servingCert: Object.assign(mounted, { secret }),
     async uninstall() {
       // Webhooks first: with failurePolicy Fail they would block every later MachineJoinCheck write of the run.
       // The CRD stays (other specs' checks live in it); objects in the Namespace go with it.
@@ -244,7 +300,28 @@ export async function install(env: TestEnv, namespace: string, vars: Record<stri
           throw new Error(`delete ${o.kind} ${o.metadata.name}: ${res.status}`);
       }
       await server.stop();
+      await mounted.stop();
+      kube.close();
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A dry-run create of a minimal check: the webhook configuration judges every create, and a call that fails
+ * (no CA injected yet, a certificate the apiserver does not trust) is refused (failurePolicy Fail).
+ */
+export async function webhookServes(admin: KubeConfig, namespace: string): Promise<boolean> {
+  const res = await raw(
+    admin,
+    'POST',
+    `/apis/joinguard.io/v1alpha1/namespaces/${namespace}/machinejoinchecks?dryRun=All`,
+    {
+      apiVersion: 'joinguard.io/v1alpha1',
+      kind: 'MachineJoinCheck',
+      metadata: { name: 'install-webhook-probe' },
+      spec: { clusterName: 'install-probe', selector: { matchLabels: { 'joinguard.io/install-probe': 'true' } } },
+    },
+  );
+  return res.status === 201;
 }

@@ -6,6 +6,7 @@ import { expect } from 'chai';
 import { AuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { getTestEnv, type TestEnv } from '../support/testenv.js';
 import { apply, install, raw, substitutedComponents, type Installed } from './install-env.js';
+import { CERT_MANAGER_START_TIMEOUT_MS } from '../support/cert-manager.js';
 import { CONTROLLER_NEEDS } from '../../manifests/rbac-needs.js';
 
 type Json = Record<string, any>;
@@ -46,7 +47,8 @@ describe('install: RBAC under the add-on ServiceAccount', function () {
   const ns = `jg-rbac-${process.pid}`;
   const workload = `jg-rbac-workload-${process.pid}`;
 
-  before(async () => {
+  before(async function () {
+    this.timeout(CERT_MANAGER_START_TIMEOUT_MS);
     env = await getTestEnv();
     installed = await install(env, ns);
     const admin = env.kubeConfig();

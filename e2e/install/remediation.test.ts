@@ -11,6 +11,7 @@ import { getTestEnv, type TestEnv } from '../support/testenv.js';
 import { startController, type RunningController } from '../../controllers/manager.js';
 import { clusterAccessFromKubeconfig } from '../../runtime/kubeconfig.js';
 import { install, raw, type Installed } from './install-env.js';
+import { CERT_MANAGER_START_TIMEOUT_MS } from '../support/cert-manager.js';
 import {
   createMachineSet,
   createReadyCluster,
@@ -81,7 +82,8 @@ describe('install: the controller under the add-on ServiceAccount completes a re
   const logged: Json[] = [];
   let stuck: Json;
 
-  before(async () => {
+  before(async function () {
+    this.timeout(CERT_MANAGER_START_TIMEOUT_MS);
     env = await getTestEnv();
     installed = await install(env, ns);
     const admin = env.kubeConfig();

@@ -1,5 +1,6 @@
 // Mocha root-hook plugin (loaded by .mocharc.json): stops the shared test env after the run, if a spec
 // started it. Nothing here starts anything.
+import { stopCertManager } from './cert-manager.js';
 import { stopSim } from './shared-sim.js';
 import { stopTestEnv, testEnvRequested } from './testenv.js';
 
@@ -8,6 +9,7 @@ export const mochaHooks = {
     if (!testEnvRequested()) return;
     this.timeout(60_000);
     await stopSim();
+    await stopCertManager();
     await stopTestEnv();
   },
 };
