@@ -68,6 +68,8 @@ describe('status.timedMachines', () => {
     expect(got[0]).to.deep.include({ machine: 'w-00', until: iso(T0 + 61 * MINUTE) });
     expect(got.at(-1)).to.deep.include({ machine: 'w-19', until: iso(T0 + 80 * MINUTE) });
     expect(p.status.heldMachines).to.equal(0);
+    const inOrder = plan(snapshot({ settings: hour, machines, now: T0 + 30 * MINUTE }));
+    expect(inOrder.status.timedMachines).to.deep.equal(got);
     const paused = plan(snapshot({ settings: { paused: true }, machines, now: T0 + 2 * HOUR }));
     expect(paused.status.heldMachines).to.equal(25);
     expect(paused.status.timedMachines).to.have.length(STATUS_LIMITS.timedMachines);

@@ -9,7 +9,7 @@ import type { Hold, TimedMachine } from '../../api/v1alpha1/types.js';
 import { STATUS_LIMITS } from '../../api/v1alpha1/types.js';
 import type { StopReason } from './guards.js';
 import { isProvisioned } from './judge.js';
-import { iso } from './time.js';
+import { iso, SECOND } from './time.js';
 import type { HoldReason, MachineVerdict } from './types.js';
 import { compareText } from './words.js';
 
@@ -53,27 +53,42 @@ export interface Timed {
 }
 
 export function timedMachines(i: TimedInput): Timed {
-  const all: TimedMachine[] = [];
+  // The nearest K kept in order as the Machines go by (a fleet scaling up has thousands on a clock: no full sort, and
+  // only the K entries written are made).
+  const top: Listed[] = [];
   let held = 0;
-  let first: TimedMachine | undefined;
+  let first: Listed | undefined;
   i.inScope.forEach((m, k) => {
-    const e = entry(m, i.verdicts[k]!, i);
-    if (e === undefined) return;
-    all.push(e);
-    if (e.onHold === undefined) return;
-    held++;
-    if (first === undefined || compareText(e.machine, first.machine) < 0) first = e;
+    const x = listed(m, i.verdicts[k]!, i);
+    if (x === undefined) return;
+    if (x.hold !== undefined) {
+      held++;
+      if (first === undefined || compareText(m.name, first.m.name) < 0) first = x;
+    }
+    const limit = STATUS_LIMITS.timedMachines;
+    if (top.length === limit && nearestFirst(x, top[limit - 1]!) >= 0) return;
+    let at = top.length;
+    while (at > 0 && nearestFirst(x, top[at - 1]!) < 0) at--;
+    top.splice(at, 0, x);
+    if (top.length > limit) top.pop();
   });
-  all.sort(nearestFirst);
   return {
-    list: all.slice(0, STATUS_LIMITS.timedMachines),
+    list: top.map(entry),
     held,
-    ...(first?.onHold !== undefined ? { firstHold: first.onHold } : {}),
+    ...(first?.hold !== undefined ? { firstHold: first.hold } : {}),
   };
 }
 
-/** The Machine's entry, or none: joined, deleting, skipped, asked about (see remediations), or on no clock at all. */
-function entry(m: MachineFacts, v: MachineVerdict, i: TimedInput): TimedMachine | undefined {
+/** A Machine the list may show: its verdict, what holds it, its deadline in whole seconds (as written). */
+interface Listed {
+  m: MachineFacts;
+  v: MachineVerdict;
+  hold: Hold | undefined;
+  dueSecond: number | undefined;
+}
+
+/** The Machine as the list may show it, or not at all: joined, deleting, skipped, asked about, or on no clock. */
+function listed(m: MachineFacts, v: MachineVerdict, i: TimedInput): Listed | undefined {
   let hold: Hold | undefined;
   switch (v.state) {
     case 'Joined':
@@ -99,6 +114,11 @@ function entry(m: MachineFacts, v: MachineVerdict, i: TimedInput): TimedMachine 
     case 'Joining':
       break;
   }
+  const dueSecond = v.deadline === undefined ? undefined : Math.floor(v.deadline / SECOND);
+  return { m, v, hold, dueSecond };
+}
+
+function entry({ m, v, hold }: Listed): TimedMachine {
   return {
     machine: m.name,
     phase: v.failureKind === 'ProvisionTimeout' || !isProvisioned(m) ? 'Provisioning' : 'Joining',
@@ -109,11 +129,11 @@ function entry(m: MachineFacts, v: MachineVerdict, i: TimedInput): TimedMachine 
 }
 
 /** Nearest deadline first (whole seconds, as written), Machines with no clock last; then by name. */
-function nearestFirst(a: TimedMachine, b: TimedMachine): number {
-  if (a.until !== b.until) {
-    if (a.until === undefined) return 1;
-    if (b.until === undefined) return -1;
-    return compareText(a.until, b.until);
+function nearestFirst(a: Listed, b: Listed): number {
+  if (a.dueSecond !== b.dueSecond) {
+    if (a.dueSecond === undefined) return 1;
+    if (b.dueSecond === undefined) return -1;
+    return a.dueSecond - b.dueSecond;
   }
-  return compareText(a.machine, b.machine);
+  return compareText(a.m.name, b.m.name);
 }
