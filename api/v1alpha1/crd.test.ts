@@ -53,15 +53,19 @@ describe('api/v1alpha1 CRD', () => {
     );
     expect(cols).to.deep.equal({
       Cluster: '.spec.clusterName',
+      Ready: '.status.conditions[?(@.type=="Ready")].status',
+      Paused: '.status.conditions[?(@.type=="Paused")].status',
       Expected: '.status.expectedMachines',
       Joined: '.status.joinedMachines',
       Stuck: '.status.stuckMachines',
       Held: '.status.heldMachines',
       'Held By': '.status.heldReason',
       Progressing: '.status.conditions[?(@.type=="Progressing")].reason',
-      'Dry Run': '.spec.dryRun',
+      'Next Deadline': '.status.timedMachines[0].until',
       Age: '.metadata.creationTimestamp',
     });
+    const wide = v.additionalPrinterColumns.filter((c) => c.priority).map((c) => c.name);
+    expect(wide).to.deep.equal(['Joining', 'Dry Run']);
   });
 
   it('(c) the schema defaults are the defaults parseSettings applies', () => {

@@ -40,12 +40,29 @@ export interface CustomResourceDefinition {
   };
 }
 
+// What `kubectl get mjc` shows (priority 1: `-o wide` only). READY and PAUSED are the conditions' status, as CAPI's
+// own kinds print them; NEXT DEADLINE is the first entry of status.timedMachines (nearest deadline first), a time
+// rather than a countdown so that status never changes with the clock alone (a `date` column would print a future
+// time as "<invalid>").
 export const PRINTER_COLUMNS: PrinterColumn[] = [
   {
     name: 'Cluster',
     type: 'string',
     jsonPath: '.spec.clusterName',
     description: 'The Cluster whose Machines are checked',
+  },
+  {
+    name: 'Ready',
+    type: 'string',
+    jsonPath: '.status.conditions[?(@.type=="Ready")].status',
+    description: 'The check works and its view is current (False: see the Ready reason)',
+  },
+  {
+    name: 'Paused',
+    type: 'string',
+    jsonPath: '.status.conditions[?(@.type=="Paused")].status',
+    description:
+      'JoinGuard changes nothing (spec.paused, a paused Cluster or MachineHealthCheck, or withdrawing marks)',
   },
   {
     name: 'Expected',
@@ -71,7 +88,7 @@ export const PRINTER_COLUMNS: PrinterColumn[] = [
     name: 'Held',
     type: 'integer',
     jsonPath: '.status.heldMachines',
-    description: 'Machines without a verdict yet, or held back from a request',
+    description: 'Machines without a verdict yet, or held back from a request (status.timedMachines says by what)',
   },
   {
     name: 'Held By',
@@ -86,10 +103,18 @@ export const PRINTER_COLUMNS: PrinterColumn[] = [
     description: 'Reason of the Progressing condition',
   },
   {
+    name: 'Next Deadline',
+    type: 'string',
+    jsonPath: '.status.timedMachines[0].until',
+    description:
+      'The nearest deadline of the Machines being timed (status.timedMachines; a held Machine past its deadline first)',
+  },
+  {
     name: 'Dry Run',
     type: 'boolean',
     jsonPath: '.spec.dryRun',
-    description: 'JoinGuard decides and reports, and changes no Machine',
+    description: 'JoinGuard decides and reports, and changes no Machine (Progressing says DryRun)',
+    priority: 1,
   },
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp', description: 'Time since creation' },
 ];

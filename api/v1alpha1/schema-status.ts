@@ -4,10 +4,12 @@
 // those bounds is refused by the apiserver; the controller still reads status with suspicion (memory.ts).
 import {
   FAILURE_KINDS,
+  HOLDS,
   REMEDIATION_OUTCOMES,
   REMEDIATION_PATHS,
   REQUEST_STATES,
   STATUS_LIMITS,
+  TIMED_PHASES,
   WITHDRAWN_REASONS,
 } from './types.js';
 import { arr, bool, conditions, int32, int64, num, obj, str, time, type JSONSchemaProps } from './schema-parts.js';
@@ -117,6 +119,40 @@ const request = obj(
   },
 );
 
+// Field names chosen for `kubectl describe`, which prints each entry's fields in alphabetical order with nothing
+// between entries: `machine` sorts first, so every entry starts with its Machine's name.
+const timedMachine = obj(
+  'A Machine being timed or held. Display only: derived again on every pass, never read back as memory.',
+  {
+    machine: str('machine is the name of the Machine.'),
+    phase: str(
+      'phase is the clock the Machine is on: Provisioning (infrastructure or bootstrap data not ready, ' +
+        'timed by provisionTimeout) or Joining (no Node yet, timed by joinTimeout).',
+      { enum: [...TIMED_PHASES] },
+    ),
+    since: time(
+      'since is when its clock started (a join clock: the latest of creation, readiness and, but for ' +
+        'the first control-plane Machine, the control plane initialized).',
+    ),
+    until: time(
+      'until is its deadline: since plus provisionTimeout or joinTimeout. Past it with no Node, ' +
+        'JoinGuard asks for a replacement unless onHold says what holds it.',
+    ),
+    onHold: str(
+      'onHold says what holds the Machine back from a verdict or a request: FirstControlPlane, ' +
+        'ControlPlaneNotInitialized, PreviousFirstControlPlane, EndpointProbe, EndpointAnswered, ' +
+        'ConnectionDown, ConnectionGrace, NodeWithoutProviderID (a verdict waits); a guard ' +
+        '(FirstControlPlaneReplacementMisconfigured, NeverJoined, BootstrapCredentialSuspect, RolloutSuspect, ' +
+        'RemediationRefusedByOwner, RemediationBudgetExhausted: see Progressing), OwnerBusy (its ' +
+        "KubeadmControlPlane's retry period, or one remediation at a time), Paused, ClusterDeleting, " +
+        'WithdrawingMarks, MachineHealthCheckPaused, MachineDeleteNotAllowed (see Ready), or AlreadyMarked ' +
+        '(someone else asked for its remediation).',
+      { enum: [...HOLDS] },
+    ),
+  },
+  { required: ['machine', 'phase'] },
+);
+
 export const statusSchema: JSONSchemaProps = obj(
   'status is what JoinGuard observed and decided; all of it ' +
     'is kept so that a restarted controller decides the same ' +
@@ -143,6 +179,13 @@ export const statusSchema: JSONSchemaProps = obj(
       'heldReason is the main reason Machines are held: a Progressing ' +
         'reason, MachineDeleteNotAllowed (see Ready), or why a verdict ' +
         'waits (e.g. FirstControlPlane, ConnectionDown).',
+    ),
+    timedMachines: bounded(
+      'timedMachines are the Machines being timed (provisioning or joining, with their deadline) and those ' +
+        'held back, nearest deadline first (held ones with no clock last, then by name). Display only: the ' +
+        "marks in flight and their owners' answers are in remediations (no finishedTime yet)",
+      timedMachine,
+      STATUS_LIMITS.timedMachines,
     ),
     everJoined: bool('everJoined is true once any Machine in scope has joined; until then neverJoinedLimit applies.'),
     consecutiveJoinFailures: count(

@@ -64,6 +64,7 @@ export const full: DeepRequired<MachineJoinCheck> = {
     stuckMachines: 1,
     heldMachines: 1,
     heldReason: 'BootstrapCredentialSuspect',
+    timedMachines: [{ machine: 'm2', phase: 'Joining', since: t, until: t, onHold: 'RemediationBudgetExhausted' }],
     everJoined: true,
     consecutiveJoinFailures: 1,
     failuresSinceResume: 1,

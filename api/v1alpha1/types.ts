@@ -69,6 +69,43 @@ export const REMEDIATION_OUTCOMES = [
 export const REQUEST_STATES = ['Open', 'Withdrawn', 'Reported', 'DryRun'] as const;
 /** Why a request was withdrawn. */
 export const WITHDRAWN_REASONS = ['Joined', 'OptedOut', 'Unanswered', 'WithdrawAll'] as const;
+/** Which clock a Machine of `status.timedMachines` is on: provisionTimeout's or joinTimeout's. */
+export const TIMED_PHASES = ['Provisioning', 'Joining'] as const;
+/**
+ * What holds a Machine of `status.timedMachines` back, from a verdict or from a request. A verdict waits for: the first
+ * control-plane Machine (FirstControlPlane), the control plane's initialization (ControlPlaneNotInitialized), the
+ * previous first control-plane Machine to be gone (PreviousFirstControlPlane), the endpoint probe (EndpointProbe) or
+ * the one extension it gave (EndpointAnswered), the workload connection (ConnectionDown, ConnectionGrace), a Node
+ * without a providerID (NodeWithoutProviderID). A Machine past its deadline is not asked for because of a guard (its
+ * Progressing reason), its KubeadmControlPlane's retry period or one remediation at a time (OwnerBusy), a pause
+ * (Paused), the Cluster being deleted (ClusterDeleting), joinguard.io/withdraw-all or the check's deletion
+ * (WithdrawingMarks), a paused MachineHealthCheck on the Auto path (MachineHealthCheckPaused), strategy Delete without
+ * --allow-machine-delete (MachineDeleteNotAllowed), or a mark someone else made (AlreadyMarked).
+ */
+export const HOLDS = [
+  'FirstControlPlane',
+  'ControlPlaneNotInitialized',
+  'PreviousFirstControlPlane',
+  'EndpointProbe',
+  'EndpointAnswered',
+  'ConnectionDown',
+  'ConnectionGrace',
+  'NodeWithoutProviderID',
+  'FirstControlPlaneReplacementMisconfigured',
+  'NeverJoined',
+  'BootstrapCredentialSuspect',
+  'RolloutSuspect',
+  'RemediationRefusedByOwner',
+  'OwnerBusy',
+  'RemediationBudgetExhausted',
+  'Paused',
+  'ClusterDeleting',
+  'WithdrawingMarks',
+  'MachineHealthCheckPaused',
+  'MachineDeleteNotAllowed',
+  'AlreadyMarked',
+] as const;
+export type Hold = (typeof HOLDS)[number];
 
 export interface MachineJoinCheckSpec {
   clusterName: string;
@@ -216,6 +253,21 @@ export interface RequestRecord {
   firstControlPlane?: boolean;
 }
 
+/**
+ * One Machine being timed or held (display only: derived from the verdicts on every pass, never read back). No field
+ * depends on the clock: an entry changes only when its Machine enters or leaves the list, changes phase or hold.
+ */
+export interface TimedMachine {
+  machine: string;
+  phase: (typeof TIMED_PHASES)[number];
+  /** When its clock started. */
+  since?: string;
+  /** Its deadline: since + provisionTimeout or joinTimeout (a first control-plane Machine's, once extended). */
+  until?: string;
+  /** What holds it back, if anything. */
+  onHold?: Hold;
+}
+
 /** Request times of one owner inside `remediation.window` (the newest `maxPerOwner`): exact per-owner budget. */
 export interface OwnerWindow {
   kind: string;
@@ -297,6 +349,8 @@ export interface MachineJoinCheckStatus {
   /** Machines held back from a verdict or a request, and the main reason (for `kubectl get`). */
   heldMachines?: number;
   heldReason?: string;
+  /** The Machines being timed or held, nearest deadline first (bounded): display only. */
+  timedMachines?: TimedMachine[];
   everJoined?: boolean;
   consecutiveJoinFailures?: number;
   /** Failures counted since the last resume: what `neverJoinedLimit` counts. */
@@ -373,6 +427,11 @@ export interface CheckSettings {
 export const STATUS_LIMITS = {
   recentFailures: 20,
   remediations: 20,
+  /**
+   * The nearest deadlines an operator reads at a glance in `kubectl describe` (the counts give the totals): 20 entries
+   * keep a check's status a few KiB larger whatever the fleet, like the history's 20.
+   */
+  timedMachines: 20,
   joinDurationSamples: 50,
   /** Requests and observations are exact, one per live Machine: bounded like CAPI's own lists of Machines. */
   requests: 10000,

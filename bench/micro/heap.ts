@@ -8,6 +8,10 @@
 //   churn      2,000 Machine updates JoinGuard does not read, 50 per second (CAPI's status patches; at 200
 //              per second the controller before the rework saturated a core and lost its Lease)
 //   marks      5% of the Machines stuck, 8 deadlines per second
+// With --rest-s S, a quiet window of S seconds after the first reconcile (and 40 s for a display-only status write
+// coalesced then, executor.ts): JoinGuard's requests per minute at rest, by verb and resource, Leases apart; with
+// --resting-joining the resting Machines are Provisioned with no Node, on their 24h clock, as in `npm run bench`'s
+// fleet (what status.timedMachines lists at rest), instead of joined.
 // Per setting: the load average at its start, peak RSS (VmHWM), RSS at the end and where it sits (glibc's main
 // heap, anonymous, file pages), the V8 heap at the end, CPU seconds, GC count and pause time by kind
 // (prom-client's nodejs_gc_duration_seconds), the marks' latency, and whether the process survived.
@@ -62,6 +66,7 @@ async function runSetting(
   dir: string,
   rttMs = 0,
   probe = false,
+  rest: { seconds: number; joining: boolean } = { seconds: 0, joining: false },
 ) {
   const loadAvgAtStart = os.loadavg().map((x) => round(x, 2));
   const api = new FakeApiserver(tls);
@@ -74,7 +79,7 @@ async function runSetting(
     ? `JOINGUARD_MEMORY_PROBE=${probeFile} ${runtime} --require ${path.join(here, 'memory-probe.cjs')}`
     : runtime;
   const clusters = Math.ceil(machines / PER_CLUSTER);
-  seed(api, { clusters, perCluster: PER_CLUSTER, mhc: false, now: Date.now() });
+  seed(api, { clusters, perCluster: PER_CLUSTER, mhc: false, now: Date.now(), restJoining: rest.joining });
   const jg = await JoinGuardProcess.start({
     kubeconfig: writeKubeconfig(path.join(dir, 'kubeconfig'), server, tls.caPem),
     webhookCertDir: path.join(dir, 'serving'),
@@ -92,6 +97,7 @@ async function runSetting(
     }
     const firstReconcileS = round((Date.now() - jg.spawnedAt) / 1000, 2);
     const afterStart = jg.sampler.take();
+    const atRest = rest.seconds > 0 ? await quietWindow(api, rest.seconds) : undefined;
 
     // Churn: updates JoinGuard does not read, 50 per second.
     series.phase = 'churn';
@@ -134,6 +140,7 @@ async function runSetting(
       survived: jg.proc.running,
       error: jg.proc.running ? undefined : `${jg.proc.describeExit()}: ${tailFile(jg.proc.logFile, 3)}`,
       firstReconcileS,
+      atRest,
       rssAfterStartMiB: round((afterStart?.rssKiB ?? 0) / 1024, 1),
       peakRssMiB: round(Math.max(jg.sampler.peakRssKiB, last?.hwmKiB ?? 0) / 1024, 1),
       rssAtEndMiB: round((last?.rssKiB ?? 0) / 1024, 1),
@@ -169,6 +176,32 @@ async function runSetting(
   }
 }
 
+/** JoinGuard's requests at rest: nothing changes for `seconds` (after 40 s for a coalesced status write to go). */
+async function quietWindow(api: FakeApiserver, seconds: number) {
+  await sleep(40_000);
+  const before = new Map(api.counts);
+  await sleep(seconds * 1000);
+  const perMin = (n: number) => round((n * 60) / seconds, 2) ?? 0;
+  const byRequest: Record<string, number> = {};
+  for (const [k, n] of api.counts) if (n - (before.get(k) ?? 0) > 0) byRequest[k] = perMin(n - (before.get(k) ?? 0));
+  const leases = Object.entries(byRequest)
+    .filter(([k]) => k.endsWith(' leases'))
+    .reduce((x, [, n]) => x + n, 0);
+  const all = Object.values(byRequest).reduce((x, n) => x + n, 0);
+  // What the checks show at rest (status.timedMachines: none before the list existed).
+  const timedEntries = [...api.objects('machinejoinchecks').values()].reduce(
+    (n, c) => n + ((c.status?.timedMachines as unknown[] | undefined)?.length ?? 0),
+    0,
+  );
+  return {
+    seconds,
+    timedEntries,
+    byRequestPerMin: byRequest,
+    perMinButLeases: round(all - leases, 2) ?? 0,
+    statusWritesPerMin: byRequest['update machinejoinchecks/status'] ?? 0,
+  };
+}
+
 export type HeapCase = Awaited<ReturnType<typeof runSetting>>;
 
 function failed(setting: string, e: Error, rttMs = 0): HeapCase {
@@ -180,6 +213,7 @@ function failed(setting: string, e: Error, rttMs = 0): HeapCase {
     survived: false,
     error: e.message.slice(0, 600),
     firstReconcileS: undefined,
+    atRest: undefined,
     rssAfterStartMiB: undefined,
     peakRssMiB: undefined,
     rssAtEndMiB: undefined,
@@ -205,6 +239,8 @@ export function parseHeapArgs(argv: string[]) {
     repeat: 1,
     rttMs: 0,
     probe: false,
+    restS: 0,
+    restingJoining: false,
     out: path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'heap-results.json'),
   };
   for (let i = 0; i < argv.length; i++) {
@@ -219,10 +255,12 @@ export function parseHeapArgs(argv: string[]) {
     else if (flag === '--repeat') a.repeat = Number(value());
     else if (flag === '--rtt-ms') a.rttMs = Number(value());
     else if (flag === '--probe') a.probe = true;
+    else if (flag === '--rest-s') a.restS = Number(value());
+    else if (flag === '--resting-joining') a.restingJoining = true;
     else if (flag === '--out') a.out = value();
     else
       throw new Error(
-        `unknown argument ${argv[i]}; usage: npm run bench -- --heap [--machines N] [--settings "A|B|..."] [--repeat R] [--rtt-ms MS] [--probe] [--out FILE]`,
+        `unknown argument ${argv[i]}; usage: npm run bench -- --heap [--machines N] [--settings "A|B|..."] [--repeat R] [--rtt-ms MS] [--probe] [--rest-s S] [--resting-joining] [--out FILE]`,
       );
   }
   return a;
@@ -234,6 +272,8 @@ export async function heapSettings(a: {
   repeat: number;
   rttMs?: number;
   probe?: boolean;
+  restS?: number;
+  restingJoining?: boolean;
   out: string;
 }): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'joinguard-heap-'));
@@ -246,12 +286,17 @@ export async function heapSettings(a: {
       for (const s of a.settings) {
         log(`round ${r + 1}/${a.repeat}: node ${s}`);
         // A setting that kills the process (out of heap) is a result, not a failure of the benchmark.
-        const c = await runSetting(s, a.machines, tls, dir, a.rttMs, a.probe).catch((e: Error) =>
+        const rest = { seconds: a.restS ?? 0, joining: a.restingJoining ?? false };
+        const c = await runSetting(s, a.machines, tls, dir, a.rttMs, a.probe, rest).catch((e: Error) =>
           failed(s, e, a.rttMs),
         );
         log(
           `  load ${c.loadAvgAtStart.join(' ')}, peak RSS ${c.peakRssMiB} MiB, end ${c.rssAtEndMiB} MiB (main heap ${c.mainHeapAtEndMiB}, anon ${c.rssAnonAtEndMiB}, file ${c.rssFileAtEndMiB}), first reconcile ${c.firstReconcileS} s, heap used ${c.heapUsedAtEndMiB}/${c.heapTotalAtEndMiB} MiB, CPU ${c.cpuSeconds} s, GC ${c.gcSeconds} s, marks p99 ${c.marks.p99S} s${c.survived ? '' : ' — DIED'}`,
         );
+        if (c.atRest)
+          log(
+            `  at rest (${c.atRest.seconds} s): ${c.atRest.perMinButLeases}/min but Leases, status writes ${c.atRest.statusWritesPerMin}/min, ${c.atRest.timedEntries} timedMachines entries: ${JSON.stringify(c.atRest.byRequestPerMin)}`,
+          );
         const d = c.duringMarks;
         log(
           `  marks: RSS ${d?.atStart?.rssMiB} -> ${d?.atEnd?.rssMiB} MiB (peak ${d?.peakRssMiB}, anon ${d?.atStart?.anonMiB} -> ${d?.atEnd?.anonMiB}), heap total ${d?.atStart?.heapTotalMiB} -> ${d?.atEnd?.heapTotalMiB}, 256 KiB page mappings ${d?.atStart?.pageMappingsMiB} -> ${d?.atEnd?.pageMappingsMiB}, main heap ${d?.atStart?.mainHeapMiB} -> ${d?.atEnd?.mainHeapMiB}, external ${d?.atStart?.externalMiB} -> ${d?.atEnd?.externalMiB}, TLS sockets peak ${d?.peakTlsSockets}, connections peak ${d?.peakConnections} (before ${d?.peakConnectionsBefore})`,

@@ -62,6 +62,18 @@ export function joined(c: string, i: number): Json {
   return m;
 }
 
+/**
+ * A worker of `<c>-rest` Provisioned an hour before `now`, with no Node: on its 24h clock at rest, as the resting
+ * Machines of `npm run bench`'s fleet (bench/fleet.ts) are.
+ */
+export function restingJoining(c: string, i: number, now: number): Json {
+  const m = machine(fixtures.machineJoining, c, 'rest', `${c}-rest-${String(i).padStart(5, '0')}`);
+  const start = iso(now - 3600_000);
+  m.metadata.creationTimestamp = start;
+  for (const cond of m.status?.conditions ?? []) cond.lastTransitionTime = start;
+  return m;
+}
+
 /** A Provisioned worker of `<c>-watch` with no Node, whose join deadline is `deadline` (a whole second). */
 export function joining(c: string, i: number, deadline: number): Json {
   const m = machine(fixtures.machineJoining, c, 'watch', `${c}-watch-${String(i).padStart(5, '0')}`);
@@ -109,8 +121,14 @@ export function mhcs(c: string): Json[] {
   });
 }
 
-/** `clusters` Clusters of `perCluster` joined Machines each, their checks and (with mhc) their MHCs. */
-export function seed(api: FakeApiserver, o: { clusters: number; perCluster: number; mhc: boolean; now: number }): void {
+/**
+ * `clusters` Clusters of `perCluster` joined Machines each (with `restJoining`: Provisioned with no Node, on their 24h
+ * clock), their checks and (with mhc) their MHCs.
+ */
+export function seed(
+  api: FakeApiserver,
+  o: { clusters: number; perCluster: number; mhc: boolean; now: number; restJoining?: boolean },
+): void {
   // clusterctl's inventory entry, as `clusterctl init` leaves it: where JoinGuard reads the CAPI release.
   api.put('providers', {
     apiVersion: 'clusterctl.cluster.x-k8s.io/v1alpha3',
@@ -125,7 +143,8 @@ export function seed(api: FakeApiserver, o: { clusters: number; perCluster: numb
     api.put('clusters', cluster(c, o.now));
     for (const k of checks(c)) api.put('machinejoinchecks', k);
     if (o.mhc) for (const h of mhcs(c)) api.put('machinehealthchecks', h);
-    for (let j = 0; j < o.perCluster; j++) api.put('machines', joined(c, j));
+    for (let j = 0; j < o.perCluster; j++)
+      api.put('machines', o.restJoining ? restingJoining(c, j, o.now) : joined(c, j));
   }
 }
 

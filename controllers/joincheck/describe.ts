@@ -1,7 +1,7 @@
-// The planner's describe stage (DESIGN: "Status", "What users see"): the counts, the conditions (conditions.ts
-// words them), the event that says a stop began, what every Machine must carry now (marks.ts), and what the check
-// itself must carry (finalizer, annotations).
-import type { CheckSettings } from '../../api/v1alpha1/types.js';
+// The planner's describe stage (DESIGN: "Status", "What users see"): the counts, the Machines being timed or held
+// (timed.ts), the conditions (conditions.ts words them), the event that says a stop began, what every Machine must
+// carry now (marks.ts), and what the check itself must carry (finalizer, annotations).
+import type { CheckSettings, Hold } from '../../api/v1alpha1/types.js';
 import { CONDITION_PROGRESSING, ReadyReason } from '../../api/v1alpha1/types.js';
 import { conditionOf, pausedCondition, progressing, readyCondition, RESTRICTING, setCondition } from './conditions.js';
 import { countVerdicts } from './counts.js';
@@ -12,7 +12,8 @@ import { markIntents, type IntentInput } from './marks.js';
 import { checkMetadata } from './memory.js';
 import { assign, type Followed, type Observed } from './observe.js';
 import type { Remediated } from './remediate.js';
-import type { MachineVerdict, MarkIntent, Snapshot } from './types.js';
+import { timedMachines } from './timed.js';
+import type { MarkIntent, Snapshot } from './types.js';
 import type { Judged } from './verdicts.js';
 
 export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Remediated): MarkIntent[] {
@@ -22,18 +23,22 @@ export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Re
   const { requests, flying } = r;
   const meta = s.check.metadata;
   const c = countVerdicts(verdicts);
-  const held = new Set([
-    ...stops.machinesHeld(),
-    ...r.deleteNotAllowed,
-    ...verdicts.filter((v) => v.state === 'Held' || v.state === 'Unobservable').map((v) => v.machine),
-  ]);
+  // Held: every Machine the list says something holds back (its bounded part shows the nearest).
+  const timed = timedMachines({
+    inScope: w.inScope,
+    verdicts,
+    asked: new Set(requests.map((x) => x.uid)),
+    held: r.held,
+    ...(canAct ? {} : { notActing: notActing(settings, cluster, f.withdrawAll) }),
+  });
   Object.assign(next, {
     expectedMachines: w.expected,
     joinedMachines: c.joined + f.settledInScope,
     joiningMachines: c.joining,
     stuckMachines: c.stuck,
-    heldMachines: held.size,
+    heldMachines: timed.held,
   });
+  assign(next, 'timedMachines', timed.list);
   next.consecutiveJoinFailures ??= 0;
   next.everJoined ??= false;
   const flyingMachines = new Map(flying.map((name) => [name, ofCluster.find((x) => x.name === name)]));
@@ -60,12 +65,9 @@ export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Re
     suspicion: (heldBack) => suspicionMessage(next, next.recentFailures ?? [], cluster, settings, heldBack),
     ...(s.refusedWrites !== undefined ? { refused: s.refusedWrites } : {}),
   });
-  // The first held Machine by name: the caches list Machines in no set order (a count field must not flap with it).
-  const firstHeld = verdicts
-    .filter((v) => v.state === 'Held' || v.state === 'Unobservable')
-    .reduce<MachineVerdict | undefined>((a, v) => (a === undefined || v.machine < a.machine ? v : a), undefined);
+  // Else the first held Machine's hold by name: the caches list Machines in no set order (a field must not flap).
   const heldReason =
-    stops.first()?.reason ?? (r.deleteNotAllowed.length > 0 ? ReadyReason.MachineDeleteNotAllowed : firstHeld?.hold);
+    stops.first()?.reason ?? (r.deleteNotAllowed.length > 0 ? ReadyReason.MachineDeleteNotAllowed : timed.firstHold);
   assign(next, 'heldReason', next.heldMachines! > 0 ? heldReason : undefined);
   if (
     canAct &&
@@ -129,6 +131,17 @@ export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Re
   if (f.deletion === undefined) checkMetadata(s, next, w.check);
   Object.assign(w.check, finalizerIntent(s.check, f.deletion, withdrawing?.left ?? [], cluster.paused, s.now));
   return intents;
+}
+
+/** Why nothing is asked now (observe.ts's `canAct` is false), in the list's words. */
+function notActing(
+  settings: CheckSettings,
+  cluster: { paused: boolean; deleting: boolean },
+  withdrawAll: boolean,
+): Hold {
+  if (settings.paused || cluster.paused) return 'Paused';
+  if (cluster.deleting) return 'ClusterDeleting';
+  return withdrawAll ? 'WithdrawingMarks' : 'Paused';
 }
 
 export function intentInput(s: Snapshot, withdrawAll: boolean): IntentInput {

@@ -206,6 +206,7 @@ function decisive(status: MachineJoinCheckStatus | undefined): unknown {
     stuckMachines,
     heldMachines,
     heldReason,
+    timedMachines,
     joinDurations,
     remediations,
     conditions,

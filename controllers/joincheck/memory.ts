@@ -89,6 +89,7 @@ function sanitize(s: Obj, now: number, notes: string[], where: string): MachineJ
   for (const k of ['expectedMachines', 'joinedMachines', 'joiningMachines', 'stuckMachines', 'heldMachines'] as const)
     set(k, f.count(s, k));
   set('heldReason', f.str(s, 'heldReason'));
+  // Not read: timedMachines is display only, made again on every pass (timed.ts); nothing written there is trusted.
   set('everJoined', f.bool(s, 'everJoined'));
   set('consecutiveJoinFailures', f.count(s, 'consecutiveJoinFailures'));
   set('failuresSinceResume', f.count(s, 'failuresSinceResume'));

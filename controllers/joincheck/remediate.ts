@@ -3,7 +3,7 @@
 // put through the guards (guards.ts); what passes is asked, what is held says why — in the words the next plan will
 // find. Then the per-Machine memory and the stops whose evidence is state rather than this plan's candidates.
 import type { MachineFacts } from '../../api/capi/model.js';
-import type { MachineObservation, OwnerWindow, RequestRecord } from '../../api/v1alpha1/types.js';
+import type { Hold as HoldWord, MachineObservation, OwnerWindow, RequestRecord } from '../../api/v1alpha1/types.js';
 import { STATUS_LIMITS } from '../../api/v1alpha1/types.js';
 import {
   countFailure,
@@ -24,6 +24,7 @@ import { assign, type Followed, type Observed } from './observe.js';
 import { iso } from './time.js';
 import type { MachineTarget, MachineVerdict, Snapshot } from './types.js';
 import { rolloutSuspect } from './rollout-suspect.js';
+import { HOLD_OF_STOP } from './timed.js';
 import { rolloutWorld, type Judged } from './verdicts.js';
 
 export interface Remediated {
@@ -35,6 +36,8 @@ export interface Remediated {
   pausedMhcs: string[];
   /** Strategy Delete without --allow-machine-delete: the Machines it holds back (the Ready condition). */
   deleteNotAllowed: string[];
+  /** Stuck Machines not asked for, by uid, and what held each back (status.timedMachines). */
+  held: Map<string, HoldWord>;
 }
 
 type Hold = { m: MachineFacts; v: MachineVerdict; loop: GuardResult & { go: false } };
@@ -65,6 +68,7 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
   const pausedMhcs: string[] = [];
   const deleteNotAllowed: string[] = [];
   const holds: Hold[] = [];
+  const held = new Map<string, HoldWord>();
   const kcp = s.kcp;
   const guardWorld: GuardWorld = {
     settings,
@@ -101,12 +105,14 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
     };
     if (v.firstControlPlane && next.firstControlPlane?.misconfigured !== undefined) {
       stops.add('FirstControlPlaneReplacementMisconfigured', '', m.name);
+      held.set(m.uid, 'FirstControlPlaneReplacementMisconfigured');
       stuckEvent();
       continue;
     }
     const choice = choosePath(m, settings, s.mhcs, s.capi, v.firstControlPlane === true);
     if (choice.kind === 'blocked') {
       pausedMhcs.push(`${choice.why}: ${m.name} is left to it`);
+      held.set(m.uid, 'MachineHealthCheckPaused');
       stuckEvent();
       continue;
     }
@@ -114,6 +120,7 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
     // deleted once the flag is on; Ready says why (MachineDeleteNotAllowed).
     if (choice.kind === 'request' && choice.path === 'Delete' && s.allowMachineDelete !== true) {
       deleteNotAllowed.push(m.name);
+      held.set(m.uid, 'MachineDeleteNotAllowed');
       stops.wait(`${m.name} is not deleted: JoinGuard runs without --allow-machine-delete (see the Ready condition)`);
       stuckEvent();
       continue;
@@ -175,6 +182,9 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
     const g = guardChain(h.m, h.v, false, final, guardWorld);
     const why = g.go ? h.loop : g;
     w.wake.push(why.until);
+    // The one gate that waits is KubeadmControlPlane's (its retry period, one remediation at a time).
+    const word = 'wait' in why ? 'OwnerBusy' : HOLD_OF_STOP[why.stop];
+    if (word !== undefined) held.set(h.m.uid, word);
     if ('wait' in why) stops.wait(why.wait);
     else stops.add(why.stop, why.note, h.m.name);
   }
@@ -187,7 +197,7 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
   if (next.firstControlPlane !== undefined && Object.keys(next.firstControlPlane).length === 0)
     delete next.firstControlPlane;
   stateStops(f, w, verdicts, requests, wouldAsk);
-  return { requests, flying, confirm, pausedMhcs, deleteNotAllowed };
+  return { requests, flying, confirm, pausedMhcs, deleteNotAllowed, held };
 }
 
 /**
