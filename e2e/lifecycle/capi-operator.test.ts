@@ -321,10 +321,12 @@ describe("lifecycle: the Cluster API Operator installs JoinGuard through an Addo
     );
     expect(bundles).to.deep.equal(bundles.map(() => secret.data['ca.crt']));
     const p = await waitFor(
-      'AddonProvider ProviderInstalled',
+      'AddonProvider ProviderInstalled, with its installedVersion',
       async () => {
+        // The operator writes the two in separate requests of one reconcile (CAPI's patch helper sends the
+        // conditions first, then the rest of the status), so a read can fall between them.
         const o = await get(`${OP}/namespaces/${NS}/addonproviders/joinguard`);
-        return condition(o, 'ProviderInstalled')?.status === 'True' && o;
+        return condition(o, 'ProviderInstalled')?.status === 'True' && o?.status?.installedVersion !== undefined && o;
       },
       120_000,
     );
