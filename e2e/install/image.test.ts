@@ -1,34 +1,36 @@
 // The image, started as the Deployment starts it: the image hack/image/build.sh builds from the Dockerfile (podman,
 // local stand-in bases), run with the Deployment's user, read-only root, capabilities, memory limit, env and args
 // (image-run.ts reads them from the rendered components), under the add-on's ServiceAccount, against the local
-// control plane with CAPI's real managers and the simulation. It answers --version, takes the Lease, serves the
-// webhook and /metrics from the mounted certificate, marks a worker that never joins, and stops on SIGTERM with
-// exit 0 and the Lease handed back. Needs podman and runc (.ci/run installs them); JOINGUARD_IMAGE names a built
-// image, else this spec builds one.
-import { mkdtempSync, rmSync, writeFileSync, chmodSync, mkdirSync, readFileSync } from 'node:fs';
+// control plane with CAPI's real managers and the simulation. The add-on is applied as clusterctl renders it
+// (install-env.ts's applyComponents), with real cert-manager: it issues the serving certificate into the Secret the
+// Deployment mounts, which is mounted into the container as the kubelet mounts it (secret-volume.ts), and cainjector
+// injects its CA; the apiserver calls the container's published webhook port through the add-on's Service. It
+// answers --version, takes the Lease, serves the webhook and /metrics from cert-manager's certificate, marks a worker
+// that never joins, and stops on SIGTERM with exit 0 and the Lease handed back. Needs podman and runc (.ci/run
+// installs them) and cert-manager's build; JOINGUARD_IMAGE names a built image, else this spec builds one.
+import { mkdtempSync, rmSync, writeFileSync, mkdirSync, readFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { expect } from 'chai';
 import { DEFAULT_LEASE_NAME } from '../../runtime/leader.js';
-import { issueServingCert } from '../../hack/testenv/certs.js';
 import { freePorts } from '../../hack/testenv/ports.js';
-import type { Json } from '../../hack/testenv/kube-client.js';
+import type { Json, KubeClient } from '../../hack/testenv/kube-client.js';
 import { conditionOf, waitFor } from '../support/cluster-view.js';
 import { checksPath, describeCheck } from '../support/joinguard.js';
 import { useScenario } from '../support/scenario.js';
+import { CERT_MANAGER_START_TIMEOUT_MS, getCertManager } from '../support/cert-manager.js';
 import {
-  apply,
-  CERT_MANAGER_KINDS,
-  pathOf,
-  pointedAt,
+  applyComponents,
+  mountServingCert,
   raw,
-  serves,
+  serveWebhooks,
   serviceAccountKubeConfig,
-  substitutedComponents,
-  waitEstablished,
+  uninstallComponents,
+  webhookServes,
+  type Applied,
 } from './install-env.js';
-import type { K8sObject } from '../../manifests/render.js';
+import type { SecretVolume } from './secret-volume.js';
 import { imageUnderTest, logsOf, managerPod, podman, runArguments, stateOf, ULIMITS, type PodOf } from './image-run.js';
 
 const CLUSTER = 'img';
@@ -36,11 +38,19 @@ const root = resolve(import.meta.dirname, '..', '..');
 const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
 
 /** GET over HTTPS with a bearer token, trusting the test CA: status and body. */
-function get(url: string, o: { ca?: string; token?: string } = {}): Promise<{ status: number; body: string }> {
+function get(
+  url: string,
+  o: { ca?: string; servername?: string; token?: string } = {},
+): Promise<{ status: number; body: string }> {
   return new Promise((done, fail) => {
     const req = https.request(
       url,
-      { ca: o.ca, headers: o.token ? { Authorization: `Bearer ${o.token}` } : {}, timeout: 5_000 },
+      {
+        ca: o.ca,
+        servername: o.servername,
+        headers: o.token ? { Authorization: `Bearer ${o.token}` } : {},
+        timeout: 5_000,
+      },
       (res) => {
         let body = '';
         res.on('data', (d: Buffer) => (body += d.toString()));
@@ -71,7 +81,9 @@ describe('the image, started as the Deployment runs it (podman, runc)', function
   const name = `joinguard-image-${process.pid}`;
   const podName = `joinguard-controller-manager-${process.pid}`;
   const times: Record<string, number> = {};
-  const webhookConfigs: K8sObject[] = [];
+  let applied: Applied | undefined;
+  let kube: KubeClient | undefined;
+  let servingCert: SecretVolume | undefined;
   let dir: string;
   let image: string;
   let pod: PodOf;
@@ -81,7 +93,7 @@ describe('the image, started as the Deployment runs it (podman, runc)', function
     `${await s.seen()()}\ncontainer log (last 25 lines):\n${(await logsOf(name)).split('\n').slice(-25).join('\n')}`;
 
   before(async function () {
-    this.timeout(900_000);
+    this.timeout(900_000 + CERT_MANAGER_START_TIMEOUT_MS);
     // The cluster first, so that its workload connection's 2m grace (--connection-grace, the Deployment leaves it
     // at its default) runs while the image builds and starts. Its one worker never joins.
     s.sim.policy.neverJoin({ namespace: s.namespace, cluster: CLUSTER, role: 'worker' }, { limit: 1 });
@@ -91,41 +103,30 @@ describe('the image, started as the Deployment runs it (podman, runc)', function
     image = await imageUnderTest((l) => process.stderr.write(`${l}\n`));
     times['image (build or given)'] = Date.now() - t;
 
-    // The add-on's objects as clusterctl substitutes them; cert-manager's kinds only where cert-manager runs (its
-    // Certificate's Secret is stood in for by a certificate of the test CA, mounted where the Secret would be).
+    // The add-on's objects as clusterctl renders them, cert-manager running (its Issuer and Certificate applied and
+    // issued); the webhook configurations wait until the container is started.
+    t = Date.now();
+    await getCertManager();
+    times['cert-manager (build or cached, start)'] = Date.now() - t;
     t = Date.now();
     const admin = s.env.kubeConfig();
-    const components = await substitutedComponents({ JOINGUARD_NAMESPACE: ns });
-    pod = managerPod(components.objects);
+    applied = await applyComponents(s.env, ns);
+    pod = managerPod(applied.components.objects);
     const [webhook, health, metrics] = await freePorts(3);
     ports = { webhook: webhook!, health: health!, metrics: metrics! };
-    const certManager = await serves(admin, 'cert-manager.io/v1');
-    for (const o of components.objects) {
-      if (CERT_MANAGER_KINDS.has(o.kind) && !certManager) continue;
-      if (o.kind.endsWith('WebhookConfiguration')) {
-        webhookConfigs.push(o);
-        continue;
-      }
-      await apply(admin, o);
-      if (o.kind === 'CustomResourceDefinition') await waitEstablished(admin, o.metadata.name);
-    }
-    // The apiserver calls the container's webhook port, published on 127.0.0.1.
-    for (const o of webhookConfigs)
-      await apply(admin, pointedAt(o, `https://127.0.0.1:${ports.webhook}`, s.env.caCertPem));
 
-    // What the kubelet would mount: the ServiceAccount's token, CA and namespace; the webhook Secret's files.
+    // What the kubelet would mount: the ServiceAccount's token, CA and namespace; the Secret cert-manager issued into
+    // (its files 0644, a Secret volume's defaultMode: uid 65532 reads the key), followed across renewals.
     dir = mkdtempSync(join(tmpdir(), 'joinguard-image-'));
     const saDir = join(dir, 'serviceaccount');
-    const certDir = join(dir, 'serving-certs');
     mkdirSync(saDir);
     const sa = await serviceAccountKubeConfig(admin, ns, 'joinguard-controller-manager');
     writeFileSync(join(saDir, 'token'), sa.getCurrentUser()!.token!);
     writeFileSync(join(saDir, 'ca.crt'), s.env.caCertPem);
     writeFileSync(join(saDir, 'namespace'), ns);
-    const pair = await issueServingCert(s.env.caCertFile, s.env.caKeyFile, certDir);
-    // A Secret volume's files are 0644 by default (defaultMode); uid 65532 must read the key.
-    chmodSync(pair.keyFile, 0o644);
-    chmodSync(pair.certFile, 0o644);
+    kube = s.env.kube();
+    servingCert = await mountServingCert(kube, applied, join(dir, 'serving-certs'));
+    const certDir = servingCert.dir;
     const args = runArguments(pod, {
       name,
       podName,
@@ -141,17 +142,22 @@ describe('the image, started as the Deployment runs it (podman, runc)', function
     await podman(args);
     started = true;
     times['podman run'] = Date.now() - t;
+    // The apiserver calls the container's published port through the add-on's Service (routed to 127.0.0.1).
+    await serveWebhooks(admin, applied, ports.webhook);
   });
 
   after(async function () {
     this.timeout(120_000);
-    const admin = s.env?.kubeConfig();
-    // Webhooks first: with failurePolicy Fail they would refuse every later check write of the run.
-    if (admin)
-      for (const o of webhookConfigs) await raw(admin, 'DELETE', await pathOf(admin, o)).catch(() => undefined);
-    if (started) await podman(['rm', '--force', '--time', '5', name]).catch(() => undefined);
-    if (dir) rmSync(dir, { recursive: true, force: true });
-    process.stderr.write(`[image] times (ms): ${JSON.stringify(times)}\n`);
+    try {
+      // Webhooks first: with failurePolicy Fail they would refuse every later check write of the run.
+      if (applied) await uninstallComponents(s.env.kubeConfig(), applied);
+    } finally {
+      if (started) await podman(['rm', '--force', '--time', '5', name]).catch(() => undefined);
+      await servingCert?.stop();
+      kube?.close();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+      process.stderr.write(`[image] times (ms): ${JSON.stringify(times)}\n`);
+    }
   });
 
   it('starts nothing it could not start as the Deployment says: an unknown mount or env source is refused', () => {
@@ -208,8 +214,16 @@ describe('the image, started as the Deployment runs it (podman, runc)', function
     expect((await stateOf(name)).Running).to.equal(true);
   });
 
-  it('serves the webhook from the mounted certificate: a check that selects nothing is refused through it', async () => {
-    const res = await raw(s.env.kubeConfig(), 'POST', checksPath(s.namespace), {
+  it("serves the webhook with cert-manager's certificate, called through the Service: a check that selects nothing is refused through it", async () => {
+    const admin = s.env.kubeConfig();
+    // cainjector writes the caBundle once the configurations exist: the apiserver's call fails (failurePolicy Fail)
+    // until then, or while the container serves no certificate the bundle's CA signed.
+    await waitFor(
+      'the apiserver calling the webhook through the Service (CA injected by cainjector)',
+      () => webhookServes(admin, ns),
+      { timeoutMs: 60_000, describe: seen, intervalMs: 250 },
+    );
+    const res = await raw(admin, 'POST', checksPath(s.namespace), {
       apiVersion: 'joinguard.io/v1alpha1',
       kind: 'MachineJoinCheck',
       metadata: { name: 'selects-nothing' },
@@ -226,11 +240,17 @@ describe('the image, started as the Deployment runs it (podman, runc)', function
     const reader = (await serviceAccountKubeConfig(admin, ns, 'joinguard-metrics-reader')).getCurrentUser()!.token!;
     const other = (await serviceAccountKubeConfig(admin, ns, 'joinguard-controller-manager')).getCurrentUser()!.token!;
     const url = `https://127.0.0.1:${ports.metrics}/metrics`;
-    const ok = await get(url, { ca: s.env.caCertPem, token: reader });
+    // Served with the webhook's certificate (cert-manager's, from the mounted Secret): verified against the CA in the
+    // Secret for the one name the Certificate gives, the webhook Service's.
+    const tls = {
+      ca: readFileSync(join(servingCert!.dir, 'ca.crt'), 'utf8'),
+      servername: `joinguard-webhook-service.${ns}.svc`,
+    };
+    const ok = await get(url, { ...tls, token: reader });
     expect(ok.status).to.equal(200);
     const buildInfo = ok.body.split('\n').find((l) => l.startsWith('joinguard_build_info{'));
     expect(buildInfo, ok.body.slice(0, 2000)).to.include(`version="v${version}"`);
-    expect((await get(url, { ca: s.env.caCertPem, token: other })).status).to.equal(403);
+    expect((await get(url, { ...tls, token: other })).status).to.equal(403);
   });
 
   it('marks the worker that never joins for its MachineSet (HealthCheckSucceeded=False/JoinTimeout)', async () => {

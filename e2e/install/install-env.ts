@@ -206,16 +206,94 @@ export function servedAt(obj: K8sObject, port: number): K8sObject {
   return out;
 }
 
-export interface Installed {
-  namespace: string;
-  components: Components;
+export interface Installed extends Applied {
   webhook: WebhookServer;
   /** The add-on ServiceAccount's client. */
   sa: KubeConfig;
-  certManager: CertManager;
   /** The Secret the Deployment mounts (cert-manager writes it), as the webhook server reads it. */
   servingCert: SecretVolume & { secret: string };
   uninstall(): Promise<void>;
+}
+
+/** The add-on applied by applyComponents: every object but the webhook configurations, which wait for a server. */
+export interface Applied {
+  namespace: string;
+  components: Components;
+  certManager: CertManager;
+  /** The webhook configurations as rendered; serveWebhooks applies them once a server listens. */
+  webhookConfigs: K8sObject[];
+  /** The Secret the Deployment mounts at --webhook-cert-dir (cert-manager issues into it). */
+  servingCertSecret: string;
+}
+
+/**
+ * Every object of the components in `namespace` as clusterctl applies them (substituted, server-side, as rendered),
+ * with cert-manager running, so that the Issuer and Certificate are served, admitted by cert-manager's webhook and
+ * issued — all but the webhook configurations (failurePolicy Fail: they would refuse every check until a server
+ * answers; serveWebhooks applies them).
+ */
+export async function applyComponents(
+  env: TestEnv,
+  namespace: string,
+  vars: Record<string, string> = {},
+): Promise<Applied> {
+  const admin = env.kubeConfig();
+  const certManager = await getCertManager();
+  const components = await substitutedComponents({ JOINGUARD_NAMESPACE: namespace, ...vars });
+  const webhookConfigs = components.objects.filter((o) => o.kind.endsWith('WebhookConfiguration'));
+  for (const o of components.objects) {
+    if (webhookConfigs.includes(o)) continue;
+    await apply(admin, o);
+    if (o.kind === 'CustomResourceDefinition') await waitEstablished(admin, o.metadata.name);
+  }
+  return {
+    namespace,
+    components,
+    certManager,
+    webhookConfigs,
+    servingCertSecret: servingCertSecret(components.objects),
+  };
+}
+
+/** The serving certificate's Secret at `dir`, as the kubelet mounts it into the pod and follows its renewals. */
+export function mountServingCert(kube: KubeClient, applied: Applied, dir: string): Promise<SecretVolume> {
+  return mountSecret(kube, applied.namespace, applied.servingCertSecret, dir, {
+    keys: ['tls.crt', 'tls.key', 'ca.crt'],
+  });
+}
+
+/**
+ * The webhook made callable where a server listens on 127.0.0.1:`port` (run by the test, or a container's published
+ * port): the add-on's Services routed to 127.0.0.1, and the webhook configurations applied as rendered, calling the
+ * Service on that port; cainjector then injects the CA. Does not wait: webhookServes says when the apiserver's call
+ * succeeds.
+ */
+export async function serveWebhooks(admin: KubeConfig, applied: Applied, port: number): Promise<void> {
+  for (const o of applied.components.objects) if (o.kind === 'Service') await routeToLocal(admin, o);
+  for (const o of applied.webhookConfigs) await apply(admin, servedAt(o, port));
+}
+
+/** Deletes the webhook configurations, ignoring errors: for a failed install (failurePolicy Fail would refuse later checks). */
+export async function removeWebhooks(admin: KubeConfig, applied: Applied): Promise<void> {
+  for (const o of applied.webhookConfigs) await raw(admin, 'DELETE', await pathOf(admin, o)).catch(() => undefined);
+}
+
+/**
+ * Removes what would outlive the install on the shared control plane: the webhook configurations first (with
+ * failurePolicy Fail they would block every later MachineJoinCheck write of the run), then the cluster-scoped RBAC.
+ * The CRD stays (other specs' checks live in it); objects in the Namespace go with it. The Namespace stays too:
+ * without kube-controller-manager nothing would finalize its deletion.
+ */
+export async function uninstallComponents(admin: KubeConfig, applied: Applied): Promise<void> {
+  for (const o of [
+    ...applied.webhookConfigs,
+    ...applied.components.objects.filter(
+      (x) => CLUSTER_SCOPED.has(x.kind) && !['CustomResourceDefinition', 'Namespace'].includes(x.kind),
+    ),
+  ]) {
+    const res = await raw(admin, 'DELETE', await pathOf(admin, o));
+    if (res.status !== 200 && res.status !== 404) throw new Error(`delete ${o.kind} ${o.metadata.name}: ${res.status}`);
+  }
 }
 
 /**
@@ -227,29 +305,16 @@ export interface Installed {
  */
 export async function install(env: TestEnv, namespace: string, vars: Record<string, string> = {}): Promise<Installed> {
   const admin = env.kubeConfig();
-  const certManager = await getCertManager();
-  const components = await substitutedComponents({ JOINGUARD_NAMESPACE: namespace, ...vars });
-  const webhookConfigs: K8sObject[] = [];
+  const applied = await applyComponents(env, namespace, vars);
   const dir = await mkdtemp(join(tmpdir(), 'joinguard-install-'));
   const kube = env.kube();
   let webhook: WebhookServer | undefined;
   let volume: SecretVolume | undefined;
   let sa: KubeConfig;
-  const secret = servingCertSecret(components.objects);
   try {
-    for (const o of components.objects) {
-      if (o.kind.endsWith('WebhookConfiguration')) {
-        webhookConfigs.push(o);
-        continue;
-      }
-      await apply(admin, o);
-      if (o.kind === 'CustomResourceDefinition') await waitEstablished(admin, o.metadata.name);
-    }
     // The webhook's lookups run under the add-on's identity too, as in the pod.
     sa = await serviceAccountKubeConfig(admin, namespace, 'joinguard-controller-manager');
-    volume = await mountSecret(kube, namespace, secret, join(dir, 'serving-certs'), {
-      keys: ['tls.crt', 'tls.key', 'ca.crt'],
-    });
+    volume = await mountServingCert(kube, applied, join(dir, 'serving-certs'));
     webhook = await startWebhookServer({
       port: 0,
       host: '127.0.0.1',
@@ -257,8 +322,7 @@ export async function install(env: TestEnv, namespace: string, vars: Record<stri
       keyFile: join(volume.dir, 'tls.key'),
       access: clusterAccessFromKubeconfig(sa.exportConfig()),
     });
-    for (const o of components.objects) if (o.kind === 'Service') await routeToLocal(admin, o);
-    for (const o of webhookConfigs) await apply(admin, servedAt(o, webhook.port));
+    await serveWebhooks(admin, applied, webhook.port);
     await waitFor(
       'the webhook called by the apiserver (CA injected by cainjector)',
       () => webhookServes(admin, namespace),
@@ -268,8 +332,7 @@ export async function install(env: TestEnv, namespace: string, vars: Record<stri
       },
     );
   } catch (e) {
-    // A webhook configuration left behind (failurePolicy Fail) would refuse every later MachineJoinCheck of the run.
-    for (const o of webhookConfigs) await raw(admin, 'DELETE', await pathOf(admin, o)).catch(() => undefined);
+    await removeWebhooks(admin, applied);
     await webhook?.stop();
     await volume?.stop();
     kube.close();
@@ -279,26 +342,12 @@ export async function install(env: TestEnv, namespace: string, vars: Record<stri
   const server = webhook;
   const mounted = volume;
   return {
-    namespace,
-    components,
+    ...applied,
     webhook: server,
     sa,
-    certManager,
-    servingCert: Object.assign(mounted, { secret }),
+    servingCert: Object.assign(mounted, { secret: applied.servingCertSecret }),
     async uninstall() {
-      // Webhooks first: with failurePolicy Fail they would block every later MachineJoinCheck write of the run.
-      // The CRD stays (other specs' checks live in it); objects in the Namespace go with it.
-      // The Namespace stays too: without kube-controller-manager nothing would finalize its deletion.
-      for (const o of [
-        ...webhookConfigs,
-        ...components.objects.filter(
-          (x) => CLUSTER_SCOPED.has(x.kind) && !['CustomResourceDefinition', 'Namespace'].includes(x.kind),
-        ),
-      ]) {
-        const res = await raw(admin, 'DELETE', await pathOf(admin, o));
-        if (res.status !== 200 && res.status !== 404)
-          throw new Error(`delete ${o.kind} ${o.metadata.name}: ${res.status}`);
-      }
+      await uninstallComponents(admin, applied);
       await server.stop();
       await mounted.stop();
       kube.close();

@@ -7,11 +7,15 @@
 //   CAPI is Available. CAPI runs here as the control plane's own processes, not as pods, and nothing runs pods (no
 //   kube-controller-manager, no kubelet): the CoreProvider installs a stub release (a Namespace and a Deployment)
 //   from a ConfigMap, and the test marks Deployments Available, as their controller would.
-// - cert-manager's CRDs stand in for cert-manager when the control plane does not serve them (the add-on ships an
-//   Issuer and a Certificate); nothing issues certificates here.
 // - The operator's webhook server binds every interface, with no flag to change it: the operator runs in a network
 //   namespace of its own (unshare), reaching the kube-apiserver through a Unix socket relayed to 127.0.0.1.
+//
+// Not a stand-in: real cert-manager runs (e2e/support/cert-manager.ts), as on a management cluster the operator
+// installs into. The Issuer and Certificate the operator applies are admitted by cert-manager's webhook and issued
+// into the Secret the Deployment mounts, and cainjector fills the webhook configuration the operator installed: the
+// names the operator's own substitution wrote (not clusterctl's) are checked as a cluster checks them.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, connect, type Server, type Socket } from 'node:net';
@@ -22,14 +26,18 @@ import { parseAllDocuments } from 'yaml';
 import { parseDuration } from '../../api/v1alpha1/duration.js';
 import { parseFlags } from '../../cmd/flags.js';
 import { issueServingCert } from '../../hack/testenv/certs.js';
-import { MANIFESTS_DIR, renderProviderFiles, type K8sObject } from '../../manifests/render.js';
+import { waitFor as waitUntil } from '../../hack/testenv/wait.js';
+import { MANIFESTS_DIR, objectsOf, renderProviderFiles, type K8sObject } from '../../manifests/render.js';
+import { CERT_MANAGER_START_TIMEOUT_MS, getCertManager } from '../support/cert-manager.js';
 import { getTestEnv, type TestEnv } from '../support/testenv.js';
-import { apply, raw, serves, waitEstablished } from '../install/install-env.js';
+import { apply, raw, servingCertSecret, waitEstablished } from '../install/install-env.js';
 
 type Json = Record<string, any>;
 const BUILD = resolve(MANIFESTS_DIR, '..', 'hack', 'testenv', 'capi-operator', 'build.sh');
 const OP = '/apis/operator.cluster.x-k8s.io/v1alpha2';
 const NS = 'joinguard-system';
+const VWC =
+  '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/joinguard-validating-webhook-configuration';
 
 function buildOperator(): Promise<string> {
   return new Promise((ok, fail) => {
@@ -121,41 +129,19 @@ describe("lifecycle: the Cluster API Operator installs JoinGuard through an Addo
     expect(r.status, r.body).to.equal(200);
   };
 
-  before(async () => {
+  before(async function () {
+    this.timeout(15 * 60_000 + CERT_MANAGER_START_TIMEOUT_MS);
     const bin = await buildOperator();
     env = await getTestEnv();
+    await getCertManager();
     const admin = env.kubeConfig();
     dir = await mkdtemp(join(tmpdir(), 'joinguard-capi-operator-'));
-    // The operator's CRDs, and cert-manager's kinds the add-on ships (names only: nothing issues here).
+    // The operator's CRDs.
     for (const f of await readdir(join(bin, 'crds'))) {
       for (const d of parseAllDocuments(await readFile(join(bin, 'crds', f), 'utf8'))) {
         const crd = d.toJS() as K8sObject;
         await apply(admin, crd);
         await waitEstablished(admin, crd.metadata.name);
-      }
-    }
-    if (!(await serves(admin, 'cert-manager.io/v1'))) {
-      for (const kind of ['Issuer', 'Certificate']) {
-        const plural = `${kind.toLowerCase()}s`;
-        await apply(admin, {
-          apiVersion: 'apiextensions.k8s.io/v1',
-          kind: 'CustomResourceDefinition',
-          metadata: { name: `${plural}.cert-manager.io` },
-          spec: {
-            group: 'cert-manager.io',
-            scope: 'Namespaced',
-            names: { kind, plural, singular: kind.toLowerCase(), listKind: `${kind}List` },
-            versions: [
-              {
-                name: 'v1',
-                served: true,
-                storage: true,
-                schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
-              },
-            ],
-          },
-        });
-        await waitEstablished(admin, `${plural}.cert-manager.io`);
       }
     }
     // The operator: its own network namespace, the apiserver through the relay, its webhook's certificate.
@@ -197,6 +183,9 @@ describe("lifecycle: the Cluster API Operator installs JoinGuard through an Addo
       if (operator.exitCode === null) operator.kill('SIGKILL');
     }
     await new Promise((r) => (relay ? relay.close(r) : r(undefined)));
+    // The webhook configuration the operator installed: no JoinGuard serves it here, and with failurePolicy Fail it
+    // would refuse every later check write of the run.
+    if (env) await raw(env.kubeConfig(), 'DELETE', VWC).catch(() => undefined);
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
@@ -308,11 +297,36 @@ describe("lifecycle: the Cluster API Operator installs JoinGuard through an Addo
     expect(binding?.roleRef?.name).to.equal('joinguard-machine-delete-true');
     expect(await get('/apis/apiextensions.k8s.io/v1/customresourcedefinitions/machinejoinchecks.joinguard.io')).to
       .exist;
-    const p = await waitFor(
-      'AddonProvider ProviderInstalled',
+    // cert-manager issued the operator-applied Certificate into the Secret the Deployment mounts, and cainjector put
+    // its CA into the webhook configuration the operator installed.
+    const objects = objectsOf(files.components, {});
+    const secret = await waitUntil(
+      'the serving certificate issued by cert-manager',
       async () => {
+        const s = await get(`/api/v1/namespaces/${NS}/secrets/${servingCertSecret(objects)}`);
+        return s?.data?.['tls.crt'] && s;
+      },
+      { timeoutMs: 60_000, intervalMs: 250, describe: tail },
+    );
+    expect(new X509Certificate(Buffer.from(secret.data['tls.crt'], 'base64')).subjectAltName).to.include(
+      `DNS:joinguard-webhook-service.${NS}.svc`,
+    );
+    const bundles = await waitUntil(
+      'the caBundle injected by cainjector',
+      async () => {
+        const b = (((await get(VWC))?.webhooks ?? []) as Json[]).map((w) => w.clientConfig?.caBundle as string);
+        return b.length > 0 && b.every((x) => x) && b;
+      },
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
+    expect(bundles).to.deep.equal(bundles.map(() => secret.data['ca.crt']));
+    const p = await waitFor(
+      'AddonProvider ProviderInstalled, with its installedVersion',
+      async () => {
+        // The operator writes the two in separate requests of one reconcile (CAPI's patch helper sends the
+        // conditions first, then the rest of the status), so a read can fall between them.
         const o = await get(`${OP}/namespaces/${NS}/addonproviders/joinguard`);
-        return condition(o, 'ProviderInstalled')?.status === 'True' && o;
+        return condition(o, 'ProviderInstalled')?.status === 'True' && o?.status?.installedVersion !== undefined && o;
       },
       120_000,
     );

@@ -3,8 +3,12 @@
 // applied, and what the previous build had and this one does not is pruned — a sync. Turning a feature on is one line
 // of the overlay that adds objects and edits none but the manager's args; turning it off prunes them. The grant
 // follows, under the add-on ServiceAccount's own token. clusterctl's rendering, by contrast, needs a binding's roleRef
-// changed, which the apiserver refuses.
+// changed, which the apiserver refuses. Real cert-manager runs (e2e/support/cert-manager.ts): the base's Issuer and
+// Certificate are admitted by its webhook and issued, and cainjector fills the webhook configuration's caBundle, so
+// the names the base carries for joinguard-system are checked as a cluster checks them. Only the Prometheus
+// Operator's kinds are left out of the sync: no Prometheus Operator runs here (promtool.test.ts checks the rules).
 import { execFile, spawn } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -16,14 +20,15 @@ import { parseDuration } from '../../api/v1alpha1/duration.js';
 import { parseFlags } from '../../cmd/flags.js';
 import { GITOPS_NAMESPACE } from '../../manifests/gitops.js';
 import { MANIFESTS_DIR, renderProviderFiles, type K8sObject } from '../../manifests/render.js';
+import { waitFor } from '../../hack/testenv/wait.js';
+import { CERT_MANAGER_START_TIMEOUT_MS, getCertManager } from '../support/cert-manager.js';
 import { getTestEnv, type TestEnv } from '../support/testenv.js';
 import {
   apply,
-  CERT_MANAGER_KINDS,
   pathOf,
   raw,
-  serves,
   serviceAccountKubeConfig,
+  servingCertSecret,
   substitutedComponents,
   waitEstablished,
 } from '../install/install-env.js';
@@ -31,6 +36,8 @@ import {
 const run = promisify(execFile);
 const BUILD = resolve(MANIFESTS_DIR, '..', 'hack', 'testenv', 'kustomize', 'build.sh');
 const CN = 'cluster.x-k8s.io/cluster-name';
+/** The Prometheus Operator's kinds (the observability component): no Prometheus Operator runs here. */
+const PROMETHEUS_OPERATOR_KINDS = new Set(['ServiceMonitor', 'PrometheusRule']);
 const key = (o: K8sObject) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 
 function buildKustomize(): Promise<string> {
@@ -53,8 +60,6 @@ describe('lifecycle: the GitOps rendering (out/gitops) synced as Argo CD or Flux
   let kustomize: string;
   let dir: string;
   let synced: K8sObject[] = [];
-  /** Kinds this control plane does not serve (cert-manager, Prometheus Operator): left out of the sync. */
-  let unserved: Set<string>;
   const workload = `jg-gitops-${process.pid}`;
 
   /** kustomize build of an overlay of the base and these components. */
@@ -79,12 +84,12 @@ describe('lifecycle: the GitOps rendering (out/gitops) synced as Argo CD or Flux
   /** A sync: apply what the build has, prune what the last sync had and this one does not. Returns the pruned. */
   async function sync(objs: K8sObject[]): Promise<string[]> {
     for (const o of objs) {
-      if (unserved.has(o.kind) || o.kind.endsWith('WebhookConfiguration')) continue; // no webhook server here
+      if (PROMETHEUS_OPERATOR_KINDS.has(o.kind)) continue;
       await apply(admin, o);
       if (o.kind === 'CustomResourceDefinition') await waitEstablished(admin, o.metadata.name);
     }
     const now = new Set(objs.map(key));
-    const pruned = synced.filter((o) => !now.has(key(o)) && !unserved.has(o.kind));
+    const pruned = synced.filter((o) => !now.has(key(o)) && !PROMETHEUS_OPERATOR_KINDS.has(o.kind));
     for (const o of pruned) expect((await raw(admin, 'DELETE', await pathOf(admin, o))).status).to.equal(200);
     synced = objs;
     return pruned.map(key);
@@ -100,26 +105,28 @@ describe('lifecycle: the GitOps rendering (out/gitops) synced as Argo CD or Flux
     return res.status;
   }
 
-  before(async () => {
+  before(async function () {
+    this.timeout(10 * 60_000 + CERT_MANAGER_START_TIMEOUT_MS);
     kustomize = await buildKustomize();
     env = await getTestEnv();
+    await getCertManager();
     admin = env.kubeConfig();
     dir = await mkdtemp(join(tmpdir(), 'joinguard-gitops-'));
     for (const [path, text] of Object.entries((await renderProviderFiles('0.1.0')).gitops)) {
       await mkdir(dirname(join(dir, path)), { recursive: true });
       await writeFile(join(dir, path), text);
     }
-    unserved = new Set([
-      ...(!(await serves(admin, 'cert-manager.io/v1')) ? CERT_MANAGER_KINDS : []),
-      ...(!(await serves(admin, 'monitoring.coreos.com/v1')) ? ['ServiceMonitor', 'PrometheusRule'] : []),
-    ]);
     expect((await raw(admin, 'POST', '/api/v1/namespaces', { metadata: { name: workload } })).status).to.be.oneOf([
       201, 409,
     ]);
   });
   after(async () => {
-    // Cluster-scoped objects the sync created (the CRD stays: without kube-controller-manager nothing finalizes it).
-    for (const o of synced.filter((x) => ['ClusterRole', 'ClusterRoleBinding'].includes(x.kind)))
+    // Cluster-scoped objects the sync created, the webhook configuration first: no webhook server runs here, so with
+    // failurePolicy Fail it refuses every check write (the CRD stays: without kube-controller-manager nothing
+    // finalizes it).
+    for (const o of synced.filter((x) =>
+      ['ValidatingWebhookConfiguration', 'ClusterRole', 'ClusterRoleBinding'].includes(x.kind),
+    ))
       await raw(admin, 'DELETE', await pathOf(admin, o)).catch(() => undefined);
     if (dir) await rm(dir, { recursive: true, force: true });
   });
@@ -152,6 +159,37 @@ describe('lifecycle: the GitOps rendering (out/gitops) synced as Argo CD or Flux
     expect(secret.status, secret.body).to.equal(201);
     const sa = await serviceAccountKubeConfig(admin, GITOPS_NAMESPACE, 'joinguard-controller-manager');
     expect(await status(sa, 'GET', `/api/v1/namespaces/${workload}/secrets/c1-kubeconfig`, 403)).to.equal(403);
+  });
+
+  it("the base's Issuer and Certificate: issued by cert-manager into the Secret the Deployment mounts, its CA injected", async () => {
+    const base = synced;
+    const certificate = base.find((o) => o.kind === 'Certificate')!;
+    const ready = await waitFor(
+      `Certificate ${certificate.metadata.name} Ready`,
+      async () => {
+        const res = await raw(admin, 'GET', await pathOf(admin, certificate));
+        const c = res.status === 200 ? JSON.parse(res.body) : undefined;
+        return c?.status?.conditions?.some((x: any) => x.type === 'Ready' && x.status === 'True') && c;
+      },
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
+    expect(ready.spec.secretName).to.equal(servingCertSecret(base));
+    const secret = await raw(admin, 'GET', `/api/v1/namespaces/${GITOPS_NAMESPACE}/secrets/${ready.spec.secretName}`);
+    expect(secret.status, secret.body).to.equal(200);
+    const data = (JSON.parse(secret.body) as { data: Record<string, string> }).data;
+    const x509 = new X509Certificate(Buffer.from(data['tls.crt']!, 'base64'));
+    expect(x509.subjectAltName).to.include(`DNS:joinguard-webhook-service.${GITOPS_NAMESPACE}.svc`);
+    const vwc = base.find((o) => o.kind === 'ValidatingWebhookConfiguration')!;
+    const bundles = await waitFor(
+      'the caBundle injected by cainjector',
+      async () => {
+        const got = JSON.parse((await raw(admin, 'GET', await pathOf(admin, vwc))).body);
+        const b = (got.webhooks as any[]).map((w) => w.clientConfig.caBundle as string | undefined);
+        return b.every((x) => x) && b;
+      },
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
+    expect(bundles).to.deep.equal((vwc as any).webhooks.map(() => data['ca.crt']));
   });
 
   it('a component turns a feature on by adding its objects and the flag: nothing else changes, no roleRef moves', async () => {
