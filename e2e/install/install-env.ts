@@ -185,7 +185,7 @@ export function servingCertSecret(objects: K8sObject[]): string {
  * (same name, labels and ports), so that the apiserver, calling the webhook configuration's `service:`, reaches
  * the webhook server run here and checks its certificate for `<service>.<namespace>.svc`.
  */
-async function routeToLocal(admin: KubeConfig, service: K8sObject): Promise<void> {
+export async function routeToLocal(admin: KubeConfig, service: K8sObject): Promise<void> {
   const path = await pathOf(admin, service);
   const del = await raw(admin, 'DELETE', path);
   if (del.status !== 200 && del.status !== 404) throw new Error(`delete Service: ${del.status} ${del.body}`);

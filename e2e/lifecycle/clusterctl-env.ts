@@ -3,12 +3,11 @@
 //     backed by a local repository that holds CAPI's own metadata.yaml, so contract checks read real data;
 //   - CAPI's CRDs and the stand-in provider CRDs labelled as clusterctl labels what it installs (move
 //     discovers only CRDs with the `clusterctl.cluster.x-k8s.io` label);
-//   - cert-manager's Issuer and Certificate kinds (CRDs only: clusterctl counts cert-manager as present
-//     when it can create its test Certificate; nothing issues certificates here);
 //   - a local repository `addon-joinguard/<version>/` with the add-on's components built by
 //     manifests/render.ts, as a release lays them out.
-// JoinGuard's webhook configurations, once clusterctl has installed them, are pointed at a webhook server
-// run by the test (the Service has no endpoints without kubelets), as e2e/install does.
+// cert-manager is real (fleet.ts starts it on each management cluster before clusterctl runs): clusterctl's own
+// check creates its test Issuer and Certificate and finds it working, and the add-on's Certificate is issued.
+// addon-webhook.ts serves the webhook clusterctl installed with that certificate.
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -20,12 +19,8 @@ import { parse } from 'yaml';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { renderProviderFiles } from '../../manifests/render.js';
 import { findClusterctl } from '../../manifests/clusterctl.js';
-import { issueServingCert } from '../../hack/testenv/certs.js';
-import { startWebhookServer, type WebhookServer } from '../../webhooks/server.js';
-import { clusterAccessFromKubeconfig } from '../../runtime/kubeconfig.js';
-import { apply, pathOf, pointedAt, raw, serviceAccountKubeConfig, waitEstablished } from '../install/install-env.js';
+import { apply, raw, waitEstablished } from '../install/install-env.js';
 import { CP_GROUP, ensureStandInCrds, INFRA_GROUP } from '../install/stand-in-providers.js';
-import type { TestEnv } from '../support/testenv.js';
 import type { K8sObject } from '../../manifests/render.js';
 
 type Json = Record<string, any>;
@@ -94,35 +89,6 @@ export async function prepareManagementCluster(admin: KubeConfig): Promise<void>
     else if (group === 'controlplane.cluster.x-k8s.io') await labelCrd(admin, c.metadata.name, 'control-plane-kubeadm');
     else if (group === INFRA_GROUP) await labelCrd(admin, c.metadata.name, 'infrastructure-install');
     else if (group === CP_GROUP) await labelCrd(admin, c.metadata.name, 'control-plane-install');
-  }
-
-  for (const kind of ['Issuer', 'Certificate']) {
-    const plural = `${kind.toLowerCase()}s`;
-    const open = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
-    await ok(
-      raw(admin, 'POST', CRDS, {
-        apiVersion: 'apiextensions.k8s.io/v1',
-        kind: 'CustomResourceDefinition',
-        metadata: { name: `${plural}.cert-manager.io` },
-        spec: {
-          group: 'cert-manager.io',
-          scope: 'Namespaced',
-          names: { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase() },
-          versions: [
-            {
-              name: 'v1',
-              served: true,
-              storage: true,
-              subresources: { status: {} },
-              schema: { openAPIV3Schema: { type: 'object', properties: { spec: open, status: open } } },
-            },
-          ],
-        },
-      }),
-      `CRD ${plural}.cert-manager.io`,
-      [409],
-    );
-    await waitEstablished(admin, `${plural}.cert-manager.io`);
   }
 
   await ok(
@@ -219,42 +185,6 @@ export async function clusterctl(repo: Repository, args: string[], timeoutMs = 2
     throw new Error(
       `clusterctl ${args.join(' ')} failed: ${(err.stderr ?? '').trim().split('\n').slice(-15).join('\n') || err.message}`,
     );
-  }
-}
-
-/** The add-on's webhook configurations as clusterctl installed them, pointed at a server run here. */
-export async function serveWebhooks(env: TestEnv, admin: KubeConfig, dir: string): Promise<WebhookServer> {
-  const sa = await serviceAccountKubeConfig(admin, ADDON_NAMESPACE, 'joinguard-controller-manager');
-  const pair = await issueServingCert(env.caCertFile, env.caKeyFile, dir);
-  const server = await startWebhookServer({
-    port: 0,
-    host: '127.0.0.1',
-    certFile: pair.certFile,
-    keyFile: pair.keyFile,
-    access: clusterAccessFromKubeconfig(sa.exportConfig()),
-  });
-  await repointWebhooks(env, admin, server);
-  return server;
-}
-
-/** After clusterctl (re)installed the webhook configurations: `url:` and the test CA instead of the Service. */
-export async function repointWebhooks(env: TestEnv, admin: KubeConfig, server: WebhookServer): Promise<void> {
-  const selector = encodeURIComponent(`${PROVIDER_LABEL}=addon-joinguard`);
-  const found: { kind: string; name: string }[] = [];
-  for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']) {
-    const list = await ok(
-      raw(admin, 'GET', `/apis/admissionregistration.k8s.io/v1/${kind.toLowerCase()}s?labelSelector=${selector}`),
-      `list ${kind}`,
-    );
-    for (const o of list.items as Json[]) found.push({ kind, name: o.metadata.name as string });
-  }
-  if (found.length === 0) throw new Error('clusterctl installed no webhook configuration of addon-joinguard');
-  for (const { kind, name } of found) {
-    const path = await pathOf(admin, { apiVersion: 'admissionregistration.k8s.io/v1', kind, metadata: { name } });
-    const current = await ok(raw(admin, 'GET', path), `${kind} ${name}`);
-    const pointed = pointedAt(current as K8sObject, `https://127.0.0.1:${server.port}`, env.caCertPem) as Json;
-    delete pointed.metadata.managedFields;
-    await ok(raw(admin, 'PUT', path, pointed), `repoint ${kind}`);
   }
 }
 

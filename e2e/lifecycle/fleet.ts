@@ -1,5 +1,5 @@
-// What the lifecycle specs share: a private test control plane made clusterctl-ready with JoinGuard
-// installed by `clusterctl init`, a workload Cluster of stand-in providers whose Machines never get a Node,
+// What the lifecycle specs share: a private test control plane made clusterctl-ready, with real cert-manager
+// running on it and JoinGuard installed by `clusterctl init`, a workload Cluster of stand-in providers whose Machines never get a Node,
 // a MachineJoinCheck on them, and JoinGuard run in this process against that control plane.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -7,10 +7,10 @@ import { join } from 'node:path';
 import winston from 'winston';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { startTestEnv } from '../../hack/testenv/testenv.js';
+import { startCertManager, type CertManager } from '../../hack/testenv/cert-manager.js';
 import { waitFor } from '../../hack/testenv/wait.js';
 import { startController, type RunningController } from '../../controllers/manager.js';
 import { clusterAccessFromKubeconfig } from '../../runtime/kubeconfig.js';
-import type { WebhookServer } from '../../webhooks/server.js';
 import { raw } from '../install/install-env.js';
 import {
   createMachineSet,
@@ -18,7 +18,8 @@ import {
   machinesOf,
   provisionInfrastructure,
 } from '../install/stand-in-providers.js';
-import { clusterctl, prepareManagementCluster, serveWebhooks, type Repository } from './clusterctl-env.js';
+import { clusterctl, prepareManagementCluster, type Repository } from './clusterctl-env.js';
+import { serveAddonWebhook, type AddonWebhook } from './addon-webhook.js';
 import type { TestEnv } from '../support/testenv.js';
 
 export type Json = Record<string, any>;
@@ -45,8 +46,12 @@ export interface ManagementCluster {
   env: TestEnv;
   admin: KubeConfig;
   dir: string;
-  webhook?: WebhookServer;
+  certManager: CertManager;
+  /** The add-on's webhook, served with cert-manager's certificate (initAddon; serveWebhook again after an upgrade). */
+  webhook?: AddonWebhook;
   joinguard?: RunningController;
+  /** Serves the webhook clusterctl installed (stopping the one served before), as a new pod of the add-on would. */
+  serveWebhook(): Promise<AddonWebhook>;
   /** Starts JoinGuard against this control plane (stopped by stop() or stopJoinGuard()). */
   startJoinGuard(): Promise<RunningController>;
   stopJoinGuard(): Promise<void>;
@@ -55,14 +60,37 @@ export interface ManagementCluster {
 
 export async function startManagementCluster(name: string, log: (line: string) => void): Promise<ManagementCluster> {
   const env = await startTestEnv({ log: (l) => log(`[${name}] ${l}`) });
+  const kube = env.kube();
+  let certManager: CertManager;
+  try {
+    // Before clusterctl: `clusterctl init` checks cert-manager by creating its test Issuer and Certificate, and
+    // would try to download and install it if that failed.
+    certManager = await startCertManager({
+      kubeconfigPath: env.kubeconfigPath,
+      runDir: env.runDir,
+      rest: kube,
+      log: (l) => log(`[${name}] ${l}`),
+    });
+    await prepareManagementCluster(env.kubeConfig());
+  } catch (e) {
+    kube.close();
+    await env.stop();
+    throw e;
+  }
   const dir = await mkdtemp(join(tmpdir(), `joinguard-${name}-`));
   const admin = env.kubeConfig();
-  await prepareManagementCluster(admin);
   const mc: ManagementCluster = {
     name,
     env,
     admin,
     dir,
+    certManager,
+    async serveWebhook() {
+      await mc.webhook?.stop();
+      mc.webhook = undefined;
+      mc.webhook = await serveAddonWebhook(env, admin, dir);
+      return mc.webhook;
+    },
     async startJoinGuard() {
       await mc.stopJoinGuard();
       mc.joinguard = await startController({
@@ -88,6 +116,8 @@ export async function startManagementCluster(name: string, log: (line: string) =
     async stop() {
       await mc.stopJoinGuard();
       await mc.webhook?.stop();
+      await certManager.stop();
+      kube.close();
       await env.stop();
       await rm(dir, { recursive: true, force: true });
     },
@@ -95,7 +125,7 @@ export async function startManagementCluster(name: string, log: (line: string) =
   return mc;
 }
 
-/** `clusterctl init --addon joinguard:v<version>`, then the webhooks served from here. */
+/** `clusterctl init --addon joinguard:v<version>`, then its webhook served with cert-manager's certificate. */
 export async function initAddon(mc: ManagementCluster, repo: Repository, version: string): Promise<string> {
   const out = await clusterctl(repo, [
     'init',
@@ -104,7 +134,7 @@ export async function initAddon(mc: ManagementCluster, repo: Repository, version
     '--addon',
     `joinguard:v${version}`,
   ]);
-  mc.webhook = await serveWebhooks(mc.env, mc.admin, mc.dir);
+  await mc.serveWebhook();
   return `${out.stdout}${out.stderr}`;
 }
 

@@ -10,12 +10,14 @@
 //   `clusterctl.cluster.x-k8s.io/block-move` until the paused check has written its memory into the
 //   `joinguard.io/memory` annotation, and the target restores it).
 // The spec shows the suspicion still stalls rebuilding on the target: a Machine that never joins there is
-// not rebuilt.
+// not rebuilt. Each management cluster runs real cert-manager (fleet.ts), which issues the add-on's certificate
+// its webhook serves: move creates the check on the target through that webhook.
 import { expect } from 'chai';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { clusterctl, localRepository, type Repository } from './clusterctl-env.js';
+import { issuedCertificates } from './addon-webhook.js';
 import {
   CAPI,
   checkOf,
@@ -47,6 +49,7 @@ describe('lifecycle: clusterctl move of a Cluster whose check suspects the join 
   let repoDir: string;
   const provisioners: { stop(): void }[] = [];
   let suspectedOnSource: Json;
+  const initOutputs: string[] = [];
 
   const move = (mc: ManagementCluster, to: ManagementCluster) =>
     clusterctl(
@@ -68,8 +71,8 @@ describe('lifecycle: clusterctl move of a Cluster whose check suspects the join 
     repo = await localRepository(repoDir, ['0.1.0']);
     source = await startManagementCluster('source', log);
     target = await startManagementCluster('target', log);
-    await initAddon(source, repo, '0.1.0');
-    await initAddon(target, repo, '0.1.0');
+    initOutputs.push(await initAddon(source, repo, '0.1.0'));
+    initOutputs.push(await initAddon(target, repo, '0.1.0'));
     await createFleet(source, fleet, 1, {
       joinTimeout: `${JOIN_TIMEOUT_S}s`,
       remediation: { strategy: 'OwnerRemediated' },
@@ -87,6 +90,15 @@ describe('lifecycle: clusterctl move of a Cluster whose check suspects the join 
     await source?.stop();
     await target?.stop();
     if (repoDir) await rm(repoDir, { recursive: true, force: true });
+  });
+
+  it("on both, clusterctl init found cert-manager working; its certificate serves the add-on's webhook", async () => {
+    for (const out of initOutputs)
+      expect(out).to.include('Skipping installing cert-manager as it is already installed');
+    for (const mc of [source, target]) {
+      const [certificate] = await issuedCertificates(mc.admin);
+      expect(certificate!.spec.secretName, mc.name).to.equal(mc.webhook!.secret);
+    }
   });
 
   it('on the source, two join failures in a row raise the suspicion and stall rebuilding', async () => {

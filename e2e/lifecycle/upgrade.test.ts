@@ -2,12 +2,15 @@
 // and v0.2.0, both built from this tree's manifests (the next release differs in its version, image tag
 // and release series). clusterctl deletes the provider's old components except the CRD and installs the
 // new ones; the MachineJoinCheck must stay the same object, with its spec and its status (the memory that
-// decides) untouched, and the new release's controller must go on from that status.
+// decides) untouched, and the new release's controller must go on from that status. cert-manager is real
+// (fleet.ts): clusterctl finds it working and leaves it alone, and it issues the add-on's serving certificate.
+import { X509Certificate } from 'node:crypto';
 import { expect } from 'chai';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { clusterctl, inventory, localRepository, repointWebhooks, type Repository } from './clusterctl-env.js';
+import { ADDON_NAMESPACE, clusterctl, inventory, localRepository, type Repository } from './clusterctl-env.js';
+import { issuedCertificates, webhookConfigurations } from './addon-webhook.js';
 import {
   checkOf,
   createFleet,
@@ -31,12 +34,13 @@ describe('lifecycle: clusterctl upgrade apply v0.1.0 -> v0.2.0 keeps checks and 
   let repoDir: string;
   let provisioner: { stop(): void } | undefined;
   let recorded: Json;
+  let initOutput: string;
 
   before(async () => {
     repoDir = await mkdtemp(join(tmpdir(), 'joinguard-repo-'));
     repo = await localRepository(repoDir, ['0.1.0', '0.2.0']);
     mc = await startManagementCluster('upgrade', log);
-    await initAddon(mc, repo, '0.1.0');
+    initOutput = await initAddon(mc, repo, '0.1.0');
     await createFleet(mc, fleet, 1, { joinTimeout: '15s', remediation: { strategy: 'OwnerRemediated' } });
     provisioner = provisionEveryMachine(mc, fleet);
     await mc.startJoinGuard();
@@ -65,9 +69,25 @@ describe('lifecycle: clusterctl upgrade apply v0.1.0 -> v0.2.0 keeps checks and 
     expect(d!.spec.template.spec.containers[0].image).to.equal('ghcr.io/joinguard/joinguard:v0.1.0');
   });
 
-  it('clusterctl upgrade plan offers v0.2.0', async () => {
+  it("clusterctl init found cert-manager working and cert-manager issued the add-on's serving certificate", async () => {
+    // clusterctl's own check (cert_manager.go waitForAPIReady): its test Issuer and Certificate created on the first
+    // try; had that failed, it would have tried to download cert-manager (no network here) and failed.
+    expect(initOutput).to.include('Skipping installing cert-manager as it is already installed');
+    const [certificate] = await issuedCertificates(mc.admin);
+    expect(certificate!.spec.secretName).to.equal(mc.webhook!.secret);
+    const secret = (await getJson(mc.admin, `/api/v1/namespaces/${ADDON_NAMESPACE}/secrets/${mc.webhook!.secret}`))!;
+    const cert = new X509Certificate(Buffer.from(secret.data['tls.crt'] as string, 'base64'));
+    expect(cert.subjectAltName).to.include(`DNS:joinguard-webhook-service.${ADDON_NAMESPACE}.svc`);
+    // cainjector put the certificate's CA into the webhook configuration clusterctl installed.
+    for (const c of await webhookConfigurations(mc.admin))
+      for (const w of c.webhooks as Json[]) expect(w.clientConfig.caBundle).to.equal(secret.data['ca.crt']);
+  });
+
+  it('clusterctl upgrade plan offers v0.2.0 and leaves cert-manager alone (not installed by clusterctl)', async () => {
     const plan = await clusterctl(repo, ['upgrade', 'plan', '--kubeconfig', mc.env.kubeconfigPath]);
     expect(plan.stdout).to.match(/addon-joinguard\s+joinguard-system\s+AddonProvider\s+v0\.1\.0\s+v0\.2\.0/);
+    // No object of it carries clusterctl's cert-manager label: clusterctl counts it externally managed.
+    expect(plan.stdout).not.to.match(/Cert-Manager/i);
   });
 
   it('clusterctl upgrade apply --addon joinguard-system/joinguard:v0.2.0 replaces the components', async () => {
@@ -97,8 +117,9 @@ describe('lifecycle: clusterctl upgrade apply v0.1.0 -> v0.2.0 keeps checks and 
       '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/machinejoinchecks.joinguard.io',
     );
     expect(crdAfter!.metadata.uid).to.equal(crdBefore!.metadata.uid);
-    // clusterctl re-created the webhook configurations (pointing at the Service): point them here again.
-    await repointWebhooks(mc.env, mc.admin, mc.webhook!);
+    // clusterctl re-created the ServiceAccount, the Service, the Certificate and the webhook configurations: the new
+    // release's pod serves the webhook (cert-manager's certificate, cainjector's caBundle, called through the Service).
+    await mc.serveWebhook();
   });
 
   it('the check is the same object, with the same spec and the same status', async () => {
