@@ -1,5 +1,6 @@
-// The floors of the house: no import cycle between top-level folders in product code, and runtime/ (the
-// Kubernetes client, informers, queue, servers, TLS reloader) stands below both controllers/ and webhooks/.
+// The floors of the house: no import cycle between top-level folders in product code; runtime/ (the Kubernetes
+// client, informers, queue, servers, TLS reloader) stands below both controllers/ and webhooks/, which never import
+// each other; product code never reaches test tooling (e2e/, bench/, hack/).
 import { expect } from 'chai';
 import { fileURLToPath } from 'node:url';
 import { dirname } from 'node:path';
@@ -19,6 +20,20 @@ describe('hack/layers: top-level folders', () => {
     expect([...(arrows.get('runtime') ?? [])]).to.deep.equal(['api']);
     expect(arrows.get('controllers')).to.include('runtime');
     expect(arrows.get('webhooks')).to.include('runtime');
+  });
+
+  it('controllers/ and webhooks/ never import each other (each stands on runtime/ and api/ alone)', () => {
+    expect([...(arrows.get('controllers') ?? [])]).to.not.include('webhooks');
+    expect([...(arrows.get('webhooks') ?? [])]).to.not.include('controllers');
+  });
+
+  it('product code never imports e2e/, bench/ or hack/ (test tooling stays out of what ships)', () => {
+    for (const folder of ['api', 'runtime', 'controllers', 'webhooks', 'cmd', 'manifests']) {
+      const to = [...(arrows.get(folder) ?? [])];
+      expect(to, folder).to.not.include.members(['e2e']);
+      expect(to, folder).to.not.include.members(['bench']);
+      expect(to, folder).to.not.include.members(['hack']);
+    }
   });
 
   it('the cycle finder finds a cycle (a proof that can fail)', () => {
