@@ -16,7 +16,7 @@ import {
   FINALIZER,
 } from '../../api/v1alpha1/types.js';
 import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
-import { isConflict, isNotFound, pathOf, type Json } from '../../runtime/rest.js';
+import { isConflict, isNotFound, pathOf, type Json, type Resource } from '../../runtime/rest.js';
 import { DELETION_BOUND_MS } from './deletion.js';
 import { converge, factsOf, needsWrite, ref, type Converged } from './machine-writes.js';
 import {
@@ -104,6 +104,7 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
   // (a check gone too: a stale cache may still reconcile it, and must then plan with those Machines again).
   if (written.outcome === 'gone') return {};
   if (written.outcome === 'conflict') return { requeueAfterMs: 100 };
+  if (written.outcome === 'refused') return withdrawUnrecorded(deps, machineRes, written, live, src, refusals);
   ({ s, p } = written);
   if (written.outcome !== 'deferred') for (const e of p.events) deps.emit(e, s.check);
 
@@ -219,6 +220,64 @@ function decisive(status: MachineJoinCheckStatus | undefined): unknown {
   };
 }
 
+type StatusWrite =
+  | { outcome: 'written' | 'same' | 'deferred' | 'conflict' | 'gone'; s: Snapshot; p: Plan }
+  /** Any error but 404, 409 and a lost leadership (403 from RBAC on /status, an admission policy, a size limit). */
+  | { outcome: 'refused'; s: Snapshot; p: Plan; error: Error };
+
+/**
+ * The check's status write was refused: nothing is asked (no request without its record), but every withdrawal that
+ * needs no record is still written — each Machine converges on its own, withdrawals first (DESIGN: Withdrawal). A
+ * withdrawal that rests on something undone later (a skip annotation, withdraw-all) or on memory (unanswered) waits
+ * for its record while its request is open in the stored status. The check's metadata follows the world (the
+ * finalizer), but a resume is not taken as acted on. Then the refusal is the pass's error: retried with back-off.
+ */
+async function withdrawUnrecorded(
+  deps: ExecutorDeps,
+  machineRes: Resource,
+  w: Extract<StatusWrite, { outcome: 'refused' }>,
+  live: Live,
+  src: SnapshotSource,
+  refusals: Refusals,
+): Promise<never> {
+  let { s } = w;
+  const { p } = w;
+  const stored = new Map((s.check.status?.requests ?? []).map((r) => [r.uid, r.state]));
+  deps.writeMetric('status', 'error');
+  deps.log.warn("the check's status write was refused: nothing is asked; withdrawals that need no record go on", {
+    err: w.error.message,
+  });
+  deps.emit(
+    {
+      on: 'Check',
+      reason: 'StatusWriteRefused',
+      warning: true,
+      message:
+        `JoinGuard cannot write this check's status: ${w.error.message}. ` +
+        `Nothing is asked of CAPI until it can (every request is recorded before it is made); marks on Machines that ` +
+        `joined are still withdrawn. Retried with back-off.`,
+    },
+    s.check,
+  );
+  for (const intent of p.intents) {
+    if (intent.want !== 'withdraw') continue;
+    if (intent.needsRecord === true && stored.get(intent.machine.uid) === 'Open') continue;
+    if (!needsWrite(intent, factsOf(s, intent.machine.uid)) || refusals.waiting(intent.machine.uid, deps.now()))
+      continue;
+    const r = await converge(deps, machineRes, intent, live, s);
+    if (r === 'ok') deps.emit(intent.event, s.check);
+    else if (r === 'conflict') {
+      // The next pass decides again on the changed Machine.
+      live.machines.delete(intent.machine.uid);
+      s = src.build(live) ?? s;
+    } else if (typeof r === 'object')
+      deps.emit(refusedEvent(intent, refusals.refused(intent.machine, r.want, r.error, deps.now())), s.check);
+  }
+  const { removeResume: _notRecorded, ...check } = p.check;
+  await writeCheckMetadata(deps, s, { ...p, check }, live);
+  throw w.error;
+}
+
 /** A write the apiserver refused (any error but 404, 409 and a lost leadership): reported, retried with back-off. */
 async function writeStatus(
   deps: ExecutorDeps,
@@ -226,7 +285,7 @@ async function writeStatus(
   p: Plan,
   live: Live,
   src: SnapshotSource,
-): Promise<{ outcome: 'written' | 'same' | 'deferred' | 'conflict' | 'gone'; s: Snapshot; p: Plan }> {
+): Promise<StatusWrite> {
   const ns = s.check.metadata.namespace;
   const name = s.check.metadata.name;
   for (let attempt = 0; attempt < ROUNDS; attempt++) {
@@ -245,7 +304,8 @@ async function writeStatus(
       return { outcome: 'written', s: src.build(live) ?? s, p };
     } catch (e) {
       if (isNotFound(e)) return { outcome: 'gone', s, p };
-      if (!isConflict(e)) throw e;
+      if ((e as Error).name === 'WritesForbiddenError') throw e; // leadership lost: nothing more, at once
+      if (!isConflict(e)) return { outcome: 'refused', s, p, error: e as Error };
       deps.writeMetric('status', 'conflict');
       // The check changed (a user edit, an annotation): read it and decide again before anything else.
       try {

@@ -252,10 +252,13 @@ export function markIntents(
       { m, r, path, orphan, allWithdrawn: r === undefined && withdrawAll && !isJoined(m, nodes) },
       o,
     );
+    // Joined (nodeRef is never cleared), the check deleted, or its check gone: true again on every pass.
+    const derived = isJoined(m, nodes) || o.deleting === true || orphan;
     out.push({
       want: 'withdraw',
       machine: t,
       path,
+      ...(derived ? {} : { needsRecord: true as const }),
       event: {
         on: 'Machine',
         machine: t,

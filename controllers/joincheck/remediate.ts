@@ -13,7 +13,7 @@ import {
   recordOwnerRequest,
   spendCanary,
   trimWindows,
-  windowStart,
+  keptFrom,
   type GuardResult,
   type GuardState,
   type GuardWorld,
@@ -44,7 +44,7 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
   const { settings, cluster, stops, inScope } = w;
   const verdicts = j.verdicts;
   const handled = new Set((next.requests ?? []).map((r) => r.uid));
-  const flying = inFlight(inScope, next.requests ?? [], f.unreadable);
+  const flying = inFlight(f.ofCluster, next.requests ?? [], f.unreadable, s.check.metadata.uid);
   const failed = new Map<string, string>(
     [...w.prevObs].flatMap(([uid, o]) => (o.failedAt !== undefined ? [[uid, o.failedAt]] : [])),
   );
@@ -55,11 +55,7 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
   const requests = [...(next.requests ?? [])];
   const confirm = confirmations(s, f);
   let history = next.remediations ?? [];
-  let ownerWindows: OwnerWindow[] = trimWindows(
-    next.ownerWindows,
-    windowStart(s.now, settings, next.lastResume?.time),
-    settings.maxPerOwner,
-  );
+  let ownerWindows: OwnerWindow[] = trimWindows(next.ownerWindows, keptFrom(s.now, settings, next.lastResume?.time));
   let canaryTaken = false;
   const wouldAsk: string[] = [];
   const pausedMhcs: string[] = [];
@@ -163,7 +159,7 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
       continue;
     }
     flying.push(m.name);
-    ownerWindows = recordOwnerRequest(ownerWindows, ownerRef(m), s.now, settings.maxPerOwner);
+    ownerWindows = recordOwnerRequest(ownerWindows, ownerRef(m), s.now);
     if (v.firstControlPlane)
       (next.firstControlPlane ??= {}).replaced = { machine: m.name, uid: m.uid, time: iso(s.now) };
   }

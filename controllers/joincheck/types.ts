@@ -180,6 +180,13 @@ export type MarkIntent =
       path: Exclude<RemediationPath, 'Report'>;
       event: PlannedEvent;
       marker?: string;
+      /**
+       * The withdrawal rests on something that can be undone (a skip annotation, withdraw-all) or on memory (nobody
+       * answered): written only once it is recorded, or the request would be asked again. Without it, the withdrawal
+       * is derived from the world again on every pass (the Machine joined, the check is deleted, its check is gone)
+       * and needs no write-ahead.
+       */
+      needsRecord?: true;
     };
 
 export type MachineEventReason =
@@ -190,7 +197,13 @@ export type MachineEventReason =
   | 'RemediationSkipped'
   | 'WriteRefused';
 export type CheckEventReason =
-  'SuspicionRaised' | 'RolloutSuspect' | 'SuspicionCleared' | 'RemediationRestricted' | 'Resumed' | 'MarksLeftBehind';
+  | 'SuspicionRaised'
+  | 'RolloutSuspect'
+  | 'SuspicionCleared'
+  | 'RemediationRestricted'
+  | 'Resumed'
+  | 'MarksLeftBehind'
+  | 'StatusWriteRefused';
 
 export type PlannedEvent =
   | { on: 'Machine'; machine: MachineTarget; reason: MachineEventReason; message: string; warning: boolean }
