@@ -8,7 +8,7 @@ import { countVerdicts } from './counts.js';
 import { deletionNote, finalizerIntent } from './deletion.js';
 import { suspicionMessage } from './guards.js';
 import { byName } from './judge.js';
-import { markIntents, type IntentInput } from './marks.js';
+import { markIntents, selectingMhcs, type IntentInput } from './marks.js';
 import { checkMetadata } from './memory.js';
 import { assign, type Followed, type Observed } from './observe.js';
 import type { Remediated } from './remediate.js';
@@ -92,17 +92,29 @@ export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Re
     meta.generation,
   );
 
-  // What every Machine must carry now: marks only while actions are allowed; withdrawals always.
+  // What every Machine must carry now: marks only while actions are allowed; withdrawals always — but nothing at all
+  // on a paused Cluster's Machines (clusterctl move pauses it, then copies them: a write then is lost or stale).
   // While CAPI cannot see the workload cluster (and during the grace after), no mark or delete is written on a Machine
   // but the first control-plane one, not even for a request made before: its Node may exist unseen.
   const blind = w.connection.down || w.connection.graceUntil !== undefined;
-  const intents = markIntents(requests, ofCluster, {
-    ...intentInput(s, f.withdrawAll),
-    inScope: new Set(w.inScope.map((m) => m.uid)),
-  })
+  const pausedMhcs = [...r.pausedMhcs];
+  const intents = (
+    cluster.paused
+      ? []
+      : markIntents(requests, ofCluster, {
+          ...intentInput(s, f.withdrawAll),
+          inScope: new Set(w.inScope.map((m) => m.uid)),
+        })
+  )
     .filter((i) => i.want === 'withdraw' || (canAct && (!blind || i.machine.uid === w.first?.uid)))
     // Not even a delete asked before the flag was turned off.
     .filter((i) => i.want !== 'delete' || s.allowMachineDelete === true)
+    // Nothing asked through a paused MachineHealthCheck, not even a request recorded before it was paused.
+    .filter((i) => {
+      const why = i.want === 'mark' && i.path === 'RemediateAnnotation' ? pausedMhcOf(s, i.machine.uid) : undefined;
+      if (why !== undefined) pausedMhcs.push(`${why}: ${i.machine.name} is left to it`);
+      return why === undefined;
+    })
     .sort((a, b) => byName(a.machine, b.machine));
   // Requests still open under withdraw-all: their Machine is being deleted, or could not be read (not known clean).
   const stillOpen = requests.filter((x) => x.state === 'Open');
@@ -120,7 +132,7 @@ export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Re
   const paused = pausedCondition({
     specPaused: settings.paused,
     cluster,
-    pausedMhcs: r.pausedMhcs,
+    pausedMhcs,
     verdicts,
     ...(withdrawing ? { withdrawing } : {}),
   });
@@ -128,6 +140,14 @@ export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Re
   if (f.deletion === undefined) checkMetadata(s, next, w.check);
   Object.assign(w.check, finalizerIntent(s.check, f.deletion, withdrawing?.left ?? [], cluster.paused, s.now));
   return intents;
+}
+
+/** "MachineHealthCheck h selects it and is paused" when every MachineHealthCheck that selects the Machine is paused. */
+function pausedMhcOf(s: Snapshot, uid: string): string | undefined {
+  const m = s.machines.find((x) => x.uid === uid);
+  const sel = m === undefined ? [] : selectingMhcs(m, s.mhcs);
+  if (sel.length === 0 || sel.some((h) => !h.paused)) return undefined;
+  return `MachineHealthCheck ${sel.map((h) => h.name).join(', ')} selects it and is paused`;
 }
 
 export function intentInput(s: Snapshot, withdrawAll: boolean): IntentInput {

@@ -47,7 +47,7 @@ export function plan(s: Snapshot): Plan {
   };
 }
 
-/** No valid spec or no Cluster: nothing is judged; only JoinGuard's own marks on joined Machines are withdrawn. */
+/** No valid spec or no Cluster: nothing is judged; only JoinGuard's own marks on joined Machines are withdrawn (not on a paused Cluster's). */
 function idle(s: Snapshot, f: Followed): Plan {
   const meta = s.check.metadata;
   const why =
@@ -70,9 +70,13 @@ function idle(s: Snapshot, f: Followed): Plan {
     s.now,
     meta.generation,
   );
-  const intents = markIntents(f.next.requests ?? [], f.ofCluster, intentInput(s, f.withdrawAll)).filter(
-    (i) => i.want === 'withdraw',
-  );
+  // Nothing at all on a paused Cluster's Machines (describe.ts says why).
+  const intents =
+    f.cluster?.paused === true
+      ? []
+      : markIntents(f.next.requests ?? [], f.ofCluster, intentInput(s, f.withdrawAll)).filter(
+          (i) => i.want === 'withdraw',
+        );
   const check = finalizerIntent(
     s.check,
     f.deletion,
