@@ -135,7 +135,7 @@ export function observe(s: Snapshot, f: Followed, settings: CheckSettings, clust
 
   // What the Cluster says, and the memory of what it did not say with a time.
   const initialized = controlPlaneInitialized(cluster, s.kcp);
-  const cpInit = controlPlaneInitializedAt(cluster, initialized, prev, s.now);
+  const cpInit = controlPlaneInitializedAt(cluster, initialized, prev, s.now, s.previous?.controlPlaneInitializedAt);
   assign(next, 'controlPlaneInitializedSeen', cpInit.seen);
   const graceMs = s.connectionGraceMs ?? DEFAULT_CONNECTION_GRACE_MS;
   const conn = connectionState(cluster, f.ofCluster, initialized, prev, s.now, graceMs);

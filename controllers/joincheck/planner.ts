@@ -42,6 +42,7 @@ export function plan(s: Snapshot): Plan {
     memoryNotes: f.memoryNotes,
     view: {
       readyAt: w.ctx.readyAt,
+      ...(w.controlPlaneInitializedAt !== undefined ? { controlPlaneInitializedAt: w.controlPlaneInitializedAt } : {}),
       pending: new Set(verdicts.filter((v) => v.state !== 'Joined' && v.state !== 'Deleting').map((v) => v.uid)),
     },
   };

@@ -34,6 +34,8 @@ export interface PreviousView {
    * Readiness times (the join clock's) by Machine UID: one that moves later while its flag stays true is not trusted.
    */
   readyAt: ReadonlyMap<string, number>;
+  /** The Cluster's initialization time decided on: one that moves later while it stays initialized is not trusted. */
+  controlPlaneInitializedAt?: number;
   /** Machines (UIDs) in scope that had not joined: a join this process sees happen is measured (join durations). */
   pending: ReadonlySet<string>;
 }
