@@ -98,14 +98,10 @@ export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Re
   // but the first control-plane one, not even for a request made before: its Node may exist unseen.
   const blind = w.connection.down || w.connection.graceUntil !== undefined;
   const pausedMhcs = [...r.pausedMhcs];
-  const intents = (
-    cluster.paused
-      ? []
-      : markIntents(requests, ofCluster, {
-          ...intentInput(s, f.withdrawAll),
-          inScope: new Set(w.inScope.map((m) => m.uid)),
-        })
-  )
+  const wanted = markIntents(requests, ofCluster, {
+    ...intentInput(s, f.withdrawAll),
+    inScope: new Set(w.inScope.map((m) => m.uid)),
+  })
     .filter((i) => i.want === 'withdraw' || (canAct && (!blind || i.machine.uid === w.first?.uid)))
     // Not even a delete asked before the flag was turned off.
     .filter((i) => i.want !== 'delete' || s.allowMachineDelete === true)
@@ -116,13 +112,14 @@ export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Re
       return why === undefined;
     })
     .sort((a, b) => byName(a.machine, b.machine));
+  const intents = cluster.paused ? [] : wanted;
   // Requests still open under withdraw-all: their Machine is being deleted, or could not be read (not known clean).
   const stillOpen = requests.filter((x) => x.state === 'Open');
   const isDeleting = (uid: string) => f.anyMachine.get(uid)?.deletingSince !== undefined;
   const withdrawing = f.withdrawAll
     ? {
         left: [
-          ...intents.map((i) => i.machine.name),
+          ...wanted.map((i) => i.machine.name),
           ...stillOpen.filter((x) => !isDeleting(x.uid)).map((x) => `${x.machine} (unreadable)`),
         ],
         deleting: stillOpen.filter((x) => isDeleting(x.uid)).map((x) => x.machine),

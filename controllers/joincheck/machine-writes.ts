@@ -40,8 +40,16 @@ export function needsWrite(i: MarkIntent, m: MachineFacts | undefined): boolean 
       return c.healthCheck || c.annotation || c.condition || (i.marker !== undefined && m.requestedBy === i.marker);
     }
     case 'mark':
-      // Only where the Machine carries no mark at all: never over someone else's, never re-asserting an owner's.
-      return !carriesAnyMark(m);
+      // Only where the Machine carries no mark at all: never over someone else's, never re-asserting an owner's —
+      // but the annotation path's own mark whose marker names another uid (a moved check's, clusterctl move) gets it.
+      return (
+        !carriesAnyMark(m) ||
+        (i.path === 'RemediateAnnotation' &&
+          i.marker !== undefined &&
+          m.remediateAnnotation &&
+          m.requestedBy !== undefined &&
+          m.requestedBy !== i.marker)
+      );
   }
 }
 

@@ -53,6 +53,8 @@ export interface FollowInput {
   machinesByUid: { get(uid: string): MachineFacts | undefined };
   /** Machines the readers could not understand (by uid or name): never taken for gone. */
   unreadable: ReadonlySet<string>;
+  /** A Machine not found is not taken for gone either (its Cluster is paused: clusterctl move may be copying it). */
+  keepMissing?: boolean;
   nodes?: readonly WorkloadNodeFacts[];
   dryRun: boolean;
   /** The check's joinguard.io/withdraw-all: every open request is withdrawn. */
@@ -84,7 +86,7 @@ export function followRequests(i: FollowInput): Followed {
   for (const r0 of i.requests) {
     const m = i.machinesByUid.get(r0.uid);
     if (m === undefined) {
-      if (i.unreadable.has(r0.uid) || i.unreadable.has(r0.machine)) requests.push(r0);
+      if (i.keepMissing === true || i.unreadable.has(r0.uid) || i.unreadable.has(r0.machine)) requests.push(r0);
       else if (r0.state === 'Open') show(r0, m, 'Replaced');
       continue;
     }

@@ -71,17 +71,15 @@ function idle(s: Snapshot, f: Followed): Plan {
     s.now,
     meta.generation,
   );
+  const wanted = markIntents(f.next.requests ?? [], f.ofCluster, intentInput(s, f.withdrawAll)).filter(
+    (i) => i.want === 'withdraw',
+  );
   // Nothing at all on a paused Cluster's Machines (describe.ts says why).
-  const intents =
-    f.cluster?.paused === true
-      ? []
-      : markIntents(f.next.requests ?? [], f.ofCluster, intentInput(s, f.withdrawAll)).filter(
-          (i) => i.want === 'withdraw',
-        );
+  const intents = f.cluster?.paused === true ? [] : wanted;
   const check = finalizerIntent(
     s.check,
     f.deletion,
-    intents.map((i) => i.machine.name),
+    wanted.map((i) => i.machine.name),
     f.cluster?.paused === true,
     s.now,
   );

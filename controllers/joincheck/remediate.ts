@@ -230,6 +230,9 @@ function observations(
       ...(failedAt !== undefined ? { failedAt } : {}),
     });
   }
+  // While the Cluster is paused, a Machine not there is not gone (clusterctl move may be copying it): kept.
+  if (w.cluster.paused)
+    for (const o of w.prevObs.values()) if (!f.anyMachine.has(o.uid) && !out.some((x) => x.uid === o.uid)) out.push(o);
   out.sort((a, b) => byName({ name: a.machine }, { name: b.machine }));
   assign(next, 'observations', out.length > 0 ? out.slice(0, STATUS_LIMITS.observations) : undefined);
 }
