@@ -173,7 +173,7 @@ export function followMovedUids(
       return { ...r, uid };
     });
   for (const k of ['requests', 'observations', 'recentFailures', 'remediations'] as const) {
-    const list = follow(status[k] as { machine: string; uid: string }[] | undefined);
+    const list = follow<{ machine: string; uid: string }>(status[k]);
     if (list !== undefined) (status as Record<string, unknown>)[k] = list;
   }
   const replaced = status.firstControlPlane?.replaced;
