@@ -19,20 +19,10 @@ import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
 import { isConflict, isNotFound, pathOf, type Json, type Resource } from '../../runtime/rest.js';
 import { DELETION_BOUND_MS } from './deletion.js';
 import { converge, factsOf, needsWrite, ref, type Converged } from './machine-writes.js';
-import {
-  checkUnchanged,
-  markerRead,
-  readByMarker,
-  readLive,
-  resource,
-  type Live,
-  type LiveReadDeps,
-  type MarkMarkIntent,
-  type SnapshotSource,
-} from './live-reads.js';
+import { checkUnchanged, readLive, resource, type Live, type LiveReadDeps, type SnapshotSource } from './live-reads.js';
 import { plan } from './planner.js';
 import { Refusals, type RefusedWrite } from './refusals.js';
-import type { MarkIntent, Plan, PlannedEvent, Snapshot } from './types.js';
+import type { MachineTarget, MarkIntent, Plan, PlannedEvent, Snapshot } from './types.js';
 
 export { needsWrite } from './machine-writes.js';
 export type { Live, SnapshotSource } from './live-reads.js';
@@ -73,26 +63,14 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
   let p = plan(s);
 
   const refusals = deps.refusals ?? new Refusals();
-  // Read live what a write targets, and the Machines whose state this plan decides without a write (a failure
-  // counted, a request withdrawn), with the Cluster, in parallel; then decide again on them. A Machine to be marked
-  // is read by writing its marker (it asks nothing) guarded by the cached resourceVersion: accepted, the cache was
-  // the live Machine and the answer is the live Machine; anything else reads it (GET). The marker is written only
-  // on a plan made with the live Cluster, so the first round reads the Cluster and every other Machine.
+  // Before any write: the Cluster read live, and the plan made again on it (a Cluster paused or disconnected since the
+  // cache saw it writes nothing). A Machine is read live only where no write stands for the read: a write is built
+  // from the Machine as judged and guarded by its resourceVersion, so a Machine that changed since (it joined) answers
+  // 409, and that is its live read and a new decision (DESIGN: "Before any write"). Read first: the Machines whose new
+  // state the plan records without writing to them (a failure that raises the suspicion, a request withdrawn or
+  // unanswered) — the status must not record a decision a stale cache made.
   for (let round = 0; round <= ROUNDS; round++) {
-    const unread = [
-      ...p.intents.filter((i) => needsWrite(i, factsOf(s!, i.machine.uid))).map((i) => i.machine),
-      ...p.confirm,
-    ].filter((t, n, all) => !live.machines.has(t.uid) && all.findIndex((x) => x.uid === t.uid) === n);
-    if (unread.length === 0) break;
-    const viaMarker = new Map<string, MarkMarkIntent>();
-    for (const t of unread) {
-      const i = markerRead(p, s, t.uid);
-      if (i !== undefined && !refusals.known(t.uid)) viaMarker.set(t.uid, i);
-    }
-    const cluster = live.cluster === undefined;
-    const byGet = unread.filter((t) => !viaMarker.has(t.uid));
-    if (cluster || byGet.length > 0) await readLive(deps, machineRes, s, byGet, live, cluster);
-    if (!cluster) await readByMarker(deps, machineRes, [...viaMarker.values()], live);
+    if (!(await readBeforeWrites(deps, machineRes, p, s, live))) break;
     s = src.build(live);
     if (s === undefined) return {};
     p = plan(s);
@@ -320,10 +298,9 @@ async function writeStatus(
       if (again === undefined) return { outcome: 'gone', s, p };
       s = again;
       p = plan(s);
-      // What the new plan decides without a write (a request forgotten, withdrawn, unanswered) is read live first.
-      const unread = p.confirm.filter((t) => !live.machines.has(t.uid));
-      if (unread.length > 0) {
-        await readLive(deps, resource(capiResource('Machine', deps.apiVersion)), s, unread, live);
+      // What the new plan decides without a write (a request forgotten, withdrawn, unanswered) is read live first,
+      // with the Cluster if the plan it was read for wrote nothing.
+      if (await readBeforeWrites(deps, resource(capiResource('Machine', deps.apiVersion)), p, s, live)) {
         s = src.build(live) ?? s;
         p = plan(s);
       }
@@ -332,7 +309,35 @@ async function writeStatus(
   return { outcome: 'conflict', s, p };
 }
 
-/** Writes what the live Machine misses of its intent; each write guarded by the resourceVersion it was built from. */
+/** The live reads a plan needs before it is written (mustRead; the Cluster before any write): false when none. */
+async function readBeforeWrites(deps: ExecutorDeps, res: Resource, p: Plan, s: Snapshot, live: Live): Promise<boolean> {
+  const unread = mustRead(p, s, live);
+  const cluster = live.cluster === undefined && (unread.length > 0 || writing(p, s).length > 0);
+  if (!cluster && unread.length === 0) return false;
+  await readLive(deps, res, s, unread, live, cluster);
+  return true;
+}
+
+/** The intents that still have something to write, as the snapshot shows their Machines. */
+function writing(p: Plan, s: Snapshot): MarkIntent[] {
+  return p.intents.filter((i) => needsWrite(i, factsOf(s, i.machine.uid)));
+}
+
+/**
+ * The Machines to read live before the status records this plan: those it decides without a write (Plan.confirm),
+ * but where this plan's own write re-checks the decision (`byWrite`: guarded by the resourceVersion judged, it is the
+ * read) — and those a write must be built from whose list the caches did not keep.
+ */
+function mustRead(p: Plan, s: Snapshot, live: Live): MachineTarget[] {
+  const written = new Set(writing(p, s).map((i) => i.machine.uid));
+  const withoutList = writing(p, s)
+    .filter((i) => i.want !== 'delete' && factsOf(s, i.machine.uid)?.conditions === undefined)
+    .map((i) => i.machine);
+  return [...p.confirm.filter((t) => !(t.byWrite === true && written.has(t.uid))), ...withoutList].filter(
+    (t, n, all) => !live.machines.has(t.uid) && all.findIndex((x) => x.uid === t.uid) === n,
+  );
+}
+
 function refusedEvent(i: MarkIntent, f: RefusedWrite): PlannedEvent {
   const what = { withdraw: 'withdrawal of its mark', delete: 'deletion', mark: 'mark' }[i.want];
   return {

@@ -5,6 +5,7 @@
 // owners defer, and a Machine may join while it waits; then JoinGuard withdraws its mark, again on every pass
 // until none remains (cluster-api #12870).
 import { carriesAnyMark, type MachineFacts, type WorkloadNodeFacts } from '../../api/capi/model.js';
+import { markedMessage } from '../../api/capi/remediation-writes.js';
 import type { RemediationRecord, RequestRecord } from '../../api/v1alpha1/types.js';
 import { ANNOTATION_WITHDRAW_ALL, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
 import { markOwner } from './deletion.js';
@@ -121,6 +122,22 @@ export function followRequests(i: FollowInput): Followed {
 
 const FINISHED = new Set<RemediationRecord['outcome']>(['Withdrawn', 'Cancelled', 'Unanswered', 'Replaced']);
 
+/**
+ * The request was made: its mark was seen on the Machine (or is there now). An open request not yet made is a
+ * decision recorded before its write (write-ahead), on the Machine as the caches had it: it stands only while its
+ * Machine is due (remediate.ts notDue), since the write that makes it may meet a 409 and find the Machine was not.
+ */
+export function made(r: RequestRecord, m: MachineFacts | undefined): boolean {
+  return r.path === 'Report' || r.marked === true || (m !== undefined && PATHS[r.path].visible(m));
+}
+
+/** The history entry of a request forgotten before it was made: Cancelled. */
+export function cancelInHistory(history: RemediationRecord[], r: RequestRecord, now: number): RemediationRecord[] {
+  return history.map((h) =>
+    h.uid === r.uid && !FINISHED.has(h.outcome) ? { ...h, outcome: 'Cancelled', finishedTime: iso(now) } : h,
+  );
+}
+
 function withdraw(r: RequestRecord, why: NonNullable<RequestRecord['withdrawn']>): void {
   r.state = 'Withdrawn';
   r.withdrawn = why;
@@ -224,7 +241,12 @@ export function markIntents(
     const t = target(m);
     const marker = o.checkUid !== undefined ? { marker: o.checkUid } : {};
     if (r?.state === 'Open') {
-      const message = `JoinGuard (MachineJoinCheck ${m.namespace}/${checkName}): ${r.kind}, requested at ${r.time}`;
+      // The marker inside the mark's own write: the condition's message names the check and its uid.
+      const says = `${r.kind}, requested at ${r.time}`;
+      const message =
+        o.checkUid !== undefined
+          ? markedMessage({ namespace: m.namespace, name: checkName, uid: o.checkUid }, says)
+          : `JoinGuard (MachineJoinCheck ${m.namespace}/${checkName}): ${says}`;
       const event = {
         on: 'Machine' as const,
         machine: t,

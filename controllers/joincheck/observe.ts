@@ -21,7 +21,7 @@ import {
   type ConnectionState,
   type VerdictContext,
 } from './judge.js';
-import { followRequests } from './marks.js';
+import { followRequests, made } from './marks.js';
 import { followMovedUids, readMemory } from './memory.js';
 import { ms } from './time.js';
 import type { CheckMetadataIntent, PlannedEvent, Snapshot } from './types.js';
@@ -195,7 +195,10 @@ export function observe(s: Snapshot, f: Followed, settings: CheckSettings, clust
       : {}),
     connection: conn.state,
     ...(s.workloadNodes ? { nodes: s.workloadNodes } : {}),
-    openRequests: new Set((next.requests ?? []).filter((r) => r.state === 'Open').map((r) => r.uid)),
+    // A request not yet made does not hold its Machine's verdict: it stands only while the Machine is due.
+    openRequests: new Set(
+      (next.requests ?? []).filter((r) => r.state === 'Open' && made(r, f.byUid.get(r.uid))).map((r) => r.uid),
+    ),
     readyAt,
   };
   return {

@@ -19,10 +19,10 @@ import {
   type GuardWorld,
 } from './guards.js';
 import { byName } from './judge.js';
-import { appendHistory, choosePath, newRequest, ownerRef, target } from './marks.js';
+import { appendHistory, cancelInHistory, choosePath, made, newRequest, ownerRef, target } from './marks.js';
 import { assign, type Followed, type Observed } from './observe.js';
 import { iso } from './time.js';
-import type { MachineTarget, MachineVerdict, Snapshot } from './types.js';
+import type { MachineVerdict, Plan, Snapshot } from './types.js';
 import { rolloutSuspect } from './rollout-suspect.js';
 import { rolloutWorld, type Judged } from './verdicts.js';
 
@@ -30,7 +30,7 @@ export interface Remediated {
   requests: RequestRecord[];
   /** Names of the Machines in flight (maxInFlight counts them). */
   flying: string[];
-  confirm: MachineTarget[];
+  confirm: Plan['confirm'];
   /** "MachineHealthCheck h selects it and is paused: m is left to it" (the Paused condition). */
   pausedMhcs: string[];
   /** Strategy Delete without --allow-machine-delete: the Machines it holds back (the Ready condition). */
@@ -43,6 +43,7 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
   const { next, events, anyMachine } = f;
   const { settings, cluster, stops, inScope } = w;
   const verdicts = j.verdicts;
+  notDue(s, f, w, verdicts);
   const handled = new Set((next.requests ?? []).map((r) => r.uid));
   const flying = inFlight(f.ofCluster, next.requests ?? [], f.unreadable, s.check.metadata.uid);
   const failed = new Map<string, string>(
@@ -79,7 +80,7 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
     let raisedNow = false;
     const fresh = !failed.has(m.uid);
     if (fresh) {
-      confirm.push(target(m));
+      confirm.push({ ...target(m), byWrite: true });
       failed.set(m.uid, iso(s.now));
       raisedNow = countFailure(next, m, v, anyMachine, settings, cluster, s.now, events, (x) =>
         rolloutSuspect(x, rollouts),
@@ -187,16 +188,49 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
 }
 
 /**
+ * A request recorded and not made yet (its mark never seen) whose Machine, judged now, is not due — provisioning,
+ * joining, its verdict held — is forgotten, as if never asked (its history entry Cancelled): it was decided on the
+ * Machine as the caches had it, and the write that would make it met a 409 whose live read showed otherwise (DESIGN:
+ * "a 409 is a live re-read and a new decision"). The Machine is asked again when it is due. Its failure stays counted.
+ * Not the first control-plane Machine's (its own stage judges it), nor while the Cluster is paused (Skipped).
+ */
+function notDue(s: Snapshot, f: Followed, w: Observed, verdicts: readonly MachineVerdict[]): void {
+  const { next } = f;
+  const due = new Map(w.inScope.map((m, i) => [m.uid, verdicts[i]!.state]));
+  const waiting = new Set<MachineVerdict['state']>(['Provisioning', 'Joining', 'Held', 'Unobservable']);
+  const gone = (next.requests ?? []).filter((r) => {
+    const state = due.get(r.uid);
+    return (
+      r.state === 'Open' &&
+      r.firstControlPlane !== true &&
+      state !== undefined &&
+      waiting.has(state) &&
+      !made(r, f.byUid.get(r.uid))
+    );
+  });
+  if (gone.length === 0) return;
+  const forget = new Set(gone.map((r) => r.uid));
+  assign(
+    next,
+    'requests',
+    (next.requests ?? []).filter((r) => !forget.has(r.uid)),
+  );
+  let history = next.remediations ?? [];
+  for (const r of gone) history = cancelInHistory(history, r, s.now);
+  assign(next, 'remediations', history);
+}
+
+/**
  * Request changes decided before this stage (withdrawn, unanswered) are confirmed live like failures counted in it;
  * a request forgotten because its Machine is not in the caches is confirmed gone by a live read first: a cache that
  * lags (a Machine created after its last event) must not erase a request another process recorded.
  */
-function confirmations(s: Snapshot, f: Followed): MachineTarget[] {
+function confirmations(s: Snapshot, f: Followed): Plan['confirm'] {
   const { next, prev, byUid } = f;
   const prevState = new Map((prev.requests ?? []).map((r) => [r.uid, r.state]));
-  const confirm = (next.requests ?? [])
+  const confirm: Plan['confirm'] = (next.requests ?? [])
     .filter((r) => prevState.get(r.uid) !== r.state && byUid.has(r.uid))
-    .map((r) => target(byUid.get(r.uid)!));
+    .map((r) => ({ ...target(byUid.get(r.uid)!), ...(r.withdrawn === 'Joined' ? { byWrite: true as const } : {}) }));
   const kept = new Set((next.requests ?? []).map((r) => r.uid));
   for (const r of prev.requests ?? []) {
     if (r.state === 'Open' && !kept.has(r.uid) && !f.anyMachine.has(r.uid))

@@ -242,7 +242,14 @@ export interface Plan {
    * Machines whose new state this plan decides without writing to them — a failure counted (it can raise a
    * suspicion), a request withdrawn or unanswered: the executor reads them live before the status says so.
    */
-  confirm: MachineTarget[];
+  confirm: (MachineTarget & {
+    /**
+     * What was decided rests on what this plan's own write to the Machine re-checks (a failure counted on a Machine it
+     * marks or deletes; a request withdrawn because the Machine joined — a join is never undone): that write, guarded
+     * by the resourceVersion judged, stands for its read.
+     */
+    byWrite?: true;
+  })[];
   /** Ask the executor to probe the Cluster's endpoint (first control-plane Machine). */
   probe?: { host: string; port: number };
   /** Epoch ms of the next moment the plan would change with no event (the nearest deadline). */
