@@ -26,7 +26,16 @@ import { AssertionError, expect } from 'chai';
 import fc from 'fast-check';
 import { plan } from './planner.js';
 import type { Cache } from './testing/cache.js';
-import { Controller, setupArb, startWorld, stepArb, worldStep, type Setup, type Step } from './testing/history.js';
+import {
+  Controller,
+  DISRUPTIVE,
+  setupArb,
+  startWorld,
+  stepArb,
+  worldStep,
+  type Setup,
+  type Step,
+} from './testing/history.js';
 import { MINUTE, T0 } from './testing/builders.js';
 import { count, exercised, type World } from './testing/world.js';
 import { pause } from './testing/world-changes.js';
@@ -46,7 +55,7 @@ const oracleCounts: Record<string, number> = {};
 const SURVEY = process.env['PROPERTY_SURVEY'] === '1';
 let current: [Setup, Step[]] | undefined;
 const survey: Record<string, { count: number; first: string }> = {};
-const product = { suspicions: 0, resumes: 0, budgetStops: 0, plansWithSettledOut: 0, partitionChecks: 0 };
+const product = { suspicions: 0, canaries: 0, resumes: 0, budgetStops: 0, plansWithSettledOut: 0, partitionChecks: 0 };
 
 /** Every snapshot the executor plans on: the settled partition changes nothing against a plan over every Machine. */
 function samePartition(cache: Cache, live: Live, s: Snapshot | undefined): void {
@@ -64,7 +73,7 @@ const WITHOUT = new Set((process.env['PROPERTY_WITHOUT'] ?? '').split(',').filte
 
 async function run(setup: Setup, all: Step[]): Promise<void> {
   histories++;
-  const history = WITHOUT.size === 0 ? all : all.filter((x) => !WITHOUT.has(x.k));
+  const history = all.filter((x) => !WITHOUT.has(x.k) && !(setup.calm === true && DISRUPTIVE.has(x.k)));
   current = [setup, history];
   const w = startWorld(T0, setup);
   count(`setups: ${setup.release}`);
@@ -180,6 +189,8 @@ function judged(w: World, where: string): void {
 function afterPlan(c: Controller, w: World, p: Plan, before: Record<string, any>): void {
   checkPlanning(c, w);
   if (p.status.suspicion !== undefined && before.suspicion === undefined) product.suspicions++;
+  const known = new Set((before.requests ?? []).map((r: { uid: string }) => r.uid));
+  product.canaries += (p.status.requests ?? []).filter((r) => r.canary === true && !known.has(r.uid)).length;
   if (p.status.lastResume?.time !== before.lastResume?.time) product.resumes++;
   if ((p.status.conditions ?? []).some((x) => x.reason === 'RemediationBudgetExhausted')) product.budgetStops++;
   if (p.settledInScope > 0) product.plansWithSettledOut++;

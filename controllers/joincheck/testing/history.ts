@@ -71,7 +71,30 @@ export interface Setup {
   kcpMaxRetry: number | null;
   kcpRetryPeriodSeconds: number;
   mdMaxInFlight: number | null;
+  /**
+   * Who can never join once the history starts: nobody; the workers (an expired join credential: the suspicion and
+   * its canaries); the Machines of ms-b, the MachineDeployment's newest revision (a broken template: RolloutSuspect).
+   */
+  neverJoin?: 'none' | 'workers' | 'ms-b';
+  /** A calm history: nobody resumes, pauses, moves, deletes the check or edits it (the suspicion runs its course). */
+  calm?: boolean;
 }
+
+/** The steps a calm history leaves out. */
+export const DISRUPTIVE: ReadonlySet<Step['k']> = new Set([
+  'resume',
+  'withdrawAll',
+  'deleteCheck',
+  'recreateCheck',
+  'refuseStatus',
+  'selector',
+  'relabel',
+  'budget',
+  'pause',
+  'move',
+  'skip',
+  'refuse',
+]);
 
 export const WINDOW = HOUR;
 export const JOIN_TIMEOUT = 10 * MINUTE;
@@ -97,6 +120,8 @@ export const setupArb: fc.Arbitrary<Setup> = fc.record({
   kcpMaxRetry: fc.constantFrom<number | null>(null, 1, 2),
   kcpRetryPeriodSeconds: fc.constantFrom(0, 300),
   mdMaxInFlight: fc.constantFrom<number | null>(null, 1),
+  neverJoin: fc.constantFrom<NonNullable<Setup['neverJoin']>>('none', 'none', 'workers', 'ms-b'),
+  calm: fc.constantFrom(false, false, false, true),
 });
 
 const idx = fc.nat({ max: 20 });
@@ -317,6 +342,9 @@ export function startWorld(t0: number, s: Setup): World {
     w.join(joined);
   } else kcpStep(w);
   for (let i = 0; i < s.initial; i++) w.create(i % 2 === 0 ? 'ms-a' : 'ms-b');
+  const owner = (m: Json): string => m.metadata.ownerReferences[0].name;
+  if (s.neverJoin === 'workers') w.neverJoins = (m) => owner(m) !== 'kcp';
+  if (s.neverJoin === 'ms-b') w.neverJoins = (m) => owner(m) === 'ms-b';
   return w;
 }
 

@@ -120,6 +120,9 @@ interface Track {
 }
 
 const SKIPS = ['joinguard.io/skip', 'cluster.x-k8s.io/skip-remediation', 'cluster.x-k8s.io/paused'];
+/** DESIGN's marker inside a condition's message: `JoinGuard (MachineJoinCheck <ns>/<name>, uid <uid>): ...`. */
+const MESSAGE_MARKER = /^JoinGuard \(MachineJoinCheck [^\s,()]+, uid ([A-Za-z0-9-]+)\): /;
+const REQUESTED_BY = 'joinguard.io/requested-by';
 const WAITING = 'WaitingForRemediation';
 
 export class Oracle {
@@ -321,6 +324,7 @@ export class Oracle {
     // [write-ahead] the request is in the stored status before the Machine carries its mark.
     if (!w.check?.requests.some((r) => r.uid === w.uid && r.state === 'Open'))
       this.fail('write-ahead', w.t, `${what} with no open request for it in the stored status`);
+    this.judgeMarker(w);
     if (k.visibleAt === undefined) k.visibleAt = Math.floor(w.t / 1000) * 1000; // whole seconds, as status times
     const toRuns = k.judgedInRuns !== true;
     k.recorded ??= { t: w.t, epoch: this.epoch, maxPerOwner: spec.maxPerOwner, windowMs: spec.windowMs };
@@ -358,6 +362,53 @@ export class Oracle {
       said(w.check?.requests.find((r) => r.uid === w.uid)?.kind) ??
       'unknown'
     );
+  }
+
+  /** The uid a condition's message names as its marker. */
+  private messageMarker(c: Json | undefined): string | undefined {
+    return typeof c?.message === 'string' ? MESSAGE_MARKER.exec(c.message)?.[1] : undefined;
+  }
+
+  /** The check a Machine's JoinGuard mark names: inside its condition's message, else the annotation. */
+  private markerOf(m: Json): string | undefined {
+    return (
+      this.messageMarker(this.hcFalse(m)) ??
+      this.messageMarker(
+        isFalse(getCond(m, this.rules.release, 'owner', 'JoinGuardJoined'))
+          ? getCond(m, this.rules.release, 'owner', 'JoinGuardJoined')
+          : undefined,
+      ) ??
+      m.metadata.annotations?.[REQUESTED_BY]
+    );
+  }
+
+  /**
+   * [marker] a mark never exists without its marker: the write that makes it names the check that asked — inside the
+   * condition it writes (its message), or, for the annotation, `joinguard.io/requested-by` in the same patch.
+   */
+  private judgeMarker(w: MachineWrite): void {
+    const a = w.after;
+    const b = w.before;
+    const uid = w.check?.uid;
+    const name = this.truth.machine(w.uid).name;
+    const missing: string[] = [];
+    const hc = this.hcFalse(a);
+    if (hc !== undefined && this.hcFalse(b)?.reason !== hc.reason && this.messageMarker(hc) !== uid)
+      missing.push('HealthCheckSucceeded=False without it in its message');
+    const jg = getCond(a, this.rules.release, 'owner', 'JoinGuardJoined');
+    const jgBefore = getCond(b, this.rules.release, 'owner', 'JoinGuardJoined');
+    if (isFalse(jg) && !isFalse(jgBefore) && this.messageMarker(jg) !== uid)
+      missing.push('JoinGuardJoined=False without it in its message');
+    const ann =
+      REMEDIATE_MACHINE in (a.metadata.annotations ?? {}) && !(REMEDIATE_MACHINE in (b.metadata.annotations ?? {}));
+    if (ann && a.metadata.annotations?.[REQUESTED_BY] !== uid)
+      missing.push(`${REMEDIATE_MACHINE} without ${REQUESTED_BY}`);
+    if (missing.length > 0)
+      this.fail(
+        'marker',
+        w.t,
+        `JoinGuard marked ${name} without naming its check (${uid}) in the same write: ${missing.join('; ')}`,
+      );
   }
 
   /** Its join deadline by DESIGN's clock and the world's times (none before it is ready, nor before initialization). */
@@ -642,19 +693,19 @@ export class Oracle {
   }
 
   /**
-   * [requested-by] once converged, every Machine carrying JoinGuard's mark says which check asked
-   * (`joinguard.io/requested-by: <check uid>`): a mark is recognised from the Machine alone.
+   * [requested-by] once converged, every Machine carrying JoinGuard's mark says which check asked (its marker, in the
+   * message of JoinGuard's condition or `joinguard.io/requested-by`): a mark is recognised from the Machine alone.
    */
   checkMarkers(t: number, live: readonly Json[]): void {
     for (const m of live) {
       const k = this.tracks.get(m.metadata.uid);
       if (k === undefined || !this.marked(k) || k.deleting || k.check === undefined) continue;
-      const said = m.metadata.annotations?.['joinguard.io/requested-by'];
+      const said = this.markerOf(m);
       if (said !== k.check)
         this.fail(
           'requested-by',
           t,
-          `${m.metadata.name} carries JoinGuard's mark (${this.describe(k)}) with joinguard.io/requested-by ${said === undefined ? 'absent' : `"${said}"`}, not the uid of the check that asked (${k.check})`,
+          `${m.metadata.name} carries JoinGuard's mark (${this.describe(k)}) whose marker is ${said === undefined ? 'absent' : `"${said}"`}, not the uid of the check that asked (${k.check})`,
         );
     }
   }

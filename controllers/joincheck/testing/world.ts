@@ -78,6 +78,8 @@ export class World {
   rebuild: { machines: Map<string, { provisioned: boolean; joined: boolean }>; initialized: boolean } | undefined;
   /** Moves done (clusterctl move re-created every object). */
   moves = 0;
+  /** Machines that can never join (an expired credential, a broken template): Setup.neverJoin. */
+  neverJoins: (m: Json) => boolean = () => false;
   /** Faults for the next writes, in order (then ok). */
   faults: Fault[] = [];
   /** Machines (by name) whose JoinGuard writes a webhook refuses for good. */
@@ -373,6 +375,7 @@ export class World {
   join(m: Json): void {
     if (
       this.clusterPaused ||
+      this.neverJoins(m) ||
       m.status.nodeRef ||
       m.metadata.deletionTimestamp !== undefined ||
       !isProvisioned(m, this.release)
