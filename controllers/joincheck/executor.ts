@@ -48,11 +48,12 @@ export interface Result {
 }
 
 /**
- * Display-only changes to the status (counts, messages, the history, a mark first seen) are written at most this
- * often, or with the next decision; decisions are written at once. 30 s: Machines of a pool fail seconds apart, so
- * the `marked` flag of one rides on the next one's write-ahead instead of a write of its own (decisions.md, issue 18).
+ * Display-only changes to the status (counts, messages, the history, a mark first seen) ride on the next decision's
+ * write (decisions are written at once); alone they are written only once the last write is this old, so `kubectl get
+ * mjc` lags by at most this much in a quiet fleet. 5 minutes: the marks of a pool's failures come minutes apart, and
+ * each one's `marked` flag rides on the next one's write-ahead (decisions.md, "Requests per mark: 4").
  */
-export const STATUS_COALESCE_MS = 30_000;
+export const STATUS_COALESCE_MS = 5 * 60_000;
 const ROUNDS = 3;
 
 export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<Result> {
@@ -120,9 +121,13 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
       else requeue = 100;
     }
   }
-  for (const intent of ordered) {
-    const uid = intent.machine.uid;
-    if (!marksAllowed && intent.want !== 'withdraw') continue;
+  // The plan acted on: decided again when a Machine's write met a 409 (and recorded first when that changed a
+  // decision), so that every Machine is written as the latest recorded decision says, not as an earlier one did.
+  let latest = p;
+  for (const first of ordered) {
+    const uid = first.machine.uid;
+    const intent = latest.intents.find((x) => x.machine.uid === uid);
+    if (intent === undefined || (!marksAllowed && intent.want !== 'withdraw')) continue;
     if (!needsWrite(intent, factsOf(s, uid))) {
       refusals.cleared(uid);
       continue;
@@ -140,7 +145,20 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
       const again = src.build(live);
       if (again === undefined) break;
       s = again;
-      current = plan(s).intents.find((x) => x.machine.uid === uid);
+      let next = plan(s);
+      // The new decision is recorded before it is acted on, as the first was (a request dropped, a time pinned): a
+      // restart then decides the same.
+      if (!isDeepStrictEqual(decisive(next.status), decisive(s.check.status))) {
+        const w = await writeStatus(deps, s, next, live, src);
+        if (w.outcome !== 'written' && w.outcome !== 'same') {
+          requeue = Math.min(requeue ?? 100, 100);
+          current = undefined;
+          break;
+        }
+        ({ s, p: next } = w);
+      }
+      latest = next;
+      current = next.intents.find((x) => x.machine.uid === uid);
       if (current === undefined)
         deps.log.info('decided again on the changed Machine: nothing to write now', { Machine: ref(intent.machine) });
     }
@@ -158,6 +176,7 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
     refusals.cleared(uid);
     if (current !== undefined && (r === 'conflict' || r === 'unread')) requeue = Math.min(requeue ?? 1000, 1000);
   }
+  p = latest;
   refusals.keepOnly(new Set(p.intents.map((i) => i.machine.uid)));
   const retryAt = refusals.nextRetryAt();
   if (retryAt !== undefined) requeue = Math.min(requeue ?? Infinity, Math.max(0, retryAt - deps.now()));
@@ -237,21 +256,32 @@ async function withdrawUnrecorded(
     },
     s.check,
   );
+  let unsettled = false;
   for (const intent of p.intents) {
     if (intent.want !== 'withdraw') continue;
     if (intent.needsRecord === true && stored.get(intent.machine.uid) === 'Open') continue;
-    if (!needsWrite(intent, factsOf(s, intent.machine.uid)) || refusals.waiting(intent.machine.uid, deps.now()))
-      continue;
-    const r = await converge(deps, machineRes, intent, live, s);
-    if (r === 'ok') deps.emit(intent.event, s.check);
-    else if (r === 'conflict') {
-      // The next pass decides again on the changed Machine.
-      live.machines.delete(intent.machine.uid);
+    const uid = intent.machine.uid;
+    if (!needsWrite(intent, factsOf(s, uid)) || refusals.waiting(uid, deps.now())) continue;
+    let current: MarkIntent | undefined = intent;
+    let r: Converged = 'none';
+    for (let attempt = 0; current !== undefined && attempt < ROUNDS; attempt++) {
+      r = await converge(deps, machineRes, current, live, s);
+      if (r === 'ok') deps.emit(current.event, s.check);
+      if (r !== 'conflict' && r !== 'unread') break;
+      // CAPI changed it since: read it and decide again (only a withdrawal is written here).
+      live.machines.delete(uid);
+      await readLive(deps, machineRes, s, [current.machine], live, false);
       s = src.build(live) ?? s;
-    } else if (typeof r === 'object')
+      current = plan(s).intents.find((x) => x.machine.uid === uid && x.want === 'withdraw');
+    }
+    if (typeof r === 'object')
       deps.emit(refusedEvent(intent, refusals.refused(intent.machine, r.want, r.error, deps.now())), s.check);
+    if (current !== undefined && (r === 'conflict' || r === 'unread')) unsettled = true;
   }
+  // The finalizer follows the world, a resume is not taken as acted on, and no deleted check goes at its bound past a
+  // withdrawal that meets conflicts still (the next pass makes it).
   const { removeResume: _notRecorded, ...check } = p.check;
+  if (unsettled) delete check.removeFinalizer;
   await writeCheckMetadata(deps, s, { ...p, check }, live);
   throw w.error;
 }

@@ -124,18 +124,11 @@ const FINISHED = new Set<RemediationRecord['outcome']>(['Withdrawn', 'Cancelled'
 
 /**
  * The request was made: its mark was seen on the Machine (or is there now). An open request not yet made is a
- * decision recorded before its write (write-ahead), on the Machine as the caches had it: it stands only while its
- * Machine is due (remediate.ts notDue), since the write that makes it may meet a 409 and find the Machine was not.
+ * decision recorded before its write (write-ahead), on the Machine as the caches had it: its write waits while the
+ * Machine is not due (describe.ts), since the write that makes it may meet a 409 whose read shows it was not.
  */
 export function made(r: RequestRecord, m: MachineFacts | undefined): boolean {
   return r.path === 'Report' || r.marked === true || (m !== undefined && PATHS[r.path].visible(m));
-}
-
-/** The history entry of a request forgotten before it was made: Cancelled. */
-export function cancelInHistory(history: RemediationRecord[], r: RequestRecord, now: number): RemediationRecord[] {
-  return history.map((h) =>
-    h.uid === r.uid && !FINISHED.has(h.outcome) ? { ...h, outcome: 'Cancelled', finishedTime: iso(now) } : h,
-  );
 }
 
 function withdraw(r: RequestRecord, why: NonNullable<RequestRecord['withdrawn']>): void {

@@ -19,7 +19,7 @@ import {
   type GuardWorld,
 } from './guards.js';
 import { byName } from './judge.js';
-import { appendHistory, cancelInHistory, choosePath, made, newRequest, ownerRef, target } from './marks.js';
+import { appendHistory, choosePath, newRequest, ownerRef, target } from './marks.js';
 import { assign, type Followed, type Observed } from './observe.js';
 import { iso } from './time.js';
 import type { MachineVerdict, Plan, Snapshot } from './types.js';
@@ -43,7 +43,6 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
   const { next, events, anyMachine } = f;
   const { settings, cluster, stops, inScope } = w;
   const verdicts = j.verdicts;
-  notDue(s, f, w, verdicts);
   const handled = new Set((next.requests ?? []).map((r) => r.uid));
   const flying = inFlight(f.ofCluster, next.requests ?? [], f.unreadable, s.check.metadata.uid);
   const failed = new Map<string, string>(
@@ -185,39 +184,6 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
     delete next.firstControlPlane;
   stateStops(f, w, verdicts, requests, wouldAsk);
   return { requests, flying, confirm, pausedMhcs, deleteNotAllowed };
-}
-
-/**
- * A request recorded and not made yet (its mark never seen) whose Machine, judged now, is not due — provisioning,
- * joining, its verdict held — is forgotten, as if never asked (its history entry Cancelled): it was decided on the
- * Machine as the caches had it, and the write that would make it met a 409 whose live read showed otherwise (DESIGN:
- * "a 409 is a live re-read and a new decision"). The Machine is asked again when it is due. Its failure stays counted.
- * Not the first control-plane Machine's (its own stage judges it), nor while the Cluster is paused (Skipped).
- */
-function notDue(s: Snapshot, f: Followed, w: Observed, verdicts: readonly MachineVerdict[]): void {
-  const { next } = f;
-  const due = new Map(w.inScope.map((m, i) => [m.uid, verdicts[i]!.state]));
-  const waiting = new Set<MachineVerdict['state']>(['Provisioning', 'Joining', 'Held', 'Unobservable']);
-  const gone = (next.requests ?? []).filter((r) => {
-    const state = due.get(r.uid);
-    return (
-      r.state === 'Open' &&
-      r.firstControlPlane !== true &&
-      state !== undefined &&
-      waiting.has(state) &&
-      !made(r, f.byUid.get(r.uid))
-    );
-  });
-  if (gone.length === 0) return;
-  const forget = new Set(gone.map((r) => r.uid));
-  assign(
-    next,
-    'requests',
-    (next.requests ?? []).filter((r) => !forget.has(r.uid)),
-  );
-  let history = next.remediations ?? [];
-  for (const r of gone) history = cancelInHistory(history, r, s.now);
-  assign(next, 'remediations', history);
 }
 
 /**

@@ -6,9 +6,10 @@
 // sooner than its deadline. A run is broken by a join; the product learns of a join only once its caches show it, so
 // the judge breaks a run at the latest moment the product could have: when the controller's caches first showed the
 // join after a pass (or at the mark itself, if they had not yet). The run's marks are those whose deadline came after
-// that break (a failure counted before it, held, may be rebuilt after it). Among them, in the order marked — by the
-// time the n-th is marked, n failures of the run were counted (T = consecutiveJoinFailures, P = probeInterval, M =
-// maxProbeInterval):
+// that break (a failure counted before it, held, may be rebuilt after it). Each mark is judged at its decision — when
+// its request was recorded, before the mark (write-ahead; a refusal may hold the write back) — and in that order: by
+// the time the n-th was recorded, n failures of the run were counted (T = consecutiveJoinFailures, P =
+// probeInterval, M = maxProbeInterval):
 // - [suspicion] the T-th is marked no sooner than P after the first: it is the failure that reaches the threshold,
 //   which is never rebuilt, or a canary — the first canary waits P after the suspicion, raised no sooner than the
 //   first failure of the run (or the first of the run is a canary already, and the next waits longer still);
@@ -23,6 +24,7 @@
 export type FailureKind = 'join' | 'provision' | 'unknown';
 
 export interface RunMark {
+  /** When the product decided it: its request recorded in the stored status (write-ahead). */
   t: number;
   uid: string;
   name: string;

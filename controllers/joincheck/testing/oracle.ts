@@ -114,6 +114,8 @@ interface Track {
   recorded?: { t: number; epoch: number; maxPerOwner: number; windowMs: number };
   /** Its first mark went to the failure memory's judge. */
   judgedInRuns?: boolean;
+  /** The stored status holds its request open (since `recorded`). */
+  openRecorded?: boolean;
   /** The check recorded the request withdrawn while withdraw-all held or the check was going: the write may come later. */
   withdrawalDecidedForAll?: boolean;
   cleanPasses: number;
@@ -128,7 +130,6 @@ const WAITING = 'WaitingForRemediation';
 export class Oracle {
   readonly violations: string[] = [];
   private readonly tracks = new Map<string, Track>();
-  private readonly seenRequests = new Set<string>();
   private epoch = 0;
   /** The failure memory's judge (oracle-runs.ts). */
   readonly runs: Runs;
@@ -333,8 +334,9 @@ export class Oracle {
       k.judgedInRuns = true;
       const kind = this.kindOf(w);
       const due = this.joinDeadline(tr);
+      // Judged when it was decided: when its request was recorded (a mark a refusal held back is written later).
       const x = {
-        t: w.t,
+        t: k.recorded.t,
         uid: w.uid,
         name: tr.name,
         kind,
@@ -515,12 +517,30 @@ export class Oracle {
     if (la !== undefined && (lb === undefined || lb.time !== la.time || lb.value !== la.value)) this.epoch++;
     const spec = specAt(check.spec);
     const asked: string[] = [];
+    // A request leaves the stored status open only when it is forgotten before it was made (remediate.ts notDue): asked
+    // again, it is a new decision. (A moved check's first write has no status before it: nothing left.)
+    const open = new Set<string>(
+      (after.requests ?? []).filter((r: Json) => r.state === 'Open').map((r: Json) => r.uid),
+    );
+    for (const r of before?.requests ?? []) {
+      const k = this.tracks.get(r.uid);
+      if (r.state === 'Open' && !open.has(r.uid) && k !== undefined && k.visibleAt === undefined)
+        k.openRecorded = false;
+    }
+    // (A request kept for a Machine gone — while the Cluster is paused, clusterctl move may be copying it — asks nothing.)
+    const live = new Set(
+      this.truth
+        .machines()
+        .filter((x) => x.live)
+        .map((x) => x.uid),
+    );
     for (const r of after.requests ?? []) {
-      if (r.state !== 'Open' || this.seenRequests.has(r.uid)) continue;
-      this.seenRequests.add(r.uid);
+      if (r.state !== 'Open' || !live.has(r.uid)) continue;
       const k = this.tracks.get(r.uid) ?? (this.tryTruth(r.uid) ? this.track(r.uid) : undefined);
-      if (k === undefined) continue;
-      k.recorded ??= { t, epoch: this.epoch, maxPerOwner: spec.maxPerOwner, windowMs: spec.windowMs };
+      if (k === undefined || k.openRecorded === true) continue;
+      k.openRecorded = true;
+      if (k.visibleAt === undefined || k.recorded === undefined)
+        k.recorded = { t, epoch: this.epoch, maxPerOwner: spec.maxPerOwner, windowMs: spec.windowMs };
       if (!this.flying(k, check.uid)) asked.push(this.truth.machine(r.uid).name);
     }
     if (asked.length > 0) this.checkInFlight(t, check.uid, asked, spec.maxInFlight);
@@ -640,6 +660,7 @@ export class Oracle {
   /** A check is created (again): a new incarnation starts with no memory, so its per-owner windows start afresh. */
   checkCreated(): void {
     this.epoch++;
+    for (const k of this.tracks.values()) k.openRecorded = false;
   }
 
   machineGone(uid: string): void {
