@@ -230,7 +230,9 @@ export function markIntents(
     const owner = markOwner(m, o.checkUid, o.liveChecks);
     if (owner === 'other') continue; // another live check's mark: its business
     const orphan = owner === 'orphan';
-    if (orphan && o.inScope?.has(m.uid) !== true) continue; // the check whose scope holds it withdraws it
+    // A deleted check's mark: the check whose scope holds it withdraws it — unless this check asked for the Machine
+    // (its request followed the Machine through clusterctl move: the marker names the check before the move).
+    if (orphan && r === undefined && o.inScope?.has(m.uid) !== true) continue;
     const t = target(m);
     const marker = o.checkUid !== undefined ? { marker: o.checkUid } : {};
     if (r?.state === 'Open') {
