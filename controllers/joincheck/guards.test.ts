@@ -380,6 +380,22 @@ describe('guards: the suspicion and its canaries', () => {
     ]);
   });
 
+  it('the failure that reaches consecutiveJoinFailures raises the suspicion and is not rebuilt, with room in maxInFlight', () => {
+    const names = ['a', 'b', 'c'];
+    const sc = new Scenario(
+      snapshot({
+        settings: { maxPerOwner: 100, maxInFlight: { count: 5 } },
+        machines: [withNode(worker('old', { createdAt: T0 - HOUR })), ...names.map((n) => worker(n))],
+      }),
+    );
+    sc.plan();
+    const p = sc.at(STALL).plan();
+    // a is the first failure (rebuilt); b is the second, the default threshold: it raises the suspicion instead.
+    expect(requested(p)).to.deep.equal(['a']);
+    expect(p.status.suspicion?.machines).to.include('b');
+    expect(progressingReason(p)).to.equal('BootstrapCredentialSuspect');
+  });
+
   it('with defaults, canaries at 30m, 1h30m, 3h30m, 7h30m, 15h30m, 23h30m after the stall, one at a time', () => {
     const sc = stalled();
     // The oldest stuck join-timeout Machine first: b, which raised the suspicion and was not rebuilt.
