@@ -1,5 +1,12 @@
 import { expect } from 'chai';
 import { readMachine } from './machine.js';
+import {
+  markedMessage,
+  markerIn,
+  markForRemediation,
+  setJoinGuardCondition,
+  withdrawMark,
+} from './remediation-writes.js';
 import { MalformedObjectError, type CapiApiVersion } from './model.js';
 import { cpMachineV1beta2, machineV1beta1, machineV1beta2, ms, T0, T1, T2 } from './testdata/fixtures.js';
 
@@ -359,12 +366,46 @@ describe('api/capi readMachine', () => {
     expect(readMachine(o, 'v1beta1').ownerRemediated).to.include({ status: 'False', reason: 'WaitingForRemediation' });
   });
 
-  it('reads joinguard.io/requested-by: the uid of the check whose mark the Machine carries', () => {
+  it('reads joinguard.io/requested-by: the uid of the check whose mark the Machine carries (the annotation path, the previous layout)', () => {
     const o = machineV1beta2();
     expect(readMachine(o, 'v1beta2').requestedBy).to.equal(undefined);
     o['metadata'].annotations['joinguard.io/requested-by'] = 'uid-check-1';
-    expect(readMachine(o, 'v1beta2').requestedBy).to.equal('uid-check-1');
+    expect(readMachine(o, 'v1beta2')).to.include({ requestedBy: 'uid-check-1', markerAnnotation: 'uid-check-1' });
   });
+
+  for (const v of ['v1beta2', 'v1beta1'] as const) {
+    it(`${v}: the marker inside the mark's condition message (HealthCheckSucceeded or JoinGuardJoined, False) is the mark's check; it goes with the withdrawal`, () => {
+      const o = v === 'v1beta2' ? machineV1beta2() : machineV1beta1();
+      const check = { namespace: 'default', name: 'workers', uid: 'uid-check-2' };
+      const write = markForRemediation(o, v, {
+        kind: 'JoinTimeout',
+        message: markedMessage(check, 'JoinTimeout, requested at 2026-03-01T00:00:00Z'),
+        now: new Date(ms(T2)),
+        setOwnerRemediated: true,
+      });
+      o['status'].conditions = write.conditions;
+      const marked = readMachine(o, v);
+      expect(marked).to.include({ requestedBy: 'uid-check-2' });
+      expect(marked.markerAnnotation).to.equal(undefined);
+      // The previous layout beside it: the marker inside the message is the mark's.
+      o['metadata'].annotations['joinguard.io/requested-by'] = 'uid-check-1';
+      expect(readMachine(o, v)).to.include({ requestedBy: 'uid-check-2', markerAnnotation: 'uid-check-1' });
+      delete o['metadata'].annotations['joinguard.io/requested-by'];
+      o['status'].conditions = withdrawMark(o, v, new Date(ms(T2))).conditions;
+      expect(readMachine(o, v).requestedBy).to.equal(undefined);
+      const jg = machineV1beta2();
+      jg['status'].conditions = setJoinGuardCondition(jg, 'v1beta2', {
+        status: 'False',
+        reason: 'JoinTimeout',
+        message: markedMessage(check, 'JoinTimeout'),
+        now: new Date(ms(T2)),
+      }).conditions;
+      expect(readMachine(jg, 'v1beta2').requestedBy).to.equal('uid-check-2');
+      expect(markerIn('JoinGuard (MachineJoinCheck default/workers): JoinTimeout'), 'no uid, no marker').to.equal(
+        undefined,
+      );
+    });
+  }
 
   it('a KubeadmControlPlane Machine is a control-plane Machine with a control-plane owner', () => {
     const m = readMachine(cpMachineV1beta2(), 'v1beta2');

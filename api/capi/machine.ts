@@ -11,6 +11,7 @@ import {
 } from '../v1alpha1/types.js';
 import { toCond, type ParsedCondition } from './conditions.js';
 import { readRemediationData } from './control-plane.js';
+import { markerIn } from './remediation-writes.js';
 import { CAPI_FIELDS, ConditionLists, readRefGroup, readTimedFact, type CapiFields } from './fields.js';
 import {
   CABPK_GROUP,
@@ -74,8 +75,17 @@ export function readMachine(obj: unknown, v: CapiApiVersion): MachineFacts {
   if (or) facts.ownerRemediated = or;
   const jg = toCond(conds.get(CONDITION_JOINGUARD_JOINED));
   if (jg) facts.joinGuardJoined = jg;
-  const requestedBy = meta.annotations[ANNOTATION_REQUESTED_BY];
+  // The marker: inside JoinGuard's own condition (the mark's write), else the annotation (the annotation path, and a
+  // mark of the previous layout: the annotation beside a /status mark).
+  const markerAnnotation = meta.annotations[ANNOTATION_REQUESTED_BY];
+  if (markerAnnotation) facts.markerAnnotation = markerAnnotation;
+  const requestedBy =
+    (hc?.status === 'False' ? markerIn(hc.message) : undefined) ??
+    (jg?.status === 'False' ? markerIn(jg.message) : undefined) ??
+    markerAnnotation;
   if (requestedBy) facts.requestedBy = requestedBy;
+  const list = r.list('status.conditions');
+  if (list !== undefined) facts.conditions = list;
   const skip = skipReason(meta.annotations);
   if (skip) facts.skipReason = skip;
   const remediationFor = meta.annotations[KCP_ANNOTATION_REMEDIATION_FOR];

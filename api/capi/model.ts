@@ -85,8 +85,19 @@ export interface MachineFacts {
   joinGuardJoined?: Cond;
   /** `cluster.x-k8s.io/remediate-machine` annotation present. */
   remediateAnnotation: boolean;
-  /** `joinguard.io/requested-by`: the uid of the check whose mark this Machine carries. */
+  /**
+   * The uid of the check whose mark this Machine carries (its marker): in the message of JoinGuard's condition
+   * (HealthCheckSucceeded or JoinGuardJoined, False), or — the annotation path, and marks of the previous layout —
+   * the annotation `joinguard.io/requested-by`.
+   */
   requestedBy?: string;
+  /** The annotation `joinguard.io/requested-by` as the Machine carries it (a withdrawal removes it). */
+  markerAnnotation?: string;
+  /**
+   * The raw `status.conditions` list, so that a write can be built from the Machine as judged and guarded by its
+   * resourceVersion (a merge patch replaces the list whole). The controller's caches drop it for settled Machines.
+   */
+  conditions?: readonly unknown[];
   /** `joinguard.io/skip`, `cluster.x-k8s.io/skip-remediation`, `cluster.x-k8s.io/paused`. */
   skipReason?: 'joinguard.io/skip' | 'cluster.x-k8s.io/skip-remediation' | 'cluster.x-k8s.io/paused';
   /** `machine.cluster.x-k8s.io/...` pool membership: label `cluster.x-k8s.io/pool-name` or a MachinePool owner. */

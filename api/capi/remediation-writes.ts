@@ -21,6 +21,23 @@ export const WITHDRAW_MESSAGE =
 
 export type ConditionStatus = 'True' | 'False' | 'Unknown';
 
+/**
+ * The marker inside a mark's condition message (DESIGN: "Recognisable marks"): the check that asked, named with its
+ * uid in the same write as the mark — `JoinGuard (MachineJoinCheck <namespace>/<name>, uid <uid>): ...`. A withdrawal
+ * rewrites the message, so the marker goes with the mark. One home for the words: written by markedMessage, read by
+ * markerIn.
+ */
+export function markedMessage(check: { namespace: string; name: string; uid: string }, says: string): string {
+  return `JoinGuard (MachineJoinCheck ${check.namespace}/${check.name}, uid ${check.uid}): ${says}`;
+}
+
+const MARKER = /^JoinGuard \(MachineJoinCheck [^\s,()]+, uid ([A-Za-z0-9-]+)\): /;
+
+/** The uid a mark's condition message names (markedMessage), or undefined. */
+export function markerIn(message: string | undefined): string | undefined {
+  return message === undefined ? undefined : MARKER.exec(message)?.[1];
+}
+
 interface Desired {
   type: string;
   status: ConditionStatus;

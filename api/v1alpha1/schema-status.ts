@@ -211,9 +211,9 @@ export const statusSchema: JSONSchemaProps = obj(
       STATUS_LIMITS.requests,
     ),
     ownerWindows: bounded(
-      'ownerWindows are, per owner, the times of its requests inside ' +
-        'remediation.window (the newest maxPerOwner): the exact per-owner ' +
-        'budget',
+      'ownerWindows are, per owner, the times of its requests kept for ' +
+        'the longer of remediation.window and a day, whatever maxPerOwner ' +
+        'is: the exact per-owner budget',
       obj("One owner's requests inside the window.", {
         kind: str('kind of the owner.'),
         name: str('name of the owner.'),

@@ -3,7 +3,7 @@
 import { carriesAnyMark, type MachineFacts } from '../../api/capi/model.js';
 import type { CheckSettings, OwnerReference, OwnerWindow, RequestRecord } from '../../api/v1alpha1/types.js';
 import { anyMark, causedMarks } from './marks.js';
-import { formatDuration, iso, latest, ms } from './time.js';
+import { formatDuration, HOUR, iso, latest, ms } from './time.js';
 import { listNames } from './words.js';
 
 export function maxInFlightLimit(settings: CheckSettings, expectedMachines: number): number {
@@ -13,22 +13,26 @@ export function maxInFlightLimit(settings: CheckSettings, expectedMachines: numb
 }
 
 /**
- * In flight (by name): Machines in scope, not gone, that JoinGuard asked to replace and has not withdrawn, or that
- * still carry a mark JoinGuard caused (remembered or not: a mark only JoinGuard writes counts even without memory);
- * an open request whose Machine cannot be read counts too (it is not gone).
+ * In flight (by name), counted from the world (DESIGN: "Budget"): the Cluster's Machines, in the selector or not (a
+ * marked Machine that left it — the selector edited, template labels copied in place — is still replaced by its
+ * owner), not gone, that this check asked to replace and has not withdrawn, or that still carry a mark it caused
+ * (remembered or not: its marker names this check, or a mark with no marker carries JoinGuard's own reasons); an open
+ * request whose Machine cannot be read counts too (it is not gone). Another live check's marks are its own budget.
  */
 export function inFlight(
-  inScope: readonly MachineFacts[],
+  ofCluster: readonly MachineFacts[],
   requests: readonly RequestRecord[],
   unreadable: ReadonlySet<string>,
+  checkUid?: string,
 ): string[] {
   const byUid = new Map(requests.map((r) => [r.uid, r]));
-  const flying = inScope.filter((m) => {
+  const flying = ofCluster.filter((m) => {
     const r = byUid.get(m.uid);
     if (r?.state === 'Open' && r.path !== 'Report') return true;
     if (r?.state === 'Reported' || r?.state === 'DryRun') return false;
     if (r?.path === 'Delete' && m.deletingSince !== undefined) return true; // being deleted because JoinGuard asked
     if (r === undefined && !carriesAnyMark(m)) return false; // most of a fleet
+    if (r === undefined && m.requestedBy !== undefined && m.requestedBy !== checkUid) return false;
     return anyMark(causedMarks(m, r?.path));
   });
   const unread = requests.filter((r) => r.state === 'Open' && (unreadable.has(r.uid) || unreadable.has(r.machine)));
@@ -40,11 +44,25 @@ export function windowStart(now: number, settings: CheckSettings, lastResume: st
   return latest(now - settings.windowMs, ms(lastResume)) as number;
 }
 
-/** Request times of each owner still inside the window (the newest maxPerOwner of them: all that can matter). */
-export function trimWindows(windows: readonly OwnerWindow[] | undefined, start: number, keep: number): OwnerWindow[] {
+/**
+ * How long request times are kept at least, whatever the window is now: a window lowered and raised again within a
+ * day forgets no request (decisions.md, "Per-owner windows are exact").
+ */
+export const OWNER_TIMES_KEPT_MS = 24 * HOUR;
+
+/** From when request times are kept: the longer of the window and a day, and never before the last resume. */
+export function keptFrom(now: number, settings: CheckSettings, lastResume: string | undefined): number {
+  return latest(now - Math.max(settings.windowMs, OWNER_TIMES_KEPT_MS), ms(lastResume)) as number;
+}
+
+/**
+ * Request times of each owner kept from `from` on: all of them, whatever maxPerOwner is now (lowered, then raised
+ * again, it must still count every request inside the window).
+ */
+export function trimWindows(windows: readonly OwnerWindow[] | undefined, from: number): OwnerWindow[] {
   const out: OwnerWindow[] = [];
   for (const w of windows ?? []) {
-    const times = w.times.filter((t) => (ms(t) ?? 0) >= start).slice(-Math.max(keep, 1));
+    const times = w.times.filter((t) => (ms(t) ?? 0) >= from);
     if (times.length > 0) out.push({ kind: w.kind, name: w.name, times });
   }
   return out;
@@ -54,11 +72,10 @@ export function recordOwnerRequest(
   windows: OwnerWindow[],
   owner: OwnerReference | undefined,
   now: number,
-  keep: number,
 ): OwnerWindow[] {
   if (owner === undefined) return windows;
   const i = windows.findIndex((w) => w.kind === owner.kind && w.name === owner.name);
-  const times = [...(i >= 0 ? windows[i]!.times : []), iso(now)].slice(-Math.max(keep, 1));
+  const times = [...(i >= 0 ? windows[i]!.times : []), iso(now)];
   const out = windows.filter((_, j) => j !== i);
   out.push({ kind: owner.kind, name: owner.name, times });
   return out.sort((a, b) => (`${a.kind}/${a.name}` < `${b.kind}/${b.name}` ? -1 : 1));
@@ -72,6 +89,7 @@ export function budgetGate(
   owner: OwnerReference | undefined,
   settings: CheckSettings,
   expected: number,
+  windowFrom: number,
 ): BudgetGate {
   const limit = maxInFlightLimit(settings, expected);
   if (flying.length >= limit) {
@@ -84,7 +102,7 @@ export function budgetGate(
   }
   if (owner === undefined) return { ok: true };
   const w = windows.find((x) => x.kind === owner.kind && x.name === owner.name);
-  const times = (w?.times ?? []).map((t) => ms(t) ?? 0);
+  const times = (w?.times ?? []).map((t) => ms(t) ?? 0).filter((t) => t >= windowFrom);
   if (times.length < settings.maxPerOwner) return { ok: true };
   const frees = times[times.length - settings.maxPerOwner]! + settings.windowMs;
   return {

@@ -45,11 +45,12 @@ export function clusterOf(obj: Json): string | undefined {
 
 export const clusterKey = (namespace: string, cluster: string): string => `${namespace}/${cluster}`;
 
-/** Facts equal but for the resourceVersion: nothing the controller reads changed. */
+/**
+ * Facts equal but for the resourceVersion and the raw conditions a write is built from (kept current in the store,
+ * they decide nothing): nothing the controller reads changed.
+ */
 export function sameEntry<F>(a: Entry<F>, b: Entry<F>): boolean {
   if (a.malformed || b.malformed) return isDeepStrictEqual(a, b);
-  return (
-    a.cluster === b.cluster &&
-    isDeepStrictEqual({ ...(a.facts as object), resourceVersion: '' }, { ...(b.facts as object), resourceVersion: '' })
-  );
+  const decides = (f: F) => ({ ...(f as object), resourceVersion: '', conditions: undefined });
+  return a.cluster === b.cluster && isDeepStrictEqual(decides(a.facts), decides(b.facts));
 }

@@ -30,6 +30,7 @@ import { Informer, keyOf, type InformerEvent } from '../../runtime/informer.js';
 import type { Json, Resource } from '../../runtime/rest.js';
 import type { Live } from './executor.js';
 import { Index, MachineIndex, namedUids } from './machine-index.js';
+import { isSettled } from './judge.js';
 import { snapshotMachines } from './snapshot-machines.js';
 import { clusterKey, clusterOf, sameEntry, type CacheOptions, type CheckEntry, type Entry } from './cache-entries.js';
 import type { CapiInfo, Snapshot, SnapshotExtras } from './types.js';
@@ -97,7 +98,7 @@ export class Caches {
     this.machines = this.informer(
       'machines',
       capi('Machine'),
-      read('Machine', `cluster.x-k8s.io/${v}`, (x) => readMachine(x, v)),
+      read('Machine', `cluster.x-k8s.io/${v}`, (x) => lean(readMachine(x, v))),
       (t, e, old) => this.onMachine(t, e, old),
       sameEntry,
       shard,
@@ -384,4 +385,11 @@ export class Caches {
   consumed(key: string): void {
     this.machineIndex.consumed(key);
   }
+}
+
+/** A settled Machine is never written: its raw conditions are not kept (10,000 Machines, most of them settled). */
+function lean(f: MachineFacts): MachineFacts {
+  if (f.conditions === undefined || !isSettled(f)) return f;
+  const { conditions: _unused, ...rest } = f;
+  return rest;
 }

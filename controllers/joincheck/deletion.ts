@@ -50,7 +50,7 @@ export function deletionNote(d: Deletion): string {
 /**
  * The finalizer: added to every check (not while its Cluster is paused: clusterctl move deletes the source's
  * checks after removing their finalizers); removed from a deleted check once `left` (Machines still carrying
- * one of its marks, or unreadable) is empty, or once the bound passed.
+ * one of its marks, or unreadable) is empty, or once the bound passed — not while the Cluster is paused.
  */
 export function finalizerIntent(
   check: MachineJoinCheck,
@@ -63,5 +63,8 @@ export function finalizerIntent(
   if (deletion === undefined) return !has && !clusterPaused ? { addFinalizer: true } : {};
   if (!has) return {};
   if (left.length === 0) return { removeFinalizer: true };
+  // Nothing is written to a paused Cluster's Machines: the bound waits for the unpause (clusterctl move strips the
+  // finalizers of what it moves itself).
+  if (clusterPaused) return {};
   return now >= deletion.until ? { removeFinalizer: true, marksLeftBehind: [...left].sort() } : {};
 }

@@ -1,14 +1,14 @@
 // The planner's describe stage (DESIGN: "Status", "What users see"): the counts, the Machines being timed or held
 // (timed.ts), the conditions (conditions.ts words them), the event that says a stop began, what every Machine must
 // carry now (marks.ts), and what the check itself must carry (finalizer, annotations).
-import type { CheckSettings, Hold } from '../../api/v1alpha1/types.js';
+import type { CheckSettings, Hold, RequestRecord } from '../../api/v1alpha1/types.js';
 import { CONDITION_PROGRESSING, ReadyReason } from '../../api/v1alpha1/types.js';
 import { conditionOf, pausedCondition, progressing, readyCondition, RESTRICTING, setCondition } from './conditions.js';
 import { countVerdicts } from './counts.js';
 import { deletionNote, finalizerIntent } from './deletion.js';
 import { maxInFlightLimit, suspicionMessage } from './guards.js';
-import { byName } from './judge.js';
-import { markIntents, type IntentInput } from './marks.js';
+import { byName, isProvisioned, judge, readiness } from './judge.js';
+import { made, markIntents, PATHS, selectingMhcs, type IntentInput } from './marks.js';
 import { checkMetadata } from './memory.js';
 import { assign, type Followed, type Observed } from './observe.js';
 import type { Remediated } from './remediate.js';
@@ -95,25 +95,44 @@ export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Re
     meta.generation,
   );
 
-  // What every Machine must carry now: marks only while actions are allowed; withdrawals always.
+  // What every Machine must carry now: marks only while actions are allowed; withdrawals always — but nothing at all
+  // on a paused Cluster's Machines (clusterctl move pauses it, then copies them: a write then is lost or stale).
   // While CAPI cannot see the workload cluster (and during the grace after), no mark or delete is written on a Machine
   // but the first control-plane one, not even for a request made before: its Node may exist unseen.
   const blind = w.connection.down || w.connection.graceUntil !== undefined;
-  const intents = markIntents(requests, ofCluster, {
+  const pausedMhcs = [...r.pausedMhcs];
+  const waiting = notDueYet(s, f, w, requests);
+  const wanted = markIntents(requests, ofCluster, {
     ...intentInput(s, f.withdrawAll),
     inScope: new Set(w.inScope.map((m) => m.uid)),
   })
-    .filter((i) => i.want === 'withdraw' || (canAct && (!blind || i.machine.uid === w.first?.uid)))
+    .filter(
+      (i) =>
+        i.want === 'withdraw' ||
+        (canAct && (!blind || i.machine.uid === w.first?.uid)) ||
+        // A mark already on the Machine whose marker names another uid (clusterctl move): only the marker follows
+        // the check; nothing is asked.
+        (i.want === 'mark' && visibleMark(s, i)),
+    )
     // Not even a delete asked before the flag was turned off.
     .filter((i) => i.want !== 'delete' || s.allowMachineDelete === true)
+    // A request not made yet is written only while its Machine is due.
+    .filter((i) => i.want === 'withdraw' || !waiting.has(i.machine.uid))
+    // Nothing asked through a paused MachineHealthCheck, not even a request recorded before it was paused.
+    .filter((i) => {
+      const why = i.want === 'mark' && i.path === 'RemediateAnnotation' ? pausedMhcOf(s, i.machine.uid) : undefined;
+      if (why !== undefined) pausedMhcs.push(`${why}: ${i.machine.name} is left to it`);
+      return why === undefined;
+    })
     .sort((a, b) => byName(a.machine, b.machine));
+  const intents = cluster.paused ? [] : wanted;
   // Requests still open under withdraw-all: their Machine is being deleted, or could not be read (not known clean).
   const stillOpen = requests.filter((x) => x.state === 'Open');
   const isDeleting = (uid: string) => f.anyMachine.get(uid)?.deletingSince !== undefined;
   const withdrawing = f.withdrawAll
     ? {
         left: [
-          ...intents.map((i) => i.machine.name),
+          ...wanted.map((i) => i.machine.name),
           ...stillOpen.filter((x) => !isDeleting(x.uid)).map((x) => `${x.machine} (unreadable)`),
         ],
         deleting: stillOpen.filter((x) => isDeleting(x.uid)).map((x) => x.machine),
@@ -123,7 +142,7 @@ export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Re
   const paused = pausedCondition({
     specPaused: settings.paused,
     cluster,
-    pausedMhcs: r.pausedMhcs,
+    pausedMhcs,
     verdicts,
     ...(withdrawing ? { withdrawing } : {}),
   });
@@ -142,6 +161,38 @@ function notActing(
   if (settings.paused || cluster.paused) return 'Paused';
   if (cluster.deleting) return 'ClusterDeleting';
   return withdrawAll ? 'WithdrawingMarks' : 'Paused';
+}
+
+/**
+ * The requests recorded and not made yet (their mark never seen) whose Machine is not due: decided on the Machine as
+ * the caches had it, their write met a 409 whose read shows it was not (DESIGN: "a 409 is a live re-read and a new
+ * decision"). Their write waits until the Machine is due — or it joins, and the request is withdrawn. Judged on the
+ * times the status keeps, not on this process's memory of earlier ones, so that a restart decides the same.
+ */
+function notDueYet(s: Snapshot, f: Followed, w: Observed, requests: readonly RequestRecord[]): Set<string> {
+  const out = new Set<string>();
+  for (const r of requests) {
+    if (r.state !== 'Open' || r.firstControlPlane === true) continue;
+    const m = f.byUid.get(r.uid);
+    if (m === undefined || made(r, m) || !w.inScope.includes(m)) continue;
+    const ready = isProvisioned(m) ? readiness(m, w.prevObs.get(m.uid), undefined, s.now).at : undefined;
+    const ctx = { ...w.ctx, readyAt: new Map(ready !== undefined ? [[m.uid, ready]] : []) };
+    if (judge(m, ctx).state !== 'Stuck') out.add(r.uid);
+  }
+  return out;
+}
+
+function visibleMark(s: Snapshot, i: Extract<MarkIntent, { want: 'mark' }>): boolean {
+  const m = s.machines.find((x) => x.uid === i.machine.uid);
+  return m !== undefined && PATHS[i.path].visible(m) && i.marker !== undefined && m.requestedBy !== i.marker;
+}
+
+/** "MachineHealthCheck h selects it and is paused" when every MachineHealthCheck that selects the Machine is paused. */
+function pausedMhcOf(s: Snapshot, uid: string): string | undefined {
+  const m = s.machines.find((x) => x.uid === uid);
+  const sel = m === undefined ? [] : selectingMhcs(m, s.mhcs);
+  if (sel.length === 0 || sel.some((h) => !h.paused)) return undefined;
+  return `MachineHealthCheck ${sel.map((h) => h.name).join(', ')} selects it and is paused`;
 }
 
 export function intentInput(s: Snapshot, withdrawAll: boolean): IntentInput {

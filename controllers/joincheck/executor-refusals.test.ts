@@ -66,6 +66,8 @@ class FakeApi {
   readonly calls: string[] = [];
   /** Decides a Machine write: an error to throw, or undefined to apply it. */
   refuse: (name: string, path: string) => Error | undefined = () => undefined;
+  /** The check's status writes are refused with this, for good (RBAC on /status, an admission policy, a size limit). */
+  statusRefused: Error | undefined;
 
   constructor(ms: Json[], requests: Json[] = []) {
     for (const m of ms) this.machines.set(m.metadata.name, m);
@@ -108,6 +110,7 @@ class FakeApi {
       },
       put: async (path: string, body: Json) => {
         this.calls.push(`PUT ${path}`);
+        if (this.statusRefused !== undefined) throw this.statusRefused;
         if (body.metadata.resourceVersion !== this.check.metadata.resourceVersion)
           throw new ApiError(409, 'PUT', path, 'modified');
         this.check = {
@@ -242,12 +245,33 @@ describe('executor: each Machine converges on its own (fake apiserver)', () => {
     });
   }
 
+  it("the check's own status write refused for good (403 on /status): a joined Machine still loses its mark, pass after pass; nothing is marked without its write-ahead", async () => {
+    const api = new FakeApi([machine('md-0-a'), machine('md-0-b', { joinedWithMark: true })], [openRequest('md-0-b')]);
+    api.statusRefused = new ApiError(
+      403,
+      'PUT',
+      `${CHECK}/status`,
+      'machinejoinchecks.joinguard.io "workers" is forbidden: User cannot update resource "machinejoinchecks/status"',
+    );
+    const refusals = new Refusals();
+    const failed = await run(api, refusals).result.then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    expect(failed?.message, "the refusal is the pass's error (retried with back-off)").to.contain('forbidden');
+    expect(healthCheck(api.machines.get('md-0-b'))).to.include({ status: 'True' });
+    expect(healthCheck(api.machines.get('md-0-a')), 'no mark without its record').to.equal(undefined);
+    // The next pass (the status still refused, the stored request still open): nothing is marked again.
+    await run(api, refusals, NOW + 60_000).result.catch(() => undefined);
+    expect(healthCheck(api.machines.get('md-0-b'))).to.include({ status: 'True' });
+    expect(healthCheck(api.machines.get('md-0-a'))).to.equal(undefined);
+  });
+
   it('withdrawals go first, before any mark', async () => {
     const api = new FakeApi([machine('md-0-a'), machine('md-0-z', { joinedWithMark: true })], [openRequest('md-0-z')]);
     await run(api, new Refusals()).result;
-    // a's marker is its live read (it asks nothing: decisions.md, "Requests per mark"); then z's withdrawal (its
-    // conditions, then its marker if it had one) before a's mark.
-    expect(api.machineWrites()).to.deep.equal(['md-0-a', 'md-0-z/status', 'md-0-a/status']);
+    // z's withdrawal before a's mark, each one write (a's marker inside its mark).
+    expect(api.machineWrites()).to.deep.equal(['md-0-z/status', 'md-0-a/status']);
   });
 
   it('a refused Machine is retried with back-off, doubling, and reported in the Progressing message until its write goes through', async () => {

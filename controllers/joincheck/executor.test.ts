@@ -155,47 +155,53 @@ const healthCheck = (m: Json) => (m.status.conditions as Json[]).find((c) => c.t
 const count = (api: FakeApi, call: string) => api.calls.filter((c) => c === call).length;
 
 describe('executor (fake apiserver)', () => {
-  it('reads the Cluster live, the Machine by its marker, records the request in status, then marks the Machine', async () => {
+  it('reads the Cluster live, records the request in status, then marks the Machine in one write that carries its marker: 4 requests', async () => {
     const api = new FakeApi();
     const d = deps(api);
     const r = await execute(d, source(api));
     const i = (c: string) => api.calls.indexOf(c);
     expect(i(`GET ${CLUSTER}`)).to.be.greaterThan(-1);
-    // The marker (it asks nothing), guarded by the cached resourceVersion, accepted: its answer is the live Machine.
+    // The mark is built from the Machine as judged and guarded by its resourceVersion: that stands for its live read.
     expect(i(`GET ${MACHINE}`), 'no GET of the Machine').to.equal(-1);
-    expect(i(`PATCH ${MACHINE}`)).to.be.greaterThan(i(`GET ${CLUSTER}`));
-    expect(i(`PUT ${CHECK}/status`)).to.be.greaterThan(i(`PATCH ${MACHINE}`));
+    expect(i(`PATCH ${MACHINE}`), 'no marker write of its own').to.equal(-1);
+    expect(i(`PUT ${CHECK}/status`)).to.be.greaterThan(i(`GET ${CLUSTER}`));
     expect(i(`PATCH ${MACHINE}/status`)).to.be.greaterThan(i(`PUT ${CHECK}/status`));
     expect(healthCheck(api.machine)).to.include({ status: 'False', reason: 'JoinTimeout' });
+    // The marker inside the mark: the condition's message names the check and its uid.
+    expect(healthCheck(api.machine)!.message).to.match(
+      /^JoinGuard \(MachineJoinCheck default\/workers, uid uid-check\): /,
+    );
+    expect(readMachine(api.machine, 'v1beta2').requestedBy).to.equal('uid-check');
+    expect(api.machine.metadata.annotations?.['joinguard.io/requested-by']).to.equal(undefined);
     expect(d.events.map((e) => e.reason)).to.deep.equal(['RemediationRequested']);
     expect(r.requeueAfterMs).to.equal(undefined);
-    // A mark costs: the Cluster's live read, the marker (joinguard.io/requested-by, the Machine's live read), the
-    // status write, the mark; then the check's own metadata (owner, block-move, finalizer) once.
-    expect(api.calls.filter((c) => !c.startsWith(`PATCH ${CHECK}`))).to.have.length(4);
-    expect(count(api, `PATCH ${MACHINE}`), 'the marker once').to.equal(1);
-    expect(api.machine.metadata.annotations['joinguard.io/requested-by']).to.equal('uid-check');
+    // A mark costs: the Cluster's live read, the status write, the mark, and its Event; then the check's own
+    // metadata (owner, block-move, finalizer) once.
+    expect(api.calls.filter((c) => !c.startsWith(`PATCH ${CHECK}`))).to.deep.equal([
+      `GET ${CLUSTER}`,
+      `PUT ${CHECK}/status`,
+      `PATCH ${MACHINE}/status`,
+    ]);
   });
 
-  it('the marker as the live read meets a 409 (the cache lagged): the Machine is read, decided on again and marked', async () => {
+  it('the mark meets a 409 (the cache lagged): that is its live read — the Machine is read, decided on again and marked', async () => {
     const api = new FakeApi();
     const cached = api.cached();
     api.machine.metadata.resourceVersion = String(Number(api.machine.metadata.resourceVersion) + 1); // CAPI wrote it
     const d = deps(api);
     await execute(d, source(api, cached));
-    const i = (c: string) => api.calls.indexOf(c);
-    expect(api.calls.filter((c) => c.endsWith(MACHINE) || c.startsWith('PUT'))).to.deep.equal([
-      `PATCH ${MACHINE}`, // refused: 409
-      `GET ${MACHINE}`,
+    expect(api.calls.filter((c) => c.includes('/machines/') || c.startsWith('PUT'))).to.deep.equal([
       `PUT ${CHECK}/status`,
-      `PATCH ${MACHINE}`, // the marker, guarded by the resourceVersion read
+      `PATCH ${MACHINE}/status`, // refused: 409
+      `GET ${MACHINE}`,
+      `PATCH ${MACHINE}/status`, // guarded by the resourceVersion read
     ]);
-    expect(i(`PATCH ${MACHINE}/status`)).to.be.greaterThan(i(`PUT ${CHECK}/status`));
     expect(healthCheck(api.machine)).to.include({ status: 'False', reason: 'JoinTimeout' });
-    expect(api.machine.metadata.annotations['joinguard.io/requested-by']).to.equal('uid-check');
+    expect(readMachine(api.machine, 'v1beta2').requestedBy).to.equal('uid-check');
     expect(d.events.map((e) => e.reason)).to.deep.equal(['RemediationRequested']);
   });
 
-  it('a Machine that joined after the cache saw it: the marker meets a 409, the GET shows the join, nothing is asked', async () => {
+  it('a Machine that joined after the cache saw it: the mark meets a 409, the GET shows the join, nothing is marked and the request is withdrawn', async () => {
     const api = new FakeApi();
     const cached = api.cached();
     api.machine.status = { ...api.machine.status, nodeRef: { name: 'node-1' } };
@@ -203,13 +209,38 @@ describe('executor (fake apiserver)', () => {
     const d = deps(api);
     await execute(d, source(api, cached));
     expect(api.calls).to.include(`GET ${MACHINE}`);
-    expect(count(api, `PATCH ${MACHINE}/status`), 'no mark').to.equal(0);
-    expect(api.machine.metadata.annotations?.['joinguard.io/requested-by'], 'no marker').to.equal(undefined);
-    expect(api.check.status?.requests ?? []).to.deep.equal([]);
+    expect(healthCheck(api.machine), 'no mark').to.equal(undefined);
     expect(d.events.map((e) => e.reason)).to.deep.equal([]);
+    // Recorded before it was made (write-ahead), found joined by its 409: the next pass withdraws the request.
+    await execute(deps(api), source(api));
+    expect(api.check.status?.requests ?? []).to.deep.equal([]);
+    expect(api.check.status?.remediations?.[0]).to.include({ outcome: 'Cancelled' });
+    expect(healthCheck(api.machine)).to.equal(undefined);
   });
 
-  it('the marker is written only on a plan made with the live Cluster: a Cluster paused since the cache saw it, nothing', async () => {
+  it('the mark meets a 409 and the live Machine is not due after all (its infrastructure ready later than the cache showed): its write waits until the Machine is due, and never comes if it joins', async () => {
+    const api = new FakeApi();
+    const cached = api.cached();
+    const infra = (api.machine.status.conditions as Json[]).find((c) => c.type === 'InfrastructureReady')!;
+    infra.lastTransitionTime = new Date(NOW - 5 * 60_000).toISOString().replace('.000Z', 'Z');
+    api.machine.metadata.resourceVersion = String(Number(api.machine.metadata.resourceVersion) + 1);
+    const d = deps(api);
+    await execute(d, source(api, cached));
+    expect(count(api, `GET ${MACHINE}`), 'the 409 is the live read').to.equal(1);
+    expect(healthCheck(api.machine), 'not marked before its deadline').to.equal(undefined);
+    expect(d.events.map((e) => e.reason)).to.deep.equal([]);
+    // The next pass, on the live Machine: the request (recorded on the stale view) waits; nothing is written.
+    await execute(deps(api), source(api));
+    expect(api.check.status?.requests?.[0]).to.include({ state: 'Open' });
+    expect(healthCheck(api.machine)).to.equal(undefined);
+    // It joins before its deadline: the request is withdrawn, never made (Cancelled).
+    api.machine.status = { ...api.machine.status, nodeRef: { name: 'node-1' } };
+    await execute(deps(api), source(api));
+    expect(api.check.status?.remediations?.[0]).to.include({ outcome: 'Cancelled' });
+    expect(healthCheck(api.machine)).to.equal(undefined);
+  });
+
+  it('a mark is written only on a plan made with the live Cluster: a Cluster paused since the cache saw it, nothing', async () => {
     const api = new FakeApi();
     const cached = api.cached();
     api.cluster.spec.paused = true;
@@ -218,22 +249,26 @@ describe('executor (fake apiserver)', () => {
     expect(api.check.status?.requests ?? []).to.deep.equal([]);
   });
 
-  it('a marker answered with anything but 409 (500, a lost answer, a refusal) reads the Machine before deciding', async () => {
-    for (const fault of ['fail', 'conflict'] as const) {
-      const api = new FakeApi((n) => (n === 1 ? fault : 'ok'));
-      const d = deps(api);
-      await execute(d, source(api));
-      expect(api.calls, fault).to.include(`GET ${MACHINE}`);
-      expect(healthCheck(api.machine), fault).to.include({ status: 'False', reason: 'JoinTimeout' });
-      expect(api.machine.metadata.annotations['joinguard.io/requested-by'], fault).to.equal('uid-check');
-      expect(d.events.map((e) => e.reason)).to.deep.equal(['RemediationRequested']);
-    }
+  it("a mark answered with a 500 is that Machine's refusal (reported, retried with back-off); a 409 reads it and decides again", async () => {
+    const failed = new FakeApi((n) => (n === 1 ? 'fail' : 'ok'));
+    const d1 = deps(failed);
+    const r1 = await execute(d1, source(failed));
+    expect(healthCheck(failed.machine)).to.equal(undefined);
+    expect(d1.events.map((e) => e.reason)).to.deep.equal(['WriteRefused']);
+    expect(r1.requeueAfterMs).to.equal(1000);
+    const conflict = new FakeApi((n) => (n === 1 ? 'conflict' : 'ok'));
+    const d2 = deps(conflict);
+    await execute(d2, source(conflict));
+    expect(conflict.calls).to.include(`GET ${MACHINE}`);
+    expect(healthCheck(conflict.machine)).to.include({ status: 'False', reason: 'JoinTimeout' });
+    expect(d2.events.map((e) => e.reason)).to.deep.equal(['RemediationRequested']);
   });
 
   it('on a 409 from the Machine write, re-reads the Machine, decides again and marks it at once; the request is recorded once', async () => {
-    const api = new FakeApi((n) => (n === 2 ? 'conflict' : 'ok')); // the marker goes through, the mark meets a 409
+    const api = new FakeApi((n) => (n === 1 ? 'conflict' : 'ok'));
     const r = await execute(deps(api), source(api));
     expect(count(api, `PATCH ${MACHINE}/status`)).to.equal(2);
+    expect(count(api, `GET ${MACHINE}`)).to.equal(1);
     expect(healthCheck(api.machine)).to.include({ status: 'False', reason: 'JoinTimeout' });
     expect(count(api, `PUT ${CHECK}/status`)).to.equal(1);
     expect(r.requeueAfterMs).to.equal(undefined);
@@ -254,8 +289,8 @@ describe('executor (fake apiserver)', () => {
   it('gives up after a bounded number of conflicts and asks to be run again soon', async () => {
     const api = new FakeApi(() => 'conflict');
     const r = await execute(deps(api), source(api));
-    // The marker as the live read (409: the Machine is read), then at most 3 writes.
-    expect(count(api, `PATCH ${MACHINE}/status`) + count(api, `PATCH ${MACHINE}`)).to.equal(4);
+    // At most 3 writes, each 409 a read and a new decision.
+    expect(count(api, `PATCH ${MACHINE}/status`) + count(api, `PATCH ${MACHINE}`)).to.equal(3);
     expect(r.requeueAfterMs).to.equal(1000);
   });
 
@@ -314,9 +349,32 @@ describe('executor (fake apiserver)', () => {
     expect(r.requeueAfterMs).to.equal(100);
   });
 
-  it('a deleted check: its mark withdrawn, then its marker; once none is left its finalizer goes, other finalizers kept', async () => {
+  it('a mark of the previous layout (the marker annotation beside a /status mark) is recognised and withdrawn: its conditions, then the annotation', async () => {
     const api = new FakeApi();
-    await execute(deps(api), source(api)); // marked, with the marker, and the finalizer added
+    await execute(deps(api), source(api)); // marked: the request recorded
+    // As an earlier release wrote it: no marker in the message, the annotation beside it.
+    healthCheck(api.machine)!.message = 'JoinGuard (MachineJoinCheck default/workers): JoinTimeout';
+    api.machine.metadata.annotations = {
+      ...api.machine.metadata.annotations,
+      'joinguard.io/requested-by': 'uid-check',
+    };
+    expect(readMachine(api.machine, 'v1beta2')).to.include({ requestedBy: 'uid-check', markerAnnotation: 'uid-check' });
+    api.machine.status = { ...api.machine.status, nodeRef: { name: 'node-1' } };
+    const before = api.calls.length;
+    const d = deps(api);
+    await execute(d, source(api));
+    expect(api.calls.slice(before).filter((c) => c.includes('/machines/'))).to.deep.equal([
+      `PATCH ${MACHINE}/status`,
+      `PATCH ${MACHINE}`,
+    ]);
+    expect(healthCheck(api.machine)).to.include({ status: 'True' });
+    expect(api.machine.metadata.annotations['joinguard.io/requested-by']).to.equal(undefined);
+    expect(d.events.map((e) => e.reason)).to.deep.equal(['RemediationWithdrawn']);
+  });
+
+  it('a deleted check: its mark withdrawn, its marker with it; once none is left its finalizer goes, other finalizers kept', async () => {
+    const api = new FakeApi();
+    await execute(deps(api), source(api)); // marked (the marker in the condition), and the finalizer added
     expect(api.check.metadata.finalizers).to.deep.equal(['joinguard.io/withdraw-marks']);
     api.check.metadata = {
       ...api.check.metadata,
@@ -343,27 +401,27 @@ describe('executor (fake apiserver)', () => {
     expect(api.calls.filter((c) => !c.startsWith('GET'))).to.deep.equal([]);
   });
 
-  it('a status that differs only in counts is written at most every 30 s; decisions at once', async () => {
+  it('a status that differs only in counts rides on the next decision, or is written once the last write is 5 minutes old; decisions at once', async () => {
     const api = new FakeApi();
     await execute(deps(api), source(api));
     await execute(deps(api), source(api)); // the mark seen: the request says so
     api.check.status = { ...api.check.status, joinedMachines: 7 };
     const r = await execute(deps(api, { lastStatusWrite: NOW - 1000 }), source(api));
-    expect(r.requeueAfterMs).to.equal(29_000);
+    expect(r.requeueAfterMs).to.equal(299_000);
     expect(api.check.status.joinedMachines).to.equal(7);
-    await execute(deps(api, { lastStatusWrite: NOW - 31_000 }), source(api));
+    await execute(deps(api, { lastStatusWrite: NOW - 301_000 }), source(api));
     expect(api.check.status.joinedMachines).to.equal(0);
   });
 
-  it('the mark first seen (marked, markedTime) waits like a count: it rides on the next write, or goes after 30 s', async () => {
+  it('the mark first seen (marked, markedTime) waits like a count: it rides on the next write, or goes after 5 minutes', async () => {
     const api = new FakeApi();
     await execute(deps(api), source(api)); // the request (write-ahead), then the mark
     expect(api.check.status.requests[0]).to.not.have.property('marked');
     const puts = count(api, `PUT ${CHECK}/status`);
     const r = await execute(deps(api, { lastStatusWrite: NOW - 1000 }), source(api));
     expect(count(api, `PUT ${CHECK}/status`), 'no write of its own').to.equal(puts);
-    expect(r.requeueAfterMs).to.equal(29_000);
-    await execute(deps(api, { lastStatusWrite: NOW - 31_000 }), source(api));
+    expect(r.requeueAfterMs).to.equal(299_000);
+    await execute(deps(api, { lastStatusWrite: NOW - 301_000 }), source(api));
     expect(api.check.status.requests[0]).to.include({ marked: true });
   });
 

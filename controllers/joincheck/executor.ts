@@ -16,23 +16,13 @@ import {
   FINALIZER,
 } from '../../api/v1alpha1/types.js';
 import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
-import { isConflict, isNotFound, pathOf, type Json } from '../../runtime/rest.js';
+import { isConflict, isNotFound, pathOf, type Json, type Resource } from '../../runtime/rest.js';
 import { DELETION_BOUND_MS } from './deletion.js';
 import { converge, factsOf, needsWrite, ref, type Converged } from './machine-writes.js';
-import {
-  checkUnchanged,
-  markerRead,
-  readByMarker,
-  readLive,
-  resource,
-  type Live,
-  type LiveReadDeps,
-  type MarkMarkIntent,
-  type SnapshotSource,
-} from './live-reads.js';
+import { checkUnchanged, readLive, resource, type Live, type LiveReadDeps, type SnapshotSource } from './live-reads.js';
 import { plan } from './planner.js';
 import { Refusals, type RefusedWrite } from './refusals.js';
-import type { MarkIntent, Plan, PlannedEvent, Snapshot } from './types.js';
+import type { MachineTarget, MarkIntent, Plan, PlannedEvent, Snapshot } from './types.js';
 
 export { needsWrite } from './machine-writes.js';
 export type { Live, SnapshotSource } from './live-reads.js';
@@ -58,11 +48,12 @@ export interface Result {
 }
 
 /**
- * Display-only changes to the status (counts, messages, the history, a mark first seen) are written at most this
- * often, or with the next decision; decisions are written at once. 30 s: Machines of a pool fail seconds apart, so
- * the `marked` flag of one rides on the next one's write-ahead instead of a write of its own (decisions.md, issue 18).
+ * Display-only changes to the status (counts, messages, the history, a mark first seen) ride on the next decision's
+ * write (decisions are written at once); alone they are written only once the last write is this old, so `kubectl get
+ * mjc` lags by at most this much in a quiet fleet. 5 minutes: the marks of a pool's failures come minutes apart, and
+ * each one's `marked` flag rides on the next one's write-ahead (decisions.md, "Requests per mark: 4").
  */
-export const STATUS_COALESCE_MS = 30_000;
+export const STATUS_COALESCE_MS = 5 * 60_000;
 const ROUNDS = 3;
 
 export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<Result> {
@@ -73,26 +64,14 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
   let p = plan(s);
 
   const refusals = deps.refusals ?? new Refusals();
-  // Read live what a write targets, and the Machines whose state this plan decides without a write (a failure
-  // counted, a request withdrawn), with the Cluster, in parallel; then decide again on them. A Machine to be marked
-  // is read by writing its marker (it asks nothing) guarded by the cached resourceVersion: accepted, the cache was
-  // the live Machine and the answer is the live Machine; anything else reads it (GET). The marker is written only
-  // on a plan made with the live Cluster, so the first round reads the Cluster and every other Machine.
+  // Before any write: the Cluster read live, and the plan made again on it (a Cluster paused or disconnected since the
+  // cache saw it writes nothing). A Machine is read live only where no write stands for the read: a write is built
+  // from the Machine as judged and guarded by its resourceVersion, so a Machine that changed since (it joined) answers
+  // 409, and that is its live read and a new decision (DESIGN: "Before any write"). Read first: the Machines whose new
+  // state the plan records without writing to them (a failure that raises the suspicion, a request withdrawn or
+  // unanswered) — the status must not record a decision a stale cache made.
   for (let round = 0; round <= ROUNDS; round++) {
-    const unread = [
-      ...p.intents.filter((i) => needsWrite(i, factsOf(s!, i.machine.uid))).map((i) => i.machine),
-      ...p.confirm,
-    ].filter((t, n, all) => !live.machines.has(t.uid) && all.findIndex((x) => x.uid === t.uid) === n);
-    if (unread.length === 0) break;
-    const viaMarker = new Map<string, MarkMarkIntent>();
-    for (const t of unread) {
-      const i = markerRead(p, s, t.uid);
-      if (i !== undefined && !refusals.known(t.uid)) viaMarker.set(t.uid, i);
-    }
-    const cluster = live.cluster === undefined;
-    const byGet = unread.filter((t) => !viaMarker.has(t.uid));
-    if (cluster || byGet.length > 0) await readLive(deps, machineRes, s, byGet, live, cluster);
-    if (!cluster) await readByMarker(deps, machineRes, [...viaMarker.values()], live);
+    if (!(await readBeforeWrites(deps, machineRes, p, s, live))) break;
     s = src.build(live);
     if (s === undefined) return {};
     p = plan(s);
@@ -104,6 +83,7 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
   // (a check gone too: a stale cache may still reconcile it, and must then plan with those Machines again).
   if (written.outcome === 'gone') return {};
   if (written.outcome === 'conflict') return { requeueAfterMs: 100 };
+  if (written.outcome === 'refused') return withdrawUnrecorded(deps, machineRes, written, live, src, refusals);
   ({ s, p } = written);
   if (written.outcome !== 'deferred') for (const e of p.events) deps.emit(e, s.check);
 
@@ -141,9 +121,13 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
       else requeue = 100;
     }
   }
-  for (const intent of ordered) {
-    const uid = intent.machine.uid;
-    if (!marksAllowed && intent.want !== 'withdraw') continue;
+  // The plan acted on: decided again when a Machine's write met a 409 (and recorded first when that changed a
+  // decision), so that every Machine is written as the latest recorded decision says, not as an earlier one did.
+  let latest = p;
+  for (const first of ordered) {
+    const uid = first.machine.uid;
+    const intent = latest.intents.find((x) => x.machine.uid === uid);
+    if (intent === undefined || (!marksAllowed && intent.want !== 'withdraw')) continue;
     if (!needsWrite(intent, factsOf(s, uid))) {
       refusals.cleared(uid);
       continue;
@@ -161,7 +145,20 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
       const again = src.build(live);
       if (again === undefined) break;
       s = again;
-      current = plan(s).intents.find((x) => x.machine.uid === uid);
+      let next = plan(s);
+      // The new decision is recorded before it is acted on, as the first was (a request dropped, a time pinned): a
+      // restart then decides the same.
+      if (!isDeepStrictEqual(decisive(next.status), decisive(s.check.status))) {
+        const w = await writeStatus(deps, s, next, live, src);
+        if (w.outcome !== 'written' && w.outcome !== 'same') {
+          requeue = Math.min(requeue ?? 100, 100);
+          current = undefined;
+          break;
+        }
+        ({ s, p: next } = w);
+      }
+      latest = next;
+      current = next.intents.find((x) => x.machine.uid === uid);
       if (current === undefined)
         deps.log.info('decided again on the changed Machine: nothing to write now', { Machine: ref(intent.machine) });
     }
@@ -179,6 +176,7 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
     refusals.cleared(uid);
     if (current !== undefined && (r === 'conflict' || r === 'unread')) requeue = Math.min(requeue ?? 1000, 1000);
   }
+  p = latest;
   refusals.keepOnly(new Set(p.intents.map((i) => i.machine.uid)));
   const retryAt = refusals.nextRetryAt();
   if (retryAt !== undefined) requeue = Math.min(requeue ?? Infinity, Math.max(0, retryAt - deps.now()));
@@ -220,6 +218,75 @@ function decisive(status: MachineJoinCheckStatus | undefined): unknown {
   };
 }
 
+type StatusWrite =
+  | { outcome: 'written' | 'same' | 'deferred' | 'conflict' | 'gone'; s: Snapshot; p: Plan }
+  /** Any error but 404, 409 and a lost leadership (403 from RBAC on /status, an admission policy, a size limit). */
+  | { outcome: 'refused'; s: Snapshot; p: Plan; error: Error };
+
+/**
+ * The check's status write was refused: nothing is asked (no request without its record), but every withdrawal that
+ * needs no record is still written — each Machine converges on its own, withdrawals first (DESIGN: Withdrawal). A
+ * withdrawal that rests on something undone later (a skip annotation, withdraw-all) or on memory (unanswered) waits
+ * for its record while its request is open in the stored status. The check's metadata follows the world (the
+ * finalizer), but a resume is not taken as acted on. Then the refusal is the pass's error: retried with back-off.
+ */
+async function withdrawUnrecorded(
+  deps: ExecutorDeps,
+  machineRes: Resource,
+  w: Extract<StatusWrite, { outcome: 'refused' }>,
+  live: Live,
+  src: SnapshotSource,
+  refusals: Refusals,
+): Promise<never> {
+  let { s } = w;
+  const { p } = w;
+  const stored = new Map((s.check.status?.requests ?? []).map((r) => [r.uid, r.state]));
+  deps.writeMetric('status', 'error');
+  deps.log.warn("the check's status write was refused: nothing is asked; withdrawals that need no record go on", {
+    err: w.error.message,
+  });
+  deps.emit(
+    {
+      on: 'Check',
+      reason: 'StatusWriteRefused',
+      warning: true,
+      message:
+        `JoinGuard cannot write this check's status: ${w.error.message}. ` +
+        `Nothing is asked of CAPI until it can (every request is recorded before it is made); marks on Machines that ` +
+        `joined are still withdrawn. Retried with back-off.`,
+    },
+    s.check,
+  );
+  let unsettled = false;
+  for (const intent of p.intents) {
+    if (intent.want !== 'withdraw') continue;
+    if (intent.needsRecord === true && stored.get(intent.machine.uid) === 'Open') continue;
+    const uid = intent.machine.uid;
+    if (!needsWrite(intent, factsOf(s, uid)) || refusals.waiting(uid, deps.now())) continue;
+    let current: MarkIntent | undefined = intent;
+    let r: Converged = 'none';
+    for (let attempt = 0; current !== undefined && attempt < ROUNDS; attempt++) {
+      r = await converge(deps, machineRes, current, live, s);
+      if (r === 'ok') deps.emit(current.event, s.check);
+      if (r !== 'conflict' && r !== 'unread') break;
+      // CAPI changed it since: read it and decide again (only a withdrawal is written here).
+      live.machines.delete(uid);
+      await readLive(deps, machineRes, s, [current.machine], live, false);
+      s = src.build(live) ?? s;
+      current = plan(s).intents.find((x) => x.machine.uid === uid && x.want === 'withdraw');
+    }
+    if (typeof r === 'object')
+      deps.emit(refusedEvent(intent, refusals.refused(intent.machine, r.want, r.error, deps.now())), s.check);
+    if (current !== undefined && (r === 'conflict' || r === 'unread')) unsettled = true;
+  }
+  // The finalizer follows the world, a resume is not taken as acted on, and no deleted check goes at its bound past a
+  // withdrawal that meets conflicts still (the next pass makes it).
+  const { removeResume: _notRecorded, ...check } = p.check;
+  if (unsettled) delete check.removeFinalizer;
+  await writeCheckMetadata(deps, s, { ...p, check }, live);
+  throw w.error;
+}
+
 /** A write the apiserver refused (any error but 404, 409 and a lost leadership): reported, retried with back-off. */
 async function writeStatus(
   deps: ExecutorDeps,
@@ -227,7 +294,7 @@ async function writeStatus(
   p: Plan,
   live: Live,
   src: SnapshotSource,
-): Promise<{ outcome: 'written' | 'same' | 'deferred' | 'conflict' | 'gone'; s: Snapshot; p: Plan }> {
+): Promise<StatusWrite> {
   const ns = s.check.metadata.namespace;
   const name = s.check.metadata.name;
   for (let attempt = 0; attempt < ROUNDS; attempt++) {
@@ -246,7 +313,8 @@ async function writeStatus(
       return { outcome: 'written', s: src.build(live) ?? s, p };
     } catch (e) {
       if (isNotFound(e)) return { outcome: 'gone', s, p };
-      if (!isConflict(e)) throw e;
+      if ((e as Error).name === 'WritesForbiddenError') throw e; // leadership lost: nothing more, at once
+      if (!isConflict(e)) return { outcome: 'refused', s, p, error: e as Error };
       deps.writeMetric('status', 'conflict');
       // The check changed (a user edit, an annotation): read it and decide again before anything else.
       try {
@@ -261,10 +329,9 @@ async function writeStatus(
       if (again === undefined) return { outcome: 'gone', s, p };
       s = again;
       p = plan(s);
-      // What the new plan decides without a write (a request forgotten, withdrawn, unanswered) is read live first.
-      const unread = p.confirm.filter((t) => !live.machines.has(t.uid));
-      if (unread.length > 0) {
-        await readLive(deps, resource(capiResource('Machine', deps.apiVersion)), s, unread, live);
+      // What the new plan decides without a write (a request forgotten, withdrawn, unanswered) is read live first,
+      // with the Cluster if the plan it was read for wrote nothing.
+      if (await readBeforeWrites(deps, resource(capiResource('Machine', deps.apiVersion)), p, s, live)) {
         s = src.build(live) ?? s;
         p = plan(s);
       }
@@ -273,7 +340,35 @@ async function writeStatus(
   return { outcome: 'conflict', s, p };
 }
 
-/** Writes what the live Machine misses of its intent; each write guarded by the resourceVersion it was built from. */
+/** The live reads a plan needs before it is written (mustRead; the Cluster before any write): false when none. */
+async function readBeforeWrites(deps: ExecutorDeps, res: Resource, p: Plan, s: Snapshot, live: Live): Promise<boolean> {
+  const unread = mustRead(p, s, live);
+  const cluster = live.cluster === undefined && (unread.length > 0 || writing(p, s).length > 0);
+  if (!cluster && unread.length === 0) return false;
+  await readLive(deps, res, s, unread, live, cluster);
+  return true;
+}
+
+/** The intents that still have something to write, as the snapshot shows their Machines. */
+function writing(p: Plan, s: Snapshot): MarkIntent[] {
+  return p.intents.filter((i) => needsWrite(i, factsOf(s, i.machine.uid)));
+}
+
+/**
+ * The Machines to read live before the status records this plan: those it decides without a write (Plan.confirm),
+ * but where this plan's own write re-checks the decision (`byWrite`: guarded by the resourceVersion judged, it is the
+ * read) — and those a write must be built from whose list the caches did not keep.
+ */
+function mustRead(p: Plan, s: Snapshot, live: Live): MachineTarget[] {
+  const written = new Set(writing(p, s).map((i) => i.machine.uid));
+  const withoutList = writing(p, s)
+    .filter((i) => i.want !== 'delete' && factsOf(s, i.machine.uid)?.conditions === undefined)
+    .map((i) => i.machine);
+  return [...p.confirm.filter((t) => !(t.byWrite === true && written.has(t.uid))), ...withoutList].filter(
+    (t, n, all) => !live.machines.has(t.uid) && all.findIndex((x) => x.uid === t.uid) === n,
+  );
+}
+
 function refusedEvent(i: MarkIntent, f: RefusedWrite): PlannedEvent {
   const what = { withdraw: 'withdrawal of its mark', delete: 'deletion', mark: 'mark' }[i.want];
   return {

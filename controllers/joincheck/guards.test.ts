@@ -281,6 +281,44 @@ describe('guards', () => {
     expect(cond(p.status, 'Progressing')?.message).to.contain('x in flight');
   });
 
+  it('maxInFlight counts a marked Machine that left the selector (selector edited, labels changed in place): it is still marked and still replaced', () => {
+    const sc = fleet(2, {
+      settings: { consecutiveJoinFailures: 0, selector: { matchLabels: { pool: 'a' } } },
+    });
+    const p = sc.at(STUCK).plan();
+    expect(requested(p)).to.deep.equal(['m0']);
+    sc.converge(p);
+    // CAPI copies a MachineDeployment's template labels onto its Machines in place: m0 leaves the selector, marked.
+    sc.update('m0', { labels: { 'cluster.x-k8s.io/cluster-name': CLUSTER, pool: 'b' } });
+    const q = sc.advance(MINUTE).plan();
+    expect(requested(q)).to.deep.equal([]);
+    expect(cond(q.status, 'Progressing')?.message).to.contain('maxInFlight 1').and.contain('m0');
+    sc.remove('m0');
+    expect(requested(sc.advance(MINUTE).plan())).to.deep.equal(['m1']);
+  });
+
+  it('maxPerOwner lowered from 3 to 1 and raised back to 3 forgets no request inside the window', () => {
+    const owner = { kind: 'MachineSet' as const, name: 'ms-a', controlPlane: false };
+    const three = ['a0', 'a1', 'a2'].map((n) => worker(n, { owner }));
+    const sc = new Scenario(
+      snapshot({
+        settings: { consecutiveJoinFailures: 0, maxInFlight: { count: 5 }, maxPerOwner: 3 },
+        machines: [withNode(worker('old', { createdAt: T0 - HOUR })), ...three],
+      }),
+    );
+    sc.plan();
+    expect(requested(sc.at(STUCK).plan())).to.deep.equal(['a0', 'a1', 'a2']);
+    for (const m of three) sc.remove(m.name);
+    sc.with({ settings: settings({ consecutiveJoinFailures: 0, maxInFlight: { count: 5 }, maxPerOwner: 1 }) });
+    sc.advance(MINUTE).plan();
+    sc.with({ settings: settings({ consecutiveJoinFailures: 0, maxInFlight: { count: 5 }, maxPerOwner: 3 }) });
+    sc.advance(MINUTE).plan();
+    sc.add(worker('a3', { owner, createdAt: STUCK }));
+    const p = sc.at(STUCK + 22 * MINUTE).plan();
+    expect(requested(p), 'a fourth request of ms-a inside the window').to.deep.equal([]);
+    expect(cond(p.status, 'Progressing')?.message).to.contain('maxPerOwner 3 reached for MachineSet/ms-a');
+  });
+
   it('a hand-written consecutiveJoinFailures of int32 max is clamped, said in Ready, and counting saturates', () => {
     const sc = new Scenario(
       snapshot({
@@ -345,6 +383,22 @@ describe('guards: the suspicion and its canaries', () => {
     expect([0, 1, 2, 3, 4, 5, 6].map((n) => canaryDelay(s, n) / MINUTE)).to.deep.equal([
       30, 60, 120, 240, 480, 480, 480,
     ]);
+  });
+
+  it('the failure that reaches consecutiveJoinFailures raises the suspicion and is not rebuilt, with room in maxInFlight', () => {
+    const names = ['a', 'b', 'c'];
+    const sc = new Scenario(
+      snapshot({
+        settings: { maxPerOwner: 100, maxInFlight: { count: 5 } },
+        machines: [withNode(worker('old', { createdAt: T0 - HOUR })), ...names.map((n) => worker(n))],
+      }),
+    );
+    sc.plan();
+    const p = sc.at(STALL).plan();
+    // a is the first failure (rebuilt); b is the second, the default threshold: it raises the suspicion instead.
+    expect(requested(p)).to.deep.equal(['a']);
+    expect(p.status.suspicion?.machines).to.include('b');
+    expect(progressingReason(p)).to.equal('BootstrapCredentialSuspect');
   });
 
   it('with defaults, canaries at 30m, 1h30m, 3h30m, 7h30m, 15h30m, 23h30m after the stall, one at a time', () => {

@@ -13,7 +13,7 @@ import type {
   ProgressingReason,
   RequestRecord,
 } from '../../api/v1alpha1/types.js';
-import { budgetGate } from './budgets.js';
+import { budgetGate, windowStart } from './budgets.js';
 import { nextCanaryAt } from './failures.js';
 import { ownerRef, sameOwner } from './marks.js';
 import { formatDuration, iso } from './time.js';
@@ -30,7 +30,15 @@ export {
   spendCanary,
   suspicionMessage,
 } from './failures.js';
-export { budgetGate, inFlight, maxInFlightLimit, recordOwnerRequest, trimWindows, windowStart } from './budgets.js';
+export {
+  budgetGate,
+  inFlight,
+  keptFrom,
+  maxInFlightLimit,
+  recordOwnerRequest,
+  trimWindows,
+  windowStart,
+} from './budgets.js';
 
 // ---- guard 3: never joined ----
 
@@ -314,7 +322,8 @@ export const STOPS = [
     reason: 'RemediationBudgetExhausted',
     restricting: true,
     gate: (m, _v, _raisedNow, st, w) => {
-      const b = budgetGate(st.flying, st.ownerWindows, ownerRef(m), w.settings, w.expected);
+      const from = windowStart(w.now, w.settings, st.status.lastResume?.time);
+      const b = budgetGate(st.flying, st.ownerWindows, ownerRef(m), w.settings, w.expected, from);
       return b.ok ? undefined : { note: b.message, ...until(b.frees) };
     },
     message: (_c, notes, machines) =>

@@ -309,6 +309,17 @@ describe('judge: how a Machine is judged', () => {
     expect(verdictOf(restarted, 'm').deadline).to.equal(T0 + 21 * MINUTE);
   });
 
+  it("the Cluster's ControlPlaneInitialized time that moves later while it stays True is not trusted: the first time seen stands, kept across a restart", () => {
+    const sc = new Scenario(snapshot({ machines: [worker('m')], now: T0 + 5 * MINUTE }));
+    expect(verdictOf(sc.plan(), 'm').deadline).to.equal(T0 + 21 * MINUTE);
+    // The Cluster's status rebuilt (a restore, a controller that recomputes it): its condition now says T0+15m.
+    sc.with({ cluster: clusterFacts({ controlPlaneInitialized: { value: true, since: T0 + 15 * MINUTE } }) });
+    expect(verdictOf(sc.at(T0 + 16 * MINUTE).plan(), 'm').deadline).to.equal(T0 + 21 * MINUTE);
+    expect(sc.status.controlPlaneInitializedSeen).to.equal('2026-02-28T23:00:00Z');
+    const restarted = plan({ ...sc.s, previous: undefined, now: T0 + 22 * MINUTE });
+    expect(verdictOf(restarted, 'm').state).to.equal('Stuck');
+  });
+
   it("the Cluster's ControlPlaneInitialized time in the future falls back to the first time seen", () => {
     const future = Date.parse('2999-01-01T00:00:00Z');
     const p = plan(

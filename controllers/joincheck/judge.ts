@@ -75,18 +75,28 @@ export function controlPlaneInitialized(cluster: ClusterFacts, kcp: KcpFacts | u
 
 // ---- clocks ----
 
-/** When the control plane was initialized: the condition's time, else the first time we saw it (kept). */
+/**
+ * When the control plane was initialized: the condition's time, else the first time we saw it. A time kept in status
+ * stands; one that moved later while the Cluster stayed initialized (its status rebuilt) is not trusted — the first
+ * time seen stands, and is kept in status from then on (as readiness times are).
+ */
 export function controlPlaneInitializedAt(
   cluster: ClusterFacts,
   initialized: boolean,
   prev: MachineJoinCheckStatus,
   now: number,
+  before?: number,
 ): { at?: number; seen?: string } {
   if (!initialized) return {};
+  const pinned = ms(prev.controlPlaneInitializedSeen);
+  if (pinned !== undefined) return { at: pinned, seen: prev.controlPlaneInitializedSeen! };
   const since = trusted(cluster.controlPlaneInitialized.since, now);
-  if (since !== undefined) return { at: since };
-  const seen = prev.controlPlaneInitializedSeen ?? iso(now);
-  return { at: ms(seen), seen };
+  if (since === undefined) {
+    const at = before ?? now;
+    return { at, seen: iso(at) };
+  }
+  if (before !== undefined && since > before) return { at: before, seen: iso(before) }; // moved later: not trusted
+  return { at: since };
 }
 
 /**

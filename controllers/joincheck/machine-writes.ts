@@ -1,7 +1,10 @@
-// One Machine's write (executor.ts calls it for each intent): only what the live Machine misses, guarded by the
-// resourceVersion the decision was made on (and its uid for a delete); the marker first, then the mark as its path
-// writes it (PATHS), a withdrawal's marker last. 404 is gone, 409 a conflict to decide again; a lost leadership
-// throws; any other refusal is this Machine's.
+// One Machine's write (executor.ts calls it for each intent): only what the Machine misses, built from the Machine as
+// judged — read live, or as the caches had it — and guarded by its resourceVersion (its uid too for a delete): a 409
+// is the live re-read and a new decision (DESIGN: "Before any write"). A mark carries its marker in the same write:
+// inside its condition's message on the /status paths, `joinguard.io/requested-by` in the annotation path's one
+// metadata patch. A withdrawal's condition write takes the marker with it; an annotation marker (the annotation path,
+// or a mark of the previous layout) goes in its metadata patch. 404 is gone, 409 a conflict to decide again; a lost
+// leadership throws; any other refusal is this Machine's.
 import type { Logger } from 'winston';
 import {
   markForRemediation,
@@ -37,11 +40,20 @@ export function needsWrite(i: MarkIntent, m: MachineFacts | undefined): boolean 
       return m.healthCheckSucceeded?.status !== 'False' && !m.remediateAnnotation;
     case 'withdraw': {
       const c = causedMarks(m, i.path);
-      return c.healthCheck || c.annotation || c.condition || (i.marker !== undefined && m.requestedBy === i.marker);
+      const marker = i.marker !== undefined && (m.requestedBy === i.marker || m.markerAnnotation === i.marker);
+      return c.healthCheck || c.annotation || c.condition || marker;
     }
     case 'mark':
-      // Only where the Machine carries no mark at all: never over someone else's, never re-asserting an owner's.
-      return !carriesAnyMark(m);
+      // Only where the Machine carries no mark at all: never over someone else's, never re-asserting an owner's —
+      // but the annotation path's own mark whose marker names another uid (a moved check's, clusterctl move) gets it.
+      return (
+        !carriesAnyMark(m) ||
+        (i.path === 'RemediateAnnotation' &&
+          i.marker !== undefined &&
+          m.remediateAnnotation &&
+          m.requestedBy !== undefined &&
+          m.requestedBy !== i.marker)
+      );
   }
 }
 
@@ -53,6 +65,29 @@ export function factsOf(s: Snapshot, uid: string): MachineFacts | undefined {
   return s.machines.find((m) => m.uid === uid);
 }
 
+/** The write replaces `status.conditions` (a merge patch replaces a list whole): it needs the list as judged. */
+function writesConditions(i: MarkIntent, m: MachineFacts): boolean {
+  if (i.want === 'mark') return PATHS[i.path].write !== 'annotation';
+  if (i.want === 'delete') return false;
+  const c = causedMarks(m, i.path);
+  return c.healthCheck || c.condition;
+}
+
+/** The Machine as the caches had it when the decision was made: what a write is built from, and guarded by. */
+function asJudged(m: MachineFacts, list: boolean): Json | undefined {
+  if (list && m.conditions === undefined) return undefined;
+  return {
+    metadata: {
+      name: m.name,
+      namespace: m.namespace,
+      uid: m.uid,
+      resourceVersion: m.resourceVersion,
+      ...(m.generation !== undefined ? { generation: m.generation } : {}),
+    },
+    status: { conditions: [...(m.conditions ?? [])] },
+  };
+}
+
 export async function converge(
   deps: WriteDeps,
   res: Resource,
@@ -60,11 +95,12 @@ export async function converge(
   live: { machines: ReadonlyMap<string, Json | null> },
   s: Snapshot,
 ): Promise<Converged> {
-  const raw = live.machines.get(i.machine.uid);
+  const read = live.machines.get(i.machine.uid);
   const facts = factsOf(s, i.machine.uid);
-  if (raw === null) return 'gone';
+  if (read === null) return 'gone';
   if (!needsWrite(i, facts)) return 'none';
-  if (raw === undefined) return 'unread'; // never written from the cache alone
+  const raw = read ?? asJudged(facts!, writesConditions(i, facts!));
+  if (raw === undefined) return 'unread'; // the caches kept no list to build the write from: read it first
   const path = pathOf(res, i.machine.namespace, i.machine.name);
   const rv: string = raw.metadata.resourceVersion;
   const now = new Date(deps.now());
@@ -75,10 +111,9 @@ export async function converge(
         await deps.rest.deleteWithPreconditions(path, i.machine.uid, rv);
         break;
       case 'mark': {
-        // The marker first (recognisable from the Machine alone), then the mark; the annotation path in one patch.
-        const marker =
-          i.marker !== undefined && facts!.requestedBy !== i.marker ? { [ANNOTATION_REQUESTED_BY]: i.marker } : {};
         if (PATHS[i.path].write === 'annotation') {
+          // The mark and its marker in one metadata patch.
+          const marker = i.marker !== undefined ? { [ANNOTATION_REQUESTED_BY]: i.marker } : {};
           deps.remember(
             'machine',
             await deps.rest.mergePatch(path, {
@@ -87,32 +122,25 @@ export async function converge(
           );
           break;
         }
-        let current = raw;
-        if (Object.keys(marker).length > 0) {
-          current = await deps.rest.mergePatch(path, { metadata: { resourceVersion: rv, annotations: marker } });
-          deps.remember('machine', current);
-        }
+        // One write on /status: the mark, its marker inside the condition's message (marks.ts markedMessage).
         const write =
           PATHS[i.path].write === 'joinGuardCondition'
-            ? setJoinGuardCondition(current, deps.apiVersion, {
-                status: 'False',
-                reason: i.kind,
-                message: i.message,
-                now,
-              })
-            : markForRemediation(current, deps.apiVersion, {
+            ? setJoinGuardCondition(raw, deps.apiVersion, { status: 'False', reason: i.kind, message: i.message, now })
+            : markForRemediation(raw, deps.apiVersion, {
                 kind: i.kind,
                 message: i.message,
                 now,
                 setOwnerRemediated: true,
               });
-        deps.remember('machine', await deps.rest.mergePatch(`${path}/status`, statusPatch(current, write)));
+        deps.remember('machine', await deps.rest.mergePatch(`${path}/status`, statusPatch(raw, write)));
         break;
       }
       case 'withdraw': {
         const c = causedMarks(facts!, i.path);
         const conditions = c.healthCheck || c.condition;
-        const marker = i.marker !== undefined && facts!.requestedBy === i.marker;
+        // The marker as an annotation (the annotation path, or a mark of the previous layout); one inside a
+        // condition's message goes with the condition's withdrawal.
+        const marker = i.marker !== undefined && facts!.markerAnnotation === i.marker;
         let current = raw;
         if (c.annotation || (marker && !conditions)) {
           // First the annotation, so the MachineHealthCheck stops marking it; then the conditions; the marker last.

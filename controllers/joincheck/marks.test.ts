@@ -11,6 +11,7 @@ import {
   MINUTE,
   SECOND,
   T0,
+  clusterFacts,
   cpMachine,
   mhcFacts,
   settings,
@@ -598,5 +599,26 @@ describe('marks: each path, marked and withdrawn', () => {
     const p = sc.advance(MINUTE).plan();
     expect(intentOf(p, 'a')?.want).to.equal('withdraw');
     expect(intentOf(p, 'b')).to.equal(undefined); // marks are not re-made while paused
+  });
+  it('a paused Cluster: no write at all to its Machines, not even a withdrawal (clusterctl move copies them meanwhile); unpaused, the withdrawal goes', () => {
+    const sc = marked();
+    sc.update('a', { nodeName: 'node-a' });
+    sc.with({ cluster: clusterFacts({ paused: true }) });
+    expect(sc.advance(MINUTE).plan().intents).to.deep.equal([]);
+    sc.with({ cluster: clusterFacts() });
+    expect(intentOf(sc.advance(MINUTE).plan(), 'a')?.want).to.equal('withdraw');
+  });
+
+  it('a MachineHealthCheck paused after the request was recorded: its annotation is not written until it is unpaused', () => {
+    const sc = stuck({ mhcs: [mhcFacts('mhc-a')] });
+    const p = sc.plan();
+    expect(intentOf(p, 'a')).to.deep.include({ want: 'mark', path: 'RemediateAnnotation' });
+    // The mark's write failed; the MHC is paused before the next pass: nothing is asked through it.
+    sc.with({ mhcs: [mhcFacts('mhc-a', { paused: true })] });
+    const q = sc.advance(MINUTE).plan();
+    expect(intentOf(q, 'a')).to.equal(undefined);
+    expect(cond(q.status, 'Paused')?.message).to.contain('mhc-a');
+    sc.with({ mhcs: [mhcFacts('mhc-a')] });
+    expect(intentOf(sc.advance(MINUTE).plan(), 'a')).to.deep.include({ want: 'mark', path: 'RemediateAnnotation' });
   });
 });

@@ -5,6 +5,7 @@
 // owners defer, and a Machine may join while it waits; then JoinGuard withdraws its mark, again on every pass
 // until none remains (cluster-api #12870).
 import { carriesAnyMark, type MachineFacts, type WorkloadNodeFacts } from '../../api/capi/model.js';
+import { markedMessage } from '../../api/capi/remediation-writes.js';
 import type { RemediationRecord, RequestRecord } from '../../api/v1alpha1/types.js';
 import { ANNOTATION_WITHDRAW_ALL, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
 import { markOwner } from './deletion.js';
@@ -53,6 +54,8 @@ export interface FollowInput {
   machinesByUid: { get(uid: string): MachineFacts | undefined };
   /** Machines the readers could not understand (by uid or name): never taken for gone. */
   unreadable: ReadonlySet<string>;
+  /** A Machine not found is not taken for gone either (its Cluster is paused: clusterctl move may be copying it). */
+  keepMissing?: boolean;
   nodes?: readonly WorkloadNodeFacts[];
   dryRun: boolean;
   /** The check's joinguard.io/withdraw-all: every open request is withdrawn. */
@@ -84,7 +87,7 @@ export function followRequests(i: FollowInput): Followed {
   for (const r0 of i.requests) {
     const m = i.machinesByUid.get(r0.uid);
     if (m === undefined) {
-      if (i.unreadable.has(r0.uid) || i.unreadable.has(r0.machine)) requests.push(r0);
+      if (i.keepMissing === true || i.unreadable.has(r0.uid) || i.unreadable.has(r0.machine)) requests.push(r0);
       else if (r0.state === 'Open') show(r0, m, 'Replaced');
       continue;
     }
@@ -118,6 +121,15 @@ export function followRequests(i: FollowInput): Followed {
 }
 
 const FINISHED = new Set<RemediationRecord['outcome']>(['Withdrawn', 'Cancelled', 'Unanswered', 'Replaced']);
+
+/**
+ * The request was made: its mark was seen on the Machine (or is there now). An open request not yet made is a
+ * decision recorded before its write (write-ahead), on the Machine as the caches had it: its write waits while the
+ * Machine is not due (describe.ts), since the write that makes it may meet a 409 whose read shows it was not.
+ */
+export function made(r: RequestRecord, m: MachineFacts | undefined): boolean {
+  return r.path === 'Report' || r.marked === true || (m !== undefined && PATHS[r.path].visible(m));
+}
 
 function withdraw(r: RequestRecord, why: NonNullable<RequestRecord['withdrawn']>): void {
   r.state = 'Withdrawn';
@@ -218,11 +230,18 @@ export function markIntents(
     const owner = markOwner(m, o.checkUid, o.liveChecks);
     if (owner === 'other') continue; // another live check's mark: its business
     const orphan = owner === 'orphan';
-    if (orphan && o.inScope?.has(m.uid) !== true) continue; // the check whose scope holds it withdraws it
+    // A deleted check's mark: the check whose scope holds it withdraws it — unless this check asked for the Machine
+    // (its request followed the Machine through clusterctl move: the marker names the check before the move).
+    if (orphan && r === undefined && o.inScope?.has(m.uid) !== true) continue;
     const t = target(m);
     const marker = o.checkUid !== undefined ? { marker: o.checkUid } : {};
     if (r?.state === 'Open') {
-      const message = `JoinGuard (MachineJoinCheck ${m.namespace}/${checkName}): ${r.kind}, requested at ${r.time}`;
+      // The marker inside the mark's own write: the condition's message names the check and its uid.
+      const says = `${r.kind}, requested at ${r.time}`;
+      const message =
+        o.checkUid !== undefined
+          ? markedMessage({ namespace: m.namespace, name: checkName, uid: o.checkUid }, says)
+          : `JoinGuard (MachineJoinCheck ${m.namespace}/${checkName}): ${says}`;
       const event = {
         on: 'Machine' as const,
         machine: t,
@@ -252,10 +271,13 @@ export function markIntents(
       { m, r, path, orphan, allWithdrawn: r === undefined && withdrawAll && !isJoined(m, nodes) },
       o,
     );
+    // Joined (nodeRef is never cleared), the check deleted, or its check gone: true again on every pass.
+    const derived = isJoined(m, nodes) || o.deleting === true || orphan;
     out.push({
       want: 'withdraw',
       machine: t,
       path,
+      ...(derived ? {} : { needsRecord: true as const }),
       event: {
         on: 'Machine',
         machine: t,

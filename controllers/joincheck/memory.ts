@@ -153,3 +153,31 @@ export function checkMetadata(s: Snapshot, next: MachineJoinCheckStatus, check: 
     check.blockMove = true;
   }
 }
+
+/**
+ * clusterctl move re-creates every Machine with a new uid (same name). While the check carries the memory annotation
+ * (from the move's pause until its first pass on an unpaused Cluster), a record whose uid names no Machine but whose
+ * Machine of the same name is there with another uid is that Machine's: its uid follows, so nothing the memory holds
+ * about a Machine — its request (and so its budget slot and its mark), its observation, its failure — is lost.
+ */
+export function followMovedUids(
+  status: MachineJoinCheckStatus,
+  byName: ReadonlyMap<string, string>,
+  known: ReadonlySet<string>,
+): number {
+  let moved = 0;
+  const follow = <T extends { machine: string; uid: string }>(list: T[] | undefined): T[] | undefined =>
+    list?.map((r) => {
+      const uid = byName.get(r.machine);
+      if (known.has(r.uid) || uid === undefined || uid === r.uid) return r;
+      moved++;
+      return { ...r, uid };
+    });
+  for (const k of ['requests', 'observations', 'recentFailures', 'remediations'] as const) {
+    const list = follow<{ machine: string; uid: string }>(status[k]);
+    if (list !== undefined) (status as Record<string, unknown>)[k] = list;
+  }
+  const replaced = status.firstControlPlane?.replaced;
+  if (replaced !== undefined) status.firstControlPlane!.replaced = follow([replaced])![0]!;
+  return moved;
+}

@@ -21,8 +21,8 @@ import {
   type ConnectionState,
   type VerdictContext,
 } from './judge.js';
-import { followRequests } from './marks.js';
-import { readMemory } from './memory.js';
+import { followRequests, made } from './marks.js';
+import { followMovedUids, readMemory } from './memory.js';
 import { ms } from './time.js';
 import type { CheckMetadataIntent, PlannedEvent, Snapshot } from './types.js';
 
@@ -54,11 +54,23 @@ export function follow(s: Snapshot): Followed {
   const meta = s.check.metadata;
   const mem = readMemory(s.check.status, meta.annotations?.[ANNOTATION_MEMORY], s.now);
   const prev = mem.status;
-  const next: MachineJoinCheckStatus = structuredClone(prev);
-  next.observedGeneration = meta.generation;
   const clusterName = s.settings?.clusterName ?? s.check.spec?.clusterName;
   // In the order given: every rule that picks among Machines orders what it picks (no sort of the whole fleet).
   const ofCluster = s.machines.filter((m) => m.clusterName === clusterName && m.namespace === meta.namespace);
+  if (meta.annotations?.[ANNOTATION_MEMORY] !== undefined) {
+    // A moved check: the Machines are the same, their uids new (memory.ts followMovedUids).
+    const moved = followMovedUids(
+      prev,
+      new Map(ofCluster.map((m) => [m.name, m.uid])),
+      new Set([
+        ...ofCluster.map((m) => m.uid),
+        ...(prev.requests ?? []).filter((r) => s.settled?.get(r.uid)).map((r) => r.uid),
+      ]),
+    );
+    if (moved > 0) mem.notes.push(`clusterctl move: ${moved} records follow their Machines' new uids`);
+  }
+  const next: MachineJoinCheckStatus = structuredClone(prev);
+  next.observedGeneration = meta.generation;
   const byUid = new Map(ofCluster.map((m) => [m.uid, m]));
   const anyMachine = {
     get: (uid: string) => byUid.get(uid) ?? s.settled?.get(uid),
@@ -74,6 +86,8 @@ export function follow(s: Snapshot): Followed {
     unreadable,
     ...(s.workloadNodes ? { nodes: s.workloadNodes } : {}),
     dryRun: s.settings?.dryRun ?? false,
+    // While the Cluster is paused clusterctl move may be copying its Machines: one not there yet is not gone.
+    keepMissing: s.cluster?.paused === true,
     withdrawAll,
     ...(s.unansweredAfterMs !== undefined ? { unansweredAfterMs: s.unansweredAfterMs } : {}),
     now: s.now,
@@ -135,7 +149,7 @@ export function observe(s: Snapshot, f: Followed, settings: CheckSettings, clust
 
   // What the Cluster says, and the memory of what it did not say with a time.
   const initialized = controlPlaneInitialized(cluster, s.kcp);
-  const cpInit = controlPlaneInitializedAt(cluster, initialized, prev, s.now);
+  const cpInit = controlPlaneInitializedAt(cluster, initialized, prev, s.now, s.previous?.controlPlaneInitializedAt);
   assign(next, 'controlPlaneInitializedSeen', cpInit.seen);
   const graceMs = s.connectionGraceMs ?? DEFAULT_CONNECTION_GRACE_MS;
   const conn = connectionState(cluster, f.ofCluster, initialized, prev, s.now, graceMs);
@@ -181,7 +195,10 @@ export function observe(s: Snapshot, f: Followed, settings: CheckSettings, clust
       : {}),
     connection: conn.state,
     ...(s.workloadNodes ? { nodes: s.workloadNodes } : {}),
-    openRequests: new Set((next.requests ?? []).filter((r) => r.state === 'Open').map((r) => r.uid)),
+    // A request not yet made does not hold its Machine's verdict: it stands only while the Machine is due.
+    openRequests: new Set(
+      (next.requests ?? []).filter((r) => r.state === 'Open' && made(r, f.byUid.get(r.uid))).map((r) => r.uid),
+    ),
     readyAt,
   };
   return {

@@ -20,7 +20,7 @@ import {
   withNode,
   worker,
 } from './testing/builders.js';
-import { Scenario, cond, progressingReason, requested } from './testing/scenario.js';
+import { Scenario, cond, intentOf, progressingReason, requested } from './testing/scenario.js';
 import type { Plan, Snapshot } from './types.js';
 
 /** A snapshot rebuilt from scratch with only the persisted status carried over (a restarted controller). */
@@ -369,6 +369,42 @@ describe('planner', () => {
     expect(requested(target)).to.deep.equal([]);
     expect(progressingReason(target)).to.equal('BootstrapCredentialSuspect');
     expect(target.check.blockMove).to.equal(true);
+  });
+
+  it('clusterctl move re-creates the Machines (new uids and creation times, no status): the open request follows its Machine, nothing is forgotten while the target is paused, and the moved joined Machines do not clear the suspicion', () => {
+    const sc = new Scenario(
+      snapshot({ machines: [withNode(worker('old', { createdAt: T0 - HOUR })), worker('a'), worker('b')] }),
+    );
+    sc.plan();
+    const p = sc.at(T0 + 21 * MINUTE).plan();
+    expect(requested(p)).to.deep.equal(['a']);
+    expect(sc.status.suspicion?.machines).to.deep.equal(['a', 'b']);
+    sc.converge(p);
+    sc.with({ cluster: clusterFacts({ paused: true }) }).annotate({
+      'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io',
+    });
+    const memory = sc.advance(MINUTE).plan().check.carryMemory!;
+    // The target: the check first (its Machines not there yet), the Cluster paused; then the Machines, anew.
+    const moved = T0 + 30 * MINUTE;
+    const target = check({ annotations: { 'joinguard.io/memory': memory } });
+    target.metadata.creationTimestamp = new Date(moved).toISOString();
+    const t = new Scenario(
+      snapshot({ check: target, cluster: clusterFacts({ paused: true }), machines: [], now: moved }),
+    );
+    expect(t.plan().status.requests?.map((r) => [r.machine, r.uid, r.state])).to.deep.equal([['a', 'uid-a', 'Open']]);
+    const again = (name: string, o: Parameters<typeof worker>[1] = {}) =>
+      worker(name, { uid: `uid-${name}-moved`, createdAt: moved + 30_000, ...o });
+    const ready = { value: true, since: moved + MINUTE };
+    t.with({ cluster: clusterFacts(), machines: [withNode(again('old')), again('a'), again('b')] }).at(
+      moved + 2 * MINUTE,
+    );
+    t.update('a', { infrastructureReady: ready, bootstrapReady: ready });
+    const q = t.plan();
+    expect(q.status.requests?.map((r) => [r.machine, r.uid, r.state])).to.deep.equal([['a', 'uid-a-moved', 'Open']]);
+    expect(q.status.suspicion?.since, 'the suspicion survives the move').to.equal(sc.status.suspicion?.since);
+    // a's mark went with the status clusterctl did not copy: it is made again (its request is open); b stays held.
+    expect(intentOf(q, 'a')).to.deep.include({ want: 'mark' });
+    expect(intentOf(q, 'b')).to.equal(undefined);
   });
 
   it("the check gets its Cluster as owner (as MachineHealthChecks do) and carries clusterctl's block-move while the Cluster runs", () => {

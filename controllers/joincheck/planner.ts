@@ -42,12 +42,13 @@ export function plan(s: Snapshot): Plan {
     memoryNotes: f.memoryNotes,
     view: {
       readyAt: w.ctx.readyAt,
+      ...(w.controlPlaneInitializedAt !== undefined ? { controlPlaneInitializedAt: w.controlPlaneInitializedAt } : {}),
       pending: new Set(verdicts.filter((v) => v.state !== 'Joined' && v.state !== 'Deleting').map((v) => v.uid)),
     },
   };
 }
 
-/** No valid spec or no Cluster: nothing is judged; only JoinGuard's own marks on joined Machines are withdrawn. */
+/** No valid spec or no Cluster: nothing is judged; only JoinGuard's own marks on joined Machines are withdrawn (not on a paused Cluster's). */
 function idle(s: Snapshot, f: Followed): Plan {
   const meta = s.check.metadata;
   const why =
@@ -70,13 +71,15 @@ function idle(s: Snapshot, f: Followed): Plan {
     s.now,
     meta.generation,
   );
-  const intents = markIntents(f.next.requests ?? [], f.ofCluster, intentInput(s, f.withdrawAll)).filter(
+  const wanted = markIntents(f.next.requests ?? [], f.ofCluster, intentInput(s, f.withdrawAll)).filter(
     (i) => i.want === 'withdraw',
   );
+  // Nothing at all on a paused Cluster's Machines (describe.ts says why).
+  const intents = f.cluster?.paused === true ? [] : wanted;
   const check = finalizerIntent(
     s.check,
     f.deletion,
-    intents.map((i) => i.machine.name),
+    wanted.map((i) => i.machine.name),
     f.cluster?.paused === true,
     s.now,
   );

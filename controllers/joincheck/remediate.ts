@@ -13,7 +13,7 @@ import {
   recordOwnerRequest,
   spendCanary,
   trimWindows,
-  windowStart,
+  keptFrom,
   type GuardResult,
   type GuardState,
   type GuardWorld,
@@ -22,7 +22,7 @@ import { byName } from './judge.js';
 import { appendHistory, choosePath, newRequest, ownerRef, target } from './marks.js';
 import { assign, type Followed, type Observed } from './observe.js';
 import { iso } from './time.js';
-import type { MachineTarget, MachineVerdict, Snapshot } from './types.js';
+import type { MachineVerdict, Plan, Snapshot } from './types.js';
 import { rolloutSuspect } from './rollout-suspect.js';
 import { HOLD_OF_STOP } from './timed.js';
 import { rolloutWorld, type Judged } from './verdicts.js';
@@ -31,7 +31,7 @@ export interface Remediated {
   requests: RequestRecord[];
   /** Names of the Machines in flight (maxInFlight counts them). */
   flying: string[];
-  confirm: MachineTarget[];
+  confirm: Plan['confirm'];
   /** "MachineHealthCheck h selects it and is paused: m is left to it" (the Paused condition). */
   pausedMhcs: string[];
   /** Strategy Delete without --allow-machine-delete: the Machines it holds back (the Ready condition). */
@@ -47,7 +47,7 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
   const { settings, cluster, stops, inScope } = w;
   const verdicts = j.verdicts;
   const handled = new Set((next.requests ?? []).map((r) => r.uid));
-  const flying = inFlight(inScope, next.requests ?? [], f.unreadable);
+  const flying = inFlight(f.ofCluster, next.requests ?? [], f.unreadable, s.check.metadata.uid);
   const failed = new Map<string, string>(
     [...w.prevObs].flatMap(([uid, o]) => (o.failedAt !== undefined ? [[uid, o.failedAt]] : [])),
   );
@@ -58,11 +58,7 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
   const requests = [...(next.requests ?? [])];
   const confirm = confirmations(s, f);
   let history = next.remediations ?? [];
-  let ownerWindows: OwnerWindow[] = trimWindows(
-    next.ownerWindows,
-    windowStart(s.now, settings, next.lastResume?.time),
-    settings.maxPerOwner,
-  );
+  let ownerWindows: OwnerWindow[] = trimWindows(next.ownerWindows, keptFrom(s.now, settings, next.lastResume?.time));
   let canaryTaken = false;
   const wouldAsk: string[] = [];
   const pausedMhcs: string[] = [];
@@ -87,7 +83,7 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
     let raisedNow = false;
     const fresh = !failed.has(m.uid);
     if (fresh) {
-      confirm.push(target(m));
+      confirm.push({ ...target(m), byWrite: true });
       failed.set(m.uid, iso(s.now));
       raisedNow = countFailure(next, m, v, anyMachine, settings, cluster, s.now, events, (x) =>
         rolloutSuspect(x, rollouts),
@@ -170,7 +166,7 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
       continue;
     }
     flying.push(m.name);
-    ownerWindows = recordOwnerRequest(ownerWindows, ownerRef(m), s.now, settings.maxPerOwner);
+    ownerWindows = recordOwnerRequest(ownerWindows, ownerRef(m), s.now);
     if (v.firstControlPlane)
       (next.firstControlPlane ??= {}).replaced = { machine: m.name, uid: m.uid, time: iso(s.now) };
   }
@@ -205,12 +201,12 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
  * a request forgotten because its Machine is not in the caches is confirmed gone by a live read first: a cache that
  * lags (a Machine created after its last event) must not erase a request another process recorded.
  */
-function confirmations(s: Snapshot, f: Followed): MachineTarget[] {
+function confirmations(s: Snapshot, f: Followed): Plan['confirm'] {
   const { next, prev, byUid } = f;
   const prevState = new Map((prev.requests ?? []).map((r) => [r.uid, r.state]));
-  const confirm = (next.requests ?? [])
+  const confirm: Plan['confirm'] = (next.requests ?? [])
     .filter((r) => prevState.get(r.uid) !== r.state && byUid.has(r.uid))
-    .map((r) => target(byUid.get(r.uid)!));
+    .map((r) => ({ ...target(byUid.get(r.uid)!), ...(r.withdrawn === 'Joined' ? { byWrite: true as const } : {}) }));
   const kept = new Set((next.requests ?? []).map((r) => r.uid));
   for (const r of prev.requests ?? []) {
     if (r.state === 'Open' && !kept.has(r.uid) && !f.anyMachine.has(r.uid))
@@ -244,6 +240,9 @@ function observations(
       ...(failedAt !== undefined ? { failedAt } : {}),
     });
   }
+  // While the Cluster is paused, a Machine not there is not gone (clusterctl move may be copying it): kept.
+  if (w.cluster.paused)
+    for (const o of w.prevObs.values()) if (!f.anyMachine.has(o.uid) && !out.some((x) => x.uid === o.uid)) out.push(o);
   out.sort((a, b) => byName({ name: a.machine }, { name: b.machine }));
   assign(next, 'observations', out.length > 0 ? out.slice(0, STATUS_LIMITS.observations) : undefined);
 }

@@ -34,6 +34,8 @@ export interface PreviousView {
    * Readiness times (the join clock's) by Machine UID: one that moves later while its flag stays true is not trusted.
    */
   readyAt: ReadonlyMap<string, number>;
+  /** The Cluster's initialization time decided on: one that moves later while it stays initialized is not trusted. */
+  controlPlaneInitializedAt?: number;
   /** Machines (UIDs) in scope that had not joined: a join this process sees happen is measured (join durations). */
   pending: ReadonlySet<string>;
 }
@@ -180,6 +182,13 @@ export type MarkIntent =
       path: Exclude<RemediationPath, 'Report'>;
       event: PlannedEvent;
       marker?: string;
+      /**
+       * The withdrawal rests on something that can be undone (a skip annotation, withdraw-all) or on memory (nobody
+       * answered): written only once it is recorded, or the request would be asked again. Without it, the withdrawal
+       * is derived from the world again on every pass (the Machine joined, the check is deleted, its check is gone)
+       * and needs no write-ahead.
+       */
+      needsRecord?: true;
     };
 
 export type MachineEventReason =
@@ -190,7 +199,13 @@ export type MachineEventReason =
   | 'RemediationSkipped'
   | 'WriteRefused';
 export type CheckEventReason =
-  'SuspicionRaised' | 'RolloutSuspect' | 'SuspicionCleared' | 'RemediationRestricted' | 'Resumed' | 'MarksLeftBehind';
+  | 'SuspicionRaised'
+  | 'RolloutSuspect'
+  | 'SuspicionCleared'
+  | 'RemediationRestricted'
+  | 'Resumed'
+  | 'MarksLeftBehind'
+  | 'StatusWriteRefused';
 
 export type PlannedEvent =
   | { on: 'Machine'; machine: MachineTarget; reason: MachineEventReason; message: string; warning: boolean }
@@ -227,7 +242,14 @@ export interface Plan {
    * Machines whose new state this plan decides without writing to them — a failure counted (it can raise a
    * suspicion), a request withdrawn or unanswered: the executor reads them live before the status says so.
    */
-  confirm: MachineTarget[];
+  confirm: (MachineTarget & {
+    /**
+     * What was decided rests on what this plan's own write to the Machine re-checks (a failure counted on a Machine it
+     * marks or deletes; a request withdrawn because the Machine joined — a join is never undone): that write, guarded
+     * by the resourceVersion judged, stands for its read.
+     */
+    byWrite?: true;
+  })[];
   /** Ask the executor to probe the Cluster's endpoint (first control-plane Machine). */
   probe?: { host: string; port: number };
   /** Epoch ms of the next moment the plan would change with no event (the nearest deadline). */

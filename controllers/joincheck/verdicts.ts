@@ -8,8 +8,11 @@ import { joinSeen } from './guards.js';
 import { byName, joinClockStart, judge, trusted } from './judge.js';
 import type { Followed, Observed } from './observe.js';
 import { clearRolloutIfOver, type RolloutWorld } from './rollout-suspect.js';
-import { ms } from './time.js';
+import { MINUTE, ms } from './time.js';
 import type { MachineVerdict, Plan, Snapshot } from './types.js';
+
+/** How long after a moved check its Machines may still be created by clusterctl move (they come after it). */
+export const MOVED_WITH_CHECK_MS = 10 * MINUTE;
 
 export interface Judged {
   /** By index of `inScope`. */
@@ -48,8 +51,15 @@ function countJoins(s: Snapshot, f: Followed, w: Observed, verdicts: readonly Ma
   if (joinedNow.length > 0 || f.settledInScope > 0) next.everJoined = true;
   const newestFailure = Math.max(...(prev.recentFailures ?? []).map((x) => ms(x.time) ?? 0), 0);
   const somethingToReset = (next.consecutiveJoinFailures ?? 0) > 0 || next.suspicion !== undefined;
+  // A joined Machine created after the newest failure joined while no controller looked. Not one created with the
+  // check: a check created after its own newest failure came with its memory (clusterctl move re-creates the check,
+  // then its Machines, each with a new creationTimestamp), and its Machines within MOVED_WITH_CHECK_MS are the moved
+  // ones — a join among them is no evidence that Machines can join again.
+  const checkCreated = ms(s.check.metadata.creationTimestamp);
+  const after =
+    checkCreated !== undefined && checkCreated > newestFailure ? checkCreated + MOVED_WITH_CHECK_MS : newestFailure;
   const joinEvents = joinedNow.filter(
-    (m) => w.prevObs.has(m.uid) || (somethingToReset && newestFailure > 0 && m.createdAt > newestFailure),
+    (m) => w.prevObs.has(m.uid) || (somethingToReset && newestFailure > 0 && m.createdAt > after),
   );
   if (joinEvents.length > 0 && somethingToReset)
     joinSeen(

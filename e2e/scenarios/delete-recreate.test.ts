@@ -13,6 +13,7 @@ import { deferralScenario, deferRemediation } from '../support/deferral.js';
 import { checksPath, createCheck, describeCheck } from '../support/joinguard.js';
 import { useScenario } from '../support/scenario.js';
 import type { Json } from '../../hack/testenv/kube-client.js';
+import { markerIn } from '../../api/capi/remediation-writes.js';
 
 const REQUESTED_BY = 'joinguard.io/requested-by';
 const OWN_REASONS = ['JoinTimeout', 'ProvisionTimeout'];
@@ -23,6 +24,11 @@ function joinGuardMark(m: Json): string | undefined {
   if (hc?.status === 'False' && OWN_REASONS.includes(hc.reason)) return `HealthCheckSucceeded=False/${hc.reason}`;
   const by = m.metadata?.annotations?.[REQUESTED_BY];
   return by !== undefined ? `${REQUESTED_BY}=${by}` : undefined;
+}
+
+/** The check a mark names: inside its HealthCheckSucceeded message (the marker rides in the mark's write). */
+function markerOf(m: Json): string | undefined {
+  return markerIn(conditionOf(m, 'HealthCheckSucceeded')?.message) ?? m.metadata?.annotations?.[REQUESTED_BY];
 }
 
 describe('scenario: a check deleted and re-created while its owner defers a Machine leaves no mark behind', function () {
@@ -36,7 +42,7 @@ describe('scenario: a check deleted and re-created while its owner defers a Mach
     const name = deferred.metadata.name as string;
     const old = await s.check();
     expect(old.metadata.finalizers, 'every check carries the finalizer').to.include('joinguard.io/withdraw-marks');
-    expect(deferred.metadata.annotations?.[REQUESTED_BY], 'the mark carries its check').to.equal(old.metadata.uid);
+    expect(markerOf(deferred), 'the mark carries its check').to.equal(old.metadata.uid);
 
     // GitOps deletes the check: it goes only once its marks are withdrawn.
     const deletedAt = Date.now();

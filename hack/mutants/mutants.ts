@@ -1,9 +1,17 @@
-// The deliberate defects the tests must catch (issue 16 §4): each a search-and-replace on one anchor of the
-// product's code, applied to a throwaway copy by run.ts. An anchor that no longer occurs exactly once fails loudly
+// The deliberate defects the tests must catch (issues 16 and 28): each a search-and-replace on anchors of the product's
+// code, applied to a throwaway copy by run.ts. An anchor that no longer occurs exactly once fails loudly
 // (mutants.test.ts checks it in every unit run), so a refactor that moves the code updates the mutant with it.
 //
-// `spec` is the test that must fail; `expect` is what should catch it (an oracle invariant's tag for the property
-// test, a test title otherwise) — the report says what did.
+// `tests` are the named tests that must kill it, every one of them: a spec file, or `file#title` (mocha --grep). The
+// property test, when listed, runs with the mutant's own fixed `seed`, so the same tree gives the same verdict on every
+// run; `expect` is the oracle invariant's tag it should fail with.
+
+export interface Edit {
+  /** Another file than the mutant's own (a defect that spans two rooms). */
+  file?: string;
+  find: string;
+  replace: string;
+}
 
 export interface Mutant {
   name: string;
@@ -13,25 +21,29 @@ export interface Mutant {
   /** Exact text that must occur exactly once in `file`. */
   find: string;
   replace: string;
-  /** Further edits of the same file, each an anchor that must occur exactly once. */
-  more?: { find: string; replace: string }[];
-  spec: string;
-  /** A named spec run when `spec` passes (a second line of proof for a defect the histories rarely reach). */
-  also?: string;
-  /** The invariant tag (property test) or test title fragment expected to fail. */
-  expect: string;
+  /** Further edits, each an anchor that must occur exactly once (in `file` unless it names another). */
+  more?: Edit[];
+  /** The named tests that must kill it, each of them. */
+  tests: string[];
+  /** The property test's seed for this mutant (when `tests` lists it). */
+  seed?: number;
+  /** The invariant tag the property test should fail with. */
+  expect?: string;
 }
 
-const PROPERTY = 'controllers/joincheck/property.test.ts';
+export const PROPERTY = 'controllers/joincheck/property.test.ts';
+const GUARDS = 'controllers/joincheck/guards.test.ts';
+const MARKS = 'controllers/joincheck/marks.test.ts';
 
 export const MUTANTS: Mutant[] = [
   {
     name: 'cached-machine',
-    what: 'the executor decides on the cached Machine: it reads live (a GET, or the marker as the read) but does not plan again on what it read (it writes with the live resourceVersion)',
+    what: 'the executor does not decide again on a Machine its write found changed (409): it reads it live, then writes the old decision with the live resourceVersion',
     file: 'controllers/joincheck/executor.ts',
-    find: '    if (!cluster) await readByMarker(deps, machineRes, [...viaMarker.values()], live);\n    s = src.build(live);\n    if (s === undefined) return {};\n    p = plan(s);',
-    replace: '    if (!cluster) await readByMarker(deps, machineRes, [...viaMarker.values()], live);',
-    spec: PROPERTY,
+    find: '      latest = next;\n      current = next.intents.find((x) => x.machine.uid === uid);',
+    replace: '      latest = next;',
+    tests: ['controllers/joincheck/executor.test.ts#a Machine that joined after the cache saw it', PROPERTY],
+    seed: 1,
     expect: '[joined]',
   },
   {
@@ -40,8 +52,38 @@ export const MUTANTS: Mutant[] = [
     file: 'controllers/joincheck/budgets.ts',
     find: 'if (flying.length >= limit) {',
     replace: 'if (false) {',
-    spec: PROPERTY,
+    tests: [`${GUARDS}#maxInFlight: one at a time`, PROPERTY],
+    seed: 1,
     expect: '[in-flight]',
+  },
+  {
+    name: 'in-flight-in-scope-only',
+    what: 'maxInFlight counts only the Machines in the selector: a marked Machine that left it is forgotten (issue 28 §2)',
+    file: 'controllers/joincheck/remediate.ts',
+    find: 'const flying = inFlight(f.ofCluster, next.requests ?? [], f.unreadable, s.check.metadata.uid);',
+    replace: 'const flying = inFlight(inScope, next.requests ?? [], f.unreadable, s.check.metadata.uid);',
+    tests: [`${GUARDS}#left the selector`, PROPERTY],
+    seed: 1,
+    expect: '[in-flight]',
+  },
+  {
+    name: 'windows-newest-only',
+    what: 'per-owner windows keep only the newest maxPerOwner times: lowered then raised, maxPerOwner forgets older requests (issue 28 §3)',
+    file: 'controllers/joincheck/remediate.ts',
+    find: 'trimWindows(next.ownerWindows, keptFrom(s.now, settings, next.lastResume?.time));',
+    replace:
+      'trimWindows(next.ownerWindows, keptFrom(s.now, settings, next.lastResume?.time)).map((x) => ({ ...x, times: x.times.slice(-settings.maxPerOwner) }));',
+    // The property test (seed 1, 2,000 histories) did not catch it: the named test is its proof.
+    tests: [`${GUARDS}#lowered from 3 to 1`],
+  },
+  {
+    name: 'status-refusal-blocks-withdrawals',
+    what: 'a refused status write (403 on /status) aborts the pass before any Machine write: a joined Machine keeps its mark (issue 28 §1)',
+    file: 'controllers/joincheck/executor.ts',
+    find: "      if (!isConflict(e)) return { outcome: 'refused', s, p, error: e as Error };",
+    replace: '      if (!isConflict(e)) throw e;',
+    // The property test (seed 1, 2,000 histories) did not catch it: the named spec is its proof.
+    tests: ['controllers/joincheck/executor-refusals.test.ts#status write refused for good'],
   },
   {
     name: 'no-withdrawal',
@@ -49,7 +91,8 @@ export const MUTANTS: Mutant[] = [
     file: 'controllers/joincheck/marks.ts',
     find: '    if (!withdrawing && !unremembered) continue;',
     replace: '    if (true) continue;',
-    spec: PROPERTY,
+    tests: [MARKS, PROPERTY],
+    seed: 1,
     expect: '[clean-within-N]',
   },
   {
@@ -58,8 +101,17 @@ export const MUTANTS: Mutant[] = [
     file: 'controllers/joincheck/judge.ts',
     find: 'return latest(m.createdAt, firstControlPlane ? undefined : controlPlaneInitializedAt) as number;',
     replace: 'return m.createdAt;',
-    spec: PROPERTY,
+    tests: ['controllers/joincheck/judge.test.ts', PROPERTY],
+    seed: 1,
     expect: '[not-before-deadline]',
+  },
+  {
+    name: 'cp-init-moved-trusted',
+    what: "the Cluster's ControlPlaneInitialized time that moved later while it stayed True is trusted (issue 28 item 6)",
+    file: 'controllers/joincheck/judge.ts',
+    find: '  if (before !== undefined && since > before) return { at: before, seen: iso(before) }; // moved later: not trusted\n',
+    replace: '',
+    tests: ['controllers/joincheck/judge.test.ts#moves later while it stays True'],
   },
   {
     name: 'v1beta1-answers-only',
@@ -67,8 +119,7 @@ export const MUTANTS: Mutant[] = [
     file: 'api/capi/machine.ts',
     find: 'const or = toCond(lists.first(f.ownerAnswer));',
     replace: "const or = toCond(conds.get('OwnerRemediated'));",
-    spec: PROPERTY,
-    expect: '[withdrawn-only-when]',
+    tests: ["api/capi/machine.test.ts#the owner's answer is read where"],
   },
   {
     name: 'rollout-any-previous',
@@ -76,8 +127,7 @@ export const MUTANTS: Mutant[] = [
     file: 'controllers/joincheck/rollout-suspect.ts',
     find: 'const previous = all.slice(1).find((x) => joined(w, ofSet(x.name)) !== undefined);',
     replace: 'const previous = all[1];',
-    spec: 'controllers/joincheck/rollout-suspect.test.ts',
-    expect: 'does not fire when the previous revision never joined',
+    tests: ['controllers/joincheck/rollout-suspect.test.ts#does not fire when the previous revision never joined'],
   },
   {
     name: 'rollout-never-over',
@@ -85,8 +135,63 @@ export const MUTANTS: Mutant[] = [
     file: 'controllers/joincheck/rollout-suspect.ts',
     find: '  if (current === undefined || current.name === e.machineSet) return undefined;',
     replace: '  return undefined;',
-    spec: 'controllers/joincheck/rollout-suspect.test.ts',
-    expect: 'a rollback clears it',
+    tests: ['controllers/joincheck/rollout-suspect.test.ts#a rollback clears it'],
+  },
+  {
+    name: 'suspicion-one-late',
+    what: 'the suspicion is raised one failure late (`<` -> `<=` on the threshold): the failure that reaches it is rebuilt',
+    file: 'controllers/joincheck/failures.ts',
+    find: 'if (threshold <= 0 || next.consecutiveJoinFailures < threshold) return false;',
+    replace: 'if (threshold <= 0 || next.consecutiveJoinFailures <= threshold) return false;',
+    tests: [`${GUARDS}#raises the suspicion and is not rebuilt`, PROPERTY],
+    seed: 1,
+    expect: '[suspicion]',
+  },
+  {
+    name: 'canary-not-doubled',
+    what: 'the canary wait is not doubled: every canary after probeInterval',
+    file: 'controllers/joincheck/failures.ts',
+    find: 'return Math.min(settings.probeIntervalMs * 2 ** Math.min(spent, 40), settings.maxProbeIntervalMs);',
+    replace: 'return Math.min(settings.probeIntervalMs, settings.maxProbeIntervalMs);',
+    tests: [`${GUARDS}#canaryDelay doubles`, PROPERTY],
+    seed: 1,
+    expect: '[canary]',
+  },
+  {
+    name: 'never-joined-one-late',
+    what: 'the never-joined stop comes one failure late: the failure that reaches neverJoinedLimit is rebuilt',
+    file: 'controllers/joincheck/guards.ts',
+    find: '(status.failuresSinceResume ?? 0) >= settings.neverJoinedLimit',
+    replace: '(status.failuresSinceResume ?? 0) > settings.neverJoinedLimit',
+    // The property test (seed 1, 2,000 histories) did not catch it: the named test is its proof.
+    tests: [`${GUARDS}#never joined: the failure that reaches`],
+  },
+  {
+    name: 'paused-cluster-ignored',
+    what: 'a paused Cluster is ignored by the can-act rule and the writes: requests decided before the pause are written to its Machines (clusterctl move copies them meanwhile)',
+    file: 'controllers/joincheck/observe.ts',
+    find: 'const canAct = !settings.paused && !cluster.paused && !cluster.deleting && !f.withdrawAll;',
+    replace: 'const canAct = !settings.paused && !cluster.deleting && !f.withdrawAll;',
+    more: [
+      {
+        file: 'controllers/joincheck/describe.ts',
+        find: 'const intents = cluster.paused ? [] : wanted;',
+        replace: 'const intents = wanted;',
+      },
+    ],
+    tests: [`${MARKS}#a paused Cluster: no write at all`, PROPERTY],
+    seed: 1,
+    expect: '[paused]',
+  },
+  {
+    name: 'paused-mhc-ignored',
+    what: 'a request recorded before its MachineHealthCheck was paused is still asked through it (the annotation written)',
+    file: 'controllers/joincheck/describe.ts',
+    find: "      const why = i.want === 'mark' && i.path === 'RemediateAnnotation' ? pausedMhcOf(s, i.machine.uid) : undefined;",
+    replace: '      const why: string | undefined = undefined;',
+    tests: [`${MARKS}#paused after the request was recorded`, PROPERTY],
+    seed: 1,
+    expect: '[paused-mhc]',
   },
   {
     name: 'no-finalizer',
@@ -94,7 +199,8 @@ export const MUTANTS: Mutant[] = [
     file: 'controllers/joincheck/deletion.ts',
     find: '  if (deletion === undefined) return !has && !clusterPaused ? { addFinalizer: true } : {};',
     replace: '  if (deletion === undefined) return {};',
-    spec: PROPERTY,
+    tests: ['controllers/joincheck/deletion.test.ts', PROPERTY],
+    seed: 1,
     expect: '[deleted-check]',
   },
   {
@@ -104,9 +210,7 @@ export const MUTANTS: Mutant[] = [
     find: '      deps.emit(refusedEvent(intent, f), s.check);\n      continue;',
     replace: '      deps.emit(refusedEvent(intent, f), s.check);\n      throw r.error;',
     more: [{ find: '    if (refusals.waiting(uid, deps.now())) continue;\n', replace: '' }],
-    spec: PROPERTY,
-    also: 'controllers/joincheck/executor-refusals.test.ts',
-    expect: '[clean-within-N]',
+    tests: ['controllers/joincheck/executor-refusals.test.ts'],
   },
   {
     name: 'plan-of-a-gone-check',
@@ -114,9 +218,7 @@ export const MUTANTS: Mutant[] = [
     file: 'controllers/joincheck/executor.ts',
     find: "  if (written.outcome === 'gone') return {};",
     replace: "  if (written.outcome === 'gone') return { plan: p };",
-    spec: PROPERTY,
-    also: 'controllers/joincheck/executor.test.ts',
-    expect: 'the settled partition changes the plan',
+    tests: ['controllers/joincheck/executor.test.ts#a check gone'],
   },
   {
     name: 'no-write-gate',
@@ -124,22 +226,31 @@ export const MUTANTS: Mutant[] = [
     file: 'runtime/rest.ts',
     find: "    if (method !== 'GET' && this.o.writeGate && !this.o.writeGate()) throw new WritesForbiddenError(method, path);",
     replace: '',
-    spec: 'runtime/rest.test.ts',
-    expect: 'write gate',
+    tests: ['runtime/rest.test.ts#write gate'],
   },
 ];
 
-/** Applies a mutant to a file's text; throws unless its anchor occurs exactly once. */
-export function mutate(text: string, m: Mutant): string {
+/** The edits of a mutant, by file (its own file first). */
+export function editsByFile(m: Mutant): Map<string, Edit[]> {
+  const out = new Map<string, Edit[]>([[m.file, [{ find: m.find, replace: m.replace }]]]);
+  for (const e of m.more ?? []) {
+    const f = e.file ?? m.file;
+    out.set(f, [...(out.get(f) ?? []), e]);
+  }
+  return out;
+}
+
+/** Applies a mutant's edits of one file to its text; throws unless each anchor occurs exactly once. */
+export function mutate(text: string, m: Mutant, file: string = m.file): string {
   let out = text;
-  for (const e of [{ find: m.find, replace: m.replace }, ...(m.more ?? [])]) {
+  for (const e of editsByFile(m).get(file) ?? []) {
     const first = out.indexOf(e.find);
     if (first < 0)
       throw new Error(
-        `mutant ${m.name}: its anchor is not in ${m.file} any more (the code moved: update the mutant)\n${e.find}`,
+        `mutant ${m.name}: its anchor is not in ${file} any more (the code moved: update the mutant)\n${e.find}`,
       );
     if (out.indexOf(e.find, first + 1) >= 0)
-      throw new Error(`mutant ${m.name}: its anchor occurs more than once in ${m.file} (make it unique)\n${e.find}`);
+      throw new Error(`mutant ${m.name}: its anchor occurs more than once in ${file} (make it unique)\n${e.find}`);
     out = out.slice(0, first) + e.replace + out.slice(first + e.find.length);
   }
   return out;

@@ -1,30 +1,30 @@
 // npm run test:mutants — proof that the proof can fail. Each deliberate defect of mutants.ts is applied in turn to a
-// throwaway copy of the working tree (tracked and untracked files, node_modules linked), and the spec that must catch
-// it runs there: the property test stops at its first failing history (PROPERTY_NO_SHRINK=1) and reports which
-// oracle invariant caught the defect and after how many histories; a unit spec reports its failing tests. Ends with
-// `N mutants, N killed, N survived`; exits non-zero if any survives or any anchor is missing. Not part of npm test.
+// throwaway copy of the working tree (tracked and untracked files, node_modules linked), and every named test that
+// must catch it runs there: a unit spec (or the tests of it whose title matches), and the property test with the
+// mutant's own fixed seed, stopping at its first failing history (PROPERTY_NO_SHRINK=1) and naming the oracle
+// invariant that caught it and after how many histories. A mutant is killed when every named test fails; the same
+// tree gives the same verdicts on every run (no timings in them). Ends with `N mutants, N killed, N survived`; exits
+// non-zero if any survives or any anchor is missing. Not part of npm test.
 //
-//   npm run test:mutants                      every mutant, a random seed each (printed)
+//   npm run test:mutants                      every mutant
 //   npm run test:mutants -- no-write-gate     only the named mutants
-//   MUTANT_SEED=42 npm run test:mutants       the property test with this seed
+//   MUTANT_SEED=42 npm run test:mutants       the property test with this seed instead of each mutant's own
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MUTANTS, mutate, type Mutant } from './mutants.js';
+import { editsByFile, MUTANTS, mutate, PROPERTY, type Mutant } from './mutants.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const RUNS = process.env['MUTANT_RUNS'] ?? '2000';
 
 interface Outcome {
-  killed: boolean;
+  test: string;
+  failed: boolean;
+  /** What failed, as the test said it (deterministic: no timings). */
   by: string;
   histories?: number;
-  seed?: string;
-  /** The failure, as the test said it. */
-  detail?: string;
-  seconds: number;
 }
 
 function copyTree(): string {
@@ -47,64 +47,59 @@ function copyTree(): string {
   return dir;
 }
 
-function runOne(m: Mutant): Outcome {
+function runOne(m: Mutant): Outcome[] {
   const dir = copyTree();
-  const started = performance.now();
   try {
-    const file = join(dir, m.file);
-    writeFileSync(file, mutate(readFileSync(file, 'utf8'), m));
-    const first = runSpec(m.spec, dir, started);
-    if (first.killed || m.also === undefined) return first;
-    const second = runSpec(m.also, dir, started);
-    return {
-      ...second,
-      by: `${m.also} (the histories missed it: ${first.by}${first.seed !== undefined ? `, seed ${first.seed}` : ''}): ${second.by}`,
-    };
+    for (const file of editsByFile(m).keys()) {
+      const path = join(dir, file);
+      writeFileSync(path, mutate(readFileSync(path, 'utf8'), m, file));
+    }
+    return m.tests.map((t) => runTest(t, m, dir));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-/** Runs one spec in the mutated copy: killed when it fails. */
-function runSpec(spec: string, dir: string, started: number): Outcome {
-  const property = spec.endsWith('property.test.ts');
-  const seed = process.env['MUTANT_SEED'] ?? String(Math.floor(Math.random() * 2 ** 31));
+const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** Runs one named test in the mutated copy: it kills the mutant when it fails. */
+function runTest(test: string, m: Mutant, dir: string): Outcome {
+  const [spec, title] = test.split('#') as [string, string | undefined];
+  const property = spec === PROPERTY;
+  const seed = process.env['MUTANT_SEED'] ?? String(m.seed ?? 1);
   const env = {
     ...process.env,
     ...(property
       ? { PROPERTY_NO_SHRINK: '1', PROPERTY_SEED: seed, PROPERTY_RUNS: RUNS, PROPERTY_REGRESSIONS: '0' }
       : {}),
   };
-  const r = spawnSync('npx', ['mocha', '--config', '.mocharc.unit.json', '--reporter', 'spec', spec], {
+  const args = ['mocha', '--config', '.mocharc.unit.json', '--reporter', 'spec', spec];
+  if (title !== undefined) args.push('--grep', escape(title));
+  const r = spawnSync('npx', args, {
     cwd: dir,
     env,
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
-    timeout: 20 * 60 * 1000,
+    timeout: 30 * 60 * 1000,
   });
   const out = `${r.stdout}\n${r.stderr}`;
-  const seconds = (performance.now() - started) / 1000;
-  if (r.status === 0) return { killed: false, by: 'nothing failed', seconds, ...(property ? { seed } : {}) };
+  const name = property ? `${PROPERTY} (seed ${seed})` : test;
+  if (r.status === 0) {
+    const passing = /(\d+) passing/.exec(out)?.[1] ?? '?';
+    return { test: name, failed: false, by: `${passing} passing` };
+  }
   if (property) {
     const tag =
       /AssertionError: (\[[A-Za-z-]+\])/.exec(out)?.[1] ??
       /AssertionError: ([^\n]{0,80})/.exec(out)?.[1] ??
       'an error (see the log)';
     const n = /Property failed after (\d+) tests/.exec(out)?.[1];
-    const detail = /AssertionError: ([^\n]*)/.exec(out)?.[1]?.slice(0, 300);
-    return {
-      killed: true,
-      by: tag,
-      ...(n ? { histories: Number(n) } : {}),
-      seed,
-      seconds,
-      ...(detail ? { detail } : {}),
-    };
+    return { test: name, failed: true, by: tag, ...(n ? { histories: Number(n) } : {}) };
   }
   const failing = [...out.matchAll(/^\s+\d+\) (.+)$/gm)]
     .map((x) => x[1]!.trim())
     .filter((t, i, all) => all.indexOf(t) === i);
-  return { killed: true, by: failing.slice(0, 3).join(' | ') || 'the spec failed', seconds };
+  return { test: name, failed: true, by: failing.slice(0, 3).join(' | ') || 'the spec failed' };
 }
 
 const only = process.argv.slice(2);
@@ -112,24 +107,23 @@ const chosen = only.length > 0 ? MUTANTS.filter((m) => only.includes(m.name)) : 
 if (chosen.length === 0)
   throw new Error(`no mutant named ${only.join(', ')}; known: ${MUTANTS.map((m) => m.name).join(', ')}`);
 // Every anchor first: a missing one fails before anything runs.
-for (const m of chosen) mutate(readFileSync(join(ROOT, m.file), 'utf8'), m);
+for (const m of chosen)
+  for (const file of editsByFile(m).keys()) mutate(readFileSync(join(ROOT, file), 'utf8'), m, file);
 
 let killed = 0;
+const started = performance.now();
 for (const m of chosen) {
-  const o = runOne(m);
-  if (o.killed) killed++;
-  const where =
-    o.histories !== undefined
-      ? ` after ${o.histories} histories (seed ${o.seed})`
-      : o.seed !== undefined
-        ? ` (seed ${o.seed})`
-        : '';
-  const expected = o.by.includes(m.expect) ? '' : ` — expected ${m.expect}`;
-  const by = o.by.startsWith(m.also ?? '\0') ? o.by : `${m.spec}: ${o.by}`;
-  console.log(
-    `${o.killed ? 'KILLED  ' : 'SURVIVED'} ${m.name}: ${m.what}\n         caught by ${by}${where}${expected}; ${o.seconds.toFixed(0)} s`,
-  );
-  if (o.detail !== undefined) console.log(`         ${o.detail}`);
+  const outcomes = runOne(m);
+  const dead = outcomes.every((o) => o.failed);
+  if (dead) killed++;
+  console.log(`${dead ? 'KILLED  ' : 'SURVIVED'} ${m.name}: ${m.what}`);
+  for (const o of outcomes) {
+    const after = o.histories !== undefined ? ` after ${o.histories} histories` : '';
+    const expected =
+      o.test.startsWith(PROPERTY) && m.expect !== undefined && o.by !== m.expect ? ` (expected ${m.expect})` : '';
+    console.log(`         ${o.failed ? 'failed' : 'PASSED'}: ${o.test}: ${o.by}${after}${expected}`);
+  }
 }
 console.log(`${chosen.length} mutants, ${killed} killed, ${chosen.length - killed} survived`);
+console.error(`(${((performance.now() - started) / 1000).toFixed(0)} s)`);
 process.exitCode = killed === chosen.length ? 0 : 1;

@@ -9,6 +9,7 @@ import {
   readMachine,
   readMachineHealthCheck,
 } from '../../../api/capi/readers.js';
+import { readMachineSet } from '../../../api/capi/machine-set.js';
 import type { MachineFacts } from '../../../api/capi/model.js';
 import { parseSettings } from '../../../api/v1alpha1/settings.js';
 import type { MachineJoinCheck } from '../../../api/v1alpha1/types.js';
@@ -162,6 +163,7 @@ export class Cache implements SnapshotSource {
       bootstrapConfigs,
       ...(this.kcp ? { kcp: readKubeadmControlPlane(this.kcp, v) } : {}),
       mhcs: this.w.mhc ? [readMachineHealthCheck(this.w.mhc, v)] : [],
+      machineSets: this.w.machineSets.map((x) => readMachineSet(x)),
       capi: { apiVersion: v, minor: this.w.release === 'v1.14' ? 14 : 10 },
       allowMachineDelete: true, // strategy Delete acts in the world (an install with JOINGUARD_ALLOW_MACHINE_DELETE=true)
       ...(this.previous && this.previousFor === check.metadata.uid ? { previous: this.previous } : {}),

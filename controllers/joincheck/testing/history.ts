@@ -13,6 +13,7 @@ import { Cache } from './cache.js';
 import { isProvisioned } from './objects.js';
 import { kcpStep, machineSetStep, mhcStep } from './owners.js';
 import { count, World, type Fault, type WorldSetup } from './world.js';
+import { editSpec, move, pause, relabel, SELECTORS } from './world-changes.js';
 
 export type Step =
   | { k: 'advance'; ms: number }
@@ -41,7 +42,15 @@ export type Step =
   | { k: 'restart' }
   | { k: 'failover' }
   | { k: 'deleteCheck' }
-  | { k: 'recreateCheck' };
+  | { k: 'recreateCheck' }
+  | { k: 'refuseStatus' }
+  | { k: 'unrefuseStatus' }
+  | { k: 'selector'; which: number }
+  | { k: 'relabel'; i: number; pool: 'a' | 'b' }
+  | { k: 'budget'; maxInFlight: number; maxPerOwner: number; window: '30m' | '1h' | '2h' }
+  | { k: 'pause'; what: 'cluster' | 'check' | 'mhc' }
+  | { k: 'unpause'; what: 'cluster' | 'check' | 'mhc' }
+  | { k: 'move' };
 
 export interface Setup {
   release: 'v1.14' | 'v1.10';
@@ -62,7 +71,30 @@ export interface Setup {
   kcpMaxRetry: number | null;
   kcpRetryPeriodSeconds: number;
   mdMaxInFlight: number | null;
+  /**
+   * Who can never join once the history starts: nobody; the workers (an expired join credential: the suspicion and
+   * its canaries); the Machines of ms-b, the MachineDeployment's newest revision (a broken template: RolloutSuspect).
+   */
+  neverJoin?: 'none' | 'workers' | 'ms-b';
+  /** A calm history: nobody resumes, pauses, moves, deletes the check or edits it (the suspicion runs its course). */
+  calm?: boolean;
 }
+
+/** The steps a calm history leaves out. */
+export const DISRUPTIVE: ReadonlySet<Step['k']> = new Set([
+  'resume',
+  'withdrawAll',
+  'deleteCheck',
+  'recreateCheck',
+  'refuseStatus',
+  'selector',
+  'relabel',
+  'budget',
+  'pause',
+  'move',
+  'skip',
+  'refuse',
+]);
 
 export const WINDOW = HOUR;
 export const JOIN_TIMEOUT = 10 * MINUTE;
@@ -88,6 +120,8 @@ export const setupArb: fc.Arbitrary<Setup> = fc.record({
   kcpMaxRetry: fc.constantFrom<number | null>(null, 1, 2),
   kcpRetryPeriodSeconds: fc.constantFrom(0, 300),
   mdMaxInFlight: fc.constantFrom<number | null>(null, 1),
+  neverJoin: fc.constantFrom<NonNullable<Setup['neverJoin']>>('none', 'none', 'workers', 'ms-b'),
+  calm: fc.constantFrom(false, false, false, true),
 });
 
 const idx = fc.nat({ max: 20 });
@@ -154,6 +188,43 @@ export const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 1, arbitrary: fc.constant({ k: 'failover' as const }) },
   { weight: 1, arbitrary: fc.constant({ k: 'deleteCheck' as const }) },
   { weight: 2, arbitrary: fc.constant({ k: 'recreateCheck' as const }) },
+  { weight: 1, arbitrary: fc.constant({ k: 'refuseStatus' as const }) },
+  { weight: 2, arbitrary: fc.constant({ k: 'unrefuseStatus' as const }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      k: fc.constant('selector' as const),
+      which: fc.integer({ min: 0, max: SELECTORS.length - 1 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ k: fc.constant('relabel' as const), i: idx, pool: fc.constantFrom<'a' | 'b'>('a', 'b') }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      k: fc.constant('budget' as const),
+      maxInFlight: fc.integer({ min: 1, max: 3 }),
+      maxPerOwner: fc.integer({ min: 1, max: 3 }),
+      window: fc.constantFrom<'30m' | '1h' | '2h'>('30m', '1h', '2h'),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      k: fc.constant('pause' as const),
+      what: fc.constantFrom<'cluster' | 'check' | 'mhc'>('cluster', 'check', 'mhc'),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      k: fc.constant('unpause' as const),
+      what: fc.constantFrom<'cluster' | 'check' | 'mhc'>('cluster', 'check', 'mhc'),
+    }),
+  },
+  { weight: 1, arbitrary: fc.constant({ k: 'move' as const }) },
 );
 
 /** One JoinGuard process: its caches, in-process view and endpoint probe, gone with a crash or a restart. */
@@ -242,9 +313,10 @@ export function worldSetup(s: Setup): WorldSetup {
     oracle: {
       joinTimeoutMs: JOIN_TIMEOUT,
       ...(s.provisionTimeout ? { provisionTimeoutMs: PROVISION_TIMEOUT } : {}),
-      maxInFlight: s.maxInFlight,
-      maxPerOwner: s.maxPerOwner,
-      windowMs: WINDOW,
+      consecutiveJoinFailures: s.consecutiveJoinFailures,
+      probeIntervalMs: 5 * MINUTE,
+      maxProbeIntervalMs: 20 * MINUTE,
+      neverJoinedLimit: s.neverJoinedLimit,
       connectionGraceMs: 60_000,
       firstControlPlane: s.firstControlPlane,
       dryRun: s.dryRun,
@@ -270,6 +342,9 @@ export function startWorld(t0: number, s: Setup): World {
     w.join(joined);
   } else kcpStep(w);
   for (let i = 0; i < s.initial; i++) w.create(i % 2 === 0 ? 'ms-a' : 'ms-b');
+  const owner = (m: Json): string => m.metadata.ownerReferences[0].name;
+  if (s.neverJoin === 'workers') w.neverJoins = (m) => owner(m) !== 'kcp';
+  if (s.neverJoin === 'ms-b') w.neverJoins = (m) => owner(m) === 'ms-b';
   return w;
 }
 
@@ -321,7 +396,7 @@ export function worldStep(
       return;
     case 'gone': {
       const m = pick(step.i, (x) => x.metadata.deletionTimestamp !== undefined);
-      if (m) w.gone(m);
+      if (m && !w.clusterPaused) w.gone(m); // its finalizer is CAPI's Machine controller's: paused with the Cluster
       return;
     }
     case 'mhc':
@@ -379,6 +454,38 @@ export function worldStep(
     case 'recreateCheck':
       if (w.check === undefined) count('checks re-created');
       w.createCheck();
+      return;
+    case 'refuseStatus':
+      if (!w.statusRefused) count("check's status refused");
+      w.statusRefused = true;
+      return;
+    case 'unrefuseStatus':
+      w.statusRefused = false;
+      return;
+    case 'selector':
+      editSpec(w, (spec) => (spec.selector = structuredClone(SELECTORS[step.which]!)), 'selectors edited');
+      return;
+    case 'relabel': {
+      const m = pick(step.i, (x) => x.metadata.deletionTimestamp === undefined);
+      if (m) relabel(w, m, step.pool);
+      return;
+    }
+    case 'budget':
+      editSpec(
+        w,
+        (spec) => {
+          spec.maxInFlight = step.maxInFlight;
+          spec.remediation = { ...spec.remediation, maxPerOwner: step.maxPerOwner, window: step.window };
+        },
+        'budgets changed',
+      );
+      return;
+    case 'pause':
+    case 'unpause':
+      pause(w, step.what, step.k === 'pause');
+      return;
+    case 'move':
+      move(w);
       return;
     default:
       return;

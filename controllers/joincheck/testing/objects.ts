@@ -3,8 +3,16 @@
 // whose objects carry v1beta1 conditions in status.conditions and the v1beta2 ones under status.v1beta2), the
 // condition helpers CAPI's own controllers use on them, and RFC 7386 merge patch. Written from CAPI's Go types
 // (core/v1beta1, core/v1beta2, controlplane/kubeadm), not from JoinGuard's readers.
-import type { Json } from '../../../runtime/rest.js';
-import { iso } from '../time.js';
+//
+// The oracle reads through this file, so it imports nothing of the product (oracle-imports.test.ts holds that).
+
+/** A raw Kubernetes object, as JSON. */
+export type Json = Record<string, any>;
+
+/** Epoch ms -> RFC 3339 with whole seconds, as the apiserver stores a metav1.Time. */
+export function iso(t: number): string {
+  return new Date(Math.floor(t / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+}
 
 export type Release = 'v1.14' | 'v1.10';
 export const NS = 'default';
@@ -310,4 +318,45 @@ export function jsonPatch(target: Json, ops: Json[]): Json {
     }
   }
   return out;
+}
+
+/**
+ * A MachineSet of the MachineDeployment `md` at a revision (its annotation), its templates named after itself: a
+ * rollout from revision 1 (ms-a) to revision 2 (ms-b) changed the bootstrap template.
+ */
+export function machineSet(r: Release, name: string, revision: number): Json {
+  const v = versionOf(r);
+  const ref = (kind: string, group: string) =>
+    v === 'v1beta2' ? { apiGroup: group, kind, name } : { apiVersion: `${group}/v1beta1`, kind, name };
+  return {
+    apiVersion: `${CAPI_GROUP}/${v}`,
+    kind: 'MachineSet',
+    metadata: {
+      name,
+      namespace: NS,
+      uid: `uid-${name}`,
+      resourceVersion: '1',
+      creationTimestamp: '2026-01-01T00:00:00Z',
+      labels: { 'cluster.x-k8s.io/cluster-name': 'c1', 'cluster.x-k8s.io/deployment-name': 'md' },
+      annotations: { 'machinedeployment.clusters.x-k8s.io/revision': String(revision) },
+      ownerReferences: [
+        { apiVersion: `${CAPI_GROUP}/${v}`, kind: 'MachineDeployment', name: 'md', uid: 'uid-md', controller: true },
+      ],
+    },
+    spec: {
+      clusterName: 'c1',
+      template: {
+        spec: {
+          clusterName: 'c1',
+          infrastructureRef: ref('SimMachineTemplate', 'infrastructure.cluster.x-k8s.io'),
+          bootstrap: { configRef: ref('KubeadmConfigTemplate', 'bootstrap.cluster.x-k8s.io') },
+        },
+      },
+    },
+  };
+}
+
+/** Whether the MachineHealthCheck's selector (pool a, or every pool) takes the Machine. */
+export function mhcSelects(mhc: Json, m: Json): boolean {
+  return mhc.spec.selector.matchExpressions !== undefined || m.metadata.labels?.pool === 'a';
 }

@@ -10,18 +10,21 @@
 // 15-minute unanswered bound, a number of the contract.
 //
 // Each violation is a line starting with its invariant's tag, e.g. "[joined] ...": docs/planner.md lists them.
-import type { Json } from '../../../runtime/rest.js';
-import { getCond, isFalse, REMEDIATE_MACHINE, type Release } from './objects.js';
+import { getCond, isFalse, REMEDIATE_MACHINE, type Json, type Release } from './objects.js';
+import { Runs, type FailureKind } from './oracle-runs.js';
+import { specAt } from './oracle-spec.js';
 
 export type Actor = 'joinguard' | 'owner' | 'mhc' | 'fleet';
 
+/** The rules that hold for a whole history; the budgets and the pause are read from the check's spec at each write. */
 export interface OracleRules {
   release: Release;
   joinTimeoutMs: number;
   provisionTimeoutMs?: number;
-  maxInFlight: number;
-  maxPerOwner: number;
-  windowMs: number;
+  consecutiveJoinFailures: number;
+  probeIntervalMs: number;
+  maxProbeIntervalMs: number;
+  neverJoinedLimit: number;
   connectionGraceMs: number;
   firstControlPlane: 'Remediate' | 'Report';
   dryRun: boolean;
@@ -43,17 +46,30 @@ export interface MachineTruth {
   readyAt?: number;
   /** When the apiserver first showed it ready (a provision timeout is judged by what could be seen). */
   readySeenAt?: number;
+  /** When it got its Node (nodeRef). */
+  joinedAt?: number;
 }
 
 export interface ClusterTruth {
   initializedAt?: number;
   /** The workload connection's outages (RemoteConnectionProbe False), oldest first. */
   outages: { down: number; up?: number }[];
+  /** Paused now (spec.paused): CAPI's controllers and JoinGuard leave its Machines alone. */
+  paused: boolean;
+}
+
+/** The MachineHealthCheck as it is now. */
+export interface MhcTruth {
+  paused: boolean;
+  selects(m: Json): boolean;
 }
 
 export interface Truth {
   machine(uid: string): MachineTruth;
   cluster(): ClusterTruth;
+  mhc(): MhcTruth | undefined;
+  /** Every Machine the world ever had; `live`: still there. */
+  machines(): (MachineTruth & { live: boolean })[];
 }
 
 /** The check as stored when a write was accepted. */
@@ -62,6 +78,7 @@ export interface CheckAt {
   annotations: Record<string, string>;
   deleting: boolean;
   requests: Json[];
+  spec: Json;
 }
 
 export interface MachineWrite {
@@ -93,27 +110,49 @@ interface Track {
   answeredAt?: number;
   /** The check incarnations that withdrew their mark from it (a new check starts with no memory). */
   withdrawnBy: Set<string>;
-  recorded?: { t: number; epoch: number };
+  /** When the world first stored its request open, in which epoch, under which per-owner budget. */
+  recorded?: { t: number; epoch: number; maxPerOwner: number; windowMs: number };
+  /** Its first mark went to the failure memory's judge. */
+  judgedInRuns?: boolean;
+  /** The stored status holds its request open (since `recorded`). */
+  openRecorded?: boolean;
   /** The check recorded the request withdrawn while withdraw-all held or the check was going: the write may come later. */
   withdrawalDecidedForAll?: boolean;
   cleanPasses: number;
 }
 
 const SKIPS = ['joinguard.io/skip', 'cluster.x-k8s.io/skip-remediation', 'cluster.x-k8s.io/paused'];
+/** DESIGN's marker inside a condition's message: `JoinGuard (MachineJoinCheck <ns>/<name>, uid <uid>): ...`. */
+const MESSAGE_MARKER = /^JoinGuard \(MachineJoinCheck [^\s,()]+, uid ([A-Za-z0-9-]+)\): /;
+const REQUESTED_BY = 'joinguard.io/requested-by';
 const WAITING = 'WaitingForRemediation';
 
 export class Oracle {
   readonly violations: string[] = [];
   private readonly tracks = new Map<string, Track>();
-  private readonly seenRequests = new Set<string>();
   private epoch = 0;
+  /** The failure memory's judge (oracle-runs.ts). */
+  readonly runs: Runs;
   /** Counted for the printed figures. */
-  readonly counts = { marks: 0, withdrawals: 0, answered: 0, ownerDeletesOfJoined: 0, judgedWrites: 0 };
+  readonly counts = {
+    marks: 0,
+    withdrawals: 0,
+    answered: 0,
+    ownerDeletesOfJoined: 0,
+    /** Of those: the Machine joined after JoinGuard's mark became visible (the join-against-owner race). */
+    joinedAfterMark: 0,
+    judgedWrites: 0,
+    pausedWrites: 0,
+    rolloutJudged: 0,
+    rolloutSuspects: 0,
+  };
 
   constructor(
     private readonly rules: OracleRules,
     private readonly truth: Truth,
-  ) {}
+  ) {
+    this.runs = new Runs(rules);
+  }
 
   private fail(tag: string, t: number, what: string): void {
     this.violations.push(`[${tag}] ${new Date(t).toISOString()}: ${what}`);
@@ -178,6 +217,15 @@ export class Oracle {
     const wasMarked = this.marked(k);
 
     if (w.by === 'joinguard') {
+      // [paused] nothing at all is written to a paused Cluster's Machines (clusterctl move copies them meanwhile).
+      if (this.truth.cluster().paused) {
+        this.counts.pausedWrites++;
+        this.fail(
+          'paused',
+          w.t,
+          `JoinGuard wrote ${this.truth.machine(w.uid).name} (${w.verb}) while its Cluster was paused`,
+        );
+      }
       const marks =
         (hcNew ? 1 : 0) + (annAfter && !annBefore ? 1 : 0) + (condAfter && !condBefore ? 1 : 0) + (deletedNow ? 1 : 0);
       const unmarks =
@@ -206,10 +254,14 @@ export class Oracle {
       k.deleting = true;
       k.deletedForJoinGuard = w.by === 'joinguard' || (w.by === 'owner' && wasMarked);
       if (wasMarked || w.by === 'joinguard') this.answer(k, w.t);
-      if (w.by === 'owner' && wasMarked && b.status?.nodeRef?.name) this.counts.ownerDeletesOfJoined++;
+      if (w.by === 'owner' && wasMarked && b.status?.nodeRef?.name) {
+        this.counts.ownerDeletesOfJoined++;
+        const joinedAt = this.truth.machine(w.uid).joinedAt;
+        if (k.visibleAt !== undefined && joinedAt !== undefined && joinedAt >= k.visibleAt)
+          this.counts.joinedAfterMark++;
+      }
     }
     if (w.by === 'joinguard' && ((this.marked(k) && !wasMarked) || deletedNow)) k.check = w.check?.uid;
-    if (w.by === 'joinguard') this.checkInFlight(w.t, w.check?.uid);
   }
 
   private answer(k: Track, t: number): void {
@@ -232,6 +284,20 @@ export class Oracle {
     const skip = SKIPS.find((s) => s in (m.metadata.annotations ?? {}));
     if (skip !== undefined) this.fail('mark-allowed', w.t, `${what}, which carried ${skip}`);
     if (this.rules.dryRun) this.fail('mark-allowed', w.t, `${what} in a dry run`);
+    const spec = specAt(w.check?.spec);
+    // [paused] nothing is asked while the check is paused (its withdrawals still go: owners are not paused).
+    if (spec.paused) this.fail('paused', w.t, `${what} while the check's spec.paused was true`);
+    // [paused-mhc] nothing is asked through a paused MachineHealthCheck.
+    const mhc = this.truth.mhc();
+    const annotated =
+      REMEDIATE_MACHINE in (w.after.metadata.annotations ?? {}) &&
+      !(REMEDIATE_MACHINE in (m.metadata.annotations ?? {}));
+    if (annotated && mhc !== undefined && mhc.paused && mhc.selects(m))
+      this.fail(
+        'paused-mhc',
+        w.t,
+        `${what} with ${REMEDIATE_MACHINE} while the MachineHealthCheck selecting it was paused`,
+      );
     const hc = this.hcFalse(m);
     if (hc !== undefined && !k.hc)
       this.fail('mark-allowed', w.t, `${what} over someone else's mark (HealthCheckSucceeded=False/${hc.reason})`);
@@ -259,9 +325,99 @@ export class Oracle {
     // [write-ahead] the request is in the stored status before the Machine carries its mark.
     if (!w.check?.requests.some((r) => r.uid === w.uid && r.state === 'Open'))
       this.fail('write-ahead', w.t, `${what} with no open request for it in the stored status`);
+    this.judgeMarker(w);
     if (k.visibleAt === undefined) k.visibleAt = Math.floor(w.t / 1000) * 1000; // whole seconds, as status times
-    if (k.recorded === undefined) k.recorded = { t: w.t, epoch: this.epoch };
+    const toRuns = k.judgedInRuns !== true;
+    k.recorded ??= { t: w.t, epoch: this.epoch, maxPerOwner: spec.maxPerOwner, windowMs: spec.windowMs };
     this.checkPerOwner(w.t, k);
+    if (toRuns) {
+      k.judgedInRuns = true;
+      const kind = this.kindOf(w);
+      const due = this.joinDeadline(tr);
+      // Judged when it was decided: when its request was recorded (a mark a refusal held back is written later).
+      const x = {
+        t: k.recorded.t,
+        uid: w.uid,
+        name: tr.name,
+        kind,
+        epoch: k.recorded.epoch,
+        ...(due !== undefined ? { due } : {}),
+      };
+      for (const v of this.runs.mark(x))
+        this.violations.push(
+          `${v.slice(0, v.indexOf(']') + 1)} ${new Date(w.t).toISOString()}: ${v.slice(v.indexOf(']') + 2)}`,
+        );
+    }
+  }
+
+  /**
+   * The failure a mark answers, as the mark carries it (its reason on the condition paths) or as its request records
+   * it (the annotation and delete paths carry none): what the product counted.
+   */
+  private kindOf(w: MachineWrite): FailureKind {
+    const said = (r: string | undefined): FailureKind | undefined =>
+      r === 'JoinTimeout' ? 'join' : r === 'ProvisionTimeout' ? 'provision' : undefined;
+    const a = w.after;
+    return (
+      said(this.hcFalse(a)?.reason) ??
+      said(getCond(a, this.rules.release, 'owner', 'JoinGuardJoined')?.reason) ??
+      said(w.check?.requests.find((r) => r.uid === w.uid)?.kind) ??
+      'unknown'
+    );
+  }
+
+  /** The uid a condition's message names as its marker. */
+  private messageMarker(c: Json | undefined): string | undefined {
+    return typeof c?.message === 'string' ? MESSAGE_MARKER.exec(c.message)?.[1] : undefined;
+  }
+
+  /** The check a Machine's JoinGuard mark names: inside its condition's message, else the annotation. */
+  private markerOf(m: Json): string | undefined {
+    return (
+      this.messageMarker(this.hcFalse(m)) ??
+      this.messageMarker(
+        isFalse(getCond(m, this.rules.release, 'owner', 'JoinGuardJoined'))
+          ? getCond(m, this.rules.release, 'owner', 'JoinGuardJoined')
+          : undefined,
+      ) ??
+      m.metadata.annotations?.[REQUESTED_BY]
+    );
+  }
+
+  /**
+   * [marker] a mark never exists without its marker: the write that makes it names the check that asked — inside the
+   * condition it writes (its message), or, for the annotation, `joinguard.io/requested-by` in the same patch.
+   */
+  private judgeMarker(w: MachineWrite): void {
+    const a = w.after;
+    const b = w.before;
+    const uid = w.check?.uid;
+    const name = this.truth.machine(w.uid).name;
+    const missing: string[] = [];
+    const hc = this.hcFalse(a);
+    if (hc !== undefined && this.hcFalse(b)?.reason !== hc.reason && this.messageMarker(hc) !== uid)
+      missing.push('HealthCheckSucceeded=False without it in its message');
+    const jg = getCond(a, this.rules.release, 'owner', 'JoinGuardJoined');
+    const jgBefore = getCond(b, this.rules.release, 'owner', 'JoinGuardJoined');
+    if (isFalse(jg) && !isFalse(jgBefore) && this.messageMarker(jg) !== uid)
+      missing.push('JoinGuardJoined=False without it in its message');
+    const ann =
+      REMEDIATE_MACHINE in (a.metadata.annotations ?? {}) && !(REMEDIATE_MACHINE in (b.metadata.annotations ?? {}));
+    if (ann && a.metadata.annotations?.[REQUESTED_BY] !== uid)
+      missing.push(`${REMEDIATE_MACHINE} without ${REQUESTED_BY}`);
+    if (missing.length > 0)
+      this.fail(
+        'marker',
+        w.t,
+        `JoinGuard marked ${name} without naming its check (${uid}) in the same write: ${missing.join('; ')}`,
+      );
+  }
+
+  /** Its join deadline by DESIGN's clock and the world's times (none before it is ready, nor before initialization). */
+  private joinDeadline(tr: MachineTruth): number | undefined {
+    const init = this.truth.cluster().initializedAt;
+    if (tr.readyAt === undefined || (!tr.init && init === undefined)) return undefined;
+    return Math.max(tr.created, tr.readyAt, tr.init ? tr.created : init!) + this.rules.joinTimeoutMs;
   }
 
   /** When the Machine failed by DESIGN's clocks: the earlier of its provision and join deadlines that passed. */
@@ -343,7 +499,7 @@ export class Oracle {
     t: number,
     before: Json | undefined,
     after: Json,
-    check: { annotations: Record<string, string>; deleting: boolean },
+    check: { uid: string; annotations: Record<string, string>; deleting: boolean; spec: Json },
   ): void {
     if (check.deleting || 'joinguard.io/withdraw-all' in check.annotations) {
       const was = new Map<string, string>((before?.requests ?? []).map((r: Json) => [r.uid, r.state]));
@@ -353,15 +509,85 @@ export class Oracle {
           k.withdrawalDecidedForAll = true;
       }
     }
+    const sb = before?.suspicion;
+    const sa = after.suspicion;
+    if (sa !== undefined && (sb === undefined || sb.since !== sa.since)) this.judgeRollout(t, sa);
     const lb = before?.lastResume;
     const la = after.lastResume;
     if (la !== undefined && (lb === undefined || lb.time !== la.time || lb.value !== la.value)) this.epoch++;
-    for (const r of after.requests ?? []) {
-      if (r.state !== 'Open' || this.seenRequests.has(r.uid)) continue;
-      this.seenRequests.add(r.uid);
-      const k = this.tracks.get(r.uid) ?? (this.tryTruth(r.uid) ? this.track(r.uid) : undefined);
-      if (k !== undefined && k.recorded === undefined) k.recorded = { t, epoch: this.epoch };
+    const spec = specAt(check.spec);
+    const asked: string[] = [];
+    // A request leaves the stored status open only when it is forgotten before it was made (remediate.ts notDue): asked
+    // again, it is a new decision. (A moved check's first write has no status before it: nothing left.)
+    const open = new Set<string>(
+      (after.requests ?? []).filter((r: Json) => r.state === 'Open').map((r: Json) => r.uid),
+    );
+    for (const r of before?.requests ?? []) {
+      const k = this.tracks.get(r.uid);
+      if (r.state === 'Open' && !open.has(r.uid) && k !== undefined && k.visibleAt === undefined)
+        k.openRecorded = false;
     }
+    // (A request kept for a Machine gone — while the Cluster is paused, clusterctl move may be copying it — asks nothing.)
+    const live = new Set(
+      this.truth
+        .machines()
+        .filter((x) => x.live)
+        .map((x) => x.uid),
+    );
+    for (const r of after.requests ?? []) {
+      if (r.state !== 'Open' || !live.has(r.uid)) continue;
+      const k = this.tracks.get(r.uid) ?? (this.tryTruth(r.uid) ? this.track(r.uid) : undefined);
+      if (k === undefined || k.openRecorded === true) continue;
+      k.openRecorded = true;
+      if (k.visibleAt === undefined || k.recorded === undefined)
+        k.recorded = { t, epoch: this.epoch, maxPerOwner: spec.maxPerOwner, windowMs: spec.windowMs };
+      if (!this.flying(k, check.uid)) asked.push(this.truth.machine(r.uid).name);
+    }
+    if (asked.length > 0) this.checkInFlight(t, check.uid, asked, spec.maxInFlight);
+  }
+
+  /** In flight for the check: carrying its mark, or being deleted because of it. */
+  private flying(k: Track, checkUid: string): boolean {
+    return (this.marked(k) || (k.deleting && k.deletedForJoinGuard)) && (k.check === undefined || k.check === checkUid);
+  }
+
+  /** After a pass of the controller: the joined Machines its caches show (what it cannot have missed since). */
+  controllerSaw(t: number, joined: ReadonlySet<string>): void {
+    this.seenJoined = joined;
+    this.runs.controllerSaw(t, joined);
+  }
+
+  private seenJoined: ReadonlySet<string> = new Set();
+
+  /**
+   * [rollout-suspect] a suspicion raised names the failures that raised it; which kind it is follows from the world:
+   * RolloutSuspect when they all come from the MachineDeployment's newest revision (ms-b) of which no Machine ever
+   * joined while a Machine of the revision before (ms-a) did — the product's caches show that one, since a pass —;
+   * BootstrapCredentialSuspect otherwise. Judged both ways, only where the world leaves no doubt.
+   */
+  private judgeRollout(t: number, suspicion: Json): void {
+    const all = this.truth.machines();
+    // The failures that raised it come first (later ones of the same pass are appended).
+    const names: string[] = (suspicion.machines ?? []).slice(0, this.rules.consecutiveJoinFailures);
+    const owners = names.map((n) => all.find((x) => x.name === n)?.owner);
+    const fromB = owners.length > 0 && owners.every((o) => o === 'ms-b');
+    const bEverJoined = all.some((x) => x.owner === 'ms-b' && x.joinedAt !== undefined && x.joinedAt <= t);
+    const seen = (owner: string) => all.some((x) => x.owner === owner && x.live && this.seenJoined.has(x.uid));
+    this.counts.rolloutJudged++;
+    if (suspicion.reason === 'RolloutSuspect') {
+      this.counts.rolloutSuspects++;
+      if (!fromB || seen('ms-b') || !all.some((x) => x.owner === 'ms-a' && x.joinedAt !== undefined))
+        this.fail(
+          'rollout-suspect',
+          t,
+          `RolloutSuspect raised on ${names.join(', ')} (owners ${owners.join(', ')}): not all of the newest revision ms-b, or one of ms-b joined, or none of ms-a ever did`,
+        );
+    } else if (fromB && !bEverJoined && seen('ms-a'))
+      this.fail(
+        'rollout-suspect',
+        t,
+        `${suspicion.reason} raised on ${names.join(', ')}, all of the newest revision ms-b of which none ever joined while ms-a's did: the new template is the suspect (RolloutSuspect)`,
+      );
   }
 
   private tryTruth(uid: string): boolean {
@@ -373,49 +599,68 @@ export class Oracle {
     }
   }
 
-  /** [per-owner] Machines of one owner JoinGuard marked, by when their request was recorded: at most maxPerOwner per window. */
+  /**
+   * [per-owner] at each mark, the Machines of its owner JoinGuard marked (by when their request was recorded, in the
+   * same epoch) inside the window are at most maxPerOwner — the budget in force when this request was recorded (an old
+   * request whose write a refusal held back is not judged by a budget lowered since). A second's margin: status times
+   * are whole seconds.
+   */
   private checkPerOwner(t: number, k: Track): void {
-    const mine = [...this.tracks.values()]
-      .filter(
-        (x) =>
-          x.owner === k.owner &&
-          x.visibleAt !== undefined &&
-          x.recorded !== undefined &&
-          x.recorded.epoch === k.recorded!.epoch,
-      )
-      .map((x) => x.recorded!.t)
-      .sort((a, b) => a - b);
-    const n = this.rules.maxPerOwner;
-    for (let i = 0; i + n < mine.length; i++) {
-      if (mine[i + n]! - mine[i]! < this.rules.windowMs)
-        this.fail(
-          'per-owner',
-          t,
-          `${n + 1} Machines of ${k.owner} marked within ${Math.round((mine[i + n]! - mine[i]!) / 60000)}m (maxPerOwner ${n} per ${this.rules.windowMs / 60000}m)`,
-        );
-    }
+    const r = k.recorded!;
+    const mine = [...this.tracks.values()].filter(
+      (x) =>
+        x.owner === k.owner &&
+        x.visibleAt !== undefined &&
+        x.recorded !== undefined &&
+        x.recorded.epoch === r.epoch &&
+        x.recorded.t <= r.t &&
+        r.t - x.recorded.t < r.windowMs - 1000,
+    );
+    if (mine.length > r.maxPerOwner)
+      this.fail(
+        'per-owner',
+        t,
+        `${mine.length} Machines of ${k.owner} marked within the window (maxPerOwner ${r.maxPerOwner} per ${r.windowMs / 60000}m when its request was recorded)`,
+      );
   }
 
-  /** [in-flight] Machines carrying JoinGuard's mark, or being deleted because of it, never more than maxInFlight. */
-  checkInFlight(t: number, checkUid?: string): void {
+  /**
+   * [in-flight] when the world stores new requests: the Machines carrying the check's mark, or being deleted because of
+   * it — in the selector or not — with those newly asked, are at most the maxInFlight in force then.
+   */
+  private checkInFlight(t: number, checkUid: string, asked: string[], maxInFlight: number): void {
     const flying = [...this.tracks.entries()]
-      .filter(
-        ([, k]) =>
-          (this.marked(k) || (k.deleting && k.deletedForJoinGuard)) &&
-          (checkUid === undefined || k.check === undefined || k.check === checkUid),
-      )
+      .filter(([, k]) => this.flying(k, checkUid))
       .map(([uid]) => this.truth.machine(uid).name);
-    if (flying.length > this.rules.maxInFlight)
+    if (flying.length + asked.length > maxInFlight)
       this.fail(
         'in-flight',
         t,
-        `${flying.length} in flight (${flying.sort().join(', ')}), maxInFlight ${this.rules.maxInFlight}`,
+        `${asked.join(', ')} asked with ${flying.length} in flight (${flying.sort().join(', ')}), maxInFlight ${maxInFlight}`,
       );
+  }
+
+  /**
+   * clusterctl move: every object re-created with a new uid and without its status (the marks in conditions go; the
+   * annotations stay), the check with its memory: nothing else is forgotten — not the epoch, not a Machine's track.
+   */
+  moved(machines: ReadonlyMap<string, string>, check: { from: string; to: string } | undefined): void {
+    for (const [from, to] of machines) {
+      const k = this.tracks.get(from);
+      this.runs.moved(from, to);
+      if (k === undefined) continue;
+      this.tracks.delete(from);
+      k.hc = false;
+      k.condition = false;
+      if (check !== undefined && k.check === check.from) k.check = check.to;
+      this.tracks.set(to, k);
+    }
   }
 
   /** A check is created (again): a new incarnation starts with no memory, so its per-owner windows start afresh. */
   checkCreated(): void {
     this.epoch++;
+    for (const k of this.tracks.values()) k.openRecorded = false;
   }
 
   machineGone(uid: string): void {
@@ -469,19 +714,19 @@ export class Oracle {
   }
 
   /**
-   * [requested-by] once converged, every Machine carrying JoinGuard's mark says which check asked
-   * (`joinguard.io/requested-by: <check uid>`): a mark is recognised from the Machine alone.
+   * [requested-by] once converged, every Machine carrying JoinGuard's mark says which check asked (its marker, in the
+   * message of JoinGuard's condition or `joinguard.io/requested-by`): a mark is recognised from the Machine alone.
    */
   checkMarkers(t: number, live: readonly Json[]): void {
     for (const m of live) {
       const k = this.tracks.get(m.metadata.uid);
       if (k === undefined || !this.marked(k) || k.deleting || k.check === undefined) continue;
-      const said = m.metadata.annotations?.['joinguard.io/requested-by'];
+      const said = this.markerOf(m);
       if (said !== k.check)
         this.fail(
           'requested-by',
           t,
-          `${m.metadata.name} carries JoinGuard's mark (${this.describe(k)}) with joinguard.io/requested-by ${said === undefined ? 'absent' : `"${said}"`}, not the uid of the check that asked (${k.check})`,
+          `${m.metadata.name} carries JoinGuard's mark (${this.describe(k)}) whose marker is ${said === undefined ? 'absent' : `"${said}"`}, not the uid of the check that asked (${k.check})`,
         );
     }
   }

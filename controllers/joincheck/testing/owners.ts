@@ -18,6 +18,7 @@ import {
   getCond,
   isFalse,
   isTrue,
+  mhcSelects,
   REMEDIATE_MACHINE,
   REMEDIATION_FOR,
   REMEDIATION_IN_PROGRESS,
@@ -75,6 +76,7 @@ function remove(w: World, m: Json): void {
 }
 
 export function machineSetStep(w: World): void {
+  if (w.clusterPaused) return; // CAPI's controllers leave a paused Cluster alone
   const all = w.live().filter((m) => ownerOf(m).kind === 'MachineSet');
   for (const m of all) if (!deleting(m)) cleanup(w, m);
   for (const ms of [...new Set(all.map((m) => ownerOf(m).name))]) {
@@ -132,6 +134,7 @@ const parse = (s: string | undefined): RemediationData | undefined => {
 };
 
 export function kcpStep(w: World): void {
+  if (w.clusterPaused) return;
   const cps = w.live().filter((m) => ownerOf(m).kind === 'KubeadmControlPlane');
   for (const m of cps) if (!deleting(m)) cleanup(w, m);
   const kcp = w.kcp;
@@ -251,7 +254,7 @@ function scaleUp(w: World, cps: Json[]): void {
 
 export function mhcStep(w: World, healthy: boolean): void {
   const mhc = w.mhc;
-  if (mhc === undefined) return;
+  if (mhc === undefined || w.clusterPaused || 'cluster.x-k8s.io/paused' in (mhc.metadata.annotations ?? {})) return;
   const timeoutS =
     w.release === 'v1.14'
       ? (mhc.spec.checks.nodeStartupTimeoutSeconds ?? 600)
@@ -261,9 +264,8 @@ export function mhcStep(w: World, healthy: boolean): void {
   const watches =
     w.release === 'v1.14' &&
     (mhc.spec.checks.unhealthyMachineConditions ?? []).some((c: Json) => c.type === 'JoinGuardJoined');
-  const selectsAll = mhc.spec.selector.matchExpressions !== undefined;
   for (const m of w.live()) {
-    if (deleting(m) || (!selectsAll && m.metadata.labels.pool !== 'a')) continue;
+    if (deleting(m) || !mhcSelects(mhc, m)) continue;
     const cp = 'cluster.x-k8s.io/control-plane' in m.metadata.labels;
     const mark = (reason: string, v1beta1Reason: string, message: string, because: boolean) => {
       w.change(

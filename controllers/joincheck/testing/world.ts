@@ -18,6 +18,8 @@ import {
   kubeadmControlPlane,
   machine,
   machineHealthCheck,
+  machineSet,
+  mhcSelects,
   mergePatch,
   NS,
   provisionMachine,
@@ -67,7 +69,17 @@ export class World {
   check: Json | undefined;
   readonly oracle: Oracle;
   readonly truths = new Map<string, MachineTruth & { joinedAt?: number }>();
-  readonly clusterTruth: ClusterTruth = { outages: [] };
+  readonly clusterTruth: Omit<ClusterTruth, 'paused'> = { outages: [] };
+  /** The MachineSets of the MachineDeployment `md` (ms-a revision 1, ms-b revision 2, another bootstrap template). */
+  readonly machineSets: Json[];
+  /** The check's status writes are refused (403: RBAC on /status, an admission policy). */
+  statusRefused = false;
+  /** After clusterctl move, until the Cluster is unpaused: what CAPI's controllers rebuild then (by Machine name). */
+  rebuild: { machines: Map<string, { provisioned: boolean; joined: boolean }>; initialized: boolean } | undefined;
+  /** Moves done (clusterctl move re-created every object). */
+  moves = 0;
+  /** Machines that can never join (an expired credential, a broken template): Setup.neverJoin. */
+  neverJoins: (m: Json) => boolean = () => false;
   /** Faults for the next writes, in order (then ok). */
   faults: Fault[] = [];
   /** Machines (by name) whose JoinGuard writes a webhook refuses for good. */
@@ -113,11 +125,32 @@ export class World {
           : {}),
       });
     }
+    this.machineSets = (['ms-a', 'ms-b'] as const).map((name, i) => machineSet(this.release, name, i + 1));
     this.oracle = new Oracle(
       { ...setup.oracle, release: this.release },
-      { machine: (uid) => this.truthOf(uid), cluster: () => this.clusterTruth },
+      {
+        machine: (uid) => this.truthOf(uid),
+        cluster: () => ({ ...this.clusterTruth, paused: this.clusterPaused }),
+        mhc: () =>
+          this.mhc === undefined
+            ? undefined
+            : {
+                paused: 'cluster.x-k8s.io/paused' in (this.mhc.metadata.annotations ?? {}),
+                selects: (m) => mhcSelects(this.mhc!, m),
+              },
+        machines: () =>
+          [...this.truths.values()].map((x) => ({
+            ...x,
+            live: this.machines.has(x.name) && this.machines.get(x.name)!.metadata.uid === x.uid,
+          })),
+      },
     );
     this.createCheck();
+  }
+
+  /** The Cluster is paused (spec.paused): CAPI's controllers, the owners and the MachineHealthCheck do nothing. */
+  get clusterPaused(): boolean {
+    return this.cluster.spec.paused === true;
   }
 
   whole(t: number): number {
@@ -178,6 +211,36 @@ export class World {
     this.oracle.checkGone(c.metadata.uid, this.t, (uid) => this.refusedForLiveness(uid));
   }
 
+  /** clusterctl move re-creates the check: a new uid, no status (the memory rides in its annotation). */
+  moveCheck(n: number): { from: string; to: string } | undefined {
+    const c = this.check;
+    if (c === undefined) return undefined;
+    const from = c.metadata.uid;
+    const to = `${from.replace(/-mv\d+$/, '')}-mv${n}`;
+    const { deletionTimestamp: _gone, ...metadata } = c.metadata;
+    this.check = {
+      apiVersion: c.apiVersion,
+      kind: c.kind,
+      metadata: { ...metadata, uid: to, resourceVersion: this.nextRv(), creationTimestamp: iso(this.t) },
+      spec: c.spec,
+    };
+    return { from, to };
+  }
+
+  /** A Machine's new uid (clusterctl move): what the world knows of it follows. */
+  rekey(from: string, to: string): void {
+    const tr = this.truths.get(from);
+    if (tr !== undefined) {
+      this.truths.delete(from);
+      this.truths.set(to, { ...tr, uid: to });
+    }
+    for (const m of [this.refusalLifted, this.writeFailed]) {
+      const v = m.get(from);
+      if (v !== undefined) m.set(to, v);
+    }
+    if (this.annotatedByJoinGuard.delete(from)) this.annotatedByJoinGuard.add(to);
+  }
+
   annotateCheck(key: string, value: string | undefined): void {
     if (this.check === undefined) return;
     const a = { ...(this.check.metadata.annotations ?? {}) };
@@ -197,6 +260,7 @@ export class World {
       annotations: c.metadata.annotations ?? {},
       deleting: c.metadata.deletionTimestamp !== undefined,
       requests: c.status?.requests ?? [],
+      spec: c.spec,
     };
   }
 
@@ -275,7 +339,12 @@ export class World {
   /** Bootstrap data and infrastructure ready; workers (and joining control-plane Machines) only once the control plane is initialized. */
   provision(m: Json, lag: number): void {
     const tr = this.truthOf(m.metadata.uid);
-    if (isProvisioned(m, this.release) || m.metadata.deletionTimestamp !== undefined || (!tr.init && !this.initialized))
+    if (
+      this.clusterPaused ||
+      isProvisioned(m, this.release) ||
+      m.metadata.deletionTimestamp !== undefined ||
+      (!tr.init && !this.initialized)
+    )
       return;
     const at = this.t - lag; // CAPI's controllers saw it `lag` ago (negative: a clock ahead of ours)
     this.change(m, 'fleet', () => provisionMachine(m, this.release, at));
@@ -286,7 +355,7 @@ export class World {
 
   /** InfrastructureReady briefly not True: its transition time moves later, its flag stays true. */
   flicker(m: Json): void {
-    if (!isProvisioned(m, this.release)) return;
+    if (this.clusterPaused || !isProvisioned(m, this.release)) return;
     this.change(m, 'fleet', () => {
       for (const list of this.release === 'v1.14' ? (['v2'] as const) : (['owner', 'v2'] as const)) {
         setCond(m, this.release, list, { type: 'InfrastructureReady', status: 'False', reason: 'Flicker' }, this.t);
@@ -302,21 +371,30 @@ export class World {
     count('flickers');
   }
 
+  /** The Node appears and CAPI sets nodeRef (not while the Cluster is paused: its Machine controller waits). */
   join(m: Json): void {
-    if (m.status.nodeRef || m.metadata.deletionTimestamp !== undefined || !isProvisioned(m, this.release)) return;
+    if (
+      this.clusterPaused ||
+      this.neverJoins(m) ||
+      m.status.nodeRef ||
+      m.metadata.deletionTimestamp !== undefined ||
+      !isProvisioned(m, this.release)
+    )
+      return;
     this.change(m, 'fleet', () => {
       m.status.nodeRef = { name: `node-${m.metadata.name}` };
       m.status.phase = 'Running';
     });
     const tr = this.truthOf(m.metadata.uid);
     tr.joinedAt = this.t;
+    this.oracle.runs.joined(m.metadata.uid, this.t);
     count('joins');
     if (tr.init && !this.initialized) this.initialize(0);
   }
 
   /** The control plane comes up: KCP and the Cluster say initialized (the Cluster's condition `lag` ago). */
   initialize(lag: number): void {
-    if (this.initialized) return;
+    if (this.initialized || this.clusterPaused) return;
     const init = this.live().find(
       (m) =>
         this.truthOf(m.metadata.uid).init &&
@@ -349,7 +427,7 @@ export class World {
   }
 
   connection(up: boolean): void {
-    if (!this.initialized) return;
+    if (!this.initialized || this.clusterPaused) return;
     const out = this.clusterTruth.outages;
     const last = out[out.length - 1];
     const down = last !== undefined && last.up === undefined;
@@ -379,8 +457,10 @@ export class World {
   mustBeClean(uid: string): boolean {
     const tr = this.truths.get(uid);
     const m = tr !== undefined ? this.machines.get(tr.name) : undefined;
-    if (m === undefined) return false;
+    if (m === undefined || m.metadata.uid !== uid || this.clusterPaused) return false;
     const c = this.check;
+    // With the check's status refused, only withdrawals that need no record go: the Machine joined, the check went.
+    if (this.statusRefused) return Boolean(m.status.nodeRef) || c?.metadata.deletionTimestamp !== undefined;
     return (
       Boolean(m.status.nodeRef) ||
       'joinguard.io/skip' in (m.metadata.annotations ?? {}) ||
@@ -478,6 +558,15 @@ export class World {
   private checkWrite(who: string, method: string, path: string, rv: string | undefined, f: (c: Json) => Json): Json {
     return this.write(who, method, path, rv, () => {
       if (this.check === undefined) throw new ApiError(404, method, path, 'not found');
+      if (this.statusRefused && path.endsWith('/status')) {
+        count('status writes refused (403)');
+        throw new ApiError(
+          403,
+          method,
+          path,
+          'machinejoinchecks.joinguard.io "mjc" is forbidden: cannot update resource "machinejoinchecks/status"',
+        );
+      }
       const before = this.check;
       const next = f(structuredClone(before));
       next.metadata = {
@@ -493,8 +582,10 @@ export class World {
       this.check = next;
       if (JSON.stringify(before.status) !== JSON.stringify(next.status))
         this.oracle.statusWrite(this.t, before.status, next.status ?? {}, {
+          uid: next.metadata.uid,
           annotations: next.metadata.annotations ?? {},
           deleting: next.metadata.deletionTimestamp !== undefined,
+          spec: next.spec,
         });
       const out = structuredClone(next);
       this.checkFinalized();
