@@ -11,7 +11,7 @@
 // start is a first install's), JoinGuard started and its first complete reconcile, an optional quiet window, then
 // its own stuck Machines added at a steady pace and the detection window closed a fixed time after the last
 // deadline (a Machine unmarked by then is censored); its Machines deleted at the end.
-import type { AuditWindow, ShardAudit } from './audit.js';
+import type { AuditWindow, ClientCounts, ShardAudit } from './audit.js';
 import type { JoinGuardProcess } from './controller-process.js';
 import { USER_JOINGUARD } from './env.js';
 import { clusterTimes, freshChecks, SHARDS, shardOfName, stuckMachines, watchHealthChecks } from './fleet.js';
@@ -86,7 +86,7 @@ export interface PhaseResult {
   shards?: ShardFigures[];
   /** Read from the audit log when the invocation ends (bench/session.ts). */
   audit?: {
-    windows: Record<string, Record<string, import('./audit.js').ClientCounts>>;
+    windows: Record<string, Record<string, ClientCounts>>;
     shards?: Record<string, ShardAudit>;
   };
   apiserverLatency?: LatencyBySecond;

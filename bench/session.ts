@@ -34,7 +34,7 @@ import {
   type FleetShape,
 } from './fleet.js';
 import { runBurst } from './burst.js';
-import { runStandard, type PhasePlan, type PhaseResult } from './phase.js';
+import { emptyResult, runStandard, type PhasePlan, type PhaseResult } from './phase.js';
 import { sleep, waitFor, type Context, type Timing } from './phase-kit.js';
 import { ProcSampler } from './proc.js';
 import { parseMetrics } from './prom.js';
@@ -98,20 +98,32 @@ async function buildFleet(ctx: Context, bench: BenchEnv): Promise<void> {
   // lags its cache, and its status patches then conflict (409) in a storm that feeds itself. A stall fails the run:
   // under overload CAPI's core manager can miss its Lease renewal and exit, as a pod would before its restart.
   let last = { at: Date.now(), provisioned: 0 };
-  const core = bench.env.pids['capi-core'];
   await pool(resting, 16, async (m) => {
     while (created - w.provisionedCount >= MAX_PENDING) {
       if (w.provisionedCount !== last.provisioned) last = { at: Date.now(), provisioned: w.provisionedCount };
       else if (Date.now() - last.at > STALL_MS)
-        throw new Error(
-          `no Machine became Provisioned for ${STALL_MS / 1000} s (${w.provisionedCount} of ${created}); CAPI's core manager ${core && alive(core) ? 'runs' : 'has exited (see its log)'}`,
-        );
+        throw new Error(`no Machine became Provisioned for ${STALL_MS / 1000} s (${w.provisionedCount} of ${created})`);
       await sleep(100);
     }
     created++;
     await createMachine(kube, m, ctx.owners);
-  }).finally(() => clearInterval(progress));
+  })
+    .catch((e: Error) => {
+      // Under overload a CAPI manager misses its Lease renewal and exits, as a pod would before its restart (its
+      // webhooks go with it); the bench does not restart it: say which.
+      throw new Error(`${e.message}; CAPI's managers: ${managersState(bench)}`);
+    })
+    .finally(() => clearInterval(progress));
   await w.until(`${resting.length} Machines Provisioned`, () => w.provisionedCount >= resting.length, 900_000);
+}
+
+function managersState(bench: BenchEnv): string {
+  return ['capi-core', 'capi-kubeadm-bootstrap', 'capi-kubeadm-control-plane']
+    .map(
+      (m) =>
+        `${m} ${alive(bench.env.pids[m] ?? -1) ? 'runs' : 'has exited (see its log; JOINGUARD_BENCH_KEEP=1 keeps it)'}`,
+    )
+    .join(', ');
 }
 
 const alive = (pid: number) => {
@@ -175,11 +187,11 @@ export async function runSession(o: SessionOptions): Promise<SessionResult> {
         else r = await runStandard(ctx, p);
       } catch (e) {
         log(`phase ${p.id} FAILED: ${(e as Error).stack ?? String(e)}`);
-        const { emptyResult } = await import('./phase.js');
         r = { ...emptyResult(ctx, p, at), error: (e as Error).message.slice(0, 2000) };
-        if (!alive(bench.env.pids['capi-core']!)) {
+        const state = managersState(bench);
+        if (state.includes('exited')) {
           phases.push(r);
-          throw new Error(`CAPI's core manager has exited during phase ${p.id}: the fleet is gone`);
+          throw new Error(`during phase ${p.id} a CAPI manager exited, and its webhooks with it: ${state}`);
         }
       }
       phases.push(r);
