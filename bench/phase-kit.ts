@@ -189,14 +189,24 @@ export async function afterGrace(ctx: Context, timeoutS: number): Promise<void> 
   }
 }
 
-/** Creates Machines evenly over spreadMs (0: as fast as 16 at a time go). */
+/** No more Machines than this ahead of CAPI (not yet Provisioned), as the fleet is built (bench/session.ts). */
+export const MAX_PENDING = 200;
+
+/**
+ * Creates Machines evenly over spreadMs (0: as fast as CAPI takes them). Never more than MAX_PENDING ahead of
+ * Provisioned: 500 at once made CAPI's core manager miss its Lease renewal and exit (its client's rate limiter holds
+ * the renewal behind its own work; 1,000 Machines, 2026-12-06 04:42).
+ */
 export async function createPaced(ctx: Context, specs: MachineSpec[], spreadMs: number): Promise<void> {
   const t = Date.now();
   const gap = specs.length ? spreadMs / specs.length : 0;
+  const made: string[] = [];
   let next = 0;
   await pool(specs, 16, async (s) => {
     const due = t + gap * next++;
     if (due > Date.now()) await sleep(due - Date.now());
+    while (made.length - ctx.machines.named(made).filter((r) => r.provisioned).length >= MAX_PENDING) await sleep(100);
+    made.push(s.name);
     await createMachine(ctx.bench.driver, s, ctx.owners);
   });
 }

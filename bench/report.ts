@@ -102,7 +102,8 @@ export function phaseSummary(p: PhaseResult) {
       firstReconcileS: secondsFrom(proc.spawnedAt, proc.firstReconcileAt),
       peakRssMiB: mib(proc.hwmKiB),
       memoryPeakMiB: proc.memoryPeakMiB,
-      ...perMark(jgCost!, p.detection.joinguard?.marked ?? 0),
+      // Two shards: per shard below (the first process's requests over every shard's marks would say nothing).
+      ...perMark(jgCost!, p.shards ? 0 : (p.detection.joinguard?.marked ?? 0)),
       atRest: jgCost!.atRest,
       cpuSeconds: jgCost!.cpuSeconds,
       startupRequests: jgCost!.startup?.requests,

@@ -35,14 +35,13 @@ import {
 } from './fleet.js';
 import { runBurst } from './burst.js';
 import { emptyResult, runStandard, type PhasePlan, type PhaseResult } from './phase.js';
-import { sleep, waitFor, type Context, type Timing } from './phase-kit.js';
+import { MAX_PENDING, sleep, waitFor, type Context, type Timing } from './phase-kit.js';
 import { ProcSampler } from './proc.js';
 import { parseMetrics } from './prom.js';
 import { REPLICA_USERS, runReplicas, type EventFigures } from './replicas.js';
 import { SHARD_USERS, shardAudit } from './sharded.js';
 import { CheckWatcher, MachineWatcher } from './watch.js';
 
-const MAX_PENDING = 200;
 const STALL_MS = 300_000;
 
 export interface SessionOptions {

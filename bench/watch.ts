@@ -55,8 +55,10 @@ abstract class ListWatch {
   ) {}
 
   protected abstract observe(obj: Json, now: number): void;
-  /** A DELETED event (a re-list after a broken stream does not report deletions: nothing here relies on them then). */
+  /** A DELETED event. */
   protected forget(_obj: Json): void {}
+  /** A whole list: what is in it is all there is (a deletion during a broken stream shows here). */
+  protected listed(_items: Json[]): void {}
 
   async start(): Promise<void> {
     // A CRD just installed answers 429 "storage is (re)initializing" for a moment.
@@ -75,6 +77,7 @@ abstract class ListWatch {
   private async list(): Promise<string> {
     const list = await this.kube.list(this.path);
     const now = Date.now();
+    this.listed(list.items);
     for (const o of list.items) this.observe(o, now);
     this.notify();
     return list.metadata.resourceVersion ?? '';
@@ -160,6 +163,11 @@ export class MachineWatcher extends ListWatch {
   /** The records of the named Machines (by name: the newest record of a name). */
   named(names: Iterable<string>): MachineRecord[] {
     return [...names].map((n) => this.byName.get(n)).filter((r): r is MachineRecord => r !== undefined);
+  }
+
+  protected override listed(items: Json[]): void {
+    this.present.clear();
+    for (const m of items) this.present.add(m.metadata?.name);
   }
 
   protected override forget(m: Json): void {
