@@ -119,7 +119,10 @@ async function main(): Promise<void> {
     `results in ${path.relative(process.cwd(), args.out)}, raw in ${path.relative(process.cwd(), args.raw)}; wall ${results.run.wallS} s`,
   );
   const failed = session.phases.filter((p) => p.error);
-  if (failed.length) throw new Error(`phases failed: ${failed.map((p) => `${p.id}: ${p.error}`).join('; ')}`);
+  if (failed.length || session.aborted)
+    throw new Error(
+      `phases failed: ${failed.map((p) => `${p.id}: ${p.error}`).join('; ')}${session.aborted ? `; the rest not run: ${session.aborted}` : ''}`,
+    );
 }
 
 main().catch((e: Error) => {

@@ -197,6 +197,7 @@ export function buildResults(b: BenchInputs) {
       wallS: round(b.wallS, 1),
       fleetS: b.session.fleetS,
       plan: b.plan,
+      ...(b.session.aborted ? { aborted: b.session.aborted } : {}),
       host: host(),
       joinguardNodeOptions: b.nodeOptions,
       joinguardMemoryLimit: phases.find((p) => p.joinguard)?.joinguard?.processes[0]?.memoryLimit,

@@ -63,6 +63,8 @@ export interface SessionResult {
   phases: PhaseResult[];
   audit: { integrity?: AuditIntegrity; userAgents: Record<string, string>; lines: number };
   apiserverRequestTotalLabels: string[];
+  /** Why the phases after the last one were not run (a CAPI manager exited). */
+  aborted?: string;
 }
 
 /** Hands a consumer only the events received within a window. */
@@ -137,6 +139,7 @@ export async function runSession(o: SessionOptions): Promise<SessionResult> {
   const { log } = o;
   let bench: BenchEnv | undefined;
   const phases: PhaseResult[] = [];
+  let aborted: string | undefined;
   const stops: { stop(): void }[] = [];
   try {
     bench = await startBenchEnv((l) => log(`testenv: ${l}`), o.binDir, [...REPLICA_USERS, ...SHARD_USERS]);
@@ -188,14 +191,14 @@ export async function runSession(o: SessionOptions): Promise<SessionResult> {
         log(`phase ${p.id} FAILED: ${(e as Error).stack ?? String(e)}`);
         r = { ...emptyResult(ctx, p, at), error: (e as Error).message.slice(0, 2000) };
         const state = managersState(bench);
-        if (state.includes('exited')) {
-          phases.push(r);
-          throw new Error(`during phase ${p.id} a CAPI manager exited, and its webhooks with it: ${state}`);
-        }
+        // The phases done are still counted (below); those left cannot run.
+        if (state.includes('exited'))
+          aborted = `during phase ${p.id} a CAPI manager exited, and its webhooks with it: ${state}`;
       }
       phases.push(r);
       log(`phase ${p.id} done in ${Math.round((Date.now() - at) / 1000)} s`);
       o.onPhase?.(phases);
+      if (aborted) break;
     }
 
     // Stop: the control plane last (flushes the audit log), then one pass over it.
@@ -210,7 +213,13 @@ export async function runSession(o: SessionOptions): Promise<SessionResult> {
     if (process.env.JOINGUARD_BENCH_KEEP === '1') log(`audit log kept: ${keptAudit}`);
     else fs.rmSync(keptAudit, { force: true });
     const integrity = checkAuditComplete(apiserverMetrics, audit.lines);
-    return { fleetS, phases, audit: { ...audit, integrity }, apiserverRequestTotalLabels };
+    return {
+      fleetS,
+      phases,
+      audit: { ...audit, integrity },
+      apiserverRequestTotalLabels,
+      ...(aborted ? { aborted } : {}),
+    };
   } finally {
     for (const x of stops) x.stop();
     await bench?.stop().catch(() => undefined);
