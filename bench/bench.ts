@@ -102,12 +102,10 @@ async function main(): Promise<void> {
     binDir,
     log,
     // Each phase's results are written as it ends: a benchmark cut short keeps the phases it finished.
-    onPhase: (phases) => {
+    onPhase: (phases, fleetS) => {
       if (args.smoke) return;
       try {
-        log(
-          `results so far in ${path.relative(process.cwd(), args.out)}:\n${renderTables(write({ fleetS: 0, phases }))}`,
-        );
+        log(`results so far in ${path.relative(process.cwd(), args.out)}:\n${renderTables(write({ fleetS, phases }))}`);
       } catch (e) {
         log(`results so far not written: ${(e as Error).message}`);
       }

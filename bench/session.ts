@@ -55,7 +55,7 @@ export interface SessionOptions {
   binDir: string;
   log: (line: string) => void;
   /** After each phase: the results so far (written, so a run cut short keeps what it measured). */
-  onPhase?: (done: PhaseResult[]) => void;
+  onPhase?: (done: PhaseResult[], fleetS: number) => void;
 }
 
 export interface SessionResult {
@@ -197,7 +197,7 @@ export async function runSession(o: SessionOptions): Promise<SessionResult> {
       }
       phases.push(r);
       log(`phase ${p.id} done in ${Math.round((Date.now() - at) / 1000)} s`);
-      o.onPhase?.(phases);
+      o.onPhase?.(phases, fleetS);
       if (aborted) break;
     }
 
