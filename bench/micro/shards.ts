@@ -204,6 +204,7 @@ export async function shardsInMemory(a: ShardArgs, commit: string): Promise<void
       machines: a.machines,
       clusters,
       shardCount: a.shardCount,
+      stuckPct: a.stuckPct,
       unfilteredPerShard: {
         machineHealthChecks: clusters * 2,
         kubeadmControlPlanes: clusters,
