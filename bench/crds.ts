@@ -4,7 +4,7 @@
 // Machine to phase Provisioned without any provider running — and without Nodes, which in this test
 // environment would be cached once per Cluster by CAPI's ClusterCache (every Cluster's workload cluster is
 // the same apiserver), a cost no real fleet has.
-//   infrastructure.bench.joinguard.io/v1alpha1 BenchCluster, BenchMachine, BenchMachineTemplate  (v1beta2 infra contract)
+//   infrastructure.bench.joinguard.io/v1alpha1 BenchCluster, BenchMachine  (v1beta2 infra contract)
 //   controlplane.bench.joinguard.io/v1alpha1   BenchControlPlane            (v1beta2 control-plane contract)
 import fs from 'node:fs';
 import path from 'node:path';
@@ -28,17 +28,6 @@ export const BENCH_MACHINE = {
   version: BENCH_VERSION,
   plural: 'benchmachines',
   kind: 'BenchMachine',
-  namespaced: true,
-};
-// The kind the fleet's KubeadmControlPlanes and MachineSets name as their infrastructure template; no object of it
-// is made. Without its CRD CAPI's conversion webhooks cannot give a KubeadmControlPlane's reference its apiVersion
-// (v1beta2 -> v1beta1): the apiserver's v1beta1 watch cache of KubeadmControlPlanes then failed its list, and called
-// the webhook again, for as long as the fleet lived (213 failed conversions in 5 min at 200 Machines, 2026-12-06).
-export const BENCH_MACHINE_TEMPLATE = {
-  group: BENCH_INFRA_GROUP,
-  version: BENCH_VERSION,
-  plural: 'benchmachinetemplates',
-  kind: 'BenchMachineTemplate',
   namespaced: true,
 };
 export const BENCH_CONTROL_PLANE = {
@@ -103,13 +92,7 @@ export function machineJoinCheckCrd(): Json {
 
 /** Creates the CRDs and waits until each is Established. */
 export async function installBenchCrds(rest: KubeClient, timeoutMs = 30_000): Promise<void> {
-  const crds = [
-    machineJoinCheckCrd(),
-    benchCrd(BENCH_CLUSTER),
-    benchCrd(BENCH_MACHINE),
-    benchCrd(BENCH_MACHINE_TEMPLATE),
-    benchCrd(BENCH_CONTROL_PLANE),
-  ];
+  const crds = [machineJoinCheckCrd(), benchCrd(BENCH_CLUSTER), benchCrd(BENCH_MACHINE), benchCrd(BENCH_CONTROL_PLANE)];
   for (const crd of crds) await rest.create(CRD_PATH, crd);
   const deadline = Date.now() + timeoutMs;
   for (const crd of crds) {

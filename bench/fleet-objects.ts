@@ -19,7 +19,7 @@
 // this test environment CAPI's ClusterCache would cache once per Cluster (every workload cluster is the same
 // apiserver), a cost no real fleet has.
 import type { Json } from '../hack/testenv/kube-client.js';
-import { BENCH_CLUSTER, BENCH_MACHINE, BENCH_MACHINE_TEMPLATE, BENCH_VERSION } from './crds.js';
+import { BENCH_CLUSTER, BENCH_MACHINE, BENCH_VERSION } from './crds.js';
 
 export const NAMESPACE = 'bench';
 export const CAPI = '/apis/cluster.x-k8s.io/v1beta2';
@@ -59,9 +59,7 @@ export const kubeadmControlPlane = (c: string, replicas: number): Json => ({
     replicas,
     version: K8S_VERSION,
     machineTemplate: {
-      spec: {
-        infrastructureRef: { apiGroup: BENCH_MACHINE.group, kind: BENCH_MACHINE_TEMPLATE.kind, name: `${c}-cp` },
-      },
+      spec: { infrastructureRef: { apiGroup: BENCH_MACHINE.group, kind: 'BenchMachineTemplate', name: `${c}-cp` } },
     },
     kubeadmConfigSpec: {
       clusterConfiguration: { apiServer: { certSANs: ['127.0.0.1'] } },
@@ -99,7 +97,7 @@ export const machineSet = (c: string, pool: string, labels: Record<string, strin
       spec: {
         clusterName: c,
         bootstrap: { dataSecretName: 'bench-bootstrap' },
-        infrastructureRef: { apiGroup: BENCH_MACHINE.group, kind: BENCH_MACHINE_TEMPLATE.kind, name: 'unused' },
+        infrastructureRef: { apiGroup: BENCH_MACHINE.group, kind: 'BenchMachineTemplate', name: 'unused' },
       },
     },
   },
