@@ -56,7 +56,7 @@ ENV NODE_ENV=production
 # small semi-spaces cut peak RSS at 10,000 Machines from 418 to 299 MiB for ~6 % more CPU. NODE_OPTIONS, not
 # an ENTRYPOINT flag, so that the Deployment's NODE_OPTIONS can change it (the command line would win).
 ENV NODE_OPTIONS=--max-semi-space-size=2
-# glibc's allocator, chosen by measurement (docs/decisions.md, "glibc allocator settings"; bench/issue18/malloc-*.json):
+# glibc's allocator, chosen by measurement (docs/decisions.md, "glibc allocator settings"; bench/history.json):
 # at most two arenas, allocations of 32 KiB and more mmap'd (returned when freed), the top of the heap trimmed past
 # 1 MiB. Peak RSS at 10,000 Machines 136 -> 125 MiB (mean of 3 rounds each), CPU within noise. The Deployment
 # states the same (bench/node-options.test.ts keeps the image, the Deployment and the bench equal).

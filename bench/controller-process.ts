@@ -12,6 +12,7 @@ import { track, untrack } from '../hack/testenv/cleanup.js';
 import { httpGet, type Json } from '../hack/testenv/kube-client.js';
 import { freePort } from '../hack/testenv/ports.js';
 import { ManagedProcess, tailFile } from '../hack/testenv/process.js';
+import { CpuCgroup, enterCgroups, millicores, type CpuThrottling } from './cpu-limit.js';
 import { MemoryCgroup, quantityBytes } from './memory-limit.js';
 import { ProcSampler } from './proc.js';
 import { scrape, type Sample } from './prom.js';
@@ -71,6 +72,13 @@ export interface JoinGuardStart {
   label?: string;
   /** Its memory limit (a quantity; default the Deployment's `limits.memory`; '' = none). */
   memoryLimit?: string;
+  /** A CPU quota (a quantity, e.g. the Deployment's `requests.cpu`; default none): bench/cpu-limit.ts. */
+  cpuLimit?: string;
+}
+
+/** `resources.requests.cpu` of the Deployment's `manager` container. */
+export function deployedCpuRequest(): string {
+  return String(managerContainer()?.resources?.requests?.cpu ?? '');
 }
 
 /** `resources.limits.memory` of the Deployment's `manager` container. */
@@ -136,7 +144,13 @@ export class JoinGuardProcess {
   private readonly tracked = { stop: () => this.stop(), killNow: () => this.proc.killNow() };
   /** The memory limit it ran under, as the results say it ('512Mi', or none and why). */
   memoryLimit = 'none';
+  /** The CPU quota it ran under ('50m', or none and why). */
+  cpuLimit = 'none';
+  /** What its memory cgroup was charged at most (MiB) and how its CPU cgroup throttled it, read when it stops. */
+  memoryPeakMiB?: number;
+  throttling?: CpuThrottling;
   private cgroup?: MemoryCgroup;
+  private cpuCgroup?: CpuCgroup;
 
   private constructor(proc: ManagedProcess, metricsPort: number, healthPort: number, label = 'joinguard') {
     this.proc = proc;
@@ -151,10 +165,11 @@ export class JoinGuardProcess {
     const setting = runtimeSetting(o.nodeOptions);
     const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !MALLOC_ENV.test(k)));
     const limit = o.memoryLimit ?? deployedMemoryLimit();
-    const made = limit
-      ? MemoryCgroup.create(`joinguard-bench-${process.pid}-${o.label ?? 'joinguard'}`, quantityBytes(limit))
-      : { why: 'none asked' };
-    const run = (command: string, args: string[]) => made.cgroup?.wrap(command, args) ?? { command, args };
+    const name = `joinguard-bench-${process.pid}-${o.label ?? 'joinguard'}`;
+    const made = limit ? MemoryCgroup.create(name, quantityBytes(limit)) : { why: 'none asked' };
+    const cpu = o.cpuLimit ? CpuCgroup.create(name, millicores(o.cpuLimit)) : { why: 'none asked' };
+    const procs = [made.cgroup?.procsFile, cpu.cgroup?.procsFile].filter((f): f is string => f !== undefined);
+    const run = (command: string, args: string[]) => enterCgroups(procs, command, args);
     const proc = ManagedProcess.start({
       name: o.label ?? 'joinguard',
       ...run(process.execPath, [
@@ -182,7 +197,9 @@ export class JoinGuardProcess {
     if (o.pgidFile) fs.appendFileSync(o.pgidFile, `${proc.pid}\n`);
     const p = new JoinGuardProcess(proc, metricsPort, healthPort, o.label);
     p.cgroup = made.cgroup;
+    p.cpuCgroup = cpu.cgroup;
     p.memoryLimit = made.cgroup ? limit : `none (${made.why})`;
+    p.cpuLimit = cpu.cgroup ? o.cpuLimit! : `none (${cpu.why})`;
     return p;
   }
 
@@ -203,12 +220,30 @@ export class JoinGuardProcess {
     return scrape(this.metricsUrl);
   }
 
+  /** Whether it holds the Lease now (leader_election_master_status), undefined when it does not answer. */
+  async isLeader(): Promise<boolean | undefined> {
+    const m = await scrape(this.metricsUrl, 2000);
+    return m && m.some((x) => x.name === 'leader_election_master_status' && x.value === 1);
+  }
+
+  /** SIGKILL, as a node lost or an OOM kill ends a pod: no Lease handed back. */
+  async kill(): Promise<void> {
+    this.sampler.take();
+    this.proc.killNow();
+    await this.proc.exited;
+    await this.stop();
+  }
+
   /** SIGTERM (JoinGuard hands its Lease back), SIGKILL after 10 s. The last sample is taken while it runs. */
   async stop(): Promise<void> {
     this.sampler.take();
     this.sampler.stop();
     await this.proc.stop(10_000);
+    const peak = this.cgroup?.peakBytes();
+    if (peak !== undefined) this.memoryPeakMiB = Math.round((peak / 2 ** 20) * 10) / 10;
+    this.throttling = this.cpuCgroup?.throttling() ?? this.throttling;
     this.cgroup?.remove();
+    this.cpuCgroup?.remove();
     untrack(this.tracked);
   }
 

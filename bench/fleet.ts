@@ -1,71 +1,76 @@
-// The fleet, in one namespace (`bench`), built afresh for every run. Every pool gets a MachineJoinCheck
-// when the run has JoinGuard and a MachineHealthCheck when it has the MHC, with the same selector and
-// timeout (joinTimeout = nodeStartupTimeout). Checks use the default strategy (Auto): alone, JoinGuard
-// marks through the OwnerRemediated conditions; beside an MHC it sets CAPI's remediate-machine annotation
-// and lets that MHC act (bench/watch.ts tells the marks apart).
-// Per Cluster: a BenchCluster and BenchControlPlane (created provisioned/initialized), the
-// `<cluster>-kubeconfig` Secret (CAPI's ClusterCache connects, RemoteConnectionProbe turns True), and two
-// paused MachineSets (CAPI's MachineSet controller leaves paused sets alone, so a remediated Machine is
-// marked but never deleted: the bench measures the mark, without churn):
-//   <cluster>-rest   the resting Machines; joinTimeout / nodeStartupTimeout 24h, nothing happens to them
-//   <cluster>-watch  empty at first; the stuck Machines are added to it at known times; timeout = joinTimeout
-// Every Machine is a worker with bootstrap data set directly (spec.bootstrap.dataSecretName) and a
-// BenchMachine created already provisioned, so CAPI's Machine controller brings it to Provisioned.
-import { BENCH_CLUSTER, BENCH_CONTROL_PLANE, BENCH_MACHINE, BENCH_VERSION } from './crds.js';
-import { isConflict, type Json, type KubeClient } from '../hack/testenv/kube-client.js';
-import type { Side } from './watch.js';
+// The fleet, in one namespace (`bench`), built once per invocation and shared by its phases (bench/session.ts):
+// the objects are in fleet-objects.ts. The fleet at rest: per Cluster its control plane (3 Machines), resting
+// workers (pool `-rest`, a check and an MHC with 24h timeouts) and the empty pool `-watch`, to which each phase
+// adds its own stuck Machines (named `<cluster>-watch-<phase>-NNNN`) and from which they are deleted when it ends.
+import { isConflict, isNotFound, type Json, type KubeClient } from '../hack/testenv/kube-client.js';
+import { BENCH_CLUSTER, BENCH_MACHINE } from './crds.js';
+import {
+  benchCluster,
+  benchMachine,
+  benchPath,
+  capiPath,
+  checkPath,
+  cluster,
+  configPath,
+  CONTROL_PLANE_LABEL,
+  kcpPath,
+  kubeadmConfig,
+  kubeadmControlPlane,
+  kubeconfigSecret,
+  machine,
+  machineHealthCheck,
+  machineJoinCheck,
+  machineSet,
+  NAMESPACE,
+  REST_TIMEOUT_S,
+  WATCH_FILTER,
+  type MachineSpec,
+} from './fleet-objects.js';
 
-export const NAMESPACE = 'bench';
-const CAPI = '/apis/cluster.x-k8s.io/v1beta2';
-const PAUSED = 'cluster.x-k8s.io/paused';
-export const REST_TIMEOUT_S = 24 * 3600;
+export { NAMESPACE, WATCH_FILTER, type MachineSpec } from './fleet-objects.js';
 
 export interface FleetShape {
+  /** Machines at rest (control plane and resting workers) plus one phase's stuck Machines. */
   machines: number;
   clusters: number;
+  /** Control-plane Machines per Cluster (a KubeadmControlPlane's replicas). */
+  controlPlanePerCluster: number;
   resting: number;
   stuck: number;
-  joinTimeoutS: number;
-  /**
-   * Run sharded: the Clusters split into consecutive equal parts, one per shard, each part's objects labelled
-   * `cluster.x-k8s.io/watch-filter=<shard>` where docs/install.md says (the Cluster, its checks, the MachineSets'
-   * templates, so the Machines).
-   */
-  shards?: string[];
+  /** The shards the Clusters are split into (consecutive equal parts), labelled on every fleet object. */
+  shards: string[];
 }
 
-export const WATCH_FILTER = 'cluster.x-k8s.io/watch-filter';
+export const SHARDS = ['shard-a', 'shard-b'];
 
-/** The shard owning Cluster i (undefined when the fleet is not sharded). */
+/** N Machines, 100 per Cluster, 3 of them its control plane, 5 % stuck (in each phase). */
+export function fleetShape(machines: number, machinesPerCluster = 100, controlPlanePerCluster = 3): FleetShape {
+  const stuck = Math.max(10, Math.round(machines * 0.05));
+  // Two Clusters at least: one per shard.
+  const clusters = Math.max(SHARDS.length, Math.ceil(machines / machinesPerCluster));
+  const resting = machines - stuck - clusters * controlPlanePerCluster;
+  if (resting < clusters) throw new Error(`--machines ${machines} leaves no resting workers`);
+  return { machines, clusters, controlPlanePerCluster, resting, stuck, shards: SHARDS };
+}
+
+export const clusterName = (i: number) => `c${String(i).padStart(4, '0')}`;
+
+/** The shard owning Cluster i. */
 export function shardOf(shape: FleetShape, i: number): string | undefined {
   const s = shape.shards;
-  return s?.length ? s[Math.floor((i * s.length) / shape.clusters)] : undefined;
+  return s.length ? s[Math.min(s.length - 1, Math.floor((i * s.length) / shape.clusters))] : undefined;
 }
 
-/** The shard owning a Cluster, or any object named after it (`c0042`, `c0042-watch`, `c0042-watch-0003`, …). */
+/** The shard owning a Cluster, or any object named after it (`c0042`, `c0042-watch`, `c0042-watch-p03-0003`, …). */
 export function shardOfName(shape: FleetShape, name: string): string | undefined {
   const m = /^c(\d{4})(?![0-9])/.exec(name);
   return m ? shardOf(shape, Number(m[1])) : undefined;
 }
 
-const shardLabels = (shape: FleetShape, cluster: string): Record<string, string> => {
-  const s = shardOfName(shape, cluster);
+const shardLabels = (shape: FleetShape, c: string): Record<string, string> => {
+  const s = shardOfName(shape, c);
   return s ? { [WATCH_FILTER]: s } : {};
 };
-
-export function fleetShape(machines: number, joinTimeoutS: number, machinesPerCluster = 100): FleetShape {
-  const stuck = Math.max(10, Math.round(machines * 0.05));
-  if (machines <= stuck) throw new Error(`--machines must be more than ${stuck}`);
-  return {
-    machines,
-    clusters: Math.ceil(machines / machinesPerCluster),
-    resting: machines - stuck,
-    stuck,
-    joinTimeoutS,
-  };
-}
-
-export const clusterName = (i: number) => `c${String(i).padStart(4, '0')}`;
 
 /** Runs fn over items with at most `limit` in flight (the client has 16 sockets). */
 export async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
@@ -90,7 +95,7 @@ async function create(rest: KubeClient, path: string, obj: Json): Promise<Json> 
 }
 
 /** A list that a busy apiserver may leave unanswered once (seen at 10,000 Machines): up to 3 tries. */
-async function listWithRetry(rest: KubeClient, path: string): Promise<Json> {
+export async function listWithRetry(rest: KubeClient, path: string): Promise<Json> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await rest.list(path);
@@ -101,198 +106,186 @@ async function listWithRetry(rest: KubeClient, path: string): Promise<Json> {
   }
 }
 
-const benchPath = (r: typeof BENCH_MACHINE, ns: string, name?: string, sub?: string) =>
-  `/apis/${r.group}/${BENCH_VERSION}/namespaces/${ns}/${r.plural}${name ? `/${name}` : ''}${sub ? `/${sub}` : ''}`;
-
 export async function createNamespace(rest: KubeClient, name = NAMESPACE): Promise<void> {
   await create(rest, '/api/v1/namespaces', { metadata: { name } });
 }
 
-/** Clusters with their infrastructure, control plane, kubeconfig Secret and the two paused MachineSets. */
+/** Owners of the fleet's Machines: MachineSet name or KubeadmControlPlane name -> uid. */
+export type Owners = Map<string, string>;
+
+export interface ClusterOptions {
+  server: URL;
+  kubeconfigYaml: string;
+  /** The control plane initialized (the burst's Clusters start without it). */
+  initialized: boolean;
+  /** MachineHealthChecks as a ClusterClass makes them (control plane, resting workers). */
+  healthChecks: boolean;
+}
+
+/** One Cluster with its infrastructure, KubeadmControlPlane, kubeconfig Secret, paused MachineSets and MHCs. */
+export async function createCluster(
+  rest: KubeClient,
+  shape: FleetShape,
+  c: string,
+  o: ClusterOptions,
+  owners: Owners,
+): Promise<void> {
+  const labels = shardLabels(shape, c);
+  await create(rest, benchPath(BENCH_CLUSTER), benchCluster(c, o.server));
+  await rest.mergePatch(benchPath(BENCH_CLUSTER, c, 'status'), { status: { initialization: { provisioned: true } } });
+  const kcp = await create(rest, kcpPath(), kubeadmControlPlane(c, shape.controlPlanePerCluster));
+  owners.set(c, kcp.metadata.uid);
+  await rest.mergePatch(kcpPath(c, 'status'), {
+    status: { initialization: { controlPlaneInitialized: o.initialized } },
+  });
+  await create(rest, `/api/v1/namespaces/${NAMESPACE}/secrets`, kubeconfigSecret(c, o.kubeconfigYaml));
+  await create(rest, capiPath('clusters'), cluster(c, labels));
+  for (const kind of ['rest', 'watch'] as const) {
+    const ms = await create(rest, capiPath('machinesets'), machineSet(c, `${c}-${kind}`, labels));
+    owners.set(`${c}-${kind}`, ms.metadata.uid);
+  }
+  if (o.healthChecks) {
+    await create(
+      rest,
+      capiPath('machinehealthchecks'),
+      machineHealthCheck(c, `${c}-cp`, REST_TIMEOUT_S, {
+        [CONTROL_PLANE_LABEL]: '',
+        'cluster.x-k8s.io/cluster-name': c,
+      }),
+    );
+    await create(
+      rest,
+      capiPath('machinehealthchecks'),
+      machineHealthCheck(c, `${c}-rest`, REST_TIMEOUT_S, { pool: `${c}-rest` }),
+    );
+  }
+}
+
+/**
+ * Marks a Cluster's control plane initialized (the burst's clock start for its workers), then touches the Cluster:
+ * CAPI's Cluster controller did not come back to it for a paused KCP's status change (15 s and more, seen here),
+ * and reads it at once on a change of the Cluster itself (434 ms).
+ */
+export async function initializeControlPlane(rest: KubeClient, c: string): Promise<void> {
+  await rest.mergePatch(kcpPath(c, 'status'), { status: { initialization: { controlPlaneInitialized: true } } });
+  await rest.mergePatch(capiPath('clusters', c), {
+    metadata: { annotations: { 'bench.joinguard.io/control-plane-initialized': new Date().toISOString() } },
+  });
+}
+
+/** Every Cluster of the shape, 8 at a time. */
 export async function createClusters(
   rest: KubeClient,
   shape: FleetShape,
-  server: URL,
-  kubeconfigYaml: string,
-): Promise<Map<string, string>> {
-  const ns = NAMESPACE;
-  const msUids = new Map<string, string>();
+  o: Omit<ClusterOptions, 'initialized' | 'healthChecks'>,
+): Promise<Owners> {
+  const owners: Owners = new Map();
   const names = Array.from({ length: shape.clusters }, (_, i) => clusterName(i));
-  await pool(names, 8, async (c) => {
-    await create(rest, benchPath(BENCH_CLUSTER, ns), {
-      apiVersion: `${BENCH_CLUSTER.group}/${BENCH_VERSION}`,
-      kind: BENCH_CLUSTER.kind,
-      metadata: { name: c },
-      spec: { controlPlaneEndpoint: { host: server.hostname, port: Number(server.port) } },
-    });
-    await rest.mergePatch(benchPath(BENCH_CLUSTER, ns, c, 'status'), {
-      status: { initialization: { provisioned: true } },
-    });
-    await create(rest, benchPath(BENCH_CONTROL_PLANE, ns), {
-      apiVersion: `${BENCH_CONTROL_PLANE.group}/${BENCH_VERSION}`,
-      kind: BENCH_CONTROL_PLANE.kind,
-      metadata: { name: c },
-      spec: {},
-    });
-    await rest.mergePatch(benchPath(BENCH_CONTROL_PLANE, ns, c, 'status'), {
-      status: { initialization: { controlPlaneInitialized: true } },
-    });
-    await create(rest, `/api/v1/namespaces/${ns}/secrets`, {
-      metadata: { name: `${c}-kubeconfig`, labels: { 'cluster.x-k8s.io/cluster-name': c } },
-      type: 'cluster.x-k8s.io/secret',
-      data: { value: Buffer.from(kubeconfigYaml).toString('base64') },
-    });
-    await create(rest, `${CAPI}/namespaces/${ns}/clusters`, {
-      apiVersion: 'cluster.x-k8s.io/v1beta2',
-      kind: 'Cluster',
-      metadata: { name: c, labels: shardLabels(shape, c) },
-      spec: {
-        infrastructureRef: { apiGroup: BENCH_CLUSTER.group, kind: BENCH_CLUSTER.kind, name: c },
-        controlPlaneRef: { apiGroup: BENCH_CONTROL_PLANE.group, kind: BENCH_CONTROL_PLANE.kind, name: c },
-      },
-    });
-    for (const kind of ['rest', 'watch'] as const) {
-      const name = `${c}-${kind}`;
-      const ms = await create(rest, `${CAPI}/namespaces/${ns}/machinesets`, {
-        apiVersion: 'cluster.x-k8s.io/v1beta2',
-        kind: 'MachineSet',
-        metadata: {
-          name,
-          annotations: { [PAUSED]: '' },
-          labels: { 'cluster.x-k8s.io/cluster-name': c, ...shardLabels(shape, c) },
-        },
-        spec: {
-          clusterName: c,
-          replicas: 0,
-          selector: { matchLabels: { pool: name } },
-          template: {
-            metadata: { labels: { pool: name, 'cluster.x-k8s.io/cluster-name': c, ...shardLabels(shape, c) } },
-            spec: {
-              clusterName: c,
-              bootstrap: { dataSecretName: 'bench-bootstrap' },
-              infrastructureRef: { apiGroup: BENCH_MACHINE.group, kind: 'BenchMachineTemplate', name: 'unused' },
-            },
-          },
-        },
-      });
-      msUids.set(name, ms.metadata.uid);
-    }
-  });
-  return msUids;
+  await pool(names, 8, (c) => createCluster(rest, shape, c, { ...o, initialized: true, healthChecks: true }, owners));
+  return owners;
 }
 
-/** Per pool, a MachineJoinCheck and/or a MachineHealthCheck: the resting pool with a 24h timeout, the watch pool with joinTimeout. */
-export async function createChecks(rest: KubeClient, shape: FleetShape, sides: readonly Side[]): Promise<number> {
-  const ns = NAMESPACE;
-  const items = Array.from({ length: shape.clusters }, (_, i) => clusterName(i)).flatMap((c) => [
-    { c, pool: `${c}-rest`, timeoutS: REST_TIMEOUT_S },
-    { c, pool: `${c}-watch`, timeoutS: shape.joinTimeoutS },
-  ]);
-  await pool(items, 8, async ({ c, pool: p, timeoutS }) => {
-    if (sides.includes('joinguard')) {
-      await create(rest, `/apis/joinguard.io/v1alpha1/namespaces/${ns}/machinejoinchecks`, {
-        apiVersion: 'joinguard.io/v1alpha1',
-        kind: 'MachineJoinCheck',
-        metadata: { name: p, labels: shardLabels(shape, c) },
-        spec: {
-          clusterName: c,
-          selector: { matchLabels: { pool: p } },
-          joinTimeout: `${timeoutS}s`,
-          // Every Machine of a watch pool is stuck on purpose, so the guards that exist to stop exactly
-          // that are off here (they are measured in the wasted-rebuilds table); budgets open. MHC has no
-          // such limits by default (no triggerIf).
-          remediation: { maxPerOwner: 1_000_000 },
-          maxInFlight: '100%',
-          suspicion: { consecutiveJoinFailures: 0 },
-          neverJoinedLimit: 0,
-        },
-      });
-    }
-    if (sides.includes('mhc')) {
-      await create(rest, `${CAPI}/namespaces/${ns}/machinehealthchecks`, {
-        apiVersion: 'cluster.x-k8s.io/v1beta2',
-        kind: 'MachineHealthCheck',
-        metadata: { name: p },
-        spec: {
-          clusterName: c,
-          selector: { matchLabels: { pool: p } },
-          checks: { nodeStartupTimeoutSeconds: timeoutS },
-        },
-      });
-    }
-  });
-  return items.length;
-}
-
-export interface MachineSpec {
-  cluster: string;
-  pool: string;
-  name: string;
-  /** The shard's label, as the MachineSet's template would give it (the bench's sets are paused). */
-  shard?: string;
-}
-
+/** The fleet at rest: each Cluster's control-plane Machines, then the resting workers spread over the Clusters. */
 export function restingMachines(shape: FleetShape): MachineSpec[] {
-  return spread(shape, shape.resting, 'rest');
+  const cp = Array.from({ length: shape.clusters }, (_, i) =>
+    Array.from({ length: shape.controlPlanePerCluster }, (_, k): MachineSpec => {
+      const c = clusterName(i);
+      const shard = shardOf(shape, i);
+      return {
+        cluster: c,
+        pool: `${c}-cp`,
+        name: `${c}-cp-${String(k).padStart(4, '0')}`,
+        controlPlaneIndex: k,
+        ...(shard ? { shard } : {}),
+      };
+    }),
+  ).flat();
+  return [...cp, ...spread(shape, shape.resting, (c, k) => ({ pool: `${c}-rest`, name: `${c}-rest-${k}` }))];
 }
 
-export function stuckMachines(shape: FleetShape): MachineSpec[] {
-  return spread(shape, shape.stuck, 'watch');
+/** A phase's stuck Machines (`tag` names the phase), spread over the given Clusters (default: all of them). */
+export function stuckMachines(shape: FleetShape, tag: string, n = shape.stuck, clusters?: string[]): MachineSpec[] {
+  return spread(shape, n, (c, k) => ({ pool: `${c}-watch`, name: `${c}-watch-${tag}-${k}` }), clusters);
 }
 
-function spread(shape: FleetShape, n: number, kind: string): MachineSpec[] {
-  const clusters = shape.clusters;
+function spread(
+  shape: FleetShape,
+  n: number,
+  naming: (c: string, k: string) => { pool: string; name: string },
+  clusters = Array.from({ length: shape.clusters }, (_, i) => clusterName(i)),
+): MachineSpec[] {
   return Array.from({ length: n }, (_, i) => {
-    const c = clusterName(i % clusters);
-    const shard = shardOf(shape, i % clusters);
+    const c = clusters[i % clusters.length]!;
+    const shard = shardOfName(shape, c);
     return {
       cluster: c,
-      pool: `${c}-${kind}`,
-      name: `${c}-${kind}-${String(Math.floor(i / clusters)).padStart(4, '0')}`,
+      ...naming(c, String(Math.floor(i / clusters.length)).padStart(4, '0')),
       ...(shard ? { shard } : {}),
     };
   });
 }
 
-/** A BenchMachine, already provisioned, then its Machine (owned by the paused MachineSet). */
-export async function createMachine(rest: KubeClient, m: MachineSpec, msUids: Map<string, string>): Promise<void> {
-  const ns = NAMESPACE;
-  await create(rest, benchPath(BENCH_MACHINE, ns), {
-    apiVersion: `${BENCH_MACHINE.group}/${BENCH_VERSION}`,
-    kind: BENCH_MACHINE.kind,
-    metadata: { name: m.name },
-    spec: { providerID: `bench://${ns}/${m.name}` },
-  });
-  await rest.mergePatch(benchPath(BENCH_MACHINE, ns, m.name, 'status'), {
+/** A BenchMachine, already provisioned, its KubeadmConfig, then its Machine (owned by the paused MachineSet or the KCP). */
+export async function createMachine(rest: KubeClient, m: MachineSpec, owners: Owners): Promise<void> {
+  await create(rest, benchPath(BENCH_MACHINE), benchMachine(m));
+  await rest.mergePatch(benchPath(BENCH_MACHINE, m.name, 'status'), {
     status: { initialization: { provisioned: true }, addresses: [{ type: 'InternalIP', address: '127.0.0.1' }] },
   });
-  await create(rest, `${CAPI}/namespaces/${ns}/machines`, {
-    apiVersion: 'cluster.x-k8s.io/v1beta2',
-    kind: 'Machine',
-    metadata: {
-      name: m.name,
-      labels: {
-        pool: m.pool,
-        'cluster.x-k8s.io/cluster-name': m.cluster,
-        'cluster.x-k8s.io/set-name': m.pool,
-        ...(m.shard ? { [WATCH_FILTER]: m.shard } : {}),
-      },
-      ownerReferences: [
-        {
-          apiVersion: 'cluster.x-k8s.io/v1beta2',
-          kind: 'MachineSet',
-          name: m.pool,
-          uid: msUids.get(m.pool)!,
-          controller: true,
-          blockOwnerDeletion: true,
-        },
-      ],
-    },
-    spec: {
-      clusterName: m.cluster,
-      bootstrap: { dataSecretName: 'bench-bootstrap' },
-      infrastructureRef: { apiGroup: BENCH_MACHINE.group, kind: BENCH_MACHINE.kind, name: m.name },
-    },
+  await create(rest, configPath(), kubeadmConfig(m));
+  const owner = owners.get(m.controlPlaneIndex !== undefined ? m.cluster : m.pool);
+  if (!owner) throw new Error(`${m.name}: no owner ${m.pool} created`);
+  await create(rest, capiPath('machines'), machine(m, owner));
+}
+
+/** Deletes Machines (CAPI's Machine controller deletes their BenchMachine and KubeadmConfig, then lets them go). */
+export async function deleteMachines(rest: KubeClient, names: string[]): Promise<void> {
+  await pool(names, 16, async (n) => {
+    await rest.delete(capiPath('machines', n)).catch((e: unknown) => {
+      if (!isNotFound(e)) throw e;
+    });
+  });
+}
+
+/**
+ * Every check afresh, as a first install has them: each existing one's finalizer dropped and the check deleted
+ * (JoinGuard is stopped), then a new one created. Returns the new checks' names and uids.
+ */
+export async function freshChecks(
+  rest: KubeClient,
+  shape: FleetShape,
+  joinTimeoutS: number,
+  clusters: string[],
+): Promise<{ name: string; uid: string; cluster: string }[]> {
+  const made: { name: string; uid: string; cluster: string }[] = [];
+  const items = clusters.flatMap((c) => [
+    { c, pool: `${c}-rest`, timeoutS: REST_TIMEOUT_S },
+    { c, pool: `${c}-watch`, timeoutS: joinTimeoutS },
+  ]);
+  await pool(items, 8, async ({ c, pool: p, timeoutS }) => {
+    const cur = await rest.get(checkPath(p));
+    if (cur) {
+      if (cur.metadata?.finalizers?.length) await rest.mergePatch(checkPath(p), { metadata: { finalizers: null } });
+      await rest.delete(checkPath(p));
+      for (let i = 0; i < 100 && (await rest.get(checkPath(p))); i++) await new Promise((r) => setTimeout(r, 50));
+    }
+    const obj = await create(rest, checkPath(), machineJoinCheck(c, p, timeoutS, shardLabels(shape, c)));
+    made.push({ name: p, uid: obj.metadata.uid, cluster: c });
+  });
+  return made;
+}
+
+/** The watch pools' MHCs: made with this timeout, or deleted (undefined). */
+export async function watchHealthChecks(rest: KubeClient, clusters: string[], timeoutS: number | undefined) {
+  await pool(clusters, 8, async (c) => {
+    await rest.delete(capiPath('machinehealthchecks', `${c}-watch`));
+    if (timeoutS === undefined) return;
+    for (let i = 0; i < 100 && (await rest.get(capiPath('machinehealthchecks', `${c}-watch`))); i++)
+      await new Promise((r) => setTimeout(r, 50));
+    await create(
+      rest,
+      capiPath('machinehealthchecks'),
+      machineHealthCheck(c, `${c}-watch`, timeoutS, { pool: `${c}-watch` }),
+    );
   });
 }
 
@@ -306,7 +299,7 @@ export interface ClusterTimes {
 }
 
 export async function clusterTimes(rest: KubeClient): Promise<Map<string, ClusterTimes>> {
-  const list = await listWithRetry(rest, `${CAPI}/namespaces/${NAMESPACE}/clusters`);
+  const list = await listWithRetry(rest, capiPath('clusters'));
   const out = new Map<string, ClusterTimes>();
   for (const c of list.items as Json[]) {
     const cond = (t: string) =>

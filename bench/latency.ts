@@ -8,7 +8,7 @@
 //   MHC (CAPI v1.14 machinehealthcheck_targets.go): latest of Machine creation, Cluster
 //     ControlPlaneInitialized, Cluster InfrastructureReady and Machine InfrastructureReady, + nodeStartupTimeout
 // Transition times have whole-second precision in the API; both controllers see the same truncated values.
-import type { ClusterTimes, FleetShape } from './fleet.js';
+import type { ClusterTimes } from './fleet.js';
 import { percentile as nearestRank, round } from './stats.js';
 import type { MachineRecord, Side } from './watch.js';
 
@@ -34,6 +34,8 @@ export interface SideDetection {
   max?: Percentile;
   /** Over the marked ones only (for comparison with earlier reports; survivor-biased). */
   markedOnly: { p50?: number; p99?: number; max?: number };
+  /** Every stuck Machine's latency in ms, sorted: marked ones, then the censored ones' lower bounds. */
+  latenciesMs: number[];
 }
 
 /** nearest-rank percentile over values where censored ones sort after every observed one. */
@@ -66,7 +68,7 @@ export function detection(
   side: Side,
   machines: Iterable<MachineRecord>,
   clusters: Map<string, ClusterTimes>,
-  shape: FleetShape,
+  timeoutMs: number,
   windowEnd: number,
 ): SideDetection {
   const items: { s: number; censored: boolean }[] = [];
@@ -80,7 +82,7 @@ export function detection(
       if (mark) falseMarks.push(r.name);
       continue;
     }
-    const d = deadline(side, r, clusters.get(clusterOfPool(r.pool)), shape.joinTimeoutS * 1000);
+    const d = deadline(side, r, clusters.get(clusterOfPool(r.pool)), timeoutMs);
     if (d === undefined) throw new Error(`${r.name}: no deadline (never Provisioned?)`);
     if (!mark) {
       censoredNames.push(r.name);
@@ -94,6 +96,7 @@ export function detection(
   }
   const marked = items.filter((x) => !x.censored);
   const p = (q: number) => percentile(marked, q)?.s;
+  const ms = (xs: typeof items) => xs.map((x) => Math.round(x.s * 1000)).sort((a, b) => a - b);
   return {
     stuck: items.length,
     marked: marked.length,
@@ -106,7 +109,14 @@ export function detection(
     p99: percentile(items, 99),
     max: percentile(items, 100),
     markedOnly: { p50: p(50), p99: p(99), max: p(100) },
+    latenciesMs: [...ms(marked), ...ms(items.filter((x) => x.censored))],
   };
+}
+
+/** Percentiles again from a SideDetection's kept latencies (what a reader of the results recomputes). */
+export function fromLatencies(latenciesMs: number[], censored: number, p: number): Percentile | undefined {
+  const items = latenciesMs.map((ms, i) => ({ s: ms / 1000, censored: i >= latenciesMs.length - censored }));
+  return percentile(items, p);
 }
 
 /** Beside each other: which side's own mark came first on each stuck Machine. */
@@ -133,7 +143,11 @@ export function race(
 }
 
 /** Every stuck Machine's inputs and marks (ms epoch), so that every figure can be recomputed. */
-export function machineRows(machines: Iterable<MachineRecord>, clusters: Map<string, ClusterTimes>, shape: FleetShape) {
+export function machineRows(
+  machines: Iterable<MachineRecord>,
+  clusters: Map<string, ClusterTimes>,
+  timeoutMs: Record<Side, number>,
+) {
   const columns = [
     'name',
     'pool',
@@ -151,17 +165,16 @@ export function machineRows(machines: Iterable<MachineRecord>, clusters: Map<str
   for (const r of machines) {
     if (!isStuck(r)) continue;
     const c = clusters.get(clusterOfPool(r.pool));
-    const t = shape.joinTimeoutS * 1000;
     rows.push([
       r.name,
       r.pool,
       r.createdAt,
       r.infraReadyAt ?? null,
       r.bootstrapReadyAt ?? null,
-      deadline('joinguard', r, c, t) ?? null,
+      deadline('joinguard', r, c, timeoutMs.joinguard) ?? null,
       r.marks.joinguard?.seenAt ?? null,
       r.marks.joinguard?.how ?? null,
-      deadline('mhc', r, c, t) ?? null,
+      deadline('mhc', r, c, timeoutMs.mhc) ?? null,
       r.marks.mhc?.seenAt ?? null,
       r.marks.mhc?.how ?? null,
     ]);

@@ -2,6 +2,7 @@
 // made, a real Node process inside one: V8 sizes its heap from the limit, as in the pod.
 import { execFileSync } from 'node:child_process';
 import { expect } from 'chai';
+import { deployedNodeOptions } from './controller-process.js';
 import { cgroupParent, MemoryCgroup, quantityBytes } from './memory-limit.js';
 
 describe('the bench’s memory limit (a cgroup as the pod has)', () => {
@@ -37,5 +38,25 @@ describe('the bench’s memory limit (a cgroup as the pod has)', () => {
     } finally {
       made.cgroup.remove();
     }
+  });
+
+  it('gives V8 the same heap inside any limit up to 512Mi (its floor), half the limit above it', function () {
+    const script = "process.stdout.write(String(require('v8').getHeapStatistics().heap_size_limit))";
+    const flags = deployedNodeOptions().split(/\s+/).filter(Boolean);
+    const heapIn = (limit: string) => {
+      const made = MemoryCgroup.create(`joinguard-bench-test-${process.pid}-${limit}`, quantityBytes(limit));
+      if (!made.cgroup) return undefined;
+      try {
+        const run = made.cgroup.wrap(process.execPath, [...flags, '-e', script]);
+        return Number(execFileSync(run.command, run.args, { encoding: 'utf8' })) / 2 ** 20;
+      } finally {
+        made.cgroup.remove();
+      }
+    };
+    const [a, b, c] = ['320Mi', '512Mi', '1Gi'].map(heapIn);
+    if (a === undefined) this.skip();
+    // The sizing premise "a lower limit gives V8 a smaller heap" is false below 512Mi (docs/install.md, Sizing).
+    expect(a, 'heap limit inside 320Mi, MiB').to.equal(b);
+    expect(c, 'heap limit inside 1Gi, MiB').to.be.greaterThan(b!);
   });
 });

@@ -1,8 +1,11 @@
 // The Deployment's memory limit, given to the bench's JoinGuard as the pod has it: a memory cgroup of its own
 // (cgroup v1 or v2, below the bench's own) that the process enters before Node starts. Node sizes V8's heap from
-// the cgroup's limit at start (512Mi: a 259 MiB heap limit, measured here); on the bench's host without a limit
-// V8 sizes for 23.5 GiB (4 GiB) and lets garbage grow to several times the live heap before a major GC — resident
-// memory the pod would not have (issue 18: heap total 46 -> 84-137 MiB during the marks, bench/issue18).
+// the cgroup's limit at start: 262 MiB inside any limit up to 512Mi (V8's floor, measured here with
+// --max-semi-space-size=2: 128Mi to 512Mi alike), half the limit above it (768Mi: 390 MiB); on the bench's host
+// without a limit V8 sizes for 23.5 GiB and lets garbage grow to several times the live heap before a major GC —
+// resident memory the pod would not have (issue 18: heap total 46 -> 84-137 MiB during the marks). What the cgroup
+// charges (memory.peak, v1 memory.max_usage_in_bytes) is read beside the process's own VmHWM: the kernel's OOM
+// killer acts on the former.
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -31,7 +34,10 @@ export function cgroupParent(
 }
 
 export class MemoryCgroup {
-  private constructor(readonly dir: string) {}
+  private constructor(
+    readonly dir: string,
+    private readonly v: 1 | 2 = 2,
+  ) {}
 
   /** A cgroup of its own with this limit, or undefined (and why) where cgroups cannot be written. */
   static create(name: string, bytes: number): { cgroup?: MemoryCgroup; why?: string } {
@@ -41,7 +47,7 @@ export class MemoryCgroup {
       const dir = path.join(parent.dir, name);
       fs.mkdirSync(dir, { recursive: true });
       fs.writeFileSync(path.join(dir, parent.v === 1 ? 'memory.limit_in_bytes' : 'memory.max'), String(bytes));
-      return { cgroup: new MemoryCgroup(dir) };
+      return { cgroup: new MemoryCgroup(dir, parent.v) };
     } catch (e) {
       return { why: `memory cgroup not made: ${(e as Error).message}` };
     }
@@ -51,6 +57,21 @@ export class MemoryCgroup {
   wrap(command: string, args: string[]): { command: string; args: string[] } {
     const procs = path.join(this.dir, 'cgroup.procs');
     return { command: '/bin/sh', args: ['-c', `echo $$ > '${procs}' && exec "$0" "$@"`, command, ...args] };
+  }
+
+  get procsFile(): string {
+    return path.join(this.dir, 'cgroup.procs');
+  }
+
+  /** The most memory the cgroup was charged since it was made (bytes), undefined where the kernel does not say. */
+  peakBytes(): number | undefined {
+    try {
+      const file = this.v === 1 ? 'memory.max_usage_in_bytes' : 'memory.peak';
+      const n = Number(fs.readFileSync(path.join(this.dir, file), 'utf8').trim());
+      return Number.isFinite(n) ? n : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   /** Removed once its process is gone (a cgroup with a process in it cannot be). */

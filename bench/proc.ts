@@ -48,6 +48,8 @@ export class ProcSampler {
   last?: ProcSample;
   peakRssKiB = 0;
   private readonly series: number[][] = [];
+  /** Every sample's time and RSS: the peak within any window of a long run (VmHWM is the process's whole life). */
+  private readonly rss: [number, number][] = [];
   private first?: number;
   private lastRow = -Infinity;
   private timer?: NodeJS.Timeout;
@@ -67,6 +69,7 @@ export class ProcSampler {
     if (s) {
       this.last = s;
       this.peakRssKiB = Math.max(this.peakRssKiB, s.rssKiB);
+      this.rss.push([s.at, s.rssKiB]);
       this.first ??= s.at;
       if (s.at - this.lastRow >= SERIES_EVERY_MS) {
         const p = residentParts(this.pid);
@@ -78,6 +81,13 @@ export class ProcSampler {
       }
     }
     return s;
+  }
+
+  /** The highest RSS sampled in [from, to] (KiB), undefined when no sample fell in it. */
+  peakBetween(from: number, to: number): number | undefined {
+    let peak: number | undefined;
+    for (const [at, kib] of this.rss) if (at >= from && at <= to) peak = Math.max(peak ?? 0, kib);
+    return peak;
   }
 
   seriesTable(): { columns: string[]; rows: number[][] } {

@@ -22,3 +22,21 @@ export const round = (v: number | undefined, digits = 3): number | undefined =>
   v === undefined ? undefined : Math.round(v * 10 ** digits) / 10 ** digits;
 export const mib = (kib: number | undefined): number | undefined =>
   kib === undefined ? undefined : round(kib / 1024, 1);
+
+/** Over the runs of one figure: the median (the middle run of an odd count, the mean of the two middle ones of an
+ * even count), the lowest and highest, and every run's value in run order. */
+export interface Spread {
+  median: number;
+  min: number;
+  max: number;
+  runs: number[];
+}
+
+export function spread(values: (number | undefined)[], digits = 3): Spread | undefined {
+  const runs = values.filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
+  if (runs.length === 0) return undefined;
+  const s = [...runs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  const median = s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+  return { median: round(median, digits)!, min: s[0]!, max: s.at(-1)!, runs };
+}

@@ -1,247 +1,247 @@
 // The tables `npm run bench` prints (and docs/benchmarks.md quotes), rendered from results.json.
-import type { Results } from './report.js';
-import type { Percentile } from './latency.js';
+import type { PhaseSummary, Results } from './report.js';
 
-const f = (v: number | string | undefined | null, unit = '') => (v === undefined || v === null ? '—' : `${v}${unit}`);
-const pct = (p: Percentile | undefined) => (p ? `${p.censored ? '> ' : ''}${p.s} s` : '—');
-/** `2026-12-04 a83e1a4`: when and on which commit a run was measured. */
-const when = (r: { measured?: { date?: string; commit?: string } } | undefined) =>
-  r?.measured ? `${r.measured.date?.slice(0, 16).replace('T', ' ') ?? '?'} ${r.measured.commit ?? '?'}` : '—';
-const loads = (r: Results['runs'][keyof Results['runs']]) =>
-  r
-    ? (['quietStart', 'quietEnd', 'detectionStart', 'detectionEnd'] as const)
-        .map((k) => r.edges[k].loadavg.join('/'))
-        .join(', ')
-    : '—';
+type Cell = number | string | undefined | null;
+const f = (v: Cell, unit = '') => (v === undefined || v === null ? '—' : `${v}${unit}`);
+const when = (p: { measured?: { date?: string; commit?: string } } | undefined) =>
+  p?.measured ? `${p.measured.date?.slice(0, 16).replace('T', ' ') ?? '?'} ${p.measured.commit ?? '?'}` : '—';
+/** `0.7 s (0.66–0.81)`: a median with its range over the runs. */
+const med = (s: { range: Record<string, [number, number]> } & Record<string, unknown>, k: string, unit = '') => {
+  const m = s[k] as number | undefined;
+  const r = s.range[k];
+  return m === undefined ? '—' : `${m}${unit}${r && r[0] !== r[1] ? ` (${r[0]}–${r[1]})` : ''}`;
+};
 
-function table(rows: string[][]): string {
+export function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
   const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
   return [line(rows[0]!), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.slice(1).map(line)].join('\n');
 }
 
-function detectionTable(res: Results): string {
+function headline(res: Results): string {
+  const s = res.summary;
+  const m = s.mhc;
+  const l = s.mhcLong;
+  const b = s.both;
   const rows = [
     [
-      'run',
+      'median (lowest–highest) over the runs',
+      `JoinGuard alone (${s.measured.runs})`,
+      `MHC, ${f(m?.nodeStartupTimeoutS)} s (${f(m?.measured.runs)})`,
+      `MHC, ${f(l?.nodeStartupTimeoutS)} s (${f(l?.measured.runs)})`,
+      `both: JoinGuard / MHC (${f(b?.measured.runs)})`,
+    ],
+    [
+      'p50 detection (all stuck)',
+      med(s, 'detectionP50AllS', ' s'),
+      m ? med(m, 'detectionP50AllS', ' s') : '—',
+      l ? med(l, 'detectionP50AllS', ' s') : '—',
+      b ? `${med(b.joinguard, 'detectionP50AllS', ' s')} / ${med(b.mhc, 'detectionP50AllS', ' s')}` : '—',
+    ],
+    [
+      'p99 detection (all stuck)',
+      med(s, 'detectionP99AllS', ' s'),
+      m ? med(m, 'detectionP99AllS', ' s') : '—',
+      l ? med(l, 'detectionP99AllS', ' s') : '—',
+      b ? `${med(b.joinguard, 'detectionP99AllS', ' s')} / ${med(b.mhc, 'detectionP99AllS', ' s')}` : '—',
+    ],
+    [
+      'censored (unmarked at window end)',
+      med(s, 'censored'),
+      m ? med(m, 'censored') : '—',
+      l ? med(l, 'censored') : '—',
+      b ? `${med(b.joinguard, 'censored')} / ${med(b.mhc, 'censored')}` : '—',
+    ],
+    [
+      'requests per mark (detection, no leases)',
+      med(s, 'requestsPerMark'),
+      m ? `${med(m, 'coreRequestsPerMark')} core manager, ${med(m, 'requestsPerMarkMhcShareEstimate')} MHC share` : '—',
+      l ? `${med(l, 'coreRequestsPerMark')} core, ${med(l, 'requestsPerMarkMhcShareEstimate')} MHC share` : '—',
+      '',
+    ],
+    [
+      'peak RSS (VmHWM; core manager: within the phase)',
+      med(s, 'peakRssMiB', ' MiB'),
+      m ? med(m, 'corePhasePeakRssMiB', ' MiB') : '—',
+      l ? med(l, 'corePhasePeakRssMiB', ' MiB') : '—',
+      '',
+    ],
+    ['memory charged by its cgroup (peak)', med(s, 'memoryPeakMiB', ' MiB'), '', '', ''],
+    ['first complete reconcile from spawn', med(s, 'firstReconcileS', ' s'), '', '', ''],
+    ['  of which caches synced (/readyz)', med(s, 'readyS', ' s'), '', '', ''],
+    [
+      'CPU s in the detection window',
+      med(s, 'cpuSecondsDetection'),
+      m ? `${med(m, 'coreCpuSecondsDetection')} core manager` : '—',
+      l ? `${med(l, 'coreCpuSecondsDetection')} core manager` : '—',
+      '',
+    ],
+    [
+      'requests/min at rest (of which Lease; other)',
+      `${med(s, 'atRestRequestsPerMin')} (${med(s, 'atRestLeaseRequestsPerMin')}; ${med(s, 'atRestOtherRequestsPerMin')})`,
+      `core manager ${med(s, 'coreAtRestRequestsPerMin')} (Lease ${med(s, 'coreAtRestLeaseRequestsPerMin')})`,
+      '',
+      '',
+    ],
+  ];
+  const race = b?.race;
+  return `${table(rows)}${race ? `\nbeside each other (both): JoinGuard's mark first on ${med(race, 'joinguardFirst')}, the MHC's own timeout first on ${med(race, 'mhcFirst')}, neither on ${med(race, 'neither')}` : ''}`;
+}
+
+function phaseTable(res: Results): string {
+  const rows = [
+    [
+      'phase',
       'side',
+      'timeout',
       'stuck',
       'marked',
       'censored',
       'p50 (all)',
       'p99 (all)',
       'max (all)',
-      'p99 (marked only)',
+      'first reconcile',
+      'peak RSS',
+      'req/mark',
       'marked how',
+      'load 1-min (start, end)',
       'measured (UTC, commit)',
     ],
   ];
-  for (const [name, r] of Object.entries(res.runs)) {
-    for (const [side, d] of Object.entries(r.detection)) {
+  const pct = (v: number | undefined, c?: boolean) => (v === undefined ? '—' : `${c ? '> ' : ''}${v} s`);
+  for (const p of res.phases) {
+    if (p.error) {
+      rows.push([p.id, '—', '', '', '', '', '', '', '', '', '', '', `FAILED: ${p.error.slice(0, 80)}`, '', when(p)]);
+      continue;
+    }
+    for (const [side, d] of Object.entries(p.detection)) {
+      const jg = side === 'joinguard' ? p.joinguard : undefined;
+      const load = Object.values(p.loadavg);
       rows.push([
-        name,
+        p.id,
         side === 'mhc' ? 'MHC' : 'JoinGuard',
-        String(d.stuck),
-        String(d.marked),
-        String(d.censored),
-        pct(d.p50),
-        pct(d.p99),
-        pct(d.max),
-        f(d.markedOnly.p99, ' s'),
-        Object.entries(d.how)
+        f(p.timeoutS[side as 'joinguard' | 'mhc'], ' s'),
+        f(d?.stuck),
+        f(d?.marked),
+        f(d?.censored),
+        pct(d?.p50AllS),
+        pct(d?.p99AllS, d?.p99AllCensored),
+        pct(d?.maxAllS, d?.maxAllCensored),
+        f(jg?.firstReconcileS, ' s'),
+        f(jg?.peakRssMiB, ' MiB'),
+        f(side === 'mhc' ? p.core.requestsPerMark : jg?.requestsPerMark),
+        Object.entries(d?.how ?? {})
           .map(([k, v]) => `${k} ${v}`)
           .join(', '),
-        when(r),
+        `${f(load[0]?.[0])}, ${f(load.at(-1)?.[0])}`,
+        when(p),
       ]);
     }
   }
   return table(rows);
 }
 
-function costTable(res: Results): string {
-  const jg = res.perRun.joinguard?.joinguard;
-  const cm = res.perRun.mhc?.core;
-  const cj = res.perRun.joinguard?.core;
-  const s = res.summary.mhc;
-  const [rj, rm] = [res.runs.joinguard, res.runs.mhc];
-  const rows: string[][] = [
-    [
-      '',
-      'JoinGuard (run joinguard)',
-      'CAPI core manager, whole (run mhc)',
-      'core manager without MHCs (run joinguard)',
-      'MHC share (estimate)',
-    ],
-    [
-      'measured (UTC, commit)',
-      when(rj),
-      when(rm),
-      when(rj),
-      rj && rm && when(rj) !== when(rm) ? 'two runs, see dates' : '',
-    ],
-  ];
-  const add = (label: string, a: string, b: string, c: string, d = '') => rows.push([label, a, b, c, d]);
-  add(
-    'peak RSS',
-    f(jg?.peakRssMiB, ' MiB'),
-    f(cm?.peakRssMiB, ' MiB'),
-    f(cj?.peakRssMiB, ' MiB'),
-    f(s.peakRssMiBMhcShareEstimate, ' MiB'),
-  );
-  add(
-    "RSS at the quiet window's start",
-    f(jg?.rssAtQuietStartMiB, ' MiB'),
-    f(cm?.rssAtQuietStartMiB, ' MiB'),
-    f(cj?.rssAtQuietStartMiB, ' MiB'),
-  );
-  add(
-    'CPU s: quiet window / detection window',
-    `${f(jg?.cpuSeconds.quiet)} / ${f(jg?.cpuSeconds.detection)}`,
-    `${f(cm?.cpuSeconds.quiet)} / ${f(cm?.cpuSeconds.detection)}`,
-    `${f(cj?.cpuSeconds.quiet)} / ${f(cj?.cpuSeconds.detection)}`,
-    `— / ${f(s.cpuSecondsDetectionMhcShareEstimate)}`,
-  );
-  add(
-    'quiet window (at rest)',
-    f(jg?.atRest.minutes, ' min'),
-    f(cm?.atRest.minutes, ' min'),
-    f(cj?.atRest.minutes, ' min'),
-  );
-  add(
-    'requests/min at rest (all)',
-    f(jg?.atRest.requestsPerMin),
-    f(cm?.atRest.requestsPerMin),
-    f(cj?.atRest.requestsPerMin),
-    f(s.atRestRequestsPerMinMhcShareEstimate),
-  );
-  add(
-    '  of which Lease renewals',
-    f(jg?.atRest.leaseRequestsPerMin),
-    f(cm?.atRest.leaseRequestsPerMin),
-    f(cj?.atRest.leaseRequestsPerMin),
-  );
-  add(
-    'watches opened/min at rest',
-    f(jg?.atRest.watchesOpenedPerMin),
-    f(cm?.atRest.watchesOpenedPerMin),
-    f(cj?.atRest.watchesOpenedPerMin),
-  );
-  add(
-    'workload-cluster requests/min at rest',
-    f(jg?.atRest.workloadClusterRequestsPerMin),
-    f(cm?.atRest.workloadClusterRequestsPerMin),
-    f(cj?.atRest.workloadClusterRequestsPerMin),
-  );
-  add(
-    'requests per mark (detection window, no leases)',
-    f(jg?.requestsPerMark),
-    f(s.requestsPerMark),
-    '',
-    f(s.requestsPerMarkMhcShareEstimate),
-  );
-  add('first complete reconcile from spawn', f(jg?.firstReconcileS, ' s'), '—', '—');
-  add('  of which caches synced (/readyz)', f(jg?.readyS, ' s'), '—', '—');
-  add("MHC controller's share of reconcile time (detection)", '', f(s.mhcShareOfReconcileTimeDetection), '');
-  return table(rows);
-}
-
 function byKindTable(res: Results): string {
-  const jg = res.perRun.joinguard?.joinguard;
-  const rows = [['JoinGuard request (run joinguard)', 'per mark', 'per min at rest']];
+  const s = res.summary;
+  const jg = res.phases.find((p) => p.kind === 'joinguard' && !p.error)?.joinguard;
   const kinds = new Set([
-    ...Object.keys(jg?.requestsPerMarkByKind ?? {}),
-    ...Object.keys(jg?.atRest.byVerbResourcePerMin ?? {}),
+    ...Object.keys(s.requestsPerMarkByKind),
+    ...Object.keys(jg?.atRest?.byVerbResourcePerMin ?? {}),
   ]);
-  for (const k of kinds) rows.push([k, f(jg?.requestsPerMarkByKind?.[k]), f(jg?.atRest.byVerbResourcePerMin[k])]);
-  return table(rows);
-}
-
-function atRestTable(res: Results): string {
-  const rows = [['run', 'client', 'verb resource', 'per min at rest']];
-  for (const [name, p] of Object.entries(res.perRun)) {
-    for (const [who, c] of [
-      ['JoinGuard', p.joinguard?.atRest],
-      ['CAPI core', p.core.atRest],
-    ] as const) {
-      for (const [k, v] of Object.entries(c?.byVerbResourcePerMin ?? {})) rows.push([name, who, k, String(v)]);
-      for (const [k, v] of Object.entries(c?.workloadByVerbResourcePerMin ?? {}))
-        rows.push([name, `${who} → workload cluster`, k, String(v)]);
-    }
-  }
-  return table(rows);
-}
-
-function loadTable(res: Results): string {
   const rows = [
     [
-      'run',
-      'measured (UTC, commit)',
-      'load average 1/5/15 min at quiet start, quiet end, detection start, detection end',
+      'JoinGuard request (phase joinguard)',
+      'per mark (median)',
+      `per min at rest (${res.phases.find((p) => p.kind === 'joinguard')?.id ?? '—'})`,
     ],
   ];
-  for (const [name, r] of Object.entries(res.runs)) rows.push([name, when(r), loads(r)]);
+  for (const k of kinds) rows.push([k, f(s.requestsPerMarkByKind[k]), f(jg?.atRest?.byVerbResourcePerMin[k])]);
   return table(rows);
+}
+
+function casesTable(res: Results): string | undefined {
+  const rows = [['case', 'figures (median, lowest–highest where several runs)']];
+  const c = res.cpuLimited;
+  if (c)
+    rows.push([
+      `CPU-limited (quota ${f(c.cpuLimit)})`,
+      `first reconcile ${med(c, 'firstReconcileS', ' s')}, ready ${med(c, 'readyS', ' s')}, p50 ${med(c, 'detectionP50AllS', ' s')}, p99 ${med(c, 'detectionP99AllS', ' s')}, censored ${med(c, 'censored')}, throttled ${med(c, 'throttledS', ' s')} (${med(c, 'throttledPeriodsShare')} of periods), peak RSS ${med(c, 'peakRssMiB', ' MiB')}, cgroup peak ${med(c, 'memoryPeakMiB', ' MiB')}`,
+    ]);
+  const b = res.burst;
+  if (b)
+    rows.push([
+      `burst (${f(b.machines)} Machines, joinTimeout ${f(b.joinTimeoutS)} s)`,
+      `deadlines within ${med(b, 'deadlineSpreadS', ' s')} (${med(b, 'distinctDeadlineSeconds')} distinct seconds); last marked ${med(b, 'lastMarkedAfterS', ' s')} after the first deadline; p50 ${med(b, 'detectionP50AllS', ' s')}, p99 ${med(b, 'detectionP99AllS', ' s')}, censored ${med(b, 'censored')}; ${med(b, 'requestsPerMark')} requests per mark; grace held on ${b.graceHeld.length} Clusters`,
+    ]);
+  const r = res.replicas;
+  if (r)
+    rows.push([
+      'two replicas',
+      `leader: first reconcile ${med(r, 'leaderFirstReconcileS', ' s')}, VmHWM ${med(r, 'leaderHwmMiB', ' MiB')}; warm standby VmHWM ${med(r, 'standbyHwmMiB', ' MiB')} (both when the events began)`,
+    ]);
+  for (const k of ['failover', 'relist'] as const) {
+    const e = res[k];
+    if (!e) continue;
+    const last = e.events.at(-1);
+    const reps = Object.entries(last?.replicas ?? {})
+      .map(([n, x]) => `${n} ${f(x.peakRssMiB, ' MiB')}${x.running ? (x.leading ? ' leading' : ' standby') : ' gone'}`)
+      .join(', ');
+    rows.push([
+      k === 'failover' ? 'failover (leader killed)' : 're-list (every watch expired)',
+      `${k === 'failover' ? `Lease taken ${med(e, 'takeoverS', ' s')}` : `${med(e, 'watchesExpired')} watches expired`} after it; first deadline ${med(e, 'firstDeadlineAfterS', ' s')}, first mark seen ${med(e, 'firstMarkAfterS', ' s')} (written ${med(e, 'firstWriteAfterS', ' s')}), last ${med(e, 'lastMarkAfterS', ' s')}; p99 ${med(e, 'detectionP99AllS', ' s')}, censored ${med(e, 'censored')}; peak RSS within it: ${reps}; CAPI ${
+        Object.entries(last?.controlPlaneRunning ?? {})
+          .filter(([, v]) => !v)
+          .map(([n]) => `${n} exited`)
+          .join(', ') || 'all running'
+      }`,
+    ]);
+  }
+  return rows.length > 1 ? table(rows) : undefined;
 }
 
 function shardTable(res: Results): string | undefined {
-  const sh = res.sharded;
-  if (!sh) return undefined;
+  const sh = res.phases.filter((p): p is PhaseSummary & { shards: NonNullable<PhaseSummary['shards']> } =>
+    Boolean(p.shards),
+  );
+  if (!sh.length) return undefined;
   const rows = [
     [
-      'shard (run sharded)',
+      'shard',
+      'phase',
       'Clusters',
       'peak RSS',
       'first reconcile',
       'stuck',
       'marked',
-      'marked by other shard',
-      'p50 (all)',
+      'by other shard',
       'p99 (all)',
-      'requests per mark',
-      'requests/min at rest',
+      'req/mark',
       'requests outside shard',
       'unfiltered lists/watches',
     ],
   ];
-  for (const s of sh.shards)
-    rows.push([
-      s.name,
-      String(s.clusters),
-      f(s.peakRssMiB, ' MiB'),
-      f(s.firstReconcileS, ' s'),
-      f(s.stuck),
-      f(s.marked),
-      f(s.markedByOtherShard),
-      f(s.detectionP50AllS, ' s'),
-      `${s.detectionP99AllCensored ? '> ' : ''}${f(s.detectionP99AllS, ' s')}`,
-      f(s.requestsPerMark),
-      f(s.atRestRequestsPerMin),
-      f(s.requestsOutsideShard),
-      f(s.unfilteredListsOrWatches),
-    ]);
-  const unfiltered = sh.shards
-    .map(
-      (s) =>
-        `${s.name}: ${
-          Object.entries(s.unfilteredListsOrWatchesByResource)
-            .map(([k, v]) => `${k} ${v}`)
-            .join(', ') || 'none'
-        }`,
-    )
-    .join('; ');
-  return `${table(rows)}\nrun sharded measured ${when(res.runs.sharded)}; lists/watches without a shard selector (any kind): ${unfiltered}`;
+  for (const p of sh)
+    for (const s of p.shards)
+      rows.push([
+        s.name,
+        p.id,
+        f(s.clusters),
+        f(s.peakRssMiB, ' MiB'),
+        f(s.firstReconcileS, ' s'),
+        f(s.stuck),
+        f(s.marked),
+        f(s.markedByOtherShard),
+        `${s.p99AllCensored ? '> ' : ''}${f(s.p99AllS, ' s')}`,
+        f(s.requestsPerMark),
+        f(s.requestsOutsideShard),
+        f(s.unfilteredListsOrWatches),
+      ]);
+  return table(rows);
 }
 
 export function renderTables(res: Results): string {
-  const out = [detectionTable(res), costTable(res), byKindTable(res), atRestTable(res)];
-  const shards = shardTable(res);
-  if (shards) out.push(shards);
-  out.push(loadTable(res));
-  const race = res.summary.both?.race;
-  if (race)
-    out.push(
-      `beside each other (run both): JoinGuard's mark first on ${race.joinguardFirst}, the MHC's own timeout first on ${race.mhcFirst}, neither on ${race.neither}`,
-    );
+  const out = [headline(res), phaseTable(res), byKindTable(res)];
+  for (const x of [casesTable(res), shardTable(res)]) if (x) out.push(x);
   out.push(
     table([
       ['target', 'measured', 'met', 'scale'],
@@ -265,7 +265,6 @@ export function renderTables(res: Results): string {
 export function printTables(res: Results): void {
   const s = res.setup.shape;
   process.stdout.write(
-    `\nJoinGuard benchmark — ${s.machines} Machines (${s.resting} resting + ${s.stuck} stuck), ${s.clusters} Clusters, ` +
-      `joinTimeout = nodeStartupTimeout = ${s.joinTimeoutS}s for stuck pools; runs ${res.run.runs.join(', ')}; ${res.run.host.cpus} CPUs; wall ${res.run.wallS} s\n\n${renderTables(res)}\n\n`,
+    `\nJoinGuard benchmark — ${s.machines} Machines (${s.clusters * s.controlPlanePerCluster} control plane + ${s.resting} resting + ${s.stuck} stuck per phase), ${s.clusters} Clusters, one fleet; phases ${res.run.plan.join(', ')}; commit ${res.run.commit}; ${res.run.host.cpus} CPUs; fleet ${res.run.fleetS} s, wall ${res.run.wallS} s\n\n${renderTables(res)}\n\n`,
   );
 }

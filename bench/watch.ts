@@ -3,7 +3,8 @@
 // "Visible" is the arrival of the watch event here: it includes the controller's write and the
 // apiserver's fan-out, which is what a user (or CAPI's MachineSet controller) waits for.
 //   MachineWatcher  per Machine: clock inputs, Provisioned, and each side's first mark (below)
-//   CheckWatcher    per MachineJoinCheck: the first status JoinGuard wrote (its first reconcile)
+//   CheckWatcher    per MachineJoinCheck (by uid: the bench makes them afresh before each JoinGuard start): the first
+//                   status JoinGuard wrote (its first reconcile)
 // Marks, told apart by who writes what:
 //   JoinGuard: CAPI's remediate-machine annotation (strategy Auto beside an MHC), HealthCheckSucceeded=False
 //     with its own reasons JoinTimeout/ProvisionTimeout (Auto with no MHC: the OwnerRemediated path), or its
@@ -54,15 +55,29 @@ abstract class ListWatch {
   ) {}
 
   protected abstract observe(obj: Json, now: number): void;
+  /** A DELETED event. */
+  protected forget(_obj: Json): void {}
+  /** A whole list: what is in it is all there is (a deletion during a broken stream shows here). */
+  protected listed(_items: Json[]): void {}
 
   async start(): Promise<void> {
-    const rv = await this.list();
-    void this.loop(rv);
+    // A CRD just installed answers 429 "storage is (re)initializing" for a moment.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const rv = await this.list();
+        void this.loop(rv);
+        return;
+      } catch (e) {
+        if (attempt >= 60) throw e;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
   }
 
   private async list(): Promise<string> {
     const list = await this.kube.list(this.path);
     const now = Date.now();
+    this.listed(list.items);
     for (const o of list.items) this.observe(o, now);
     this.notify();
     return list.metadata.resourceVersion ?? '';
@@ -79,6 +94,7 @@ abstract class ListWatch {
             if (e.type === 'ERROR') expired = true;
             if (e.object?.metadata?.resourceVersion) rv = e.object.metadata.resourceVersion;
             if (e.type === 'ADDED' || e.type === 'MODIFIED') this.observe(e.object, Date.now());
+            if (e.type === 'DELETED') this.forget(e.object);
             this.notify();
           },
           this.abort.signal,
@@ -95,7 +111,7 @@ abstract class ListWatch {
     }
   }
 
-  private notify(): void {
+  protected notify(): void {
     for (const w of [...this.waiters])
       if (w.check()) {
         this.waiters.splice(this.waiters.indexOf(w), 1);
@@ -126,6 +142,8 @@ export class MachineWatcher extends ListWatch {
   /** Kept incrementally so that waiting costs nothing per event at 10,000 Machines. */
   provisionedCount = 0;
   readonly markedCount: Record<Side, number> = { joinguard: 0, mhc: 0 };
+  /** Names of the Machines that exist now (deleted ones leave). */
+  readonly present = new Set<string>();
   lastChangeAt = Date.now();
 
   constructor(kube: KubeClient, namespace: string) {
@@ -140,8 +158,27 @@ export class MachineWatcher extends ListWatch {
     return Date.now() - start;
   }
 
+  private readonly byName = new Map<string, MachineRecord>();
+
+  /** The records of the named Machines (by name: the newest record of a name). */
+  named(names: Iterable<string>): MachineRecord[] {
+    return [...names].map((n) => this.byName.get(n)).filter((r): r is MachineRecord => r !== undefined);
+  }
+
+  protected override listed(items: Json[]): void {
+    this.present.clear();
+    for (const m of items) this.present.add(m.metadata?.name);
+  }
+
+  protected override forget(m: Json): void {
+    this.lastChangeAt = Date.now();
+    this.present.delete(m.metadata?.name);
+    this.notify();
+  }
+
   protected observe(m: Json, now: number): void {
     this.lastChangeAt = now;
+    this.present.add(m.metadata?.name);
     const uid = m.metadata?.uid as string;
     let r = this.machines.get(uid);
     if (!r) {
@@ -154,6 +191,7 @@ export class MachineWatcher extends ListWatch {
         marks: {},
       };
       this.machines.set(uid, r);
+      this.byName.set(r.name, r);
     }
     r.infraReadyAt = trueSince(m, 'InfrastructureReady');
     r.bootstrapReadyAt = trueSince(m, 'BootstrapConfigReady');
@@ -188,18 +226,26 @@ export class MachineWatcher extends ListWatch {
 }
 
 export class CheckWatcher extends ListWatch {
-  /** Check name -> ms epoch at which a status written by JoinGuard was first seen. */
-  readonly firstStatusAt = new Map<string, number>();
-  names = new Set<string>();
+  /** Check uid -> ms epoch at which a status written by JoinGuard was first seen. */
+  private readonly statusAt = new Map<string, number>();
 
   constructor(kube: KubeClient, namespace: string) {
     super(kube, `/apis/joinguard.io/v1alpha1/namespaces/${namespace}/machinejoinchecks`);
   }
 
   protected observe(c: Json, now: number): void {
-    const name = c.metadata?.name as string;
-    this.names.add(name);
+    const uid = c.metadata?.uid as string;
     const written = c.status && Object.keys(c.status).length > 0;
-    if (written && !this.firstStatusAt.has(name)) this.firstStatusAt.set(name, now);
+    if (written && !this.statusAt.has(uid)) this.statusAt.set(uid, now);
+  }
+
+  /** When each check (by uid) first had a status (undefined: not yet). */
+  firstStatusAt(uids: Iterable<string>): (number | undefined)[] {
+    return [...uids].map((u) => this.statusAt.get(u));
+  }
+
+  /** Whether every check named by uid has a status. */
+  allReconciled(uids: string[]): boolean {
+    return uids.length > 0 && this.firstStatusAt(uids).every((t) => t !== undefined);
   }
 }

@@ -13,13 +13,13 @@ import { installBenchCrds } from '../crds.js';
 import { startBenchEnv } from '../env.js';
 import {
   clusterName,
-  createChecks,
   createClusters,
   createMachine,
   createNamespace,
   fleetShape,
   NAMESPACE,
   restingMachines,
+  type MachineSpec,
 } from '../fleet.js';
 import type { Json } from '../../hack/testenv/kube-client.js';
 
@@ -45,18 +45,15 @@ async function main(): Promise<void> {
     const kube = bench.driver;
     await installBenchCrds(kube);
     await createNamespace(kube);
-    const shape = fleetShape(40, 60);
-    const msUids = await createClusters(
-      kube,
-      { ...shape, clusters: 1 },
-      new URL(bench.env.server),
-      bench.workloadKubeconfigYaml,
-    );
-    await createChecks(kube, { ...shape, clusters: 1 }, ['mhc']);
-    const [joined, joining] = restingMachines({ ...shape, clusters: 1 }).slice(0, 2) as [
-      { name: string; pool: string; cluster: string },
-      { name: string; pool: string; cluster: string },
-    ];
+    const shape = { ...fleetShape(40), clusters: 1 };
+    // Its Cluster with the MHCs a ClusterClass makes (bench/fleet-objects.ts): `<cluster>-rest` selects the workers.
+    const msUids = await createClusters(kube, shape, {
+      server: new URL(bench.env.server),
+      kubeconfigYaml: bench.workloadKubeconfigYaml,
+    });
+    const [joined, joining] = restingMachines(shape)
+      .filter((m) => m.pool.endsWith('-rest'))
+      .slice(0, 2) as [MachineSpec, MachineSpec];
     for (const m of [joined, joining]) await createMachine(kube, m, msUids);
     const provisioned = (name: string) => async () => {
       const m = await kube.get(`${CAPI}/machines/${name}`);

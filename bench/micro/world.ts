@@ -181,3 +181,204 @@ export function markOf(verb: string, resource: string, obj: Json): string | unde
     return obj.metadata.name;
   return undefined;
 }
+
+// ---- a real fleet's objects, sharded (bench/micro/shards.ts) ----
+
+const WATCH_FILTER = 'cluster.x-k8s.io/watch-filter';
+const CONTROL_PLANE = 'cluster.x-k8s.io/control-plane';
+
+/** The shard of Cluster i when `clusters` Clusters are split into k consecutive equal parts. */
+export const shardName = (i: number, clusters: number, k: number) =>
+  `shard-${String(Math.min(k - 1, Math.floor((i * k) / clusters))).padStart(2, '0')}`;
+
+/**
+ * A joined worker sharing the fixture's large parts (managedFields, conditions) with every other: 100,000 Machines
+ * then fit the bench's own process. Safe because the in-memory apiserver copies an object before it changes it.
+ */
+function sharedJoined(c: string, i: number, labels: Record<string, string>): Json {
+  const base = fixtures.machineRunning;
+  const name = `${c}-rest-${String(i).padStart(5, '0')}`;
+  return {
+    ...base,
+    metadata: {
+      ...base.metadata,
+      uid: undefined,
+      resourceVersion: undefined,
+      creationTimestamp: undefined,
+      name,
+      namespace: NS,
+      labels: {
+        ...base.metadata.labels,
+        pool: `${c}-rest`,
+        'cluster.x-k8s.io/cluster-name': c,
+        'cluster.x-k8s.io/set-name': `${c}-rest`,
+        ...labels,
+      },
+      ownerReferences: (base.metadata.ownerReferences ?? []).map((o: Json) => ({ ...o, name: `${c}-rest` })),
+    },
+    spec: {
+      ...base.spec,
+      clusterName: c,
+      providerID: `bench://${NS}/${name}`,
+      ...(base.spec.infrastructureRef ? { infrastructureRef: { ...base.spec.infrastructureRef, name } } : {}),
+    },
+    status: { ...base.status, nodeRef: { name: `node-${name}` } },
+  };
+}
+
+/** A KubeadmControlPlane as CAPI's controller leaves an initialized one (the fields JoinGuard and CAPI read). */
+export function kubeadmControlPlane(c: string, replicas: number): Json {
+  return {
+    apiVersion: 'controlplane.cluster.x-k8s.io/v1beta2',
+    kind: 'KubeadmControlPlane',
+    metadata: { name: c, namespace: NS, labels: { 'cluster.x-k8s.io/cluster-name': c }, generation: 1 },
+    spec: {
+      replicas,
+      version: 'v1.36.3',
+      machineTemplate: {
+        spec: {
+          infrastructureRef: {
+            apiGroup: 'infrastructure.cluster.x-k8s.io',
+            kind: 'DockerMachineTemplate',
+            name: `${c}-cp`,
+          },
+        },
+      },
+      kubeadmConfigSpec: {
+        clusterConfiguration: { apiServer: { certSANs: ['127.0.0.1'] } },
+        initConfiguration: { nodeRegistration: { imagePullPolicy: 'IfNotPresent' } },
+      },
+      remediation: { maxRetry: 5, retryPeriodSeconds: 60, minHealthyPeriodSeconds: 3600 },
+      rollout: { strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1 } } },
+    },
+    status: {
+      initialization: { controlPlaneInitialized: true },
+      replicas,
+      readyReplicas: replicas,
+      availableReplicas: replicas,
+      upToDateReplicas: replicas,
+      version: 'v1.36.3',
+      observedGeneration: 1,
+      conditions: [
+        'Available',
+        'CertificatesAvailable',
+        'EtcdClusterHealthy',
+        'ControlPlaneComponentsHealthy',
+        'Initialized',
+      ].map((type) => ({
+        type,
+        status: 'True',
+        reason: type,
+        lastTransitionTime: '2026-12-01T00:00:00Z',
+        observedGeneration: 1,
+      })),
+    },
+  };
+}
+
+/** A control-plane Machine's KubeadmConfig (the first one an init config; the others join the control plane). */
+export function controlPlaneConfig(c: string, k: number): Json {
+  const name = `${c}-cp-${String(k).padStart(4, '0')}`;
+  const node = {
+    nodeRegistration: {
+      imagePullPolicy: 'IfNotPresent',
+      kubeletExtraArgs: [{ name: 'eviction-hard', value: 'nodefs.available<0%' }],
+    },
+  };
+  return {
+    apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta2',
+    kind: 'KubeadmConfig',
+    metadata: {
+      name,
+      namespace: NS,
+      labels: { 'cluster.x-k8s.io/cluster-name': c, [CONTROL_PLANE]: '' },
+      ownerReferences: [
+        { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Machine', name, uid: `uid-${name}`, controller: true },
+      ],
+    },
+    spec:
+      k === 0
+        ? { clusterConfiguration: { apiServer: { certSANs: ['127.0.0.1'] } }, initConfiguration: node }
+        : { joinConfiguration: { ...node, controlPlane: {} } },
+    status: { initialization: { dataSecretCreated: true }, dataSecretName: name, observedGeneration: 1 },
+  };
+}
+
+export interface FleetOptions {
+  clusters: number;
+  perCluster: number;
+  controlPlanePerCluster: number;
+  /** Shards the Clusters are split into (labels as docs/install.md says). */
+  shards: number;
+  now: number;
+}
+
+/** A fleet as bench/fleet-objects.ts builds it, in the in-memory apiserver: each Cluster with its control plane (KCP,
+ * Machines, configs), its MHCs, MachineSets and checks, labelled with its shard. Returns the shard of each Cluster. */
+export function seedFleet(api: FakeApiserver, o: FleetOptions): Map<string, string> {
+  const shardOf = new Map<string, string>();
+  api.put('providers', {
+    apiVersion: 'clusterctl.cluster.x-k8s.io/v1alpha3',
+    kind: 'Provider',
+    metadata: { name: 'cluster-api', namespace: 'capi-system' },
+    providerName: 'cluster-api',
+    type: 'CoreProvider',
+    version: 'v1.14.2',
+  });
+  for (let i = 0; i < o.clusters; i++) {
+    const c = clusterName(i);
+    const shard = shardName(i, o.clusters, o.shards);
+    shardOf.set(c, shard);
+    const labels = { [WATCH_FILTER]: shard };
+    const cl = cluster(c, o.now);
+    cl.metadata.labels = { ...cl.metadata.labels, ...labels };
+    api.put('clusters', cl);
+    api.put('kubeadmcontrolplanes', kubeadmControlPlane(c, o.controlPlanePerCluster));
+    for (const k of checks(c)) api.put('machinejoinchecks', { ...k, metadata: { ...k.metadata, labels } });
+    for (const h of mhcs(c)) api.put('machinehealthchecks', h);
+    for (const pool of ['rest', 'watch'])
+      api.put('machinesets', {
+        apiVersion: 'cluster.x-k8s.io/v1beta2',
+        kind: 'MachineSet',
+        metadata: {
+          name: `${c}-${pool}`,
+          namespace: NS,
+          labels: { 'cluster.x-k8s.io/cluster-name': c, ...labels },
+          generation: 1,
+        },
+        spec: {
+          clusterName: c,
+          replicas: 0,
+          selector: { matchLabels: { pool: `${c}-${pool}` } },
+          template: { metadata: { labels: { pool: `${c}-${pool}`, ...labels } }, spec: { clusterName: c } },
+        },
+      });
+    for (let k = 0; k < o.controlPlanePerCluster; k++) {
+      api.put('kubeadmconfigs', controlPlaneConfig(c, k));
+      const m = sharedJoined(c, k, labels);
+      const name = `${c}-cp-${String(k).padStart(4, '0')}`;
+      m.metadata = {
+        ...m.metadata,
+        name,
+        labels: { ...m.metadata.labels, pool: `${c}-cp`, [CONTROL_PLANE]: '' },
+        ownerReferences: [
+          {
+            apiVersion: 'controlplane.cluster.x-k8s.io/v1beta2',
+            kind: 'KubeadmControlPlane',
+            name: c,
+            uid: `uid-${c}-kcp`,
+            controller: true,
+            blockOwnerDeletion: true,
+          },
+        ],
+      };
+      m.spec = {
+        ...m.spec,
+        bootstrap: { configRef: { apiGroup: 'bootstrap.cluster.x-k8s.io', kind: 'KubeadmConfig', name } },
+      };
+      api.put('machines', m);
+    }
+    for (let j = 0; j < o.perCluster - o.controlPlanePerCluster; j++) api.put('machines', sharedJoined(c, j, labels));
+  }
+  return shardOf;
+}

@@ -1,0 +1,289 @@
+// One invocation of `npm run bench`: one control plane (audit log, leader election on, bench/env.ts) and one fleet
+// (bench/fleet.ts), built once, then its phases one after another on that same fleet and commit (bench/phase.ts),
+// each measured in windows of its own; at the end everything is stopped and the audit log is read once, every
+// phase's windows counted in that one pass. A 10,000-Machine fleet takes ~12 min to build; every phase after it
+// reuses it, so JoinGuard alone, the MHC alone and both are measured on the same objects.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import {
+  AuditCounter,
+  checkAuditComplete,
+  readAudit,
+  ShardAuditor,
+  type AuditConsumer,
+  type AuditEvent,
+  type AuditIntegrity,
+  type AuditWindow,
+} from './audit.js';
+import { LatencyReader } from './audit-latency.js';
+import { JOINGUARD_LEASE_NAMESPACE } from './controller-process.js';
+import { installBenchCrds } from './crds.js';
+import { startBenchEnv, type BenchEnv } from './env.js';
+import {
+  clusterName,
+  clusterTimes,
+  createClusters,
+  createMachine,
+  createNamespace,
+  NAMESPACE,
+  pool,
+  restingMachines,
+  shardOfName,
+  WATCH_FILTER,
+  type FleetShape,
+} from './fleet.js';
+import { runBurst } from './burst.js';
+import { emptyResult, runStandard, type PhasePlan, type PhaseResult } from './phase.js';
+import { MAX_PENDING, sleep, waitFor, type Context, type Timing } from './phase-kit.js';
+import { ProcSampler } from './proc.js';
+import { parseMetrics } from './prom.js';
+import { REPLICA_USERS, runReplicas, type EventFigures } from './replicas.js';
+import { SHARD_USERS, shardAudit } from './sharded.js';
+import { CheckWatcher, MachineWatcher } from './watch.js';
+
+const STALL_MS = 300_000;
+
+export interface SessionOptions {
+  shape: FleetShape;
+  timing: Timing;
+  plan: PhasePlan[];
+  nodeOptions: string;
+  cpuLimit: string;
+  burst: number;
+  commit: string;
+  binDir: string;
+  log: (line: string) => void;
+  /** After each phase: the results so far (written, so a run cut short keeps what it measured). */
+  onPhase?: (done: PhaseResult[], fleetS: number) => void;
+}
+
+export interface SessionResult {
+  fleetS: number;
+  phases: PhaseResult[];
+  audit: { integrity?: AuditIntegrity; userAgents: Record<string, string>; lines: number };
+  apiserverRequestTotalLabels: string[];
+  /** Why the phases after the last one were not run (a CAPI manager exited). */
+  aborted?: string;
+}
+
+/** Hands a consumer only the events received within a window. */
+function within(w: AuditWindow, c: AuditConsumer): AuditConsumer {
+  return {
+    take(e: AuditEvent) {
+      const at = Date.parse(e.requestReceivedTimestamp ?? '');
+      if (at >= w.from && at < w.to) c.take(e);
+    },
+  };
+}
+
+async function buildFleet(ctx: Context, bench: BenchEnv): Promise<void> {
+  const kube = bench.driver;
+  const { shape, log } = ctx;
+  const w = ctx.machines;
+  const owners = await createClusters(kube, shape, {
+    server: new URL(bench.env.server),
+    kubeconfigYaml: bench.workloadKubeconfigYaml,
+  });
+  for (const [k, v] of owners) ctx.owners.set(k, v);
+  await waitFor('every Cluster initialized and connected', 300_000, async () =>
+    [...(await clusterTimes(kube)).values()].every((c) => c.ready),
+  );
+  const resting = restingMachines(shape);
+  let created = 0;
+  const progress = setInterval(
+    () => log(`created ${created}/${resting.length} resting Machines; Provisioned ${w.provisionedCount}`),
+    30_000,
+  );
+  // Back-pressure: no more than MAX_PENDING Machines ahead of CAPI. Flooding CAPI's Machine controller on 2 cores
+  // lags its cache, and its status patches then conflict (409) in a storm that feeds itself. A stall fails the run:
+  // under overload CAPI's core manager can miss its Lease renewal and exit, as a pod would before its restart.
+  let last = { at: Date.now(), provisioned: 0 };
+  await pool(resting, 16, async (m) => {
+    while (created - w.provisionedCount >= MAX_PENDING) {
+      if (w.provisionedCount !== last.provisioned) last = { at: Date.now(), provisioned: w.provisionedCount };
+      else if (Date.now() - last.at > STALL_MS)
+        throw new Error(`no Machine became Provisioned for ${STALL_MS / 1000} s (${w.provisionedCount} of ${created})`);
+      await sleep(100);
+    }
+    created++;
+    await createMachine(kube, m, ctx.owners);
+  })
+    .catch((e: Error) => {
+      // Under overload a CAPI manager misses its Lease renewal and exits, as a pod would before its restart (its
+      // webhooks go with it); the bench does not restart it: say which.
+      throw new Error(`${e.message}; CAPI's managers: ${managersState(bench)}`);
+    })
+    .finally(() => clearInterval(progress));
+  await w.until(`${resting.length} Machines Provisioned`, () => w.provisionedCount >= resting.length, 900_000);
+}
+
+function managersState(bench: BenchEnv): string {
+  return ['capi-core', 'capi-kubeadm-bootstrap', 'capi-kubeadm-control-plane']
+    .map(
+      (m) =>
+        `${m} ${alive(bench.env.pids[m] ?? -1) ? 'runs' : 'has exited (see its log; JOINGUARD_BENCH_KEEP=1 keeps it)'}`,
+    )
+    .join(', ');
+}
+
+const alive = (pid: number) => {
+  try {
+    return process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+};
+
+export async function runSession(o: SessionOptions): Promise<SessionResult> {
+  const { log } = o;
+  let bench: BenchEnv | undefined;
+  const phases: PhaseResult[] = [];
+  let aborted: string | undefined;
+  const stops: { stop(): void }[] = [];
+  try {
+    bench = await startBenchEnv((l) => log(`testenv: ${l}`), o.binDir, [...REPLICA_USERS, ...SHARD_USERS]);
+    const kube = bench.driver;
+    const labelsLine =
+      (await kube.send('GET', '/metrics')).body.split('\n').find((l) => l.startsWith('apiserver_request_total{')) ?? '';
+    const apiserverRequestTotalLabels = [...labelsLine.matchAll(/(\w+)="/g)].map((m) => m[1]!);
+    await installBenchCrds(kube);
+    await createNamespace(kube);
+    await createNamespace(kube, JOINGUARD_LEASE_NAMESPACE);
+    const machines = new MachineWatcher(kube, NAMESPACE);
+    const checks = new CheckWatcher(kube, NAMESPACE);
+    stops.push(machines, checks);
+    await machines.start();
+    await checks.start();
+    const ctx = {
+      bench,
+      shape: o.shape,
+      timing: o.timing,
+      owners: new Map<string, string>(),
+      machines,
+      checks,
+      samplers: [] as ProcSampler[],
+      nodeOptions: o.nodeOptions,
+      log,
+      clusters: Array.from({ length: o.shape.clusters }, (_, i) => clusterName(i)),
+      commit: o.commit,
+      cpuLimit: o.cpuLimit,
+      burst: o.burst,
+      burstsSoFar: 0,
+    };
+    const t0 = Date.now();
+    await buildFleet(ctx, bench);
+    const fleetS = Math.round((Date.now() - t0) / 100) / 10;
+    log(`fleet ready in ${fleetS} s`);
+    for (const name of ['capi-core', 'kube-apiserver', 'etcd'])
+      ctx.samplers.push(new ProcSampler(bench.env.pids[name]!, 1000, name));
+    stops.push({ stop: () => ctx.samplers.forEach((s) => s.stop()) });
+
+    for (const p of o.plan) {
+      log(`phase ${p.id} (${p.tag})`);
+      const at = Date.now();
+      let r: PhaseResult;
+      try {
+        if (p.kind === 'burst') r = await runBurst(ctx, p).finally(() => ctx.burstsSoFar++);
+        else if (p.kind === 'replicas') r = await runReplicas(ctx, p);
+        else r = await runStandard(ctx, p);
+      } catch (e) {
+        log(`phase ${p.id} FAILED: ${(e as Error).stack ?? String(e)}`);
+        r = { ...emptyResult(ctx, p, at), error: (e as Error).message.slice(0, 2000) };
+        const state = managersState(bench);
+        // The phases done are still counted (below); those left cannot run.
+        if (state.includes('exited'))
+          aborted = `during phase ${p.id} a CAPI manager exited, and its webhooks with it: ${state}`;
+      }
+      phases.push(r);
+      log(`phase ${p.id} done in ${Math.round((Date.now() - at) / 1000)} s`);
+      o.onPhase?.(phases, fleetS);
+      if (aborted) break;
+    }
+
+    // Stop: the control plane last (flushes the audit log), then one pass over it.
+    const apiserverMetrics = parseMetrics((await kube.send('GET', '/metrics', undefined, undefined, 60_000)).body);
+    for (const x of stops) x.stop();
+    const keptAudit = path.join(os.tmpdir(), `joinguard-bench-audit-${process.pid}.log`);
+    await bench.env.stop();
+    fs.renameSync(bench.auditLog, keptAudit);
+    await bench.stop();
+    bench = undefined;
+    const audit = await countAudit(keptAudit, phases, o.shape);
+    if (process.env.JOINGUARD_BENCH_KEEP === '1') log(`audit log kept: ${keptAudit}`);
+    else fs.rmSync(keptAudit, { force: true });
+    const integrity = checkAuditComplete(apiserverMetrics, audit.lines);
+    return {
+      fleetS,
+      phases,
+      audit: { ...audit, integrity },
+      apiserverRequestTotalLabels,
+      ...(aborted ? { aborted } : {}),
+    };
+  } finally {
+    for (const x of stops) x.stop();
+    await bench?.stop().catch(() => undefined);
+  }
+}
+
+/** One pass over the audit log: every phase's windows counted, its JoinGuard's writes, its shards' requests. */
+async function countAudit(file: string, phases: PhaseResult[], shape: FleetShape) {
+  const windows = phases.flatMap((p) => Object.values(p.windows).filter((w) => w.to > 0));
+  const counter = new AuditCounter(windows);
+  const consumers: AuditConsumer[] = [counter];
+  const latency = new Map<PhaseResult, LatencyReader>();
+  const shards = new Map<PhaseResult, ShardAuditor>();
+  const events = new Map<EventFigures, { reader: LatencyReader; prefix: string }>();
+  for (const p of phases) {
+    for (const k of ['failover', 'relist'] as const) {
+      const w = p.windows[k];
+      const ev = p[k];
+      if (!w || !ev) continue;
+      const reader = new LatencyReader(w, (user) => user.startsWith('joinguard'));
+      events.set(ev, { reader, prefix: `-watch-${p.tag}${k[0]}-` });
+      consumers.push(reader);
+    }
+    const w = p.windows.detection;
+    if (w && p.sides.includes('joinguard')) {
+      const l = new LatencyReader(w, (user) => user.startsWith('joinguard'));
+      latency.set(p, l);
+      consumers.push(l);
+    }
+    if (p.shards && w) {
+      const users = Object.fromEntries(p.shards.map((s) => [s.name, s.user]));
+      const a = new ShardAuditor(users, (n) => shardOfName(shape, n), WATCH_FILTER);
+      shards.set(p, a);
+      const from = p.windows.startup?.from ?? w.from;
+      consumers.push(within({ name: p.id, from, to: w.to }, a));
+    }
+  }
+  const lines = await readAudit(file, consumers);
+  for (const [ev, { reader, prefix }] of events) {
+    const firsts = reader
+      .result()
+      .firstWrites.rows.filter(([name]) => name.includes(prefix))
+      .map(([, meta, status]) => Math.min(meta ?? Infinity, status ?? Infinity))
+      .filter((x) => Number.isFinite(x) && x >= ev.at);
+    if (firsts.length) {
+      ev.firstWriteAfterS = Math.round(Math.min(...firsts) - ev.at) / 1000;
+      if (firsts.length >= ev.detection.stuck) ev.lastWriteAfterS = Math.round(Math.max(...firsts) - ev.at) / 1000;
+    }
+  }
+  for (const p of phases) {
+    p.audit = {
+      windows: Object.fromEntries(Object.values(p.windows).map((w) => [w.name, counter.counts[w.name] ?? {}])),
+    };
+    const l = latency.get(p)?.result();
+    if (l) {
+      p.apiserverLatency = l.latency;
+      p.joinguardFirstWrites = l.firstWrites;
+    }
+    const a = shards.get(p);
+    if (a && p.shards) {
+      const stuck = (p.machineRows?.rows ?? []).map((row) => String(row[0]));
+      shardAudit(p.shards, stuck, a, (n) => shardOfName(shape, n));
+      p.audit.shards = a.shards;
+    }
+  }
+  return { userAgents: counter.userAgents, lines };
+}
