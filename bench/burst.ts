@@ -34,23 +34,6 @@ import {
 import type { JoinGuardProcess } from './controller-process.js';
 import { round } from './stats.js';
 
-export interface BurstFigures {
-  machines: number;
-  clusters: string[];
-  joinTimeoutS: number;
-  /** When the bench marked the control planes initialized, and how long CAPI took to say so on every Cluster. */
-  initializedAt: number;
-  initializedWithinS: number;
-  firstDeadlineAt: number;
-  /** Last deadline minus first: how close together the deadlines fell. */
-  deadlineSpreadS: number;
-  distinctDeadlineSeconds: number;
-  /** From the first deadline until the last Machine's mark was seen (undefined: not all were marked). */
-  lastMarkedAfterS?: number;
-  /** Clusters whose workload connection came up so late that the grace still held at their deadline. */
-  graceHeld: string[];
-}
-
 const PER_CLUSTER = 100;
 
 export async function runBurst(

@@ -34,8 +34,6 @@ import {
 } from './phase-kit.js';
 import { shardDetection, shardUser, type ShardFigures } from './sharded.js';
 import type { LatencyBySecond, FirstWrites } from './audit-latency.js';
-import type { BurstFigures } from './burst.js';
-import type { EventFigures } from './replicas.js';
 import type { Side } from './watch.js';
 
 export type PhaseKind = 'joinguard' | 'mhc' | 'mhc-long' | 'both' | 'cpu' | 'burst' | 'replicas' | 'sharded';
@@ -245,4 +243,46 @@ export async function runStandard(
       );
     await removeMachines(ctx, names).catch((e: Error) => ctx.log(`Machines not removed: ${e.message}`));
   }
+}
+
+/** What the burst phase measured (bench/burst.ts). */
+export interface BurstFigures {
+  machines: number;
+  clusters: string[];
+  joinTimeoutS: number;
+  /** When the bench marked the control planes initialized, and how long CAPI took to say so on every Cluster. */
+  initializedAt: number;
+  initializedWithinS: number;
+  firstDeadlineAt: number;
+  /** Last deadline minus first: how close together the deadlines fell. */
+  deadlineSpreadS: number;
+  distinctDeadlineSeconds: number;
+  /** From the first deadline until the last Machine's mark was seen (undefined: not all were marked). */
+  lastMarkedAfterS?: number;
+  /** Clusters whose workload connection came up so late that the grace still held at their deadline. */
+  graceHeld: string[];
+}
+
+/** What a failover or a re-list measured (bench/replicas.ts). */
+export interface EventFigures {
+  kind: 'failover' | 'relist';
+  at: number;
+  /** failover: the replica killed, and how long until the other one held the Lease. */
+  killed?: string;
+  takeoverS?: number;
+  /** relist: the watch streams ended (and their re-watches answered 410), per replica. */
+  watchesExpired?: Record<string, number>;
+  /** The first of the event's Machines' deadlines, after the event. */
+  firstDeadlineAfterS: number;
+  /** After the event: the first and the last mark seen (undefined: none, or not all). */
+  firstMarkAfterS?: number;
+  lastMarkAfterS?: number;
+  /** From the audit log: JoinGuard's first write of the first and of the last of these Machines, after the event. */
+  firstWriteAfterS?: number;
+  lastWriteAfterS?: number;
+  detection: SideDetection;
+  /** Per replica: its highest RSS within the event's window, whether it runs at the end, who leads. */
+  replicas: Record<string, { peakRssMiB?: number; running: boolean; leading?: boolean }>;
+  /** CAPI's managers and the apiserver still running at the end of the event. */
+  controlPlaneRunning: Record<string, boolean>;
 }

@@ -16,8 +16,8 @@ import path from 'node:path';
 import { FaultProxy, upstreamFromKubeconfig } from '../e2e/support/fault-proxy.js';
 import type { JoinGuardProcess } from './controller-process.js';
 import { clusterTimes, freshChecks, stuckMachines } from './fleet.js';
-import { deadline, detection, type SideDetection } from './latency.js';
-import { emptyResult, phasePeaks, type PhasePlan, type PhaseResult } from './phase.js';
+import { deadline, detection } from './latency.js';
+import { emptyResult, phasePeaks, type EventFigures, type PhasePlan, type PhaseResult } from './phase.js';
 import {
   createPaced,
   edge,
@@ -37,29 +37,6 @@ import { mib, round } from './stats.js';
 export const REPLICAS = ['replica-a', 'replica-b'];
 export const replicaUser = (r: string) => `joinguard-${r}`;
 export const REPLICA_USERS = REPLICAS.map(replicaUser);
-
-export interface EventFigures {
-  kind: 'failover' | 'relist';
-  at: number;
-  /** failover: the replica killed, and how long until the other one held the Lease. */
-  killed?: string;
-  takeoverS?: number;
-  /** relist: the watch streams ended (and their re-watches answered 410), per replica. */
-  watchesExpired?: Record<string, number>;
-  /** The first of the event's Machines' deadlines, after the event. */
-  firstDeadlineAfterS: number;
-  /** After the event: the first and the last mark seen (undefined: none, or not all). */
-  firstMarkAfterS?: number;
-  lastMarkAfterS?: number;
-  /** From the audit log: JoinGuard's first write of the first and of the last of these Machines, after the event. */
-  firstWriteAfterS?: number;
-  lastWriteAfterS?: number;
-  detection: SideDetection;
-  /** Per replica: its highest RSS within the event's window, whether it runs at the end, who leads. */
-  replicas: Record<string, { peakRssMiB?: number; running: boolean; leading?: boolean }>;
-  /** CAPI's managers and the apiserver still running at the end of the event. */
-  controlPlaneRunning: Record<string, boolean>;
-}
 
 const alive = (pid: number | undefined) => {
   try {

@@ -34,11 +34,11 @@ import {
   type FleetShape,
 } from './fleet.js';
 import { runBurst } from './burst.js';
-import { emptyResult, runStandard, type PhasePlan, type PhaseResult } from './phase.js';
+import { emptyResult, runStandard, type EventFigures, type PhasePlan, type PhaseResult } from './phase.js';
 import { MAX_PENDING, sleep, waitFor, type Context, type Timing } from './phase-kit.js';
 import { ProcSampler } from './proc.js';
 import { parseMetrics } from './prom.js';
-import { REPLICA_USERS, runReplicas, type EventFigures } from './replicas.js';
+import { REPLICA_USERS, runReplicas } from './replicas.js';
 import { SHARD_USERS, shardAudit } from './sharded.js';
 import { CheckWatcher, MachineWatcher } from './watch.js';
 
