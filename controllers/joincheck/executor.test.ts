@@ -425,6 +425,24 @@ describe('executor (fake apiserver)', () => {
     expect(api.check.status.requests[0]).to.include({ marked: true });
   });
 
+  it("an owner's answer that holds the request back (deferred) is written at once, not coalesced like the history", async () => {
+    const api = new FakeApi();
+    await execute(deps(api), source(api)); // the request (write-ahead), then the mark
+    const owner = (reason: string, message: string) => {
+      const conditions = (api.machine.status.conditions as Json[]).filter((c) => c.type !== 'OwnerRemediated');
+      conditions.push({ type: 'OwnerRemediated', status: 'False', reason, message, lastTransitionTime: T3 });
+      api.machine.status.conditions = conditions;
+    };
+    owner('WaitingForRemediation', 'waiting for the owner');
+    await execute(deps(api, { lastStatusWrite: NOW - 301_000 }), source(api)); // answered, the mark seen: written
+    owner('RemediationDeferred', 'waiting for the version upgrade to be propagated');
+    const puts = count(api, `PUT ${CHECK}/status`);
+    await execute(deps(api, { lastStatusWrite: NOW - 1000 }), source(api));
+    expect(count(api, `PUT ${CHECK}/status`), 'written at once').to.equal(puts + 1);
+    const rec = (api.check.status.remediations as Json[]).find((r) => r.uid === api.machine.metadata.uid);
+    expect(rec).to.include({ outcome: 'Deferred', ownerReason: 'RemediationDeferred' });
+  });
+
   it("the check's own metadata: its Cluster as owner and clusterctl's block-move, in one patch after the status", async () => {
     const api = new FakeApi();
     await execute(deps(api), source(api));

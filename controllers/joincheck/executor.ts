@@ -15,7 +15,7 @@ import {
   CLUSTERCTL_ANNOTATION_BLOCK_MOVE,
   FINALIZER,
 } from '../../api/v1alpha1/types.js';
-import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
+import type { MachineJoinCheckStatus, RemediationOutcome } from '../../api/v1alpha1/types.js';
 import { isConflict, isNotFound, pathOf, type Json, type Resource } from '../../runtime/rest.js';
 import { DELETION_BOUND_MS } from './deletion.js';
 import { converge, factsOf, needsWrite, ref, type Converged } from './machine-writes.js';
@@ -192,7 +192,7 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
 
 /**
  * Display-only differences (what `kubectl get` shows, messages, the history, a mark first seen) are coalesced; every
- * other field is a decision. Each coalesced field is derived again from the world on every pass until written:
+ * other field is a decision, and so is an owner's answer that holds a request back (deferred, refused, unanswered). Each coalesced field is derived again from the world on every pass until written:
  * `marked`/`markedTime` from the Machine (an unanswered request is then timed from a later moment, never earlier).
  */
 function decisive(status: MachineJoinCheckStatus | undefined): unknown {
@@ -215,8 +215,15 @@ function decisive(status: MachineJoinCheckStatus | undefined): unknown {
     ...rest,
     ...(requests !== undefined ? { requests: requests.map(({ marked, markedTime, ...r }) => r) } : {}),
     conditions: (conditions ?? []).map((c) => [c.type, c.status, c.reason, c.observedGeneration]),
+    // An owner's answer that holds a request back is said at once (DESIGN: "records the answer and says so"): the
+    // operator acts on it, and it comes once per request; the answers of a request on its way are coalesced.
+    answers: (remediations ?? [])
+      .filter((r) => HELD_ANSWERS.has(r.outcome))
+      .map((r) => [r.uid, r.outcome, r.ownerReason]),
   };
 }
+
+const HELD_ANSWERS: ReadonlySet<RemediationOutcome> = new Set(['Deferred', 'Refused', 'Unanswered']);
 
 type StatusWrite =
   | { outcome: 'written' | 'same' | 'deferred' | 'conflict' | 'gone'; s: Snapshot; p: Plan }
