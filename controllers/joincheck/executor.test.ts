@@ -401,27 +401,27 @@ describe('executor (fake apiserver)', () => {
     expect(api.calls.filter((c) => !c.startsWith('GET'))).to.deep.equal([]);
   });
 
-  it('a status that differs only in counts rides on the next decision, or is written once the last write is 5 minutes old; decisions at once', async () => {
+  it('a status that differs only in counts rides on the next decision, or is written once the last write is 30 s old; decisions at once', async () => {
     const api = new FakeApi();
     await execute(deps(api), source(api));
     await execute(deps(api), source(api)); // the mark seen: the request says so
     api.check.status = { ...api.check.status, joinedMachines: 7 };
     const r = await execute(deps(api, { lastStatusWrite: NOW - 1000 }), source(api));
-    expect(r.requeueAfterMs).to.equal(299_000);
+    expect(r.requeueAfterMs).to.equal(29_000);
     expect(api.check.status.joinedMachines).to.equal(7);
-    await execute(deps(api, { lastStatusWrite: NOW - 301_000 }), source(api));
+    await execute(deps(api, { lastStatusWrite: NOW - 31_000 }), source(api));
     expect(api.check.status.joinedMachines).to.equal(0);
   });
 
-  it('the mark first seen (marked, markedTime) waits like a count: it rides on the next write, or goes after 5 minutes', async () => {
+  it('the mark first seen (marked, markedTime) waits like a count: it rides on the next write, or goes after 30 s', async () => {
     const api = new FakeApi();
     await execute(deps(api), source(api)); // the request (write-ahead), then the mark
     expect(api.check.status.requests[0]).to.not.have.property('marked');
     const puts = count(api, `PUT ${CHECK}/status`);
     const r = await execute(deps(api, { lastStatusWrite: NOW - 1000 }), source(api));
     expect(count(api, `PUT ${CHECK}/status`), 'no write of its own').to.equal(puts);
-    expect(r.requeueAfterMs).to.equal(299_000);
-    await execute(deps(api, { lastStatusWrite: NOW - 301_000 }), source(api));
+    expect(r.requeueAfterMs).to.equal(29_000);
+    await execute(deps(api, { lastStatusWrite: NOW - 31_000 }), source(api));
     expect(api.check.status.requests[0]).to.include({ marked: true });
   });
 
@@ -434,7 +434,7 @@ describe('executor (fake apiserver)', () => {
       api.machine.status.conditions = conditions;
     };
     owner('WaitingForRemediation', 'waiting for the owner');
-    await execute(deps(api, { lastStatusWrite: NOW - 301_000 }), source(api)); // answered, the mark seen: written
+    await execute(deps(api, { lastStatusWrite: NOW - 31_000 }), source(api)); // answered, the mark seen: written
     owner('RemediationDeferred', 'waiting for the version upgrade to be propagated');
     const puts = count(api, `PUT ${CHECK}/status`);
     await execute(deps(api, { lastStatusWrite: NOW - 1000 }), source(api));
