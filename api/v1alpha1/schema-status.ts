@@ -290,6 +290,11 @@ export const statusSchema: JSONSchemaProps = obj(
           "readySeen is the readiness time its join clock uses when the conditions' times cannot be trusted.",
         ),
         failedAt: time('failedAt is when its failure was counted: a failure counts once per Machine.'),
+        failedKind: str(
+          'failedKind is ProvisionTimeout when the failure counted was a provision timeout: a join ' +
+            'timeout of the same Machine later still counts towards the suspicion.',
+          { enum: ['ProvisionTimeout'] },
+        ),
       }),
       STATUS_LIMITS.observations,
     ),

@@ -138,7 +138,7 @@ export const full: DeepRequired<MachineJoinCheck> = {
       suggestedJoinTimeout: '3m',
       recentSeconds: [33, 90],
     },
-    observations: [{ machine: 'm1', uid: 'u1', readySeen: t, failedAt: t }],
+    observations: [{ machine: 'm1', uid: 'u1', readySeen: t, failedAt: t, failedKind: 'ProvisionTimeout' }],
     firstControlPlane: {
       replaced: { machine: 'cp-1', uid: 'u9', time: t, goneTime: t },
       extendedFor: 'u1',

@@ -323,6 +323,11 @@ export interface MachineObservation {
   readySeen?: string;
   /** When its failure was counted: a Machine's failure counts once. */
   failedAt?: string;
+  /**
+   * ProvisionTimeout when the failure counted was a provision timeout: if the Machine then reaches Joining and times
+   * out, that join timeout still counts towards the suspicion (absent: a join timeout, or an older status).
+   */
+  failedKind?: 'ProvisionTimeout';
 }
 
 /** The memory of the first control-plane Machine's replacement. */

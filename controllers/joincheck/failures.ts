@@ -39,7 +39,9 @@ export function failureRecord(m: MachineFacts, v: MachineVerdict, now: number): 
  * Counts one failure into the next status: the evidence list (records of gone Machines leave first), the
  * never-joined count and — join timeouts only; provision timeouts neither count nor reset — the consecutive
  * count, which raises the suspicion at its threshold. Returns true when this failure raised it (the failure
- * that reaches the threshold is not rebuilt).
+ * that reaches the threshold is not rebuilt). `joinAfterProvision`: the Machine's provision timeout was counted
+ * before, and it then reached Joining and timed out with no Node: its record becomes the join timeout and it counts
+ * in the run (DESIGN's suspicion counts Machines that reached Joining and timed out), not again for neverJoinedLimit.
  */
 export function countFailure(
   next: MachineJoinCheckStatus,
@@ -51,14 +53,16 @@ export function countFailure(
   now: number,
   events: PlannedEvent[],
   rollout?: (failures: FailureRecord[]) => RolloutEvidence | undefined,
+  joinAfterProvision = false,
 ): boolean {
-  const list = [...(next.recentFailures ?? []), failureRecord(m, v, now)];
+  const before = (next.recentFailures ?? []).filter((f) => !joinAfterProvision || f.uid !== m.uid);
+  const list = [...before, failureRecord(m, v, now)];
   while (list.length > STATUS_LIMITS.recentFailures) {
     const gone = list.findIndex((f) => !live.has(f.uid));
     list.splice(gone >= 0 ? gone : 0, 1);
   }
   next.recentFailures = list;
-  next.failuresSinceResume = inc(next.failuresSinceResume);
+  if (!joinAfterProvision) next.failuresSinceResume = inc(next.failuresSinceResume);
   if (v.failureKind !== 'JoinTimeout') return false;
   next.consecutiveJoinFailures = inc(next.consecutiveJoinFailures);
   if (next.suspicion !== undefined) {

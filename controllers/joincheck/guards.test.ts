@@ -461,6 +461,40 @@ describe('guards: the suspicion and its canaries', () => {
     expect(q.status.suspicion).not.to.equal(undefined);
   });
 
+  it('a Machine counted for its provision timeout that then reaches Joining and times out counts as a join failure: it raises the suspicion instead of being rebuilt', () => {
+    // The property test's history (seed 2045698958): y's provision timeout was counted while the budget held it; it
+    // provisioned late, timed out joining, and was rebuilt beside another join failure with no suspicion raised.
+    const sc = new Scenario(
+      snapshot({
+        settings: { provisionTimeoutMs: 10 * MINUTE, maxPerOwner: 100 },
+        machines: [
+          withNode(worker('old', { createdAt: T0 - HOUR })),
+          provisioning('x'),
+          provisioning('y'),
+          worker('z', { createdAt: T0 + 5 * MINUTE }),
+        ],
+      }),
+    );
+    sc.plan();
+    const p = sc.at(T0 + 10 * MINUTE).plan();
+    expect(requested(p), 'x asked, y held by maxInFlight').to.deep.equal(['x']);
+    expect(p.status.recentFailures?.find((f) => f.machine === 'y')?.kind).to.equal('ProvisionTimeout');
+    const ready = { value: true, since: T0 + 11 * MINUTE };
+    sc.remove('x').update('y', { phase: 'Provisioned', infrastructureReady: ready, bootstrapReady: ready });
+    expect(requested(sc.at(T0 + 11 * MINUTE).plan()), 'y is Joining now').to.deep.equal([]);
+    const q = sc.at(T0 + 26 * MINUTE).plan();
+    expect(requested(q), 'z, the first join failure').to.deep.equal(['z']);
+    expect(q.status.consecutiveJoinFailures).to.equal(1);
+    sc.remove('z');
+    const r = sc.at(T0 + 31 * MINUTE).plan();
+    expect(requested(r), 'y reaches the threshold: not rebuilt').to.deep.equal([]);
+    expect(r.status.consecutiveJoinFailures).to.equal(2);
+    expect(r.status.suspicion?.machines).to.deep.equal(['z', 'y']);
+    expect(r.status.failuresSinceResume, 'one Machine, one failure for neverJoinedLimit').to.equal(3);
+    expect(eventReasons(r)).to.deep.equal(['SuspicionRaised', 'JoinTimedOut', 'RemediationRestricted']);
+    expect(progressingReason(r)).to.equal('BootstrapCredentialSuspect');
+  });
+
   it('joinguard.io/resume clears the suspicion and the count, once, and removes the annotation', () => {
     const sc = stalled();
     sc.annotate({ 'joinguard.io/resume': '1' });

@@ -27,6 +27,7 @@ export const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== nu
 // The words a status may hold, from api/'s one list of each: a word unknown there is dropped on read.
 const PATHS = new Set<string>(REMEDIATION_PATHS);
 const KINDS = new Set<string>(FAILURE_KINDS);
+const PROVISION_ONLY = new Set<string>(['ProvisionTimeout']);
 const STATES = new Set<string>(REQUEST_STATES);
 const WITHDRAWN = new Set<string>(WITHDRAWN_REASONS);
 const OUTCOMES = new Set<string>(REMEDIATION_OUTCOMES);
@@ -278,11 +279,13 @@ export function observation(f: Fields, e: Obj): MachineObservation | undefined {
   if (!machine || !uid) return f.drop('');
   const readySeen = f.time(e, 'readySeen');
   const failedAt = f.time(e, 'failedAt');
+  const failedKind = f.oneOf(e, 'failedKind', PROVISION_ONLY);
   return {
     machine,
     uid,
     ...(readySeen !== undefined ? { readySeen } : {}),
     ...(failedAt !== undefined ? { failedAt } : {}),
+    ...(failedAt !== undefined && failedKind === 'ProvisionTimeout' ? { failedKind } : {}),
   };
 }
 

@@ -51,6 +51,12 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
   const failed = new Map<string, string>(
     [...w.prevObs].flatMap(([uid, o]) => (o.failedAt !== undefined ? [[uid, o.failedAt]] : [])),
   );
+  // Machines whose counted failure was a provision timeout: a join timeout of theirs still counts (once).
+  const provisionOnly = new Set(
+    [...w.prevObs].flatMap(([uid, o]) =>
+      o.failedAt !== undefined && o.failedKind === 'ProvisionTimeout' ? [uid] : [],
+    ),
+  );
   const candidates = inScope
     .map((m, i) => ({ m, v: verdicts[i]! }))
     .filter(({ m, v }) => v.state === 'Stuck' && !handled.has(m.uid))
@@ -81,13 +87,25 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
   const sinceResume = (list: readonly RequestRecord[]) => list.filter((r) => r.time >= (next.lastResume?.time ?? ''));
   for (const { m, v } of w.canAct ? candidates : []) {
     let raisedNow = false;
-    const fresh = !failed.has(m.uid);
+    const joinAfterProvision = provisionOnly.has(m.uid) && v.failureKind === 'JoinTimeout';
+    const fresh = !failed.has(m.uid) || joinAfterProvision;
     if (fresh) {
       confirm.push({ ...target(m), byWrite: true });
       failed.set(m.uid, iso(s.now));
-      raisedNow = countFailure(next, m, v, anyMachine, settings, cluster, s.now, events, (x) =>
-        rolloutSuspect(x, rollouts),
-      ); // [rollout-suspect]
+      if (v.failureKind === 'ProvisionTimeout') provisionOnly.add(m.uid);
+      else provisionOnly.delete(m.uid);
+      raisedNow = countFailure(
+        next,
+        m,
+        v,
+        anyMachine,
+        settings,
+        cluster,
+        s.now,
+        events,
+        (x) => rolloutSuspect(x, rollouts), // [rollout-suspect]
+        joinAfterProvision,
+      );
     }
     const stuckEvent = (): void => {
       if (fresh)
@@ -188,7 +206,7 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
   assign(next, 'requests', requests);
   assign(next, 'remediations', history);
   assign(next, 'ownerWindows', ownerWindows.length > 0 ? ownerWindows : undefined);
-  observations(f, w, verdicts, failed);
+  observations(f, w, verdicts, failed, provisionOnly);
   // An emptied memory is no memory (the next plan reads it back as none: planning twice must change nothing).
   if (next.firstControlPlane !== undefined && Object.keys(next.firstControlPlane).length === 0)
     delete next.firstControlPlane;
@@ -224,6 +242,7 @@ function observations(
   w: Observed,
   verdicts: readonly MachineVerdict[],
   failed: ReadonlyMap<string, string>,
+  provisionOnly: ReadonlySet<string>,
 ): void {
   const { next } = f;
   const watchAll = (next.consecutiveJoinFailures ?? 0) > 0 || next.suspicion !== undefined;
@@ -238,6 +257,7 @@ function observations(
       uid: m.uid,
       ...(pin !== undefined ? { readySeen: pin } : {}),
       ...(failedAt !== undefined ? { failedAt } : {}),
+      ...(failedAt !== undefined && provisionOnly.has(m.uid) ? { failedKind: 'ProvisionTimeout' as const } : {}),
     });
   }
   // While the Cluster is paused, a Machine not there is not gone (clusterctl move may be copying it): kept.
