@@ -168,7 +168,7 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
       deps.log.warn('write refused: retried with back-off, other Machines go on', {
         Machine: ref(intent.machine),
         write: r.want,
-        err: f.message,
+        cause: f.message,
         retryInMs: f.retryAt - deps.now(),
       });
       deps.emit(refusedEvent(intent, f), s.check);
@@ -251,7 +251,7 @@ async function withdrawUnrecorded(
   const stored = new Map((s.check.status?.requests ?? []).map((r) => [r.uid, r.state]));
   deps.writeMetric('status', 'error');
   deps.log.warn("the check's status write was refused: nothing is asked; withdrawals that need no record go on", {
-    err: w.error.message,
+    cause: w.error.message,
   });
   deps.emit(
     {
