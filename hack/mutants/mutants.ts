@@ -228,6 +228,14 @@ export const MUTANTS: Mutant[] = [
     replace: '',
     tests: ['runtime/rest.test.ts#write gate'],
   },
+  {
+    name: 'held-answer-coalesced',
+    what: "an owner's answer that holds a request back (deferred, refused) waits with the display-only changes instead of being written at once",
+    file: 'controllers/joincheck/executor.ts',
+    find: "new Set(['Deferred', 'Refused', 'Unanswered'])",
+    replace: 'new Set([])',
+    tests: ['controllers/joincheck/executor.test.ts#holds the request back'],
+  },
 ];
 
 /** The edits of a mutant, by file (its own file first). */
