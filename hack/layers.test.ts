@@ -30,9 +30,7 @@ describe('hack/layers: top-level folders', () => {
   it('product code never imports e2e/, bench/ or hack/ (test tooling stays out of what ships)', () => {
     for (const folder of ['api', 'runtime', 'controllers', 'webhooks', 'cmd', 'manifests']) {
       const to = [...(arrows.get(folder) ?? [])];
-      expect(to, folder).to.not.include.members(['e2e']);
-      expect(to, folder).to.not.include.members(['bench']);
-      expect(to, folder).to.not.include.members(['hack']);
+      for (const tooling of ['e2e', 'bench', 'hack']) expect(to, folder).to.not.include(tooling);
     }
   });
 

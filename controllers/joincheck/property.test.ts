@@ -57,6 +57,13 @@ let current: [Setup, Step[]] | undefined;
 const survey: Record<string, { count: number; first: string }> = {};
 const product = { suspicions: 0, canaries: 0, resumes: 0, budgetStops: 0, plansWithSettledOut: 0, partitionChecks: 0 };
 
+/** Histories kept in testing/ (the fixed defects' and the open ones'), each named with what it found. */
+function keptHistories(file: string): { name: string; found: string; setup: Setup; history: Step[] }[] {
+  return JSON.parse(readFileSync(new URL(`./testing/${file}`, import.meta.url), 'utf8')) as ReturnType<
+    typeof keptHistories
+  >;
+}
+
 /** Every snapshot the executor plans on: the settled partition changes nothing against a plan over every Machine. */
 function samePartition(cache: Cache, live: Live, s: Snapshot | undefined): void {
   const all = cache.build(live, false);
@@ -303,12 +310,7 @@ describe('planner and executor: properties over random histories (seeded), judge
   }
 
   // The histories that found defects (each fixed), replayed every run: testing/regressions.json.
-  const regressions = JSON.parse(readFileSync(new URL('./testing/regressions.json', import.meta.url), 'utf8')) as {
-    name: string;
-    found: string;
-    setup: Setup;
-    history: Step[];
-  }[];
+  const regressions = keptHistories('regressions.json');
   // (hack/mutants skips them with PROPERTY_REGRESSIONS=0: it reports how many random histories a defect takes.)
   if (process.env['PROPERTY_REGRESSIONS'] !== '0')
     it(`replays the ${regressions.length} histories that found defects`, async () => {
@@ -323,12 +325,7 @@ describe('planner and executor: properties over random histories (seeded), judge
 
   // Histories that found a defect not fixed yet: listed as pending (mocha prints each), replayed with
   // PROPERTY_OPEN_DEFECTS=1 (they fail until fixed; then they move to regressions.json).
-  const open = JSON.parse(readFileSync(new URL('./testing/open-defects.json', import.meta.url), 'utf8')) as {
-    name: string;
-    found: string;
-    setup: Setup;
-    history: Step[];
-  }[];
+  const open = keptHistories('open-defects.json');
   for (const d of open) {
     const title = `open defect, not fixed: ${d.name} — ${d.found}`;
     if (process.env['PROPERTY_OPEN_DEFECTS'] === '1') it(title, async () => run(d.setup, d.history));
