@@ -236,6 +236,14 @@ export const MUTANTS: Mutant[] = [
     replace: 'new Set([])',
     tests: ['controllers/joincheck/executor.test.ts#holds the request back'],
   },
+  {
+    name: 'moved-stripped-watched',
+    what: "a Machine re-created by clusterctl move that the carried memory did not watch is remembered as not joined while its status is stripped: CAPI's rebuilt nodeRef then counts as a join and clears the suspicion",
+    file: 'controllers/joincheck/remediate.ts',
+    find: 'const unwatched = !watchAll || (w.movedWithCheck(m) && !w.prevObs.has(m.uid));',
+    replace: 'const unwatched = !watchAll;',
+    tests: ['controllers/joincheck/planner.test.ts#clusterctl move strips status'],
+  },
 ];
 
 /** The edits of a mutant, by file (its own file first). */
