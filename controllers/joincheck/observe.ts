@@ -22,6 +22,7 @@ import {
   type VerdictContext,
 } from './judge.js';
 import { followRequests, made } from './marks.js';
+import { actingMhcPaused } from './paths.js';
 import { followMovedUids, readMemory } from './memory.js';
 import { ms } from './time.js';
 import { MOVED_WITH_CHECK_MS } from './verdicts.js';
@@ -89,6 +90,7 @@ export function follow(s: Snapshot): Followed {
     dryRun: s.settings?.dryRun ?? false,
     // While the Cluster is paused clusterctl move may be copying its Machines: one not there yet is not gone.
     keepMissing: s.cluster?.paused === true,
+    clockStopped: (r, m) => s.cluster?.paused === true || actingMhcPaused(r.path, m, s.mhcs),
     withdrawAll,
     ...(s.unansweredAfterMs !== undefined ? { unansweredAfterMs: s.unansweredAfterMs } : {}),
     now: s.now,
