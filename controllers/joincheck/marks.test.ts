@@ -517,6 +517,23 @@ describe('marks: the unanswered clock stops while nobody can answer', () => {
     expect(requestOf(t.at(T0 + 55 * MINUTE).plan(), 'a')).to.include({ state: 'Withdrawn', withdrawn: 'Unanswered' });
   });
 
+  it('an answer wiped by clusterctl move, the memory carried with its clock (an older release wrote it): the clock restarts on the target', () => {
+    const sc = marked();
+    sc.plan(); // the mark seen at T0+21m: markedTime in the status, as a release before the paused-clock rule carried it
+    expect(requestOf(sc.last!, 'a')?.markedTime).to.equal('2026-03-01T00:21:00Z');
+    const moved = sc.s.machines.map((m) => ({ ...m, uid: `${m.uid}-moved`, ownerRemediated: undefined }));
+    const t = new Scenario(
+      snapshot({
+        check: check({ annotations: { 'joinguard.io/memory': JSON.stringify(sc.status) } }),
+        settings: { maxInFlight: { count: 5 }, consecutiveJoinFailures: 0 },
+        machines: moved,
+        now: T0 + 40 * MINUTE,
+      }),
+    );
+    expect(requestOf(t.plan(), 'a')).to.include({ state: 'Open', uid: 'uid-a-moved' });
+    expect(requestOf(t.at(T0 + 55 * MINUTE).plan(), 'a')).to.include({ state: 'Withdrawn', withdrawn: 'Unanswered' });
+  });
+
   it('joinguard.io/resume clears the stop an unanswered request put on its owner', () => {
     const sc = marked({ settings: { maxInFlight: { count: 1 }, consecutiveJoinFailures: 0 } });
     sc.plan();

@@ -244,6 +244,25 @@ export const MUTANTS: Mutant[] = [
     replace: 'const unwatched = !watchAll;',
     tests: ['controllers/joincheck/planner.test.ts#clusterctl move strips status'],
   },
+  {
+    name: 'unanswered-clock-runs-paused',
+    what: 'the unanswered clock runs while the Cluster or the acting MachineHealthCheck is paused: the first pass after the unpause withdraws a mark nobody could answer',
+    file: 'controllers/joincheck/marks.ts',
+    find: 'if (!r.answered && i.clockStopped?.(r, m) === true) delete r.markedTime;\n      else if (r.marked',
+    replace: 'if (r.marked',
+    tests: [
+      `${MARKS}#time while the Cluster is paused does not count`,
+      `${MARKS}#time while the acting MachineHealthCheck is paused does not count`,
+    ],
+  },
+  {
+    name: 'moved-answer-taken-as-silence',
+    what: "a request that follows its Machine's new uid after clusterctl move keeps its clock: the answer the move wiped is taken as silence",
+    file: 'controllers/joincheck/memory.ts',
+    find: "if ('markedTime' in r) {",
+    replace: 'if (false) {',
+    tests: [`${MARKS}#the memory carried with its clock`],
+  },
 ];
 
 /** The edits of a mutant, by file (its own file first). */
