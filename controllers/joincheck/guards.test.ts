@@ -319,6 +319,31 @@ describe('guards', () => {
     expect(cond(p.status, 'Progressing')?.message).to.contain('maxPerOwner 3 reached for MachineSet/ms-a');
   });
 
+  it('remediation.window lowered from 2h to 10m and raised back within a day forgets no request inside the window', () => {
+    const owner = { kind: 'MachineSet' as const, name: 'ms-a', controlPlane: false };
+    const budget = (windowMs: number) =>
+      settings({ consecutiveJoinFailures: 0, maxInFlight: { count: 5 }, maxPerOwner: 1, windowMs });
+    const sc = new Scenario(
+      snapshot({
+        settings: budget(2 * HOUR),
+        machines: [withNode(worker('old', { createdAt: T0 - HOUR })), worker('a0', { owner })],
+      }),
+    );
+    sc.plan();
+    expect(requested(sc.at(STUCK).plan())).to.deep.equal(['a0']);
+    sc.remove('a0');
+    sc.with({ settings: budget(10 * MINUTE) })
+      .at(STUCK + 30 * MINUTE)
+      .plan(); // a0's request is outside 10m
+    sc.with({ settings: budget(2 * HOUR) })
+      .at(STUCK + 31 * MINUTE)
+      .plan();
+    sc.add(worker('a1', { owner, createdAt: STUCK }));
+    const p = sc.at(STUCK + 40 * MINUTE).plan();
+    expect(requested(p), "a second request of ms-a inside the 2h window: a0's is remembered").to.deep.equal([]);
+    expect(cond(p.status, 'Progressing')?.message).to.contain('maxPerOwner 1 reached for MachineSet/ms-a');
+  });
+
   it('a hand-written consecutiveJoinFailures of int32 max is clamped, said in Ready, and counting saturates', () => {
     const sc = new Scenario(
       snapshot({

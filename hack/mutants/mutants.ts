@@ -263,6 +263,14 @@ export const MUTANTS: Mutant[] = [
     replace: 'if (false) {',
     tests: [`${MARKS}#the memory carried with its clock`],
   },
+  {
+    name: 'owner-times-window-only',
+    what: 'per-owner request times are kept for the window only, not the longer of the window and a day: a window lowered and raised again within a day forgets the requests in between',
+    file: 'controllers/joincheck/budgets.ts',
+    find: 'return latest(now - Math.max(settings.windowMs, OWNER_TIMES_KEPT_MS), ms(lastResume)) as number;',
+    replace: 'return latest(now - settings.windowMs, ms(lastResume)) as number;',
+    tests: [`${GUARDS}#remediation.window lowered from 2h to 10m and raised back`],
+  },
 ];
 
 /** The edits of a mutant, by file (its own file first). */
