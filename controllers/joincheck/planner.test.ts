@@ -15,6 +15,7 @@ import {
   configs,
   cpMachine,
   kcpFacts,
+  mhcFacts,
   newCluster,
   snapshot,
   withNode,
@@ -124,6 +125,26 @@ describe('planner', () => {
     const p2 = plan(snapshot({ ...base, machines: [...machines].reverse() }));
     expect(p1.status.heldMachines).to.equal(2);
     expect(p1.status.heldReason).to.equal('EndpointProbe'); // cp-0's, the first name
+    expect(decisions(p2)).to.deep.equal(decisions(p1));
+  });
+
+  it('is deterministic with requests held by a paused MachineHealthCheck: the Paused message follows names, not input order', () => {
+    // Found by the property test at PROPERTY_SEED=9: the Paused condition named the held Machines in cache order.
+    const machines = [withNode(worker('old', { createdAt: T0 - HOUR })), worker('b'), worker('a')];
+    const sc = new Scenario(
+      snapshot({
+        settings: { maxInFlight: { count: 5 }, consecutiveJoinFailures: 0 },
+        mhcs: [mhcFacts('mhc-a')],
+        machines,
+      }),
+    );
+    sc.plan();
+    expect(sc.at(T0 + 21 * MINUTE).plan().asked).to.have.members(['a', 'b']); // recorded; the marks not written yet
+    sc.with({ mhcs: [mhcFacts('mhc-a', { paused: true })] }).advance(MINUTE);
+    const p1 = plan(sc.s);
+    const p2 = plan({ ...sc.s, machines: [...machines].reverse() });
+    expect(cond(p1.status, 'Paused')?.message).to.contain('a is left to it; ');
+    expect(cond(p2.status, 'Paused')).to.deep.equal(cond(p1.status, 'Paused'));
     expect(decisions(p2)).to.deep.equal(decisions(p1));
   });
 
