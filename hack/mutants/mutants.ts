@@ -271,6 +271,14 @@ export const MUTANTS: Mutant[] = [
     replace: 'return latest(now - settings.windowMs, ms(lastResume)) as number;',
     tests: [`${GUARDS}#remediation.window lowered from 2h to 10m and raised back`],
   },
+  {
+    name: 'paused-message-cache-order',
+    what: 'the Paused condition names the requests a paused MachineHealthCheck holds in cache order: the status changes with the order the caches list Machines in',
+    file: 'controllers/joincheck/describe.ts',
+    find: 'pausedMhcs: [...pausedMhcs].sort(compareText),',
+    replace: 'pausedMhcs,',
+    tests: ['controllers/joincheck/planner.test.ts#is deterministic with requests held by a paused MachineHealthCheck'],
+  },
 ];
 
 /** The edits of a mutant, by file (its own file first). */
