@@ -544,6 +544,24 @@ describe('guards: the suspicion and its canaries', () => {
     expect(r.status.lastResume).to.deep.equal({ value: '1', time: '2026-03-01T00:29:00Z' });
   });
 
+  it('after a resume the Machines the suspicion held are rebuilt within maxInFlight, not counted again; failures after it count anew', () => {
+    // docs/decisions/resume-rebuilds-held-machines.md: counted before the resume, they are not evidence against it.
+    const sc = stalled({ maxInFlight: { count: 3 } });
+    sc.annotate({ 'joinguard.io/resume': '1' });
+    const p = sc.at(STALL + 5 * MINUTE).plan();
+    expect(requested(p)).to.deep.equal(['b', 'c', 'd']);
+    expect(p.status.requests?.filter((r) => r.canary === true)).to.deep.equal([]);
+    expect(p.status.consecutiveJoinFailures).to.equal(0);
+    expect(p.status.suspicion).to.equal(undefined);
+    for (const n of ['b', 'c', 'd']) sc.remove(n);
+    const q = sc.advance(MINUTE).plan();
+    expect(requested(q)).to.deep.equal(['e', 'f', 'g']);
+    expect(q.status.consecutiveJoinFailures).to.equal(0);
+    // A Machine that times out after the resume is a failure of the new run: the count starts again from it.
+    sc.add(worker('late', { createdAt: STALL }));
+    expect(sc.at(STALL + 21 * MINUTE).plan().status.consecutiveJoinFailures).to.equal(1);
+  });
+
   it('consecutiveJoinFailures 0 turns the suspicion off', () => {
     const sc = new Scenario(
       snapshot({

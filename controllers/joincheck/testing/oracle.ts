@@ -131,6 +131,10 @@ export class Oracle {
   readonly violations: string[] = [];
   private readonly tracks = new Map<string, Track>();
   private epoch = 0;
+  /** When each epoch began with a resume acted on (the stored status's lastResume changed). */
+  private readonly resumedAt = new Map<number, number>();
+  /** When a Machine's failure first showed in the stored status (recentFailures): counted by then. */
+  private readonly failureStored = new Map<string, number>();
   /** The failure memory's judge (oracle-runs.ts). */
   readonly runs: Runs;
   /** Counted for the printed figures. */
@@ -335,6 +339,10 @@ export class Oracle {
       const kind = this.kindOf(w);
       const due = this.joinDeadline(tr);
       // Judged when it was decided: when its request was recorded (a mark a refusal held back is written later).
+      // A Machine the suspicion held, rebuilt after a resume: its failure was stored before the resume, so it was
+      // counted then and is not counted again (docs/decisions/resume-rebuilds-held-machines.md).
+      const stored = this.failureStored.get(w.uid);
+      const resumed = this.resumedAt.get(k.recorded.epoch);
       const x = {
         t: k.recorded.t,
         uid: w.uid,
@@ -342,6 +350,7 @@ export class Oracle {
         kind,
         epoch: k.recorded.epoch,
         ...(due !== undefined ? { due } : {}),
+        ...(stored !== undefined && resumed !== undefined && stored < resumed ? { heldOver: true } : {}),
       };
       for (const v of this.runs.mark(x))
         this.violations.push(
@@ -514,7 +523,9 @@ export class Oracle {
     if (sa !== undefined && (sb === undefined || sb.since !== sa.since)) this.judgeRollout(t, sa);
     const lb = before?.lastResume;
     const la = after.lastResume;
-    if (la !== undefined && (lb === undefined || lb.time !== la.time || lb.value !== la.value)) this.epoch++;
+    for (const f of after.recentFailures ?? []) if (!this.failureStored.has(f.uid)) this.failureStored.set(f.uid, t);
+    if (la !== undefined && (lb === undefined || lb.time !== la.time || lb.value !== la.value))
+      this.resumedAt.set(++this.epoch, t);
     const spec = specAt(check.spec);
     const asked: string[] = [];
     // A request leaves the stored status open only when it is forgotten before it was made (remediate.ts notDue): asked
@@ -648,6 +659,8 @@ export class Oracle {
     for (const [from, to] of machines) {
       const k = this.tracks.get(from);
       this.runs.moved(from, to);
+      const stored = this.failureStored.get(from);
+      if (stored !== undefined) this.failureStored.set(to, stored);
       if (k === undefined) continue;
       this.tracks.delete(from);
       k.hc = false;
