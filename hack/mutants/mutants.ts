@@ -279,6 +279,14 @@ export const MUTANTS: Mutant[] = [
     replace: 'pausedMhcs,',
     tests: ['controllers/joincheck/planner.test.ts#is deterministic with requests held by a paused MachineHealthCheck'],
   },
+  {
+    name: 'resume-recounts-held',
+    what: 'a resume forgets which Machines were counted: the Machines the suspicion held count again as new failures and raise it again at once',
+    file: 'controllers/joincheck/remediate.ts',
+    find: '(o.failedAt !== undefined ? [[uid, o.failedAt]] : [])',
+    replace: "(o.failedAt !== undefined && o.failedAt >= (next.lastResume?.time ?? '') ? [[uid, o.failedAt]] : [])",
+    tests: [`${GUARDS}#after a resume the Machines the suspicion held are rebuilt within maxInFlight`],
+  },
 ];
 
 /** The edits of a mutant, by file (its own file first). */
