@@ -131,9 +131,11 @@ export class Oracle {
   readonly violations: string[] = [];
   private readonly tracks = new Map<string, Track>();
   private epoch = 0;
-  /** When each epoch began with a resume acted on (the stored status's lastResume changed). */
+  /** The stored status's writes, counted: the order of what they stored (the world's clock may not move between). */
+  private statusWrites = 0;
+  /** The status write whose resume (lastResume changed) began each epoch. */
   private readonly resumedAt = new Map<number, number>();
-  /** When a Machine's failure first showed in the stored status (recentFailures): counted by then. */
+  /** The status write in which a Machine's failure first showed (recentFailures): counted by then. */
   private readonly failureStored = new Map<string, number>();
   /** The failure memory's judge (oracle-runs.ts). */
   readonly runs: Runs;
@@ -523,9 +525,10 @@ export class Oracle {
     if (sa !== undefined && (sb === undefined || sb.since !== sa.since)) this.judgeRollout(t, sa);
     const lb = before?.lastResume;
     const la = after.lastResume;
-    for (const f of after.recentFailures ?? []) if (!this.failureStored.has(f.uid)) this.failureStored.set(f.uid, t);
+    const n = ++this.statusWrites;
+    for (const f of after.recentFailures ?? []) if (!this.failureStored.has(f.uid)) this.failureStored.set(f.uid, n);
     if (la !== undefined && (lb === undefined || lb.time !== la.time || lb.value !== la.value))
-      this.resumedAt.set(++this.epoch, t);
+      this.resumedAt.set(++this.epoch, n);
     const spec = specAt(check.spec);
     const asked: string[] = [];
     // A request leaves the stored status open only when it is forgotten before it was made (remediate.ts notDue): asked
