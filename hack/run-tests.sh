@@ -18,11 +18,19 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # processes only (other runs may share the machine).
 export JOINGUARD_CI_RUN="ci-$$-$(date +%s%N)"
 JOBS="${JOINGUARD_CI_JOBS:-4}"
-# The property test's seed is fixed (1) while testing/open-defects.json lists histories that still fail: with the
-# commit's seed about 2 commits in 7 drew one of those defects (docs/decisions.md, "CI's property seed"), a red CI
-# that says nothing new. The open defects are listed as pending in every run; PROPERTY_SEED set by the caller wins
-# (`PROPERTY_SEED=$(( 16#$(git rev-parse --short=7 HEAD) ))` is the commit's, as before).
-export PROPERTY_SEED="${PROPERTY_SEED:-1}"
+# The property test's seed is the commit's (its first 7 hex digits): each commit explores histories of its own and
+# replays the same ones anywhere (docs/decisions/ci-property-seed-is-the-commits-again.md). Outside git (an unpacked
+# archive) the clock's, printed all the same; PROPERTY_SEED set by the caller wins. A seed that fails is a defect to
+# fix, never pinned or kept pending; `npm run test:property -- --seeds N` sweeps more seeds.
+if [[ -z "${PROPERTY_SEED:-}" ]]; then
+  if head="$(git rev-parse HEAD 2>/dev/null)" && [[ "$head" =~ ^[0-9a-f]{7} ]]; then
+    PROPERTY_SEED=$(( 16#${head:0:7} ))
+  else
+    PROPERTY_SEED=$(( $(date +%s) % 2147483647 ))
+  fi
+fi
+export PROPERTY_SEED
+echo "property test seed: $PROPERTY_SEED (replay: PROPERTY_SEED=$PROPERTY_SEED npx mocha --config .mocharc.unit.json controllers/joincheck/property.test.ts)"
 log_dir="$(mktemp -d)"
 started=$(date +%s)
 step() { echo "== [$(( $(date +%s) - started ))s] $*"; }
