@@ -52,7 +52,8 @@ declare -A RELEASE_SPECS=([v1.10]="${OWNER_SPECS[*]}" [v1.11]="${OWNER_SPECS[*]}
 UPGRADE_SPEC=e2e/lifecycle/capi-upgrade.test.ts
 # Builds besides the CAPI releases (hack/testenv/build.sh --capi <release>): name -> command printing its result
 # last; a spec that needs one waits for it instead of building it in its own slot.
-declare -A EXTRA_BUILDS=([capi-sources]="bash hack/testenv/capi-sources.sh" [promtool]="bash hack/testenv/promtool/build.sh" [image]="bash hack/image/ci-build.sh"
+declare -A EXTRA_BUILDS=([capi-sources]="bash hack/testenv/capi-sources.sh"
+  [promtool]="bash hack/testenv/promtool/build.sh" [image]="bash hack/image/ci-build.sh"
   [kustomize]="bash hack/testenv/kustomize/build.sh" [grafana-schema]="bash hack/testenv/grafana-schema/build.sh"
   [capi-operator]="bash hack/testenv/capi-operator/build.sh" [cert-manager]="bash hack/testenv/cert-manager/build.sh")
 # What a spec needs built besides its release (space-separated names). The unit job needs CAPI's sources (CRDs and API
