@@ -18,7 +18,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export JOINGUARD_CI_RUN="ci-$$-$(date +%s%N)"
 JOBS="${JOINGUARD_CI_JOBS:-4}"
 # The property test's seed is fixed (1) while testing/open-defects.json lists histories that still fail: with the
-# commit's seed about 2 commits in 7 drew one of those defects (docs/decisions.md, "CI's property seed"), a red CI
+# commit's seed about 2 commits in 7 drew one of those defects (docs/decisions/ci-property-seed-fixed-while-defects-open.md), a red CI
 # that says nothing new. The open defects are listed as pending in every run; PROPERTY_SEED set by the caller wins
 # (`PROPERTY_SEED=$(( 16#$(git rev-parse --short=7 HEAD) ))` is the commit's, as before).
 export PROPERTY_SEED="${PROPERTY_SEED:-1}"
