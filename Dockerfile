@@ -60,11 +60,11 @@ RUN node -e 'const c=process.argv[1]; require("fs").writeFileSync("/build-info.j
 # emptyDir at /tmp and the webhook certificate from a Secret.
 FROM ${RUNTIME_IMAGE}
 ENV NODE_ENV=production
-# V8 heap setting chosen by measurement (docs/decisions.md, "V8 heap settings"; bench/heap-results.txt):
+# V8 heap setting chosen by measurement (docs/decisions/v8-heap-small-semi-space-and-memory-limit.md; bench/heap-results.txt):
 # small semi-spaces cut peak RSS at 10,000 Machines from 418 to 299 MiB for ~6 % more CPU. NODE_OPTIONS, not
 # an ENTRYPOINT flag, so that the Deployment's NODE_OPTIONS can change it (the command line would win).
 ENV NODE_OPTIONS=--max-semi-space-size=2
-# glibc's allocator, chosen by measurement (docs/decisions.md, "glibc allocator settings"; bench/history.json):
+# glibc's allocator, chosen by measurement (docs/decisions/glibc-allocator-two-arenas-and-thresholds.md; bench/history.json):
 # at most two arenas, allocations of 32 KiB and more mmap'd (returned when freed), the top of the heap trimmed past
 # 1 MiB. Peak RSS at 10,000 Machines 136 -> 125 MiB (mean of 3 rounds each), CPU within noise. The Deployment
 # states the same (bench/node-options.test.ts keeps the image, the Deployment and the bench equal).
