@@ -309,4 +309,35 @@ describe('executor: each Machine converges on its own (fake apiserver)', () => {
     );
     expect(api.machineWrites()).to.deep.equal([]);
   });
+
+  // issue 35, 3: a request whose mark is refused for good was never made; it must not hold maxInFlight (DESIGN: a
+  // refused write never holds back another Machine's mark). It is still reported and retried — and once it stops
+  // counting, its retry waits for the budget like any new request (never two in flight with maxInFlight 1).
+  it('a mark refused for good does not hold maxInFlight: the next stuck Machine is marked; the refused one, retried, waits for the budget', async () => {
+    const api = new FakeApi([machine('md-0-a'), machine('md-0-b')]);
+    api.check.spec.maxInFlight = 1;
+    let refuse = true;
+    api.refuse = (name) =>
+      refuse && name === 'md-0-a'
+        ? new ApiError(403, 'PATCH', 'x', 'machines "md-0-a" is forbidden: frozen')
+        : undefined;
+    const refusals = new Refusals();
+    await run(api, refusals).result;
+    expect(healthCheck(api.machines.get('md-0-a')), 'refused').to.equal(undefined);
+    await run(api, refusals, NOW + 70 * 60_000).result;
+    expect(healthCheck(api.machines.get('md-0-b')), 'not held by the refused request').to.include({
+      status: 'False',
+      reason: 'JoinTimeout',
+    });
+    const progressing = (api.check.status.conditions as Json[]).find((c) => c.type === 'Progressing');
+    expect(progressing!.reason).to.not.equal('RemediationBudgetExhausted');
+    expect(
+      refusals.list().map((x) => x.machine),
+      'still reported',
+    ).to.deep.equal(['md-0-a']);
+    // The refusal ends while md-0-b is in flight: md-0-a's mark waits for the budget.
+    refuse = false;
+    await run(api, refusals, NOW + 80 * 60_000).result;
+    expect(healthCheck(api.machines.get('md-0-a')), 'never two in flight with maxInFlight 1').to.equal(undefined);
+  });
 });
