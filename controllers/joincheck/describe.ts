@@ -116,8 +116,9 @@ export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Re
     )
     // Not even a delete asked before the flag was turned off.
     .filter((i) => i.want !== 'delete' || s.allowMachineDelete === true)
-    // A request not made yet is written only while its Machine is due.
+    // A request not made yet is written only while its Machine is due, and within maxInFlight.
     .filter((i) => i.want === 'withdraw' || !waiting.has(i.machine.uid))
+    .filter((i) => i.want === 'withdraw' || !r.overBudget.has(i.machine.uid))
     // Nothing asked through a paused MachineHealthCheck, not even a request recorded before it was paused.
     .filter((i) => {
       const why = i.want === 'mark' && i.path === 'RemediateAnnotation' ? pausedMhcOf(s, i.machine.uid) : undefined;

@@ -204,7 +204,10 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
     if (current !== undefined && (r === 'conflict' || r === 'unread')) requeue = Math.min(requeue ?? 1000, 1000);
   }
   p = latest;
-  refusals.keepOnly(new Set(p.intents.map((i) => i.machine.uid)));
+  // Kept while its request is open too: a refused request waiting for maxInFlight is still reported, and still holds no
+  // budget (remediate.ts).
+  const open = (p.status.requests ?? []).filter((r) => r.state === 'Open').map((r) => r.uid);
+  refusals.keepOnly(new Set([...p.intents.map((i) => i.machine.uid), ...open]));
   const retryAt = refusals.nextRetryAt();
   if (retryAt !== undefined) requeue = Math.min(requeue ?? Infinity, Math.max(0, retryAt - deps.now()));
 
