@@ -456,6 +456,17 @@ describe('marks: requests through the planner', () => {
     expect(requestOf(q, 'a')).to.include({ state: 'Withdrawn', withdrawn: 'Unanswered' });
   });
 
+  // issue 35, 9a: the owner's clock a second behind JoinGuard's (both in whole seconds): its answer is still one.
+  it('an owner whose clock is a second behind: its answer (deferred) still answers the request, never unanswered', () => {
+    const sc = marked();
+    sc.update('a', {
+      ownerRemediated: { status: 'False', reason: 'RemediationDeferred', since: T0 + 21 * MINUTE - SECOND },
+    });
+    sc.at(T0 + 22 * MINUTE).plan(); // the mark seen: the unanswered clock starts
+    const p = sc.at(T0 + 5 * HOUR).plan();
+    expect(requestOf(p, 'a')).to.include({ state: 'Open', answered: true });
+  });
+
   it('a request the owner answered (deferred) is not unanswered, however long it waits', () => {
     const sc = marked();
     sc.update('a', { ownerRemediated: { status: 'False', reason: 'RemediationDeferred' } });
