@@ -277,6 +277,14 @@ export const MUTANTS: Mutant[] = [
     replace: 'if (live.cluster === undefined && !statusWritten) await readLive(deps, res, s, [], live);',
     tests: ['controllers/joincheck/executor.test.ts#paused while the write-ahead was in flight'],
   },
+  {
+    name: 'answer-no-clock-skew',
+    what: "an owner's answer is compared with the request time to the second: a manager one second behind has its answer ignored, the request withdrawn as Unanswered (issue 35 §9a)",
+    file: 'controllers/joincheck/marks.ts',
+    find: 'or.since < asked - ANSWER_CLOCK_SKEW_MS',
+    replace: 'or.since < asked',
+    tests: ['controllers/joincheck/marks.test.ts#clock is a second behind'],
+  },
 ];
 
 /** The edits of a mutant, by file (its own file first). */
