@@ -23,6 +23,7 @@ import { byName } from './judge.js';
 import { appendHistory, choosePath, made, newRequest, ownerRef, target } from './marks.js';
 import { assign, type Followed, type Observed } from './observe.js';
 import { iso } from './time.js';
+import { compareText } from './words.js';
 import type { MachineVerdict, Plan, Snapshot } from './types.js';
 import { rolloutSuspect } from './rollout-suspect.js';
 import { HOLD_OF_STOP } from './timed.js';
@@ -332,8 +333,8 @@ function notMadeOverBudget(
     .sort(
       (a, b) =>
         Number(refused.has(a.uid)) - Number(refused.has(b.uid)) ||
-        (a.time < b.time ? -1 : a.time > b.time ? 1 : 0) ||
-        (a.machine < b.machine ? -1 : 1),
+        compareText(a.time, b.time) ||
+        compareText(a.machine, b.machine),
     );
   const names = new Set(notMade.map((r) => r.machine));
   let room = limit - flying.filter((n) => !names.has(n)).length;
