@@ -158,11 +158,7 @@ class FakeApi {
 }
 
 /** A SnapshotSource like the controller's: the objects as cached when it was made, the live ones in their place. */
-function source(api: FakeApi, refusals: Refusals, now: number): SnapshotSource {
-  const cached = {
-    check: structuredClone(api.check),
-    machines: [...api.machines.values()].map((m) => structuredClone(m)),
-  };
+function source(api: FakeApi, refusals: Refusals, now: number, cached = cachedOf(api)): SnapshotSource {
   return {
     build: (live: Live): Snapshot | undefined => {
       const check = (live.check ?? cached.check) as MachineJoinCheck;
@@ -186,7 +182,15 @@ function source(api: FakeApi, refusals: Refusals, now: number): SnapshotSource {
   };
 }
 
-function run(api: FakeApi, refusals: Refusals, now = NOW, o: Partial<ExecutorDeps> = {}) {
+/** What the caches hold: the objects as they were when this was called. */
+function cachedOf(api: FakeApi): { check: Json; machines: Json[] } {
+  return {
+    check: structuredClone(api.check),
+    machines: [...api.machines.values()].map((m) => structuredClone(m)),
+  };
+}
+
+function run(api: FakeApi, refusals: Refusals, now = NOW, o: Partial<ExecutorDeps> = {}, cached = cachedOf(api)) {
   const events: PlannedEvent[] = [];
   const d: ExecutorDeps = {
     rest: api.rest(),
@@ -199,7 +203,7 @@ function run(api: FakeApi, refusals: Refusals, now = NOW, o: Partial<ExecutorDep
     now: () => now,
     ...o,
   };
-  return { events, result: execute(d, source(api, refusals, now)) };
+  return { events, result: execute(d, source(api, refusals, now, cached)) };
 }
 
 const healthCheck = (m: Json | undefined) =>
@@ -339,5 +343,39 @@ describe('executor: each Machine converges on its own (fake apiserver)', () => {
     refuse = false;
     await run(api, refusals, NOW + 80 * 60_000).result;
     expect(healthCheck(api.machines.get('md-0-a')), 'never two in flight with maxInFlight 1').to.equal(undefined);
+  });
+
+  // issue 35, 1, after the 409 loop: a Machine's 409 changes a decision, which is recorded (a status PUT) before the
+  // next Machine is written; another Machine that joined while that PUT was in flight, its Node cached meanwhile, is
+  // written as the plan judged it — guarded by the resourceVersion judged, so its 409 leaves it alone.
+  it('after a 409 re-decision is recorded, a Machine that joined during that status write is not marked', async () => {
+    const api = new FakeApi([machine('md-0-a'), machine('md-0-b')]);
+    const cached = cachedOf(api);
+    const bump = (m: Json) => (m.metadata.resourceVersion = String(Number(m.metadata.resourceVersion) + 1));
+    const a = api.machines.get('md-0-a')!;
+    a.status.nodeRef = { name: 'node-md-0-a' }; // joined before the cache saw it: its mark meets a 409
+    bump(a);
+    const rest = api.rest();
+    let puts = 0;
+    const during: RestClient = {
+      ...rest,
+      put: async (path: string, body: Json) => {
+        const r = await rest.put(path, body);
+        if (++puts === 2) {
+          // The second status write (a's request withdrawn): b gets its Node and the cache has it before b's mark.
+          const b = api.machines.get('md-0-b')!;
+          b.status.nodeRef = { name: 'node-md-0-b' };
+          bump(b);
+          cached.machines = cached.machines.map((m) => (m.metadata.name === 'md-0-b' ? structuredClone(b) : m));
+        }
+        return r;
+      },
+    } as unknown as RestClient;
+    const { events, result } = run(api, new Refusals(), NOW, { rest: during }, cached);
+    await result;
+    expect(puts, 'the re-decision recorded').to.be.at.least(2);
+    expect(healthCheck(api.machines.get('md-0-a')), 'a not marked').to.equal(undefined);
+    expect(healthCheck(api.machines.get('md-0-b')), 'b not marked').to.equal(undefined);
+    expect(events.map((e) => e.reason)).to.not.include('RemediationRequested');
   });
 });

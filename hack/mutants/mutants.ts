@@ -242,7 +242,10 @@ export const MUTANTS: Mutant[] = [
     file: 'controllers/joincheck/executor.ts',
     find: "return { outcome: 'written', s: withCheck(s, written), p, judged: s };",
     replace: "return { outcome: 'written', s: src.build(live) ?? s, p, judged: s };",
-    tests: ['controllers/joincheck/executor.test.ts#while the write-ahead was in flight, its Node cached meanwhile'],
+    tests: [
+      'controllers/joincheck/executor.test.ts#while the write-ahead was in flight, its Node cached meanwhile',
+      'controllers/joincheck/executor-refusals.test.ts#after a 409 re-decision is recorded',
+    ],
   },
   {
     name: 'first-cp-request-skips-due',
