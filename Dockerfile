@@ -2,17 +2,25 @@
 # JoinGuard's image: the controller and its admission webhook (`node dist/cmd/joinguard.js`).
 # Build: hack/release.sh VERSION (linux/amd64 and linux/arm64 with buildx), or hack/docker-build.sh; without Docker
 # and without a registry, hack/image/build.sh (podman, on local stand-ins of both bases: how .ci/run builds the image
-# that e2e/install/image.test.ts starts as the Deployment runs it).
-ARG NODE_IMAGE=node:24-bookworm
+# that e2e/install/image.test.ts starts as the Deployment runs it; it passes both bases by their stand-ins' tags).
+#
+# The two bases, each pinned by digest: a release builds from these pins and resolves no tag to build from. The line
+# `# tag: ...` above each names the tag the digest was taken for; hack/release.sh refuses a base named by tag alone
+# and fails when a pin differs from what its tag resolves to at release time (moving a pin is a reviewed commit).
+#
+# Build stages: Node 24 on Debian bookworm. ITS DIGEST IS UNKNOWN HERE: no registry is reachable from the development
+# sandbox and the project records none, so this is still the tag alone and hack/release.sh REFUSES to build the
+# release image until it is filled in: `docker buildx imagetools inspect docker.io/library/node:24-bookworm`, then
+# NODE_IMAGE=docker.io/library/node@sha256:<that index digest>.
+# tag: docker.io/library/node:24-bookworm
+ARG NODE_IMAGE=docker.io/library/node:24-bookworm
 # Runtime: distroless Node 24 (no shell, no package manager), tag `nonroot` (uid 65532, as the Deployment's
-# runAsUser), pinned by digest. THE DIGEST IS NOT VERIFIED HERE: no registry is reachable from the development
-# sandbox, so it was never pulled; hack/image/build.sh builds on a stand-in of the same tag (RUNTIME_IMAGE by tag
-# alone), which proves this file's stages, user and entry point, not the published base's identity. It is the
-# digest ten public Dockerfiles and lock files pin for this tag (code search, December 2026; one of them notes it is
-# the multi-arch index digest of :nonroot). hack/release.sh prints the digest the tag resolves to at release time
-# beside this one, so a stale or wrong pin shows before a push; moving the pin is a reviewed commit.
-# The build stages' NODE_IMAGE is a moving tag here; hack/release.sh resolves it and builds with the digest.
-ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot@sha256:14d42e2511532589a7c7e01a753667a74fcc96266e137e8125006b87b0c32d0a
+# runAsUser). THE DIGEST IS NOT VERIFIED HERE: it was never pulled (no registry reachable); it is the digest ten
+# public Dockerfiles and lock files pin for this tag (code search, December 2026; one of them notes it is the
+# multi-arch index digest of :nonroot). hack/release.sh compares it with what the tag resolves to and fails if they
+# differ.
+# tag: gcr.io/distroless/nodejs24-debian12:nonroot
+ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12@sha256:14d42e2511532589a7c7e01a753667a74fcc96266e137e8125006b87b0c32d0a
 
 # --- compile: all dependencies, only the product's sources (no tests, test helpers, e2e or bench) ---
 # Both build stages run on the builder's own platform (pure JavaScript: nothing to compile per architecture).
@@ -52,11 +60,11 @@ RUN node -e 'const c=process.argv[1]; require("fs").writeFileSync("/build-info.j
 # emptyDir at /tmp and the webhook certificate from a Secret.
 FROM ${RUNTIME_IMAGE}
 ENV NODE_ENV=production
-# V8 heap setting chosen by measurement (docs/decisions.md, "V8 heap settings"; bench/heap-results.txt):
+# V8 heap setting chosen by measurement (docs/decisions/v8-heap-small-semi-space-and-memory-limit.md; bench/heap-results.txt):
 # small semi-spaces cut peak RSS at 10,000 Machines from 418 to 299 MiB for ~6 % more CPU. NODE_OPTIONS, not
 # an ENTRYPOINT flag, so that the Deployment's NODE_OPTIONS can change it (the command line would win).
 ENV NODE_OPTIONS=--max-semi-space-size=2
-# glibc's allocator, chosen by measurement (docs/decisions.md, "glibc allocator settings"; bench/history.json):
+# glibc's allocator, chosen by measurement (docs/decisions/glibc-allocator-two-arenas-and-thresholds.md; bench/history.json):
 # at most two arenas, allocations of 32 KiB and more mmap'd (returned when freed), the top of the heap trimmed past
 # 1 MiB. Peak RSS at 10,000 Machines 136 -> 125 MiB (mean of 3 rounds each), CPU within noise. The Deployment
 # states the same (bench/node-options.test.ts keeps the image, the Deployment and the bench equal).
@@ -67,6 +75,10 @@ WORKDIR /app
 COPY --from=deps --chown=0:0 /app/node_modules ./node_modules
 COPY --from=build --chown=0:0 /src/dist ./dist
 COPY --chown=0:0 package.json ./
+# The license the image is distributed under, as a file and as the OCI label (hack/release-smoke.sh checks both on
+# the pushed image).
+COPY --chown=0:0 LICENSE ./LICENSE
+LABEL org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=info --chown=0:0 /build-info.json ./build-info.json
 # The numeric uid matches the Deployment's runAsUser, so runAsNonRoot can verify it; files stay root-owned
 # and read-only to it.

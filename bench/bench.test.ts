@@ -10,7 +10,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { fromLatencies } from './latency.js';
-import type { PhaseSummary, Results } from './report.js';
+import type { PhaseSummary } from './phase-summary.js';
+import type { Results } from './report.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const GROUPS = { alone: 'joinguard,sharded', mhc: 'mhc,both', cases: 'cpu,burst', replicas: 'replicas' } as const;

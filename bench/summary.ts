@@ -3,7 +3,7 @@
 // figures from the same invocation, at the short and at the realistic nodeStartupTimeout; and the objects of the
 // other cases (CPU-limited, burst, two replicas, re-list, failover, sharded), each the median of its runs where it
 // has several. Targets are compared with the medians, never assumed.
-import type { PhaseSummary } from './report.js';
+import type { PhaseSummary } from './phase-summary.js';
 import type { RebuildResult } from './rebuilds.js';
 import { round, spread, type Spread } from './stats.js';
 

@@ -1,5 +1,6 @@
 // The tables `npm run bench` prints (and docs/benchmarks.md quotes), rendered from results.json.
-import type { PhaseSummary, Results } from './report.js';
+import type { PhaseSummary } from './phase-summary.js';
+import type { Results } from './report.js';
 
 type Cell = number | string | undefined | null;
 const f = (v: Cell, unit = '') => (v === undefined || v === null ? '—' : `${v}${unit}`);

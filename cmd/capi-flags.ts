@@ -72,7 +72,7 @@ export const CAPI_FLAGS: CapiFlag[] = [
 
 /** CAPI's flags taken with CAPI's name, type and meaning but another default (as --help prints it). */
 export const OTHER_DEFAULT: Record<string, string> = {
-  // Two writes per check in the first pass after install; qps stays CAPI's (docs/decisions.md, "Client-side rate limit").
+  // Two writes per check in the first pass after install; qps stays CAPI's (docs/decisions/runtime-client-informers-leader-election.md, "Client-side rate limit").
   'kube-api-burst': '400',
 };
 

@@ -1,14 +1,14 @@
 // A CAPI upgrade under a running controller (issue 16 §1.5): discovery runs again every period; when the release
 // changes the controller stops — workers finish, the Lease is handed back — and tells the command, which exits
-// for its Deployment to start it again. Through startController against the micro-benchmark's in-memory
-// apiserver (a FAKE: bench/micro/fake-apiserver.ts) whose clusterctl inventory says which release is installed.
+// for its Deployment to start it again. Through startController against the in-memory (shared with bench/)
+// apiserver (a FAKE: testing/fake-apiserver.ts) whose clusterctl inventory says which release is installed.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { FakeApiserver } from '../bench/micro/fake-apiserver.js';
-import { makeTls } from '../bench/micro/micro.js';
-import { seed } from '../bench/micro/world.js';
+import { FakeApiserver } from '../testing/fake-apiserver.js';
+import { makeTls } from '../testing/tls.js';
+import { seed } from '../testing/world.js';
 import { startController, type RunningController } from './manager.js';
 import type { CapiVersionInfo } from '../runtime/discovery.js';
 import { CapiRediscovery, capiChange } from '../runtime/rediscovery.js';

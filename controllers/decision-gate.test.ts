@@ -1,14 +1,14 @@
-// The decision gate, through the whole controller (startController) against the in-memory apiserver of the
-// micro-benchmark (a FAKE: bench/micro/fake-apiserver.ts, CAPI objects captured from the real managers): after
+// The decision gate, through the whole controller (startController) against the in-memory apiserver shared with
+// the benchmarks (a FAKE: testing/fake-apiserver.ts, CAPI objects captured from the real managers): after
 // the MachineHealthCheck cache's list/watch failed, a Machine past its join deadline is NOT marked while that
 // cache has not re-listed, even though the Machine cache is live — and is marked once it has.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { FakeApiserver } from '../bench/micro/fake-apiserver.js';
-import { makeTls } from '../bench/micro/micro.js';
-import { clusterName, joining, markOf, seed } from '../bench/micro/world.js';
+import { FakeApiserver } from '../testing/fake-apiserver.js';
+import { makeTls } from '../testing/tls.js';
+import { clusterName, joining, markOf, seed } from '../testing/world.js';
 import { startController, type RunningController } from './manager.js';
 import { capturingLogger, until } from '../runtime/testing/http-server.js';
 

@@ -123,7 +123,7 @@ export async function startController(opts: ControllerOptions): Promise<RunningC
       kubeadmBootstrap: capi.kubeadmBootstrap,
     });
     // A CAPI upgrade under the running controller: restart cleanly (workers finish, the Lease is handed back, the
-    // command exits for its Deployment to start it again with the new release; docs/decisions.md).
+    // command exits for its Deployment to start it again with the new release; docs/decisions/capi-upgrade-rediscovered-and-restarted.md).
     const rediscoverMs = opts.capiRediscoveryMs ?? DEFAULT_REDISCOVERY_MS;
     if (!opts.capiApiVersion && rediscoverMs > 0) {
       rediscovery = new CapiRediscovery({

@@ -1,13 +1,21 @@
 // The floors of the house: no import cycle between top-level folders in product code; runtime/ (the Kubernetes
 // client, informers, queue, servers, TLS reloader) stands below both controllers/ and webhooks/, which never import
 // each other; product code never reaches test tooling (e2e/, bench/, hack/).
+// Tests too (issue 36), the allowed directions:
+//   product tests (*.test.ts and */testing/ in api/, runtime/, controllers/, webhooks/, cmd/, manifests/)
+//       -> product folders, testing/                         never bench/ or e2e/
+//   testing/ (the shared fakes: the in-memory apiserver, its CAPI fleet, its TLS)
+//       -> api/, runtime/                                    never bench/, e2e/, hack/ or a product test folder
+//   bench/ -> testing/ (the in-memory apiserver), product folders, hack/, e2e/support, controllers/joincheck/testing
+//   e2e/, hack/ -> product folders (and each other: e2e/ -> hack/testenv)
+// and, tests included, no cycle runs through bench/, e2e/ or testing/.
 import { expect } from 'chai';
 import { fileURLToPath } from 'node:url';
 import { dirname } from 'node:path';
-import { cycles, folderArrows, tsFiles } from './layers.js';
+import { cycles, folderArrows, isTest, PRODUCT, tsFiles } from './layers.js';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
-const product = (f: string) => !f.endsWith('.test.ts') && !f.includes('/testing/');
+const product = (f: string) => !isTest(f);
 
 describe('hack/layers: top-level folders', () => {
   const arrows = folderArrows(root, tsFiles(root).filter(product));
@@ -28,10 +36,23 @@ describe('hack/layers: top-level folders', () => {
   });
 
   it('product code never imports e2e/, bench/ or hack/ (test tooling stays out of what ships)', () => {
-    for (const folder of ['api', 'runtime', 'controllers', 'webhooks', 'cmd', 'manifests']) {
+    for (const folder of PRODUCT) {
       const to = [...(arrows.get(folder) ?? [])];
-      for (const tooling of ['e2e', 'bench', 'hack']) expect(to, folder).to.not.include(tooling);
+      for (const tooling of ['e2e', 'bench', 'hack', 'testing']) expect(to, folder).to.not.include(tooling);
     }
+  });
+
+  it('isTest: test files and testing/ folders at any depth, nothing else', () => {
+    expect(['a/b.test.ts', 'testing/world.ts', 'controllers/joincheck/testing/oracle.ts'].map(isTest)).to.deep.equal([
+      true,
+      true,
+      true,
+    ]);
+    expect(['controllers/testing-gate.ts', 'runtime/rest.ts', 'bench/micro/micro.ts'].map(isTest)).to.deep.equal([
+      false,
+      false,
+      false,
+    ]);
   });
 
   it('the cycle finder finds a cycle (a proof that can fail)', () => {
@@ -50,5 +71,32 @@ describe('hack/layers: top-level folders', () => {
         ]),
       ),
     ).to.deep.equal([]);
+  });
+});
+
+describe('hack/layers: tests too (issue 36)', () => {
+  const files = tsFiles(root);
+  const productTests = files.filter((f) => isTest(f) && (PRODUCT as readonly string[]).includes(f.split('/')[0]!));
+  const testsOf = folderArrows(root, productTests);
+  const all = folderArrows(root, files);
+
+  it('no product test imports bench/ or e2e/ (the in-memory apiserver comes from testing/)', () => {
+    expect(productTests.length).to.be.greaterThan(50);
+    const offending = PRODUCT.flatMap((folder) =>
+      [...(testsOf.get(folder) ?? [])].filter((to) => to === 'bench' || to === 'e2e').map((to) => `${folder} -> ${to}`),
+    );
+    expect(offending).to.deep.equal([]);
+    // Not vacuous: product tests do use the shared home.
+    expect(testsOf.get('controllers')).to.include('testing');
+  });
+
+  it('testing/ stands on api/ and runtime/ alone', () => {
+    expect([...(all.get('testing') ?? [])].filter((to) => to !== 'api' && to !== 'runtime')).to.deep.equal([]);
+    expect(all.get('bench')).to.include('testing');
+  });
+
+  it('tests included, no cycle runs through bench/, e2e/ or testing/', () => {
+    const tooling = new Set(['bench', 'e2e', 'testing']);
+    expect(cycles(all).filter((c) => c.some((f) => tooling.has(f)))).to.deep.equal([]);
   });
 });

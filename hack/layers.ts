@@ -1,5 +1,6 @@
-// The house's floors: which top-level folder imports which (relative imports of .ts files, tests included), and the
-// cycles between folders. A cycle means two folders can only be understood, tested and changed together.
+// The house's floors: which top-level folder imports which (relative imports of .ts files, of the files given:
+// product code alone, or tests too), and the cycles between folders. A cycle means two folders can only be
+// understood, tested and changed together.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
 
@@ -12,6 +13,14 @@ export function tsFiles(root: string, dir = root): string[] {
     if (e.isDirectory()) return tsFiles(root, p);
     return e.name.endsWith('.ts') ? [relative(root, p)] : [];
   });
+}
+
+/** The folders whose code ships; their tests and test helpers live beside it. */
+export const PRODUCT = ['api', 'runtime', 'controllers', 'webhooks', 'cmd', 'manifests'] as const;
+
+/** A test or a test helper: `*.test.ts`, or a file under a `testing/` folder (the top-level testing/ included). */
+export function isTest(file: string): boolean {
+  return file.endsWith('.test.ts') || file.split('/').slice(0, -1).includes('testing');
 }
 
 const IMPORT = /(?:from|import)\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g;

@@ -12,11 +12,26 @@ import { alertRules } from '../manifests/observability.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
-describe('links: README.md and docs/*.md', () => {
+describe('links: README.md, docs/*.md and docs/decisions/*.md', () => {
   const docs = documents(root, readdirSync);
 
-  it('checks README.md and at least the install guide, the runbook and the design', () => {
-    expect(docs).to.include.members(['README.md', 'docs/install.md', 'docs/runbook.md', 'docs/design.md']);
+  it('checks README.md and at least the install guide, the runbook, the design and the decisions (one file each)', () => {
+    expect(docs).to.include.members([
+      'README.md',
+      'docs/install.md',
+      'docs/runbook.md',
+      'docs/design.md',
+      'docs/decisions/README.md',
+    ]);
+    expect(docs.filter((f) => f.startsWith('docs/decisions/')).length).to.be.greaterThan(40);
+  });
+
+  it('the decisions index lists every decision file of docs/decisions/', () => {
+    const index = readFileSync(join(root, 'docs', 'decisions', 'README.md'), 'utf8');
+    const unlisted = readdirSync(join(root, 'docs', 'decisions'))
+      .filter((f) => f.endsWith('.md') && f !== 'README.md')
+      .filter((f) => !index.includes(`](${f})`));
+    expect(unlisted).to.deep.equal([]);
   });
 
   it('every link stays in the repository and resolves, anchors included', () => {

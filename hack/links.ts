@@ -1,4 +1,4 @@
-// The link check of README.md and docs/*.md: every link stays inside the repository and resolves —
+// The link check of README.md, docs/*.md and docs/decisions/*.md: every link stays inside the repository and resolves —
 // a relative path to a file that exists, an anchor to a heading (GitHub's slugs) or an explicit anchor of
 // that file. A link with a scheme (https:, mailto:, ...) or a path that climbs out of the repository is
 // refused: the documents must read the same in a clone, with no network, at any version.
@@ -118,15 +118,14 @@ export function format(p: LinkProblem): string {
   return `${p.file}:${p.line}: (${p.target}) ${p.problem}`;
 }
 
-/** README.md, CHANGELOG.md, SECURITY.md and every docs/*.md, as paths relative to root. */
+/** README.md, CHANGELOG.md, SECURITY.md, every docs/*.md and docs/decisions/*.md, as paths relative to root. */
 export function documents(root: string, list: (dir: string) => string[]): string[] {
-  return [
-    'README.md',
-    'CHANGELOG.md',
-    'SECURITY.md',
-    ...list(join(root, 'docs'))
-      .filter((f) => f.endsWith('.md'))
-      .sort()
-      .map((f) => `docs/${f}`),
-  ];
+  const md = (dir: string) =>
+    existsSync(join(root, dir))
+      ? list(join(root, dir))
+          .filter((f) => f.endsWith('.md'))
+          .sort()
+          .map((f) => `${dir}/${f}`)
+      : [];
+  return ['README.md', 'CHANGELOG.md', 'SECURITY.md', ...md('docs'), ...md('docs/decisions')];
 }

@@ -6,10 +6,11 @@
 # cluster, a simulation or a port. Most of a spec's time is waiting for CAPI's controllers and for timeouts, not CPU:
 # on 2 cores four jobs at once cost each job little (docs/e2e.md, "How the tests run").
 # The builds run in the background, one at a time, while the type check, lint and unit tables run and then while the
-# e2e jobs of the releases already built run: the shared binaries and v1.14 first, then the other releases (niced, so
-# that the running specs keep the CPU they need); a release's jobs start once its build is there (docs/e2e.md,
-# "The schedule"). Ends with a per-file time table, the build times and the plain line `N passed, N failed` (every
-# job's mocha counts added up; a job that printed no count counts as 1 failed; a failed build fails each of its jobs).
+# e2e jobs of the releases already built run: first the fetch of CAPI's sources that the unit job waits for (seconds),
+# then the shared binaries and v1.14, then the other releases (niced, so that the running specs keep the CPU they
+# need); a release's jobs start once its build is there (docs/e2e.md, "The schedule"). Ends with a per-file time
+# table, the build times and the plain line `N passed, N failed` (every job's mocha counts added up; a job that printed
+# no count counts as 1 failed; a failed build fails each of its jobs).
 # `npm run test:unit` stays the quick loop (the unit tables alone, no control plane).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -17,11 +18,19 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # processes only (other runs may share the machine).
 export JOINGUARD_CI_RUN="ci-$$-$(date +%s%N)"
 JOBS="${JOINGUARD_CI_JOBS:-4}"
-# The property test's seed is fixed (1) while testing/open-defects.json lists histories that still fail: with the
-# commit's seed about 2 commits in 7 drew one of those defects (docs/decisions.md, "CI's property seed"), a red CI
-# that says nothing new. The open defects are listed as pending in every run; PROPERTY_SEED set by the caller wins
-# (`PROPERTY_SEED=$(( 16#$(git rev-parse --short=7 HEAD) ))` is the commit's, as before).
-export PROPERTY_SEED="${PROPERTY_SEED:-1}"
+# The property test's seed is the commit's (its first 7 hex digits): each commit explores histories of its own and
+# replays the same ones anywhere (docs/decisions/ci-property-seed-is-the-commits-again.md). Outside git (an unpacked
+# archive) the clock's, printed all the same; PROPERTY_SEED set by the caller wins. A seed that fails is a defect to
+# fix, never pinned or kept pending; `npm run test:property -- --seeds N` sweeps more seeds.
+if [[ -z "${PROPERTY_SEED:-}" ]]; then
+  if head="$(git rev-parse HEAD 2>/dev/null)" && [[ "$head" =~ ^[0-9a-f]{7} ]]; then
+    PROPERTY_SEED=$(( 16#${head:0:7} ))
+  else
+    PROPERTY_SEED=$(( $(date +%s) % 2147483647 ))
+  fi
+fi
+export PROPERTY_SEED
+echo "property test seed: $PROPERTY_SEED (replay: PROPERTY_SEED=$PROPERTY_SEED npx mocha --config .mocharc.unit.json controllers/joincheck/property.test.ts)"
 log_dir="$(mktemp -d)"
 started=$(date +%s)
 step() { echo "== [$(( $(date +%s) - started ))s] $*"; }
@@ -43,29 +52,37 @@ declare -A RELEASE_SPECS=([v1.10]="${OWNER_SPECS[*]}" [v1.11]="${OWNER_SPECS[*]}
 UPGRADE_SPEC=e2e/lifecycle/capi-upgrade.test.ts
 # Builds besides the CAPI releases (hack/testenv/build.sh --capi <release>): name -> command printing its result
 # last; a spec that needs one waits for it instead of building it in its own slot.
-declare -A EXTRA_BUILDS=([promtool]="bash hack/testenv/promtool/build.sh" [image]="bash hack/image/ci-build.sh"
+declare -A EXTRA_BUILDS=([capi-sources]="bash hack/testenv/capi-sources.sh"
+  [promtool]="bash hack/testenv/promtool/build.sh" [image]="bash hack/image/ci-build.sh"
   [kustomize]="bash hack/testenv/kustomize/build.sh" [grafana-schema]="bash hack/testenv/grafana-schema/build.sh"
   [capi-operator]="bash hack/testenv/capi-operator/build.sh" [cert-manager]="bash hack/testenv/cert-manager/build.sh")
-# What a spec needs built besides its release (space-separated names).
-declare -A NEEDS=([$UPGRADE_SPEC]=v1.11 [e2e/lifecycle/promtool.test.ts]=promtool
+# What a spec needs built besides its release (space-separated names). The unit job needs CAPI's sources (CRDs and API
+# types: the api/capi tests read them), a fetch of a few seconds that runs first: without it a cold runner's unit job
+# would skip those tests (and fail them: CI=true, hack/testing/inputs.ts).
+declare -A NEEDS=([unit]=capi-sources [$UPGRADE_SPEC]=v1.11 [e2e/lifecycle/promtool.test.ts]=promtool
   [e2e/install/image.test.ts]="image cert-manager" [e2e/lifecycle/gitops.test.ts]="kustomize cert-manager"
   [e2e/lifecycle/grafana-schema.test.ts]=grafana-schema [e2e/lifecycle/capi-operator.test.ts]="capi-operator cert-manager")
 # The install specs run real cert-manager (e2e/support/cert-manager.ts), as do the three above that name it.
 for f in admission cert-manager components delete-strategy rbac remediation; do NEEDS[e2e/install/$f.test.ts]=cert-manager; done
 # The clusterctl upgrade and move specs start it on each of their management clusters (e2e/lifecycle/fleet.ts).
 for f in upgrade move; do NEEDS[e2e/lifecycle/$f.test.ts]=cert-manager; done
-# The build order: v1.14 first (most jobs), then the releases whose jobs weigh most, the smoke releases last.
-BUILD_ORDER=(v1.14 v1.10 cert-manager v1.11 image promtool kustomize grafana-schema capi-operator v1.13 v1.12)
+# The build order: the CAPI sources' fetch (no build: it runs before the shared binaries), v1.14 first (most jobs),
+# then the releases whose jobs weigh most, the smoke releases last.
+FETCHES=(capi-sources)
+BUILD_ORDER=(capi-sources v1.14 v1.10 cert-manager v1.11 image promtool kustomize grafana-schema capi-operator v1.13 v1.12)
 # Jobs that start more than one control plane take that many slots.
 declare -A WEIGHT=([bench/bench.test.ts]=3 [e2e/lifecycle/move.test.ts]=2)
 UNIT_GLOBS=('api/**/*.test.ts' 'runtime/**/*.test.ts' 'cmd/**/*.test.ts' 'controllers/**/*.test.ts' 'webhooks/**/*.test.ts' 'manifests/**/*.test.ts' 'hack/**/*.test.ts')
+# Unit files that need a release's build (clusterctl, built with v1.14): a job of that release with the unit config,
+# left out of the unit job.
+BUILT_UNIT_SPECS=(manifests/substitute-clusterctl.test.ts)
 
 # The jobs, longest first (the last measured times, .ci/e2e-times.tsv; 120 s for a file not in it), so that the
 # long ones start early and the short ones fill the gaps; a job waits for its release's build.
 mapfile -t v114_specs < <(ls e2e/*/*.test.ts bench/*.test.ts | grep -v '^e2e/kind/' | grep -vx "$UPGRADE_SPEC" | sort)
 # Lint (ESLint's rules and Prettier's layout) is a job too, and counts as one test in the closing line.
 jobs=("unit|unit" "lint|lint")
-for f in "${v114_specs[@]}"; do jobs+=("v1.14|$f"); done
+for f in "${v114_specs[@]}" "${BUILT_UNIT_SPECS[@]}"; do jobs+=("v1.14|$f"); done
 for r in v1.10 v1.11 v1.12 v1.13; do for f in ${RELEASE_SPECS[$r]}; do jobs+=("$r|$f"); done; done
 jobs+=("v1.10|$UPGRADE_SPEC")
 # A file not measured on its release takes its v1.14 time.
@@ -88,16 +105,19 @@ done
 mkdir -p "$log_dir/builds" "$log_dir/done"
 : >"$log_dir/builds/times.tsv"
 build_chain() {
-  local r s bin prio=()
-  s=$(date +%s)
-  (( ${#builds[@]} > 0 )) || return 0
-  if ! bash hack/testenv/build.sh --base >"$log_dir/builds/base.log" 2>&1; then
-    echo "----- build of the shared binaries FAILED:"; tail -30 "$log_dir/builds/base.log"
-    for r in "${builds[@]}"; do touch "$log_dir/builds/$r.failed"; done
-    return
-  fi
-  printf 'shared\t%s\n' "$(( $(date +%s) - s ))" >>"$log_dir/builds/times.tsv"
+  local r s bin prio=() base=false
   for r in "${builds[@]}"; do
+    # The shared binaries before the first real build (the fetches before them need none).
+    if [[ " ${FETCHES[*]} " != *" $r "* ]] && ! $base; then
+      base=true
+      s=$(date +%s)
+      if ! bash hack/testenv/build.sh --base >"$log_dir/builds/base.log" 2>&1; then
+        echo "----- build of the shared binaries FAILED:"; tail -30 "$log_dir/builds/base.log"
+        for r in "${builds[@]}"; do [[ -e "$log_dir/builds/$r.bin" ]] || touch "$log_dir/builds/$r.failed"; done
+        return
+      fi
+      printf 'shared\t%s\n' "$(( $(date +%s) - s ))" >>"$log_dir/builds/times.tsv"
+    fi
     s=$(date +%s)
     # shellcheck disable=SC2086 # an extra build's command is words
     if bin="$("${prio[@]}" ${EXTRA_BUILDS[$r]:-bash hack/testenv/build.sh --capi $r} 2>"$log_dir/builds/$r.log" | tail -1)" &&
@@ -109,10 +129,10 @@ build_chain() {
     fi
     printf '%s\t%s\t%s\n' "$r" "$(( $(date +%s) - s ))" "$(cut -d' ' -f1 /proc/loadavg)" >>"$log_dir/builds/times.tsv"
     echo "   [$(( $(date +%s) - started ))s] build $r: $([[ -e "$log_dir/builds/$r.bin" ]] && echo ready || echo FAILED) in $(( $(date +%s) - s ))s"
-    prio=(nice -n 10)
+    $base && prio=(nice -n 10)
   done
 }
-step "builds in the background: shared binaries, then ${builds[*]:-(none)} (cached after the first build)"
+step "builds in the background: ${builds[*]:-(none)} (the shared binaries before the first Go build; cached after the first build)"
 # In a process group of its own (job control on for this one start), so that an early exit stops the whole chain.
 set -m
 build_chain &
@@ -133,9 +153,9 @@ results="$log_dir/results.tsv"
 
 # Whether a job can start: "yes", "wait" (a build it needs is not there yet) or "failed" (one of them failed).
 ready() { # release, file
-  local r need
-  [[ "$1" == unit || "$1" == lint ]] && { echo yes; return; }
-  for r in "$1" ${NEEDS[$2]:-}; do
+  local r need rel="$1"
+  [[ "$1" == unit || "$1" == lint ]] && rel=""
+  for r in $rel ${NEEDS[$2]:-}; do
     [[ -e "$log_dir/builds/$r.failed" ]] && { echo failed; return; }
     [[ -e "$log_dir/builds/$r.bin" ]] || need=1
   done
@@ -146,10 +166,14 @@ run_job() { # release, file
   log="$log_dir/jobs/${release}_${file//\//_}.log"
   s=$(date +%s)
   if [[ "$release" == unit ]]; then
-    npx mocha --config .mocharc.unit.json "${UNIT_GLOBS[@]}" >"$log" 2>&1
+    local ignore=() f
+    for f in "${BUILT_UNIT_SPECS[@]}"; do ignore+=(--ignore "$f"); done
+    npx mocha --config .mocharc.unit.json "${ignore[@]}" "${UNIT_GLOBS[@]}" >"$log" 2>&1
   elif [[ "$release" == lint ]]; then
     # ESLint, then Prettier's check; no mocha count: its exit code is the one test.
     if npm run -s lint >"$log" 2>&1; then echo "1 passed, 0 failed (lint)" >>"$log"; else echo "0 passed, 1 failed (lint)" >>"$log"; fi
+  elif [[ " ${BUILT_UNIT_SPECS[*]} " == *" $file "* ]]; then
+    JOINGUARD_CLUSTERCTL="$(cat "$log_dir/builds/$release.bin")/clusterctl" npx mocha --config .mocharc.unit.json "$file" >"$log" 2>&1
   else
     # What the job's extra builds made, where its spec looks for it: the image by ID (the file its build printed
     # last), cert-manager's folder.

@@ -281,7 +281,7 @@ describe('manifests: clusterctl provider files', function () {
     const d = one(objs, 'Deployment');
     const vol = d.spec.template.spec.volumes.find((v: Json) => v.secret);
     expect(vol.secret.secretName).to.equal(cert.spec.secretName);
-    // No mutating webhook: the CRD schema defaults every field (docs/decisions.md).
+    // No mutating webhook: the CRD schema defaults every field (docs/decisions/admission-without-a-mutating-webhook.md).
     expect(objs.filter((o: Json) => o.kind === 'MutatingWebhookConfiguration')).to.deep.equal([]);
     for (const [kind, path] of [['ValidatingWebhookConfiguration', VALIDATE_PATH]] as const) {
       const w = one(objs, kind);

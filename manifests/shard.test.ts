@@ -84,7 +84,7 @@ describe('manifests: shards (shard-components.yaml)', () => {
     for (const [i, d] of deployments.entries()) {
       const pod = podLabels(d);
       // A shard's selector picks its own pods only. The add-on's selector (immutable since v0.1) also matches shard
-      // pods; ReplicaSets adopt only orphans, so it never takes them (docs/decisions.md), and it runs none when sharded.
+      // pods; ReplicaSets adopt only orphans, so it never takes them (docs/decisions/lifecycle-install-observability-release.md), and it runs none when sharded.
       deployments.forEach((other, j) =>
         expect(selects(other.spec.selector, pod), `${other.metadata.name} selects pods of ${d.metadata.name}`).to.equal(
           i === j || j === 0,

@@ -149,7 +149,7 @@ describe('webhooks/server', function () {
   it('answers 400 to a non-review, 404 to other paths, 405 to GET, 200 on /healthz', async () => {
     expect((await post(server.port, VALIDATE_PATH, '{"kind":"Pod"}')).status).to.equal(400);
     expect((await post(server.port, VALIDATE_PATH, 'not json')).status).to.equal(400);
-    // No mutating webhook: the CRD schema defaults every field (docs/decisions.md).
+    // No mutating webhook: the CRD schema defaults every field (docs/decisions/admission-without-a-mutating-webhook.md).
     expect(
       (await post(server.port, '/mutate-joinguard-io-v1alpha1-machinejoincheck', review('CREATE', {}))).status,
     ).to.equal(404);

@@ -1,5 +1,5 @@
 // The HTTPS admission server: the validating endpoint for MachineJoinChecks (defaults are the CRD schema's; see
-// docs/decisions.md for why there is no mutating webhook), TLS from files that are reloaded on rotation.
+// docs/decisions/admission-without-a-mutating-webhook.md for why there is no mutating webhook), TLS from files that are reloaded on rotation.
 // cmd/joinguard.ts starts it with --webhook-port and --webhook-cert-dir.
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';

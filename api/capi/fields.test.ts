@@ -4,17 +4,18 @@
 // table says (CAPI's v1beta1 Condition has `severity`, metav1.Condition does not), and every condition type and
 // reason is a constant of that release's API. And against the readers: an object carrying only what the
 // table names reads as the facts it should. The CRDs and API sources come from the Go module cache (or
-// $CAPI_SOURCE / $CAPI_V1BETA1_SOURCE); without them the release half is skipped.
+// $CAPI_SOURCE / $CAPI_V1BETA1_SOURCE); without them the release half is skipped, and fails in CI
+// (hack/testing/inputs.ts).
 import { expect } from 'chai';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
+import { goModuleDir, skipOrFail } from '../../hack/testing/inputs.js';
 import { CAPI_FIELDS, type CondAt, type Period, type RefGroup } from './fields.js';
 import type { CapiApiVersion } from './model.js';
 import { readCluster, readKubeadmControlPlane, readMachine, readMachineHealthCheck } from './readers.js';
 
 type Json = Record<string, any>;
-const MOD = '/root/go/pkg/mod/sigs.k8s.io';
 
 /** The release each API version is checked against, and where its CRDs and API types are. */
 const RELEASES: Record<
@@ -23,13 +24,13 @@ const RELEASES: Record<
 > = {
   v1beta2: {
     name: 'CAPI v1.14.2',
-    root: process.env['CAPI_SOURCE'] ?? `${MOD}/cluster-api@v1.14.2`,
+    root: process.env['CAPI_SOURCE'] ?? goModuleDir('sigs.k8s.io/cluster-api', 'v1.14.2'),
     crds: { core: 'core/config/crd/bases', kcp: 'controlplane/kubeadm/config/crd/bases' },
-    api: [`${MOD}/cluster-api/api@v1.14.2/core/v1beta2`],
+    api: [join(goModuleDir('sigs.k8s.io/cluster-api/api', 'v1.14.2'), 'core/v1beta2')],
   },
   v1beta1: {
     name: 'CAPI v1.10.10',
-    root: process.env['CAPI_V1BETA1_SOURCE'] ?? `${MOD}/cluster-api@v1.10.10`,
+    root: process.env['CAPI_V1BETA1_SOURCE'] ?? goModuleDir('sigs.k8s.io/cluster-api', 'v1.10.10'),
     crds: { core: 'config/crd/bases', kcp: 'controlplane/kubeadm/config/crd/bases' },
     api: ['api/v1beta1'],
   },
@@ -73,7 +74,9 @@ describe('api/capi fields per API version', () => {
   for (const v of VERSIONS) {
     describe(`${v}, against ${RELEASES[v].name}`, function () {
       before(function () {
-        if (!existsSync(join(RELEASES[v].root, RELEASES[v].crds.core))) this.skip();
+        const crds = join(RELEASES[v].root, RELEASES[v].crds.core);
+        if (!existsSync(crds))
+          skipOrFail(this, `no ${RELEASES[v].name} CRDs at ${crds} (hack/testenv/capi-sources.sh)`);
       });
       const f = CAPI_FIELDS[v];
       const expectType = (schema: Json, path: string, type: string) =>

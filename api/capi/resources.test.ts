@@ -2,9 +2,10 @@ import { expect } from 'chai';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
+import { goModuleDir, skipOrFail } from '../../hack/testing/inputs.js';
 import { CAPI_KINDS, CAPI_RESOURCES, capiResource, groupOf } from './resources.js';
 
-const SOURCE = process.env['CAPI_SOURCE'] ?? '/root/go/pkg/mod/sigs.k8s.io/cluster-api@v1.14.2';
+const SOURCE = process.env['CAPI_SOURCE'] ?? goModuleDir('sigs.k8s.io/cluster-api', 'v1.14.2');
 const DIRS = ['core', 'bootstrap/kubeadm', 'controlplane/kubeadm'].map((d) => join(SOURCE, d, 'config/crd/bases'));
 
 describe('api/capi resources', () => {
@@ -21,7 +22,7 @@ describe('api/capi resources', () => {
   });
 
   it("matches CAPI v1.14.2's CRDs: names, kinds, and both versions served", function () {
-    if (!existsSync(DIRS[0]!)) this.skip();
+    if (!existsSync(DIRS[0]!)) skipOrFail(this, `no CAPI v1.14.2 CRDs at ${DIRS[0]} (hack/testenv/capi-sources.sh)`);
     for (const kind of CAPI_KINDS) {
       const r = capiResource(kind, 'v1beta2');
       const file = DIRS.map((d) => join(d, `${r.group}_${r.plural}.yaml`)).find(existsSync);

@@ -1,5 +1,5 @@
 // `npx tsx bench/micro/capture.ts`: records the objects the micro-benchmark's fake apiserver serves, as CAPI
-// v1.14's real managers write them (managedFields and all), into bench/micro/fixtures.json:
+// v1.14's real managers write them (managedFields and all), into testing/fixtures.json:
 //   machineRunning   a worker Machine that joined (a Node with its providerID exists; CAPI set nodeRef)
 //   machineJoining   a worker Machine that is Provisioned and has no Node
 //   cluster          its Cluster (initialized, connected)
@@ -121,8 +121,8 @@ async function main(): Promise<void> {
       cluster: await kube.get(`${CAPI}/clusters/${clusterName(0)}`),
       mhc: await kube.get(`${CAPI}/machinehealthchecks/${joined.pool}`),
     };
-    fs.writeFileSync(path.join(here, 'fixtures.json'), `${JSON.stringify(fixtures, null, 1)}\n`);
-    process.stderr.write(`wrote ${path.join(here, 'fixtures.json')}\n`);
+    fs.writeFileSync(path.join(here, '..', '..', 'testing', 'fixtures.json'), `${JSON.stringify(fixtures, null, 1)}\n`);
+    process.stderr.write(`wrote ${path.join(here, '..', '..', 'testing', 'fixtures.json')}\n`);
   } catch (e) {
     process.stderr.write(`last seen: ${JSON.stringify(lastSeen?.status)}\n`);
     throw e;

@@ -6,7 +6,7 @@ import type { JoinGuardProcess } from '../controller-process.js';
 import { residentParts, statusKiB } from '../proc.js';
 import { sum } from '../prom.js';
 import { round } from '../stats.js';
-import type { Json } from './fake-apiserver.js';
+import type { Json } from '../../testing/fake-apiserver.js';
 
 export interface Point {
   t: number;

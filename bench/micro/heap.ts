@@ -28,10 +28,10 @@ import { compileController, JoinGuardProcess } from '../controller-process.js';
 import { residentParts } from '../proc.js';
 import { byLabel, sum } from '../prom.js';
 import { percentile, round } from '../stats.js';
-import { FakeApiserver, type Json } from './fake-apiserver.js';
+import { FakeApiserver, type Json } from '../../testing/fake-apiserver.js';
 import { type DuringPhase, HeapSeries, readProbe } from './heap-series.js';
-import { makeTls, writeKubeconfig } from './micro.js';
-import { addStuck, clusterName, NS, seed } from './world.js';
+import { makeTls, writeKubeconfig } from '../../testing/tls.js';
+import { addStuck, clusterName, NS, seed } from '../../testing/world.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -2,7 +2,7 @@
 // What one list of N Machines costs the informer: a child process per case (fresh heap, the Deployment's
 // NODE_OPTIONS and --expose-gc) runs runtime's Informer — from this tree, or from DIR (a checkout
 // of an older commit, for a before/after) — with the cache's real transform (readMachine: the Machine model
-// the controller keeps) against the in-memory apiserver (fake-apiserver.ts) serving N Machines captured from
+// the controller keeps) against the in-memory apiserver (testing/fake-apiserver.ts) serving N Machines captured from
 // CAPI's managers (~6 KB each, 45 % managedFields), in pages of 500. Per case:
 //   peak RSS over the list        VmHWM, reset just before the list starts (/proc/self/clear_refs 5), minus
 //                                 the RSS at that moment
@@ -17,9 +17,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { percentile, round } from '../stats.js';
-import { FakeApiserver } from './fake-apiserver.js';
-import { makeTls } from './micro.js';
-import { joined, NS } from './world.js';
+import { FakeApiserver } from '../../testing/fake-apiserver.js';
+import { makeTls } from '../../testing/tls.js';
+import { joined, NS } from '../../testing/world.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..');

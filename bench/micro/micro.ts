@@ -1,6 +1,6 @@
 // `npm run bench -- --micro [--sizes 100,1000,10000] [--sides alone,mhc] [--events N] [--rtt-ms MS] [--label L] [--out FILE]`
 // The controller's event path, measured on its own: JoinGuard (compiled, in its own process) against the
-// in-memory apiserver (fake-apiserver.ts) serving one Cluster of N Machines captured from CAPI's managers.
+// in-memory apiserver (testing/fake-apiserver.ts) serving one Cluster of N Machines captured from CAPI's managers.
 // Per case (N Machines per Cluster × alone / beside MHCs):
 //   startup        caches synced and every check reconciled once, from fork
 //   CPU per event  one Machine event at a time, the controller idle before and after, its own CPU time
@@ -16,12 +16,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { issueServingCert, makeCA } from '../../hack/testenv/certs.js';
 import { compileController } from '../controller-process.js';
 import { percentile, round } from '../stats.js';
 import { ControllerChild } from './child.js';
-import { FakeApiserver } from './fake-apiserver.js';
-import { addStuck, clusterName, joined, seed, NS } from './world.js';
+import { FakeApiserver } from '../../testing/fake-apiserver.js';
+import { makeTls, type Tls, writeKubeconfig } from '../../testing/tls.js';
+import { addStuck, clusterName, joined, seed, NS } from '../../testing/world.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -34,49 +34,6 @@ export interface MicroArgs {
   rttMs: number;
   label: string;
   out: string;
-}
-
-export interface Tls {
-  cert: string;
-  key: string;
-  caPem: string;
-}
-
-export async function makeTls(dir: string): Promise<Tls> {
-  const ca = await makeCA(dir, 'ca', 'micro-bench-ca');
-  const pair = await issueServingCert(ca.certFile, ca.keyFile, path.join(dir, 'serving'));
-  return {
-    cert: fs.readFileSync(pair.certFile, 'utf8'),
-    key: fs.readFileSync(pair.keyFile, 'utf8'),
-    caPem: fs.readFileSync(ca.certFile, 'utf8'),
-  };
-}
-
-export function writeKubeconfig(file: string, server: string, caPem: string): string {
-  fs.writeFileSync(
-    file,
-    [
-      'apiVersion: v1',
-      'kind: Config',
-      'clusters:',
-      '- name: fake',
-      '  cluster:',
-      `    server: ${server}`,
-      `    certificate-authority-data: ${Buffer.from(caPem).toString('base64')}`,
-      'users:',
-      '- name: joinguard',
-      '  user:',
-      '    token: micro-bench',
-      'contexts:',
-      '- name: fake',
-      '  context:',
-      '    cluster: fake',
-      '    user: joinguard',
-      'current-context: fake',
-      '',
-    ].join('\n'),
-  );
-  return file;
 }
 
 const summarize = (xs: number[]) => {

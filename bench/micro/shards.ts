@@ -2,7 +2,7 @@
 //                    [--stuck-pct 5] [--out FILE]`
 // A fleet too large for one process, over shards: JoinGuard as deployed (the compiled command, the Deployment's flags,
 // runtime and 512Mi memory limit: bench/controller-process.ts) with --watch-filter=<shard>, against the in-memory
-// apiserver (fake-apiserver.ts) serving the whole fleet: 100 Machines per Cluster, each Cluster with its paused
+// apiserver (testing/fake-apiserver.ts) serving the whole fleet: 100 Machines per Cluster, each Cluster with its paused
 // KubeadmControlPlane, 3 control-plane Machines and their KubeadmConfigs, its MachineHealthChecks, MachineSets and
 // checks (world.ts seedFleet), labelled with its shard. A shard lists its own Clusters, Machines, MachineSets and
 // checks, and every MHC, KCP and control-plane KubeadmConfig of the whole fleet (unfiltered by design,
@@ -20,9 +20,9 @@ import { compileController, deployedRuntime, JoinGuardProcess } from '../control
 import { sum } from '../prom.js';
 import { percentile, round } from '../stats.js';
 import { table } from '../tables.js';
-import { FakeApiserver, type Json } from './fake-apiserver.js';
-import { makeTls, writeKubeconfig, type Tls } from './micro.js';
-import { joining, markOf, NS, seedFleet, shardName } from './world.js';
+import { FakeApiserver, type Json } from '../../testing/fake-apiserver.js';
+import { makeTls, writeKubeconfig, type Tls } from '../../testing/tls.js';
+import { joining, markOf, NS, seedFleet, shardName } from '../../testing/world.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

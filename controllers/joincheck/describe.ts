@@ -117,8 +117,9 @@ export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Re
     )
     // Not even a delete asked before the flag was turned off.
     .filter((i) => i.want !== 'delete' || s.allowMachineDelete === true)
-    // A request not made yet is written only while its Machine is due.
+    // A request not made yet is written only while its Machine is due, and within maxInFlight.
     .filter((i) => i.want === 'withdraw' || !waiting.has(i.machine.uid))
+    .filter((i) => i.want === 'withdraw' || !r.overBudget.has(i.machine.uid))
     // Nothing asked through a paused MachineHealthCheck, not even a request recorded before it was paused.
     .filter((i) => {
       const why = i.want === 'mark' && i.path === 'RemediateAnnotation' ? pausedMhcOf(s, i.machine.uid) : undefined;
@@ -174,7 +175,9 @@ function notActing(
 function notDueYet(s: Snapshot, f: Followed, w: Observed, requests: readonly RequestRecord[]): Set<string> {
   const out = new Set<string>();
   for (const r of requests) {
-    if (r.state !== 'Open' || r.firstControlPlane === true) continue;
+    // A first control-plane request is decided again at write time too: once the control plane says initialized no
+    // Machine is first, and one not made yet is written only while its Machine is due as any other (issue 35, 2).
+    if (r.state !== 'Open' || (r.firstControlPlane === true && !w.initialized)) continue;
     const m = f.byUid.get(r.uid);
     if (m === undefined || made(r, m) || !w.inScope.includes(m)) continue;
     const ready = isProvisioned(m) ? readiness(m, w.prevObs.get(m.uid), undefined, s.now).at : undefined;

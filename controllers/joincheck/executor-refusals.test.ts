@@ -158,11 +158,7 @@ class FakeApi {
 }
 
 /** A SnapshotSource like the controller's: the objects as cached when it was made, the live ones in their place. */
-function source(api: FakeApi, refusals: Refusals, now: number): SnapshotSource {
-  const cached = {
-    check: structuredClone(api.check),
-    machines: [...api.machines.values()].map((m) => structuredClone(m)),
-  };
+function source(api: FakeApi, refusals: Refusals, now: number, cached = cachedOf(api)): SnapshotSource {
   return {
     build: (live: Live): Snapshot | undefined => {
       const check = (live.check ?? cached.check) as MachineJoinCheck;
@@ -186,7 +182,15 @@ function source(api: FakeApi, refusals: Refusals, now: number): SnapshotSource {
   };
 }
 
-function run(api: FakeApi, refusals: Refusals, now = NOW, o: Partial<ExecutorDeps> = {}) {
+/** What the caches hold: the objects as they were when this was called. */
+function cachedOf(api: FakeApi): { check: Json; machines: Json[] } {
+  return {
+    check: structuredClone(api.check),
+    machines: [...api.machines.values()].map((m) => structuredClone(m)),
+  };
+}
+
+function run(api: FakeApi, refusals: Refusals, now = NOW, o: Partial<ExecutorDeps> = {}, cached = cachedOf(api)) {
   const events: PlannedEvent[] = [];
   const d: ExecutorDeps = {
     rest: api.rest(),
@@ -199,7 +203,7 @@ function run(api: FakeApi, refusals: Refusals, now = NOW, o: Partial<ExecutorDep
     now: () => now,
     ...o,
   };
-  return { events, result: execute(d, source(api, refusals, now)) };
+  return { events, result: execute(d, source(api, refusals, now, cached)) };
 }
 
 const healthCheck = (m: Json | undefined) =>
@@ -308,5 +312,70 @@ describe('executor: each Machine converges on its own (fake apiserver)', () => {
       (e: Error) => expect(e.name).to.equal('WritesForbiddenError'),
     );
     expect(api.machineWrites()).to.deep.equal([]);
+  });
+
+  // issue 35, 3: a request whose mark is refused for good was never made; it must not hold maxInFlight (DESIGN: a
+  // refused write never holds back another Machine's mark). It is still reported and retried — and once it stops
+  // counting, its retry waits for the budget like any new request (never two in flight with maxInFlight 1).
+  it('a mark refused for good does not hold maxInFlight: the next stuck Machine is marked; the refused one, retried, waits for the budget', async () => {
+    const api = new FakeApi([machine('md-0-a'), machine('md-0-b')]);
+    api.check.spec.maxInFlight = 1;
+    let refuse = true;
+    api.refuse = (name) =>
+      refuse && name === 'md-0-a'
+        ? new ApiError(403, 'PATCH', 'x', 'machines "md-0-a" is forbidden: frozen')
+        : undefined;
+    const refusals = new Refusals();
+    await run(api, refusals).result;
+    expect(healthCheck(api.machines.get('md-0-a')), 'refused').to.equal(undefined);
+    await run(api, refusals, NOW + 70 * 60_000).result;
+    expect(healthCheck(api.machines.get('md-0-b')), 'not held by the refused request').to.include({
+      status: 'False',
+      reason: 'JoinTimeout',
+    });
+    const progressing = (api.check.status.conditions as Json[]).find((c) => c.type === 'Progressing');
+    expect(progressing!.reason).to.not.equal('RemediationBudgetExhausted');
+    expect(
+      refusals.list().map((x) => x.machine),
+      'still reported',
+    ).to.deep.equal(['md-0-a']);
+    // The refusal ends while md-0-b is in flight: md-0-a's mark waits for the budget.
+    refuse = false;
+    await run(api, refusals, NOW + 80 * 60_000).result;
+    expect(healthCheck(api.machines.get('md-0-a')), 'never two in flight with maxInFlight 1').to.equal(undefined);
+  });
+
+  // issue 35, 1, after the 409 loop: a Machine's 409 changes a decision, which is recorded (a status PUT) before the
+  // next Machine is written; another Machine that joined while that PUT was in flight, its Node cached meanwhile, is
+  // written as the plan judged it — guarded by the resourceVersion judged, so its 409 leaves it alone.
+  it('after a 409 re-decision is recorded, a Machine that joined during that status write is not marked', async () => {
+    const api = new FakeApi([machine('md-0-a'), machine('md-0-b')]);
+    const cached = cachedOf(api);
+    const bump = (m: Json) => (m.metadata.resourceVersion = String(Number(m.metadata.resourceVersion) + 1));
+    const a = api.machines.get('md-0-a')!;
+    a.status.nodeRef = { name: 'node-md-0-a' }; // joined before the cache saw it: its mark meets a 409
+    bump(a);
+    const rest = api.rest();
+    let puts = 0;
+    const during: RestClient = {
+      ...rest,
+      put: async (path: string, body: Json) => {
+        const r = await rest.put(path, body);
+        if (++puts === 2) {
+          // The second status write (a's request withdrawn): b gets its Node and the cache has it before b's mark.
+          const b = api.machines.get('md-0-b')!;
+          b.status.nodeRef = { name: 'node-md-0-b' };
+          bump(b);
+          cached.machines = cached.machines.map((m) => (m.metadata.name === 'md-0-b' ? structuredClone(b) : m));
+        }
+        return r;
+      },
+    } as unknown as RestClient;
+    const { events, result } = run(api, new Refusals(), NOW, { rest: during }, cached);
+    await result;
+    expect(puts, 'the re-decision recorded').to.be.at.least(2);
+    expect(healthCheck(api.machines.get('md-0-a')), 'a not marked').to.equal(undefined);
+    expect(healthCheck(api.machines.get('md-0-b')), 'b not marked').to.equal(undefined);
+    expect(events.map((e) => e.reason)).to.not.include('RemediationRequested');
   });
 });

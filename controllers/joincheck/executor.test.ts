@@ -9,6 +9,7 @@ import { parseSettings } from '../../api/v1alpha1/settings.js';
 import type { MachineJoinCheck } from '../../api/v1alpha1/types.js';
 import { silentLogger } from '../../runtime/logger.js';
 import { ApiError, type Json, type RestClient } from '../../runtime/rest.js';
+import { mhcFacts } from './testing/builders.js';
 import { execute, needsWrite, type ExecutorDeps, type Live, type SnapshotSource } from './executor.js';
 import type { PlannedEvent, Snapshot } from './types.js';
 
@@ -35,6 +36,8 @@ class FakeApi {
   };
   readonly calls: string[] = [];
   writesAllowed = true;
+  /** The Machine was deleted (strategy Delete). */
+  deleted = false;
   private machineWrites = 0;
 
   constructor(private readonly onMachineWrite: (n: number, api: FakeApi) => Outcome = () => 'ok') {}
@@ -72,6 +75,13 @@ class FakeApi {
           },
         };
         return structuredClone(this.check);
+      },
+      deleteWithPreconditions: async (path: string, uid: string, rv: string) => {
+        this.write('DELETE', path);
+        if (uid !== this.machine.metadata.uid || rv !== this.machine.metadata.resourceVersion)
+          throw new ApiError(409, 'DELETE', path, 'precondition failed');
+        this.deleted = true;
+        return structuredClone(this.machine);
       },
       mergePatch: async (path: string, body: Json) => {
         this.write('PATCH', path);
@@ -113,14 +123,19 @@ class FakeApi {
 }
 
 /** A SnapshotSource like the controller's: cached objects, with the live ones in their place. */
-function source(api: FakeApi, cached = api.cached()): SnapshotSource {
+function source(
+  api: FakeApi,
+  cached = api.cached(),
+  o: Partial<Snapshot> = {},
+  cachedCluster: () => Json = clusterV1beta2,
+): SnapshotSource {
   return {
     build: (live: Live): Snapshot | undefined => {
       const check = (live.check ?? cached.check) as MachineJoinCheck;
       const raw = live.machines.has(cached.machine.metadata.uid)
         ? live.machines.get(cached.machine.metadata.uid)
         : cached.machine;
-      const cluster = live.cluster === undefined ? clusterV1beta2() : live.cluster;
+      const cluster = live.cluster === undefined ? cachedCluster() : live.cluster;
       return {
         check,
         settings: parseSettings(check.spec).settings!,
@@ -131,9 +146,29 @@ function source(api: FakeApi, cached = api.cached()): SnapshotSource {
         mhcs: [],
         capi: { apiVersion: 'v1beta2', minor: 14 },
         now: NOW,
+        ...o,
       };
     },
   };
+}
+
+/** The Machine gets its Node (CAPI sets nodeRef: a new resourceVersion). */
+function join(api: FakeApi): void {
+  api.machine.status = { ...api.machine.status, nodeRef: { name: 'node-1' } };
+  api.machine.metadata.resourceVersion = String(Number(api.machine.metadata.resourceVersion) + 1);
+}
+
+/** The REST client with `after` run once the check's status PUT is answered (an informer event, a pause, meanwhile). */
+function duringWriteAhead(api: FakeApi, after: () => void): RestClient {
+  const rest = api.rest();
+  return {
+    ...rest,
+    put: async (path: string, body: Json) => {
+      const r = await rest.put(path, body);
+      after();
+      return r;
+    },
+  } as unknown as RestClient;
 }
 
 function deps(api: FakeApi, o: Partial<ExecutorDeps> = {}): ExecutorDeps & { events: PlannedEvent[] } {
@@ -155,7 +190,7 @@ const healthCheck = (m: Json) => (m.status.conditions as Json[]).find((c) => c.t
 const count = (api: FakeApi, call: string) => api.calls.filter((c) => c === call).length;
 
 describe('executor (fake apiserver)', () => {
-  it('reads the Cluster live, records the request in status, then marks the Machine in one write that carries its marker: 4 requests', async () => {
+  it('records the request in status, reads the Cluster live, then marks the Machine in one write that carries its marker: 4 requests', async () => {
     const api = new FakeApi();
     const d = deps(api);
     const r = await execute(d, source(api));
@@ -164,8 +199,9 @@ describe('executor (fake apiserver)', () => {
     // The mark is built from the Machine as judged and guarded by its resourceVersion: that stands for its live read.
     expect(i(`GET ${MACHINE}`), 'no GET of the Machine').to.equal(-1);
     expect(i(`PATCH ${MACHINE}`), 'no marker write of its own').to.equal(-1);
-    expect(i(`PUT ${CHECK}/status`)).to.be.greaterThan(i(`GET ${CLUSTER}`));
-    expect(i(`PATCH ${MACHINE}/status`)).to.be.greaterThan(i(`PUT ${CHECK}/status`));
+    // The Cluster read after the write-ahead, right before the mark: a pause stored meanwhile is seen (issue 35, 6).
+    expect(i(`GET ${CLUSTER}`)).to.be.greaterThan(i(`PUT ${CHECK}/status`));
+    expect(i(`PATCH ${MACHINE}/status`)).to.be.greaterThan(i(`GET ${CLUSTER}`));
     expect(healthCheck(api.machine)).to.include({ status: 'False', reason: 'JoinTimeout' });
     // The marker inside the mark: the condition's message names the check and its uid.
     expect(healthCheck(api.machine)!.message).to.match(
@@ -175,11 +211,11 @@ describe('executor (fake apiserver)', () => {
     expect(api.machine.metadata.annotations?.['joinguard.io/requested-by']).to.equal(undefined);
     expect(d.events.map((e) => e.reason)).to.deep.equal(['RemediationRequested']);
     expect(r.requeueAfterMs).to.equal(undefined);
-    // A mark costs: the Cluster's live read, the status write, the mark, and its Event; then the check's own
+    // A mark costs: the status write, the Cluster's live read, the mark, and its Event; then the check's own
     // metadata (owner, block-move, finalizer) once.
     expect(api.calls.filter((c) => !c.startsWith(`PATCH ${CHECK}`))).to.deep.equal([
-      `GET ${CLUSTER}`,
       `PUT ${CHECK}/status`,
+      `GET ${CLUSTER}`,
       `PATCH ${MACHINE}/status`,
     ]);
   });
@@ -539,5 +575,78 @@ describe('executor (fake apiserver)', () => {
     expect(r.requeueAfterMs).to.equal(100);
     await execute(deps(api), source(api)); // with the current check: made again
     expect(healthCheck(api.machine)).to.include({ status: 'False', reason: 'JoinTimeout' });
+  });
+
+  // issue 35, 1: the plan was made on the cached Machine; the Machine got its Node while the status PUT was in flight
+  // and the informer delivered it before the Machine write. The write must be guarded by the resourceVersion judged (a
+  // 409, its live read), never by the newer one the cache now holds (cluster-api #12870).
+  for (const [what, spec, o] of [
+    ['the condition path (a mark on /status)', {}, {}],
+    [
+      'strategy Delete (a delete with preconditions)',
+      { remediation: { strategy: 'Delete' } },
+      { allowMachineDelete: true },
+    ],
+    [
+      'the annotation path (a MachineHealthCheck selects it)',
+      {},
+      { mhcs: [mhcFacts('md-0-mhc', { selector: { matchLabels: { 'cluster.x-k8s.io/deployment-name': 'md-0' } } })] },
+    ],
+  ] as const)
+    it(`a Machine that joined while the write-ahead was in flight, its Node cached meanwhile, is left alone: ${what}`, async () => {
+      const api = new FakeApi();
+      api.check.spec = { ...api.check.spec, ...spec };
+      const cached = api.cached();
+      const d = deps(api, {
+        rest: duringWriteAhead(api, () => {
+          if (api.machine.status.nodeRef !== undefined) return;
+          join(api);
+          cached.machine = structuredClone(api.machine); // the informer's event, before the Machine write
+        }),
+      });
+      await execute(d, source(api, cached, o as Partial<Snapshot>));
+      expect(api.deleted, 'not deleted').to.equal(false);
+      expect(healthCheck(api.machine), 'not marked').to.equal(undefined);
+      expect(api.machine.metadata.annotations?.['cluster.x-k8s.io/remediate-machine'], 'not annotated').to.equal(
+        undefined,
+      );
+      expect(d.events.map((e) => e.reason)).to.deep.equal([]);
+    });
+
+  // issue 35, 6: a pause stored while the write-ahead is in flight is seen: the Cluster is read live after it.
+  it('a Cluster paused while the write-ahead was in flight: no mark (the Cluster read live after the status write, still 4 requests)', async () => {
+    const api = new FakeApi();
+    const d = deps(api, { rest: duringWriteAhead(api, () => (api.cluster.spec.paused = true)) });
+    await execute(d, source(api));
+    expect(healthCheck(api.machine), 'not marked').to.equal(undefined);
+    expect(d.events.map((e) => e.reason)).to.deep.equal([]);
+    expect(api.calls.filter((c) => c.includes('/machines/'))).to.deep.equal([]);
+  });
+
+  // issue 35, 5 [clean-within-N]: the Cluster is read live only when the cached plan has something to write. A live
+  // read that saw "paused" must not pin the cache: once the Cluster is unpaused (its informer event not in yet), the
+  // next pass plans the joined Machine's withdrawal on the cache, reads the Cluster live, and writes it.
+  it('a live "paused" never pins the cache: once unpaused, a joined Machine loses its mark before the informer says so', async () => {
+    const api = new FakeApi();
+    await execute(deps(api), source(api)); // marked
+    let informer = clusterV1beta2(); // the Cluster as its informer delivered it (and as anything remembered puts it)
+    const remember = (kind: string, raw: Json) => {
+      if (kind === 'cluster') informer = raw;
+    };
+    join(api);
+    api.cluster.spec.paused = true; // paused: its informer event not in yet
+    api.cluster.metadata.resourceVersion = String(Number(api.cluster.metadata.resourceVersion ?? '1') + 1);
+    await execute(
+      deps(api, { remember }),
+      source(api, api.cached(), {}, () => informer),
+    );
+    expect(healthCheck(api.machine), 'nothing on a paused Cluster').to.include({ status: 'False' });
+    api.cluster.spec.paused = false; // unpaused: its informer events still not in
+    api.cluster.metadata.resourceVersion = String(Number(api.cluster.metadata.resourceVersion) + 1);
+    await execute(
+      deps(api, { remember }),
+      source(api, api.cached(), {}, () => informer),
+    );
+    expect(healthCheck(api.machine), 'withdrawn').to.include({ status: 'True' });
   });
 });

@@ -86,6 +86,7 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
   if (written.outcome === 'conflict') return { requeueAfterMs: 100 };
   if (written.outcome === 'refused') return withdrawUnrecorded(deps, machineRes, written, live, src, refusals);
   ({ s, p } = written);
+  const judged = written.judged ?? s;
   if (written.outcome !== 'deferred') for (const e of p.events) deps.emit(e, s.check);
 
   // Converge every Machine to its intent, each on its own, withdrawals first: a write refused for one Machine is
@@ -118,10 +119,34 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
     if (p.intents.some((i) => i.want !== 'withdraw' && needsWrite(i, factsOf(decidedOn, i.machine.uid)))) {
       metadataWritten = true;
       marksAllowed = await writeCheckMetadata(deps, s, p, live);
-      if (marksAllowed) s = src.build(live) ?? s;
+      if (marksAllowed && live.check !== undefined) s = withCheck(s, live.check);
       else requeue = 100;
     }
   }
+  // The Cluster read live after the write-ahead, right before the Machine writes, so that a pause stored while the
+  // status was written is seen (DESIGN: "Before any write"): the plan made again on it, with the Machines as judged.
+  // Where that changes a decision (a paused Cluster asks nothing), the new one is recorded before anything is written.
+  let onLiveCluster: Set<string> | undefined;
+  const again = await onLiveClusterPlan(
+    deps,
+    machineRes,
+    judged,
+    s,
+    p,
+    live,
+    src,
+    written.outcome === 'written' || metadataWritten,
+  );
+  if (again !== undefined && !isDeepStrictEqual(decisive(again.status), decisive(p.status))) {
+    const w = await writeStatus(deps, s, again, live, src);
+    if (w.outcome === 'written' || w.outcome === 'same') {
+      ({ s, p } = w);
+      onLiveCluster = new Set(p.intents.map(intentKey));
+    } else {
+      onLiveCluster = new Set();
+      requeue = Math.min(requeue ?? 100, 100);
+    }
+  } else if (again !== undefined) onLiveCluster = new Set(again.intents.map(intentKey));
   // The plan acted on: decided again when a Machine's write met a 409 (and recorded first when that changed a
   // decision), so that every Machine is written as the latest recorded decision says, not as an earlier one did.
   let latest = p;
@@ -129,6 +154,7 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
     const uid = first.machine.uid;
     const intent = latest.intents.find((x) => x.machine.uid === uid);
     if (intent === undefined || (!marksAllowed && intent.want !== 'withdraw')) continue;
+    if (onLiveCluster !== undefined && !onLiveCluster.has(intentKey(intent))) continue;
     if (!needsWrite(intent, factsOf(s, uid))) {
       refusals.cleared(uid);
       continue;
@@ -178,7 +204,10 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
     if (current !== undefined && (r === 'conflict' || r === 'unread')) requeue = Math.min(requeue ?? 1000, 1000);
   }
   p = latest;
-  refusals.keepOnly(new Set(p.intents.map((i) => i.machine.uid)));
+  // Kept while its request is open too: a refused request waiting for maxInFlight is still reported, and still holds no
+  // budget (remediate.ts).
+  const open = (p.status.requests ?? []).filter((r) => r.state === 'Open').map((r) => r.uid);
+  refusals.keepOnly(new Set([...p.intents.map((i) => i.machine.uid), ...open]));
   const retryAt = refusals.nextRetryAt();
   if (retryAt !== undefined) requeue = Math.min(requeue ?? Infinity, Math.max(0, retryAt - deps.now()));
 
@@ -227,7 +256,8 @@ function decisive(status: MachineJoinCheckStatus | undefined): unknown {
 const HELD_ANSWERS: ReadonlySet<RemediationOutcome> = new Set(['Deferred', 'Refused', 'Unanswered']);
 
 type StatusWrite =
-  | { outcome: 'written' | 'same' | 'deferred' | 'conflict' | 'gone'; s: Snapshot; p: Plan }
+  /** judged: the snapshot the plan was made on (the check as it was before this write), when it was written now. */
+  | { outcome: 'written' | 'same' | 'deferred' | 'conflict' | 'gone'; s: Snapshot; p: Plan; judged?: Snapshot }
   /** Any error but 404, 409 and a lost leadership (403 from RBAC on /status, an admission policy, a size limit). */
   | { outcome: 'refused'; s: Snapshot; p: Plan; error: Error };
 
@@ -266,8 +296,11 @@ async function withdrawUnrecorded(
     s.check,
   );
   let unsettled = false;
+  const again = await onLiveClusterPlan(deps, machineRes, s, s, p, live, src, false);
+  const onLiveCluster = again && new Set(again.intents.map(intentKey));
   for (const intent of p.intents) {
     if (intent.want !== 'withdraw') continue;
+    if (onLiveCluster !== undefined && !onLiveCluster.has(intentKey(intent))) continue;
     if (intent.needsRecord === true && stored.get(intent.machine.uid) === 'Open') continue;
     const uid = intent.machine.uid;
     if (!needsWrite(intent, factsOf(s, uid)) || refusals.waiting(uid, deps.now())) continue;
@@ -318,7 +351,10 @@ async function writeStatus(
       live.check = written;
       deps.remember('check', written);
       deps.writeMetric('status', 'ok');
-      return { outcome: 'written', s: src.build(live) ?? s, p };
+      // The snapshot the plan was made on, with the check as written: not rebuilt from the caches, which may have
+      // taken newer Machines meanwhile (a Node appeared while this PUT was in flight) — each Machine write is built
+      // from, and guarded by, the object judged (DESIGN: "Before any write"; issue 35).
+      return { outcome: 'written', s: withCheck(s, written), p, judged: s };
     } catch (e) {
       if (isNotFound(e)) return { outcome: 'gone', s, p };
       if ((e as Error).name === 'WritesForbiddenError') throw e; // leadership lost: nothing more, at once
@@ -348,13 +384,44 @@ async function writeStatus(
   return { outcome: 'conflict', s, p };
 }
 
-/** The live reads a plan needs before it is written (mustRead; the Cluster before any write): false when none. */
+/**
+ * The live reads a plan needs before its status is written (mustRead, with the Cluster): false when none. The Cluster
+ * a Machine write needs is read after the write-ahead (liveClusterGate).
+ */
 async function readBeforeWrites(deps: ExecutorDeps, res: Resource, p: Plan, s: Snapshot, live: Live): Promise<boolean> {
   const unread = mustRead(p, s, live);
-  const cluster = live.cluster === undefined && (unread.length > 0 || writing(p, s).length > 0);
-  if (!cluster && unread.length === 0) return false;
-  await readLive(deps, res, s, unread, live, cluster);
+  if (unread.length === 0) return false;
+  await readLive(deps, res, s, unread, live, live.cluster === undefined);
   return true;
+}
+
+/** The snapshot judged, with the check as the apiserver returned it after this process's own write. */
+function withCheck(s: Snapshot, check: Json): Snapshot {
+  return { ...s, check: check as Snapshot['check'] };
+}
+
+const intentKey = (i: MarkIntent) => `${i.machine.uid}/${i.want}`;
+
+/**
+ * Before the Machine writes: the Cluster read live — again when the check's status was written after an earlier read,
+ * so that a pause stored meanwhile is seen — and the plan made again on it: on `judged` (the snapshot `p` was made on,
+ * the check as it was before its write), with the Machines as judged. Undefined when `p` writes no Machine.
+ */
+async function onLiveClusterPlan(
+  deps: ExecutorDeps,
+  res: Resource,
+  judged: Snapshot,
+  s: Snapshot,
+  p: Plan,
+  live: Live,
+  src: SnapshotSource,
+  statusWritten: boolean,
+): Promise<Plan | undefined> {
+  if (writing(p, s).length === 0) return undefined;
+  if (live.cluster === undefined || statusWritten) await readLive(deps, res, s, [], live);
+  const fresh = src.build(live);
+  const { cluster: _cached, ...rest } = judged;
+  return plan({ ...rest, ...(fresh?.cluster !== undefined ? { cluster: fresh.cluster } : {}) });
 }
 
 /** The intents that still have something to write, as the snapshot shows their Machines. */

@@ -302,4 +302,36 @@ describe('first control-plane Machine', () => {
     expect(requested(p)).to.deep.equal([]);
     expect(p.status.firstControlPlane).to.equal(undefined);
   });
+
+  // issue 35, 2: the request was recorded (write-ahead) while it was the first control-plane Machine; its mark did not
+  // land (a refusal, a 500, a crash). Once the Cluster (or the KCP) says initialized it is never marked as first again:
+  // the rule is decided again at write time, like any request not made yet ("written only while due").
+  for (const [what, change] of [
+    [
+      'the Cluster',
+      {
+        cluster: newCluster({
+          controlPlaneInitialized: { value: true, since: DEADLINE + MINUTE },
+          remoteConnection: { value: true, since: T0 },
+        }),
+      },
+    ],
+    [
+      'the KubeadmControlPlane',
+      {
+        kcp: kcpFacts({ initialized: true }),
+        cluster: newCluster({ remoteConnection: { value: true, since: T0 } }),
+      },
+    ],
+  ] as const)
+    it(`a first control-plane request recorded but not made is not written once ${what} reports initialized`, () => {
+      const sc = creating();
+      const p = actOnFirst(sc);
+      expect(intentOf(p, 'cp-0')).to.include({ want: 'mark', path: 'OwnerRemediated' }); // its write did not land
+      const q = sc
+        .with(change)
+        .at(DEADLINE + 2 * MINUTE)
+        .plan();
+      expect(q.intents.filter((i) => i.want !== 'withdraw').map((i) => i.machine.name)).to.deep.equal([]);
+    });
 });

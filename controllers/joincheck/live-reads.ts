@@ -66,10 +66,10 @@ export async function readLive(
     withCluster ? getOrNull(deps, pathOf(clusterRes, ns, clusterName)) : Promise.resolve(undefined),
     ...targets.map((t) => getOrNull(deps, pathOf(res, t.namespace, t.name))),
   ]);
-  if (withCluster) {
-    live.cluster = cluster ?? null;
-    if (cluster) deps.remember('cluster', cluster);
-  }
+  // The live Cluster is used for this pass only, never put in the caches: a live "paused" kept there would hold every
+  // later pass on the cached plan (which writes nothing on a paused Cluster, so reads nothing live) until the
+  // informer's unpause event — a joined Machine keeping its mark meanwhile (issue 35; docs/decisions/).
+  if (withCluster) live.cluster = cluster ?? null;
   targets.forEach((t, i) => keepLive(deps, live, t, machines[i] ?? null));
 }
 

@@ -5,6 +5,7 @@
 import { expect } from 'chai';
 import type { MachineFacts } from '../../api/capi/model.js';
 import type { RemediationStrategy } from '../../api/v1alpha1/types.js';
+import { needsWrite } from './machine-writes.js';
 import { choosePath, causedMarks, type PathChoice } from './marks.js';
 import {
   HOUR,
@@ -455,6 +456,56 @@ describe('marks: requests through the planner', () => {
     expect(p.wakeAt).to.equal(T0 + 46 * MINUTE + SECOND);
     const q = sc.at(T0 + 46 * MINUTE + SECOND).plan();
     expect(requestOf(q, 'a')).to.include({ state: 'Withdrawn', withdrawn: 'Unanswered' });
+  });
+
+  // issue 35, 9a: the owner's clock a second behind JoinGuard's (both in whole seconds): its answer is still one.
+  it('an owner whose clock is a second behind: its answer (deferred) still answers the request, never unanswered', () => {
+    const sc = marked();
+    sc.update('a', {
+      ownerRemediated: { status: 'False', reason: 'RemediationDeferred', since: T0 + 21 * MINUTE - SECOND },
+    });
+    sc.at(T0 + 22 * MINUTE).plan(); // the mark seen: the unanswered clock starts
+    const p = sc.at(T0 + 5 * HOUR).plan();
+    expect(requestOf(p, 'a')).to.include({ state: 'Open', answered: true });
+  });
+
+  // issue 35, 9b (shown, not changed): the workload's Nodes are listed once per reconcile, so a Node that registers
+  // between that list and the mark is not seen and the mark goes out. That is the race DESIGN's withdrawal covers (a
+  // Node registering just after the mark looks the same): the next pass, with the Node in its list, withdraws the mark
+  // at once, counts it as a join, and asks nothing more.
+  it('a Node that registered between the Node list and the mark: the next pass sees it, withdraws the mark, asks nothing', () => {
+    const sc = marked({ workloadNodes: [] });
+    expect(requestOf(sc.last!, 'a')).to.include({ state: 'Open' });
+    const p = sc
+      .with({ workloadNodes: [{ name: 'node-a', providerID: 'sim://a' }] })
+      .advance(SECOND)
+      .plan();
+    expect(intentOf(p, 'a')).to.include({ want: 'withdraw' });
+    expect(requestOf(p, 'a')).to.include({ state: 'Withdrawn', withdrawn: 'Joined' });
+    expect(p.asked, 'no new request').to.deep.equal([]);
+  });
+
+  // issue 35, 9c (shown, not changed): on the condition paths the marker is inside the mark's condition message, so
+  // after clusterctl move (the check gets a new uid) the mark keeps naming the check before the move. The request
+  // moved with the check's memory: the mark is still this check's — not taken for a deleted check's, not asked again,
+  // its open request counted in flight (budgets.ts) — and when the Machine joins it is withdrawn with that marker.
+  it("a condition-path mark whose marker names the check's uid before a move: still this check's, withdrawn on join", () => {
+    const sc = marked();
+    expect(sc.machine('a').requestedBy).to.equal('uid-mjc');
+    const meta = sc.s.check.metadata;
+    sc.with({ check: { ...sc.s.check, metadata: { ...meta, uid: 'uid-moved' } }, checkUids: new Set(['uid-moved']) });
+    const p = sc.advance(SECOND).plan();
+    expect(requestOf(p, 'a')).to.include({ state: 'Open' });
+    expect(
+      p.intents.filter((i) => i.machine.name === 'a').map((i) => i.want),
+      'not withdrawn',
+    ).to.deep.equal(['mark']);
+    expect(needsWrite(intentOf(p, 'a')!, sc.machine('a')), 'not marked again').to.equal(false);
+    expect(p.asked).to.deep.equal([]);
+    sc.update('a', { nodeName: 'node-a' });
+    const q = sc.advance(SECOND).plan();
+    expect(intentOf(q, 'a')).to.include({ want: 'withdraw', marker: 'uid-mjc' });
+    expect(needsWrite(intentOf(q, 'a')!, sc.machine('a'))).to.equal(true);
   });
 
   it('a request the owner answered (deferred) is not unanswered, however long it waits', () => {

@@ -11,7 +11,7 @@ import { ANNOTATION_WITHDRAW_ALL, STATUS_LIMITS } from '../../api/v1alpha1/types
 import { markOwner } from './deletion.js';
 import { anyMark, causedMarks, ownerRef, PATHS, target, type Path } from './paths.js';
 import { isJoined } from './judge.js';
-import { formatDuration, iso, ms, MINUTE } from './time.js';
+import { formatDuration, iso, ms, MINUTE, SECOND } from './time.js';
 import type { MachineVerdict, MarkIntent } from './types.js';
 
 /**
@@ -20,6 +20,12 @@ import type { MachineVerdict, MarkIntent } from './types.js';
 export const UNANSWERED_AFTER_MS = 15 * MINUTE;
 
 const OWNER_WAITING = 'WaitingForRemediation';
+
+/**
+ * How far an owner's clock may lag JoinGuard's and its answer still count (both whole seconds): an answer ignored is
+ * a request withdrawn as Unanswered while its owner holds it (issue 35, 9a; docs/decisions/answer-clock-skew.md).
+ */
+export const ANSWER_CLOCK_SKEW_MS = 30 * SECOND;
 
 export {
   anyMark,
@@ -43,7 +49,7 @@ function answered(r: RequestRecord, m: MachineFacts): boolean {
   // An answer comes after the question: an OwnerRemediated left by an earlier request (its owner has not dropped it
   // yet, e.g. after a deleted check withdrew its mark) does not answer a new one.
   const asked = ms(r.time);
-  if (or.since !== undefined && asked !== undefined && or.since < asked) return false;
+  if (or.since !== undefined && asked !== undefined && or.since < asked - ANSWER_CLOCK_SKEW_MS) return false;
   if (or.reason !== undefined && or.reason !== OWNER_WAITING) return true;
   return path !== 'Report' && PATHS[path].answered; // the MHC marked it for the owner
 }

@@ -57,7 +57,7 @@ let current: [Setup, Step[]] | undefined;
 const survey: Record<string, { count: number; first: string }> = {};
 const product = { suspicions: 0, canaries: 0, resumes: 0, budgetStops: 0, plansWithSettledOut: 0, partitionChecks: 0 };
 
-/** Histories kept in testing/ (the fixed defects' and the open ones'), each named with what it found. */
+/** Histories kept in testing/ (the defects found and fixed), each named with what it found. */
 function keptHistories(file: string): { name: string; found: string; setup: Setup; history: Step[] }[] {
   return JSON.parse(readFileSync(new URL(`./testing/${file}`, import.meta.url), 'utf8')) as ReturnType<
     typeof keptHistories
@@ -322,15 +322,6 @@ describe('planner and executor: properties over random histories (seeded), judge
         }
       }
     });
-
-  // Histories that found a defect not fixed yet: listed as pending (mocha prints each), replayed with
-  // PROPERTY_OPEN_DEFECTS=1 (they fail until fixed; then they move to regressions.json).
-  const open = keptHistories('open-defects.json');
-  for (const d of open) {
-    const title = `open defect, not fixed: ${d.name} — ${d.found}`;
-    if (process.env['PROPERTY_OPEN_DEFECTS'] === '1') it(title, async () => run(d.setup, d.history));
-    else it.skip(title);
-  }
 
   it('keeps every invariant, after every step, whatever fails and whenever it crashes', async () => {
     await fc.assert(

@@ -14,14 +14,16 @@ import {
   spendCanary,
   trimWindows,
   keptFrom,
+  maxInFlightLimit,
   type GuardResult,
   type GuardState,
   type GuardWorld,
 } from './guards.js';
 import { byName } from './judge.js';
-import { appendHistory, choosePath, newRequest, ownerRef, target } from './marks.js';
+import { appendHistory, choosePath, made, newRequest, ownerRef, target } from './marks.js';
 import { assign, type Followed, type Observed } from './observe.js';
 import { iso } from './time.js';
+import { compareText } from './words.js';
 import type { MachineVerdict, Plan, Snapshot } from './types.js';
 import { rolloutSuspect } from './rollout-suspect.js';
 import { HOLD_OF_STOP } from './timed.js';
@@ -38,6 +40,8 @@ export interface Remediated {
   deleteNotAllowed: string[];
   /** Stuck Machines not asked for, by uid, and what held each back (status.timedMachines). */
   held: Map<string, HoldWord>;
+  /** Open requests not made yet whose write waits for maxInFlight (a refused one's retry, issue 35, 3). */
+  overBudget: Set<string>;
 }
 
 type Hold = { m: MachineFacts; v: MachineVerdict; loop: GuardResult & { go: false } };
@@ -47,7 +51,15 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
   const { settings, cluster, stops, inScope } = w;
   const verdicts = j.verdicts;
   const handled = new Set((next.requests ?? []).map((r) => r.uid));
-  const flying = inFlight(f.ofCluster, next.requests ?? [], f.unreadable, s.check.metadata.uid);
+  // A request whose mark or delete the apiserver refuses (this process's memory) was never made: it holds no budget
+  // while it is reported and retried (DESIGN: a refused write never holds back another Machine's mark; issue 35, 3).
+  const refused = refusedUnmade(s, f, next.requests ?? []);
+  const flying = inFlight(
+    f.ofCluster,
+    (next.requests ?? []).filter((r) => !refused.has(r.uid)),
+    f.unreadable,
+    s.check.metadata.uid,
+  );
   const failed = new Map<string, string>(
     [...w.prevObs].flatMap(([uid, o]) => (o.failedAt !== undefined ? [[uid, o.failedAt]] : [])),
   );
@@ -211,7 +223,8 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
   if (next.firstControlPlane !== undefined && Object.keys(next.firstControlPlane).length === 0)
     delete next.firstControlPlane;
   stateStops(f, w, verdicts, requests, wouldAsk);
-  return { requests, flying, confirm, pausedMhcs, deleteNotAllowed, held };
+  const overBudget = notMadeOverBudget(f, requests, flying, refused, maxInFlightLimit(settings, w.expected));
+  return { requests, flying, confirm, pausedMhcs, deleteNotAllowed, held, overBudget };
 }
 
 /**
@@ -295,4 +308,43 @@ function stateStops(
     stops.add('DryRun', '');
     for (const x of wouldAsk) stops.add('DryRun', x);
   }
+}
+
+/** The open requests not made yet whose mark or delete the apiserver refused (Snapshot.refusedWrites). */
+function refusedUnmade(s: Snapshot, f: Followed, requests: readonly RequestRecord[]): Set<string> {
+  const refused = new Set((s.refusedWrites ?? []).filter((x) => x.write !== 'withdraw').map((x) => x.uid));
+  return new Set(
+    requests.filter((r) => r.state === 'Open' && refused.has(r.uid) && !made(r, f.byUid.get(r.uid))).map((r) => r.uid),
+  );
+}
+
+/**
+ * The open requests not made yet that are not written now: those past maxInFlight once the Machines in flight with a
+ * mark are counted, in request order, refused ones last. A request that stopped counting while refused (or one this
+ * process no longer remembers as refused, after a restart) waits for the budget like a new one: never more than
+ * maxInFlight marks at once.
+ */
+function notMadeOverBudget(
+  f: Followed,
+  requests: readonly RequestRecord[],
+  flying: readonly string[],
+  refused: ReadonlySet<string>,
+  limit: number,
+): Set<string> {
+  const notMade = requests
+    .filter((r) => r.state === 'Open' && r.path !== 'Report' && !made(r, f.byUid.get(r.uid)))
+    .sort(
+      (a, b) =>
+        Number(refused.has(a.uid)) - Number(refused.has(b.uid)) ||
+        compareText(a.time, b.time) ||
+        compareText(a.machine, b.machine),
+    );
+  const names = new Set(notMade.map((r) => r.machine));
+  let room = limit - flying.filter((n) => !names.has(n)).length;
+  const out = new Set<string>();
+  for (const r of notMade) {
+    if (room > 0) room--;
+    else out.add(r.uid);
+  }
+  return out;
 }

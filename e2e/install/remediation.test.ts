@@ -221,7 +221,7 @@ describe('install: the controller under the add-on ServiceAccount completes a re
       ).body,
     ) as Json;
     const ours = (list.items as Json[]).filter((e) => e.source?.component === 'joinguard');
-    // JoinTimedOut only when the Machine was held before it was asked (docs/decisions.md): the request says it.
+    // JoinTimedOut only when the Machine was held before it was asked (docs/decisions/requests-marks-and-withdrawal.md, "Events only for writes that happened"): the request says it.
     const requested = ours.find((e) => e.reason === 'RemediationRequested');
     expect(requested?.message, JSON.stringify(ours.map((e) => e.reason))).to.match(
       /: JoinTimeout\. JoinGuard asks for its replacement via path OwnerRemediated/,

@@ -3,7 +3,7 @@
 // clusters, each with a worker that never joins, each with a check; only the labelled one is touched. The filter
 // selects Clusters, Machines and checks server-side (issue 18), so the labelled Cluster's check and its Machines
 // carry the label too: the workers through the MachineDeployment's template, the control plane through the
-// KubeadmControlPlane's machineTemplate (docs/decisions.md, "Sharding with --watch-filter").
+// KubeadmControlPlane's machineTemplate (docs/decisions/sharding-with-watch-filter.md).
 // Until the controller supports the filter, the command refuses to start with it (never ignoring it
 // silently) and this spec is pending.
 import { spawn, type ChildProcess } from 'node:child_process';

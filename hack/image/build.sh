@@ -6,11 +6,12 @@
 #   hack/image/build.sh                 build ghcr.io/joinguard/joinguard:v<package.json version> for this machine
 #   IMAGE=localhost/jg:dev hack/image/build.sh
 #
-# One build argument differs from a release build: RUNTIME_IMAGE names the runtime base by its tag alone, because a
-# base made here cannot carry the published digest the Dockerfile pins. Everything else (stages, files, user, ENV,
-# entry point) is the Dockerfile's. The last line printed is the image's name; its ID is in
-# ${OUT_DIR:-out}/image-id.txt. Needs podman and runc (apt-get install podman runc debootstrap): podman's
-# default runtime, crun, cannot set its rlimits here, so every container runs with runc and explicit ulimits.
+# The two base arguments differ from a release build: NODE_IMAGE and RUNTIME_IMAGE name the stand-ins by the tags
+# hack/image/base.sh prints, because a base made here cannot carry the published digest the Dockerfile pins.
+# Everything else (stages, files, user, ENV, labels, entry point) is the Dockerfile's. The last line printed is the
+# image's name; its ID is in ${OUT_DIR:-out}/image-id.txt. Needs podman and runc (apt-get install podman runc
+# debootstrap): podman's default runtime, crun, cannot set its rlimits here, so every container runs with runc and
+# explicit ulimits.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
@@ -33,9 +34,12 @@ image="${IMAGE:-ghcr.io/joinguard/joinguard:v${version}}"
 out="${OUT_DIR:-out}"
 started=$(date +%s)
 
-bash hack/image/base.sh >/dev/null
+# base.sh prints the stand-ins' tags: the build stages' first, the runtime's second.
+bases_out="$(bash hack/image/base.sh)"
+mapfile -t bases <<<"$bases_out"
+builder_tag="${bases[0]:?hack/image/base.sh printed no builder tag}"
+runtime_tag="${bases[1]:?hack/image/base.sh printed no runtime tag}"
 runtime_pin="$(sed -n 's/^ARG RUNTIME_IMAGE=//p' Dockerfile)"
-runtime_tag="${runtime_pin%@*}"
 commit="$JOINGUARD_IMAGE_COMMIT"
 
 # The host's CA bundle for the build's RUN steps (npm ci reaches the registry through the host's network, which
@@ -53,7 +57,7 @@ mkdir -p "$out"
 s=$(date +%s)
 podman build --runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --pull=never --network host \
   --layers -f Dockerfile -t "$image" "${ca_args[@]}" \
-  --build-arg "RUNTIME_IMAGE=$runtime_tag" \
+  --build-arg "NODE_IMAGE=$builder_tag" --build-arg "RUNTIME_IMAGE=$runtime_tag" \
   --build-arg "GIT_COMMIT=$commit" \
   --label "org.opencontainers.image.version=v$version" \
   --label "org.opencontainers.image.revision=$commit" \

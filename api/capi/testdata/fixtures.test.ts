@@ -1,15 +1,16 @@
 // The fixtures are what CAPI v1.14.2's CRDs accept: every field exists in the version's schema, has its
 // type and enum, and every required field is there. The CRDs are read from the local Go module cache
-// (or $CAPI_SOURCE); without them the check is skipped.
+// (or $CAPI_SOURCE); without them the check is skipped, and fails in CI (hack/testing/inputs.ts).
 import { expect } from 'chai';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
+import { goModuleDir, skipOrFail } from '../../../hack/testing/inputs.js';
 import { markForRemediation, setJoinGuardCondition, withdrawMark } from '../remediation-writes.js';
 import * as f from './fixtures.js';
 
 type Json = Record<string, any>;
-const SOURCE = process.env['CAPI_SOURCE'] ?? '/root/go/pkg/mod/sigs.k8s.io/cluster-api@v1.14.2';
+const SOURCE = process.env['CAPI_SOURCE'] ?? goModuleDir('sigs.k8s.io/cluster-api', 'v1.14.2');
 const CRDS: Record<string, string> = {
   Machine: 'core/config/crd/bases/cluster.x-k8s.io_machines.yaml',
   Cluster: 'core/config/crd/bases/cluster.x-k8s.io_clusters.yaml',
@@ -65,7 +66,8 @@ function check(value: unknown, s: Json, path: string, out: string[]): void {
 
 describe('api/capi fixtures match the CAPI v1.14.2 CRDs', function () {
   before(function () {
-    if (!existsSync(join(SOURCE, CRDS['Machine']!))) this.skip();
+    const machine = join(SOURCE, CRDS['Machine']!);
+    if (!existsSync(machine)) skipOrFail(this, `no CAPI v1.14.2 CRDs: ${machine} (hack/testenv/capi-sources.sh)`);
   });
 
   const now = new Date('2026-05-01T11:00:00Z');

@@ -1,10 +1,12 @@
-// A small in-memory Kubernetes API server for the micro-benchmark (bench/micro/micro.ts): HTTPS, the
+// A FAKE: a small in-memory Kubernetes API server, shared by the benchmarks (bench/micro/) and the product tests
+// that need a whole controller against an apiserver without a control plane (controllers/decision-gate.test.ts,
+// controllers/capi-upgrade.test.ts); it lives in testing/ so that neither imports the other. HTTPS, the
 // list/watch/get/create/update/patch/delete verbs of the resources JoinGuard reads and writes, with
 // resourceVersions, preconditions (409), label selectors, paged lists, watch replay from a resourceVersion
 // and bookmarks, WatchList (sendInitialEvents, unless `watchList` is off: then refused with 422 as by an apiserver
 // whose WatchList feature gate is off). It exists so that JoinGuard's event path and its requests per mark can be measured at
 // 10,000 Machines per Cluster in seconds, with objects captured from CAPI's real managers
-// (bench/micro/fixtures.json), and without an apiserver or CAPI sharing the 2 cores. Not a conformance
+// (testing/fixtures.json), and without an apiserver or CAPI sharing the 2 cores. Not a conformance
 // fake: no field validation, no admission, no server-side apply.
 import { randomUUID } from 'node:crypto';
 import https from 'node:https';

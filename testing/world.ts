@@ -1,4 +1,4 @@
-// The objects the micro-benchmark serves: copies of the ones captured from CAPI's real managers
+// The objects the in-memory apiserver serves (benchmarks and product tests): copies of the ones captured from CAPI's real managers
 // (fixtures.json, bench/micro/capture.ts), renamed, relabelled and with their clock inputs set.
 //   Cluster c<i>       connected for an hour (no connection grace in the way), initialized long ago
 //   pool rest          Machines that joined (Running, nodeRef); a check with a 24h timeout
