@@ -13,6 +13,7 @@ import { checkMetadata } from './memory.js';
 import { assign, type Followed, type Observed } from './observe.js';
 import type { Remediated } from './remediate.js';
 import { timedMachines } from './timed.js';
+import { compareText } from './words.js';
 import type { MarkIntent, Snapshot } from './types.js';
 import type { Judged } from './verdicts.js';
 
@@ -143,7 +144,8 @@ export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Re
   const paused = pausedCondition({
     specPaused: settings.paused,
     cluster,
-    pausedMhcs,
+    // By text, as every list in a message: the same pauses say the same whatever order the caches list Machines in.
+    pausedMhcs: [...pausedMhcs].sort(compareText),
     verdicts,
     ...(withdrawing ? { withdrawing } : {}),
   });

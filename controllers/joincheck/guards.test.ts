@@ -319,6 +319,31 @@ describe('guards', () => {
     expect(cond(p.status, 'Progressing')?.message).to.contain('maxPerOwner 3 reached for MachineSet/ms-a');
   });
 
+  it('remediation.window lowered from 2h to 10m and raised back within a day forgets no request inside the window', () => {
+    const owner = { kind: 'MachineSet' as const, name: 'ms-a', controlPlane: false };
+    const budget = (windowMs: number) =>
+      settings({ consecutiveJoinFailures: 0, maxInFlight: { count: 5 }, maxPerOwner: 1, windowMs });
+    const sc = new Scenario(
+      snapshot({
+        settings: budget(2 * HOUR),
+        machines: [withNode(worker('old', { createdAt: T0 - HOUR })), worker('a0', { owner })],
+      }),
+    );
+    sc.plan();
+    expect(requested(sc.at(STUCK).plan())).to.deep.equal(['a0']);
+    sc.remove('a0');
+    sc.with({ settings: budget(10 * MINUTE) })
+      .at(STUCK + 30 * MINUTE)
+      .plan(); // a0's request is outside 10m
+    sc.with({ settings: budget(2 * HOUR) })
+      .at(STUCK + 31 * MINUTE)
+      .plan();
+    sc.add(worker('a1', { owner, createdAt: STUCK }));
+    const p = sc.at(STUCK + 40 * MINUTE).plan();
+    expect(requested(p), "a second request of ms-a inside the 2h window: a0's is remembered").to.deep.equal([]);
+    expect(cond(p.status, 'Progressing')?.message).to.contain('maxPerOwner 1 reached for MachineSet/ms-a');
+  });
+
   it('a hand-written consecutiveJoinFailures of int32 max is clamped, said in Ready, and counting saturates', () => {
     const sc = new Scenario(
       snapshot({
@@ -517,6 +542,24 @@ describe('guards: the suspicion and its canaries', () => {
     const r = sc.advance(MINUTE).plan();
     expect(eventReasons(r)).to.include('Resumed');
     expect(r.status.lastResume).to.deep.equal({ value: '1', time: '2026-03-01T00:29:00Z' });
+  });
+
+  it('after a resume the Machines the suspicion held are rebuilt within maxInFlight, not counted again; failures after it count anew', () => {
+    // docs/decisions/resume-rebuilds-held-machines.md: counted before the resume, they are not evidence against it.
+    const sc = stalled({ maxInFlight: { count: 3 } });
+    sc.annotate({ 'joinguard.io/resume': '1' });
+    const p = sc.at(STALL + 5 * MINUTE).plan();
+    expect(requested(p)).to.deep.equal(['b', 'c', 'd']);
+    expect(p.status.requests?.filter((r) => r.canary === true)).to.deep.equal([]);
+    expect(p.status.consecutiveJoinFailures).to.equal(0);
+    expect(p.status.suspicion).to.equal(undefined);
+    for (const n of ['b', 'c', 'd']) sc.remove(n);
+    const q = sc.advance(MINUTE).plan();
+    expect(requested(q)).to.deep.equal(['e', 'f', 'g']);
+    expect(q.status.consecutiveJoinFailures).to.equal(0);
+    // A Machine that times out after the resume is a failure of the new run: the count starts again from it.
+    sc.add(worker('late', { createdAt: STALL }));
+    expect(sc.at(STALL + 21 * MINUTE).plan().status.consecutiveJoinFailures).to.equal(1);
   });
 
   it('consecutiveJoinFailures 0 turns the suspicion off', () => {

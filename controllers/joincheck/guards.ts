@@ -138,7 +138,8 @@ export function kcpGate(
 
 /**
  * An owner that answered CannotBeRemediated to one of JoinGuard's requests, or left one unanswered, is asked
- * nothing more while that Machine is there and has not joined (from the world; a resume does not bring it back).
+ * nothing more while that Machine is there and has not joined (from the world). Only requests since the last resume are
+ * passed in (remediate.ts sinceResume), so `joinguard.io/resume` clears the stop; the Machine itself is not asked again.
  */
 export function ownerRefusal(
   owner: OwnerReference | undefined,

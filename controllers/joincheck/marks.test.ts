@@ -12,6 +12,7 @@ import {
   MINUTE,
   SECOND,
   T0,
+  check,
   clusterFacts,
   cpMachine,
   mhcFacts,
@@ -512,6 +513,93 @@ describe('marks: requests through the planner', () => {
     sc.update('a', { ownerRemediated: { status: 'False', reason: 'RemediationDeferred' } });
     const p = sc.at(T0 + 5 * HOUR).plan();
     expect(requestOf(p, 'a')?.state).to.equal('Open');
+  });
+});
+
+describe('marks: the unanswered clock stops while nobody can answer', () => {
+  it('time while the Cluster is paused does not count: the first pass after the unpause withdraws nothing, and the bound runs from the unpause', () => {
+    const sc = marked();
+    sc.plan(); // the mark seen at T0+21m: the clock starts
+    sc.with({ cluster: clusterFacts({ paused: true }) });
+    sc.at(T0 + 25 * MINUTE).plan();
+    sc.at(T0 + 40 * MINUTE).plan(); // 19m after the mark, paused: nobody can answer
+    sc.with({ cluster: clusterFacts() });
+    const p = sc.at(T0 + 45 * MINUTE).plan();
+    expect(requestOf(p, 'a')?.state, 'the first pass after the unpause').to.equal('Open');
+    expect(intentOf(p, 'a')?.want).to.not.equal('withdraw');
+    expect(p.wakeAt).to.equal(T0 + 60 * MINUTE);
+    expect(requestOf(sc.at(T0 + 59 * MINUTE).plan(), 'a')?.state).to.equal('Open');
+    expect(requestOf(sc.at(T0 + 60 * MINUTE).plan(), 'a')).to.include({ state: 'Withdrawn', withdrawn: 'Unanswered' });
+  });
+
+  it('time while the acting MachineHealthCheck is paused does not count (the annotation path)', () => {
+    const sc = stuck({ mhcs: [mhcFacts('mhc-a')] });
+    sc.converge(sc.plan());
+    sc.advance(SECOND).plan(); // the annotation seen: the clock starts
+    sc.with({ mhcs: [mhcFacts('mhc-a', { paused: true })] });
+    sc.at(T0 + 30 * MINUTE).plan();
+    sc.at(T0 + 50 * MINUTE).plan();
+    sc.with({ mhcs: [mhcFacts('mhc-a')] });
+    const p = sc.at(T0 + 51 * MINUTE).plan();
+    expect(requestOf(p, 'a')?.state, 'the first pass after the MHC resumed').to.equal('Open');
+    expect(requestOf(sc.at(T0 + 66 * MINUTE).plan(), 'a')).to.include({ state: 'Withdrawn', withdrawn: 'Unanswered' });
+  });
+
+  it("an answer wiped by clusterctl move is waited for again: the moved request's clock restarts on the target", () => {
+    const sc = marked();
+    sc.plan(); // the mark seen at T0+21m
+    sc.with({ cluster: clusterFacts({ paused: true }) }).annotate({
+      'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io',
+    });
+    const memory = sc.at(T0 + 30 * MINUTE).plan().check.carryMemory!;
+    // The target's first pass comes after the unpause (its JoinGuard started late): new uids, the answer gone.
+    const moved = sc.s.machines.map((m) => ({ ...m, uid: `${m.uid}-moved`, ownerRemediated: undefined }));
+    const t = new Scenario(
+      snapshot({
+        check: check({ annotations: { 'joinguard.io/memory': memory } }),
+        settings: { maxInFlight: { count: 5 }, consecutiveJoinFailures: 0 },
+        machines: moved,
+        now: T0 + 40 * MINUTE,
+      }),
+    );
+    const p = t.plan();
+    expect(requestOf(p, 'a')).to.include({ state: 'Open', uid: 'uid-a-moved' });
+    expect(requestOf(t.at(T0 + 54 * MINUTE).plan(), 'a')?.state).to.equal('Open');
+    expect(requestOf(t.at(T0 + 55 * MINUTE).plan(), 'a')).to.include({ state: 'Withdrawn', withdrawn: 'Unanswered' });
+  });
+
+  it('an answer wiped by clusterctl move, the memory carried with its clock (an older release wrote it): the clock restarts on the target', () => {
+    const sc = marked();
+    sc.plan(); // the mark seen at T0+21m: markedTime in the status, as a release before the paused-clock rule carried it
+    expect(requestOf(sc.last!, 'a')?.markedTime).to.equal('2026-03-01T00:21:00Z');
+    const moved = sc.s.machines.map((m) => ({ ...m, uid: `${m.uid}-moved`, ownerRemediated: undefined }));
+    const t = new Scenario(
+      snapshot({
+        check: check({ annotations: { 'joinguard.io/memory': JSON.stringify(sc.status) } }),
+        settings: { maxInFlight: { count: 5 }, consecutiveJoinFailures: 0 },
+        machines: moved,
+        now: T0 + 40 * MINUTE,
+      }),
+    );
+    expect(requestOf(t.plan(), 'a')).to.include({ state: 'Open', uid: 'uid-a-moved' });
+    expect(requestOf(t.at(T0 + 55 * MINUTE).plan(), 'a')).to.include({ state: 'Withdrawn', withdrawn: 'Unanswered' });
+  });
+
+  it('joinguard.io/resume clears the stop an unanswered request put on its owner', () => {
+    const sc = marked({ settings: { maxInFlight: { count: 1 }, consecutiveJoinFailures: 0 } });
+    sc.plan();
+    sc.add(worker('a3', { createdAt: T0 + MINUTE }));
+    const p = sc.at(T0 + 36 * MINUTE).plan();
+    expect(requestOf(p, 'a')).to.include({ state: 'Withdrawn', withdrawn: 'Unanswered' });
+    sc.converge(p);
+    sc.converge(sc.advance(MINUTE).plan()); // b asked (another owner); a3 held: its owner left a unanswered
+    sc.remove('b');
+    const q = sc.advance(MINUTE).plan();
+    expect(requested(q)).to.deep.equal([]);
+    expect(cond(q.status, 'Progressing')?.message).to.contain('nobody acted on the request for a');
+    sc.annotate({ 'joinguard.io/resume': 'now' });
+    const r = sc.advance(MINUTE).plan();
+    expect(requested(r)).to.deep.equal(['a3']);
   });
 });
 

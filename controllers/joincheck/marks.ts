@@ -66,6 +66,11 @@ export interface FollowInput {
   dryRun: boolean;
   /** The check's joinguard.io/withdraw-all: every open request is withdrawn. */
   withdrawAll?: boolean;
+  /**
+   * Nobody can answer the request now (its Cluster or the acting MachineHealthCheck paused): its unanswered clock
+   * stops, and starts again from the first pass that can be answered (DESIGN: paused time does not count).
+   */
+  clockStopped?: (r: RequestRecord, m: MachineFacts) => boolean;
   /** A visible mark nobody acted on for this long is withdrawn (UNANSWERED_AFTER_MS; the e2e shortens it). */
   unansweredAfterMs?: number;
   now: number;
@@ -101,9 +106,11 @@ export function followRequests(i: FollowInput): Followed {
     const r: RequestRecord = { ...r0 };
     if (r.state === 'Open') {
       if (!r.marked && r.path !== 'Report' && PATHS[r.path].visible(m)) r.marked = true;
-      // Timed from the first time the mark was seen (a record from before markedTime existed: from now).
-      if (r.marked && r.markedTime === undefined) r.markedTime = iso(i.now);
       if (!r.answered && answered(r, m)) r.answered = true;
+      // Timed from the first time the mark was seen (a record from before markedTime existed: from now); while
+      // nobody can answer, not timed: the bound runs again, whole, from the first pass that can be answered.
+      if (!r.answered && i.clockStopped?.(r, m) === true) delete r.markedTime;
+      else if (r.marked && r.markedTime === undefined) r.markedTime = iso(i.now);
       const deleting = m.deletingSince !== undefined;
       if (!deleting && isJoined(m, i.nodes)) withdraw(r, 'Joined');
       else if (!deleting && m.skipReason !== undefined) withdraw(r, 'OptedOut');

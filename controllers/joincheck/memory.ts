@@ -171,6 +171,11 @@ export function followMovedUids(
       const uid = byName.get(r.machine);
       if (known.has(r.uid) || uid === undefined || uid === r.uid) return r;
       moved++;
+      // A request's answer went with the status clusterctl did not copy: it is waited for again, its clock anew.
+      if ('markedTime' in r) {
+        const { markedTime: _wiped, ...rest } = r as T & { markedTime?: string };
+        return { ...rest, uid } as T;
+      }
       return { ...r, uid };
     });
   for (const k of ['requests', 'observations', 'recentFailures', 'remediations'] as const) {

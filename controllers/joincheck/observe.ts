@@ -22,8 +22,10 @@ import {
   type VerdictContext,
 } from './judge.js';
 import { followRequests, made } from './marks.js';
+import { actingMhcPaused } from './paths.js';
 import { followMovedUids, readMemory } from './memory.js';
 import { ms } from './time.js';
+import { MOVED_WITH_CHECK_MS } from './verdicts.js';
 import type { CheckMetadataIntent, PlannedEvent, Snapshot } from './types.js';
 
 /** Any Machine of the Cluster by uid, settled ones included (they are not in `machines`). */
@@ -88,6 +90,7 @@ export function follow(s: Snapshot): Followed {
     dryRun: s.settings?.dryRun ?? false,
     // While the Cluster is paused clusterctl move may be copying its Machines: one not there yet is not gone.
     keepMissing: s.cluster?.paused === true,
+    clockStopped: (r, m) => s.cluster?.paused === true || actingMhcPaused(r.path, m, s.mhcs),
     withdrawAll,
     ...(s.unansweredAfterMs !== undefined ? { unansweredAfterMs: s.unansweredAfterMs } : {}),
     now: s.now,
@@ -128,6 +131,11 @@ export interface Observed {
   inScope: MachineFacts[];
   expected: number;
   prevObs: Map<string, MachineObservation>;
+  /**
+   * Re-created by clusterctl move with this check (a check that came with memory older than itself; its Machines
+   * created within MOVED_WITH_CHECK_MS of it): their status was stripped, so no Node is no evidence of not joined.
+   */
+  movedWithCheck: (m: MachineFacts) => boolean;
   /** Readiness times kept where no object carries them (MachineObservation.readySeen). */
   pins: Map<string, string>;
   ctx: VerdictContext;
@@ -171,6 +179,11 @@ export function observe(s: Snapshot, f: Followed, settings: CheckSettings, clust
   const inScope = machinesInScope(f.ofCluster, settings);
   const expected = inScope.filter((m) => m.deletingSince === undefined).length + f.settledInScope;
   const prevObs = new Map((prev.observations ?? []).map((o) => [o.uid, o]));
+  const checkCreated = ms(s.check.metadata.creationTimestamp);
+  const carried =
+    checkCreated !== undefined &&
+    [...(prev.recentFailures ?? []), ...(prev.requests ?? [])].some((x) => (ms(x.time) ?? Infinity) < checkCreated);
+  const movedWithCheck = (m: MachineFacts) => carried && m.createdAt <= checkCreated + MOVED_WITH_CHECK_MS;
   const readyAt = new Map<string, number>();
   const pins = new Map<string, string>();
   for (const m of inScope) {
@@ -216,6 +229,7 @@ export function observe(s: Snapshot, f: Followed, settings: CheckSettings, clust
     inScope,
     expected,
     prevObs,
+    movedWithCheck,
     pins,
     ctx,
   };

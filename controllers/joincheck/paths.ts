@@ -93,6 +93,20 @@ export function selectingMhcs(m: MachineFacts, mhcs: readonly MachineHealthCheck
 }
 
 /**
+ * The MachineHealthCheck that acts on a request is paused (every one that would act on it): nobody can answer it, so
+ * its unanswered clock stops (marks.ts). The owner paths have no MHC in between (their Cluster's pause stops them).
+ */
+export function actingMhcPaused(
+  path: RemediationPath,
+  m: MachineFacts,
+  mhcs: readonly MachineHealthCheckFacts[],
+): boolean {
+  if (path !== 'RemediateAnnotation' && path !== 'MachineCondition') return false;
+  const acting = selectingMhcs(m, mhcs).filter((h) => path === 'RemediateAnnotation' || h.watchesJoinGuardCondition);
+  return acting.length > 0 && acting.every((h) => h.paused);
+}
+
+/**
  * Only owners that re-create Machines on CAPI's remediation contract are asked (MachineSet, a control-plane
  * provider); MachinePool Machines and Machines without such an owner are reported, never written. Delete is for
  * MachineSet Machines only; a control-plane Machine always goes through its provider. Auto hands the Machine to

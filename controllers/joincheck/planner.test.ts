@@ -15,12 +15,13 @@ import {
   configs,
   cpMachine,
   kcpFacts,
+  mhcFacts,
   newCluster,
   snapshot,
   withNode,
   worker,
 } from './testing/builders.js';
-import { Scenario, cond, intentOf, progressingReason, requested } from './testing/scenario.js';
+import { Scenario, cond, eventReasons, intentOf, progressingReason, requested } from './testing/scenario.js';
 import type { Plan, Snapshot } from './types.js';
 
 /** A snapshot rebuilt from scratch with only the persisted status carried over (a restarted controller). */
@@ -124,6 +125,26 @@ describe('planner', () => {
     const p2 = plan(snapshot({ ...base, machines: [...machines].reverse() }));
     expect(p1.status.heldMachines).to.equal(2);
     expect(p1.status.heldReason).to.equal('EndpointProbe'); // cp-0's, the first name
+    expect(decisions(p2)).to.deep.equal(decisions(p1));
+  });
+
+  it('is deterministic with requests held by a paused MachineHealthCheck: the Paused message follows names, not input order', () => {
+    // Found by the property test at PROPERTY_SEED=9: the Paused condition named the held Machines in cache order.
+    const machines = [withNode(worker('old', { createdAt: T0 - HOUR })), worker('b'), worker('a')];
+    const sc = new Scenario(
+      snapshot({
+        settings: { maxInFlight: { count: 5 }, consecutiveJoinFailures: 0 },
+        mhcs: [mhcFacts('mhc-a')],
+        machines,
+      }),
+    );
+    sc.plan();
+    expect(sc.at(T0 + 21 * MINUTE).plan().asked).to.have.members(['a', 'b']); // recorded; the marks not written yet
+    sc.with({ mhcs: [mhcFacts('mhc-a', { paused: true })] }).advance(MINUTE);
+    const p1 = plan(sc.s);
+    const p2 = plan({ ...sc.s, machines: [...machines].reverse() });
+    expect(cond(p1.status, 'Paused')?.message).to.contain('a is left to it; ');
+    expect(cond(p2.status, 'Paused')).to.deep.equal(cond(p1.status, 'Paused'));
     expect(decisions(p2)).to.deep.equal(decisions(p1));
   });
 
@@ -405,6 +426,69 @@ describe('planner', () => {
     // a's mark went with the status clusterctl did not copy: it is made again (its request is open); b stays held.
     expect(intentOf(q, 'a')).to.deep.include({ want: 'mark' });
     expect(intentOf(q, 'b')).to.equal(undefined);
+  });
+
+  it('clusterctl move strips status: the moved joined Machine seen with no Node (paused, then before CAPI rebuilds it) is no join when its nodeRef comes back, and the held Machines stay held', () => {
+    const sc = new Scenario(
+      snapshot({
+        machines: [withNode(worker('old', { createdAt: T0 - HOUR })), worker('a'), worker('b'), worker('c')],
+      }),
+    );
+    sc.plan();
+    const p = sc.at(T0 + 21 * MINUTE).plan();
+    expect(requested(p)).to.deep.equal(['a']);
+    expect(sc.status.suspicion?.machines).to.deep.equal(['a', 'b', 'c']);
+    sc.converge(p);
+    sc.with({ cluster: clusterFacts({ paused: true }) }).annotate({
+      'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io',
+    });
+    const memory = sc.advance(MINUTE).plan().check.carryMemory!;
+    const moved = T0 + 30 * MINUTE;
+    const target = check({ annotations: { 'joinguard.io/memory': memory } });
+    target.metadata.creationTimestamp = new Date(moved).toISOString();
+    // The Machines re-created with no status (clusterctl move): no Node, nothing ready, phase Pending.
+    const stripped = (name: string) =>
+      worker(name, {
+        uid: `uid-${name}-moved`,
+        createdAt: moved + 30_000,
+        phase: 'Pending',
+        infrastructureReady: { value: false },
+        bootstrapReady: { value: false },
+      });
+    const t = new Scenario(
+      snapshot({
+        check: target,
+        cluster: clusterFacts({ paused: true }),
+        machines: ['old', 'a', 'b', 'c'].map(stripped),
+        now: moved + MINUTE,
+      }),
+    );
+    t.plan();
+    // Unpaused: the first pass sees the status not rebuilt yet, and the memory annotation goes (the executor's).
+    t.with({ cluster: clusterFacts() }).advance(MINUTE).plan();
+    t.annotate({});
+    t.advance(MINUTE).plan();
+    // CAPI rebuilds the status: old has its Node again; a, b, c are ready again (times of now), with no Node.
+    const ready = { value: true, since: t.s.now };
+    t.with({
+      machines: [
+        withNode(stripped('old')),
+        ...['a', 'b', 'c'].map((n) => ({
+          ...stripped(n),
+          phase: 'Provisioned',
+          infrastructureReady: ready,
+          bootstrapReady: ready,
+        })),
+      ],
+    });
+    const q = t.advance(MINUTE).plan();
+    expect(q.status.suspicion?.since, 'the Node old had before the move is no join').to.equal(
+      sc.status.suspicion?.since,
+    );
+    expect(eventReasons(q)).not.to.include('SuspicionCleared');
+    expect(requested(q), 'the held Machines stay held').to.deep.equal([]);
+    expect(intentOf(q, 'b')).to.equal(undefined);
+    expect(intentOf(q, 'c')).to.equal(undefined);
   });
 
   it("the check gets its Cluster as owner (as MachineHealthChecks do) and carries clusterctl's block-move while the Cluster runs", () => {

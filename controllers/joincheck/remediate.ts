@@ -264,7 +264,10 @@ function observations(
     if (m.deletingSince !== undefined || verdicts[i]!.state === 'Joined') continue;
     const pin = w.pins.get(m.uid);
     const failedAt = failed.get(m.uid);
-    if (pin === undefined && failedAt === undefined && !watchAll) continue;
+    // A moved Machine the carried memory did not watch had joined (the memory watched every not-joined one): its
+    // stripped status (no Node until CAPI rebuilds it) is not remembered as not joined, or its Node would be a join.
+    const unwatched = !watchAll || (w.movedWithCheck(m) && !w.prevObs.has(m.uid));
+    if (pin === undefined && failedAt === undefined && unwatched) continue;
     out.push({
       machine: m.name,
       uid: m.uid,

@@ -288,6 +288,57 @@ export const MUTANTS: Mutant[] = [
     replace: 'or.since < asked',
     tests: ['controllers/joincheck/marks.test.ts#clock is a second behind'],
   },
+  {
+    name: 'moved-stripped-watched',
+    what: "a Machine re-created by clusterctl move that the carried memory did not watch is remembered as not joined while its status is stripped: CAPI's rebuilt nodeRef then counts as a join and clears the suspicion",
+    file: 'controllers/joincheck/remediate.ts',
+    find: 'const unwatched = !watchAll || (w.movedWithCheck(m) && !w.prevObs.has(m.uid));',
+    replace: 'const unwatched = !watchAll;',
+    tests: ['controllers/joincheck/planner.test.ts#clusterctl move strips status'],
+  },
+  {
+    name: 'unanswered-clock-runs-paused',
+    what: 'the unanswered clock runs while the Cluster or the acting MachineHealthCheck is paused: the first pass after the unpause withdraws a mark nobody could answer',
+    file: 'controllers/joincheck/marks.ts',
+    find: 'if (!r.answered && i.clockStopped?.(r, m) === true) delete r.markedTime;\n      else if (r.marked',
+    replace: 'if (r.marked',
+    tests: [
+      `${MARKS}#time while the Cluster is paused does not count`,
+      `${MARKS}#time while the acting MachineHealthCheck is paused does not count`,
+    ],
+  },
+  {
+    name: 'moved-answer-taken-as-silence',
+    what: "a request that follows its Machine's new uid after clusterctl move keeps its clock: the answer the move wiped is taken as silence",
+    file: 'controllers/joincheck/memory.ts',
+    find: "if ('markedTime' in r) {",
+    replace: 'if (false) {',
+    tests: [`${MARKS}#the memory carried with its clock`],
+  },
+  {
+    name: 'owner-times-window-only',
+    what: 'per-owner request times are kept for the window only, not the longer of the window and a day: a window lowered and raised again within a day forgets the requests in between',
+    file: 'controllers/joincheck/budgets.ts',
+    find: 'return latest(now - Math.max(settings.windowMs, OWNER_TIMES_KEPT_MS), ms(lastResume)) as number;',
+    replace: 'return latest(now - settings.windowMs, ms(lastResume)) as number;',
+    tests: [`${GUARDS}#remediation.window lowered from 2h to 10m and raised back`],
+  },
+  {
+    name: 'paused-message-cache-order',
+    what: 'the Paused condition names the requests a paused MachineHealthCheck holds in cache order: the status changes with the order the caches list Machines in',
+    file: 'controllers/joincheck/describe.ts',
+    find: 'pausedMhcs: [...pausedMhcs].sort(compareText),',
+    replace: 'pausedMhcs,',
+    tests: ['controllers/joincheck/planner.test.ts#is deterministic with requests held by a paused MachineHealthCheck'],
+  },
+  {
+    name: 'resume-recounts-held',
+    what: 'a resume forgets which Machines were counted: the Machines the suspicion held count again as new failures and raise it again at once',
+    file: 'controllers/joincheck/remediate.ts',
+    find: '(o.failedAt !== undefined ? [[uid, o.failedAt]] : [])',
+    replace: "(o.failedAt !== undefined && o.failedAt >= (next.lastResume?.time ?? '') ? [[uid, o.failedAt]] : [])",
+    tests: [`${GUARDS}#after a resume the Machines the suspicion held are rebuilt within maxInFlight`],
+  },
 ];
 
 /** The edits of a mutant, by file (its own file first). */

@@ -17,7 +17,8 @@
 //   as the judge sees, and a canary it spent in between only makes the wait longer);
 // - [never-joined] while no Machine of the world ever joined, the neverJoinedLimit-th mark of any kind is one too
 //   many (the failure that reaches the limit is not rebuilt, and none after it).
-// A resume acted on, or a new check, starts a new epoch (a moved check keeps its own). Provision timeouts neither
+// A resume acted on, or a new check, starts a new epoch (a moved check keeps its own); a Machine whose failure the
+// stored status held before the resume that began its epoch is rebuilt after it without counting again (heldOver). Provision timeouts neither
 // count nor break a run; a mark whose kind the world cannot tell (ready seen after its provision deadline) is left
 // out, which only makes the judge more lenient.
 
@@ -32,6 +33,11 @@ export interface RunMark {
   epoch: number;
   /** The Machine's join deadline by the world's times: its failure was counted no sooner. */
   due?: number;
+  /**
+   * Its failure was in the stored status before the resume that began its epoch: counted before the resume and not
+   * again after it (a resume rebuilds the Machines the suspicion held within the budget, not as new failures).
+   */
+  heldOver?: boolean;
 }
 
 export interface RunRules {
@@ -81,7 +87,7 @@ export class Runs {
     const limit = this.rules.neverJoinedLimit;
     if (limit <= 0 || this.joins.some((j) => j.t <= x.t)) return [];
     this.counts.neverJoinedJudged++;
-    const mine = this.distinct(this.marks.filter((m) => m.epoch === x.epoch && m.t <= x.t));
+    const mine = this.distinct(this.marks.filter((m) => m.epoch === x.epoch && m.t <= x.t && m.heldOver !== true));
     if (mine.length < limit) return [];
     return [
       `[never-joined] ${x.name} marked while no Machine ever joined, as failure ${mine.length} or later ` +
@@ -96,7 +102,8 @@ export class Runs {
     // that fell due after it (a failure counted before the break and held may be rebuilt after it, as it should).
     let from = -Infinity;
     for (const j of this.joins) if (j.t <= x.t) from = Math.max(from, Math.min(j.seenAt ?? Infinity, x.t));
-    const inRun = (m: RunMark) => m.kind === 'join' && m.epoch === x.epoch && m.due !== undefined && m.due > from;
+    const inRun = (m: RunMark) =>
+      m.kind === 'join' && m.epoch === x.epoch && m.due !== undefined && m.due > from && m.heldOver !== true;
     if (!inRun(x)) return [];
     const run = this.distinct(this.marks.filter((m) => inRun(m) && m.t <= x.t && m !== x));
     run.push(x);

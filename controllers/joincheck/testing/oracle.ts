@@ -131,6 +131,12 @@ export class Oracle {
   readonly violations: string[] = [];
   private readonly tracks = new Map<string, Track>();
   private epoch = 0;
+  /** The stored status's writes, counted: the order of what they stored (the world's clock may not move between). */
+  private statusWrites = 0;
+  /** The status write whose resume (lastResume changed) began each epoch. */
+  private readonly resumedAt = new Map<number, number>();
+  /** The status write in which a Machine's failure first showed (recentFailures): counted by then. */
+  private readonly failureStored = new Map<string, number>();
   /** The failure memory's judge (oracle-runs.ts). */
   readonly runs: Runs;
   /** Counted for the printed figures. */
@@ -335,6 +341,10 @@ export class Oracle {
       const kind = this.kindOf(w);
       const due = this.joinDeadline(tr);
       // Judged when it was decided: when its request was recorded (a mark a refusal held back is written later).
+      // A Machine the suspicion held, rebuilt after a resume: its failure was stored before the resume, so it was
+      // counted then and is not counted again (docs/decisions/resume-rebuilds-held-machines.md).
+      const stored = this.failureStored.get(w.uid);
+      const resumed = this.resumedAt.get(k.recorded.epoch);
       const x = {
         t: k.recorded.t,
         uid: w.uid,
@@ -342,6 +352,7 @@ export class Oracle {
         kind,
         epoch: k.recorded.epoch,
         ...(due !== undefined ? { due } : {}),
+        ...(stored !== undefined && resumed !== undefined && stored < resumed ? { heldOver: true } : {}),
       };
       for (const v of this.runs.mark(x))
         this.violations.push(
@@ -514,7 +525,10 @@ export class Oracle {
     if (sa !== undefined && (sb === undefined || sb.since !== sa.since)) this.judgeRollout(t, sa);
     const lb = before?.lastResume;
     const la = after.lastResume;
-    if (la !== undefined && (lb === undefined || lb.time !== la.time || lb.value !== la.value)) this.epoch++;
+    const n = ++this.statusWrites;
+    for (const f of after.recentFailures ?? []) if (!this.failureStored.has(f.uid)) this.failureStored.set(f.uid, n);
+    if (la !== undefined && (lb === undefined || lb.time !== la.time || lb.value !== la.value))
+      this.resumedAt.set(++this.epoch, n);
     const spec = specAt(check.spec);
     const asked: string[] = [];
     // A request leaves the stored status open only when it is forgotten before it was made (remediate.ts notDue): asked
@@ -648,6 +662,8 @@ export class Oracle {
     for (const [from, to] of machines) {
       const k = this.tracks.get(from);
       this.runs.moved(from, to);
+      const stored = this.failureStored.get(from);
+      if (stored !== undefined) this.failureStored.set(to, stored);
       if (k === undefined) continue;
       this.tracks.delete(from);
       k.hc = false;
