@@ -87,6 +87,8 @@ async function run(setup: Setup, all: Step[]): Promise<void> {
   count(`setups: ${setup.initialized ? 'initialized' : 'control plane initializing'}`);
   let c = new Controller(w, samePartition);
   let deposed: Controller | undefined;
+  // Mid-reconcile events and stale copies go to the caches of the process that wrote.
+  w.cacheOf = (who) => (who === c.name ? c.cache : who === deposed?.name ? deposed.cache : undefined);
   const pick = (i: number, of: (m: Json) => boolean = () => true) => {
     const all = w.live().filter(of);
     return all.length === 0 ? undefined : all[i % all.length];
@@ -101,7 +103,13 @@ async function run(setup: Setup, all: Step[]): Promise<void> {
         w.faults = [...step.faults];
         w.races = step.races;
         for (const f of step.faults) if (f !== 'ok') count(`faults: ${f}`);
-        const clean = step.faults.every((f) => f === 'ok') && step.races === 0 && deposed === undefined;
+        // (A pass that meets a mid-reconcile event or stale copies is not clean: its caches change under it.)
+        const clean =
+          step.faults.every((f) => f === 'ok') &&
+          step.races === 0 &&
+          deposed === undefined &&
+          w.midway === undefined &&
+          w.staleAfterWrite === 0;
         const procs = deposed !== undefined ? [deposed, c] : [c];
         if (deposed !== undefined) count('passes with two leaders');
         const results = await Promise.allSettled(procs.map((x) => x.reconcile()));
@@ -121,6 +129,7 @@ async function run(setup: Setup, all: Step[]): Promise<void> {
           );
         // A process that crashed is dead (whatever its code did with the error); a new one starts from status.
         if (w.crashed.has(c.name)) c = new Controller(w, samePartition);
+        w.reconciled();
         deposed = undefined; // its lease ran out: it writes nothing more
         w.faults = [];
         w.races = 0;
@@ -234,6 +243,7 @@ function checkPlanning(c: Controller, w: World): void {
 /** Once the executor converges (no faults, refusals lifted, caches current), no joined Machine carries JoinGuard's mark. */
 async function checkConverged(w: World): Promise<void> {
   if (w.check === undefined) return; // the check went: the oracle judged what it left behind
+  w.reconciled(); // (a mid-reconcile event armed by the history's last steps does not happen)
   w.unrefuseAll();
   w.statusRefused = false;
   if (w.clusterPaused) pause(w, 'cluster', false); // (and CAPI rebuilds what a move left)
