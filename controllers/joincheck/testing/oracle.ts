@@ -319,6 +319,14 @@ export class Oracle {
       );
     }
     const first = tr.init && this.truth.cluster().initializedAt === undefined;
+    // [first-control-plane] once the Cluster reports its control plane initialized, the Machine that was the first
+    // control-plane one is never marked again (a request recorded before, written after, is no exception).
+    if (tr.init && !first)
+      this.fail(
+        'first-control-plane',
+        w.t,
+        `${what}, the first control-plane Machine, after the Cluster reported its control plane initialized (${new Date(this.truth.cluster().initializedAt!).toISOString()})`,
+      );
     if (first && this.rules.firstControlPlane === 'Report')
       this.fail('first-control-plane', w.t, `${what}, the first control-plane Machine, with firstControlPlane: Report`);
     if (!first) this.judgeConnection(w.t, what);
