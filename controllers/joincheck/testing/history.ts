@@ -57,7 +57,9 @@ export type Step =
   | { k: 'joinMidway'; i: number }
   | { k: 'pauseMidway' }
   | { k: 'initializeMidway' }
-  | { k: 'staleAfterWrite'; n: number };
+  | { k: 'staleAfterWrite'; n: number }
+  // The owners' and the MachineHealthCheck's clocks a few seconds behind or ahead of the world's from now on.
+  | { k: 'ownerClock'; ms: number };
 
 export interface Setup {
   release: 'v1.14' | 'v1.10';
@@ -239,6 +241,13 @@ export const stepArb: fc.Arbitrary<Step> = fc.oneof(
   {
     weight: 2,
     arbitrary: fc.record({ k: fc.constant('staleAfterWrite' as const), n: fc.integer({ min: 1, max: 3 }) }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      k: fc.constant('ownerClock' as const),
+      ms: fc.integer({ min: -3 * SECOND, max: 3 * SECOND }),
+    }),
   },
 );
 
@@ -513,6 +522,10 @@ export function worldStep(
       return;
     case 'staleAfterWrite':
       w.staleAfterWrite = step.n;
+      return;
+    case 'ownerClock':
+      if (step.ms !== w.ownerSkewMs) count(`owner clocks ${step.ms < 0 ? 'behind' : 'ahead'}`);
+      w.ownerSkewMs = step.ms;
       return;
     default:
       return;

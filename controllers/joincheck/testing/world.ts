@@ -181,6 +181,11 @@ export class World {
     return this.cluster.spec.paused === true;
   }
 
+  /** The time on the owners' and the MachineHealthCheck's clocks (the condition times they write). */
+  ownerNow(): number {
+    return this.t + this.ownerSkewMs;
+  }
+
   whole(t: number): number {
     return Date.parse(iso(t));
   }
