@@ -7,8 +7,10 @@
 // with a clock ahead), joins just before and after deadlines, deletions, condition flickers, connection loss,
 // resumes, skip annotations, withdraw-all, the check deleted and created again; writes that fail (500), conflict
 // (409), are lost or crash the controller, Machines whose writes a webhook refuses for good (403/422), Machines that
-// change between the live read and the write (real 409s), caches that lag per object, restarts, and two leaders
-// overlapping for one renew period.
+// change between the live read and the write (real 409s), caches that lag per object, cache events inside a
+// reconcile (a Machine joins, the Cluster is paused or the control plane initialized right after the write-ahead,
+// delivered before the Machine writes; an older copy delivered after a write), owners' clocks a few seconds off,
+// clusterctl move stripping every status, restarts, and two leaders overlapping for one renew period.
 //
 // The safety invariants are judged by testing/oracle.ts, a reference judge that shares no code with the product,
 // from the world's own record of accepted writes (docs/planner.md lists each tag). This file adds the product's own

@@ -522,7 +522,28 @@ export class Oracle {
     if (sa !== undefined && (sb === undefined || sb.since !== sa.since)) this.judgeRollout(t, sa);
     const lb = before?.lastResume;
     const la = after.lastResume;
-    if (la !== undefined && (lb === undefined || lb.time !== la.time || lb.value !== la.value)) this.epoch++;
+    const resumed = la !== undefined && (lb === undefined || lb.time !== la.time || lb.value !== la.value);
+    if (resumed) this.epoch++;
+    // [suspicion] a move never clears a suspicion: its stripped status rebuilt after the unpause is no join. Judged
+    // where the world leaves no doubt: cleared with no resume, after a move since it was raised, and every join the
+    // world knows came before it and was shown by the controller's caches before it too (a credential suspicion: a
+    // RolloutSuspect also ends with its rollout).
+    if (
+      sb !== undefined &&
+      sa === undefined &&
+      !resumed &&
+      sb.reason !== 'RolloutSuspect' &&
+      !check.deleting &&
+      !('joinguard.io/withdraw-all' in check.annotations)
+    ) {
+      const since = Date.parse(sb.since);
+      if (this.lastMoveAt >= since && this.runs.allSeenBefore(since))
+        this.fail(
+          'suspicion',
+          t,
+          `the suspicion raised at ${sb.since} (${sb.machines?.join(', ')}) was cleared after a move, with no resume and no Machine joined since it was raised`,
+        );
+    }
     const spec = specAt(check.spec);
     const asked: string[] = [];
     // A request leaves the stored status open only when it is forgotten before it was made (remediate.ts notDue): asked
@@ -566,6 +587,8 @@ export class Oracle {
   }
 
   private seenJoined: ReadonlySet<string> = new Set();
+  /** When the last clusterctl move re-created the objects. */
+  private lastMoveAt = -Infinity;
 
   /**
    * [rollout-suspect] a suspicion raised names the failures that raised it; which kind it is follows from the world:
@@ -652,7 +675,8 @@ export class Oracle {
    * clusterctl move: every object re-created with a new uid and without its status (the marks in conditions go; the
    * annotations stay), the check with its memory: nothing else is forgotten — not the epoch, not a Machine's track.
    */
-  moved(machines: ReadonlyMap<string, string>, check: { from: string; to: string } | undefined): void {
+  moved(machines: ReadonlyMap<string, string>, check: { from: string; to: string } | undefined, t: number): void {
+    this.lastMoveAt = t;
     for (const [from, to] of machines) {
       const k = this.tracks.get(from);
       this.runs.moved(from, to);

@@ -111,7 +111,7 @@ export function move(w: World): boolean {
     w.mhc = { ...w.mhc, metadata: { ...w.mhc.metadata, uid: `uid-mhc-mv${n}`, resourceVersion: w.nextRv() } };
   const check = w.moveCheck(n);
   w.rebuild = { machines, initialized };
-  w.oracle.moved(uids, check);
+  w.oracle.moved(uids, check, w.t);
   count('moves');
   return true;
 }
