@@ -522,28 +522,41 @@ export class Oracle {
     if (sa !== undefined && (sb === undefined || sb.since !== sa.since)) this.judgeRollout(t, sa);
     const lb = before?.lastResume;
     const la = after.lastResume;
-    const resumed = la !== undefined && (lb === undefined || lb.time !== la.time || lb.value !== la.value);
-    if (resumed) this.epoch++;
-    // [suspicion] a move never clears a suspicion: its stripped status rebuilt after the unpause is no join. Judged
-    // where the world leaves no doubt: cleared with no resume, after a move since it was raised, and every join the
-    // world knows came before it and was shown by the controller's caches before it too (a credential suspicion: a
-    // RolloutSuspect also ends with its rollout).
+    if (la !== undefined && (lb === undefined || lb.time !== la.time || lb.value !== la.value)) this.epoch++;
+    // [suspicion] a move never clears a suspicion, nor loses it: the stripped status rebuilt after the unpause is no
+    // join, and the moved check carries its memory. The suspicion the check's lineage last stored (a move keeps it, a
+    // new check does not) is judged where the world leaves no doubt: gone with no resume since, after a move since it
+    // was raised, every join the world knows before it and shown by the controller's caches before it too (a
+    // credential suspicion: a RolloutSuspect also ends with its rollout).
+    const kept = this.suspicionKept;
+    const resumeKey = la === undefined ? undefined : `${la.time}/${la.value}`;
     if (
-      sb !== undefined &&
+      kept !== undefined &&
+      kept.check === check.uid &&
       sa === undefined &&
-      !resumed &&
-      sb.reason !== 'RolloutSuspect' &&
+      resumeKey === kept.resume &&
+      kept.reason !== 'RolloutSuspect' &&
       !check.deleting &&
       !('joinguard.io/withdraw-all' in check.annotations)
     ) {
-      const since = Date.parse(sb.since);
+      const since = Date.parse(kept.since);
       if (this.lastMoveAt >= since && this.runs.allSeenBefore(since))
         this.fail(
           'suspicion',
           t,
-          `the suspicion raised at ${sb.since} (${sb.machines?.join(', ')}) was cleared after a move, with no resume and no Machine joined since it was raised`,
+          `the suspicion raised at ${kept.since} (${kept.machines}) is gone from the stored status after a move, with no resume and no Machine joined since it was raised`,
         );
     }
+    this.suspicionKept =
+      sa === undefined
+        ? undefined
+        : {
+            check: check.uid,
+            since: sa.since,
+            reason: sa.reason,
+            machines: (sa.machines ?? []).join(', '),
+            ...(resumeKey !== undefined ? { resume: resumeKey } : {}),
+          };
     const spec = specAt(check.spec);
     const asked: string[] = [];
     // A request leaves the stored status open only when it is forgotten before it was made (remediate.ts notDue): asked
@@ -589,6 +602,9 @@ export class Oracle {
   private seenJoined: ReadonlySet<string> = new Set();
   /** When the last clusterctl move re-created the objects. */
   private lastMoveAt = -Infinity;
+  /** The suspicion the check last stored (its check's uid, a move's new one), with the resume stored beside it. */
+  private suspicionKept:
+    { check: string; since: string; reason: string; machines: string; resume?: string } | undefined;
 
   /**
    * [rollout-suspect] a suspicion raised names the failures that raised it; which kind it is follows from the world:
@@ -677,6 +693,8 @@ export class Oracle {
    */
   moved(machines: ReadonlyMap<string, string>, check: { from: string; to: string } | undefined, t: number): void {
     this.lastMoveAt = t;
+    if (this.suspicionKept !== undefined && check !== undefined && this.suspicionKept.check === check.from)
+      this.suspicionKept.check = check.to;
     for (const [from, to] of machines) {
       const k = this.tracks.get(from);
       this.runs.moved(from, to);
