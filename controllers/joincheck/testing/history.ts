@@ -50,7 +50,16 @@ export type Step =
   | { k: 'budget'; maxInFlight: number; maxPerOwner: number; window: '30m' | '1h' | '2h' }
   | { k: 'pause'; what: 'cluster' | 'check' | 'mhc' }
   | { k: 'unpause'; what: 'cluster' | 'check' | 'mhc' }
-  | { k: 'move' };
+  | { k: 'move' }
+  // Armed for the next reconcile (testing/world.ts): a Machine joins, the Cluster is paused, or the control plane
+  // reports initialized right after its write-ahead, and its caches see it before its Machine writes; the object as
+  // it was before a write reaches the writer's caches after the write's answer.
+  | { k: 'joinMidway'; i: number }
+  | { k: 'pauseMidway' }
+  | { k: 'initializeMidway' }
+  | { k: 'staleAfterWrite'; n: number }
+  // The owners' and the MachineHealthCheck's clocks a few seconds behind or ahead of the world's from now on.
+  | { k: 'ownerClock'; ms: number };
 
 export interface Setup {
   release: 'v1.14' | 'v1.10';
@@ -94,6 +103,7 @@ export const DISRUPTIVE: ReadonlySet<Step['k']> = new Set([
   'move',
   'skip',
   'refuse',
+  'pauseMidway',
 ]);
 
 export const WINDOW = HOUR;
@@ -225,6 +235,20 @@ export const stepArb: fc.Arbitrary<Step> = fc.oneof(
     }),
   },
   { weight: 1, arbitrary: fc.constant({ k: 'move' as const }) },
+  { weight: 3, arbitrary: fc.record({ k: fc.constant('joinMidway' as const), i: idx }) },
+  { weight: 1, arbitrary: fc.constant({ k: 'pauseMidway' as const }) },
+  { weight: 1, arbitrary: fc.constant({ k: 'initializeMidway' as const }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ k: fc.constant('staleAfterWrite' as const), n: fc.integer({ min: 1, max: 3 }) }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      k: fc.constant('ownerClock' as const),
+      ms: fc.integer({ min: -3 * SECOND, max: 3 * SECOND }),
+    }),
+  },
 );
 
 /** One JoinGuard process: its caches, in-process view and endpoint probe, gone with a crash or a restart. */
@@ -486,6 +510,22 @@ export function worldStep(
       return;
     case 'move':
       move(w);
+      return;
+    case 'joinMidway':
+      w.midway = { what: 'join', i: step.i };
+      return;
+    case 'pauseMidway':
+      w.midway = { what: 'pause', i: 0 };
+      return;
+    case 'initializeMidway':
+      w.midway = { what: 'initialize', i: 0 };
+      return;
+    case 'staleAfterWrite':
+      w.staleAfterWrite = step.n;
+      return;
+    case 'ownerClock':
+      if (step.ms !== w.ownerSkewMs) count(`owner clocks ${step.ms < 0 ? 'behind' : 'ahead'}`);
+      w.ownerSkewMs = step.ms;
       return;
     default:
       return;

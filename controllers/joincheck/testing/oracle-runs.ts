@@ -77,6 +77,11 @@ export class Runs {
     for (const j of this.joins) if (j.seenAt === undefined && joined.has(j.uid)) j.seenAt = t;
   }
 
+  /** Every join the world knows came before `t`, and the controller's caches had shown it by then. */
+  allSeenBefore(t: number): boolean {
+    return this.joins.every((j) => j.t < t && j.seenAt !== undefined && j.seenAt < t);
+  }
+
   /** A Machine JoinGuard marked (its first mark, or its deletion): the violations it makes, by tag. */
   mark(x: RunMark): string[] {
     this.marks.push(x);

@@ -325,6 +325,14 @@ export class Oracle {
       );
     }
     const first = tr.init && this.truth.cluster().initializedAt === undefined;
+    // [first-control-plane] once the Cluster reports its control plane initialized, the Machine that was the first
+    // control-plane one is never marked again (a request recorded before, written after, is no exception).
+    if (tr.init && !first)
+      this.fail(
+        'first-control-plane',
+        w.t,
+        `${what}, the first control-plane Machine, after the Cluster reported its control plane initialized (${new Date(this.truth.cluster().initializedAt!).toISOString()})`,
+      );
     if (first && this.rules.firstControlPlane === 'Report')
       this.fail('first-control-plane', w.t, `${what}, the first control-plane Machine, with firstControlPlane: Report`);
     if (!first) this.judgeConnection(w.t, what);
@@ -529,6 +537,40 @@ export class Oracle {
     for (const f of after.recentFailures ?? []) if (!this.failureStored.has(f.uid)) this.failureStored.set(f.uid, n);
     if (la !== undefined && (lb === undefined || lb.time !== la.time || lb.value !== la.value))
       this.resumedAt.set(++this.epoch, n);
+    // [suspicion] a move never clears a suspicion, nor loses it: the stripped status rebuilt after the unpause is no
+    // join, and the moved check carries its memory. The suspicion the check's lineage last stored (a move keeps it, a
+    // new check does not) is judged where the world leaves no doubt: gone with no resume since, after a move since it
+    // was raised, every join the world knows before it and shown by the controller's caches before it too (a
+    // credential suspicion: a RolloutSuspect also ends with its rollout).
+    const kept = this.suspicionKept;
+    const resumeKey = la === undefined ? undefined : `${la.time}/${la.value}`;
+    if (
+      kept !== undefined &&
+      kept.check === check.uid &&
+      sa === undefined &&
+      resumeKey === kept.resume &&
+      kept.reason !== 'RolloutSuspect' &&
+      !check.deleting &&
+      !('joinguard.io/withdraw-all' in check.annotations)
+    ) {
+      const since = Date.parse(kept.since);
+      if (this.lastMoveAt >= since && this.runs.allSeenBefore(since))
+        this.fail(
+          'suspicion',
+          t,
+          `the suspicion raised at ${kept.since} (${kept.machines}) is gone from the stored status after a move, with no resume and no Machine joined since it was raised`,
+        );
+    }
+    this.suspicionKept =
+      sa === undefined
+        ? undefined
+        : {
+            check: check.uid,
+            since: sa.since,
+            reason: sa.reason,
+            machines: (sa.machines ?? []).join(', '),
+            ...(resumeKey !== undefined ? { resume: resumeKey } : {}),
+          };
     const spec = specAt(check.spec);
     const asked: string[] = [];
     // A request leaves the stored status open only when it is forgotten before it was made (remediate.ts notDue): asked
@@ -572,6 +614,11 @@ export class Oracle {
   }
 
   private seenJoined: ReadonlySet<string> = new Set();
+  /** When the last clusterctl move re-created the objects. */
+  private lastMoveAt = -Infinity;
+  /** The suspicion the check last stored (its check's uid, a move's new one), with the resume stored beside it. */
+  private suspicionKept:
+    { check: string; since: string; reason: string; machines: string; resume?: string } | undefined;
 
   /**
    * [rollout-suspect] a suspicion raised names the failures that raised it; which kind it is follows from the world:
@@ -658,7 +705,10 @@ export class Oracle {
    * clusterctl move: every object re-created with a new uid and without its status (the marks in conditions go; the
    * annotations stay), the check with its memory: nothing else is forgotten — not the epoch, not a Machine's track.
    */
-  moved(machines: ReadonlyMap<string, string>, check: { from: string; to: string } | undefined): void {
+  moved(machines: ReadonlyMap<string, string>, check: { from: string; to: string } | undefined, t: number): void {
+    this.lastMoveAt = t;
+    if (this.suspicionKept !== undefined && check !== undefined && this.suspicionKept.check === check.from)
+      this.suspicionKept.check = check.to;
     for (const [from, to] of machines) {
       const k = this.tracks.get(from);
       this.runs.moved(from, to);

@@ -13,6 +13,8 @@
 // - MachineHealthCheck: the remediate-machine annotation, unhealthyMachineConditions (JoinGuardJoined), and
 //   nodeStartupTimeout (from the latest of creation, control plane initialized and infrastructure ready; unset is
 //   600 s); a healthy Node sets HealthCheckSucceeded=True.
+// The condition times they write are on their own clocks (World.ownerNow: a few seconds behind or ahead of the
+// world's, the ownerClock step); what they decide on, and the apiserver's deletionTimestamp, are on the world's.
 import type { Json } from '../../../runtime/rest.js';
 import {
   getCond,
@@ -57,14 +59,14 @@ function answer(
   v1beta1: { status: 'True' | 'False'; reason?: string } | undefined,
 ): void {
   w.change(m, 'owner', () => {
-    setCond(m, w.release, 'v2', { type: 'OwnerRemediated', status: 'False', reason, message }, w.t);
+    setCond(m, w.release, 'v2', { type: 'OwnerRemediated', status: 'False', reason, message }, w.ownerNow());
     if (w.release === 'v1.10' && v1beta1 !== undefined)
       setCond(
         m,
         w.release,
         'owner',
         { type: 'OwnerRemediated', ...v1beta1, ...(v1beta1.status === 'False' ? { message } : {}) },
-        w.t,
+        w.ownerNow(),
       );
   });
   count(`owner answers: ${reason}`);
@@ -272,14 +274,14 @@ export function mhcStep(w: World, healthy: boolean): void {
         m,
         'mhc',
         () => {
-          setCond(m, w.release, 'v2', { type: 'HealthCheckSucceeded', status: 'False', reason, message }, w.t);
+          setCond(m, w.release, 'v2', { type: 'HealthCheckSucceeded', status: 'False', reason, message }, w.ownerNow());
           if (w.release === 'v1.10')
             setCond(
               m,
               w.release,
               'owner',
               { type: 'HealthCheckSucceeded', status: 'False', reason: v1beta1Reason, message },
-              w.t,
+              w.ownerNow(),
             );
           for (const list of w.release === 'v1.14' ? (['owner'] as const) : (['owner', 'v2'] as const)) {
             const or = getCond(m, w.release, list, 'OwnerRemediated');
@@ -294,7 +296,7 @@ export function mhcStep(w: World, healthy: boolean): void {
                   reason: 'WaitingForRemediation',
                   ...(list === 'v2' || w.release === 'v1.14' ? { message: 'Waiting for remediation' } : {}),
                 },
-                w.t,
+                w.ownerNow(),
               );
           }
         },
@@ -347,10 +349,10 @@ export function mhcStep(w: World, healthy: boolean): void {
           w.release,
           'v2',
           { type: 'HealthCheckSucceeded', status: 'True', reason: 'HealthCheckSucceeded' },
-          w.t,
+          w.ownerNow(),
         );
         if (w.release === 'v1.10')
-          setCond(m, w.release, 'owner', { type: 'HealthCheckSucceeded', status: 'True' }, w.t);
+          setCond(m, w.release, 'owner', { type: 'HealthCheckSucceeded', status: 'True' }, w.ownerNow());
       });
     }
   }

@@ -2,7 +2,8 @@
 // budgets, spec.paused), pauses the Cluster or the MachineHealthCheck, relabels a Machine in place (a
 // MachineDeployment's template labels, which CAPI copies onto its Machines), refuses the check's status writes (RBAC
 // on /status), and `clusterctl move` re-creates every object with a new uid and without its status (clusterctl v1.14
-// mover.go: createTargetObject creates the object; the status subresource is not written), the Cluster paused until
+// mover.go: createTargetObject creates the object; the status subresource is not written: a Machine's status is
+// empty; the Cluster and KCP keep only what their readers need: not initialized, no condition), the Cluster paused until
 // CAPI's controllers rebuild the status on unpause (new condition times: the Cluster's initialization time moves).
 import type { Json } from '../../../runtime/rest.js';
 import { iso } from '../time.js';
@@ -86,13 +87,10 @@ export function move(w: World): boolean {
     const to = `${from.replace(/-mv\d+$/, '')}-mv${n}`;
     uids.set(from, to);
     machines.set(m.metadata.name, { provisioned: isProvisioned(m, w.release), joined: Boolean(m.status.nodeRef) });
-    const fresh = { ...m.status, phase: 'Pending', conditions: [] } as Json;
-    delete fresh.nodeRef;
-    if (w.release === 'v1.14')
-      fresh.initialization = { infrastructureProvisioned: false, bootstrapDataSecretCreated: false };
-    else Object.assign(fresh, { infrastructureReady: false, bootstrapReady: false, v1beta2: { conditions: [] } });
     m.metadata = { ...m.metadata, uid: to, resourceVersion: w.nextRv(), creationTimestamp: iso(w.t) };
-    m.status = fresh;
+    // No status at all (the status subresource is not written on create): no nodeRef, no phase, no readiness flags,
+    // no condition — neither JoinGuard's mark nor an owner's answer — until CAPI rebuilds it after the unpause.
+    m.status = {};
     w.rekey(from, to);
   }
   const initialized = w.initialized;
@@ -113,7 +111,7 @@ export function move(w: World): boolean {
     w.mhc = { ...w.mhc, metadata: { ...w.mhc.metadata, uid: `uid-mhc-mv${n}`, resourceVersion: w.nextRv() } };
   const check = w.moveCheck(n);
   w.rebuild = { machines, initialized };
-  w.oracle.moved(uids, check);
+  w.oracle.moved(uids, check, w.t);
   count('moves');
   return true;
 }
@@ -139,7 +137,16 @@ function rebuildAfterMove(w: World): void {
   }
   for (const m of w.live()) {
     const was = r.machines.get(m.metadata.name);
-    if (was === undefined || !was.provisioned) continue;
+    if (was === undefined) continue;
+    if (!was.provisioned) {
+      w.change(m, 'fleet', () => {
+        m.status.phase = 'Provisioning';
+        if (w.release === 'v1.14')
+          m.status.initialization = { infrastructureProvisioned: false, bootstrapDataSecretCreated: false };
+        else Object.assign(m.status, { infrastructureReady: false, bootstrapReady: false });
+      });
+      continue;
+    }
     w.change(m, 'fleet', () => {
       provisionMachine(m, w.release, w.t);
       if (was.joined) {

@@ -34,6 +34,21 @@ import { Oracle, type Actor, type CheckAt, type ClusterTruth, type MachineTruth,
 export type Fault = 'ok' | 'fail' | 'conflict' | 'lost' | 'crash';
 export class Crash extends Error {}
 
+/**
+ * What happens in the world during a reconcile, right after its write-ahead status write is accepted, and reaches the
+ * writer's caches before its Machine writes: a Machine joins (one of the requests just recorded, if it can), the
+ * Cluster is paused, or the control plane reports initialized.
+ */
+export type Midway = 'join' | 'pause' | 'initialize';
+
+/** A JoinGuard process's caches as the world feeds them (the driver hands them over by process name). */
+export interface CacheFeed {
+  /** One informer event: the object's current state reaches the cache (`machine:<ns>/<name>`, cluster, kcp, check). */
+  deliver(what: string): void;
+  /** An informer event carrying this (older) copy of the object. */
+  remember(kind: 'check' | 'machine', raw: Json): void;
+}
+
 /** The longest back-off after which JoinGuard must try a once-refused Machine again (the liveness clock waits for it). */
 export const REFUSAL_BACKOFF_MS = 10 * 60 * 1000;
 
@@ -86,6 +101,19 @@ export class World {
   readonly refused = new Map<string, 403 | 422>();
   /** Live reads of a Machine after which the Machine changes before JoinGuard writes (a real 409). */
   races = 0;
+  /** Armed for the next reconcile: what changes right after its write-ahead, delivered into its caches at once. */
+  midway: { what: Midway; i: number } | undefined;
+  /**
+   * Armed for the next reconcile: after its accepted writes (this many of its Machines'), the object as it was before the write
+   * reaches the writer's caches (a watch event older than the write's answer the cache already holds), before its
+   * next request.
+   */
+  staleAfterWrite = 0;
+  /** The owners' and the MachineHealthCheck's clocks against the world's (ms, a few seconds either way). */
+  ownerSkewMs = 0;
+  /** The caches of the JoinGuard process of that name (set by the driver): where mid-reconcile events go. */
+  cacheOf: (who: string) => CacheFeed | undefined = () => undefined;
+  private staleQueue: { who: string; kind: 'check' | 'machine'; raw: Json }[] = [];
   /** The MachineSets' preflight checks fail (they defer every remediation). */
   preflightBlocked = false;
   /** The control-plane endpoint answers a TCP probe. */
@@ -151,6 +179,11 @@ export class World {
   /** The Cluster is paused (spec.paused): CAPI's controllers, the owners and the MachineHealthCheck do nothing. */
   get clusterPaused(): boolean {
     return this.cluster.spec.paused === true;
+  }
+
+  /** The time on the owners' and the MachineHealthCheck's clocks (the condition times they write). */
+  ownerNow(): number {
+    return this.t + this.ownerSkewMs;
   }
 
   whole(t: number): number {
@@ -547,7 +580,8 @@ export class World {
       const m = this.machinePath(path)?.m;
       if (m === undefined) throw new ApiError(404, method, path, 'not found');
       const had = REMEDIATE_MACHINE in (m.metadata.annotations ?? {});
-      this.change(m, 'joinguard', () => f(m), { verb });
+      const before = structuredClone(m);
+      if (this.change(m, 'joinguard', () => f(m), { verb })) this.staleLater(who, 'machine', before);
       const has = REMEDIATE_MACHINE in (m.metadata.annotations ?? {});
       if (has && !had) this.annotatedByJoinGuard.add(m.metadata.uid);
       if (!has) this.annotatedByJoinGuard.delete(m.metadata.uid);
@@ -580,6 +614,7 @@ export class World {
       else delete next.metadata.deletionTimestamp;
       next.spec = before.spec;
       this.check = next;
+      this.staleLater(who, 'check', before);
       if (JSON.stringify(before.status) !== JSON.stringify(next.status))
         this.oracle.statusWrite(this.t, before.status, next.status ?? {}, {
           uid: next.metadata.uid,
@@ -589,6 +624,7 @@ export class World {
         });
       const out = structuredClone(next);
       this.checkFinalized();
+      if (path.endsWith('/status') && this.check !== undefined) this.midwayEvent(who);
       return out;
     });
   }
@@ -597,6 +633,7 @@ export class World {
     const trace = (what: string) => process.env['PROPERTY_DEBUG'] === '2' && console.log(`    ${who}: ${what}`);
     const get = async (path: string): Promise<Json> => {
       if (this.crashed.has(who)) throw new Crash(`${who} is dead`);
+      this.flushStale(who);
       trace(`GET ${path.split('/').slice(-2).join('/')}`);
       if (path === this.clusterPath()) return structuredClone(this.cluster);
       if (path === CHECK_PATH && this.check !== undefined) return structuredClone(this.check);
@@ -607,6 +644,7 @@ export class World {
       return answer;
     };
     const patch = (method: string, path: string, body: any, json: boolean): Json => {
+      this.flushStale(who);
       trace(`${method} ${path.split('/').slice(-2).join('/')} ${JSON.stringify(body).slice(0, 160)}`);
       if (path === CHECK_PATH || path === `${CHECK_PATH}/status`) {
         const rv = json ? undefined : body?.metadata?.resourceVersion;
@@ -643,6 +681,7 @@ export class World {
       mergePatch: async (path: string, body: Json) => patch('PATCH', path, body, false),
       jsonPatch: async (path: string, ops: Json[]) => patch('PATCH', path, ops, true),
       put: async (path: string, body: Json) => {
+        this.flushStale(who);
         trace(
           `PUT ${path.split('/').slice(-2).join('/')} rv ${body.metadata?.resourceVersion} requests ${JSON.stringify((body.status?.requests ?? []).map((r: Json) => [r.machine, r.state]))}`,
         );
@@ -655,6 +694,7 @@ export class World {
         );
       },
       deleteWithPreconditions: async (path: string, uid: string, rv: string) =>
+        this.flushStale(who) ||
         trace(`DELETE ${path.split('/').slice(-1)} rv ${rv}`) ||
         this.machineWrite(
           who,
@@ -694,5 +734,76 @@ export class World {
       );
       count('races: changed after the live read');
     }
+  }
+
+  /** The armed mid-reconcile event, once, right after `who`'s write-ahead was accepted: the world changes, its caches see it. */
+  private midwayEvent(who: string): void {
+    const x = this.midway;
+    if (x === undefined || this.crashed.has(who)) return;
+    this.midway = undefined;
+    const feed = this.cacheOf(who);
+    if (x.what === 'pause') {
+      if (this.clusterPaused) return;
+      this.cluster.spec.paused = true;
+      this.cluster.metadata.resourceVersion = this.nextRv();
+      feed?.deliver('cluster');
+      count('mid-reconcile: Cluster paused after the write-ahead');
+      return;
+    }
+    if (x.what === 'initialize') {
+      if (this.initialized) return;
+      this.initialize(0);
+      if (!this.initialized) return;
+      feed?.deliver('cluster');
+      feed?.deliver('kcp');
+      count('mid-reconcile: control plane initialized after the write-ahead');
+      return;
+    }
+    // A Machine joins: one whose request the write-ahead just recorded open, if one can, else any that can.
+    const open = new Set<string>(
+      (this.check?.status?.requests ?? []).filter((r: Json) => r.state === 'Open').map((r: Json) => r.uid),
+    );
+    const can = this.live().filter(
+      (m) =>
+        !m.status.nodeRef &&
+        m.metadata.deletionTimestamp === undefined &&
+        isProvisioned(m, this.release) &&
+        !this.neverJoins(m),
+    );
+    const asked = can.filter((m) => open.has(m.metadata.uid));
+    const pool = asked.length > 0 ? asked : can;
+    const m = pool[x.i % Math.max(1, pool.length)];
+    if (m === undefined || this.clusterPaused) return;
+    this.join(m);
+    if (!m.status.nodeRef) return;
+    feed?.deliver(`machine:${NS}/${m.metadata.name}`);
+    count(`mid-reconcile: joined after the write-ahead${asked.length > 0 ? ' (a request just recorded)' : ''}`);
+  }
+
+  /** An accepted write of `who`: the object as it was before may reach its caches after the write's answer. */
+  private staleLater(who: string, kind: 'check' | 'machine', before: Json): void {
+    if (this.staleAfterWrite <= 0) return;
+    if (kind === 'machine') this.staleAfterWrite--; // (the check's writes while armed too, counting Machine writes)
+    this.staleQueue.push({ who, kind, raw: before });
+  }
+
+  /** The stale copies queued for `who` reach its caches (before its next request, or at the end of the reconcile). */
+  flushStale(who?: string): undefined {
+    const mine = this.staleQueue.filter((x) => who === undefined || x.who === who);
+    this.staleQueue = this.staleQueue.filter((x) => !mine.includes(x));
+    for (const x of mine) {
+      const feed = this.cacheOf(x.who);
+      if (feed === undefined) continue;
+      feed.remember(x.kind, x.raw);
+      count(`stale ${x.kind === 'check' ? 'checks' : 'Machines'} delivered after a write`);
+    }
+    return undefined;
+  }
+
+  /** The end of a reconcile: what was armed for it and did not happen is dropped; stale copies still queued arrive. */
+  reconciled(): void {
+    this.midway = undefined;
+    this.staleAfterWrite = 0;
+    this.flushStale();
   }
 }
