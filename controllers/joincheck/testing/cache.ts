@@ -13,6 +13,7 @@ import { readMachineSet } from '../../../api/capi/machine-set.js';
 import type { MachineFacts } from '../../../api/capi/model.js';
 import { parseSettings } from '../../../api/v1alpha1/settings.js';
 import type { MachineJoinCheck } from '../../../api/v1alpha1/types.js';
+import { older, versionOf } from '../../../runtime/objects.js';
 import type { Json } from '../../../runtime/rest.js';
 import type { Live, SnapshotSource } from '../executor.js';
 import { MachineIndex, namedUids } from '../machine-index.js';
@@ -92,6 +93,10 @@ export class Cache implements SnapshotSource {
   }
 
   remember(kind: 'check' | 'machine' | 'cluster', raw: Json): void {
+    // As the informers' upsert: a copy older than the one cached never replaces it (a write's answer, then the watch
+    // event of an earlier change, or a stale copy the world delivers after a write: staleAfterWrite).
+    const had = kind === 'check' ? this.check : kind === 'cluster' ? this.cluster : this.machines.get(keyOf(raw));
+    if (had !== undefined && older(versionOf(raw), versionOf(had))) return;
     if (kind === 'check') this.setCheck(structuredClone(raw));
     else if (kind === 'cluster') this.cluster = structuredClone(raw);
     else this.upsert(raw);
