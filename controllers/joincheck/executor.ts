@@ -147,6 +147,10 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
       requeue = Math.min(requeue ?? 100, 100);
     }
   } else if (again !== undefined) onLiveCluster = new Set(again.intents.map(intentKey));
+  // The check's own metadata follows the live Cluster too: a deleted check's finalizer waits while it is paused, so a
+  // bound that passes meanwhile never lets the check go past a mark it could not withdraw (the cache may not show the
+  // pause yet: a live Cluster is never cached).
+  if (again !== undefined) p = { ...p, check: again.check };
   // The plan acted on: decided again when a Machine's write met a 409 (and recorded first when that changed a
   // decision), so that every Machine is written as the latest recorded decision says, not as an earlier one did.
   let latest = p;
@@ -322,7 +326,7 @@ async function withdrawUnrecorded(
   }
   // The finalizer follows the world, a resume is not taken as acted on, and no deleted check goes at its bound past a
   // withdrawal that meets conflicts still (the next pass makes it).
-  const { removeResume: _notRecorded, ...check } = p.check;
+  const { removeResume: _notRecorded, ...check } = (again ?? p).check;
   if (unsettled) delete check.removeFinalizer;
   await writeCheckMetadata(deps, s, { ...p, check }, live);
   throw w.error;
