@@ -427,6 +427,21 @@ describe('executor (fake apiserver)', () => {
     expect(api.check.metadata.finalizers).to.deep.equal(['example.com/keep']);
   });
 
+  // A live Cluster is never cached: a deleted check whose bound passed while its Cluster is paused (the pause not in
+  // its cache yet) keeps its finalizer, as it would on a cached pause — property test seed 1 on 9880c1b.
+  it('a deleted check past its bound on a Cluster paused live, not in the cache: the finalizer stays with the mark', async () => {
+    const api = new FakeApi();
+    await execute(deps(api), source(api)); // marked, and the finalizer added
+    api.check.metadata = {
+      ...api.check.metadata,
+      deletionTimestamp: new Date(NOW - 11 * 60_000).toISOString(),
+    };
+    api.cluster.spec.paused = true; // its informer event not in yet: the cache shows it unpaused
+    for (let pass = 0; pass < 2; pass++) await execute(deps(api), source(api));
+    expect(healthCheck(api.machine), 'nothing written on a paused Cluster').to.include({ status: 'False' });
+    expect(api.check.metadata.finalizers, 'the check waits for the unpause').to.include('joinguard.io/withdraw-marks');
+  });
+
   it('no write of any kind once leadership is lost: the status write is refused and nothing follows', async () => {
     const api = new FakeApi();
     api.writesAllowed = false;

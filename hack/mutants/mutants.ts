@@ -281,6 +281,14 @@ export const MUTANTS: Mutant[] = [
     tests: ['controllers/joincheck/executor.test.ts#paused while the write-ahead was in flight'],
   },
   {
+    name: 'finalizer-on-cached-cluster',
+    what: "the check's metadata follows the plan made on the cached Cluster: a deleted check whose bound passes while its Cluster is paused goes with its mark left on a Machine",
+    file: 'controllers/joincheck/executor.ts',
+    find: 'if (again !== undefined) p = { ...p, check: again.check };',
+    replace: '',
+    tests: ['controllers/joincheck/executor.test.ts#past its bound on a Cluster paused live'],
+  },
+  {
     name: 'answer-no-clock-skew',
     what: "an owner's answer is compared with the request time to the second: a manager one second behind has its answer ignored, the request withdrawn as Unanswered (issue 35 §9a)",
     file: 'controllers/joincheck/marks.ts',
