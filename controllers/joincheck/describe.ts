@@ -175,9 +175,10 @@ function notActing(
 function notDueYet(s: Snapshot, f: Followed, w: Observed, requests: readonly RequestRecord[]): Set<string> {
   const out = new Set<string>();
   for (const r of requests) {
-    // A first control-plane request is decided again at write time too: once the control plane says initialized no
-    // Machine is first, and one not made yet is written only while its Machine is due as any other (issue 35, 2).
-    if (r.state !== 'Open' || (r.firstControlPlane === true && !w.initialized)) continue;
+    // A first control-plane request too: its 409 read may show it provisioned after all (Joining, not due; property
+    // seed 8), and once the control plane says initialized no Machine is first (issue 35, 2). The judge applies the
+    // first control-plane clocks (from creation) while it is first.
+    if (r.state !== 'Open') continue;
     const m = f.byUid.get(r.uid);
     if (m === undefined || made(r, m) || !w.inScope.includes(m)) continue;
     const ready = isProvisioned(m) ? readiness(m, w.prevObs.get(m.uid), undefined, s.now).at : undefined;

@@ -334,4 +334,41 @@ describe('first control-plane Machine', () => {
         .plan();
       expect(q.intents.filter((i) => i.want !== 'withdraw').map((i) => i.machine.name)).to.deep.equal([]);
     });
+
+  // Found by the property test (PROPERTY_SEED=8; testing/regressions.json first-control-plane-provisioned-at-its-provision-deadline):
+  // the caches still showed it provisioning at its provision deadline, the request was recorded (write-ahead) and its
+  // mark met a real 409 whose read showed it provisioned at that very moment. DESIGN: "a 409 is a live re-read and a
+  // new decision"; a Machine that has provisioned is Joining, its join clock starting then.
+  it('a first control-plane request recorded on a stale view (still provisioning at its provision deadline) is not written once the 409 read shows it provisioned: it is Joining', () => {
+    const PROVISIONED = T0 + 30 * MINUTE; // exactly its provision deadline
+    const stale = cpMachine('cp-0', {
+      phase: 'Provisioning',
+      infrastructureReady: { value: false },
+      bootstrapReady: { value: false },
+    });
+    const sc = creating({
+      settings: { provisionTimeoutMs: 30 * MINUTE },
+      machines: [stale, worker('w-1'), worker('w-2')],
+    });
+    sc.plan();
+    // Still provisioning (no endpoint to probe yet): asked at once, on the stale view.
+    const p = sc.at(PROVISIONED).plan();
+    expect(intentOf(p, 'cp-0')).to.include({ want: 'mark', path: 'OwnerRemediated' }); // its write met a 409
+    // The 409's live read: infrastructure and bootstrap data ready at the provision deadline.
+    const q = sc
+      .update('cp-0', {
+        phase: 'Provisioned',
+        infrastructureReady: { value: true, since: PROVISIONED },
+        bootstrapReady: { value: true, since: PROVISIONED },
+      })
+      .plan();
+    expect(q.intents.filter((i) => i.want !== 'withdraw').map((i) => i.machine.name)).to.deep.equal([]);
+    // It joins before its join deadline (PROVISIONED + joinTimeout): the request is withdrawn, never made.
+    const r = sc
+      .update('cp-0', { nodeName: 'cp-0' })
+      .at(PROVISIONED + 10 * MINUTE)
+      .plan();
+    expect(r.intents.filter((i) => i.want !== 'withdraw').map((i) => i.machine.name)).to.deep.equal([]);
+    expect(r.status.remediations?.[0]).to.include({ outcome: 'Cancelled' });
+  });
 });

@@ -251,9 +251,17 @@ export const MUTANTS: Mutant[] = [
     name: 'first-cp-request-skips-due',
     what: 'a first control-plane request not made is written after the control plane reports initialized (issue 35 §2)',
     file: 'controllers/joincheck/describe.ts',
-    find: "if (r.state !== 'Open' || (r.firstControlPlane === true && !w.initialized)) continue;",
+    find: "if (r.state !== 'Open') continue;",
     replace: "if (r.state !== 'Open' || r.firstControlPlane === true) continue;",
     tests: ['controllers/joincheck/first-control-plane.test.ts#recorded but not made is not written once'],
+  },
+  {
+    name: 'first-cp-request-kept-before-init',
+    what: "a first control-plane request not made is written as decided while the control plane is not initialized: its mark's 409 read showing it provisioned at its provision deadline still marks it ProvisionTimeout (property seed 8)",
+    file: 'controllers/joincheck/describe.ts',
+    find: "if (r.state !== 'Open') continue;",
+    replace: "if (r.state !== 'Open' || (r.firstControlPlane === true && !w.initialized)) continue;",
+    tests: ['controllers/joincheck/first-control-plane.test.ts#recorded on a stale view'],
   },
   {
     name: 'refused-request-holds-budget',
