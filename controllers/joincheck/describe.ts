@@ -180,7 +180,14 @@ function notDueYet(s: Snapshot, f: Followed, w: Observed, requests: readonly Req
     // first control-plane clocks (from creation) while it is first.
     if (r.state !== 'Open') continue;
     const m = f.byUid.get(r.uid);
-    if (m === undefined || made(r, m) || !w.inScope.includes(m)) continue;
+    if (m === undefined || made(r, m)) continue;
+    // The Machine that initialized the control plane is never marked once it says so, whatever was recorded before
+    // (in the selector or not).
+    if (w.formerFirst?.uid === m.uid) {
+      out.add(r.uid);
+      continue;
+    }
+    if (!w.inScope.includes(m)) continue;
     const ready = isProvisioned(m) ? readiness(m, w.prevObs.get(m.uid), undefined, s.now).at : undefined;
     const ctx = { ...w.ctx, readyAt: new Map(ready !== undefined ? [[m.uid, ready]] : []) };
     if (judge(m, ctx).state !== 'Stuck') out.add(r.uid);

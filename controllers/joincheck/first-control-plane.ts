@@ -23,6 +23,21 @@ export function joinsControlPlane(
   return configs.get(`${ref.kind}/${ref.name}`)?.joinsControlPlane;
 }
 
+/**
+ * Once the control plane is initialized, the Machine that was its first (it initialized it, and may hold the endpoint):
+ * never marked again (DESIGN: "Once the Cluster ... says initialized, it is never marked again"). A known init Machine
+ * (kubeadm: no joinConfiguration.controlPlane) first; without a known one, the Machine that would have been first.
+ */
+export function formerFirstControlPlane(
+  ofCluster: readonly MachineFacts[],
+  configs: ReadonlyMap<string, BootstrapConfigFacts>,
+  initialized: boolean,
+): MachineFacts | undefined {
+  if (!initialized) return undefined;
+  const init = ofCluster.filter((m) => m.controlPlane && joinsControlPlane(m, configs) === false);
+  return findFirstControlPlane(init.length > 0 ? init : ofCluster, configs, false);
+}
+
 /** The Cluster's first control-plane Machine, if the control plane is not initialized and there is one. */
 export function findFirstControlPlane(
   ofCluster: readonly MachineFacts[],

@@ -7,7 +7,7 @@ import type { CheckSettings, MachineJoinCheckStatus, MachineObservation } from '
 import { ANNOTATION_MEMORY, ANNOTATION_WITHDRAW_ALL } from '../../api/v1alpha1/types.js';
 import { Stops } from './conditions.js';
 import { deletionNote, deletionOf, type Deletion } from './deletion.js';
-import { findFirstControlPlane, nextFirstControlPlaneMemory } from './first-control-plane.js';
+import { findFirstControlPlane, formerFirstControlPlane, nextFirstControlPlaneMemory } from './first-control-plane.js';
 import { resume } from './guards.js';
 import {
   connectionState,
@@ -128,6 +128,8 @@ export interface Observed {
   graceMs: number;
   connection: ConnectionState;
   first: MachineFacts | undefined;
+  /** Once initialized, the Machine that was first: never marked again. */
+  formerFirst: MachineFacts | undefined;
   inScope: MachineFacts[];
   expected: number;
   prevObs: Map<string, MachineObservation>;
@@ -226,6 +228,7 @@ export function observe(s: Snapshot, f: Followed, settings: CheckSettings, clust
     graceMs,
     connection: conn.state,
     first,
+    formerFirst: formerFirstControlPlane(f.ofCluster, s.bootstrapConfigs, initialized),
     inScope,
     expected,
     prevObs,

@@ -28,6 +28,7 @@ import type { MachineVerdict, Plan, Snapshot } from './types.js';
 import { rolloutSuspect } from './rollout-suspect.js';
 import { HOLD_OF_STOP } from './timed.js';
 import { rolloutWorld, type Judged } from './verdicts.js';
+import type { PathChoice } from './paths.js';
 
 export interface Remediated {
   requests: RequestRecord[];
@@ -135,7 +136,13 @@ export function remediate(s: Snapshot, f: Followed, w: Observed, j: Judged): Rem
       stuckEvent();
       continue;
     }
-    const choice = choosePath(m, settings, s.mhcs, s.capi, v.firstControlPlane === true);
+    const choice: PathChoice =
+      w.formerFirst?.uid === m.uid
+        ? {
+            kind: 'report',
+            why: 'it initialized the control plane, which now says initialized: it is never marked again',
+          }
+        : choosePath(m, settings, s.mhcs, s.capi, v.firstControlPlane === true);
     if (choice.kind === 'blocked') {
       pausedMhcs.push(`${choice.why}: ${m.name} is left to it`);
       held.set(m.uid, 'MachineHealthCheckPaused');
