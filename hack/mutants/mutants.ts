@@ -297,6 +297,14 @@ export const MUTANTS: Mutant[] = [
     tests: ['controllers/joincheck/executor.test.ts#past its bound on a Cluster paused live'],
   },
   {
+    name: 'former-first-marked',
+    what: 'once the control plane says initialized, the Machine that initialized it is judged like any control-plane Machine: asked of KCP',
+    file: 'controllers/joincheck/first-control-plane.ts',
+    find: '  if (!initialized) return undefined;\n  const init =',
+    replace: '  if (initialized || !initialized) return undefined;\n  const init =',
+    tests: ['controllers/joincheck/first-control-plane.test.ts#the Machine that initialized it is never marked'],
+  },
+  {
     name: 'answer-no-clock-skew',
     what: "an owner's answer is compared with the request time to the second: a manager one second behind has its answer ignored, the request withdrawn as Unanswered (issue 35 §9a)",
     file: 'controllers/joincheck/marks.ts',
