@@ -200,6 +200,20 @@ describe('guards', () => {
     expect(q.check.removeResume).to.equal('now');
   });
 
+  // issue 35 item 8: the can-act rule holds for a paused Cluster too (observe.ts canAct), not only through the verdicts
+  // a paused Cluster skips: a resume is acted on only once the Cluster is unpaused.
+  it('a resume while the Cluster is paused waits until it is unpaused', () => {
+    const sc = fleet(1, {
+      cluster: clusterFacts({ paused: true }),
+      check: check({ annotations: { 'joinguard.io/resume': 'now' } }),
+    });
+    const p = sc.at(STUCK).plan();
+    expect(p.check.removeResume).to.equal(undefined);
+    expect(p.status.lastResume).to.equal(undefined);
+    sc.with({ cluster: clusterFacts() });
+    expect(sc.advance(MINUTE).plan().status.lastResume?.value).to.equal('now');
+  });
+
   it('a large fleet keeps its messages and status bounded', () => {
     const sc = fleet(500, { settings: { consecutiveJoinFailures: 0 } });
     const p = sc.at(STUCK).plan();

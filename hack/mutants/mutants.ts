@@ -305,6 +305,14 @@ export const MUTANTS: Mutant[] = [
     tests: ['controllers/joincheck/first-control-plane.test.ts#the Machine that initialized it is never marked'],
   },
   {
+    name: 'paused-cluster-can-act',
+    what: 'a paused Cluster left out of the can-act rule alone (its verdicts still Skipped, its intents still dropped): a resume is acted on while it is paused (issue 35 item 8)',
+    file: 'controllers/joincheck/observe.ts',
+    find: 'const canAct = !settings.paused && !cluster.paused && !cluster.deleting && !f.withdrawAll;',
+    replace: 'const canAct = !settings.paused && !cluster.deleting && !f.withdrawAll;',
+    tests: ['controllers/joincheck/guards.test.ts#a resume while the Cluster is paused waits'],
+  },
+  {
     name: 'answer-no-clock-skew',
     what: "an owner's answer is compared with the request time to the second: a manager one second behind has its answer ignored, the request withdrawn as Unanswered (issue 35 §9a)",
     file: 'controllers/joincheck/marks.ts',
