@@ -271,6 +271,20 @@ describe('executor: each Machine converges on its own (fake apiserver)', () => {
     expect(healthCheck(api.machines.get('md-0-a'))).to.equal(undefined);
   });
 
+  // issue 35 item 8: a withdrawal that rests on something undone later (here a skip annotation) waits for its record
+  // while the check's status is refused: written unrecorded, a restart would find the request open and mark it again.
+  it("the check's status refused: a withdrawal that needs its record (a skip annotation) waits for it", async () => {
+    const skipped = machine('md-0-c', { joinedWithMark: true });
+    delete skipped.status.nodeRef; // marked, not joined: opted out by the user
+    skipped.metadata.annotations = { ...(skipped.metadata.annotations ?? {}), 'joinguard.io/skip': '' };
+    const api = new FakeApi([skipped], [openRequest('md-0-c')]);
+    api.statusRefused = new ApiError(403, 'PUT', `${CHECK}/status`, 'forbidden');
+    await run(api, new Refusals()).result.catch(() => undefined);
+    expect(healthCheck(api.machines.get('md-0-c')), 'kept until the withdrawal is recorded').to.include({
+      status: 'False',
+    });
+  });
+
   it('withdrawals go first, before any mark', async () => {
     const api = new FakeApi([machine('md-0-a'), machine('md-0-z', { joinedWithMark: true })], [openRequest('md-0-z')]);
     await run(api, new Refusals()).result;

@@ -313,6 +313,14 @@ export const MUTANTS: Mutant[] = [
     tests: ['controllers/joincheck/guards.test.ts#a resume while the Cluster is paused waits'],
   },
   {
+    name: 'unrecorded-withdrawal-written',
+    what: "while the check's status is refused, a withdrawal that needs its record (a skip annotation, withdraw-all, unanswered) is written anyway (issue 35 item 8)",
+    file: 'controllers/joincheck/executor.ts',
+    find: "    if (intent.needsRecord === true && stored.get(intent.machine.uid) === 'Open') continue;",
+    replace: '',
+    tests: ['controllers/joincheck/executor-refusals.test.ts#a withdrawal that needs its record'],
+  },
+  {
     name: 'answer-no-clock-skew',
     what: "an owner's answer is compared with the request time to the second: a manager one second behind has its answer ignored, the request withdrawn as Unanswered (issue 35 §9a)",
     file: 'controllers/joincheck/marks.ts',
