@@ -27,14 +27,7 @@ import { releaseProblems, type Workflow as PolicyWorkflow } from './release-poli
 const run = promisify(execFile);
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
-const FILES = [
-  'addon-components.yaml',
-  'metadata.yaml',
-  'observability-components.yaml',
-  'grafana-dashboard.json',
-  'shard-components.yaml',
-  'gitops.tar.gz',
-];
+const FILES = policy.RELEASE_FILES.filter((f) => f !== 'checksums.txt');
 type Failed = { code: number; stdout: string; stderr: string };
 const failing = (p: Promise<{ stdout: string; stderr: string }>) =>
   p.then(

@@ -121,15 +121,8 @@ export function mhcs(c: string): Json[] {
   });
 }
 
-/**
- * `clusters` Clusters of `perCluster` joined Machines each (with `restJoining`: Provisioned with no Node, on their 24h
- * clock), their checks and (with mhc) their MHCs.
- */
-export function seed(
-  api: FakeApiserver,
-  o: { clusters: number; perCluster: number; mhc: boolean; now: number; restJoining?: boolean },
-): void {
-  // clusterctl's inventory entry, as `clusterctl init` leaves it: where JoinGuard reads the CAPI release.
+/** clusterctl's inventory entry, as `clusterctl init` leaves it: where JoinGuard reads the CAPI release. */
+function putInventory(api: FakeApiserver): void {
   api.put('providers', {
     apiVersion: 'clusterctl.cluster.x-k8s.io/v1alpha3',
     kind: 'Provider',
@@ -138,6 +131,17 @@ export function seed(
     type: 'CoreProvider',
     version: 'v1.14.2',
   });
+}
+
+/**
+ * `clusters` Clusters of `perCluster` joined Machines each (with `restJoining`: Provisioned with no Node, on their 24h
+ * clock), their checks and (with mhc) their MHCs.
+ */
+export function seed(
+  api: FakeApiserver,
+  o: { clusters: number; perCluster: number; mhc: boolean; now: number; restJoining?: boolean },
+): void {
+  putInventory(api);
   for (let i = 0; i < o.clusters; i++) {
     const c = clusterName(i);
     api.put('clusters', cluster(c, o.now));
@@ -317,14 +321,7 @@ export interface FleetOptions {
  * Machines, configs), its MHCs, MachineSets and checks, labelled with its shard. Returns the shard of each Cluster. */
 export function seedFleet(api: FakeApiserver, o: FleetOptions): Map<string, string> {
   const shardOf = new Map<string, string>();
-  api.put('providers', {
-    apiVersion: 'clusterctl.cluster.x-k8s.io/v1alpha3',
-    kind: 'Provider',
-    metadata: { name: 'cluster-api', namespace: 'capi-system' },
-    providerName: 'cluster-api',
-    type: 'CoreProvider',
-    version: 'v1.14.2',
-  });
+  putInventory(api);
   for (let i = 0; i < o.clusters; i++) {
     const c = clusterName(i);
     const shard = shardName(i, o.clusters, o.shards);
