@@ -46,6 +46,18 @@ function decisions(p: Plan) {
   };
 }
 
+/** `p` converged, the source paused for clusterctl move: the target's check, with the memory it carried, made at `moved`. */
+function movedCheck(sc: Scenario, p: Parameters<Scenario['converge']>[0], moved: number) {
+  sc.converge(p);
+  sc.with({ cluster: clusterFacts({ paused: true }) }).annotate({
+    'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io',
+  });
+  const memory = sc.advance(MINUTE).plan().check.carryMemory!;
+  const target = check({ annotations: { 'joinguard.io/memory': memory } });
+  target.metadata.creationTimestamp = new Date(moved).toISOString();
+  return target;
+}
+
 describe('planner', () => {
   it('a restart (a fresh plan from the persisted status only) decides the same at every step', () => {
     const sc = new Scenario(
@@ -400,15 +412,9 @@ describe('planner', () => {
     const p = sc.at(T0 + 21 * MINUTE).plan();
     expect(requested(p)).to.deep.equal(['a']);
     expect(sc.status.suspicion?.machines).to.deep.equal(['a', 'b']);
-    sc.converge(p);
-    sc.with({ cluster: clusterFacts({ paused: true }) }).annotate({
-      'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io',
-    });
-    const memory = sc.advance(MINUTE).plan().check.carryMemory!;
     // The target: the check first (its Machines not there yet), the Cluster paused; then the Machines, anew.
     const moved = T0 + 30 * MINUTE;
-    const target = check({ annotations: { 'joinguard.io/memory': memory } });
-    target.metadata.creationTimestamp = new Date(moved).toISOString();
+    const target = movedCheck(sc, p, moved);
     const t = new Scenario(
       snapshot({ check: target, cluster: clusterFacts({ paused: true }), machines: [], now: moved }),
     );
@@ -438,14 +444,8 @@ describe('planner', () => {
     const p = sc.at(T0 + 21 * MINUTE).plan();
     expect(requested(p)).to.deep.equal(['a']);
     expect(sc.status.suspicion?.machines).to.deep.equal(['a', 'b', 'c']);
-    sc.converge(p);
-    sc.with({ cluster: clusterFacts({ paused: true }) }).annotate({
-      'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io',
-    });
-    const memory = sc.advance(MINUTE).plan().check.carryMemory!;
     const moved = T0 + 30 * MINUTE;
-    const target = check({ annotations: { 'joinguard.io/memory': memory } });
-    target.metadata.creationTimestamp = new Date(moved).toISOString();
+    const target = movedCheck(sc, p, moved);
     // The Machines re-created with no status (clusterctl move): no Node, nothing ready, phase Pending.
     const stripped = (name: string) =>
       worker(name, {
