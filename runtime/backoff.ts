@@ -1,7 +1,7 @@
-// How long an informer waits before it lists or watches again after a failure (docs/decisions.md, "Informers
-// after an outage"). client-go's reflector backs off 0.8 s doubling to 30 s with ×1–2 jitter, and ignores
-// Retry-After: after an apiserver restart (a minute of 429 "storage is (re)initializing") JoinGuard's informers
-// sat up to 59 s behind a ready apiserver. Here:
+// How long an informer waits before it lists or watches again after a failure
+// (docs/decisions/informer-backoff-and-decision-gate-after-outage.md). client-go's reflector backs off 0.8 s
+// doubling to 30 s with ×1–2 jitter, and ignores Retry-After: after an apiserver restart (a minute of 429 "storage
+// is (re)initializing") JoinGuard's informers sat up to 59 s behind a ready apiserver. Here:
 // - a failure backs off 0.5 s doubling to 2 s, ×1–2 jitter: never more than 4 s, so every informer is live within
 //   ~5 s of a ready apiserver (its next attempt plus one list), for a few cheap refused requests a second per
 //   informer while the apiserver is down;

@@ -6,7 +6,7 @@
 // - a watch stream (one event object after another): each event.
 // Values the model never reads are dropped before they are parsed: their bytes are replaced by `null` in the
 // value's text (`metadata.managedFields`, 45 % of a Machine's bytes, and kubectl's last-applied copy).
-// Why not a library: docs/decisions.md ("Lists without a page in memory").
+// Why not a library: docs/decisions/watchlist-and-lists-read-item-by-item.md.
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;

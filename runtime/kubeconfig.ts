@@ -2,7 +2,8 @@
 // without @kubernetes/client-node (importing it costs ~60 MiB RSS and ~0.9 s at start). Covers what CAPI's
 // kubeconfigs and in-cluster controllers use: CA, client certificates, bearer tokens (inline or a file that
 // is re-read as it rotates), insecure-skip-tls-verify, tls-server-name, http:// servers. Exec plugins and
-// auth providers load client-node lazily, on the first request only (docs/decisions.md, runtime).
+// auth providers load client-node lazily, on the first request only
+// (docs/decisions/runtime-client-informers-leader-election.md).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

@@ -4,7 +4,7 @@
 // chose from changes — the API version, the minor or exact release, whether the kubeadm providers are served — or
 // CAPI is no longer there or no longer supported, `onChange` is told once and the controller restarts cleanly
 // (manager.ts: workers finish, the Lease is handed back, the process exits for its Deployment to start it again;
-// docs/decisions.md "A CAPI upgrade under a running JoinGuard"). An apiserver that does not answer is no change:
+// docs/decisions/capi-upgrade-rediscovered-and-restarted.md). An apiserver that does not answer is no change:
 // discovery is asked again next period.
 import type { Logger } from 'winston';
 import type { CapiVersionInfo } from './discovery.js';

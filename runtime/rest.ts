@@ -112,7 +112,8 @@ export interface RestClientOptions {
 
 /**
  * CAPI v1.14's managers: --kube-api-qps=100, --kube-api-burst=200 (core/main.go). The burst is 400 here: a first pass
- * after install writes two requests per check (docs/decisions.md, "Client-side rate limit").
+ * after install writes two requests per check
+ * (docs/decisions/runtime-client-informers-leader-election.md, "Client-side rate limit").
  */
 export const DEFAULT_QPS = 100;
 export const DEFAULT_BURST = 400;

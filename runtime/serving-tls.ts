@@ -4,7 +4,8 @@
 //
 // The certificate is made here (ECDSA P-256, X.509 v3 in DER by hand, signed with node:crypto) rather than by
 // a library: `selfsigned` (the common choice) took 130-260 ms and +17 MiB RSS to import against ~1 ms and
-// 0.2 MiB, and 6-8 ms per certificate against 0.4 ms (docs/decisions.md, "Diagnostics").
+// 0.2 MiB, and 6-8 ms per certificate against 0.4 ms
+// (docs/decisions/operating-metrics-diagnostics-flags-logs.md, "Diagnostics").
 import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { SecureContextOptions } from 'node:tls';

@@ -46,7 +46,7 @@ export function windowStart(now: number, settings: CheckSettings, lastResume: st
 
 /**
  * How long request times are kept at least, whatever the window is now: a window lowered and raised again within a
- * day forgets no request (decisions.md, "Per-owner windows are exact").
+ * day forgets no request (docs/decisions/never-harm-last-holes.md, "Per-owner windows are exact").
  */
 export const OWNER_TIMES_KEPT_MS = 24 * HOUR;
 

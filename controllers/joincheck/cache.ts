@@ -84,8 +84,8 @@ export class Caches {
         }
       };
     // --watch-filter selects server-side, so a shard lists and caches only its own Clusters, Machines and checks
-    // (docs/decisions.md: how the label reaches Machines). MHCs, KCPs and configs are few and not filtered: one
-    // missing from a shard's view would change what it decides.
+    // (docs/decisions/sharding-with-watch-filter.md: how the label reaches Machines). MHCs, KCPs and configs are
+    // few and not filtered: one missing from a shard's view would change what it decides.
     const shard = o.watchFilter !== undefined ? `${WATCH_FILTER_LABEL}=${o.watchFilter}` : undefined;
     this.checks = this.informer(
       'checks',

@@ -248,8 +248,8 @@ export function machineDeleteNotAllowed(held: readonly string[]): string {
  * Ready summarises the check in CAPI's v1beta2 form (util/conditions NewSummaryCondition): False/NotReady while
  * remediation stalls, with the issue in the message as `* Progressing: ...`; False with a reason of its own when the
  * check cannot work as written. DryRun is not a stall (the user chose it): Ready stays True. Neither is pacing: the
- * budget stop while maxInFlight remediations are in flight frees by itself as each finishes (docs/decisions.md,
- * "Pacing is not a stall").
+ * budget stop while maxInFlight remediations are in flight frees by itself as each finishes (docs/decisions/
+ * day-two-pacing-alerts-dashboard-gitops.md, "Pacing is not a stall").
  */
 export function readyCondition(o: {
   inScope: number;

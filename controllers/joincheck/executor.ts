@@ -52,7 +52,7 @@ export interface Result {
  * write (decisions are written at once); alone they are written only once the last write is this old, so `kubectl get
  * mjc` lags by at most this much. 30 s: 5 minutes (tried for fewer requests per mark) left counts and the timed list
  * minutes behind the world (4 of 4 joined with 3 Machines left), which operators and the e2e specs read
- * (decisions.md, "Requests per mark: 4").
+ * (docs/decisions/requests-per-mark-four.md).
  */
 export const STATUS_COALESCE_MS = 30_000;
 const ROUNDS = 3;
