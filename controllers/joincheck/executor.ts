@@ -325,8 +325,9 @@ async function withdrawUnrecorded(
     if (current !== undefined && (r === 'conflict' || r === 'unread')) unsettled = true;
   }
   // The finalizer follows the world, a resume is not taken as acted on, and no deleted check goes at its bound past a
-  // withdrawal that meets conflicts still (the next pass makes it).
-  const { removeResume: _notRecorded, ...check } = (again ?? p).check;
+  // withdrawal that meets conflicts still (the next pass makes it). Nor is the carried memory taken as stored: its
+  // annotation stays (clusterctl move takes it along), no block-move replacing it, while the status cannot be written.
+  const { removeResume: _notRecorded, blockMove: _notStored, ...check } = (again ?? p).check;
   if (unsettled) delete check.removeFinalizer;
   await writeCheckMetadata(deps, s, { ...p, check }, live);
   throw w.error;
