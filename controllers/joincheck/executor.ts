@@ -135,7 +135,9 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
     p,
     live,
     src,
-    written.outcome === 'written' || metadataWritten,
+    // Read again too when another writer recorded the request meanwhile (a 409, then the same status): a pause
+    // stored after this pass's earlier read is seen (two leaders for one renew period).
+    written.outcome === 'written' || metadataWritten || written.conflicted === true,
   );
   if (again !== undefined && !isDeepStrictEqual(decisive(again.status), decisive(p.status))) {
     const w = await writeStatus(deps, s, again, live, src);
@@ -261,7 +263,14 @@ const HELD_ANSWERS: ReadonlySet<RemediationOutcome> = new Set(['Deferred', 'Refu
 
 type StatusWrite =
   /** judged: the snapshot the plan was made on (the check as it was before this write), when it was written now. */
-  | { outcome: 'written' | 'same' | 'deferred' | 'conflict' | 'gone'; s: Snapshot; p: Plan; judged?: Snapshot }
+  | {
+      outcome: 'written' | 'same' | 'deferred' | 'conflict' | 'gone';
+      s: Snapshot;
+      p: Plan;
+      judged?: Snapshot;
+      /** The check changed during this write (409): its record may be newer than the Cluster read before it. */
+      conflicted?: boolean;
+    }
   /** Any error but 404, 409 and a lost leadership (403 from RBAC on /status, an admission policy, a size limit). */
   | { outcome: 'refused'; s: Snapshot; p: Plan; error: Error };
 
@@ -343,13 +352,14 @@ async function writeStatus(
 ): Promise<StatusWrite> {
   const ns = s.check.metadata.namespace;
   const name = s.check.metadata.name;
+  let conflicted = false;
   for (let attempt = 0; attempt < ROUNDS; attempt++) {
     const next = JSON.parse(JSON.stringify(p.status)) as MachineJoinCheckStatus;
     const prev = s.check.status;
-    if (isDeepStrictEqual(next, prev ?? {})) return { outcome: 'same', s, p };
+    if (isDeepStrictEqual(next, prev ?? {})) return { outcome: 'same', s, p, conflicted };
     const countsOnly = isDeepStrictEqual(decisive(next), decisive(prev));
     if (countsOnly && deps.lastStatusWrite !== undefined && deps.now() - deps.lastStatusWrite < STATUS_COALESCE_MS)
-      return { outcome: 'deferred', s, p };
+      return { outcome: 'deferred', s, p, conflicted };
     try {
       // PUT on /status: the status stanza is replaced exactly; the resourceVersion guards it.
       const written = await deps.rest.put(pathOf(CHECK_RESOURCE, ns, name, 'status'), { ...s.check, status: next });
@@ -365,6 +375,7 @@ async function writeStatus(
       if ((e as Error).name === 'WritesForbiddenError') throw e; // leadership lost: nothing more, at once
       if (!isConflict(e)) return { outcome: 'refused', s, p, error: e as Error };
       deps.writeMetric('status', 'conflict');
+      conflicted = true;
       // The check changed (a user edit, an annotation): read it and decide again before anything else.
       try {
         const fresh = await deps.rest.get(pathOf(CHECK_RESOURCE, ns, name));
