@@ -321,6 +321,22 @@ export const MUTANTS: Mutant[] = [
     tests: ['controllers/joincheck/executor-refusals.test.ts#a withdrawal that needs its record'],
   },
   {
+    name: 'memory-dropped-while-status-refused',
+    what: "while the check's status is refused, block-move replaces the memory annotation it carried: the memory is lost",
+    file: 'controllers/joincheck/executor.ts',
+    find: 'const { removeResume: _notRecorded, blockMove: _notStored, ...check } = (again ?? p).check;',
+    replace: 'const { removeResume: _notRecorded, ...check } = (again ?? p).check;',
+    tests: ['controllers/joincheck/property.test.ts#replays the'],
+  },
+  {
+    name: 'cluster-not-reread-after-conflict',
+    what: "the check's status write met a 409 and found the request recorded by another writer: the Machine is marked on the Cluster read before that record",
+    file: 'controllers/joincheck/executor.ts',
+    find: "written.outcome === 'written' || metadataWritten || written.conflicted === true,",
+    replace: "written.outcome === 'written' || metadataWritten,",
+    tests: ['controllers/joincheck/property.test.ts#replays the'],
+  },
+  {
     name: 'answer-no-clock-skew',
     what: "an owner's answer is compared with the request time to the second: a manager one second behind has its answer ignored, the request withdrawn as Unanswered (issue 35 §9a)",
     file: 'controllers/joincheck/marks.ts',
