@@ -189,9 +189,21 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
           break;
         }
         ({ s, p: next } = w);
+        // A pause stored while this record was written is seen before any further Machine write (DESIGN: "Before any
+        // write"): the Cluster read again, and this pass writes only what a plan on it still wants.
+        if (w.outcome === 'written') {
+          const onLive = await onLiveClusterPlan(deps, machineRes, w.judged ?? s, s, next, live, src, true);
+          if (onLive !== undefined) {
+            onLiveCluster = new Set(onLive.intents.map(intentKey));
+            if (!isDeepStrictEqual(decisive(onLive.status), decisive(next.status)))
+              requeue = Math.min(requeue ?? 100, 100);
+          }
+        }
       }
       latest = next;
-      current = next.intents.find((x) => x.machine.uid === uid);
+      current = next.intents.find(
+        (x) => x.machine.uid === uid && (onLiveCluster === undefined || onLiveCluster.has(intentKey(x))),
+      );
       if (current === undefined)
         deps.log.info('decided again on the changed Machine: nothing to write now', { Machine: ref(intent.machine) });
     }
