@@ -7,7 +7,7 @@
 import type { MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
 import { ANNOTATION_MEMORY, CLUSTERCTL_ANNOTATION_BLOCK_MOVE, STATUS_LIMITS } from '../../api/v1alpha1/types.js';
 import type { CheckMetadataIntent, Snapshot } from './types.js';
-import { iso } from './time.js';
+import { iso, MINUTE } from './time.js';
 import {
   failure,
   Fields,
@@ -153,6 +153,9 @@ export function checkMetadata(s: Snapshot, next: MachineJoinCheckStatus, check: 
     check.blockMove = true;
   }
 }
+
+/** How long after a moved check its Machines may still be created by clusterctl move (they come after it). */
+export const MOVED_WITH_CHECK_MS = 10 * MINUTE;
 
 /**
  * clusterctl move re-creates every Machine with a new uid (same name). While the check carries the memory annotation

@@ -23,9 +23,8 @@ import {
 } from './judge.js';
 import { followRequests, made } from './marks.js';
 import { actingMhcPaused } from './paths.js';
-import { followMovedUids, readMemory } from './memory.js';
+import { followMovedUids, MOVED_WITH_CHECK_MS, readMemory } from './memory.js';
 import { ms } from './time.js';
-import { MOVED_WITH_CHECK_MS } from './verdicts.js';
 import type { CheckMetadataIntent, PlannedEvent, Snapshot } from './types.js';
 
 /** Any Machine of the Cluster by uid, settled ones included (they are not in `machines`). */

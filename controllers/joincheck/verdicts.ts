@@ -8,11 +8,9 @@ import { joinSeen } from './guards.js';
 import { byName, joinClockStart, judge, trusted } from './judge.js';
 import type { Followed, Observed } from './observe.js';
 import { clearRolloutIfOver, type RolloutWorld } from './rollout-suspect.js';
-import { MINUTE, ms } from './time.js';
+import { MOVED_WITH_CHECK_MS } from './memory.js';
+import { ms } from './time.js';
 import type { MachineVerdict, Plan, Snapshot } from './types.js';
-
-/** How long after a moved check its Machines may still be created by clusterctl move (they come after it). */
-export const MOVED_WITH_CHECK_MS = 10 * MINUTE;
 
 export interface Judged {
   /** By index of `inScope`. */
