@@ -95,9 +95,14 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
     written.outcome === 'deferred'
       ? Math.max(0, (deps.lastStatusWrite ?? 0) + STATUS_COALESCE_MS - deps.now())
       : undefined;
+  // Then the requests in the order they were recorded: one recorded earlier and not made yet (a crash, a refusal) goes
+  // before a later one, so each lands within the budget it was recorded under (maxPerOwner raised meanwhile).
+  const recordedAt = new Map((p.status.requests ?? []).map((r, n) => [r.uid, n]));
   const ordered = [
     ...p.intents.filter((i) => i.want === 'withdraw'),
-    ...p.intents.filter((i) => i.want !== 'withdraw'),
+    ...p.intents
+      .filter((i) => i.want !== 'withdraw')
+      .sort((a, b) => (recordedAt.get(a.machine.uid) ?? 0) - (recordedAt.get(b.machine.uid) ?? 0)),
   ];
   // A mark or a delete is made only on the check as it was decided on: when the status was not written now, the check
   // is read live first, and a view that is stale (another replica changed the check, or finalized it) writes
