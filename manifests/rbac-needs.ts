@@ -23,7 +23,7 @@ export const CONTROLLER_NEEDS: Grant[] = [
   // Informer and webhook overlap lookups; `patch` removes `joinguard.io/resume` (a JSON patch with a test op) and
   // adds or removes the finalizer `joinguard.io/withdraw-marks` (metadata.finalizers: no `/finalizers` grant needed,
   // that subresource is only checked for owners referenced with blockOwnerDeletion).
-  { group: 'joinguard.io', resource: 'machinejoinchecks', verbs: [...WATCH, 'patch'] },
+  { group: 'joinguard.io', resource: 'machinejoinchecks', verbs: ['get', ...WATCH, 'patch'] },
   // Status is written whole, guarded by resourceVersion (executor.ts: PUT on /status).
   { group: 'joinguard.io', resource: 'machinejoinchecks/status', verbs: ['update'] },
   // `get`: the live re-read before every write; `patch`: the remediate-machine and requested-by annotations.
