@@ -68,6 +68,8 @@ class FakeApi {
   refuse: (name: string, path: string) => Error | undefined = () => undefined;
   /** The check's status writes are refused with this, for good (RBAC on /status, an admission policy, a size limit). */
   statusRefused: Error | undefined;
+  /** The Cluster as a live GET returns it: paused from when this is set. */
+  clusterPaused = false;
 
   constructor(ms: Json[], requests: Json[] = []) {
     for (const m of ms) this.machines.set(m.metadata.name, m);
@@ -102,7 +104,11 @@ class FakeApi {
     return {
       get: async (path: string) => {
         this.calls.push(`GET ${path}`);
-        if (path.endsWith('/clusters/c1')) return clusterV1beta2();
+        if (path.endsWith('/clusters/c1')) {
+          const c = clusterV1beta2();
+          if (this.clusterPaused) c.spec.paused = true;
+          return c;
+        }
         if (path === CHECK) return structuredClone(this.check);
         const m = this.machines.get(nameOf(path));
         if (path.startsWith(NS) && m) return structuredClone(m);
@@ -169,7 +175,7 @@ function source(api: FakeApi, refusals: Refusals, now: number, cached = cachedOf
       return {
         check,
         settings: parseSettings(check.spec).settings!,
-        cluster: readCluster(clusterV1beta2(), 'v1beta2'),
+        cluster: readCluster(live.cluster ?? clusterV1beta2(), 'v1beta2'), // the live one when read
         machines,
         malformed: [],
         bootstrapConfigs: new Map(),
@@ -391,5 +397,34 @@ describe('executor: each Machine converges on its own (fake apiserver)', () => {
     expect(healthCheck(api.machines.get('md-0-a')), 'a not marked').to.equal(undefined);
     expect(healthCheck(api.machines.get('md-0-b')), 'b not marked').to.equal(undefined);
     expect(events.map((e) => e.reason)).to.not.include('RemediationRequested');
+  });
+
+  // The one rule for the Cluster: any write of the check makes the Cluster read before it stale. Here a's 409 changes
+  // a decision, recorded by a status PUT while the Cluster is paused: b, next, is written only on a Cluster read after.
+  it('after a 409 re-decision is recorded while the Cluster is paused, the next Machine is not marked (the Cluster read again)', async () => {
+    const api = new FakeApi([machine('md-0-a'), machine('md-0-b')]);
+    const cached = cachedOf(api);
+    const a = api.machines.get('md-0-a')!;
+    a.status.nodeRef = { name: 'node-md-0-a' }; // joined before the cache saw it: its mark meets a 409
+    a.metadata.resourceVersion = String(Number(a.metadata.resourceVersion) + 1);
+    const rest = api.rest();
+    let puts = 0;
+    const during: RestClient = {
+      ...rest,
+      put: async (path: string, body: Json) => {
+        const r = await rest.put(path, body);
+        if (++puts === 2) api.clusterPaused = true; // paused while a's withdrawn request was recorded
+        return r;
+      },
+    } as unknown as RestClient;
+    const { result } = run(api, new Refusals(), NOW, { rest: during }, cached);
+    await result;
+    expect(puts, 'the re-decision recorded').to.be.at.least(2);
+    const second = api.calls.indexOf(`PUT ${CHECK}/status`, api.calls.indexOf(`PUT ${CHECK}/status`) + 1);
+    expect(
+      api.calls.slice(second).some((c) => c.endsWith('/clusters/c1')),
+      'the Cluster read again',
+    ).to.equal(true);
+    expect(healthCheck(api.machines.get('md-0-b')), 'b not marked').to.equal(undefined);
   });
 });

@@ -638,6 +638,35 @@ describe('executor (fake apiserver)', () => {
     expect(api.calls.filter((c) => c.includes('/machines/'))).to.deep.equal([]);
   });
 
+  it('a Cluster read before the write-ahead and paused while it was in flight: read again, no mark (any write of the check makes the read stale)', async () => {
+    // A request recorded for a Machine the caches no longer hold is confirmed gone first (a live read, the Cluster
+    // with it), so the Cluster is read before the status write: that read must not stand for one after it.
+    const api = new FakeApi();
+    const gone = {
+      machine: 'md-0-gone',
+      uid: 'uid-gone',
+      owner: { kind: 'MachineSet', name: 'md-0-abc' },
+      path: 'OwnerRemediated',
+      kind: 'JoinTimeout',
+      time: new Date(NOW - 60_000).toISOString().replace('.000Z', 'Z'),
+      state: 'Open',
+    };
+    // The finalizer already there: no metadata write comes between (it too would make the read stale).
+    api.check = {
+      ...api.check,
+      metadata: { ...api.check.metadata, finalizers: ['joinguard.io/withdraw-marks'] },
+      status: { requests: [gone] },
+    };
+    const d = deps(api, { rest: duringWriteAhead(api, () => (api.cluster.spec.paused = true)) });
+    await execute(d, source(api));
+    const put = api.calls.indexOf(`PUT ${CHECK}/status`);
+    expect(put, 'the status written').to.be.greaterThan(-1);
+    expect(api.calls.indexOf(`GET ${CLUSTER}`), 'the Cluster read before it').to.be.within(0, put);
+    expect(api.calls.lastIndexOf(`GET ${CLUSTER}`), 'and again after it').to.be.greaterThan(put);
+    expect(healthCheck(api.machine), 'not marked').to.equal(undefined);
+    expect(api.calls.filter((c) => c.includes('/machines/md-0-abc'))).to.deep.equal([]);
+  });
+
   // issue 35, 5 [clean-within-N]: the Cluster is read live only when the cached plan has something to write. A live
   // read that saw "paused" must not pin the cache: once the Cluster is unpaused (its informer event not in yet), the
   // next pass plans the joined Machine's withdrawal on the cache, reads the Cluster live, and writes it.

@@ -4,7 +4,7 @@
 // by the resourceVersion the decision was made on — then the check's own metadata (before the Machines while the
 // finalizer is missing and a mark is due: no mark before the finalizer). 404 on delete is done; 409
 // re-reads and decides again; any other refusal is that Machine's alone (refusals.ts); a lost leadership forbids
-// every write (the REST client refuses them) and ends the pass at once. Each Machine's write is machine-writes.ts.
+// every write (the REST client refuses them) and ends the pass at once. Each Machine is converged behind the live-Cluster gate (machine-converge.ts).
 import { isDeepStrictEqual } from 'node:util';
 import { capiResource } from '../../api/capi/resources.js';
 import {
@@ -18,8 +18,17 @@ import {
 import type { MachineJoinCheckStatus, RemediationOutcome } from '../../api/v1alpha1/types.js';
 import { isConflict, isNotFound, pathOf, type Json, type Resource } from '../../runtime/rest.js';
 import { DELETION_BOUND_MS } from './deletion.js';
-import { converge, factsOf, needsWrite, ref, type Converged } from './machine-writes.js';
-import { checkUnchanged, readLive, resource, type Live, type LiveReadDeps, type SnapshotSource } from './live-reads.js';
+import { factsOf, needsWrite, ref } from './machine-writes.js';
+import {
+  checkUnchanged,
+  checkWritten,
+  clusterStale,
+  readLive,
+  resource,
+  type Live,
+  type SnapshotSource,
+} from './live-reads.js';
+import { convergeOne, LiveClusterGate, writing, type ConvergeDeps } from './machine-converge.js';
 import { plan } from './planner.js';
 import { Refusals, type RefusedWrite } from './refusals.js';
 import type { MachineTarget, MarkIntent, Plan, PlannedEvent, Snapshot } from './types.js';
@@ -27,9 +36,7 @@ import type { MachineTarget, MarkIntent, Plan, PlannedEvent, Snapshot } from './
 export { needsWrite } from './machine-writes.js';
 export type { Live, SnapshotSource } from './live-reads.js';
 
-export interface ExecutorDeps extends LiveReadDeps {
-  /** Sends events off the worker (never fails a reconcile). */
-  emit: (e: PlannedEvent, check: Json) => void;
+export interface ExecutorDeps extends ConvergeDeps {
   /** When this process last wrote the check's status (epoch ms), for coalescing count-only changes. */
   lastStatusWrite?: number;
   /** The check's Machines whose writes are refused, kept across reconciles (back-off); a fresh one when absent. */
@@ -86,7 +93,7 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
   if (written.outcome === 'conflict') return { requeueAfterMs: 100 };
   if (written.outcome === 'refused') return withdrawUnrecorded(deps, machineRes, written, live, src, refusals);
   ({ s, p } = written);
-  const judged = written.judged ?? s;
+  let judged = written.judged ?? s;
   if (written.outcome !== 'deferred') for (const e of p.events) deps.emit(e, s.check);
 
   // Converge every Machine to its intent, each on its own, withdrawals first: a write refused for one Machine is
@@ -131,29 +138,18 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
   // The Cluster read live after the write-ahead, right before the Machine writes, so that a pause stored while the
   // status was written is seen (DESIGN: "Before any write"): the plan made again on it, with the Machines as judged.
   // Where that changes a decision (a paused Cluster asks nothing), the new one is recorded before anything is written.
-  let onLiveCluster: Set<string> | undefined;
-  const again = await onLiveClusterPlan(
-    deps,
-    machineRes,
-    judged,
-    s,
-    p,
-    live,
-    src,
-    // Read again too when another writer recorded the request meanwhile (a 409, then the same status): a pause
-    // stored after this pass's earlier read is seen (two leaders for one renew period).
-    written.outcome === 'written' || metadataWritten || written.conflicted === true,
-  );
+  const gate = new LiveClusterGate(deps, machineRes, live, src);
+  const again = await gate.plan(judged, s, p);
   if (again !== undefined && !isDeepStrictEqual(decisive(again.status), decisive(p.status))) {
     const w = await writeStatus(deps, s, again, live, src);
     if (w.outcome === 'written' || w.outcome === 'same') {
       ({ s, p } = w);
-      onLiveCluster = new Set(p.intents.map(intentKey));
+      judged = w.judged ?? judged;
     } else {
-      onLiveCluster = new Set();
+      gate.close();
       requeue = Math.min(requeue ?? 100, 100);
     }
-  } else if (again !== undefined) onLiveCluster = new Set(again.intents.map(intentKey));
+  }
   // The check's own metadata follows the live Cluster too: a deleted check's finalizer waits while it is paused, so a
   // bound that passes meanwhile never lets the check go past a mark it could not withdraw (the cache may not show the
   // pause yet: a live Cluster is never cached).
@@ -165,58 +161,44 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
     const uid = first.machine.uid;
     const intent = latest.intents.find((x) => x.machine.uid === uid);
     if (intent === undefined || (!marksAllowed && intent.want !== 'withdraw')) continue;
-    if (onLiveCluster !== undefined && !onLiveCluster.has(intentKey(intent))) continue;
     if (!needsWrite(intent, factsOf(s, uid))) {
       refusals.cleared(uid);
       continue;
     }
     if (refusals.waiting(uid, deps.now())) continue;
-    let current: MarkIntent | undefined = intent;
-    let r: Converged = 'none';
-    for (let attempt = 0; current !== undefined && attempt < ROUNDS; attempt++) {
-      r = await converge(deps, machineRes, current, live, s);
-      if (r === 'ok') deps.emit(current.event, s.check);
-      if (r !== 'conflict' && r !== 'unread') break;
-      // Not read yet, or CAPI changed it since: read it and decide again against the written status.
-      live.machines.delete(uid);
-      await readLive(deps, machineRes, s, [current.machine], live);
-      const again = src.build(live);
-      if (again === undefined) break;
-      s = again;
-      let next = plan(s);
-      // The new decision is recorded before it is acted on, as the first was (a request dropped, a time pinned): a
-      // restart then decides the same.
-      if (!isDeepStrictEqual(decisive(next.status), decisive(s.check.status))) {
-        const w = await writeStatus(deps, s, next, live, src);
-        if (w.outcome !== 'written' && w.outcome !== 'same') {
-          requeue = Math.min(requeue ?? 100, 100);
-          current = undefined;
-          break;
-        }
-        ({ s, p: next } = w);
-        // A pause stored while this record was written is seen before any further Machine write (DESIGN: "Before any
-        // write"): the Cluster read again, and this pass writes only what a plan on it still wants.
-        if (w.outcome === 'written') {
-          const onLive = await onLiveClusterPlan(deps, machineRes, w.judged ?? s, s, next, live, src, true);
-          if (onLive !== undefined) {
-            onLiveCluster = new Set(onLive.intents.map(intentKey));
-            if (!isDeepStrictEqual(decisive(onLive.status), decisive(next.status)))
-              requeue = Math.min(requeue ?? 100, 100);
+    const r = await convergeOne(
+      deps,
+      machineRes,
+      intent,
+      live,
+      s,
+      gate,
+      () => judged,
+      async (now) => {
+        s = now;
+        let next = plan(s);
+        // The new decision is recorded before it is acted on, as the first was (a request dropped, a time pinned): a
+        // restart then decides the same. Recording it is a write of the check: the gate reads the Cluster again.
+        if (!isDeepStrictEqual(decisive(next.status), decisive(s.check.status))) {
+          const w = await writeStatus(deps, s, next, live, src);
+          if (w.outcome !== 'written' && w.outcome !== 'same') {
+            requeue = Math.min(requeue ?? 100, 100);
+            return undefined;
           }
-        }
-      }
-      latest = next;
-      current = next.intents.find(
-        (x) => x.machine.uid === uid && (onLiveCluster === undefined || onLiveCluster.has(intentKey(x))),
-      );
-      if (current === undefined)
-        deps.log.info('decided again on the changed Machine: nothing to write now', { Machine: ref(intent.machine) });
-    }
-    if (typeof r === 'object') {
-      const f = refusals.refused(intent.machine, r.want, r.error, deps.now());
+          ({ s, p: next } = w);
+          judged = w.judged ?? s;
+        } else judged = s;
+        latest = next;
+        return next.intents.find((x) => x.machine.uid === uid);
+      },
+    );
+    s = r.s;
+    if (r.held) requeue = Math.min(requeue ?? 100, 100);
+    if (typeof r.result === 'object') {
+      const f = refusals.refused(intent.machine, r.result.want, r.result.error, deps.now());
       deps.log.warn('write refused: retried with back-off, other Machines go on', {
         Machine: ref(intent.machine),
-        write: r.want,
+        write: r.result.want,
         cause: f.message,
         retryInMs: f.retryAt - deps.now(),
       });
@@ -224,7 +206,7 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
       continue;
     }
     refusals.cleared(uid);
-    if (current !== undefined && (r === 'conflict' || r === 'unread')) requeue = Math.min(requeue ?? 1000, 1000);
+    if (r.unsettled) requeue = Math.min(requeue ?? 1000, 1000);
   }
   p = latest;
   // Kept while its request is open too: a refused request waiting for maxInFlight is still reported, and still holds no
@@ -285,8 +267,6 @@ type StatusWrite =
       s: Snapshot;
       p: Plan;
       judged?: Snapshot;
-      /** The check changed during this write (409): its record may be newer than the Cluster read before it. */
-      conflicted?: boolean;
     }
   /** Any error but 404, 409 and a lost leadership (403 from RBAC on /status, an admission policy, a size limit). */
   | { outcome: 'refused'; s: Snapshot; p: Plan; error: Error };
@@ -326,29 +306,35 @@ async function withdrawUnrecorded(
     s.check,
   );
   let unsettled = false;
-  const again = await onLiveClusterPlan(deps, machineRes, s, s, p, live, src, false);
-  const onLiveCluster = again && new Set(again.intents.map(intentKey));
+  // The refused PUT may have landed (a lost reply): the gate reads the Cluster again before any withdrawal.
+  const gate = new LiveClusterGate(deps, machineRes, live, src);
+  const again = await gate.plan(s, s, p);
   for (const intent of p.intents) {
     if (intent.want !== 'withdraw') continue;
-    if (onLiveCluster !== undefined && !onLiveCluster.has(intentKey(intent))) continue;
     if (intent.needsRecord === true && stored.get(intent.machine.uid) === 'Open') continue;
     const uid = intent.machine.uid;
     if (!needsWrite(intent, factsOf(s, uid)) || refusals.waiting(uid, deps.now())) continue;
-    let current: MarkIntent | undefined = intent;
-    let r: Converged = 'none';
-    for (let attempt = 0; current !== undefined && attempt < ROUNDS; attempt++) {
-      r = await converge(deps, machineRes, current, live, s);
-      if (r === 'ok') deps.emit(current.event, s.check);
-      if (r !== 'conflict' && r !== 'unread') break;
-      // CAPI changed it since: read it and decide again (only a withdrawal is written here).
-      live.machines.delete(uid);
-      await readLive(deps, machineRes, s, [current.machine], live, false);
-      s = src.build(live) ?? s;
-      current = plan(s).intents.find((x) => x.machine.uid === uid && x.want === 'withdraw');
-    }
-    if (typeof r === 'object')
-      deps.emit(refusedEvent(intent, refusals.refused(intent.machine, r.want, r.error, deps.now())), s.check);
-    if (current !== undefined && (r === 'conflict' || r === 'unread')) unsettled = true;
+    // A 409: read it and decide again (only a withdrawal is written here, on the snapshot as read).
+    const r = await convergeOne(
+      deps,
+      machineRes,
+      intent,
+      live,
+      s,
+      gate,
+      () => s,
+      (now) => {
+        s = now;
+        return plan(s).intents.find((x) => x.machine.uid === uid && x.want === 'withdraw');
+      },
+    );
+    s = r.s;
+    if (typeof r.result === 'object')
+      deps.emit(
+        refusedEvent(intent, refusals.refused(intent.machine, r.result.want, r.result.error, deps.now())),
+        s.check,
+      );
+    if (r.unsettled) unsettled = true;
   }
   // The finalizer follows the world, a resume is not taken as acted on, and no deleted check goes at its bound past a
   // withdrawal that meets conflicts still (the next pass makes it). Nor is the carried memory taken as stored: its
@@ -369,14 +355,14 @@ async function writeStatus(
 ): Promise<StatusWrite> {
   const ns = s.check.metadata.namespace;
   const name = s.check.metadata.name;
-  let conflicted = false;
   for (let attempt = 0; attempt < ROUNDS; attempt++) {
     const next = JSON.parse(JSON.stringify(p.status)) as MachineJoinCheckStatus;
     const prev = s.check.status;
-    if (isDeepStrictEqual(next, prev ?? {})) return { outcome: 'same', s, p, conflicted };
+    if (isDeepStrictEqual(next, prev ?? {})) return { outcome: 'same', s, p };
     const countsOnly = isDeepStrictEqual(decisive(next), decisive(prev));
     if (countsOnly && deps.lastStatusWrite !== undefined && deps.now() - deps.lastStatusWrite < STATUS_COALESCE_MS)
-      return { outcome: 'deferred', s, p, conflicted };
+      return { outcome: 'deferred', s, p };
+    checkWritten(live);
     try {
       // PUT on /status: the status stanza is replaced exactly; the resourceVersion guards it.
       const written = await deps.rest.put(pathOf(CHECK_RESOURCE, ns, name, 'status'), { ...s.check, status: next });
@@ -392,7 +378,6 @@ async function writeStatus(
       if ((e as Error).name === 'WritesForbiddenError') throw e; // leadership lost: nothing more, at once
       if (!isConflict(e)) return { outcome: 'refused', s, p, error: e as Error };
       deps.writeMetric('status', 'conflict');
-      conflicted = true;
       // The check changed (a user edit, an annotation): read it and decide again before anything else.
       try {
         const fresh = await deps.rest.get(pathOf(CHECK_RESOURCE, ns, name));
@@ -424,42 +409,13 @@ async function writeStatus(
 async function readBeforeWrites(deps: ExecutorDeps, res: Resource, p: Plan, s: Snapshot, live: Live): Promise<boolean> {
   const unread = mustRead(p, s, live);
   if (unread.length === 0) return false;
-  await readLive(deps, res, s, unread, live, live.cluster === undefined);
+  await readLive(deps, res, s, unread, live, clusterStale(live));
   return true;
 }
 
 /** The snapshot judged, with the check as the apiserver returned it after this process's own write. */
 function withCheck(s: Snapshot, check: Json): Snapshot {
   return { ...s, check: check as Snapshot['check'] };
-}
-
-const intentKey = (i: MarkIntent) => `${i.machine.uid}/${i.want}`;
-
-/**
- * Before the Machine writes: the Cluster read live — again when the check's status was written after an earlier read,
- * so that a pause stored meanwhile is seen — and the plan made again on it: on `judged` (the snapshot `p` was made on,
- * the check as it was before its write), with the Machines as judged. Undefined when `p` writes no Machine.
- */
-async function onLiveClusterPlan(
-  deps: ExecutorDeps,
-  res: Resource,
-  judged: Snapshot,
-  s: Snapshot,
-  p: Plan,
-  live: Live,
-  src: SnapshotSource,
-  statusWritten: boolean,
-): Promise<Plan | undefined> {
-  if (writing(p, s).length === 0) return undefined;
-  if (live.cluster === undefined || statusWritten) await readLive(deps, res, s, [], live);
-  const fresh = src.build(live);
-  const { cluster: _cached, ...rest } = judged;
-  return plan({ ...rest, ...(fresh?.cluster !== undefined ? { cluster: fresh.cluster } : {}) });
-}
-
-/** The intents that still have something to write, as the snapshot shows their Machines. */
-function writing(p: Plan, s: Snapshot): MarkIntent[] {
-  return p.intents.filter((i) => needsWrite(i, factsOf(s, i.machine.uid)));
 }
 
 /**
@@ -520,6 +476,7 @@ async function writeCheckMetadata(deps: ExecutorDeps, s: Snapshot, p: Plan, live
   if (c.ownerCluster !== undefined)
     body['metadata'].ownerReferences = [...(meta.ownerReferences ?? []), { ...c.ownerCluster, kind: 'Cluster' }];
   if (Object.keys(body['metadata']).length === 1) return true;
+  checkWritten(live);
   try {
     const written = await deps.rest.mergePatch(pathOf(CHECK_RESOURCE, meta.namespace, meta.name), body);
     live.check = written;

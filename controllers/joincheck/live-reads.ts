@@ -24,6 +24,24 @@ export interface Live {
   machines: Map<string, Json | null>;
   cluster?: Json | null;
   check?: Json;
+  /** Writes of the check tried in this reconcile (each may have landed, and a 409 shows another writer's). */
+  checkWrites?: number;
+  /** `checkWrites` when the Cluster was last read live. */
+  clusterReadAt?: number;
+}
+
+/**
+ * The one rule for the Cluster before a Machine write (DESIGN: "Before any write"): read live after the check's
+ * last write — ours, one whose reply was lost, or another writer's record a 409 showed — so a pause stored while
+ * the check was written is seen.
+ */
+export function clusterStale(live: Live): boolean {
+  return live.cluster === undefined || live.clusterReadAt !== (live.checkWrites ?? 0);
+}
+
+/** Called before each write of the check (status or metadata): the Cluster read before it is stale. */
+export function checkWritten(live: Live): void {
+  live.checkWrites = (live.checkWrites ?? 0) + 1;
 }
 
 /** The controller's view of one check: a snapshot from its caches, with the live objects in place of cached ones. */
@@ -69,7 +87,10 @@ export async function readLive(
   // The live Cluster is used for this pass only, never put in the caches: a live "paused" kept there would hold every
   // later pass on the cached plan (which writes nothing on a paused Cluster, so reads nothing live) until the
   // informer's unpause event — a joined Machine keeping its mark meanwhile (issue 35; docs/decisions/).
-  if (withCluster) live.cluster = cluster ?? null;
+  if (withCluster) {
+    live.cluster = cluster ?? null;
+    live.clusterReadAt = live.checkWrites ?? 0;
+  }
   targets.forEach((t, i) => keepLive(deps, live, t, machines[i] ?? null));
 }
 
