@@ -54,8 +54,18 @@ describe('manifests: the observability file', () => {
     components = objectsOf(files.components);
   });
 
-  it('holds a metrics Service, a ServiceMonitor, a PrometheusRule and the dashboard ConfigMap', () => {
-    expect(objs.map((o) => o.kind)).to.deep.equal(['Service', 'ServiceMonitor', 'PrometheusRule', 'ConfigMap']);
+  it("holds the metrics reader's token Secret, a metrics Service, a ServiceMonitor, a PrometheusRule and the dashboard ConfigMap", () => {
+    expect(objs.map((o) => o.kind)).to.deep.equal([
+      'Secret',
+      'Service',
+      'ServiceMonitor',
+      'PrometheusRule',
+      'ConfigMap',
+    ]);
+  });
+
+  it('the core components hold no ServiceAccount token Secret (only the observability file does)', () => {
+    expect(components.filter((o) => o.kind === 'Secret').map((o) => o.metadata.name)).to.deep.equal([]);
   });
 
   it('applies with kubectl -n: no namespaced object names a namespace, no clusterctl variable', async () => {
@@ -90,10 +100,13 @@ describe('manifests: the observability file', () => {
       type: 'Bearer',
       credentials: { name: METRICS_TOKEN_SECRET, key: 'token' },
     });
-    // The token Secret is the metrics reader's, in the add-on's components, and that identity may read /metrics only.
-    const secret = components.find((o) => o.kind === 'Secret' && o.metadata.name === METRICS_TOKEN_SECRET)!;
+    // The token Secret is the metrics reader's, shipped with this file (issue 38: an install without Prometheus holds
+    // no long-lived token); the identity it names is in the add-on's components, and may read /metrics only.
+    const secret = objs.find((o) => o.kind === 'Secret' && o.metadata.name === METRICS_TOKEN_SECRET)!;
+    expect(secret, 'the token Secret in observability-components.yaml').to.exist;
     expect(secret.type).to.equal('kubernetes.io/service-account-token');
     const sa = secret.metadata.annotations['kubernetes.io/service-account.name'];
+    expect(components.filter((o) => o.kind === 'ServiceAccount').map((o) => o.metadata.name)).to.include(sa);
     const binding = components.find((o) => o.kind === 'ClusterRoleBinding' && o.subjects?.[0]?.name === sa)!;
     const role = components.find((o) => o.kind === 'ClusterRole' && o.metadata.name === binding.roleRef.name)!;
     expect(role.rules).to.deep.equal([{ nonResourceURLs: ['/metrics'], verbs: ['get'] }]);
