@@ -117,6 +117,23 @@ describe('manifests: the observability file', () => {
     });
   });
 
+  it("the ServiceMonitor verifies the manager's serving certificate: cert-manager's CA, a name the certificate holds", () => {
+    const ep = objs.find((o) => o.kind === 'ServiceMonitor')!.spec.endpoints[0];
+    // issue 38: no insecureSkipVerify; the CA is the ca.crt of the Secret cert-manager writes (Prometheus Operator's
+    // tlsConfig.ca.secret, read from the ServiceMonitor's namespace: the add-on's).
+    expect(ep.tlsConfig).not.to.have.property('insecureSkipVerify');
+    const cert = components.find((o) => o.kind === 'Certificate')!;
+    expect(ep.tlsConfig.ca).to.deep.equal({ secret: { name: cert.spec.secretName, key: 'ca.crt' } });
+    // The Secret the manager serves /metrics with (the webhook's certificate, mounted as --webhook-cert-dir).
+    const d = components.find((o) => o.kind === 'Deployment')!;
+    expect(d.spec.template.spec.volumes.map((v: Json) => v.secret?.secretName)).to.include(cert.spec.secretName);
+    // Prometheus dials the pod's IP: the name it checks is set, one the certificate is issued for, and carries no
+    // namespace (this file is applied with -n into any namespace).
+    expect(ep.tlsConfig.serverName).to.be.a('string');
+    expect(ep.tlsConfig.serverName).not.to.include('.');
+    expect(cert.spec.dnsNames).to.include(ep.tlsConfig.serverName);
+  });
+
   it('the rules cover stalls, suspicions, Ready, refused writes, two leaders, no leader, the webhook and reconcile errors', () => {
     const rule = objs.find((o) => o.kind === 'PrometheusRule')!;
     expect(rule.spec.groups[0].rules.map((r: Json) => r.alert)).to.deep.equal(alertRules(VERSION).map((r) => r.alert));
