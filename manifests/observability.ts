@@ -14,6 +14,8 @@ export const METRICS_SERVICE = 'joinguard-controller-manager-metrics-service';
 /** The container port's name, as CAPI's managers name theirs (CAPI's observability keeps pods by it). */
 export const METRICS_PORT_NAME = 'metrics';
 export const DIAGNOSTICS_PORT = 8443;
+/** The Secret cert-manager writes the serving certificate to (certmanager/certificate.yaml), mounted by the manager. */
+export const SERVING_CERT_SECRET = 'joinguard-webhook-service-cert';
 /**
  * The ServiceAccount token Secret the ServiceMonitor scrapes with: shipped here, beside the ServiceMonitor, so that
  * an install without Prometheus holds no long-lived token; its ServiceAccount and grant are in addon-components.yaml
@@ -63,10 +65,10 @@ export function observabilityObjects(version: string): K8sObject[] {
           // (the Secret above; the identity in addon-components.yaml); the manager checks it with a TokenReview and a SubjectAccessReview, as
           // controller-runtime's filter does. Not bearerTokenFile (deprecated; Prometheus's own token).
           authorization: { type: 'Bearer', credentials: { name: METRICS_TOKEN_SECRET, key: 'token' } },
-          // The manager serves the webhook's certificate (issued for the webhook Service's name, its CA known only
-          // to cert-manager's injection), which Prometheus cannot verify for this Service; CAPI's own scrape
-          // config skips verification the same way.
-          tlsConfig: { insecureSkipVerify: true },
+          // The manager serves the webhook's certificate (cert-manager's, self-signed: its ca.crt is the trust
+          // anchor of this install alone). Prometheus dials the pod's IP, so the name to check is given: the
+          // metrics Service's bare name, which the Certificate also holds, as this file names no namespace.
+          tlsConfig: { ca: { secret: { name: SERVING_CERT_SECRET, key: 'ca.crt' } }, serverName: METRICS_SERVICE },
           // No honorLabels: JoinGuard's series carry no label a target sets (the check's namespace is
           // cluster_namespace), so nothing is renamed, and the management cluster's `cluster` label stays free.
           // `provider`, as CAPI's scrape config sets it, so the alerts read either setup.
