@@ -177,6 +177,13 @@ function checkGroups(): TestGroup[] {
         machines('kcp', 'Deleting', 'Deleting', '1x30 0x30'),
         machines('kcp', 'Joining', 'Provisioning', '0x30 1x10 0x20'),
         progressing('kcp', 'AsExpected', 'True', '_x30 1x30'),
+        // The old Machine takes 50 minutes to go while its replacement provisions within its own (longer)
+        // deadline: the stop is older than the pacing window, but a replacement is coming up.
+        progressing('long', 'RemediationBudgetExhausted', 'False', '1x50 _x10'),
+        since('long', 'RemediationBudgetExhausted', '0x50 _x10'),
+        finished('long', finishesAt([51], 60)),
+        machines('long', 'Deleting', 'Deleting', '1x50 0x10'),
+        machines('long', 'Joining', 'Provisioning', '1x55 0x5'),
         // A replacement that does not join within its deadline (Stuck at minute 20) and nothing finishing: past its
         // bounds, a stall once the stop is older than the pacing window and 15 minutes more.
         progressing('hung', 'RemediationBudgetExhausted', 'False', '1x60'),
