@@ -22,8 +22,15 @@ import { VALIDATE_PATH } from '../webhooks/server.js';
 type Json = Record<string, any>;
 const VERSION = '0.1.0';
 
-/** What Prometheus itself, the kube-apiserver and kube-state-metrics serve, read by the rules. */
-const NOT_OURS = new Set(['up', 'apiserver_admission_webhook_rejection_count', 'kube_deployment_spec_replicas']);
+/** What Prometheus itself, the kube-apiserver and kube-state-metrics serve, read by the rules and the dashboard. */
+const NOT_OURS = new Set([
+  'up',
+  'apiserver_admission_webhook_rejection_count',
+  'kube_deployment_spec_replicas',
+  'kube_pod_container_status_restarts_total',
+  'kube_pod_container_resource_limits',
+  'kube_pod_container_resource_requests',
+]);
 /** Labels the scrape adds (ServiceMonitor or CAPI's relabelling) or a multi-cluster Prometheus adds (cluster). */
 const TARGET_LABELS = new Set(['provider', 'namespace', 'pod', 'job', 'instance', 'cluster']);
 
@@ -208,6 +215,9 @@ describe('manifests: the observability file', () => {
       'joinguard_recent_join_duration_seconds',
       'rest_client_requests_total',
       'leader_election_master_status',
+      'process_resident_memory_bytes',
+      'process_cpu_seconds_total',
+      'kube_pod_container_status_restarts_total',
     ]) {
       expect(shown.has(m), m).to.equal(true);
     }
@@ -217,6 +227,26 @@ describe('manifests: the observability file', () => {
       'joinguard_last_remediation_finished_timestamp_seconds',
       'joinguard_write_refused_machines',
     );
+  });
+
+  it("the dashboard shows each replica's memory against its limit, CPU against its request, and restarts (issue 38)", () => {
+    const panel = (title: string) => {
+      const p = dashboardPanels().find((x) => x.title === title);
+      expect(p, title).to.exist;
+      return p!.targets!.map((t) => t.expr);
+    };
+    const [rss, memLimit] = panel('Memory per replica (RSS) and limit');
+    expect(metricsIn(rss!)).to.deep.equal(['process_resident_memory_bytes']);
+    expect(memLimit).to.include('kube_pod_container_resource_limits{').and.to.include('resource="memory"');
+    const [cpu, cpuRequest] = panel('CPU per replica and request');
+    expect(cpu).to.match(/rate\(process_cpu_seconds_total\{[^}]*\}\[\$__rate_interval\]\)/);
+    expect(cpuRequest).to.include('kube_pod_container_resource_requests{').and.to.include('resource="cpu"');
+    const [restarts] = panel('Restarts per replica');
+    expect(restarts).to.include('kube_pod_container_status_restarts_total{').and.to.include('container="manager"');
+    // kube-state-metrics' series carry no provider label: JoinGuard's pods are those its scrape sees (up, by pod, of
+    // any value: a pod that crash-loops is down and still shown).
+    for (const e of [memLimit!, cpuRequest!, restarts!])
+      expect(e).to.include(`and on (cluster, namespace, pod) up{${SELECTOR}`);
   });
 
   it('the dashboard ConfigMap carries the same JSON as grafana-dashboard.json, every variable it uses defined', async () => {
