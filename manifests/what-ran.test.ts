@@ -56,4 +56,15 @@ describe('docs: README and CHANGELOG say what ran', () => {
   it('the upgrade is claimed for what its spec kept (one check, e2e/lifecycle/upgrade.test.ts), never every check', () => {
     for (const f of DOCS) expect(read(f), f).not.to.match(/keeps? every check|every check keeps/i);
   });
+
+  it("the README's first command runs in CI: `npm run demo`'s script is the file e2e/demo/demo.test.ts runs, a job", () => {
+    const first = /```sh\n([^\n#]+?)\s*#/.exec(read('README.md'))?.[1];
+    expect(first).to.equal('npm ci && npm run demo');
+    const script = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts['demo'];
+    expect(script).to.equal('tsx e2e/demo/demo.ts');
+    expect(read('e2e/demo/demo.test.ts')).to.include("'e2e/demo/demo.ts'");
+    // hack/run-tests.sh's v1.14 jobs: every e2e/<folder>/*.test.ts but e2e/kind's.
+    const sh = read('hack/run-tests.sh');
+    expect(sh).to.include("ls e2e/*/*.test.ts bench/*.test.ts | grep -v '^e2e/kind/'");
+  });
 });
