@@ -25,7 +25,8 @@ const BY_INSTALL = 'cluster, namespace';
 /**
  * RemediationBudgetExhausted is pacing, not a stall, while remediations of the check keep finishing: under
  * `maxInFlight: 1` each stuck Machine waits for the one before it. A remediation finishes when its old Machine is
- * gone (minutes: no Node to drain) or its mark is withdrawn; none finished for this long is a stall.
+ * gone (minutes: no Node to drain; up to half an hour where the infrastructure deprovisions a host or clones a VM:
+ * Metal3, vSphere) or its mark is withdrawn; none finished for this long, and a stop this old, is a stall.
  */
 export const PACING_WINDOW_SECONDS = 1800;
 
@@ -50,26 +51,38 @@ function checkAlerts(rb: string): AlertRule[] {
     `joinguard_check_condition{${SELECTOR}, type="${type}", status="${status}"`;
   const progressingFalse = condition('Progressing', 'False');
   const refused = `joinguard_write_refused_machines{${SELECTOR}`;
-  // 0 is "none finished yet": left out, so a budget that never saw one finish is judged a stall.
+  // 0 is "none finished yet": left out, so a budget that never saw one finish is judged by the two below.
   const finishedAgo =
     `time() - max by (${BY_CHECK}) ` + `(joinguard_last_remediation_finished_timestamp_seconds{${SELECTOR}} > 0)`;
+  // How long the budget stop has lasted: the first remediation in flight is judged by its own age, not as "none
+  // finished" (it fired 15 minutes into a 30-minute replacement). 0, unknown, reads as old: no free pass.
+  const stoppedAgo =
+    `time() - max by (${BY_CHECK}) (joinguard_check_condition_last_transition_timestamp_seconds{${SELECTOR}, ` +
+    `type="Progressing", status="False", reason="RemediationBudgetExhausted"})`;
+  // A Machine of the check whose clock runs within its deadline (provisionTimeout, joinTimeout, set for the
+  // infrastructure): a replacement still coming up. Past its deadline it is Stuck and no longer counts here.
+  const replacing =
+    `max by (${BY_CHECK}) (joinguard_machines{${SELECTOR}, state="Joining", ` + `verdict=~"Provisioning|Joining"}) > 0`;
   return [
     {
       alert: 'JoinGuardCheckStalled',
       // DryRun is chosen by the user; a suspicion (of the credential or of a rollout) has its own alert, at once.
-      // The budget stop counts only when no remediation of the check finished within the pacing window: while they
-      // finish, the budget frees by itself (pacing), and the alert stays quiet however slow the pace.
+      // The budget stop counts only when nothing moves: no remediation of the check finished within the pacing
+      // window, the stop is older than it, and no replacement is coming up within its deadline. While they finish or
+      // come up, the budget frees by itself (pacing), and the alert stays quiet however slow the pace.
       expr:
         `max by (${BY_CHECK}, reason) (${progressingFalse}, reason!~"DryRun|BootstrapCredentialSuspect|` +
         `RolloutSuspect"}) == 1 unless on (${BY_CHECK}) (max by (${BY_CHECK}) (${progressingFalse}, ` +
-        `reason="RemediationBudgetExhausted"}) == 1 and on (${BY_CHECK}) ${finishedAgo} < ${PACING_WINDOW_SECONDS})`,
+        `reason="RemediationBudgetExhausted"}) == 1 and on (${BY_CHECK}) (${finishedAgo} < ${PACING_WINDOW_SECONDS} ` +
+        `or ${stoppedAgo} < ${PACING_WINDOW_SECONDS} or ${replacing}))`,
       for: '15m',
       labels: { severity: 'warning' },
       annotations: {
         summary: `MachineJoinCheck ${CHECK} has stopped remediating: {{ $labels.reason }}`,
         description:
           'Progressing has been False with reason {{ $labels.reason }} for 15 minutes on the check of Cluster ' +
-          '{{ $labels.cluster_name }} (for a remediation budget: with no remediation finished for 30 minutes). ' +
+          '{{ $labels.cluster_name }} (for a remediation budget: stopped for over 30 minutes, no remediation ' +
+          'finished within 30 minutes and no replacement coming up within its deadline). ' +
           '`kubectl describe mjc -n {{ $labels.cluster_namespace }} {{ $labels.check }}` names the evidence.',
         runbook_url: `${rb}#{{ $labels.reason | toLower }}`,
       },

@@ -1,7 +1,8 @@
 // `npm run manifests`: writes clusterctl's provider files to out/ (or the folder given as the first argument):
 //   out/addon-components.yaml  every object of the add-on, with ${VAR:=default} variables
 //   out/metadata.yaml          the release series and the Cluster API contract they support
-//   out/observability-components.yaml  optional: metrics Service, ServiceMonitor, PrometheusRule, dashboard
+//   out/observability-components.yaml  optional: the metrics reader's token, metrics Service, ServiceMonitor,
+//                                      PrometheusRule, dashboard
 //   out/grafana-dashboard.json         the same dashboard, for a Grafana import
 //   out/shard-components.yaml          one shard (a Deployment per --watch-filter value), for sharded installs
 //   out/gitops/                        for Argo CD and Flux: a kustomize base with the defaults, a component per option

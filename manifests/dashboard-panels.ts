@@ -2,7 +2,8 @@
 // docs/install.md lists what each answers). From the top: which checks are unhealthy now and since when, each
 // check's Progressing reason over time, joined of expected per Cluster, the Machines being timed and overdue, refused
 // writes; remediations and join times (kept readable when joins are rare); then the controller: leader per shard,
-// watch restarts, API writes by verb, and the controller-runtime panels CAPI's own dashboards show.
+// watch restarts, API writes by verb, and the controller-runtime panels CAPI's own dashboards show; last each
+// replica's memory, CPU and restarts.
 import { ProgressingReason } from '../api/v1alpha1/types.js';
 
 /** JoinGuard's series, whoever scrapes them (alerts.ts SELECTOR), in the chosen management cluster. */
@@ -420,7 +421,73 @@ function controllerPanels(): Panel[] {
   ];
 }
 
+/**
+ * What each replica uses and how often it restarted: the process's own series (prom-client's process_*), and
+ * kube-state-metrics' for the limit, the request and restarts. Those carry no provider label, so JoinGuard's pods are
+ * the ones its own scrape sees (`up` of any value: a crash-looping pod is down and must still show).
+ */
+function resourcePanels(): Panel[] {
+  const ours = `and on (cluster, namespace, pod) up{${mgmt}}`;
+  const manager = (metric: string, more: string) =>
+    `max by (cluster, namespace, pod) (${metric}{cluster=~"$cluster", container="manager", ${more}}) ${ours}`;
+  return [
+    row('Resources per replica'),
+    {
+      title: 'Memory per replica (RSS) and limit',
+      type: 'timeseries',
+      w: 8,
+      h: 6,
+      unit: 'bytes',
+      description:
+        "Resident memory of each replica's process, and its container's limit: an RSS near the limit is an " +
+        'OOM kill to come (see the restarts).',
+      targets: [
+        { expr: `sum by (cluster, namespace, pod) (process_resident_memory_bytes{${mgmt}})`, legend: '{{pod}}' },
+        {
+          expr: manager('kube_pod_container_resource_limits', 'resource="memory"'),
+          legend: 'limit {{pod}}',
+        },
+      ],
+    },
+    {
+      title: 'CPU per replica and request',
+      type: 'timeseries',
+      w: 8,
+      h: 6,
+      description:
+        "CPU seconds per second (cores) of each replica's process, and its container's request: the leader's " +
+        'first reconcile of a large fleet runs above the request where the node has CPU to spare.',
+      targets: [
+        {
+          expr: `sum by (cluster, namespace, pod) (rate(process_cpu_seconds_total{${mgmt}}[$__rate_interval]))`,
+          legend: '{{pod}}',
+        },
+        { expr: manager('kube_pod_container_resource_requests', 'resource="cpu"'), legend: 'request {{pod}}' },
+      ],
+    },
+    {
+      title: 'Restarts per replica',
+      type: 'timeseries',
+      w: 8,
+      h: 6,
+      bars: true,
+      description:
+        "Restarts of each replica's manager container (kube-state-metrics): an OOM kill, a failed liveness " +
+        'probe, or the process exiting (a lost Lease, a CAPI upgrade it restarts for).',
+      fieldDefaults: zeroIsGood,
+      targets: [
+        {
+          expr:
+            `sum by (cluster, namespace, pod) (increase(kube_pod_container_status_restarts_total{cluster=~"$cluster", ` +
+            `container="manager"}[$__rate_interval])) ${ours}`,
+          legend: '{{pod}}',
+        },
+      ],
+    },
+  ];
+}
+
 /** Every panel of the dashboard; tests check the metric names their queries read. */
 export function dashboardPanels(): Panel[] {
-  return [...fleetPanels(), ...machinePanels(), ...remediationPanels(), ...controllerPanels()];
+  return [...fleetPanels(), ...machinePanels(), ...remediationPanels(), ...controllerPanels(), ...resourcePanels()];
 }

@@ -4,7 +4,8 @@
 //   base/                       the add-on: Namespace, CRD, RBAC, cert-manager objects, webhook, the Deployment
 //   components/machine-delete/  ClusterRole + ClusterRoleBinding `joinguard-machine-delete`, --allow-machine-delete
 //   components/workload-node-check/  the Secrets grant `joinguard-workload-secrets`, --workload-node-check
-//   components/observability/   the metrics Service, ServiceMonitor, PrometheusRule and dashboard ConfigMap
+//   components/observability/   the metrics reader's token Secret, metrics Service, ServiceMonitor, PrometheusRule
+//                               and dashboard ConfigMap
 //
 // clusterctl cannot leave an object out on a variable, so its rendering points one binding at a `-true` or an empty
 // `-false` role, and turning a feature on changes that binding's roleRef, which Kubernetes refuses (GitOps tools then

@@ -22,8 +22,15 @@ import { VALIDATE_PATH } from '../webhooks/server.js';
 type Json = Record<string, any>;
 const VERSION = '0.1.0';
 
-/** What Prometheus itself, the kube-apiserver and kube-state-metrics serve, read by the rules. */
-const NOT_OURS = new Set(['up', 'apiserver_admission_webhook_rejection_count', 'kube_deployment_spec_replicas']);
+/** What Prometheus itself, the kube-apiserver and kube-state-metrics serve, read by the rules and the dashboard. */
+const NOT_OURS = new Set([
+  'up',
+  'apiserver_admission_webhook_rejection_count',
+  'kube_deployment_spec_replicas',
+  'kube_pod_container_status_restarts_total',
+  'kube_pod_container_resource_limits',
+  'kube_pod_container_resource_requests',
+]);
 /** Labels the scrape adds (ServiceMonitor or CAPI's relabelling) or a multi-cluster Prometheus adds (cluster). */
 const TARGET_LABELS = new Set(['provider', 'namespace', 'pod', 'job', 'instance', 'cluster']);
 
@@ -54,8 +61,18 @@ describe('manifests: the observability file', () => {
     components = objectsOf(files.components);
   });
 
-  it('holds a metrics Service, a ServiceMonitor, a PrometheusRule and the dashboard ConfigMap', () => {
-    expect(objs.map((o) => o.kind)).to.deep.equal(['Service', 'ServiceMonitor', 'PrometheusRule', 'ConfigMap']);
+  it("holds the metrics reader's token Secret, a metrics Service, a ServiceMonitor, a PrometheusRule and the dashboard ConfigMap", () => {
+    expect(objs.map((o) => o.kind)).to.deep.equal([
+      'Secret',
+      'Service',
+      'ServiceMonitor',
+      'PrometheusRule',
+      'ConfigMap',
+    ]);
+  });
+
+  it('the core components hold no ServiceAccount token Secret (only the observability file does)', () => {
+    expect(components.filter((o) => o.kind === 'Secret').map((o) => o.metadata.name)).to.deep.equal([]);
   });
 
   it('applies with kubectl -n: no namespaced object names a namespace, no clusterctl variable', async () => {
@@ -90,10 +107,13 @@ describe('manifests: the observability file', () => {
       type: 'Bearer',
       credentials: { name: METRICS_TOKEN_SECRET, key: 'token' },
     });
-    // The token Secret is the metrics reader's, in the add-on's components, and that identity may read /metrics only.
-    const secret = components.find((o) => o.kind === 'Secret' && o.metadata.name === METRICS_TOKEN_SECRET)!;
+    // The token Secret is the metrics reader's, shipped with this file (issue 38: an install without Prometheus holds
+    // no long-lived token); the identity it names is in the add-on's components, and may read /metrics only.
+    const secret = objs.find((o) => o.kind === 'Secret' && o.metadata.name === METRICS_TOKEN_SECRET)!;
+    expect(secret, 'the token Secret in observability-components.yaml').to.exist;
     expect(secret.type).to.equal('kubernetes.io/service-account-token');
     const sa = secret.metadata.annotations['kubernetes.io/service-account.name'];
+    expect(components.filter((o) => o.kind === 'ServiceAccount').map((o) => o.metadata.name)).to.include(sa);
     const binding = components.find((o) => o.kind === 'ClusterRoleBinding' && o.subjects?.[0]?.name === sa)!;
     const role = components.find((o) => o.kind === 'ClusterRole' && o.metadata.name === binding.roleRef.name)!;
     expect(role.rules).to.deep.equal([{ nonResourceURLs: ['/metrics'], verbs: ['get'] }]);
@@ -102,6 +122,23 @@ describe('manifests: the observability file', () => {
       targetLabel: 'provider',
       action: 'replace',
     });
+  });
+
+  it("the ServiceMonitor verifies the manager's serving certificate: cert-manager's CA, a name the certificate holds", () => {
+    const ep = objs.find((o) => o.kind === 'ServiceMonitor')!.spec.endpoints[0];
+    // issue 38: no insecureSkipVerify; the CA is the ca.crt of the Secret cert-manager writes (Prometheus Operator's
+    // tlsConfig.ca.secret, read from the ServiceMonitor's namespace: the add-on's).
+    expect(ep.tlsConfig).not.to.have.property('insecureSkipVerify');
+    const cert = components.find((o) => o.kind === 'Certificate')!;
+    expect(ep.tlsConfig.ca).to.deep.equal({ secret: { name: cert.spec.secretName, key: 'ca.crt' } });
+    // The Secret the manager serves /metrics with (the webhook's certificate, mounted as --webhook-cert-dir).
+    const d = components.find((o) => o.kind === 'Deployment')!;
+    expect(d.spec.template.spec.volumes.map((v: Json) => v.secret?.secretName)).to.include(cert.spec.secretName);
+    // Prometheus dials the pod's IP: the name it checks is set, one the certificate is issued for, and carries no
+    // namespace (this file is applied with -n into any namespace).
+    expect(ep.tlsConfig.serverName).to.be.a('string');
+    expect(ep.tlsConfig.serverName).not.to.include('.');
+    expect(cert.spec.dnsNames).to.include(ep.tlsConfig.serverName);
   });
 
   it('the rules cover stalls, suspicions, Ready, refused writes, two leaders, no leader, the webhook and reconcile errors', () => {
@@ -178,6 +215,9 @@ describe('manifests: the observability file', () => {
       'joinguard_recent_join_duration_seconds',
       'rest_client_requests_total',
       'leader_election_master_status',
+      'process_resident_memory_bytes',
+      'process_cpu_seconds_total',
+      'kube_pod_container_status_restarts_total',
     ]) {
       expect(shown.has(m), m).to.equal(true);
     }
@@ -187,6 +227,26 @@ describe('manifests: the observability file', () => {
       'joinguard_last_remediation_finished_timestamp_seconds',
       'joinguard_write_refused_machines',
     );
+  });
+
+  it("the dashboard shows each replica's memory against its limit, CPU against its request, and restarts (issue 38)", () => {
+    const panel = (title: string) => {
+      const p = dashboardPanels().find((x) => x.title === title);
+      expect(p, title).to.exist;
+      return p!.targets!.map((t) => t.expr);
+    };
+    const [rss, memLimit] = panel('Memory per replica (RSS) and limit');
+    expect(metricsIn(rss!)).to.deep.equal(['process_resident_memory_bytes']);
+    expect(memLimit).to.include('kube_pod_container_resource_limits{').and.to.include('resource="memory"');
+    const [cpu, cpuRequest] = panel('CPU per replica and request');
+    expect(cpu).to.match(/rate\(process_cpu_seconds_total\{[^}]*\}\[\$__rate_interval\]\)/);
+    expect(cpuRequest).to.include('kube_pod_container_resource_requests{').and.to.include('resource="cpu"');
+    const [restarts] = panel('Restarts per replica');
+    expect(restarts).to.include('kube_pod_container_status_restarts_total{').and.to.include('container="manager"');
+    // kube-state-metrics' series carry no provider label: JoinGuard's pods are those its scrape sees (up, by pod, of
+    // any value: a pod that crash-loops is down and still shown).
+    for (const e of [memLimit!, cpuRequest!, restarts!])
+      expect(e).to.include(`and on (cluster, namespace, pod) up{${SELECTOR}`);
   });
 
   it('the dashboard ConfigMap carries the same JSON as grafana-dashboard.json, every variable it uses defined', async () => {

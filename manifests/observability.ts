@@ -1,6 +1,6 @@
-// The optional observability file, built beside addon-components.yaml: the metrics Service in front of
-// --diagnostics-address (:8443, HTTPS, TokenReview + SubjectAccessReview), a ServiceMonitor, a PrometheusRule
-// and the Grafana dashboard (dashboard.ts) as a ConfigMap for Grafana's dashboard sidecar.
+// The optional observability file, built beside addon-components.yaml: the metrics reader's token Secret, the
+// metrics Service in front of --diagnostics-address (:8443, HTTPS, TokenReview + SubjectAccessReview), a
+// ServiceMonitor, a PrometheusRule and the Grafana dashboard (dashboard.ts) as a ConfigMap for Grafana's sidecar.
 //
 // Applied with `kubectl apply -n <the add-on's namespace>`, not through clusterctl: its namespaced objects
 // carry no namespace, and Prometheus and Grafana templates use `$`, which clusterctl would take for variables.
@@ -14,8 +14,12 @@ export const METRICS_SERVICE = 'joinguard-controller-manager-metrics-service';
 /** The container port's name, as CAPI's managers name theirs (CAPI's observability keeps pods by it). */
 export const METRICS_PORT_NAME = 'metrics';
 export const DIAGNOSTICS_PORT = 8443;
+/** The Secret cert-manager writes the serving certificate to (certmanager/certificate.yaml), mounted by the manager. */
+export const SERVING_CERT_SECRET = 'joinguard-webhook-service-cert';
 /**
- * The ServiceAccount token Secret the ServiceMonitor scrapes with (addon-components.yaml: rbac/metrics_reader.yaml).
+ * The ServiceAccount token Secret the ServiceMonitor scrapes with: shipped here, beside the ServiceMonitor, so that
+ * an install without Prometheus holds no long-lived token; its ServiceAccount and grant are in addon-components.yaml
+ * (rbac/metrics_reader.yaml), which the token controller needs in the same namespace.
  */
 export const METRICS_TOKEN_SECRET = 'joinguard-metrics-reader-token';
 
@@ -26,6 +30,17 @@ const labels = (component: string) => ({
 });
 
 export function observabilityObjects(version: string): K8sObject[] {
+  // First: Prometheus Operator reads it when the ServiceMonitor below is reconciled.
+  const token: K8sObject = {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: {
+      name: METRICS_TOKEN_SECRET,
+      labels: labels('metrics'),
+      annotations: { 'kubernetes.io/service-account.name': 'joinguard-metrics-reader' },
+    },
+    type: 'kubernetes.io/service-account-token',
+  };
   const service: K8sObject = {
     apiVersion: 'v1',
     kind: 'Service',
@@ -47,13 +62,13 @@ export function observabilityObjects(version: string): K8sObject[] {
           scheme: 'https',
           path: '/metrics',
           // A token of the ServiceAccount joinguard-metrics-reader, which may `get /metrics` and nothing else
-          // (addon-components.yaml); the manager checks it with a TokenReview and a SubjectAccessReview, as
+          // (the Secret above; the identity in addon-components.yaml); the manager checks it with a TokenReview and a SubjectAccessReview, as
           // controller-runtime's filter does. Not bearerTokenFile (deprecated; Prometheus's own token).
           authorization: { type: 'Bearer', credentials: { name: METRICS_TOKEN_SECRET, key: 'token' } },
-          // The manager serves the webhook's certificate (issued for the webhook Service's name, its CA known only
-          // to cert-manager's injection), which Prometheus cannot verify for this Service; CAPI's own scrape
-          // config skips verification the same way.
-          tlsConfig: { insecureSkipVerify: true },
+          // The manager serves the webhook's certificate (cert-manager's, self-signed: its ca.crt is the trust
+          // anchor of this install alone). Prometheus dials the pod's IP, so the name to check is given: the
+          // metrics Service's bare name, which the Certificate also holds, as this file names no namespace.
+          tlsConfig: { ca: { secret: { name: SERVING_CERT_SECRET, key: 'ca.crt' } }, serverName: METRICS_SERVICE },
           // No honorLabels: JoinGuard's series carry no label a target sets (the check's namespace is
           // cluster_namespace), so nothing is renamed, and the management cluster's `cluster` label stays free.
           // `provider`, as CAPI's scrape config sets it, so the alerts read either setup.
@@ -81,7 +96,7 @@ export function observabilityObjects(version: string): K8sObject[] {
     metadata: { name: 'joinguard-dashboard', labels: { ...labels('dashboard'), grafana_dashboard: '1' } },
     data: { 'joinguard.json': dashboardJson(version) },
   };
-  return [service, monitor, rule, dashboard];
+  return [token, service, monitor, rule, dashboard];
 }
 
 /** The text of out/observability-components.yaml. */

@@ -6,7 +6,9 @@
 //   act 3: the credential is rotated — the canary joins, the suspicion clears, the rest is replaced;
 //   act 4: a rolling upgrade of the pool (a new image, maxSurge 1, maxUnavailable 0) whose first new VM fails to
 //          join — JoinGuard asks the new MachineSet for it, the rollout completes, no old Machine is touched.
-// It ends by itself and stops everything it started. JoinGuard's JSON log goes to a file (path printed).
+// It ends by itself and stops everything it started. JoinGuard's JSON log goes to a file (path printed). Each act's
+// closing line (acts.ts) is printed only once the cluster and the check's status show it; otherwise the demo exits 1
+// naming what is missing (CI runs it: e2e/demo/demo.test.ts).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,12 +21,30 @@ import { capiApi } from '../sim/capi-api.js';
 import { startSim, type Sim } from '../sim/sim.js';
 import { createCluster, rollWorkerPool } from '../sim/topology.js';
 import { Screen } from './screen.js';
+import { ACT_ENDS, actEnded } from './acts.js';
 
 const NS = 'demo';
 const CLUSTER = 'demo';
 const JOIN_TIMEOUT_S = 15;
 const JOIN_TIMEOUT = `${JOIN_TIMEOUT_S}s`;
 const PROBE_INTERVAL = '30s';
+/** How long the check's status may take to say what the cluster already shows (display status is coalesced). */
+const STATUS_WAIT_MS = 60_000;
+
+type Remediation = {
+  machine: string;
+  uid: string;
+  time: string;
+  outcome: string;
+  canary?: boolean;
+  owner?: { name?: string };
+};
+const remediationsOf = (check: Json): Remediation[] => (check.status?.remediations ?? []) as Remediation[];
+/** The records a set of earlier ones lacks (the history is bounded: compared by Machine uid and time). */
+const newSince = (now: Remediation[], before: Remediation[]) => {
+  const seen = new Set(before.map((r) => `${r.uid}|${r.time}`));
+  return now.filter((r) => !seen.has(`${r.uid}|${r.time}`));
+};
 
 async function main(): Promise<void> {
   const t0 = Date.now();
@@ -121,10 +141,20 @@ async function main(): Promise<void> {
       },
       { timeoutMs: 180_000 },
     );
-    step("act 1 done: JoinGuard marked it, CAPI's MachineSet replaced it, the replacement joined");
+    // JoinGuard's own record says it asked, and that the old Machine is gone (not someone else's deletion).
+    await waitFor(
+      `act 1's end: the check records ${firstWorker} as Replaced`,
+      async () =>
+        remediationsOf(await getCheck(kube!, NS, 'workers')).some(
+          (r) => r.machine === firstWorker && r.outcome === 'Replaced',
+        ),
+      { timeoutMs: STATUS_WAIT_MS },
+    ).catch((e: Error) => actEnded(ACT_ENDS[0], [e.message]));
+    step(ACT_ENDS[0]);
     await pause(4000);
 
     step('act 2: the join credential expires; the pool scales from 3 to 5 workers');
+    const beforeAct2 = remediationsOf(await getCheck(kube, NS, 'workers'));
     sim.policy.expireCredential({ namespace: NS });
     await kube.mergePatch(capi.path('MachineDeployment', NS, `${CLUSTER}-md`), { spec: { replicas: 5 } });
     await waitFor(
@@ -133,9 +163,19 @@ async function main(): Promise<void> {
         checkCondition(await getCheck(kube!, NS, 'workers'), 'Progressing')?.reason === 'BootstrapCredentialSuspect',
       { timeoutMs: 120_000 },
     );
-    step(
-      'act 2: two join failures in a row; rebuilding stalled with BootstrapCredentialSuspect (one canary after 30s)',
-    );
+    {
+      // The first failure rebuilt, the second not: exactly one rebuild of act 2 that is not a canary.
+      const c = await getCheck(kube, NS, 'workers');
+      const rebuilt = newSince(remediationsOf(c), beforeAct2).filter((r) => !r.canary);
+      actEnded(ACT_ENDS[1], [
+        (c.status?.consecutiveJoinFailures ?? 0) < 2 &&
+          `consecutiveJoinFailures is ${c.status?.consecutiveJoinFailures ?? 0}, not 2 or more`,
+        rebuilt.length !== 1 &&
+          `${rebuilt.length} Machines rebuilt in act 2 (${rebuilt.map((r) => r.machine).join(', ')}), not one`,
+      ]);
+    }
+    step(ACT_ENDS[1]);
+    screen.say('    (one canary rebuilt after 30s while suspected)');
     await pause(12_000);
 
     step('act 3: the credential is rotated; the canary will join and clear the suspicion');
@@ -154,11 +194,19 @@ async function main(): Promise<void> {
       },
       { timeoutMs: 240_000 },
     );
-    step('act 3 done: every worker joined; the check says AsExpected');
+    // Failed VMs stay failed (the sim, like kubeadm): only a canary rebuilt while suspected can have cleared it.
+    actEnded(ACT_ENDS[2], [
+      !remediationsOf(await getCheck(kube, NS, 'workers')).some((r) => r.canary) && 'no canary in status.remediations',
+    ]);
+    step(ACT_ENDS[2]);
     await pause(4000);
 
     step('act 4: a rolling upgrade; the pool moves to image sim-image-1.1 and its first new VM fails to join');
     const oldWorkers = new Set((await workers()).map((m) => m.metadata.uid as string));
+    const oldOwners = new Set(
+      (await workers()).flatMap((m) => ((m.metadata.ownerReferences ?? []) as Json[]).map((o) => o.name as string)),
+    );
+    const beforeAct4 = remediationsOf(await getCheck(kube, NS, 'workers'));
     sim.policy.neverJoin({ namespace: NS, image: 'sim-image-1.1' }, { limit: 1 });
     await rollWorkerPool(kube, {
       namespace: NS,
@@ -183,9 +231,19 @@ async function main(): Promise<void> {
       },
       { timeoutMs: 300_000 },
     );
-    step(
-      'done: the upgrade is rolled out; JoinGuard asked the new MachineSet for the VM that failed, and touched no old Machine',
-    );
+    {
+      const asked = newSince(remediationsOf(await getCheck(kube, NS, 'workers')), beforeAct4);
+      actEnded(ACT_ENDS[3], [
+        asked.length === 0 && 'no remediation recorded during the rollout',
+        ...asked.map(
+          (r) =>
+            (oldWorkers.has(r.uid) && `${r.machine}, an old Machine, was asked for`) ||
+            ((!r.owner?.name || oldOwners.has(r.owner.name)) &&
+              `${r.machine} was asked of ${r.owner?.name ?? 'no owner'}, not the new MachineSet`),
+        ),
+      ]);
+    }
+    step(ACT_ENDS[3]);
     await draw();
     clearInterval(timer);
     timer = undefined;

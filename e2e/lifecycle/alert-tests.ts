@@ -67,6 +67,16 @@ const finished = (check: string, values: string): Series => ({
   series: `joinguard_last_remediation_finished_timestamp_seconds{${target('a')},${ofCheck(check)}}`,
   values,
 });
+/** Since when the check's Progressing has been False for `reason` (Unix seconds; promtool's clock starts at 0). */
+const since = (check: string, reason: string, values: string): Series => ({
+  series: `joinguard_check_condition_last_transition_timestamp_seconds{${target('a')},${ofCheck(check)},type="Progressing",status="False",reason="${reason}"}`,
+  values,
+});
+/** Machines of a check by state and verdict (joinguard_machines). */
+const machines = (check: string, state: string, verdict: string, values: string): Series => ({
+  series: `joinguard_machines{${target('a')},${ofCheck(check)},state="${state}",verdict="${verdict}"}`,
+  values,
+});
 const refused = (check: string, write: string, values: string): Series => ({
   series: `joinguard_write_refused_machines{${target('a')},${ofCheck(check)},write="${write}"}`,
   values,
@@ -102,7 +112,10 @@ function checkGroups(): TestGroup[] {
       interval: '1m',
       input_series: [
         progressing('budget', 'RemediationBudgetExhausted'),
-        finished('budget', '0x30'), // nothing ever finished: the budget waits for its window, a stall
+        // Stopped 40 minutes before the series start, nothing ever finished, nothing joining: the budget waits for
+        // its window, a stall.
+        since('budget', 'RemediationBudgetExhausted', '-2400x30'),
+        finished('budget', '0x30'),
         progressing('never', 'NeverJoined'),
         progressing('dry', 'DryRun'),
         progressing('suspect', 'BootstrapCredentialSuspect'),
@@ -141,6 +154,53 @@ function checkGroups(): TestGroup[] {
         alert('JoinGuardCheckNotReady', '90m', []),
         alert('JoinGuardSuspicionRaised', '90m', []),
         alert('JoinGuardRolloutSuspect', '90m', []),
+      ],
+    },
+    {
+      // maxInFlight 1 and the check's first remediation: the old Machine takes 30 minutes to go (a Metal3 host
+      // deprovisioning, a vSphere clone) while its replacement provisions within its own deadline; then it is gone
+      // and the budget frees. Not a stall at any time (issue 38: it fired 15 minutes in).
+      name: 'a 30-minute replacement in progress within its bounds is not a stall',
+      interval: '1m',
+      input_series: [
+        progressing('slow', 'RemediationBudgetExhausted', 'False', '1x30 _x30'),
+        since('slow', 'RemediationBudgetExhausted', '60x30 _x30'),
+        finished('slow', finishesAt([31], 60)),
+        machines('slow', 'Deleting', 'Deleting', '1x30 0x30'),
+        machines('slow', 'Joining', 'Provisioning', '0 1x29 0x30'),
+        progressing('slow', 'AsExpected', 'True', '_x30 1x30'),
+        // The same 30 minutes, the replacement created only once the old Machine is gone (as KCP does): nothing
+        // joins meanwhile; the stop's own age says it is young.
+        progressing('kcp', 'RemediationBudgetExhausted', 'False', '1x30 _x30'),
+        since('kcp', 'RemediationBudgetExhausted', '60x30 _x30'),
+        finished('kcp', finishesAt([31], 60)),
+        machines('kcp', 'Deleting', 'Deleting', '1x30 0x30'),
+        machines('kcp', 'Joining', 'Provisioning', '0x30 1x10 0x20'),
+        progressing('kcp', 'AsExpected', 'True', '_x30 1x30'),
+        // The old Machine takes 50 minutes to go while its replacement provisions within its own (longer)
+        // deadline: the stop is older than the pacing window, but a replacement is coming up.
+        progressing('long', 'RemediationBudgetExhausted', 'False', '1x50 _x10'),
+        since('long', 'RemediationBudgetExhausted', '0x50 _x10'),
+        finished('long', finishesAt([51], 60)),
+        machines('long', 'Deleting', 'Deleting', '1x50 0x10'),
+        machines('long', 'Joining', 'Provisioning', '1x55 0x5'),
+        // A replacement that does not join within its deadline (Stuck at minute 20) and nothing finishing: past its
+        // bounds, a stall once the stop is older than the pacing window and 15 minutes more.
+        progressing('hung', 'RemediationBudgetExhausted', 'False', '1x60'),
+        since('hung', 'RemediationBudgetExhausted', '0x60'),
+        finished('hung', '0x60'),
+        machines('hung', 'Deleting', 'Deleting', '1x60'),
+        machines('hung', 'Joining', 'Joining', '1x19 0x41'),
+        machines('hung', 'Stuck', 'Stuck', '0x19 1x41'),
+      ],
+      alert_rule_test: [
+        alert('JoinGuardCheckStalled', '16m', []),
+        alert('JoinGuardCheckStalled', '29m', []),
+        alert('JoinGuardCheckStalled', '44m', []),
+        alert('JoinGuardCheckStalled', `${PACING_WINDOW_SECONDS / 60 + 16}m`, [
+          warning('hung', { reason: 'RemediationBudgetExhausted' }),
+        ]),
+        alert('JoinGuardCheckStalled', '59m', [warning('hung', { reason: 'RemediationBudgetExhausted' })]),
       ],
     },
     {

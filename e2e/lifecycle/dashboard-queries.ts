@@ -1,7 +1,8 @@
 // The dashboard's queries for promtool (promtool.test.ts): every panel query as a recording rule, so that
 // `promtool check rules` parses each one, and promql_expr_test cases for the panels whose arithmetic matters — the
 // Progressing reason as a state-timeline code, joined of expected per Cluster, leaders per shard (not summed across
-// shards), and join-time quantiles that still answer hours after the last join.
+// shards), join-time quantiles that still answer hours after the last join, and the resource panels' pods (JoinGuard's
+// alone, a crash-looping one too).
 import { stringify } from 'yaml';
 import { dashboardPanels, REASON_CODES } from '../../manifests/dashboard.js';
 import { PROVIDER } from '../../manifests/alerts.js';
@@ -97,6 +98,52 @@ export function dashboardTests(): unknown {
               { labels: '{namespace="joinguard-system",name="joinguard-leader-a"}', value: 1 },
               { labels: '{namespace="joinguard-system",name="joinguard-leader-b"}', value: 1 },
             ]),
+          },
+        ],
+      },
+      {
+        // Two replicas, b crash-looping (down, restarting each minute), and a CAPI manager beside them in
+        // kube-state-metrics' series (no provider label): the resource panels show JoinGuard's two pods only.
+        name: 'resources per replica',
+        interval: '1m',
+        input_series: [
+          { series: `up{${P},pod="a"}`, values: '1x10' },
+          { series: `up{${P},pod="b"}`, values: '0x10' },
+          { series: `process_resident_memory_bytes{${P},pod="a"}`, values: '100000000x10' },
+          ...[
+            ['joinguard-system', 'a', '0x10'],
+            ['joinguard-system', 'b', '0+1x10'],
+            ['capi-system', 'capi-controller-manager-x', '0+1x10'],
+          ].flatMap(([ns, pod, restarts]) => [
+            {
+              series: `kube_pod_container_status_restarts_total{namespace="${ns}",pod="${pod}",container="manager"}`,
+              values: restarts!,
+            },
+            {
+              series: `kube_pod_container_resource_limits{namespace="${ns}",pod="${pod}",container="manager",resource="memory",unit="byte"}`,
+              values: '536870912x10',
+            },
+          ]),
+        ],
+        promql_expr_test: [
+          {
+            expr: query('Restarts per replica'),
+            eval_time: '5m',
+            exp_samples: samples('Restarts per replica', [
+              { labels: '{namespace="joinguard-system",pod="a"}', value: 0 },
+              { labels: '{namespace="joinguard-system",pod="b"}', value: 4 },
+            ]),
+          },
+          {
+            expr: ruleName('Memory per replica (RSS) and limit', 1),
+            eval_time: '5m',
+            exp_samples: [
+              { labels: '{namespace="joinguard-system",pod="a"}', value: 536870912 },
+              { labels: '{namespace="joinguard-system",pod="b"}', value: 536870912 },
+            ].map((r) => ({
+              ...r,
+              labels: `{__name__="${ruleName('Memory per replica (RSS) and limit', 1)}",${r.labels.slice(1, -1)}}`,
+            })),
           },
         ],
       },
