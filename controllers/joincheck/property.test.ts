@@ -321,6 +321,41 @@ describe('planner and executor: properties over random histories (seeded), judge
     });
   }
 
+  // PROPERTY_SHRINK=<file of a printed counterexample>: cut steps away while it fails with the same invariant's tag
+  // (faster than fast-check's shrinking on long histories); the smaller one is written beside it, <file>.min.json.
+  const shrinkFile = process.env['PROPERTY_SHRINK'];
+  if (shrinkFile !== undefined) {
+    it('shrinks PROPERTY_SHRINK', async function () {
+      this.timeout(0);
+      const [setup, history] = JSON.parse(readFileSync(shrinkFile, 'utf8').replace(/__proto__:null,?/g, '')) as [
+        Setup,
+        Step[],
+      ];
+      const tagOf = async (h: Step[]) => {
+        try {
+          await run(setup, h);
+          return undefined;
+        } catch (e) {
+          return /^\[[^\]]+\]/.exec((e as Error).message)?.[0] ?? 'error';
+        }
+      };
+      const tag = await tagOf(history);
+      expect(tag, 'the history fails').to.not.equal(undefined);
+      let h = history;
+      for (let chunk = Math.ceil(h.length / 2); chunk >= 1; ) {
+        let cut = false;
+        for (let i = 0; i < h.length; ) {
+          const shorter = [...h.slice(0, i), ...h.slice(i + chunk)];
+          if ((await tagOf(shorter)) === tag) [h, cut] = [shorter, true];
+          else i += chunk;
+        }
+        if (!cut) chunk = Math.floor(chunk / 2);
+      }
+      writeFileSync(`${shrinkFile}.min.json`, JSON.stringify([setup, h]));
+      console.log(`      shrunk: ${tag}, ${history.length} steps to ${h.length}: ${shrinkFile}.min.json`);
+    });
+  }
+
   // The histories that found defects (each fixed), replayed every run: testing/regressions.json.
   const regressions = keptHistories('regressions.json');
   // (hack/mutants skips them with PROPERTY_REGRESSIONS=0: it reports how many random histories a defect takes.)
