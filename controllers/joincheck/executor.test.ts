@@ -494,9 +494,15 @@ describe('executor (fake apiserver)', () => {
     expect(rec).to.include({ outcome: 'Deferred', ownerReason: 'RemediationDeferred' });
   });
 
-  it("the check's own metadata: its Cluster as owner and clusterctl's block-move, in one patch after the status", async () => {
+  it("the check's own metadata: its Cluster as owner and clusterctl's block-move, in one patch before the status", async () => {
+    // Before: a status that records a suspicion or a request, then a crash, and a move the check did not block would
+    // strip that record (property test, seed 256435908).
     const api = new FakeApi();
     await execute(deps(api), source(api));
+    expect(api.calls.indexOf(`PATCH ${CHECK}`), 'block-move first').to.be.within(
+      0,
+      api.calls.indexOf(`PUT ${CHECK}/status`),
+    );
     expect(api.check.metadata.ownerReferences).to.deep.equal([
       { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', name: 'c1', uid: clusterV1beta2().metadata.uid },
     ]);

@@ -85,6 +85,20 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
     p = plan(s);
   }
 
+  // clusterctl move's block-move before the status records anything a move must carry (a suspicion, a request): a
+  // crash between the two writes, or a status refused, must not leave a record that a move would strip unblocked.
+  // Not where it would replace a carried memory annotation: that goes only once the status holds the memory.
+  // With it, in the same one patch, what needs no record: the Cluster as owner, the finalizer.
+  if (p.check.blockMove === true && !(ANNOTATION_MEMORY in (s.check.metadata.annotations ?? {}))) {
+    const { blockMove, ownerCluster, addFinalizer } = p.check;
+    const first = { blockMove, ...(ownerCluster ? { ownerCluster } : {}), ...(addFinalizer ? { addFinalizer } : {}) };
+    if (!(await writeCheckMetadata(deps, s, { ...p, check: first }, live))) return { requeueAfterMs: 100 };
+    if (live.check !== undefined) {
+      s = withCheck(s, live.check);
+      p = plan(s);
+    }
+  }
+
   // Write-ahead: the status that records every request, before any Machine write.
   const written = await writeStatus(deps, s, p, live, src);
   // Not applied: no plan, so the caller neither keeps its view nor counts the newly settled Machines as planned with

@@ -351,6 +351,17 @@ export const MUTANTS: Mutant[] = [
     tests: ['controllers/joincheck/executor-refusals.test.ts#recorded while the Cluster is paused'],
   },
   {
+    name: 'block-move-after-status',
+    what: "clusterctl's block-move is placed only after the check's status write: a status refused, or a crash between the two writes, leaves a recorded suspicion on a check a move does not wait for (issue 35, seed 256435908)",
+    file: 'controllers/joincheck/executor.ts',
+    find: 'if (p.check.blockMove === true && !(ANNOTATION_MEMORY in (s.check.metadata.annotations ?? {}))) {',
+    replace: 'if (p.check.blockMove === true && s.now < 0) {',
+    tests: [
+      'controllers/joincheck/executor.test.ts#in one patch before the status',
+      'controllers/joincheck/property.test.ts#replays the',
+    ],
+  },
+  {
     name: 'answer-no-clock-skew',
     what: "an owner's answer is compared with the request time to the second: a manager one second behind has its answer ignored, the request withdrawn as Unanswered (issue 35 §9a)",
     file: 'controllers/joincheck/marks.ts',
