@@ -673,6 +673,27 @@ describe('executor (fake apiserver)', () => {
     expect(api.calls.filter((c) => c.includes('/machines/md-0-abc'))).to.deep.equal([]);
   });
 
+  it('a mark whose reply is lost (it landed): the Machine read back, its mark known to this pass and the caches, no refusal', async () => {
+    // Property test, seed 233753310: the caches kept the Machine's version before its mark, and a later pass counted it
+    // out of flight and marked another Machine over maxInFlight.
+    const api = new FakeApi();
+    const rest = api.rest();
+    const lost = {
+      ...rest,
+      mergePatch: async (path: string, body: Json) => {
+        const r = await rest.mergePatch(path, body);
+        if (path === `${MACHINE}/status`) throw new ApiError(0, 'PATCH', path, 'the response was lost');
+        return r;
+      },
+    } as unknown as RestClient;
+    const remembered: Json[] = [];
+    const d = deps(api, { rest: lost, remember: (kind, raw) => kind === 'machine' && remembered.push(raw) });
+    await execute(d, source(api));
+    expect(api.calls.slice(api.calls.indexOf(`PATCH ${MACHINE}/status`)), 'read back').to.include(`GET ${MACHINE}`);
+    expect(healthCheck(remembered.at(-1)!), 'the caches have the mark').to.include({ status: 'False' });
+    expect(d.events.map((e) => e.reason)).to.not.include('WriteRefused');
+  });
+
   // issue 35, 5 [clean-within-N]: the Cluster is read live only when the cached plan has something to write. A live
   // read that saw "paused" must not pin the cache: once the Cluster is unpaused (its informer event not in yet), the
   // next pass plans the joined Machine's withdrawal on the cache, reads the Cluster live, and writes it.

@@ -107,6 +107,12 @@ export async function convergeOne(
       return { result: 'none', s, unsettled: false, held: true };
     }
     result = await converge(deps, machineRes, current, live, s);
+    if (typeof result === 'object' && outcomeUnknown(result.error)) {
+      // No answer, or a 5xx: the write may have landed. The Machine is read so that neither this pass nor the caches
+      // go on from the version before it (a mark that landed counts in flight; issue 35, seed 233753310).
+      const landed = await readBack(deps, machineRes, current, live, s, gate);
+      if (landed !== undefined) [s, result] = [landed, 'ok'];
+    }
     if (result === 'ok') deps.emit(current.event, s.check);
     if (result !== 'conflict' && result !== 'unread') break;
     // Not read yet, or CAPI changed it since: read it and decide again.
@@ -125,4 +131,29 @@ export async function convergeOne(
     unsettled: current !== undefined && (result === 'conflict' || result === 'unread'),
     held: false,
   };
+}
+
+/** A write error that does not say the write was not made: no HTTP answer, or a server error. */
+function outcomeUnknown(e: Error & { code?: unknown }): boolean {
+  return typeof e.code !== 'number' || e.code === 0 || e.code >= 500;
+}
+
+/** The Machine read live after a write whose outcome is unknown: the snapshot when the write landed, else undefined. */
+async function readBack(
+  deps: ConvergeDeps,
+  machineRes: Resource,
+  intent: MarkIntent,
+  live: Live,
+  s: Snapshot,
+  gate: LiveClusterGate,
+): Promise<Snapshot | undefined> {
+  try {
+    live.machines.delete(intent.machine.uid);
+    await readLive(deps, machineRes, s, [intent.machine], live, false);
+  } catch (e) {
+    if ((e as Error).name === 'WritesForbiddenError') throw e;
+    return undefined; // unknown still: the write is retried with back-off, as refused
+  }
+  const read = gate.build();
+  return read !== undefined && !needsWrite(intent, factsOf(read, intent.machine.uid)) ? read : undefined;
 }

@@ -362,6 +362,17 @@ export const MUTANTS: Mutant[] = [
     ],
   },
   {
+    name: 'no-read-back-after-lost-reply',
+    what: "a Machine write whose reply is lost (it may have landed) is taken as not made: the caches keep the Machine's version before the mark, and a later pass counts it out of flight (issue 35, seed 233753310)",
+    file: 'controllers/joincheck/machine-converge.ts',
+    find: "if (typeof result === 'object' && outcomeUnknown(result.error)) {",
+    replace: "if (typeof result === 'object' && outcomeUnknown(result.error) && s.now < 0) {",
+    tests: [
+      'controllers/joincheck/executor.test.ts#reply is lost',
+      'controllers/joincheck/property.test.ts#replays the',
+    ],
+  },
+  {
     name: 'answer-no-clock-skew',
     what: "an owner's answer is compared with the request time to the second: a manager one second behind has its answer ignored, the request withdrawn as Unanswered (issue 35 §9a)",
     file: 'controllers/joincheck/marks.ts',
