@@ -42,6 +42,14 @@ export const MUTANTS: Mutant[] = [
     file: 'controllers/joincheck/executor.ts',
     find: '        latest = next;\n        return next.intents.find((x) => x.machine.uid === uid);',
     replace: '        latest = next;\n        return intent;',
+    // The live-Cluster gate plans again on the Machine as read after the 409 too: both homes of the new decision go.
+    more: [
+      {
+        file: 'controllers/joincheck/machine-converge.ts',
+        find: '    const { cluster: _cached, ...rest } = judged;',
+        replace: '    const { cluster: _cached, ...rest } = this.on ?? judged;',
+      },
+    ],
     tests: ['controllers/joincheck/executor.test.ts#a Machine that joined after the cache saw it', PROPERTY],
     seed: 1,
     expect: '[joined]',
