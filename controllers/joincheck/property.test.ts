@@ -342,9 +342,9 @@ describe('planner and executor: properties over random histories (seeded), judge
       const tag = await tagOf(history);
       expect(tag, 'the history fails').to.not.equal(undefined);
       let h = history;
-      for (let chunk = Math.ceil(h.length / 2); chunk >= 1; ) {
+      for (let chunk = Math.ceil(h.length / 2); chunk >= 1;) {
         let cut = false;
-        for (let i = 0; i < h.length; ) {
+        for (let i = 0; i < h.length;) {
           const shorter = [...h.slice(0, i), ...h.slice(i + chunk)];
           if ((await tagOf(shorter)) === tag) [h, cut] = [shorter, true];
           else i += chunk;
