@@ -14,20 +14,35 @@ import { join, resolve } from 'node:path';
 import { expect } from 'chai';
 import type { Json, KubeClient } from '../../hack/testenv/kube-client.js';
 import { startNode, type TestNode } from '../../hack/testenv/node.js';
-import { waitFor } from '../support/cluster-view.js';
+import { conditionOf, waitFor } from '../support/cluster-view.js';
+import { checksPath, describeCheck } from '../support/joinguard.js';
+import { useScenario } from '../support/scenario.js';
 import { CERT_MANAGER_START_TIMEOUT_MS } from '../support/cert-manager.js';
 import { getTestEnv, type TestEnv } from '../support/testenv.js';
 import { DEFAULT_LEASE_NAME, LEADER_DEFAULTS } from '../../runtime/leader.js';
-import { apply, applyComponents, uninstallComponents, webhookServes, type Applied } from './install-env.js';
+import { apply, applyComponents, raw, uninstallComponents, webhookServes, type Applied } from './install-env.js';
 import { imageUnderTest, managerPod, podman } from './image-run.js';
 
 const root = resolve(import.meta.dirname, '..', '..');
 const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
 const log = (line: string) => process.stderr.write(`${line}\n`);
+const CLUSTER = 'pods';
 const SELECTOR = 'app.kubernetes.io/name=joinguard,app.kubernetes.io/component=controller-manager';
 
 describe('the Deployment as users install it, on a real node (kubelet, containerd, runc)', function () {
   this.timeout(300_000);
+  // The shared env as a real node needs it, asked for before useScenario's hook asks for it plainly.
+  before(async function () {
+    this.timeout(300_000);
+    await getTestEnv({ realNode: true });
+  });
+  const s = useScenario({
+    prefix: 'jg-pods-fleet',
+    cluster: CLUSTER,
+    checkName: 'workers',
+    workers: [{ name: 'md', replicas: 1, labels: { pool: 'workers' } }],
+    createClusterFirst: false,
+  });
   const ns = `jg-pods-${process.pid}`;
   const times: Record<string, number> = {};
   let env: TestEnv;
@@ -48,6 +63,10 @@ describe('the Deployment as users install it, on a real node (kubelet, container
 
   before(async function () {
     this.timeout(1_200_000 + CERT_MANAGER_START_TIMEOUT_MS);
+    // The cluster first, so that its workload connection's grace (--connection-grace, left at its default) runs
+    // while the node starts. Its one worker never joins.
+    s.sim.policy.neverJoin({ namespace: s.namespace, cluster: CLUSTER, role: 'worker' }, { limit: 1 });
+    await s.createCluster();
     let t = Date.now();
     env = await getTestEnv({ realNode: true });
     kube = env.kube();
@@ -158,6 +177,27 @@ describe('the Deployment as users install it, on a real node (kubelet, container
       intervalMs: 500,
       describe: seen,
     });
+  });
+
+  it('marks the worker that never joins for its MachineSet (HealthCheckSucceeded=False/JoinTimeout)', async () => {
+    const created = await raw(env.kubeConfig(), 'POST', checksPath(s.namespace), {
+      apiVersion: 'joinguard.io/v1alpha1',
+      kind: 'MachineJoinCheck',
+      metadata: { name: 'workers' },
+      spec: { clusterName: CLUSTER, selector: { matchLabels: { pool: 'workers' } }, joinTimeout: '10s' },
+    });
+    expect(created.status, created.body).to.equal(201);
+    const t = Date.now();
+    const marked = await waitFor(
+      'a worker marked HealthCheckSucceeded=False',
+      async () => (await s.workers()).find((m) => conditionOf(m, 'HealthCheckSucceeded')?.status === 'False'),
+      { timeoutMs: 240_000, describe: async () => `${await s.seen()()}\n${await seen()}`, intervalMs: 1_000 },
+    );
+    times['mark after the check'] = Date.now() - t;
+    expect(conditionOf(marked, 'HealthCheckSucceeded')).to.deep.include({ status: 'False', reason: 'JoinTimeout' });
+    const check = await s.check();
+    const rec = check.status?.remediations?.find((r) => r.uid === marked.metadata.uid);
+    expect(rec, describeCheck(check)).to.include({ path: 'OwnerRemediated', kind: 'JoinTimeout' });
   });
 
   it('hands the Lease over when the leader pod is deleted, and the Deployment brings a new pod', async () => {

@@ -20,6 +20,8 @@ const run = promisify(execFile);
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** The sandbox image node/build.sh makes (registry.k8s.io/pause cannot be pulled here). */
 export const PAUSE_IMAGE = 'localhost/joinguard/pause:test';
+/** The label of a node with a kubelet behind it: the scheduler places pods on such nodes only. */
+export const REAL_NODE_LABEL = 'node.joinguard.io/real';
 /** The CRI's namespace in containerd: images the kubelet runs must be imported there. */
 const CRI_NAMESPACE = 'k8s.io';
 
@@ -148,7 +150,8 @@ function shimsOf(socket: string): number[] {
 
 export async function startNode(o: NodeOptions): Promise<TestNode> {
   const name = o.name ?? `node-${process.pid}`;
-  const binDir = o.binDir ?? (await ensureNodeBuilt(o.log));
+  // JOINGUARD_NODE_BIN: the folder .ci/run's build chain built (hack/run-tests.sh).
+  const binDir = o.binDir ?? process.env.JOINGUARD_NODE_BIN ?? (await ensureNodeBuilt(o.log));
   const runDir = path.join(o.env.runDir, name);
   const dirs = {
     containerd: path.join(runDir, 'containerd'),
@@ -297,7 +300,9 @@ state = "${dirs.containerd}/state"
     // The shim is found on PATH.
     const env = { ...process.env, PATH: `${binDir}:${process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` };
     const cd = start('containerd', path.join(binDir, 'containerd'), ['--config', cdConfig], env);
-    await waitFor('containerd serving its socket', async () => fs.existsSync(socket) && (await ctr(['version'])), {
+    // Booted: every plugin loaded, the CRI's included (a kubelet started before that can find no CRI service).
+    const booted = () => fs.readFileSync(cd.logFile, 'utf8').includes('containerd successfully booted');
+    await waitFor('containerd booted', async () => booted() && (await ctr(['version'])), {
       timeoutMs: 30_000,
       intervalMs: 200,
       abort: () => (cd.running ? undefined : `containerd ${cd.describeExit()}: ${tailFile(cd.logFile, 20)}`),
@@ -316,11 +321,36 @@ state = "${dirs.containerd}/state"
         `--root-ca-file=${o.env.caCertFile}`,
         '--controllers=*',
       ]);
-      start('kube-scheduler', path.join(binDir, 'kube-scheduler'), [
-        `--kubeconfig=${kubeconfig}`,
-        '--secure-port=0',
-        '--leader-elect=false',
-      ]);
+      // Pods go to real nodes only: the simulation's Nodes are API objects with no kubelet behind them, and the
+      // scheduler would spread the Deployment's replicas onto them (its anti-affinity prefers other nodes).
+      const schedulerConfig = path.join(runDir, 'kube-scheduler.yaml');
+      fs.writeFileSync(
+        schedulerConfig,
+        stringify({
+          apiVersion: 'kubescheduler.config.k8s.io/v1',
+          kind: 'KubeSchedulerConfiguration',
+          clientConnection: { kubeconfig },
+          leaderElection: { leaderElect: false },
+          profiles: [
+            {
+              schedulerName: 'default-scheduler',
+              pluginConfig: [
+                {
+                  name: 'NodeAffinity',
+                  args: {
+                    addedAffinity: {
+                      requiredDuringSchedulingIgnoredDuringExecution: {
+                        nodeSelectorTerms: [{ matchExpressions: [{ key: REAL_NODE_LABEL, operator: 'Exists' }] }],
+                      },
+                    },
+                  },
+                },
+              ],
+            },
+          ],
+        }),
+      );
+      start('kube-scheduler', path.join(binDir, 'kube-scheduler'), [`--config=${schedulerConfig}`, '--secure-port=0']);
     }
 
     const [port, healthzPort] = await freePorts(2);
@@ -378,6 +408,7 @@ state = "${dirs.containerd}/state"
       `--kubeconfig=${kubeconfig}`,
       `--root-dir=${dirs.kubelet}`,
       `--hostname-override=${name}`,
+      `--node-labels=${REAL_NODE_LABEL}=true`,
       // The bridge's address: the kubelet refuses a loopback node IP; it still serves on 127.0.0.1 only.
       `--node-ip=${network.gateway}`,
       '--v=2',
@@ -395,7 +426,8 @@ state = "${dirs.containerd}/state"
       {
         timeoutMs: 90_000,
         intervalMs: 500,
-        abort: () => (kubelet.running ? undefined : `kubelet ${kubelet.describeExit()}`),
+        abort: () =>
+          kubelet.running ? undefined : `kubelet ${kubelet.describeExit()}:\n${tailFile(kubelet.logFile, 30)}`,
         describe: () => `kubelet.log (tail):\n${tailFile(kubelet.logFile, 30)}`,
       },
     ).finally(() => kube.close());
