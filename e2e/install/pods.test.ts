@@ -228,4 +228,57 @@ describe('the Deployment as users install it, on a real node (kubelet, container
     );
     times['replacement Ready'] = Date.now() - t;
   });
+
+  it('rolls to a second tag with never more than a Lease duration without a leader', async () => {
+    const second = `ghcr.io/joinguard/joinguard:v${version}-second`;
+    // The same image under a second name: a new pod template, so a rolling update (maxSurge 25%: one new pod first).
+    await node!.ctr(['images', 'tag', '--force', `ghcr.io/joinguard/joinguard:v${version}`, second]);
+    // The Lease polled every 250 ms during the rollout: the longest stretch seen with no holder.
+    let stop = false;
+    let since: number | undefined;
+    let longest = 0;
+    const holders = new Set<string>();
+    const watch = (async () => {
+      while (!stop) {
+        const h = await leaseHolder().catch(() => 'unknown');
+        const now = Date.now();
+        if (h) {
+          holders.add(h);
+          if (since !== undefined) longest = Math.max(longest, now - since);
+          since = undefined;
+        } else since ??= now;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    })();
+    const t = Date.now();
+    try {
+      const res = await kube.send(
+        'PATCH',
+        `/apis/apps/v1/namespaces/${ns}/deployments/joinguard-controller-manager`,
+        { spec: { template: { spec: { containers: [{ name: 'manager', image: second }] } } } },
+        'application/strategic-merge-patch+json',
+      );
+      expect(res.status, res.body).to.equal(200);
+      await waitFor(
+        'two pods Ready on the second tag, none left on the first',
+        async () => {
+          const all = await pods();
+          const image = (p: Json) => (p.spec.containers as Json[]).find((c) => c.name === 'manager')!.image as string;
+          return all.length === 2 && all.every((p) => ready(p) && image(p) === second);
+        },
+        { timeoutMs: 180_000, intervalMs: 1_000, describe: seen },
+      );
+      times['rollout'] = Date.now() - t;
+      // A leader at the end, one of the new pods.
+      const holder = await waitFor('the Lease held after the rollout', leaseHolder, { timeoutMs: 30_000 });
+      const names = (await pods()).map((p) => p.metadata.name as string);
+      expect(names, holder).to.include(holder.replace(/_[0-9a-f]{8}$/, ''));
+    } finally {
+      stop = true;
+      await watch;
+    }
+    if (since !== undefined) longest = Math.max(longest, Date.now() - since);
+    times['longest without a leader'] = longest;
+    expect(longest, [...holders].join(', ')).to.be.below(LEADER_DEFAULTS.leaseDurationMs);
+  });
 });
