@@ -55,13 +55,15 @@ UPGRADE_SPEC=e2e/lifecycle/capi-upgrade.test.ts
 declare -A EXTRA_BUILDS=([capi-sources]="bash hack/testenv/capi-sources.sh"
   [promtool]="bash hack/testenv/promtool/build.sh" [image]="bash hack/image/ci-build.sh"
   [kustomize]="bash hack/testenv/kustomize/build.sh" [grafana-schema]="bash hack/testenv/grafana-schema/build.sh"
-  [capi-operator]="bash hack/testenv/capi-operator/build.sh" [cert-manager]="bash hack/testenv/cert-manager/build.sh")
+  [capi-operator]="bash hack/testenv/capi-operator/build.sh" [cert-manager]="bash hack/testenv/cert-manager/build.sh"
+  [node]="bash hack/testenv/node/build.sh")
 # What a spec needs built besides its release (space-separated names). The unit job needs CAPI's sources (CRDs and API
 # types: the api/capi tests read them), a fetch of a few seconds that runs first: without it a cold runner's unit job
 # would skip those tests (and fail them: CI=true, hack/testing/inputs.ts).
 declare -A NEEDS=([unit]=capi-sources [$UPGRADE_SPEC]=v1.11 [e2e/lifecycle/promtool.test.ts]=promtool
   [e2e/install/image.test.ts]="image cert-manager" [e2e/lifecycle/gitops.test.ts]="kustomize cert-manager"
-  [e2e/lifecycle/grafana-schema.test.ts]=grafana-schema [e2e/lifecycle/capi-operator.test.ts]="capi-operator cert-manager")
+  [e2e/lifecycle/grafana-schema.test.ts]=grafana-schema [e2e/lifecycle/capi-operator.test.ts]="capi-operator cert-manager"
+  [e2e/install/pods.test.ts]="image cert-manager node")
 # The install specs run real cert-manager (e2e/support/cert-manager.ts), as do the three above that name it.
 for f in admission cert-manager components delete-strategy rbac remediation; do NEEDS[e2e/install/$f.test.ts]=cert-manager; done
 # The clusterctl upgrade and move specs start it on each of their management clusters (e2e/lifecycle/fleet.ts).
@@ -69,7 +71,7 @@ for f in upgrade move; do NEEDS[e2e/lifecycle/$f.test.ts]=cert-manager; done
 # The build order: the CAPI sources' fetch (no build: it runs before the shared binaries), v1.14 first (most jobs),
 # then the releases whose jobs weigh most, the smoke releases last.
 FETCHES=(capi-sources)
-BUILD_ORDER=(capi-sources v1.14 v1.10 cert-manager v1.11 image promtool kustomize grafana-schema capi-operator v1.13 v1.12)
+BUILD_ORDER=(capi-sources v1.14 v1.10 cert-manager v1.11 image node promtool kustomize grafana-schema capi-operator v1.13 v1.12)
 # Jobs that start more than one control plane take that many slots.
 declare -A WEIGHT=([bench/bench.test.ts]=3 [e2e/lifecycle/move.test.ts]=2)
 UNIT_GLOBS=('api/**/*.test.ts' 'runtime/**/*.test.ts' 'cmd/**/*.test.ts' 'controllers/**/*.test.ts' 'webhooks/**/*.test.ts' 'manifests/**/*.test.ts' 'hack/**/*.test.ts')
@@ -179,6 +181,7 @@ run_job() { # release, file
     # last), cert-manager's folder.
     [[ " ${NEEDS[$file]:-} " == *" image "* ]] && export JOINGUARD_IMAGE="$(cat "$(cat "$log_dir/builds/image.bin")")"
     [[ " ${NEEDS[$file]:-} " == *" cert-manager "* ]] && export JOINGUARD_CERT_MANAGER_BIN="$(cat "$log_dir/builds/cert-manager.bin")"
+    [[ " ${NEEDS[$file]:-} " == *" node "* ]] && export JOINGUARD_NODE_BIN="$(cat "$log_dir/builds/node.bin")"
     JOINGUARD_CAPI_RELEASE="$release" JOINGUARD_TESTENV_BIN="$(cat "$log_dir/builds/$release.bin")" npx mocha --config .mocharc.json "$file" >"$log" 2>&1
   fi
   rc=$?

@@ -10,6 +10,7 @@ import type { TestEnv } from '../../hack/testenv/testenv.js';
 export type { TestEnv } from '../../hack/testenv/testenv.js';
 
 let pending: Promise<TestEnv> | undefined;
+let forRealNode = false;
 
 /**
  * Every write at level Metadata (blocking mode, the default): the judge of the fault-injection specs
@@ -28,9 +29,16 @@ function logToStderr(line: string): void {
   process.stderr.write(`${line}\n`);
 }
 
-/** The shared env; starts it on first call. A failed start is not cached: the next call tries again. */
-export function getTestEnv(): Promise<TestEnv> {
+/**
+ * The shared env; starts it on first call. A failed start is not cached: the next call tries again.
+ * `realNode`: the apiserver as a spec that runs a real node (hack/testenv/node.ts) needs it: ServiceAccount
+ * admission on (the kubelet projects the pods' tokens). The first call must ask for it.
+ */
+export function getTestEnv(opts: { realNode?: boolean } = {}): Promise<TestEnv> {
+  if (pending && opts.realNode && !forRealNode)
+    return Promise.reject(new Error('the shared env was started without realNode: ask on first use'));
   if (!pending) {
+    forRealNode = opts.realNode ?? false;
     pending = (async () => {
       // Imported lazily so that loading this file (the root hook does) costs nothing.
       const { startTestEnv, attachTestEnv } = await import('../../hack/testenv/testenv.js');
@@ -44,7 +52,12 @@ export function getTestEnv(): Promise<TestEnv> {
           throw new Error(`the running env runs CAPI ${env.capiRelease}, not ${capiRelease} (JOINGUARD_CAPI_RELEASE)`);
         return env;
       }
-      return startTestEnv({ log: logToStderr, capiRelease, audit: { policy: WRITES_AUDIT_POLICY } });
+      return startTestEnv({
+        log: logToStderr,
+        capiRelease,
+        audit: { policy: WRITES_AUDIT_POLICY },
+        serviceAccountAdmission: forRealNode,
+      });
     })();
     pending.catch(() => (pending = undefined));
   }

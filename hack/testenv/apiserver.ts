@@ -30,6 +30,11 @@ export interface ApiserverOptions {
   etcdUrl: string;
   certs: CertSet;
   extraFlags?: string[];
+  /**
+   * The ServiceAccount admission plugin on (default off, as envtest: with no controller-manager nothing creates the
+   * `default` ServiceAccounts it requires). A real node needs it: it projects the pod's token volume.
+   */
+  serviceAccountAdmission?: boolean;
   log: (line: string) => void;
   timeoutMs?: number;
   onStart?: (proc: ManagedProcess) => void;
@@ -55,7 +60,7 @@ function apiserverArgs(opts: ApiserverOptions, port: number): string[] {
     `--service-account-key-file=${c.serviceAccountPubFile}`,
     `--service-account-signing-key-file=${c.serviceAccountKeyFile}`,
     // As envtest: there is no controller-manager to create the `default` ServiceAccounts.
-    '--disable-admission-plugins=ServiceAccount',
+    ...(opts.serviceAccountAdmission ? [] : ['--disable-admission-plugins=ServiceAccount']),
     '--allow-privileged=true',
     '--profiling=false',
     ...(opts.extraFlags ?? []),

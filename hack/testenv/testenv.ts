@@ -55,6 +55,8 @@ export interface StartTestEnvOptions {
   runDir?: string;
   log?: (line: string) => void;
   extraApiserverFlags?: string[];
+  /** The apiserver's ServiceAccount admission plugin on (for a real node, hack/testenv/node.ts; default off). */
+  serviceAccountAdmission?: boolean;
   /** Extra flags per manager, e.g. { 'capi-core': ['--machineset-preflight-checks=...'] }; after MANAGER_FEATURE_GATES (a later --feature-gates adds to them). */
   extraManagerFlags?: Partial<Record<string, string[]>>;
   /** Start sim-kubelet (the simulation's kubelet endpoint and etcd members; default true with capi). */
@@ -213,7 +215,16 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
     const audit = opts.audit ? auditFlags(runDir, opts.audit) : undefined;
     const extraFlags = [...KUBELET_ADDRESS_FLAGS, ...(audit?.flags ?? []), ...(opts.extraApiserverFlags ?? [])];
     api = await step('kube-apiserver', 'kube-apiserver', () =>
-      startApiserver({ binDir, runDir, etcdUrl, certs, extraFlags, log, onStart: remember }),
+      startApiserver({
+        binDir,
+        runDir,
+        etcdUrl,
+        certs,
+        extraFlags,
+        serviceAccountAdmission: opts.serviceAccountAdmission,
+        log,
+        onStart: remember,
+      }),
     );
     const kubeconfigPath = path.join(runDir, 'kubeconfig');
     writeKubeconfig(kubeconfigPath, api.server, certs);
