@@ -70,9 +70,10 @@ export const MUTANTS: Mutant[] = [
     file: 'controllers/joincheck/remediate.ts',
     find: '  const flying = inFlight(\n    f.ofCluster,',
     replace: '  const flying = inFlight(\n    inScope,',
-    tests: [`${GUARDS}#left the selector`, PROPERTY],
-    seed: 1,
-    expect: '[in-flight]',
+    // The property test no longer meets a marked Machine leaving the selector before a second mark at seed 1 (since
+    // 047d0ef placed block-move first, every history's requests shifted), nor at seeds 2 and 3 (2,000 histories each):
+    // the named guard test is its proof.
+    tests: [`${GUARDS}#left the selector`],
   },
   {
     name: 'windows-newest-only',
