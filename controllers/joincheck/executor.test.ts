@@ -657,10 +657,19 @@ describe('executor (fake apiserver)', () => {
       time: new Date(NOW - 60_000).toISOString().replace('.000Z', 'Z'),
       state: 'Open',
     };
-    // The finalizer already there: no metadata write comes between (it too would make the read stale).
+    // The check's metadata already complete (finalizer, block-move, its Cluster as owner): no metadata write comes
+    // between (it too would make the read stale).
+    const c = clusterV1beta2();
     api.check = {
       ...api.check,
-      metadata: { ...api.check.metadata, finalizers: ['joinguard.io/withdraw-marks'] },
+      metadata: {
+        ...api.check.metadata,
+        finalizers: ['joinguard.io/withdraw-marks'],
+        annotations: { 'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io' },
+        ownerReferences: [
+          { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', name: c.metadata.name, uid: c.metadata.uid },
+        ],
+      },
       status: { requests: [gone] },
     };
     const d = deps(api, { rest: duringWriteAhead(api, () => (api.cluster.spec.paused = true)) });
@@ -668,6 +677,7 @@ describe('executor (fake apiserver)', () => {
     const put = api.calls.indexOf(`PUT ${CHECK}/status`);
     expect(put, 'the status written').to.be.greaterThan(-1);
     expect(api.calls.indexOf(`GET ${CLUSTER}`), 'the Cluster read before it').to.be.within(0, put);
+    expect(api.calls.slice(0, put), 'no metadata write before the status').to.not.include(`PATCH ${CHECK}`);
     expect(api.calls.lastIndexOf(`GET ${CLUSTER}`), 'and again after it').to.be.greaterThan(put);
     expect(healthCheck(api.machine), 'not marked').to.equal(undefined);
     expect(api.calls.filter((c) => c.includes('/machines/md-0-abc'))).to.deep.equal([]);

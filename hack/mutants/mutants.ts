@@ -198,9 +198,9 @@ export const MUTANTS: Mutant[] = [
     file: 'controllers/joincheck/describe.ts',
     find: "      const why = i.want === 'mark' && i.path === 'RemediateAnnotation' ? pausedMhcOf(s, i.machine.uid) : undefined;",
     replace: '      const why: string | undefined = undefined;',
-    tests: [`${MARKS}#paused after the request was recorded`, PROPERTY],
-    seed: 1,
-    expect: '[paused-mhc]',
+    // The property test at seed 1 no longer meets this history (since 047d0ef every history's requests shifted;
+    // 2,000 histories): the named marks test is its proof.
+    tests: [`${MARKS}#paused after the request was recorded`],
   },
   {
     name: 'no-finalizer',
@@ -251,10 +251,9 @@ export const MUTANTS: Mutant[] = [
     file: 'controllers/joincheck/executor.ts',
     find: "return { outcome: 'written', s: withCheck(s, written), p, judged: s };",
     replace: "return { outcome: 'written', s: src.build(live) ?? s, p, judged: s };",
-    tests: [
-      'controllers/joincheck/executor.test.ts#while the write-ahead was in flight, its Node cached meanwhile',
-      'controllers/joincheck/executor-refusals.test.ts#after a 409 re-decision is recorded',
-    ],
+    // (After a 409 the snapshot is rebuilt from the caches on purpose, and the new decision made on it: the
+    // re-decision test no longer tells this mutant apart, since the live-Cluster gate made one home of that.)
+    tests: ['controllers/joincheck/executor.test.ts#while the write-ahead was in flight, its Node cached meanwhile'],
   },
   {
     name: 'first-cp-request-skips-due',
