@@ -16,9 +16,9 @@ import { parseBindAddress, startDiagnosticsServer, startProbeServer, type BoundS
 import { defaultUserAgent } from './version.js';
 import { WarningLog } from '../runtime/warnings.js';
 import { JoinCheckController } from './joincheck/controller.js';
-import { EventRecorder } from './joincheck/events.js';
-import { JoinGuardMetrics } from './joincheck/metrics.js';
-import { WorkloadNodeReader } from './joincheck/workload-access.js';
+import { EventRecorder } from './joincheck/act/events.js';
+import { JoinGuardMetrics } from './joincheck/report/metrics.js';
+import { WorkloadNodeReader } from './joincheck/world/workload-access.js';
 import { MACHINEJOINCHECK_CONTROLLER, type ControllerOptions, type RunningController } from './options.js';
 
 export type { ControllerOptions, RunningController } from './options.js';

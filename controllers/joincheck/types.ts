@@ -16,7 +16,7 @@ import type {
   MachineJoinCheckStatus,
   RemediationPath,
 } from '../../api/v1alpha1/types.js';
-import type { RefusedWrite } from './refusals.js';
+import type { RefusedWrite } from './act/refusals.js';
 
 export type { CheckSettings } from '../../api/v1alpha1/types.js';
 import type { CheckSettings } from '../../api/v1alpha1/types.js';

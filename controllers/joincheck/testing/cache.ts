@@ -15,8 +15,8 @@ import { parseSettings } from '../../../api/v1alpha1/settings.js';
 import type { MachineJoinCheck } from '../../../api/v1alpha1/types.js';
 import { older, versionOf } from '../../../runtime/objects.js';
 import type { Json } from '../../../runtime/rest.js';
-import type { Live, SnapshotSource } from '../executor.js';
-import { MachineIndex, namedUids } from '../machine-index.js';
+import type { Live, SnapshotSource } from '../act/executor.js';
+import { MachineIndex, namedUids } from '../world/machine-index.js';
 import type { PreviousView, Snapshot } from '../types.js';
 import type { World } from './world.js';
 
