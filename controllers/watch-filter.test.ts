@@ -4,7 +4,7 @@
 // empty and records the queries (runtime/testing/http-server.ts).
 import { expect } from 'chai';
 import { Caches } from './joincheck/world/cache.js';
-import { RestClient } from '../runtime/rest.js';
+import { RestClient } from '../runtime/client/rest.js';
 import {
   capturingLogger,
   closedAfterEach,

@@ -43,7 +43,7 @@ import { count, exercised, type World } from './testing/world.js';
 import { pause } from './testing/world-changes.js';
 import type { Live } from './act/executor.js';
 import type { Plan, Snapshot } from './types.js';
-import type { Json } from '../../runtime/rest.js';
+import type { Json } from '../../runtime/client/rest.js';
 
 const SEED =
   process.env['PROPERTY_SEED'] !== undefined

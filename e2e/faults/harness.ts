@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type { ControllerOptions } from '../../controllers/manager.js';
-import { clusterAccessFromKubeconfig, type ClusterAccess } from '../../runtime/kubeconfig.js';
+import { clusterAccessFromKubeconfig, type ClusterAccess } from '../../runtime/client/kubeconfig.js';
 import type { KubeClient as Kube } from '../../hack/testenv/kube-client.js';
 import { FaultProxy, upstreamFromKubeconfig, type ProxiedRequest } from '../support/fault-proxy.js';
 import { useScenario, type Scenario, type ScenarioOptions } from '../support/scenario.js';

@@ -8,7 +8,7 @@ import { Writable } from 'node:stream';
 import winston from 'winston';
 import { getTestEnv, type TestEnv } from '../support/testenv.js';
 import { startController, type RunningController } from '../../controllers/manager.js';
-import { clusterAccessFromKubeconfig } from '../../runtime/kubeconfig.js';
+import { clusterAccessFromKubeconfig } from '../../runtime/client/kubeconfig.js';
 import { install, raw, type Installed } from './install-env.js';
 import { CERT_MANAGER_START_TIMEOUT_MS } from '../support/cert-manager.js';
 import {

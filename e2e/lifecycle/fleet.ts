@@ -10,7 +10,7 @@ import { startTestEnv } from '../../hack/testenv/testenv.js';
 import { startCertManager, type CertManager } from '../../hack/testenv/cert-manager.js';
 import { waitFor } from '../../hack/testenv/wait.js';
 import { startController, type RunningController } from '../../controllers/manager.js';
-import { clusterAccessFromKubeconfig } from '../../runtime/kubeconfig.js';
+import { clusterAccessFromKubeconfig } from '../../runtime/client/kubeconfig.js';
 import { raw } from '../install/install-env.js';
 import {
   createMachineSet,

@@ -2,7 +2,7 @@
 // ServiceAccount token the real kube-apiserver authenticates (TokenReview) and authorizes (SubjectAccessReview)
 // through the shipped joinguard-metrics-reader ClusterRole; 401 without a token, 403 with a token lacking the
 // role; controller-runtime's families with their labels, and JoinGuard's for a check.
-import { clusterAccessFromKubeconfig } from '../../runtime/kubeconfig.js';
+import { clusterAccessFromKubeconfig } from '../../runtime/client/kubeconfig.js';
 import https from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { readFile } from 'node:fs/promises';

@@ -3,7 +3,7 @@
 import { Writable } from 'node:stream';
 import type { KubeConfig } from '@kubernetes/client-node';
 import winston from 'winston';
-import { clusterAccessFromKubeconfig } from '../../runtime/kubeconfig.js';
+import { clusterAccessFromKubeconfig } from '../../runtime/client/kubeconfig.js';
 import { buildCrd } from '../../api/v1alpha1/crd.js';
 import type { Condition, MachineJoinCheck, MachineJoinCheckSpec } from '../../api/v1alpha1/types.js';
 import { startController, type ControllerOptions, type RunningController } from '../../controllers/manager.js';

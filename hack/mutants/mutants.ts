@@ -225,10 +225,10 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'no-write-gate',
     what: 'the write gate is removed from the REST client: a leader that lost its Lease still writes',
-    file: 'runtime/rest.ts',
+    file: 'runtime/client/rest.ts',
     find: "    if (method !== 'GET' && this.o.writeGate && !this.o.writeGate()) throw new WritesForbiddenError(method, path);",
     replace: '',
-    tests: ['runtime/rest.test.ts#write gate'],
+    tests: ['runtime/client/rest.test.ts#write gate'],
   },
   {
     name: 'held-answer-coalesced',

@@ -3,7 +3,7 @@
 // the queue is bounded (the oldest is dropped, and counted in the log). The same (object, reason, message) is
 // not repeated within ten minutes, so a planner that re-emits on a restart, or a flapping object, cannot flood.
 import type { Logger } from 'winston';
-import type { RestClient } from '../../../runtime/rest.js';
+import type { RestClient } from '../../../runtime/client/rest.js';
 
 export interface EventTarget {
   apiVersion: string;

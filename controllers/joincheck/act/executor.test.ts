@@ -8,7 +8,7 @@ import { clusterV1beta2, machineV1beta2, ms, T3 } from '../../../api/capi/testda
 import { parseSettings } from '../../../api/v1alpha1/settings.js';
 import type { MachineJoinCheck } from '../../../api/v1alpha1/types.js';
 import { silentLogger } from '../../../runtime/logger.js';
-import { ApiError, type Json, type RestClient } from '../../../runtime/rest.js';
+import { ApiError, type Json, type RestClient } from '../../../runtime/client/rest.js';
 import { mhcFacts } from '../testing/builders.js';
 import { execute, needsWrite, type ExecutorDeps, type Live, type SnapshotSource } from './executor.js';
 import type { PlannedEvent, Snapshot } from '../types.js';

@@ -16,7 +16,7 @@ import {
   FINALIZER,
 } from '../../../api/v1alpha1/types.js';
 import type { MachineJoinCheckStatus, RemediationOutcome } from '../../../api/v1alpha1/types.js';
-import { isConflict, isNotFound, pathOf, type Json, type Resource } from '../../../runtime/rest.js';
+import { isConflict, isNotFound, pathOf, type Json, type Resource } from '../../../runtime/client/rest.js';
 import { DELETION_BOUND_MS } from '../requests/deletion.js';
 import { factsOf, needsWrite, ref } from './machine-writes.js';
 import {

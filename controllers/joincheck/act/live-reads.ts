@@ -6,7 +6,7 @@ import type { Logger } from 'winston';
 import { capiResource } from '../../../api/capi/resources.js';
 import type { CapiApiVersion } from '../../../api/capi/model.js';
 import { CHECK_RESOURCE } from '../../../api/v1alpha1/types.js';
-import { isNotFound, pathOf, type Json, type Resource, type RestClient } from '../../../runtime/rest.js';
+import { isNotFound, pathOf, type Json, type Resource, type RestClient } from '../../../runtime/client/rest.js';
 import type { MachineTarget, Snapshot } from '../types.js';
 
 /** What the live reads need of the executor's dependencies. */

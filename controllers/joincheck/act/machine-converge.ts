@@ -5,8 +5,8 @@
 import { converge, factsOf, needsWrite, ref, type Converged, type WriteDeps } from './machine-writes.js';
 import { clusterStale, readLive, type Live, type LiveReadDeps, type SnapshotSource } from './live-reads.js';
 import { plan } from '../plan/planner.js';
-import type { Resource } from '../../../runtime/rest.js';
-import type { Json } from '../../../runtime/rest.js';
+import type { Resource } from '../../../runtime/client/rest.js';
+import type { Json } from '../../../runtime/client/rest.js';
 import type { MarkIntent, Plan, PlannedEvent, Snapshot } from '../types.js';
 
 /** What converging one Machine needs of the executor's dependencies. */

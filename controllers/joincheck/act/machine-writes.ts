@@ -14,7 +14,14 @@ import {
 } from '../../../api/capi/remediation-writes.js';
 import { carriesAnyMark, type CapiApiVersion, type MachineFacts } from '../../../api/capi/model.js';
 import { ANNOTATION_REQUESTED_BY, CAPI_ANNOTATION_REMEDIATE_MACHINE } from '../../../api/v1alpha1/types.js';
-import { isConflict, isNotFound, pathOf, type Json, type Resource, type RestClient } from '../../../runtime/rest.js';
+import {
+  isConflict,
+  isNotFound,
+  pathOf,
+  type Json,
+  type Resource,
+  type RestClient,
+} from '../../../runtime/client/rest.js';
 import { causedMarks, PATHS } from '../requests/marks.js';
 import type { MarkIntent, Snapshot } from '../types.js';
 

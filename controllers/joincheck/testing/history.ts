@@ -8,7 +8,7 @@ import { execute, type Live } from '../act/executor.js';
 import { Refusals } from '../act/refusals.js';
 import { HOUR, MINUTE, SECOND } from '../time.js';
 import type { Plan, Snapshot } from '../types.js';
-import type { Json } from '../../../runtime/rest.js';
+import type { Json } from '../../../runtime/client/rest.js';
 import { Cache } from './cache.js';
 import { isProvisioned } from './objects.js';
 import { kcpStep, machineSetStep, mhcStep } from './owners.js';

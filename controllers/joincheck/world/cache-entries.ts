@@ -4,7 +4,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'winston';
 import type { CapiApiVersion } from '../../../api/capi/model.js';
 import type { CheckSettings } from '../../../api/v1alpha1/types.js';
-import type { Json, RestClient } from '../../../runtime/rest.js';
+import type { Json, RestClient } from '../../../runtime/client/rest.js';
 
 const CLUSTER_LABEL = 'cluster.x-k8s.io/cluster-name';
 

@@ -26,8 +26,8 @@ import {
 import { capiResource, type CapiKind } from '../../../api/capi/resources.js';
 import { parseSettings } from '../../../api/v1alpha1/settings.js';
 import { CHECK_RESOURCE, type MachineJoinCheck } from '../../../api/v1alpha1/types.js';
-import { Informer, keyOf, type InformerEvent } from '../../../runtime/informer.js';
-import type { Json, Resource } from '../../../runtime/rest.js';
+import { Informer, keyOf, type InformerEvent } from '../../../runtime/informers/informer.js';
+import type { Json, Resource } from '../../../runtime/client/rest.js';
 import type { Live } from '../act/executor.js';
 import { Index, MachineIndex, namedUids } from './machine-index.js';
 import { isSettled } from '../rules/judge.js';

@@ -3,7 +3,7 @@
 // is reported, never planned on.
 import { readMachine } from '../../../api/capi/readers.js';
 import type { CapiApiVersion, MachineFacts } from '../../../api/capi/model.js';
-import type { Json } from '../../../runtime/rest.js';
+import type { Json } from '../../../runtime/client/rest.js';
 
 type MachineEntry = { facts: MachineFacts; malformed?: undefined } | { facts?: undefined; malformed: Problem };
 type Problem = { name: string; uid?: string; error: string };

@@ -7,8 +7,8 @@
 import { connect } from 'node:tls';
 import type { Logger } from 'winston';
 import type { WorkloadNodeFacts } from '../../../api/capi/model.js';
-import { clusterAccessFromKubeconfig } from '../../../runtime/kubeconfig.js';
-import { RestClient, type Json } from '../../../runtime/rest.js';
+import { clusterAccessFromKubeconfig } from '../../../runtime/client/kubeconfig.js';
+import { RestClient, type Json } from '../../../runtime/client/rest.js';
 
 interface Entry {
   at: number;

@@ -2,7 +2,7 @@
 // workqueue_* metrics it feeds. Unit tests, no fakes beyond a worker that can be held.
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { RuntimeMetrics } from './metrics.js';
+import { RuntimeMetrics } from '../metrics.js';
 import { Priority, WorkQueue } from './queue.js';
 
 const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));

@@ -5,7 +5,7 @@
 // 429 and 410 storms are in e2e/faults.
 import { expect } from 'chai';
 import { Informer, type InformerEvent, type InformerOptions } from './informer.js';
-import { RestClient, type Json } from './rest.js';
+import { RestClient, type Json } from '../client/rest.js';
 import {
   capturingLogger,
   list,
@@ -16,7 +16,7 @@ import {
   watchEvents,
   type Handler,
   type TestServer,
-} from './testing/http-server.js';
+} from '../testing/http-server.js';
 
 const THINGS = { group: '', version: 'v1', plural: 'things', namespaced: true };
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { X509Certificate } from 'node:crypto';
 import { expect } from 'chai';
 import { CertWatcher, loadKeyPair, type KeyPair } from './tls.js';
-import { selfSigned } from './testing/test-certs.js';
+import { selfSigned } from '../testing/test-certs.js';
 
 const cnOf = (p: KeyPair) => new X509Certificate(p.cert).subject;
 

@@ -4,7 +4,7 @@
 // A timer that fires puts its key in the deadline lane, which workers empty before the event lane: a Machine
 // past its deadline is not kept waiting behind a burst of watch events (controller-runtime's priority queue
 // does the same with priorities; the lanes show as workqueue_depth{priority}).
-import type { QueueMetrics } from './metrics.js';
+import type { QueueMetrics } from '../metrics.js';
 
 export type Worker = (key: string) => Promise<void>;
 

@@ -1,7 +1,7 @@
 // What an Informer is given (informer.ts): the resource, how objects are read and kept, who hears of changes, and
 // the timings of its watch.
 import type { Logger } from 'winston';
-import type { Json, Resource, RestClient } from './rest.js';
+import type { Json, Resource, RestClient } from '../client/rest.js';
 
 export type InformerEvent = 'add' | 'update' | 'delete';
 

@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import { discoverCapi, hasPath, SCHEMA_MARKERS } from './discovery.js';
 import { RestClient, type Json } from './rest.js';
-import { closedAfterEach, schemaWith, sendJson, serve } from './testing/http-server.js';
+import { closedAfterEach, schemaWith, sendJson, serve } from '../testing/http-server.js';
 
 const fieldsOf = (minor: number, apiVersion: string) =>
   SCHEMA_MARKERS.filter((m) => m.minor <= minor && m.version === apiVersion)

@@ -6,7 +6,7 @@
 //   CAPI's kinds (OpenAPI v3, readable by every authenticated user): the newest release whose field is in
 //   it, checked against the CRDs of v1.8.4 ... v1.14.2 (a lower bound, which is what a feature gate needs);
 // - CAPI below v1.9 is refused: v1.8 has no signal for a lost workload connection (DESIGN, CAPI versions).
-import type { CapiApiVersion } from '../api/capi/model.js';
+import type { CapiApiVersion } from '../../api/capi/model.js';
 import { ApiError, isNotFound, type Json, type RestClient } from './rest.js';
 
 export type { CapiApiVersion };

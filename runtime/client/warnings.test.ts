@@ -1,6 +1,6 @@
 // Warning headers as apimachinery's ParseWarningHeaders reads them, and the log that says each one once.
 import { expect } from 'chai';
-import { capturingLogger } from './testing/http-server.js';
+import { capturingLogger } from '../testing/http-server.js';
 import { parseWarningHeaders, WarningLog } from './warnings.js';
 
 describe('API warnings', () => {

@@ -135,7 +135,7 @@ describe('kubeconfig', () => {
 
 describe('the runtime import path', () => {
   it('has no static import of @kubernetes/client-node from cmd/joinguard.ts, nor from the webhook server it loads (issue 11: a lean process)', () => {
-    const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+    const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
     const seen = new Set<string>();
     const offenders: string[] = [];
     const visit = (file: string) => {

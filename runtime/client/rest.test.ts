@@ -13,7 +13,7 @@ import {
   WritesForbiddenError,
   type RequestRecord,
 } from './rest.js';
-import { closedAfterEach, sendJson, serve, type TestServer } from './testing/http-server.js';
+import { closedAfterEach, sendJson, serve, type TestServer } from '../testing/http-server.js';
 
 describe('RestClient (fake apiserver)', function () {
   this.timeout(10_000);

@@ -17,12 +17,12 @@
 // - each object is turned into its cached form once, here (`transform`), and an update that changes nothing
 //   the controller reads (`same`) emits nothing.
 import { Backoff } from './backoff.js';
-import { JsonItemScanner } from './json-items.js';
-import { ApiError, pathOf, type Json } from './rest.js';
-import { keyOf, older, slim, versionOf, type Version } from './objects.js';
+import { JsonItemScanner } from '../client/json-items.js';
+import { ApiError, pathOf, type Json } from '../client/rest.js';
+import { keyOf, older, slim, versionOf, type Version } from '../client/objects.js';
 import { readWatch, WatchSilent } from './watch-stream.js';
 
-export { keyOf, slim } from './objects.js';
+export { keyOf, slim } from '../client/objects.js';
 
 export { DEFAULT_LIVENESS_MS, type InformerEvent, type InformerOptions } from './informer-options.js';
 import type { InformerEvent, InformerOptions } from './informer-options.js';

@@ -7,7 +7,7 @@ import tls from 'node:tls';
 import { expect } from 'chai';
 import { Registry, Counter } from 'prom-client';
 import { DelegatingAuth } from './diagnostics-auth.js';
-import { silentLogger } from './logger.js';
+import { silentLogger } from '../logger.js';
 import { startDiagnosticsServer, type BoundServer } from './servers.js';
 import { selfSignedCertificate, servingTls } from './serving-tls.js';
 

@@ -4,7 +4,7 @@
 // the stream; bytes only move the time of the last one (not one timer per chunk). Events are read one at a time
 // (json-items.ts).
 import type { IncomingMessage } from 'node:http';
-import { JsonItemScanner } from './json-items.js';
+import { JsonItemScanner } from '../client/json-items.js';
 import {
   ApiError,
   readError,
@@ -13,7 +13,7 @@ import {
   type Json,
   type RequestOptions,
   type RestClient,
-} from './rest.js';
+} from '../client/rest.js';
 
 /** A watch aborted for silence (no header or no byte within the liveness bound). */
 export class WatchSilent extends Error {}
