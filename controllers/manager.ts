@@ -7,7 +7,6 @@ import type { Logger } from 'winston';
 import { discoverCapi } from '../runtime/client/discovery.js';
 import { DelegatingAuth } from '../runtime/serving/diagnostics-auth.js';
 import { CapiRediscovery, DEFAULT_REDISCOVERY_MS } from '../runtime/client/rediscovery.js';
-import { DEFAULT_LIVENESS_MS } from '../runtime/informers/informer.js';
 import { DEFAULT_LEASE_NAME, LeaderElector, podNamespace } from '../runtime/leader.js';
 import { makeLogger, setVerbosity } from '../runtime/logger.js';
 import { RuntimeMetrics } from '../runtime/metrics.js';
@@ -25,8 +24,7 @@ import { EventRecorder } from './joincheck/act/events.js';
 import { JoinGuardMetrics } from './joincheck/report/metrics.js';
 import { WorkloadNodeReader } from './joincheck/world/workload-access.js';
 import { MACHINEJOINCHECK_CONTROLLER, type ControllerOptions, type RunningController } from './options.js';
-
-export type { ControllerOptions, RunningController } from './options.js';
+import { DEFAULT_LIVENESS_MS } from '../runtime/informers/informer-options.js';
 
 const DEFAULT_WORKERS = 2;
 

@@ -15,11 +15,9 @@ import type {
   MachineJoinCheck,
   MachineJoinCheckStatus,
   RemediationPath,
+  CheckSettings,
 } from '../../api/v1alpha1/types.js';
 import type { RefusedWrite } from './act/refusals.js';
-
-export type { CheckSettings } from '../../api/v1alpha1/types.js';
-import type { CheckSettings } from '../../api/v1alpha1/types.js';
 
 export interface CapiInfo {
   /** The API version JoinGuard reads and writes (found by discovery). */

@@ -8,12 +8,13 @@ import type { TLSSocket } from 'node:tls';
 import { readFile } from 'node:fs/promises';
 import { expect } from 'chai';
 import { parseAllDocuments } from 'yaml';
-import { startController, type RunningController } from '../../controllers/manager.js';
+import { startController } from '../../controllers/manager.js';
 import { substitute } from '../../manifests/substitute.js';
 import type { Json, KubeClient } from '../../hack/testenv/kube-client.js';
 import { waitFor } from '../support/cluster-view.js';
 import { CapturedLog, createCheck, installJoinGuardCrd } from '../support/joinguard.js';
 import { getTestEnv } from '../support/testenv.js';
+import type { RunningController } from '../../controllers/options.js';
 
 interface Scrape {
   code: number;

@@ -9,11 +9,11 @@ import {
   REQUEST_SOCKETS,
   RestClient,
   retryAfterOf,
-  TokenBucket,
   WritesForbiddenError,
   type RequestRecord,
 } from './rest.js';
 import { closedAfterEach, sendJson, serve, type TestServer } from '../testing/http-server.js';
+import { TokenBucket } from './token-bucket.js';
 
 describe('RestClient (fake apiserver)', function () {
   this.timeout(10_000);

@@ -14,9 +14,6 @@ import { abortableSleep, drain, readAll, readError, reasonOf, statusMessage } fr
 import { TokenBucket } from './token-bucket.js';
 import { parseWarningHeaders } from './warnings.js';
 
-export { readAll, readError, reasonOf, statusMessage } from './http-body.js';
-export { TokenBucket } from './token-bucket.js';
-
 export type Json = Record<string, any>;
 
 /** A non-2xx answer (or a transport failure: code 0). */

@@ -4,7 +4,7 @@
 // failures (Retry-After, 410 storms); the view's currency. The real kube-apiserver restarts, silenced watches,
 // 429 and 410 storms are in e2e/faults.
 import { expect } from 'chai';
-import { Informer, type InformerEvent, type InformerOptions } from './informer.js';
+import { Informer } from './informer.js';
 import { RestClient, type Json } from '../client/rest.js';
 import {
   capturingLogger,
@@ -17,6 +17,7 @@ import {
   type Handler,
   type TestServer,
 } from '../testing/http-server.js';
+import type { InformerEvent, InformerOptions } from './informer-options.js';
 
 const THINGS = { group: '', version: 'v1', plural: 'things', namespaced: true };
 

@@ -22,9 +22,6 @@ import { ApiError, pathOf, type Json } from '../client/rest.js';
 import { keyOf, older, slim, versionOf, type Version } from '../client/objects.js';
 import { readWatch, WatchSilent } from './watch-stream.js';
 
-export { keyOf, slim } from '../client/objects.js';
-
-export { DEFAULT_LIVENESS_MS, type InformerEvent, type InformerOptions } from './informer-options.js';
 import type { InformerEvent, InformerOptions } from './informer-options.js';
 
 /** client-go's watch timeout: from 5 minutes (to 10). */

@@ -5,15 +5,8 @@
 // (json-items.ts).
 import type { IncomingMessage } from 'node:http';
 import { JsonItemScanner } from '../client/json-items.js';
-import {
-  ApiError,
-  readError,
-  reasonOf,
-  retryAfterOf,
-  type Json,
-  type RequestOptions,
-  type RestClient,
-} from '../client/rest.js';
+import { ApiError, retryAfterOf, type Json, type RequestOptions, type RestClient } from '../client/rest.js';
+import { readError, reasonOf } from '../client/http-body.js';
 
 /** A watch aborted for silence (no header or no byte within the liveness bound). */
 export class WatchSilent extends Error {}

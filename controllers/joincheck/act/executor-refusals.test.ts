@@ -10,9 +10,10 @@ import { parseSettings } from '../../../api/v1alpha1/settings.js';
 import type { MachineJoinCheck } from '../../../api/v1alpha1/types.js';
 import { silentLogger } from '../../../runtime/logger.js';
 import { ApiError, type Json, type RestClient } from '../../../runtime/client/rest.js';
-import { execute, type ExecutorDeps, type Live, type SnapshotSource } from './executor.js';
+import { execute, type ExecutorDeps } from './executor.js';
 import { Refusals } from './refusals.js';
 import type { PlannedEvent, Snapshot } from '../types.js';
+import type { Live, SnapshotSource } from './live-reads.js';
 
 const NS = '/apis/cluster.x-k8s.io/v1beta2/namespaces/default/machines';
 const CHECK = '/apis/joinguard.io/v1alpha1/namespaces/default/machinejoinchecks/workers';

@@ -33,9 +33,6 @@ import { plan } from '../plan/planner.js';
 import { Refusals, type RefusedWrite } from './refusals.js';
 import type { MachineTarget, MarkIntent, Plan, PlannedEvent, Snapshot } from '../types.js';
 
-export { needsWrite } from './machine-writes.js';
-export type { Live, SnapshotSource } from './live-reads.js';
-
 export interface ExecutorDeps extends ConvergeDeps {
   /** When this process last wrote the check's status (epoch ms), for coalescing count-only changes. */
   lastStatusWrite?: number;

@@ -22,8 +22,8 @@ import {
   type Resource,
   type RestClient,
 } from '../../../runtime/client/rest.js';
-import { causedMarks, PATHS } from '../requests/marks.js';
 import type { MarkIntent, Snapshot } from '../types.js';
+import { causedMarks, PATHS } from '../requests/paths.js';
 
 /** What a Machine write needs of the executor's dependencies. */
 export interface WriteDeps {

@@ -2,9 +2,9 @@
 // in flight, maxPerOwner over each owner's requests within remediation.window.
 import { carriesAnyMark, type MachineFacts } from '../../../api/capi/model.js';
 import type { CheckSettings, OwnerReference, OwnerWindow, RequestRecord } from '../../../api/v1alpha1/types.js';
-import { anyMark, causedMarks } from '../requests/marks.js';
 import { formatDuration, HOUR, iso, latest, ms } from '../time.js';
 import { listNames } from '../words.js';
+import { anyMark, causedMarks } from '../requests/paths.js';
 
 export function maxInFlightLimit(settings: CheckSettings, expectedMachines: number): number {
   const m = settings.maxInFlight;

@@ -10,11 +10,11 @@ import type {
   SuspicionStatus,
 } from '../../../api/v1alpha1/types.js';
 import { ANNOTATION_RESUME, STATUS_LIMITS } from '../../../api/v1alpha1/types.js';
-import { ownerRef } from '../requests/marks.js';
 import { rolloutMessage } from '../rules/rollout-suspect.js';
 import { formatDuration, iso, ms } from '../time.js';
 import type { CheckMetadataIntent, MachineVerdict, PlannedEvent, Snapshot } from '../types.js';
 import { endpointOf, failureEvidence, listNames, runbook } from '../words.js';
+import { ownerRef } from '../requests/paths.js';
 
 /** Counts in status are int32: they saturate instead of overflowing. */
 const inc = (n: number | undefined): number => Math.min((n ?? 0) + 1, STATUS_LIMITS.count);

@@ -4,7 +4,7 @@
 // RemediationRestricted event when a stop begins. Table tests through the planner, with an injected clock.
 import { expect } from 'chai';
 import type { MachineFacts } from '../../../api/capi/model.js';
-import { canaryDelay, kcpGate, maxInFlightLimit } from './guards.js';
+import { kcpGate } from './guards.js';
 import { plan } from '../plan/planner.js';
 import {
   CLUSTER,
@@ -24,6 +24,8 @@ import {
 } from '../testing/builders.js';
 import { Scenario, cond, eventReasons, progressingReason, requested } from '../testing/scenario.js';
 import { ms } from '../time.js';
+import { canaryDelay } from './failures.js';
+import { maxInFlightLimit } from './budgets.js';
 
 const STUCK = T0 + 21 * MINUTE;
 

@@ -15,30 +15,10 @@ import type {
 } from '../../../api/v1alpha1/types.js';
 import { budgetGate, windowStart } from './budgets.js';
 import { nextCanaryAt } from './failures.js';
-import { ownerRef, sameOwner } from '../requests/marks.js';
 import { formatDuration, iso } from '../time.js';
 import type { MachineVerdict } from '../types.js';
 import { endpointOf, failureEvidence, heldBack, listNames, runbook, said } from '../words.js';
-
-export {
-  canaryDelay,
-  countFailure,
-  failureRecord,
-  joinSeen,
-  nextCanaryAt,
-  resume,
-  spendCanary,
-  suspicionMessage,
-} from './failures.js';
-export {
-  budgetGate,
-  inFlight,
-  keptFrom,
-  maxInFlightLimit,
-  recordOwnerRequest,
-  trimWindows,
-  windowStart,
-} from './budgets.js';
+import { ownerRef, sameOwner } from '../requests/paths.js';
 
 // ---- guard 3: never joined ----
 

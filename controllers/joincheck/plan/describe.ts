@@ -3,26 +3,22 @@
 // carry now (marks.ts), and what the check itself must carry (finalizer, annotations).
 import type { CheckSettings, Hold, RequestRecord } from '../../../api/v1alpha1/types.js';
 import { CONDITION_PROGRESSING, ReadyReason } from '../../../api/v1alpha1/types.js';
-import {
-  conditionOf,
-  pausedCondition,
-  progressing,
-  readyCondition,
-  RESTRICTING,
-  setCondition,
-} from '../report/conditions.js';
+import { conditionOf, pausedCondition, progressing, readyCondition, setCondition } from '../report/conditions.js';
 import { countVerdicts } from '../report/counts.js';
 import { deletionNote, finalizerIntent } from '../requests/deletion.js';
-import { maxInFlightLimit, suspicionMessage } from '../guards/guards.js';
-import { byName, isProvisioned, judge, readiness } from '../rules/judge.js';
-import { made, markIntents, PATHS, selectingMhcs, type IntentInput } from '../requests/marks.js';
+import { isProvisioned, judge, readiness } from '../rules/judge.js';
+import { made, markIntents, type IntentInput } from '../requests/marks.js';
 import { checkMetadata } from '../memory/memory.js';
 import { assign, type Followed, type Observed } from './observe.js';
 import type { Remediated } from './remediate.js';
 import { timedMachines } from '../report/timed.js';
-import { compareText } from '../words.js';
+import { compareText, byName } from '../words.js';
 import type { MarkIntent, Snapshot } from '../types.js';
 import type { Judged } from './verdicts.js';
+import { RESTRICTING } from '../guards/guards.js';
+import { maxInFlightLimit } from '../guards/budgets.js';
+import { suspicionMessage } from '../guards/failures.js';
+import { PATHS, selectingMhcs } from '../requests/paths.js';
 
 export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Remediated): MarkIntent[] {
   const { next, prev, ofCluster } = f;

@@ -12,17 +12,13 @@ import {
   formerFirstControlPlane,
   nextFirstControlPlaneMemory,
 } from '../rules/first-control-plane.js';
-import { resume } from '../guards/guards.js';
 import {
-  connectionState,
   controlPlaneInitialized,
   controlPlaneInitializedAt,
-  DEFAULT_CONNECTION_GRACE_MS,
   isJoined,
   isProvisioned,
   machinesInScope,
   readiness,
-  type ConnectionState,
   type VerdictContext,
 } from '../rules/judge.js';
 import { followRequests, made } from '../requests/marks.js';
@@ -30,6 +26,8 @@ import { actingMhcPaused } from '../requests/paths.js';
 import { followMovedUids, MOVED_WITH_CHECK_MS, readMemory } from '../memory/memory.js';
 import { ms } from '../time.js';
 import type { CheckMetadataIntent, PlannedEvent, Snapshot } from '../types.js';
+import { resume } from '../guards/failures.js';
+import { connectionState, DEFAULT_CONNECTION_GRACE_MS, type ConnectionState } from '../rules/connection.js';
 
 /** Any Machine of the Cluster by uid, settled ones included (they are not in `machines`). */
 export interface MachinesByUid {

@@ -12,13 +12,13 @@ import { CONDITION_READY, ReadyReason } from '../../../api/v1alpha1/types.js';
 import { setCondition } from '../report/conditions.js';
 import { finalizerIntent } from '../requests/deletion.js';
 import { describe, intentInput } from './describe.js';
-import { nextCanaryAt } from '../guards/guards.js';
 import { markIntents, UNANSWERED_AFTER_MS } from '../requests/marks.js';
 import { follow, observe, type Followed, type Observed } from './observe.js';
 import { remediate, type Remediated } from './remediate.js';
 import { earliestAfter, ms } from '../time.js';
 import type { Plan, Snapshot } from '../types.js';
 import { judgeScope, type Judged } from './verdicts.js';
+import { nextCanaryAt } from '../guards/failures.js';
 
 export function plan(s: Snapshot): Plan {
   const f = follow(s);

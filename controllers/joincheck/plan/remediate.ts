@@ -5,30 +5,18 @@
 import type { MachineFacts } from '../../../api/capi/model.js';
 import type { Hold as HoldWord, MachineObservation, OwnerWindow, RequestRecord } from '../../../api/v1alpha1/types.js';
 import { STATUS_LIMITS } from '../../../api/v1alpha1/types.js';
-import {
-  countFailure,
-  guardChain,
-  inFlight,
-  neverJoinedActive,
-  recordOwnerRequest,
-  spendCanary,
-  trimWindows,
-  keptFrom,
-  maxInFlightLimit,
-  type GuardResult,
-  type GuardState,
-  type GuardWorld,
-} from '../guards/guards.js';
-import { byName } from '../rules/judge.js';
-import { appendHistory, choosePath, made, newRequest, ownerRef, target } from '../requests/marks.js';
+import { guardChain, neverJoinedActive, type GuardResult, type GuardState, type GuardWorld } from '../guards/guards.js';
+import { appendHistory, made, newRequest } from '../requests/marks.js';
 import { assign, type Followed, type Observed } from './observe.js';
 import { iso } from '../time.js';
-import { compareText } from '../words.js';
+import { compareText, byName } from '../words.js';
 import type { MachineVerdict, Plan, Snapshot } from '../types.js';
 import { rolloutSuspect } from '../rules/rollout-suspect.js';
 import { HOLD_OF_STOP } from '../report/timed.js';
 import { rolloutWorld, type Judged } from './verdicts.js';
-import type { PathChoice } from '../requests/paths.js';
+import { type PathChoice, choosePath, ownerRef, target } from '../requests/paths.js';
+import { countFailure, spendCanary } from '../guards/failures.js';
+import { inFlight, recordOwnerRequest, trimWindows, keptFrom, maxInFlightLimit } from '../guards/budgets.js';
 
 export interface Remediated {
   requests: RequestRecord[];

@@ -4,13 +4,14 @@
 import type { MachineFacts } from '../../../api/capi/model.js';
 import { addJoinDuration } from '../report/conditions.js';
 import { judgeFirstControlPlane } from '../rules/first-control-plane.js';
-import { joinSeen } from '../guards/guards.js';
-import { byName, joinClockStart, judge, trusted } from '../rules/judge.js';
+import { joinClockStart, judge } from '../rules/judge.js';
 import type { Followed, Observed } from './observe.js';
 import { clearRolloutIfOver, type RolloutWorld } from '../rules/rollout-suspect.js';
 import { MOVED_WITH_CHECK_MS } from '../memory/memory.js';
-import { ms } from '../time.js';
+import { ms, trusted } from '../time.js';
 import type { MachineVerdict, Plan, Snapshot } from '../types.js';
+import { joinSeen } from '../guards/failures.js';
+import { byName } from '../words.js';
 
 export interface Judged {
   /** By index of `inScope`. */

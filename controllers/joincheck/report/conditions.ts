@@ -20,9 +20,6 @@ import type { RefusedWrite } from '../act/refusals.js';
 import type { MachineVerdict } from '../types.js';
 import { listNames, runbook, said } from '../words.js';
 
-export { endpointOf, failureEvidence, listNames, runbook } from '../words.js';
-export { RESTRICTING, type StopReason } from '../guards/guards.js';
-
 /** What the rules met in one plan: per stop, what was seen and which Machines it holds back. */
 export class Stops {
   private readonly map = new Map<StopReason, { notes: string[]; machines: string[] }>();

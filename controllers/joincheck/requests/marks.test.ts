@@ -6,7 +6,6 @@ import { expect } from 'chai';
 import type { MachineFacts } from '../../../api/capi/model.js';
 import type { RemediationStrategy } from '../../../api/v1alpha1/types.js';
 import { needsWrite } from '../act/machine-writes.js';
-import { choosePath, causedMarks, type PathChoice } from './marks.js';
 import {
   HOUR,
   MINUTE,
@@ -31,6 +30,7 @@ import {
   requested,
 } from '../testing/scenario.js';
 import type { CapiInfo } from '../types.js';
+import { choosePath, causedMarks, type PathChoice } from './paths.js';
 
 const v14: CapiInfo = { apiVersion: 'v1beta2', minor: 14 };
 const ms = worker('m');

@@ -27,19 +27,6 @@ const OWNER_WAITING = 'WaitingForRemediation';
  */
 export const ANSWER_CLOCK_SKEW_MS = 30 * SECOND;
 
-export {
-  anyMark,
-  causedMarks,
-  choosePath,
-  MACHINE_CONDITION_MIN_MINOR,
-  ownerRef,
-  PATHS,
-  sameOwner,
-  selectingMhcs,
-  target,
-} from './paths.js';
-export type { CausedMarks, Path, PathChoice, PathRule } from './paths.js';
-
 /** Someone acted on the request: the owner answered (or a MachineHealthCheck handed it on), or it is being deleted. */
 function answered(r: RequestRecord, m: MachineFacts): boolean {
   const path = r.path;

@@ -14,19 +14,10 @@ import { matchesSelector } from '../../../api/capi/selector.js';
 import type { CheckSettings, MachineJoinCheckStatus, MachineObservation } from '../../../api/v1alpha1/types.js';
 import { formatDuration, iso, latest, ms, trusted } from '../time.js';
 
-export { CLOCK_SKEW_MS, trusted } from '../time.js';
-export {
-  connectionState,
-  DEFAULT_CONNECTION_GRACE_MS,
-  type ConnectionMemory,
-  type ConnectionState,
-} from './connection.js';
 import type { ConnectionState } from './connection.js';
 import type { MachineVerdict, PreviousView } from '../types.js';
 
 // ---- scope ----
-
-export { byName } from '../words.js';
 
 /** Facts objects are immutable (a new one per update, from the informer): per-object answers are kept by identity. */
 const inScopeOf = new WeakMap<MachineFacts, { selector: CheckSettings['selector']; ok: boolean }>();

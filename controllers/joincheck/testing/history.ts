@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import type { RemediationStrategy } from '../../../api/v1alpha1/types.js';
 import { silentLogger } from '../../../runtime/logger.js';
-import { execute, type Live } from '../act/executor.js';
+import { execute } from '../act/executor.js';
 import { Refusals } from '../act/refusals.js';
 import { HOUR, MINUTE, SECOND } from '../time.js';
 import type { Plan, Snapshot } from '../types.js';
@@ -14,6 +14,7 @@ import { isProvisioned } from './objects.js';
 import { kcpStep, machineSetStep, mhcStep } from './owners.js';
 import { count, World, type Fault, type WorldSetup } from './world.js';
 import { editSpec, move, pause, relabel, SELECTORS } from './world-changes.js';
+import type { Live } from '../act/live-reads.js';
 
 export type Step =
   | { k: 'advance'; ms: number }

@@ -26,19 +26,19 @@ import {
 import { capiResource, type CapiKind } from '../../../api/capi/resources.js';
 import { parseSettings } from '../../../api/v1alpha1/settings.js';
 import { CHECK_RESOURCE, type MachineJoinCheck } from '../../../api/v1alpha1/types.js';
-import { Informer, keyOf, type InformerEvent } from '../../../runtime/informers/informer.js';
+import { Informer } from '../../../runtime/informers/informer.js';
 import type { Json, Resource } from '../../../runtime/client/rest.js';
-import type { Live } from '../act/executor.js';
 import { Index, MachineIndex, namedUids } from './machine-index.js';
 import { isSettled } from '../rules/judge.js';
 import { snapshotMachines } from './snapshot-machines.js';
 import { clusterKey, clusterOf, sameEntry, type CacheOptions, type CheckEntry, type Entry } from './cache-entries.js';
 import type { CapiInfo, Snapshot, SnapshotExtras } from '../types.js';
+import { keyOf } from '../../../runtime/client/objects.js';
+import type { InformerEvent } from '../../../runtime/informers/informer-options.js';
+import type { Live } from '../act/live-reads.js';
 
 const CONTROL_PLANE_LABEL = 'cluster.x-k8s.io/control-plane';
 export const WATCH_FILTER_LABEL = 'cluster.x-k8s.io/watch-filter';
-
-export { clusterOf, type CacheOptions, type CheckEntry, type Entry } from './cache-entries.js';
 
 export class Caches {
   readonly checks: Informer<CheckEntry>;
