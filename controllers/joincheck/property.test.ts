@@ -41,9 +41,8 @@ import {
 import { MINUTE, T0 } from './testing/builders.js';
 import { count, exercised, type World } from './testing/world.js';
 import { pause } from './testing/world-changes.js';
-import type { Plan, Snapshot } from './types.js';
+import type { Plan, Snapshot, Live } from './types.js';
 import type { Json } from '../../runtime/client/rest.js';
-import type { Live } from './act/live-reads.js';
 
 const SEED =
   process.env['PROPERTY_SEED'] !== undefined

@@ -12,8 +12,7 @@ import { silentLogger } from '../../../runtime/logger.js';
 import { ApiError, type Json, type RestClient } from '../../../runtime/client/rest.js';
 import { execute, type ExecutorDeps } from './executor.js';
 import { Refusals } from './refusals.js';
-import type { PlannedEvent, Snapshot } from '../types.js';
-import type { Live, SnapshotSource } from './live-reads.js';
+import type { PlannedEvent, Snapshot, Live, SnapshotSource } from '../types.js';
 
 const NS = '/apis/cluster.x-k8s.io/v1beta2/namespaces/default/machines';
 const CHECK = '/apis/joinguard.io/v1alpha1/namespaces/default/machinejoinchecks/workers';

@@ -11,9 +11,8 @@ import { silentLogger } from '../../../runtime/logger.js';
 import { ApiError, type Json, type RestClient } from '../../../runtime/client/rest.js';
 import { mhcFacts } from '../testing/builders.js';
 import { execute, type ExecutorDeps } from './executor.js';
-import type { PlannedEvent, Snapshot } from '../types.js';
+import type { PlannedEvent, Snapshot, Live, SnapshotSource } from '../types.js';
 import { needsWrite } from './machine-writes.js';
-import type { Live, SnapshotSource } from './live-reads.js';
 
 const MACHINE = '/apis/cluster.x-k8s.io/v1beta2/namespaces/default/machines/md-0-abc-xyz';
 const CLUSTER = '/apis/cluster.x-k8s.io/v1beta2/namespaces/default/clusters/c1';

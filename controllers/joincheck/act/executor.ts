@@ -19,19 +19,20 @@ import type { MachineJoinCheckStatus, RemediationOutcome } from '../../../api/v1
 import { isConflict, isNotFound, pathOf, type Json, type Resource } from '../../../runtime/client/rest.js';
 import { DELETION_BOUND_MS } from '../requests/deletion.js';
 import { factsOf, needsWrite, ref } from './machine-writes.js';
-import {
-  checkUnchanged,
-  checkWritten,
-  clusterStale,
-  readLive,
-  resource,
-  type Live,
-  type SnapshotSource,
-} from './live-reads.js';
+import { checkUnchanged, checkWritten, clusterStale, readLive, resource } from './live-reads.js';
 import { convergeOne, LiveClusterGate, writing, type ConvergeDeps } from './machine-converge.js';
 import { plan } from '../plan/planner.js';
-import { Refusals, type RefusedWrite } from './refusals.js';
-import type { MachineTarget, MarkIntent, Plan, PlannedEvent, Snapshot } from '../types.js';
+import { Refusals } from './refusals.js';
+import type {
+  MachineTarget,
+  MarkIntent,
+  Plan,
+  PlannedEvent,
+  Snapshot,
+  Live,
+  SnapshotSource,
+  RefusedWrite,
+} from '../types.js';
 
 export interface ExecutorDeps extends ConvergeDeps {
   /** When this process last wrote the check's status (epoch ms), for coalescing count-only changes. */

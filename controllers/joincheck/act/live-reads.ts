@@ -7,7 +7,7 @@ import { capiResource } from '../../../api/capi/resources.js';
 import type { CapiApiVersion } from '../../../api/capi/model.js';
 import { CHECK_RESOURCE } from '../../../api/v1alpha1/types.js';
 import { isNotFound, pathOf, type Json, type Resource, type RestClient } from '../../../runtime/client/rest.js';
-import type { MachineTarget, Snapshot } from '../types.js';
+import type { Live, MachineTarget, Snapshot } from '../types.js';
 
 /** What the live reads need of the executor's dependencies. */
 export interface LiveReadDeps {
@@ -17,17 +17,6 @@ export interface LiveReadDeps {
   writeMetric: (kind: string, result: 'ok' | 'conflict' | 'gone' | 'error' | 'forbidden') => void;
   /** Fresher objects read or written go back into the caches. */
   remember: (kind: 'check' | 'machine' | 'cluster', raw: Json) => void;
-}
-
-/** Objects read live in this reconcile (null: read as gone). */
-export interface Live {
-  machines: Map<string, Json | null>;
-  cluster?: Json | null;
-  check?: Json;
-  /** Writes of the check tried in this reconcile (each may have landed, and a 409 shows another writer's). */
-  checkWrites?: number;
-  /** `checkWrites` when the Cluster was last read live. */
-  clusterReadAt?: number;
 }
 
 /**
@@ -42,11 +31,6 @@ export function clusterStale(live: Live): boolean {
 /** Called before each write of the check (status or metadata): the Cluster read before it is stale. */
 export function checkWritten(live: Live): void {
   live.checkWrites = (live.checkWrites ?? 0) + 1;
-}
-
-/** The controller's view of one check: a snapshot from its caches, with the live objects in place of cached ones. */
-export interface SnapshotSource {
-  build(live: Live): Snapshot | undefined;
 }
 
 /** The check is as the snapshot has it (same uid and resourceVersion, not being deleted). */

@@ -2,24 +2,8 @@
 // 404/409), per check, in this process: each is retried on its own with back-off and reported (the check's
 // Progressing message, a WriteRefused event, joinguard_write_refused_machines), and never holds back another
 // Machine. In-process like a work queue's rate limiter: a restart tries every Machine again at once.
+import type { RefusedKind, RefusedWrite } from '../types.js';
 import { compareText } from '../words.js';
-
-export type RefusedKind = 'mark' | 'withdraw' | 'delete';
-
-export interface RefusedWrite {
-  uid: string;
-  machine: string;
-  write: RefusedKind;
-  /** The HTTP status, when the apiserver answered. */
-  code?: number;
-  /** The apiserver's message (an admission webhook names itself and its reason there). */
-  message: string;
-  /** First refusal of this run of refusals (epoch ms). */
-  since: number;
-  attempts: number;
-  /** Not tried again before this (epoch ms). */
-  retryAt: number;
-}
 
 const FIRST_BACKOFF_MS = 1_000;
 const MAX_BACKOFF_MS = 5 * 60_000;

@@ -16,8 +16,7 @@ import {
 import { stopMessage, STOPS_IN_ORDER, type StopContext, type StopReason } from '../guards/guards.js';
 import { formatDuration, iso, MINUTE, SECOND } from '../time.js';
 import { countVerdicts } from './counts.js';
-import type { RefusedWrite } from '../act/refusals.js';
-import type { MachineVerdict } from '../types.js';
+import type { MachineVerdict, RefusedWrite } from '../types.js';
 import { listNames, runbook, said } from '../words.js';
 
 /** What the rules met in one plan: per stop, what was seen and which Machines it holds back. */

@@ -7,8 +7,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { MachineJoinCheckStatus } from '../../../api/v1alpha1/types.js';
 import { COUNTED_AS } from './counts.js';
-import type { RefusedKind } from '../act/refusals.js';
-import type { MachineState } from '../types.js';
+import type { MachineState, RefusedKind } from '../types.js';
 
 export interface CheckRef {
   namespace: string;

@@ -16,9 +16,8 @@ import type { MachineJoinCheck } from '../../../api/v1alpha1/types.js';
 import { older, versionOf } from '../../../runtime/client/objects.js';
 import type { Json } from '../../../runtime/client/rest.js';
 import { MachineIndex, namedUids } from '../world/machine-index.js';
-import type { PreviousView, Snapshot } from '../types.js';
+import type { PreviousView, Snapshot, Live, SnapshotSource } from '../types.js';
 import type { World } from './world.js';
-import type { Live, SnapshotSource } from '../act/live-reads.js';
 
 const keyOf = (o: Json): string => `${o.metadata.namespace}/${o.metadata.name}`;
 

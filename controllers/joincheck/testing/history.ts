@@ -7,14 +7,13 @@ import { silentLogger } from '../../../runtime/logger.js';
 import { execute } from '../act/executor.js';
 import { Refusals } from '../act/refusals.js';
 import { HOUR, MINUTE, SECOND } from '../time.js';
-import type { Plan, Snapshot } from '../types.js';
+import type { Plan, Snapshot, Live } from '../types.js';
 import type { Json } from '../../../runtime/client/rest.js';
 import { Cache } from './cache.js';
 import { isProvisioned } from './objects.js';
 import { kcpStep, machineSetStep, mhcStep } from './owners.js';
 import { count, World, type Fault, type WorldSetup } from './world.js';
 import { editSpec, move, pause, relabel, SELECTORS } from './world-changes.js';
-import type { Live } from '../act/live-reads.js';
 
 export type Step =
   | { k: 'advance'; ms: number }

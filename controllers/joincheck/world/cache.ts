@@ -32,10 +32,9 @@ import { Index, MachineIndex, namedUids } from './machine-index.js';
 import { isSettled } from '../rules/judge.js';
 import { snapshotMachines } from './snapshot-machines.js';
 import { clusterKey, clusterOf, sameEntry, type CacheOptions, type CheckEntry, type Entry } from './cache-entries.js';
-import type { CapiInfo, Snapshot, SnapshotExtras } from '../types.js';
+import type { CapiInfo, Snapshot, SnapshotExtras, Live } from '../types.js';
 import { keyOf } from '../../../runtime/client/objects.js';
 import type { InformerEvent } from '../../../runtime/informers/informer-options.js';
-import type { Live } from '../act/live-reads.js';
 
 const CONTROL_PLANE_LABEL = 'cluster.x-k8s.io/control-plane';
 export const WATCH_FILTER_LABEL = 'cluster.x-k8s.io/watch-filter';
