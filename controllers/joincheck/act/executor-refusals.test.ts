@@ -10,7 +10,8 @@ import { parseSettings } from '../../../api/v1alpha1/settings.js';
 import type { MachineJoinCheck } from '../../../api/v1alpha1/types.js';
 import { silentLogger } from '../../../runtime/logger.js';
 import { ApiError, type Json, type RestClient } from '../../../runtime/client/rest.js';
-import { execute, type ExecutorDeps } from './executor.js';
+import { execute } from './executor.js';
+import type { ExecutorDeps } from './deps.js';
 import { Refusals } from './refusals.js';
 import type { PlannedEvent, Snapshot, Live, SnapshotSource } from '../types.js';
 

@@ -10,7 +10,8 @@ import type { MachineJoinCheck } from '../../../api/v1alpha1/types.js';
 import { silentLogger } from '../../../runtime/logger.js';
 import { ApiError, type Json, type RestClient } from '../../../runtime/client/rest.js';
 import { mhcFacts } from '../testing/builders.js';
-import { execute, type ExecutorDeps } from './executor.js';
+import { execute } from './executor.js';
+import type { ExecutorDeps } from './deps.js';
 import type { PlannedEvent, Snapshot, Live, SnapshotSource } from '../types.js';
 import { needsWrite } from './machine-writes.js';
 

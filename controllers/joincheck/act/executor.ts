@@ -20,7 +20,8 @@ import { isConflict, isNotFound, pathOf, type Json, type Resource } from '../../
 import { DELETION_BOUND_MS } from '../requests/deletion.js';
 import { factsOf, needsWrite, ref } from './machine-writes.js';
 import { checkUnchanged, checkWritten, clusterStale, readLive, resource } from './live-reads.js';
-import { convergeOne, LiveClusterGate, writing, type ConvergeDeps } from './machine-converge.js';
+import { convergeOne, LiveClusterGate, writing } from './machine-converge.js';
+import type { ExecutorDeps } from './deps.js';
 import { plan } from '../plan/planner.js';
 import { Refusals } from './refusals.js';
 import type {
@@ -33,14 +34,6 @@ import type {
   SnapshotSource,
   RefusedWrite,
 } from '../types.js';
-
-export interface ExecutorDeps extends ConvergeDeps {
-  /** When this process last wrote the check's status (epoch ms), for coalescing count-only changes. */
-  lastStatusWrite?: number;
-  /** The check's Machines whose writes are refused, kept across reconciles (back-off); a fresh one when absent. */
-  refusals?: Refusals;
-  now: () => number;
-}
 
 export interface Result {
   plan?: Plan;

@@ -2,22 +2,11 @@
 // records without a write, so that the plan is made again on them; a Machine a write targets is read by that write
 // (guarded by the resourceVersion judged, a 409 reads it with a GET and decides again: a Machine that joined meanwhile
 // is left alone, cluster-api #12870). What is read goes back into the caches.
-import type { Logger } from 'winston';
 import { capiResource } from '../../../api/capi/resources.js';
-import type { CapiApiVersion } from '../../../api/capi/model.js';
 import { CHECK_RESOURCE } from '../../../api/v1alpha1/types.js';
-import { isNotFound, pathOf, type Json, type Resource, type RestClient } from '../../../runtime/client/rest.js';
+import { isNotFound, pathOf, type Json, type Resource } from '../../../runtime/client/rest.js';
 import type { Live, MachineTarget, Snapshot } from '../types.js';
-
-/** What the live reads need of the executor's dependencies. */
-export interface LiveReadDeps {
-  rest: RestClient;
-  apiVersion: CapiApiVersion;
-  log: Logger;
-  writeMetric: (kind: string, result: 'ok' | 'conflict' | 'gone' | 'error' | 'forbidden') => void;
-  /** Fresher objects read or written go back into the caches. */
-  remember: (kind: 'check' | 'machine' | 'cluster', raw: Json) => void;
-}
+import type { LiveReadDeps } from './deps.js';
 
 /**
  * The one rule for the Cluster before a Machine write (DESIGN: "Before any write"): read live after the check's

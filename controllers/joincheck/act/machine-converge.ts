@@ -2,17 +2,12 @@
 // whenever the check was written since the last read (ours, a reply lost, or another writer's record a 409 showed),
 // and the plan made again on it with the Machines as judged; a write goes out only where that plan still wants it.
 // One Machine is converged by one loop: gate, write, and on a 409 a live re-read and a new decision.
-import { converge, factsOf, needsWrite, ref, type Converged, type WriteDeps } from './machine-writes.js';
-import { clusterStale, readLive, type LiveReadDeps } from './live-reads.js';
+import { converge, factsOf, needsWrite, ref, type Converged } from './machine-writes.js';
+import { clusterStale, readLive } from './live-reads.js';
+import type { ConvergeDeps, LiveReadDeps } from './deps.js';
 import { plan } from '../plan/planner.js';
 import type { Resource } from '../../../runtime/client/rest.js';
-import type { Json } from '../../../runtime/client/rest.js';
-import type { MarkIntent, Plan, PlannedEvent, Snapshot, Live, SnapshotSource } from '../types.js';
-
-/** What converging one Machine needs of the executor's dependencies. */
-export interface ConvergeDeps extends WriteDeps, LiveReadDeps {
-  emit: (e: PlannedEvent, check: Json) => void;
-}
+import type { MarkIntent, Plan, Snapshot, Live, SnapshotSource } from '../types.js';
 
 const ROUNDS = 3;
 

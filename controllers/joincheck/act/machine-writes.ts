@@ -5,35 +5,18 @@
 // metadata patch. A withdrawal's condition write takes the marker with it; an annotation marker (the annotation path,
 // or a mark of the previous layout) goes in its metadata patch. 404 is gone, 409 a conflict to decide again; a lost
 // leadership throws; any other refusal is this Machine's.
-import type { Logger } from 'winston';
 import {
   markForRemediation,
   setJoinGuardCondition,
   statusPatch,
   withdrawConditions,
 } from '../../../api/capi/remediation-writes.js';
-import { carriesAnyMark, type CapiApiVersion, type MachineFacts } from '../../../api/capi/model.js';
+import { carriesAnyMark, type MachineFacts } from '../../../api/capi/model.js';
 import { ANNOTATION_REQUESTED_BY, CAPI_ANNOTATION_REMEDIATE_MACHINE } from '../../../api/v1alpha1/types.js';
-import {
-  isConflict,
-  isNotFound,
-  pathOf,
-  type Json,
-  type Resource,
-  type RestClient,
-} from '../../../runtime/client/rest.js';
+import { isConflict, isNotFound, pathOf, type Json, type Resource } from '../../../runtime/client/rest.js';
 import type { MarkIntent, Snapshot } from '../types.js';
+import type { WriteDeps } from './deps.js';
 import { causedMarks, PATHS } from '../requests/paths.js';
-
-/** What a Machine write needs of the executor's dependencies. */
-export interface WriteDeps {
-  rest: RestClient;
-  apiVersion: CapiApiVersion;
-  log: Logger;
-  writeMetric: (kind: string, result: 'ok' | 'conflict' | 'gone' | 'error' | 'forbidden') => void;
-  remember: (kind: 'check' | 'machine' | 'cluster', raw: Json) => void;
-  now: () => number;
-}
 
 export type Refused = { want: MarkIntent['want']; error: Error };
 export type Converged = 'ok' | 'none' | 'gone' | 'conflict' | 'unread' | Refused;
