@@ -377,7 +377,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'answer-no-clock-skew',
     what: "an owner's answer is compared with the request time to the second: a manager one second behind has its answer ignored, the request withdrawn as Unanswered (issue 35 §9a)",
-    file: 'controllers/joincheck/requests/marks.ts',
+    file: 'controllers/joincheck/requests/owner-answer.ts',
     find: 'or.since < asked - ANSWER_CLOCK_SKEW_MS',
     replace: 'or.since < asked',
     tests: ['controllers/joincheck/requests/marks.test.ts#clock is a second behind'],

@@ -8,7 +8,6 @@ import type { ClusterFacts, KcpFacts, MachineFacts } from '../../../api/capi/mod
 import type {
   CheckSettings,
   MachineJoinCheckStatus,
-  OwnerReference,
   OwnerWindow,
   ProgressingReason,
   RequestRecord,
@@ -18,7 +17,8 @@ import { nextCanaryAt } from './failures.js';
 import { formatDuration, iso } from '../time.js';
 import type { MachineVerdict } from '../types.js';
 import { endpointOf, failureEvidence, heldBack, listNames, runbook, said } from '../words.js';
-import { ownerRef, sameOwner } from '../requests/paths.js';
+import { ownerRef } from '../requests/paths.js';
+import { ownerRefusal } from '../requests/owner-answer.js';
 
 // ---- guard 3: never joined ----
 
@@ -114,41 +114,6 @@ export function kcpGate(
     };
   }
   return { kind: 'ok' };
-}
-
-/**
- * An owner that answered CannotBeRemediated to one of JoinGuard's requests, or left one unanswered, is asked
- * nothing more while that Machine is there and has not joined (from the world). Only requests since the last resume are
- * passed in (remediate.ts sinceResume), so `joinguard.io/resume` clears the stop; the Machine itself is not asked again.
- */
-export function ownerRefusal(
-  owner: OwnerReference | undefined,
-  requests: readonly RequestRecord[],
-  machinesByUid: { get(uid: string): MachineFacts | undefined },
-): string | undefined {
-  if (owner === undefined) return undefined;
-  for (const r of requests) {
-    if (!sameOwner(r.owner, owner)) continue;
-    const m = machinesByUid.get(r.uid);
-    if (m === undefined || m.nodeName !== undefined) continue;
-    if (
-      r.state === 'Open' &&
-      m.ownerRemediated?.status === 'False' &&
-      m.ownerRemediated.reason === 'CannotBeRemediated'
-    ) {
-      return (
-        `${owner.kind}/${owner.name} answered CannotBeRemediated ` +
-        `for ${r.machine}${m.ownerRemediated.message ? `: ${m.ownerRemediated.message}` : ''}`
-      );
-    }
-    if (r.state === 'Withdrawn' && r.withdrawn === 'Unanswered') {
-      return (
-        `nobody acted on the request for ${r.machine} (path ${r.path}, ` +
-        `owner ${owner.kind}/${owner.name}) within the bound`
-      );
-    }
-  }
-  return undefined;
 }
 
 // ---- guards 3 to 5, in their order ----

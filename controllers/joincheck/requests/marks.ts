@@ -10,36 +10,15 @@ import type { RemediationRecord, RequestRecord } from '../../../api/v1alpha1/typ
 import { ANNOTATION_WITHDRAW_ALL, STATUS_LIMITS } from '../../../api/v1alpha1/types.js';
 import { markOwner } from './deletion.js';
 import { anyMark, causedMarks, ownerRef, PATHS, target, type Path } from './paths.js';
+import { answered, openOutcome, recordOwnerAnswer } from './owner-answer.js';
 import { isJoined } from '../rules/judge.js';
-import { formatDuration, iso, ms, MINUTE, SECOND } from '../time.js';
+import { formatDuration, iso, ms, MINUTE } from '../time.js';
 import type { MachineVerdict, MarkIntent } from '../types.js';
 
 /**
  * A request nobody acted on (no owner answer, no MachineHealthCheck taking it) within this is withdrawn and reported.
  */
 export const UNANSWERED_AFTER_MS = 15 * MINUTE;
-
-const OWNER_WAITING = 'WaitingForRemediation';
-
-/**
- * How far an owner's clock may lag JoinGuard's and its answer still count (both whole seconds): an answer ignored is
- * a request withdrawn as Unanswered while its owner holds it (issue 35, 9a; docs/decisions/answer-clock-skew.md).
- */
-export const ANSWER_CLOCK_SKEW_MS = 30 * SECOND;
-
-/** Someone acted on the request: the owner answered (or a MachineHealthCheck handed it on), or it is being deleted. */
-function answered(r: RequestRecord, m: MachineFacts): boolean {
-  const path = r.path;
-  if (m.deletingSince !== undefined) return true;
-  const or = m.ownerRemediated;
-  if (or === undefined) return false;
-  // An answer comes after the question: an OwnerRemediated left by an earlier request (its owner has not dropped it
-  // yet, e.g. after a deleted check withdrew its mark) does not answer a new one.
-  const asked = ms(r.time);
-  if (or.since !== undefined && asked !== undefined && or.since < asked - ANSWER_CLOCK_SKEW_MS) return false;
-  if (or.reason !== undefined && or.reason !== OWNER_WAITING) return true;
-  return path !== 'Report' && PATHS[path].answered; // the MHC marked it for the owner
-}
 
 export interface FollowInput {
   requests: readonly RequestRecord[];
@@ -139,22 +118,6 @@ function withdraw(r: RequestRecord, why: NonNullable<RequestRecord['withdrawn']>
 function withdrawnOutcome(r: RequestRecord): RemediationRecord['outcome'] {
   if (r.withdrawn === 'Unanswered') return 'Unanswered';
   return r.marked ? 'Withdrawn' : 'Cancelled';
-}
-
-/** The owner's answer the Machine shows, in its history entry. */
-function recordOwnerAnswer(h: RemediationRecord, m: MachineFacts | undefined): void {
-  const or = m?.ownerRemediated;
-  if (or?.status === 'False' && or.reason !== undefined && or.reason !== OWNER_WAITING) {
-    h.ownerReason = or.reason;
-    if (or.message !== undefined) h.ownerMessage = or.message;
-  }
-}
-
-function openOutcome(r: RequestRecord, m: MachineFacts): RemediationRecord['outcome'] {
-  const reason = m.ownerRemediated?.status === 'False' ? m.ownerRemediated.reason : undefined;
-  if (reason === 'CannotBeRemediated') return 'Refused';
-  if (reason === 'RemediationDeferred') return 'Deferred';
-  return r.marked ? 'Marked' : 'Requested';
 }
 
 /**
