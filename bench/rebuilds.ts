@@ -1,7 +1,7 @@
 // Wasted rebuilds while a pool's join credential is expired for 24 hours: every Machine created in that
 // time reaches Joining and never gets a Node, so every rebuild is wasted.
 //
-// - JoinGuard with DESIGN's defaults: measured by driving the real planner (controllers/joincheck/planner.ts)
+// - JoinGuard with DESIGN's defaults: measured by driving the real planner (controllers/joincheck/plan/planner.ts)
 //   on a simulated clock with the test Scenario driver, which replans each step twice to prove idempotence.
 //   The MachineSet's part is modelled: a marked Machine is deleted and replaced `replaceMs` later, and the
 //   replacement's infrastructure and bootstrap data are ready `provisionMs` after creation. Durations are

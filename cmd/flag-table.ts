@@ -6,12 +6,12 @@ import {
   PREFERRED_CIPHER_SUITE_NAMES,
   servingTls,
   TLS_VERSION_NAMES,
-} from '../runtime/serving-tls.js';
+} from '../runtime/serving/serving-tls.js';
 
 export type { Flags, Kind, Spec } from './flag-types.js';
 import type { Spec } from './flag-types.js';
 import { DEFAULT_CONCURRENCY } from '../controllers/options.js';
-import { DEFAULT_BURST, DEFAULT_QPS } from '../runtime/rest.js';
+import { DEFAULT_BURST, DEFAULT_QPS } from '../runtime/client/rest.js';
 
 const positive = (v: number): string | undefined => (v > 0 ? undefined : 'must be greater than 0');
 // component-base: the alpha logging options need the LoggingAlphaOptions gate, which CAPI's managers do not

@@ -10,7 +10,7 @@ import { CAPI_FLAGS, CAPI_VERSION, NOT_TAKEN, OTHER_DEFAULT } from './capi-flags
 import { versionLine } from '../controllers/version.js';
 import { ecdhCurve, FLAGS, parseFlags, usage } from './flags.js';
 import { createSecureContext } from 'node:tls';
-import { servingTls } from '../runtime/serving-tls.js';
+import { servingTls } from '../runtime/serving/serving-tls.js';
 
 const parse = (...argv: string[]) => parseFlags(argv, parseDuration);
 

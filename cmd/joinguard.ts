@@ -7,9 +7,9 @@ import { join } from 'node:path';
 import type { Logger } from 'winston';
 import { parseDuration } from '../api/v1alpha1/duration.js';
 import { startController } from '../controllers/manager.js';
-import { loadClusterAccess } from '../runtime/kubeconfig.js';
+import { loadClusterAccess } from '../runtime/client/kubeconfig.js';
 import { makeLogger } from '../runtime/logger.js';
-import { servingTls } from '../runtime/serving-tls.js';
+import { servingTls } from '../runtime/serving/serving-tls.js';
 import { BUILD, versionLine } from '../controllers/version.js';
 import { ecdhCurve, FLAGS, parseFlags, usage, type Flags } from './flags.js';
 

@@ -9,11 +9,12 @@ import { expect } from 'chai';
 import { FakeApiserver } from '../testing/fake-apiserver.js';
 import { makeTls } from '../testing/tls.js';
 import { seed } from '../testing/world.js';
-import { startController, type RunningController } from './manager.js';
-import type { CapiVersionInfo } from '../runtime/discovery.js';
-import { CapiRediscovery, capiChange } from '../runtime/rediscovery.js';
-import { ApiError } from '../runtime/rest.js';
+import { startController } from './manager.js';
+import type { CapiVersionInfo } from '../runtime/client/discovery.js';
+import { CapiRediscovery, capiChange } from '../runtime/client/rediscovery.js';
+import { ApiError } from '../runtime/client/rest.js';
 import { capturingLogger, sleep, until } from '../runtime/testing/http-server.js';
+import type { RunningController } from './options.js';
 
 describe('CAPI upgrade under a running controller', function () {
   this.timeout(60_000);

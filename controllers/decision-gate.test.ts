@@ -9,8 +9,9 @@ import { expect } from 'chai';
 import { FakeApiserver } from '../testing/fake-apiserver.js';
 import { makeTls } from '../testing/tls.js';
 import { clusterName, joining, markOf, seed } from '../testing/world.js';
-import { startController, type RunningController } from './manager.js';
+import { startController } from './manager.js';
 import { capturingLogger, until } from '../runtime/testing/http-server.js';
+import type { RunningController } from './options.js';
 
 describe('decision gate (whole controller, fake apiserver)', function () {
   this.timeout(60_000);

@@ -4,24 +4,27 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'winston';
-import { discoverCapi } from '../runtime/discovery.js';
-import { DelegatingAuth } from '../runtime/diagnostics-auth.js';
-import { CapiRediscovery, DEFAULT_REDISCOVERY_MS } from '../runtime/rediscovery.js';
-import { DEFAULT_LIVENESS_MS } from '../runtime/informer.js';
+import { discoverCapi } from '../runtime/client/discovery.js';
+import { DelegatingAuth } from '../runtime/serving/diagnostics-auth.js';
+import { CapiRediscovery, DEFAULT_REDISCOVERY_MS } from '../runtime/client/rediscovery.js';
 import { DEFAULT_LEASE_NAME, LeaderElector, podNamespace } from '../runtime/leader.js';
 import { makeLogger, setVerbosity } from '../runtime/logger.js';
 import { RuntimeMetrics } from '../runtime/metrics.js';
-import { RestClient, type RequestRecord } from '../runtime/rest.js';
-import { parseBindAddress, startDiagnosticsServer, startProbeServer, type BoundServer } from '../runtime/servers.js';
+import { RestClient, type RequestRecord } from '../runtime/client/rest.js';
+import {
+  parseBindAddress,
+  startDiagnosticsServer,
+  startProbeServer,
+  type BoundServer,
+} from '../runtime/serving/servers.js';
 import { defaultUserAgent } from './version.js';
-import { WarningLog } from '../runtime/warnings.js';
+import { WarningLog } from '../runtime/client/warnings.js';
 import { JoinCheckController } from './joincheck/controller.js';
-import { EventRecorder } from './joincheck/events.js';
-import { JoinGuardMetrics } from './joincheck/metrics.js';
-import { WorkloadNodeReader } from './joincheck/workload-access.js';
+import { EventRecorder } from './joincheck/act/events.js';
+import { JoinGuardMetrics } from './joincheck/report/metrics.js';
+import { WorkloadNodeReader } from './joincheck/world/workload-access.js';
 import { MACHINEJOINCHECK_CONTROLLER, type ControllerOptions, type RunningController } from './options.js';
-
-export type { ControllerOptions, RunningController } from './options.js';
+import { DEFAULT_LIVENESS_MS } from '../runtime/informers/informer-options.js';
 
 const DEFAULT_WORKERS = 2;
 

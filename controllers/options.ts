@@ -1,11 +1,11 @@
 // What the JoinGuard controller is started with, and what a started controller offers. The `joinguard`
 // command (cmd/joinguard.ts), the e2e scenarios, the install tests, the demo and the benchmark all start
 // it through controllers/manager.ts `startController(opts)` with these options. Defaults are CAPI's.
-import type { ClusterAccess } from '../runtime/kubeconfig.js';
+import type { ClusterAccess } from '../runtime/client/kubeconfig.js';
 import type { Logger } from 'winston';
 import type { ControllerIdentity } from '../runtime/logger.js';
 import type { RuntimeMetrics } from '../runtime/metrics.js';
-import type { ServingTls } from '../runtime/serving-tls.js';
+import type { ServingTls } from '../runtime/serving/serving-tls.js';
 
 /** Checks reconciled at once by default: a pass mostly waits on a few requests in sequence (docs/decisions/operating-metrics-diagnostics-flags-logs.md, "Flags"). */
 export const DEFAULT_CONCURRENCY = 10;
@@ -18,7 +18,7 @@ export const MACHINEJOINCHECK_CONTROLLER: ControllerIdentity = {
 };
 
 export interface ControllerOptions {
-  /** The apiserver and credentials: runtime/kubeconfig.ts loadClusterAccess or clusterAccessFromKubeconfig. */
+  /** The apiserver and credentials: runtime/client/kubeconfig.ts loadClusterAccess or clusterAccessFromKubeconfig. */
   access: ClusterAccess;
   /** Watch only this namespace (checks, Machines, Clusters, MHCs). Default: all namespaces. */
   namespace?: string;
@@ -82,7 +82,7 @@ export interface ControllerOptions {
   capiApiVersion?: 'v1beta2' | 'v1beta1';
   /** HTTP User-Agent on every request, so the apiserver's metrics can tell JoinGuard apart. */
   userAgent?: string;
-  /** Restart a watch that has been silent this long (ms). Default 3 min (runtime/informer.ts). */
+  /** Restart a watch that has been silent this long (ms). Default 3 min (runtime/informers/informer.ts). */
   watchLivenessMs?: number;
   /**
    * Discover the CAPI release again this often; a change stops the controller (onCapiChanged). Default 5m; 0: never.

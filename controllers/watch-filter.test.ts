@@ -3,8 +3,8 @@
 // KubeadmControlPlanes and KubeadmConfigs are not filtered. Against a FAKE apiserver that answers every list
 // empty and records the queries (runtime/testing/http-server.ts).
 import { expect } from 'chai';
-import { Caches } from './joincheck/cache.js';
-import { RestClient } from '../runtime/rest.js';
+import { Caches } from './joincheck/world/cache.js';
+import { RestClient } from '../runtime/client/rest.js';
 import {
   capturingLogger,
   closedAfterEach,

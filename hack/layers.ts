@@ -25,16 +25,34 @@ export function isTest(file: string): boolean {
 
 const IMPORT = /(?:from|import)\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g;
 
-/** Folder -> the folders its files import (relative imports only; a file at the root is its own "folder"). */
-export function folderArrows(root: string, files: readonly string[]): Map<string, Set<string>> {
-  const top = (p: string) => p.split('/')[0]!;
+/** The top-level folder of a path (a file at the root is its own "folder"). */
+const top = (p: string) => p.split('/')[0]!;
+
+/**
+ * The rooms inside one folder (`base`): each sub-folder is a room, named `name/`; each file directly in `base` is its
+ * own room, named by its file name; a path outside `base` is its top-level folder.
+ */
+export function roomOf(base: string): (p: string) => string {
+  return (p) => {
+    if (!p.startsWith(base + '/')) return top(p);
+    const rest = p.slice(base.length + 1).split('/');
+    return rest.length > 1 ? `${rest[0]}/` : rest[0]!;
+  };
+}
+
+/** Folder -> the folders its files import (relative imports only); `room` groups paths (top-level folders unless told). */
+export function folderArrows(
+  root: string,
+  files: readonly string[],
+  room: (p: string) => string = top,
+): Map<string, Set<string>> {
   const arrows = new Map<string, Set<string>>();
   for (const f of files) {
-    const from = top(f);
+    const from = room(f);
     const to = arrows.get(from) ?? new Set<string>();
     arrows.set(from, to);
     for (const m of readFileSync(join(root, f), 'utf8').matchAll(IMPORT)) {
-      const target = top(normalize(join(dirname(f), m[1]!)));
+      const target = room(normalize(join(dirname(f), m[1]!)).replace(/\.js$/, '.ts'));
       if (target !== from && !target.startsWith('..')) to.add(target);
     }
   }
@@ -58,4 +76,31 @@ export function cycles(arrows: ReadonlyMap<string, ReadonlySet<string>>): string
   };
   for (const n of [...arrows.keys()].sort()) if (state.get(n) === undefined) visit(n);
   return found;
+}
+
+/**
+ * The arrows that do not run down the floors given (top floor first): a room imports only rooms on lower floors, never
+ * one on its own floor; a room on no floor is reported too (a new file or folder must be given its floor). Targets
+ * outside `inside` (rooms of other folders) are not judged here.
+ */
+export function upArrows(
+  arrows: ReadonlyMap<string, ReadonlySet<string>>,
+  floors: readonly (readonly string[])[],
+  inside: (room: string) => boolean,
+): string[] {
+  const floorOf = new Map(floors.flatMap((rooms, i) => rooms.map((r) => [r, i] as const)));
+  const bad: string[] = [];
+  for (const [from, tos] of [...arrows].sort(([a], [b]) => a.localeCompare(b))) {
+    const f = floorOf.get(from);
+    if (f === undefined) {
+      bad.push(`${from}: on no floor`);
+      continue;
+    }
+    for (const to of [...tos].sort()) {
+      if (!inside(to)) continue;
+      const t = floorOf.get(to);
+      if (t === undefined || t <= f) bad.push(`${from} -> ${to}`);
+    }
+  }
+  return bad;
 }

@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import { objectsOf, renderProviderFiles } from './render.js';
 import { DIAGNOSTICS_PORT, PROVIDER } from './observability.js';
 import { RuntimeMetrics } from '../runtime/metrics.js';
-import { JoinGuardMetrics } from '../controllers/joincheck/metrics.js';
+import { JoinGuardMetrics } from '../controllers/joincheck/report/metrics.js';
 
 type Labels = Record<string, string>;
 interface RelabelRule {

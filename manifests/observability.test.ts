@@ -1,6 +1,6 @@
 // The optional observability file: its Service reaches the Deployment's diagnostics port, the
 // ServiceMonitor selects that Service, the rules and the dashboard read only the metric families the
-// controller registers (runtime/metrics.ts, controllers/joincheck/metrics.ts), by labels it sets,
+// controller registers (runtime/metrics.ts, controllers/joincheck/report/metrics.ts), by labels it sets,
 // and it applies with `kubectl apply -n`.
 // `promtool check rules` / `test rules` on the same rules run in e2e/lifecycle/promtool.test.ts.
 import { expect } from 'chai';
@@ -16,7 +16,7 @@ import {
 } from './observability.js';
 import { dashboard, dashboardPanels } from './dashboard.js';
 import { RuntimeMetrics } from '../runtime/metrics.js';
-import { JoinGuardMetrics } from '../controllers/joincheck/metrics.js';
+import { JoinGuardMetrics } from '../controllers/joincheck/report/metrics.js';
 import { VALIDATE_PATH } from '../webhooks/server.js';
 
 type Json = Record<string, any>;

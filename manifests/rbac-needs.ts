@@ -42,11 +42,11 @@ export const CONTROLLER_NEEDS: Grant[] = [
   // Control-plane configs only (a label selector): whether a replacement carries a join configuration. RBAC
   // cannot narrow the read: the grant exposes every KubeadmConfig's join token (docs/install.md).
   { group: 'bootstrap.cluster.x-k8s.io', resource: 'kubeadmconfigs', verbs: WATCH },
-  // runtime/discovery.ts: clusterctl's inventory says the exact CAPI release (else a 403 at every start).
+  // runtime/client/discovery.ts: clusterctl's inventory says the exact CAPI release (else a 403 at every start).
   { group: 'clusterctl.cluster.x-k8s.io', resource: 'providers', verbs: ['list'] },
   // events.ts creates core/v1 Events and never updates them (repeats are de-duplicated in memory).
   { group: '', resource: 'events', verbs: ['create'] },
-  // runtime/diagnostics-auth.ts: who a scraper of /metrics is, and whether it may `get /metrics`.
+  // runtime/serving/diagnostics-auth.ts: who a scraper of /metrics is, and whether it may `get /metrics`.
   { group: 'authentication.k8s.io', resource: 'tokenreviews', verbs: ['create'] },
   { group: 'authorization.k8s.io', resource: 'subjectaccessreviews', verbs: ['create'] },
   // leader.ts: get, create, and an update guarded by resourceVersion (renewal and hand-back).

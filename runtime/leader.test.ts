@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LeaderElector, podNamespace, type LeaderOptions } from './leader.js';
-import { RestClient, WritesForbiddenError, type Json } from './rest.js';
+import { RestClient, WritesForbiddenError, type Json } from './client/rest.js';
 import { capturingLogger, schemaWith, sendJson, serve, sleep, until, type TestServer } from './testing/http-server.js';
 
 const LEASE = '/apis/coordination.k8s.io/v1/namespaces/ns/leases/joinguard-leader';

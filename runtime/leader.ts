@@ -15,8 +15,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'winston';
-import { SERVICE_ACCOUNT_DIR } from './kubeconfig.js';
-import { ApiError, isConflict, isNotFound, pathOf, type Json, type RestClient } from './rest.js';
+import { SERVICE_ACCOUNT_DIR } from './client/kubeconfig.js';
+import { ApiError, isConflict, isNotFound, pathOf, type Json, type RestClient } from './client/rest.js';
 
 const LEASES = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespaced: true };
 /** client-go's leaderelection.JitterFactor. */

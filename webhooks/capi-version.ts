@@ -1,10 +1,10 @@
 // The CAPI release the webhook judges against: asked of the one discovery function
-// (runtime/discovery.ts discoverCapi) when the server starts, then again only rarely — a CAPI
+// (runtime/client/discovery.ts discoverCapi) when the server starts, then again only rarely — a CAPI
 // upgrade (clusterctl upgrade) is the only thing that changes it. An admission never waits on a slow
 // apiserver for it longer than a short bound: it is judged with what is known, and says so.
 import type { CapiApiVersion } from '../api/capi/model.js';
 
-/** What the webhook needs of discoverCapi's answer (runtime/discovery.ts CapiVersionInfo). */
+/** What the webhook needs of discoverCapi's answer (runtime/client/discovery.ts CapiVersionInfo). */
 export interface CapiVersionFacts {
   apiVersion: CapiApiVersion;
   /** The CAPI minor (14 for v1.14.2); undefined when discovery could not tell. */

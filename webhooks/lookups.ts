@@ -21,7 +21,7 @@ export interface Lookups {
   machines(namespace: string, clusterName: string): Promise<MachineLabels[]>;
 }
 
-/** The one call the lookups make of runtime/rest.ts RestClient. */
+/** The one call the lookups make of runtime/client/rest.ts RestClient. */
 export interface RestReader {
   get<T = Record<string, unknown>>(
     path: string,

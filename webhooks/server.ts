@@ -4,10 +4,10 @@
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SecureContextOptions } from 'node:tls';
-import { discoverCapi } from '../runtime/discovery.js';
-import type { ClusterAccess } from '../runtime/kubeconfig.js';
+import { discoverCapi } from '../runtime/client/discovery.js';
+import type { ClusterAccess } from '../runtime/client/kubeconfig.js';
 import type { RuntimeMetrics } from '../runtime/metrics.js';
-import { RestClient } from '../runtime/rest.js';
+import { RestClient } from '../runtime/client/rest.js';
 import {
   allow,
   denyInternal,
@@ -20,7 +20,7 @@ import {
 import { CapiVersionWatch, type CapiVersionFacts } from './capi-version.js';
 import { decide, type DecideContext, type SpecRules } from './validate.js';
 import { restLookups, type Lookups } from './lookups.js';
-import { CertWatcher } from '../runtime/tls.js';
+import { CertWatcher } from '../runtime/serving/tls.js';
 
 export const VALIDATE_PATH = '/validate-joinguard-io-v1alpha1-machinejoincheck';
 /** The apiserver sends at most ~3 MiB per object; two objects plus envelope fit in this. */
@@ -44,7 +44,7 @@ export interface WebhookServerOptions {
    * discovery; without it (and without access) those checks are skipped.
    */
   rest?: RestClient;
-  /** Builds `rest` from this (runtime/kubeconfig.ts) when none is given. */
+  /** Builds `rest` from this (runtime/client/kubeconfig.ts) when none is given. */
   access?: ClusterAccess;
   /** Replaces the lookups made through `rest` (tests). */
   lookups?: Lookups;

@@ -30,7 +30,7 @@ export const CONDITION_JOINGUARD_JOINED = 'JoinGuardJoined';
 export type RemediationStrategy = 'Auto' | 'OwnerRemediated' | 'MachineCondition' | 'Delete';
 export type FirstControlPlanePolicy = 'Remediate' | 'Report';
 // The status vocabularies, each one `as const` list: the types, the CRD schema's enums (schema-status.ts) and the
-// checks on read (controllers/joincheck/memory.ts) are all derived from these, so a word added here is known
+// checks on read (controllers/joincheck/memory/memory.ts) are all derived from these, so a word added here is known
 // everywhere.
 export const FAILURE_KINDS = ['JoinTimeout', 'ProvisionTimeout'] as const;
 export type FailureKind = (typeof FAILURE_KINDS)[number];

@@ -46,11 +46,11 @@ async function child(): Promise<void> {
   v8.setFlagsFromString('--expose-gc');
   const gc = vm.runInNewContext('gc') as () => void;
   const { RestClient } = (await import(
-    path.join(implDir, 'runtime/rest.ts')
-  )) as typeof import('../../runtime/rest.js');
+    path.join(implDir, 'runtime/client/rest.ts')
+  )) as typeof import('../../runtime/client/rest.js');
   const { Informer } = (await import(
-    path.join(implDir, 'runtime/informer.ts')
-  )) as typeof import('../../runtime/informer.js');
+    path.join(implDir, 'runtime/informers/informer.ts')
+  )) as typeof import('../../runtime/informers/informer.js');
   const { readMachine } = await import('../../api/capi/readers.js');
   const { silentLogger } = await import('../../runtime/logger.js');
   const rest = new RestClient(

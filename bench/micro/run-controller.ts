@@ -6,7 +6,7 @@
 // Leader election, metrics and probes are off: the event path is measured, not the Lease.
 import v8 from 'node:v8';
 import { startController } from '../../controllers/manager.js';
-import { loadClusterAccess } from '../../runtime/kubeconfig.js';
+import { loadClusterAccess } from '../../runtime/client/kubeconfig.js';
 
 const [kubeconfig] = process.argv.slice(2);
 if (!kubeconfig || !process.send) {

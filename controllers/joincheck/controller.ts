@@ -7,16 +7,16 @@ import type { CapiApiVersion } from '../../api/capi/model.js';
 import { API_VERSION, KIND } from '../../api/v1alpha1/types.js';
 import { machineLogger, reconcileLogger } from '../../runtime/logger.js';
 import type { ReconcileResult, RuntimeMetrics } from '../../runtime/metrics.js';
-import { WorkQueue } from '../../runtime/queue.js';
-import type { Json, RestClient } from '../../runtime/rest.js';
+import { WorkQueue } from '../../runtime/informers/queue.js';
+import type { Json, RestClient } from '../../runtime/client/rest.js';
 import { DEFAULT_CONCURRENCY, MACHINEJOINCHECK_CONTROLLER } from '../options.js';
-import { Caches } from './cache.js';
-import type { EventRecorder } from './events.js';
-import { execute } from './executor.js';
-import { Refusals } from './refusals.js';
-import type { JoinGuardMetrics } from './metrics.js';
+import { Caches } from './world/cache.js';
+import type { EventRecorder } from './act/events.js';
+import { execute } from './act/executor.js';
+import { Refusals } from './act/refusals.js';
+import type { JoinGuardMetrics } from './report/metrics.js';
 import type { CapiInfo, PlannedEvent, PreviousView } from './types.js';
-import { tlsAnswers, type WorkloadNodeReader } from './workload-access.js';
+import { tlsAnswers, type WorkloadNodeReader } from './world/workload-access.js';
 
 export interface JoinCheckControllerOptions {
   rest: RestClient;

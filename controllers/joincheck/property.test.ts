@@ -26,7 +26,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AssertionError, expect } from 'chai';
 import fc from 'fast-check';
-import { plan } from './planner.js';
+import { plan } from './plan/planner.js';
 import type { Cache } from './testing/cache.js';
 import {
   Controller,
@@ -41,9 +41,8 @@ import {
 import { MINUTE, T0 } from './testing/builders.js';
 import { count, exercised, type World } from './testing/world.js';
 import { pause } from './testing/world-changes.js';
-import type { Live } from './executor.js';
-import type { Plan, Snapshot } from './types.js';
-import type { Json } from '../../runtime/rest.js';
+import type { Plan, Snapshot, Live } from './types.js';
+import type { Json } from '../../runtime/client/rest.js';
 
 const SEED =
   process.env['PROPERTY_SEED'] !== undefined

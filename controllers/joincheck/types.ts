@@ -15,11 +15,9 @@ import type {
   MachineJoinCheck,
   MachineJoinCheckStatus,
   RemediationPath,
+  CheckSettings,
 } from '../../api/v1alpha1/types.js';
-import type { RefusedWrite } from './refusals.js';
-
-export type { CheckSettings } from '../../api/v1alpha1/types.js';
-import type { CheckSettings } from '../../api/v1alpha1/types.js';
+import type { Json } from '../../runtime/client/rest.js';
 
 export interface CapiInfo {
   /** The API version JoinGuard reads and writes (found by discovery). */
@@ -260,4 +258,40 @@ export interface Plan {
   memoryNotes: string[];
   /** The view to hand to the next plan of this check in this process. */
   view: PreviousView;
+}
+
+// Shared by the executor (act/) and the caches (world/), the status (report/) and the tests: here, so that no
+// folder imports act/ for a type.
+
+export type RefusedKind = 'mark' | 'withdraw' | 'delete';
+
+export interface RefusedWrite {
+  uid: string;
+  machine: string;
+  write: RefusedKind;
+  /** The HTTP status, when the apiserver answered. */
+  code?: number;
+  /** The apiserver's message (an admission webhook names itself and its reason there). */
+  message: string;
+  /** First refusal of this run of refusals (epoch ms). */
+  since: number;
+  attempts: number;
+  /** Not tried again before this (epoch ms). */
+  retryAt: number;
+}
+
+/** Objects read live in this reconcile (null: read as gone). */
+export interface Live {
+  machines: Map<string, Json | null>;
+  cluster?: Json | null;
+  check?: Json;
+  /** Writes of the check tried in this reconcile (each may have landed, and a 409 shows another writer's). */
+  checkWrites?: number;
+  /** `checkWrites` when the Cluster was last read live. */
+  clusterReadAt?: number;
+}
+
+/** The controller's view of one check: a snapshot from its caches, with the live objects in place of cached ones. */
+export interface SnapshotSource {
+  build(live: Live): Snapshot | undefined;
 }

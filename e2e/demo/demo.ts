@@ -13,7 +13,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startTestEnv } from '../../hack/testenv/testenv.js';
-import type { RunningController } from '../../controllers/manager.js';
 import { conditionOf, hasNode, isControlPlane, listMachines, waitFor } from '../support/cluster-view.js';
 import { checkCondition, createCheck, getCheck, installJoinGuardCrd, startJoinGuard } from '../support/joinguard.js';
 import type { Json, KubeClient } from '../../hack/testenv/kube-client.js';
@@ -22,6 +21,7 @@ import { startSim, type Sim } from '../sim/sim.js';
 import { createCluster, rollWorkerPool } from '../sim/topology.js';
 import { Screen } from './screen.js';
 import { ACT_ENDS, actEnded } from './acts.js';
+import type { RunningController } from '../../controllers/options.js';
 
 const NS = 'demo';
 const CLUSTER = 'demo';

@@ -4,13 +4,13 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import type { ControllerOptions } from '../../controllers/manager.js';
-import { clusterAccessFromKubeconfig, type ClusterAccess } from '../../runtime/kubeconfig.js';
+import { clusterAccessFromKubeconfig, type ClusterAccess } from '../../runtime/client/kubeconfig.js';
 import type { KubeClient as Kube } from '../../hack/testenv/kube-client.js';
 import { FaultProxy, upstreamFromKubeconfig, type ProxiedRequest } from '../support/fault-proxy.js';
 import { useScenario, type Scenario, type ScenarioOptions } from '../support/scenario.js';
 import type { TestEnv } from '../support/testenv.js';
 import { MachineHistory } from './machine-history.js';
+import type { ControllerOptions } from '../../controllers/options.js';
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
 export const secs = (ms: number) => `${(ms / 1000).toFixed(1)}s`;

@@ -8,7 +8,7 @@
 // order and the first refusal ended the pass, so the joined Machine kept its mark and its MachineSet deleted it.
 // JoinGuard runs as user joinguard-e2e (a client certificate of its own), the identity the policy refuses.
 import { expect } from 'chai';
-import { clusterAccessFromKubeconfig } from '../../runtime/kubeconfig.js';
+import { clusterAccessFromKubeconfig } from '../../runtime/client/kubeconfig.js';
 import type { Json } from '../../hack/testenv/kube-client.js';
 import { AdmissionPolicy, kubeconfigAs } from '../support/admission-policy.js';
 import { conditionOf, hasNode, isDeleting, waitFor } from '../support/cluster-view.js';

@@ -7,12 +7,13 @@
 //     off does) answering every watch 410 Gone for 20 s: the informers re-list with back-off, not once per answer
 //     (before: ~48 full Machine lists a second), and watch again within 5 s of the end.
 import { expect } from 'chai';
-import { startController, type RunningController } from '../../controllers/manager.js';
+import { startController } from '../../controllers/manager.js';
 import { silentLogger } from '../../runtime/logger.js';
 import type { FaultProxy, ProxiedRequest } from '../support/fault-proxy.js';
 import { installJoinGuardCrd } from '../support/joinguard.js';
 import { getTestEnv, type TestEnv } from '../support/testenv.js';
 import { accessThrough, figure, secs, sleep, startProxy } from './harness.js';
+import type { RunningController } from '../../controllers/options.js';
 
 const THROTTLE_MS = 25_000;
 const STORM_MS = 20_000;

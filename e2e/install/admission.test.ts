@@ -17,9 +17,9 @@ import {
   MD,
   type BadCheck,
 } from '../../api/v1alpha1/testdata/bad-checks.js';
-import { discoverCapi } from '../../runtime/discovery.js';
-import { loadClusterAccess } from '../../runtime/kubeconfig.js';
-import { RestClient } from '../../runtime/rest.js';
+import { discoverCapi } from '../../runtime/client/discovery.js';
+import { loadClusterAccess } from '../../runtime/client/kubeconfig.js';
+import { RestClient } from '../../runtime/client/rest.js';
 import { issueServingCert } from '../../hack/testenv/certs.js';
 import { objectsOf, renderProviderFiles, type K8sObject } from '../../manifests/render.js';
 import { startWebhookServer, type WebhookServer } from '../../webhooks/server.js';

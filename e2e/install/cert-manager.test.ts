@@ -216,7 +216,7 @@ describe('install: the serving certificate from real cert-manager', function () 
         .map(([c, m]) => `${c} ${mib(m.hwmKiB)} MiB`)
         .join(', ')})`,
     );
-    // The same server, on the same port: the watcher reloaded the rotated files (runtime/tls.ts).
+    // The same server, on the same port: the watcher reloaded the rotated files (runtime/serving/tls.ts).
     expect(installed.webhook.port).to.equal(port);
     expect(installed.servingCert.written.length).to.be.at.least(2);
   });

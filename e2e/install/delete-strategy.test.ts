@@ -7,8 +7,8 @@ import { expect } from 'chai';
 import { Writable } from 'node:stream';
 import winston from 'winston';
 import { getTestEnv, type TestEnv } from '../support/testenv.js';
-import { startController, type RunningController } from '../../controllers/manager.js';
-import { clusterAccessFromKubeconfig } from '../../runtime/kubeconfig.js';
+import { startController } from '../../controllers/manager.js';
+import { clusterAccessFromKubeconfig } from '../../runtime/client/kubeconfig.js';
 import { install, raw, type Installed } from './install-env.js';
 import { CERT_MANAGER_START_TIMEOUT_MS } from '../support/cert-manager.js';
 import {
@@ -18,6 +18,7 @@ import {
   machinesOf,
   provisionInfrastructure,
 } from './stand-in-providers.js';
+import type { RunningController } from '../../controllers/options.js';
 
 type Json = Record<string, any>;
 const CAPI = '/apis/cluster.x-k8s.io/v1beta2';

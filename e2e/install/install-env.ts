@@ -16,7 +16,7 @@ import { substitute } from '../../manifests/substitute.js';
 import { KubeClient, type RawResponse } from '../../hack/testenv/kube-client.js';
 import { waitFor } from '../../hack/testenv/wait.js';
 import { startWebhookServer, type WebhookServer } from '../../webhooks/server.js';
-import { clusterAccessFromKubeconfig } from '../../runtime/kubeconfig.js';
+import { clusterAccessFromKubeconfig } from '../../runtime/client/kubeconfig.js';
 import type { TestEnv } from '../support/testenv.js';
 import { getCertManager, type CertManager } from '../support/cert-manager.js';
 import { mountSecret, type SecretVolume } from './secret-volume.js';

@@ -1,7 +1,7 @@
 // The kubelet's part of a Secret volume, for the webhook server the install tests run as a process instead of a pod:
 // the Secret's keys become files in the mount folder, laid out as the kubelet lays them out (each key a symlink
 // into `..data`, `..data` a symlink to a timestamped folder) and replaced by an atomic swap of `..data` whenever
-// the Secret changes. JoinGuard's certificate watcher (runtime/tls.ts) then meets cert-manager's rotation exactly as
+// the Secret changes. JoinGuard's certificate watcher (runtime/serving/tls.ts) then meets cert-manager's rotation exactly as
 // in its pod. The kubelet syncs a changed Secret within about a minute; this polls every pollMs.
 import { mkdir, readdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';

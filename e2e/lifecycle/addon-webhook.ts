@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { waitFor } from '../../hack/testenv/wait.js';
 import { startWebhookServer, type WebhookServer } from '../../webhooks/server.js';
-import { clusterAccessFromKubeconfig } from '../../runtime/kubeconfig.js';
+import { clusterAccessFromKubeconfig } from '../../runtime/client/kubeconfig.js';
 import type { K8sObject } from '../../manifests/render.js';
 import {
   raw,

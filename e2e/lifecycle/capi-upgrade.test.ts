@@ -8,7 +8,6 @@
 // through v1beta2 and the v1.11 MachineSet acts on it. Its own control plane (it changes the release).
 import fs from 'node:fs';
 import { expect } from 'chai';
-import type { RunningController } from '../../controllers/manager.js';
 import type { Json, KubeClient } from '../../hack/testenv/kube-client.js';
 import { ensureBuilt, startTestEnv, type TestEnv } from '../../hack/testenv/testenv.js';
 import { capiApi } from '../sim/capi-api.js';
@@ -31,6 +30,7 @@ import {
   startJoinGuard,
   type CapturedLog,
 } from '../support/joinguard.js';
+import type { RunningController } from '../../controllers/options.js';
 
 const NAMESPACE = `jg-capi-upgrade-${process.pid}`;
 const CLUSTER = 'cu';

@@ -9,8 +9,8 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { startTestEnv } from '../../hack/testenv/testenv.js';
 import { startCertManager, type CertManager } from '../../hack/testenv/cert-manager.js';
 import { waitFor } from '../../hack/testenv/wait.js';
-import { startController, type RunningController } from '../../controllers/manager.js';
-import { clusterAccessFromKubeconfig } from '../../runtime/kubeconfig.js';
+import { startController } from '../../controllers/manager.js';
+import { clusterAccessFromKubeconfig } from '../../runtime/client/kubeconfig.js';
 import { raw } from '../install/install-env.js';
 import {
   createMachineSet,
@@ -21,6 +21,7 @@ import {
 import { clusterctl, prepareManagementCluster, type Repository } from './clusterctl-env.js';
 import { serveAddonWebhook, type AddonWebhook } from './addon-webhook.js';
 import type { TestEnv } from '../support/testenv.js';
+import type { RunningController } from '../../controllers/options.js';
 
 export type Json = Record<string, any>;
 export const CAPI = '/apis/cluster.x-k8s.io/v1beta2';

@@ -2,18 +2,19 @@
 // ServiceAccount token the real kube-apiserver authenticates (TokenReview) and authorizes (SubjectAccessReview)
 // through the shipped joinguard-metrics-reader ClusterRole; 401 without a token, 403 with a token lacking the
 // role; controller-runtime's families with their labels, and JoinGuard's for a check.
-import { clusterAccessFromKubeconfig } from '../../runtime/kubeconfig.js';
+import { clusterAccessFromKubeconfig } from '../../runtime/client/kubeconfig.js';
 import https from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { readFile } from 'node:fs/promises';
 import { expect } from 'chai';
 import { parseAllDocuments } from 'yaml';
-import { startController, type RunningController } from '../../controllers/manager.js';
+import { startController } from '../../controllers/manager.js';
 import { substitute } from '../../manifests/substitute.js';
 import type { Json, KubeClient } from '../../hack/testenv/kube-client.js';
 import { waitFor } from '../support/cluster-view.js';
 import { CapturedLog, createCheck, installJoinGuardCrd } from '../support/joinguard.js';
 import { getTestEnv } from '../support/testenv.js';
+import type { RunningController } from '../../controllers/options.js';
 
 interface Scrape {
   code: number;

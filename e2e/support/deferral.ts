@@ -3,12 +3,12 @@
 // JoinGuard; the MachineSet deletes one (its VM teardown held, so the remediation stays in flight) and defers the
 // other (OwnerRemediated=False/RemediationDeferred).
 import { expect } from 'chai';
-import type { ControllerOptions } from '../../controllers/manager.js';
 import type { Json } from '../../hack/testenv/kube-client.js';
 import type { PolicyRule } from '../sim/policy.js';
 import { conditionOf, isDeleting, waitFor } from './cluster-view.js';
 import { createCheck } from './joinguard.js';
 import type { Scenario, ScenarioOptions } from './scenario.js';
+import type { ControllerOptions } from '../../controllers/options.js';
 
 export const DEFERRAL_JOIN_TIMEOUT_S = 8;
 

@@ -3,12 +3,13 @@
 import { Writable } from 'node:stream';
 import type { KubeConfig } from '@kubernetes/client-node';
 import winston from 'winston';
-import { clusterAccessFromKubeconfig } from '../../runtime/kubeconfig.js';
+import { clusterAccessFromKubeconfig } from '../../runtime/client/kubeconfig.js';
 import { buildCrd } from '../../api/v1alpha1/crd.js';
 import type { Condition, MachineJoinCheck, MachineJoinCheckSpec } from '../../api/v1alpha1/types.js';
-import { startController, type ControllerOptions, type RunningController } from '../../controllers/manager.js';
+import { startController } from '../../controllers/manager.js';
 import { installCrds } from '../../hack/testenv/crds.js';
 import type { KubeClient } from '../../hack/testenv/kube-client.js';
+import type { ControllerOptions, RunningController } from '../../controllers/options.js';
 
 export const checksPath = (namespace: string) =>
   `/apis/joinguard.io/v1alpha1/namespaces/${namespace}/machinejoinchecks`;

@@ -3,7 +3,6 @@
 // Machines, the check, JoinGuard's last log lines). Call useScenario() inside a describe(): it registers
 // the before/after hooks and returns the context they fill in.
 import type { MachineJoinCheck } from '../../api/v1alpha1/types.js';
-import type { ControllerOptions, RunningController } from '../../controllers/manager.js';
 import type { Json, KubeClient } from '../../hack/testenv/kube-client.js';
 import { capiApi, type CapiApi } from '../sim/capi-api.js';
 import type { Sim } from '../sim/sim.js';
@@ -13,6 +12,7 @@ import { deleteClusters, describeMachines, hasNode, isControlPlane, listMachines
 import { describeCheck, getCheck, installJoinGuardCrd, startJoinGuard, type CapturedLog } from './joinguard.js';
 import { getSim } from './shared-sim.js';
 import { getTestEnv, type TestEnv } from './testenv.js';
+import type { ControllerOptions, RunningController } from '../../controllers/options.js';
 
 export interface ScenarioOptions {
   /** Namespace prefix; the pid is appended so parallel runs never meet. */

@@ -66,7 +66,7 @@ export async function retryOnConflict<T>(write: () => Promise<T>, tries = 5): Pr
 }
 
 // The pure path builder is the product's: a wrong path fails both sides alike, it hides nothing.
-export { pathOf, type Resource } from '../../runtime/rest.js';
+export { pathOf, type Resource } from '../../runtime/client/rest.js';
 
 export interface WatchEvent {
   type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';

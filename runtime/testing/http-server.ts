@@ -4,8 +4,8 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import winston from 'winston';
-import type { ClusterAccess } from '../kubeconfig.js';
-import type { Json } from '../rest.js';
+import type { ClusterAccess } from '../client/kubeconfig.js';
+import type { Json } from '../client/rest.js';
 
 export type Handler = (req: http.IncomingMessage, res: http.ServerResponse, url: URL, body: string) => void;
 

@@ -13,11 +13,10 @@ import { readMachineSet } from '../../../api/capi/machine-set.js';
 import type { MachineFacts } from '../../../api/capi/model.js';
 import { parseSettings } from '../../../api/v1alpha1/settings.js';
 import type { MachineJoinCheck } from '../../../api/v1alpha1/types.js';
-import { older, versionOf } from '../../../runtime/objects.js';
-import type { Json } from '../../../runtime/rest.js';
-import type { Live, SnapshotSource } from '../executor.js';
-import { MachineIndex, namedUids } from '../machine-index.js';
-import type { PreviousView, Snapshot } from '../types.js';
+import { older, versionOf } from '../../../runtime/client/objects.js';
+import type { Json } from '../../../runtime/client/rest.js';
+import { MachineIndex, namedUids } from '../world/machine-index.js';
+import type { PreviousView, Snapshot, Live, SnapshotSource } from '../types.js';
 import type { World } from './world.js';
 
 const keyOf = (o: Json): string => `${o.metadata.namespace}/${o.metadata.name}`;

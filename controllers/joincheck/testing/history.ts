@@ -4,11 +4,11 @@
 import fc from 'fast-check';
 import type { RemediationStrategy } from '../../../api/v1alpha1/types.js';
 import { silentLogger } from '../../../runtime/logger.js';
-import { execute, type Live } from '../executor.js';
-import { Refusals } from '../refusals.js';
+import { execute } from '../act/executor.js';
+import { Refusals } from '../act/refusals.js';
 import { HOUR, MINUTE, SECOND } from '../time.js';
-import type { Plan, Snapshot } from '../types.js';
-import type { Json } from '../../../runtime/rest.js';
+import type { Plan, Snapshot, Live } from '../types.js';
+import type { Json } from '../../../runtime/client/rest.js';
 import { Cache } from './cache.js';
 import { isProvisioned } from './objects.js';
 import { kcpStep, machineSetStep, mhcStep } from './owners.js';

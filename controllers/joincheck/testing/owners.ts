@@ -15,7 +15,7 @@
 //   600 s); a healthy Node sets HealthCheckSucceeded=True.
 // The condition times they write are on their own clocks (World.ownerNow: a few seconds behind or ahead of the
 // world's, the ownerClock step); what they decide on, and the apiserver's deletionTimestamp, are on the world's.
-import type { Json } from '../../../runtime/rest.js';
+import type { Json } from '../../../runtime/client/rest.js';
 import {
   getCond,
   isFalse,

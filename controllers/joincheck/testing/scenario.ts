@@ -4,7 +4,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { MachineFacts } from '../../../api/capi/model.js';
 import type { Condition, MachineJoinCheckStatus } from '../../../api/v1alpha1/types.js';
-import { plan } from '../planner.js';
+import { plan } from '../plan/planner.js';
 import type { MarkIntent, Plan, Snapshot } from '../types.js';
 
 /** A plan, with the Machines it asked to be replaced for the first time (new open requests). */

@@ -5,7 +5,7 @@
 // mover.go: createTargetObject creates the object; the status subresource is not written: a Machine's status is
 // empty; the Cluster and KCP keep only what their readers need: not initialized, no condition), the Cluster paused until
 // CAPI's controllers rebuild the status on unpause (new condition times: the Cluster's initialization time moves).
-import type { Json } from '../../../runtime/rest.js';
+import type { Json } from '../../../runtime/client/rest.js';
 import { iso } from '../time.js';
 import { initializeCluster, isProvisioned, provisionMachine, setCond, setKcpInitialized } from './objects.js';
 import { count, type World } from './world.js';

@@ -8,7 +8,7 @@
 // times it knows to be true, from which the oracle computes deadlines.
 import type { BootstrapConfigFacts } from '../../../api/capi/model.js';
 import type { MachineJoinCheckSpec } from '../../../api/v1alpha1/types.js';
-import { ApiError, type Json, type RestClient } from '../../../runtime/rest.js';
+import { ApiError, type Json, type RestClient } from '../../../runtime/client/rest.js';
 import { iso } from '../time.js';
 import {
   cluster,

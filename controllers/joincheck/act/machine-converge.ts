@@ -1,0 +1,154 @@
+// Each Machine write behind the live-Cluster gate (DESIGN: "Before any write"): the Cluster is read live again
+// whenever the check was written since the last read (ours, a reply lost, or another writer's record a 409 showed),
+// and the plan made again on it with the Machines as judged; a write goes out only where that plan still wants it.
+// One Machine is converged by one loop: gate, write, and on a 409 a live re-read and a new decision.
+import { converge, factsOf, needsWrite, ref, type Converged } from './machine-writes.js';
+import { clusterStale, readLive } from './live-reads.js';
+import type { ConvergeDeps, LiveReadDeps } from './deps.js';
+import { plan } from '../plan/planner.js';
+import type { Resource } from '../../../runtime/client/rest.js';
+import type { MarkIntent, Plan, Snapshot, Live, SnapshotSource } from '../types.js';
+
+const ROUNDS = 3;
+
+export const intentKey = (i: MarkIntent) => `${i.machine.uid}/${i.want}`;
+
+/** The intents that still have something to write, as the snapshot shows their Machines. */
+export function writing(p: Plan, s: Snapshot): MarkIntent[] {
+  return p.intents.filter((i) => needsWrite(i, factsOf(s, i.machine.uid)));
+}
+
+/**
+ * The Cluster before each Machine write: read live again whenever the check was written since the last read
+ * (clusterStale), and the plan made again on it — on `judged` (the snapshot the acting decision was made on, the check
+ * as it was before its write), with the Machines as judged. A Machine is written only as that plan still wants it.
+ */
+export class LiveClusterGate {
+  private allowed: Set<string> | undefined;
+  private on: Snapshot | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly deps: LiveReadDeps,
+    private readonly res: Resource,
+    private readonly live: Live,
+    private readonly src: SnapshotSource,
+  ) {}
+
+  /** The plan on the live Cluster, reading it if stale; undefined when `p` writes no Machine. */
+  async plan(judged: Snapshot, s: Snapshot, p: Plan): Promise<Plan | undefined> {
+    if (writing(p, s).length === 0) return undefined;
+    return this.replan(judged, s);
+  }
+
+  /** The snapshot from the caches with what this pass read live. */
+  build(): Snapshot | undefined {
+    return this.src.build(this.live);
+  }
+
+  /** Nothing more is written in this pass (a re-decision the live Cluster asked for could not be recorded). */
+  close(): void {
+    this.closed = true;
+  }
+
+  async allows(judged: Snapshot, s: Snapshot, intent: MarkIntent): Promise<boolean> {
+    if (this.closed) return false;
+    if (this.allowed === undefined || this.on !== judged || clusterStale(this.live)) await this.replan(judged, s);
+    return this.allowed?.has(intentKey(intent)) === true;
+  }
+
+  private async replan(judged: Snapshot, s: Snapshot): Promise<Plan> {
+    if (clusterStale(this.live)) await readLive(this.deps, this.res, s, [], this.live);
+    const fresh = this.src.build(this.live);
+    const { cluster: _cached, ...rest } = judged;
+    const p = plan({ ...rest, ...(fresh?.cluster !== undefined ? { cluster: fresh.cluster } : {}) });
+    this.allowed = new Set(p.intents.map(intentKey));
+    this.on = judged;
+    return p;
+  }
+}
+
+export interface ConvergedOne {
+  result: Converged;
+  /** The snapshot after any live re-read. */
+  s: Snapshot;
+  /** Still wanted but not written (a 409 or an unread Machine each round): run again soon. */
+  unsettled: boolean;
+  /** The live Cluster's plan does not want it now (paused since): run again soon. */
+  held: boolean;
+}
+
+/**
+ * One Machine converged to its intent: each attempt first passes the live-Cluster gate, then writes; a 409 (or a
+ * Machine not read yet) reads it live and decides again through `redecide`, at most ROUNDS times.
+ */
+export async function convergeOne(
+  deps: ConvergeDeps,
+  machineRes: Resource,
+  intent: MarkIntent,
+  live: Live,
+  s: Snapshot,
+  gate: LiveClusterGate,
+  judged: () => Snapshot,
+  redecide: (s: Snapshot) => MarkIntent | undefined | Promise<MarkIntent | undefined>,
+): Promise<ConvergedOne> {
+  let current: MarkIntent | undefined = intent;
+  let result: Converged = 'none';
+  for (let attempt = 0; current !== undefined && attempt < ROUNDS; attempt++) {
+    if (!(await gate.allows(judged(), s, current))) {
+      deps.log.info('the live Cluster holds this write back (paused since it was decided?)', {
+        Machine: ref(current.machine),
+      });
+      return { result: 'none', s, unsettled: false, held: true };
+    }
+    result = await converge(deps, machineRes, current, live, s);
+    if (typeof result === 'object' && outcomeUnknown(result.error)) {
+      // No answer, or a 5xx: the write may have landed. The Machine is read so that neither this pass nor the caches
+      // go on from the version before it (a mark that landed counts in flight; issue 35, seed 233753310).
+      const landed = await readBack(deps, machineRes, current, live, s, gate);
+      if (landed !== undefined) [s, result] = [landed, 'ok'];
+    }
+    if (result === 'ok') deps.emit(current.event, s.check);
+    if (result !== 'conflict' && result !== 'unread') break;
+    // Not read yet, or CAPI changed it since: read it and decide again.
+    live.machines.delete(current.machine.uid);
+    await readLive(deps, machineRes, s, [current.machine], live, false);
+    const rebuilt = gate.build();
+    if (rebuilt === undefined) break;
+    s = rebuilt;
+    current = await redecide(s);
+    if (current === undefined)
+      deps.log.info('decided again on the changed Machine: nothing to write now', { Machine: ref(intent.machine) });
+  }
+  return {
+    result,
+    s,
+    unsettled: current !== undefined && (result === 'conflict' || result === 'unread'),
+    held: false,
+  };
+}
+
+/** A write error that does not say the write was not made: no HTTP answer, or a server error. */
+function outcomeUnknown(e: Error & { code?: unknown }): boolean {
+  return typeof e.code !== 'number' || e.code === 0 || e.code >= 500;
+}
+
+/** The Machine read live after a write whose outcome is unknown: the snapshot when the write landed, else undefined. */
+async function readBack(
+  deps: ConvergeDeps,
+  machineRes: Resource,
+  intent: MarkIntent,
+  live: Live,
+  s: Snapshot,
+  gate: LiveClusterGate,
+): Promise<Snapshot | undefined> {
+  try {
+    live.machines.delete(intent.machine.uid);
+    await readLive(deps, machineRes, s, [intent.machine], live, false);
+  } catch (e) {
+    if ((e as Error).name === 'WritesForbiddenError') throw e;
+    return undefined; // unknown still: the write is retried with back-off, as refused
+  }
+  const read = gate.build();
+  return read !== undefined && !needsWrite(intent, factsOf(read, intent.machine.uid)) ? read : undefined;
+}

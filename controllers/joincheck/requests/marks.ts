@@ -1,0 +1,323 @@
+// The life of a request (DESIGN: "How a replacement is asked of CAPI"; the paths are paths.ts) — level-triggered: every
+// pass derives from
+// the Machine and the request memory what the Machine must carry now (JoinGuard's mark, or no mark JoinGuard
+// caused), and the executor converges it, whatever write failed or crashed before. A mark is not a deletion:
+// owners defer, and a Machine may join while it waits; then JoinGuard withdraws its mark, again on every pass
+// until none remains (cluster-api #12870).
+import { carriesAnyMark, type MachineFacts, type WorkloadNodeFacts } from '../../../api/capi/model.js';
+import { markedMessage } from '../../../api/capi/remediation-writes.js';
+import type { RemediationRecord, RequestRecord } from '../../../api/v1alpha1/types.js';
+import { ANNOTATION_WITHDRAW_ALL, STATUS_LIMITS } from '../../../api/v1alpha1/types.js';
+import { markOwner } from './deletion.js';
+import { anyMark, causedMarks, ownerRef, PATHS, target, type Path } from './paths.js';
+import { answered, openOutcome, recordOwnerAnswer } from './owner-answer.js';
+import { isJoined } from '../rules/judge.js';
+import { formatDuration, iso, ms, MINUTE } from '../time.js';
+import type { MachineVerdict, MarkIntent } from '../types.js';
+
+/**
+ * A request nobody acted on (no owner answer, no MachineHealthCheck taking it) within this is withdrawn and reported.
+ */
+export const UNANSWERED_AFTER_MS = 15 * MINUTE;
+
+export interface FollowInput {
+  requests: readonly RequestRecord[];
+  history: readonly RemediationRecord[];
+  machinesByUid: { get(uid: string): MachineFacts | undefined };
+  /** Machines the readers could not understand (by uid or name): never taken for gone. */
+  unreadable: ReadonlySet<string>;
+  /** A Machine not found is not taken for gone either (its Cluster is paused: clusterctl move may be copying it). */
+  keepMissing?: boolean;
+  nodes?: readonly WorkloadNodeFacts[];
+  dryRun: boolean;
+  /** The check's joinguard.io/withdraw-all: every open request is withdrawn. */
+  withdrawAll?: boolean;
+  /**
+   * Nobody can answer the request now (its Cluster or the acting MachineHealthCheck paused): its unanswered clock
+   * stops, and starts again from the first pass that can be answered (DESIGN: paused time does not count).
+   */
+  clockStopped?: (r: RequestRecord, m: MachineFacts) => boolean;
+  /** A visible mark nobody acted on for this long is withdrawn (UNANSWERED_AFTER_MS; the e2e shortens it). */
+  unansweredAfterMs?: number;
+  now: number;
+}
+
+export interface Followed {
+  requests: RequestRecord[];
+  history: RemediationRecord[];
+  /** Requests that went unanswered in this plan (for the message and the event). */
+  unanswered: RequestRecord[];
+}
+
+/** Each request follows what its Machine shows now; the history follows the requests. */
+export function followRequests(i: FollowInput): Followed {
+  const requests: RequestRecord[] = [];
+  const history = i.history.map((h) => ({ ...h }));
+  const unanswered: RequestRecord[] = [];
+  const show = (r: RequestRecord, m: MachineFacts | undefined, outcome?: RemediationRecord['outcome']) => {
+    const h = history.find((x) => x.uid === r.uid);
+    if (h === undefined) return;
+    if (outcome !== undefined && h.outcome !== outcome) h.outcome = outcome;
+    recordOwnerAnswer(h, m);
+    if (outcome !== undefined && FINISHED.has(outcome) && h.finishedTime === undefined) h.finishedTime = iso(i.now);
+  };
+  for (const r0 of i.requests) {
+    const m = i.machinesByUid.get(r0.uid);
+    if (m === undefined) {
+      if (i.keepMissing === true || i.unreadable.has(r0.uid) || i.unreadable.has(r0.machine)) requests.push(r0);
+      else if (r0.state === 'Open') show(r0, m, 'Replaced');
+      continue;
+    }
+    if (r0.state === 'DryRun' && !i.dryRun) continue; // asked for real once the dry run ends
+    const r: RequestRecord = { ...r0 };
+    if (r.state === 'Open') {
+      if (!r.marked && r.path !== 'Report' && PATHS[r.path].visible(m)) r.marked = true;
+      if (!r.answered && answered(r, m)) r.answered = true;
+      // Timed from the first time the mark was seen (a record from before markedTime existed: from now); while
+      // nobody can answer, not timed: the bound runs again, whole, from the first pass that can be answered.
+      if (!r.answered && i.clockStopped?.(r, m) === true) delete r.markedTime;
+      else if (r.marked && r.markedTime === undefined) r.markedTime = iso(i.now);
+      const deleting = m.deletingSince !== undefined;
+      if (!deleting && isJoined(m, i.nodes)) withdraw(r, 'Joined');
+      else if (!deleting && m.skipReason !== undefined) withdraw(r, 'OptedOut');
+      else if (!deleting && i.withdrawAll === true) withdraw(r, 'WithdrawAll');
+      else if (
+        !deleting &&
+        !r.answered &&
+        r.markedTime !== undefined &&
+        i.now >= (ms(r.markedTime) ?? i.now) + (i.unansweredAfterMs ?? UNANSWERED_AFTER_MS)
+      ) {
+        withdraw(r, 'Unanswered');
+        unanswered.push(r);
+      }
+      show(r, m, (r.state as RequestRecord['state']) === 'Withdrawn' ? withdrawnOutcome(r) : openOutcome(r, m));
+    }
+    // Joined for good (nodeRef is never cleared) and clean: nothing left to remember.
+    if (r.state === 'Withdrawn' && m.nodeName !== undefined && !anyMark(causedMarks(m, r.path))) continue;
+    requests.push(r);
+  }
+  return { requests, history, unanswered };
+}
+
+const FINISHED = new Set<RemediationRecord['outcome']>(['Withdrawn', 'Cancelled', 'Unanswered', 'Replaced']);
+
+/**
+ * The request was made: its mark was seen on the Machine (or is there now). An open request not yet made is a
+ * decision recorded before its write (write-ahead), on the Machine as the caches had it: its write waits while the
+ * Machine is not due (describe.ts), since the write that makes it may meet a 409 whose read shows it was not.
+ */
+export function made(r: RequestRecord, m: MachineFacts | undefined): boolean {
+  return r.path === 'Report' || r.marked === true || (m !== undefined && PATHS[r.path].visible(m));
+}
+
+function withdraw(r: RequestRecord, why: NonNullable<RequestRecord['withdrawn']>): void {
+  r.state = 'Withdrawn';
+  r.withdrawn = why;
+}
+
+function withdrawnOutcome(r: RequestRecord): RemediationRecord['outcome'] {
+  if (r.withdrawn === 'Unanswered') return 'Unanswered';
+  return r.marked ? 'Withdrawn' : 'Cancelled';
+}
+
+/**
+ * Appends a new request to the bounded history (oldest finished entries leave first). With its Machine, an open
+ * request shows at once what the next plan's followRequests would (an owner's answer already on the Machine, e.g.
+ * a deferral of a deleted check's mark): planning twice changes nothing.
+ */
+export function appendHistory(
+  history: RemediationRecord[],
+  r: RequestRecord,
+  outcome: RemediationRecord['outcome'],
+  m?: MachineFacts,
+): RemediationRecord[] {
+  const entry: RemediationRecord = {
+    machine: r.machine,
+    uid: r.uid,
+    ...(r.owner ? { owner: r.owner } : {}),
+    time: r.time,
+    path: r.path,
+    outcome,
+    kind: r.kind,
+    ...(r.canary ? { canary: true } : {}),
+    ...(r.firstControlPlane ? { firstControlPlane: true } : {}),
+  };
+  if (m !== undefined && r.state === 'Open') {
+    entry.outcome = openOutcome(r, m);
+    recordOwnerAnswer(entry, m);
+  }
+  const out = [...history.filter((h) => h.uid !== r.uid), entry];
+  while (out.length > STATUS_LIMITS.remediations) {
+    const i = out.findIndex((h) => FINISHED.has(h.outcome) || h.outcome === 'Reported' || h.outcome === 'DryRun');
+    out.splice(i >= 0 ? i : 0, 1);
+  }
+  return out;
+}
+
+export interface IntentInput {
+  nodes?: readonly WorkloadNodeFacts[] | undefined;
+  checkName: string;
+  /** The check's uid: the marker every mark carries (joinguard.io/requested-by). */
+  checkUid?: string;
+  /** The namespace's live checks: a marker naming none of them is a deleted check's (deletion.ts). */
+  liveChecks?: ReadonlySet<string>;
+  /** Machines (uids) in the check's scope: a deleted check's marks are withdrawn there. */
+  inScope?: ReadonlySet<string>;
+  /** joinguard.io/withdraw-all, or the check is being deleted: every mark this check made is withdrawn. */
+  withdrawAll?: boolean;
+  deleting?: boolean;
+  unansweredAfterMs?: number;
+}
+
+/**
+ * What every Machine must carry now. Open requests keep their mark (written only where the Machine carries no
+ * mark at all: never over someone else's, never re-asserting what an owner changed), with the check's marker;
+ * withdrawn ones, and joined Machines that carry a mark only JoinGuard writes (its reasons, its condition) even
+ * with no memory of asking, lose every mark JoinGuard caused and the marker. A mark whose marker names another
+ * live check is never touched; one naming a deleted check is withdrawn where this check's scope holds the
+ * Machine. A Machine being deleted is left alone.
+ */
+export function markIntents(
+  requests: readonly RequestRecord[],
+  machines: readonly MachineFacts[],
+  o: IntentInput,
+): MarkIntent[] {
+  const { nodes, checkName, withdrawAll = false } = o;
+  const out: MarkIntent[] = [];
+  const byUid = new Map(requests.map((r) => [r.uid, r]));
+  for (const m of machines) {
+    if (m.deletingSince !== undefined) continue;
+    const r = byUid.get(m.uid);
+    // Most of a fleet: asked nothing, carrying no mark at all.
+    if (r === undefined && m.requestedBy === undefined && !carriesAnyMark(m)) continue;
+    const owner = markOwner(m, o.checkUid, o.liveChecks);
+    if (owner === 'other') continue; // another live check's mark: its business
+    const orphan = owner === 'orphan';
+    // A deleted check's mark: the check whose scope holds it withdraws it — unless this check asked for the Machine
+    // (its request followed the Machine through clusterctl move: the marker names the check before the move).
+    if (orphan && r === undefined && o.inScope?.has(m.uid) !== true) continue;
+    const t = target(m);
+    const marker = o.checkUid !== undefined ? { marker: o.checkUid } : {};
+    if (r?.state === 'Open') {
+      // The marker inside the mark's own write: the condition's message names the check and its uid.
+      const says = `${r.kind}, requested at ${r.time}`;
+      const message =
+        o.checkUid !== undefined
+          ? markedMessage({ namespace: m.namespace, name: checkName, uid: o.checkUid }, says)
+          : `JoinGuard (MachineJoinCheck ${m.namespace}/${checkName}): ${says}`;
+      const event = {
+        on: 'Machine' as const,
+        machine: t,
+        reason: 'RemediationRequested' as const,
+        warning: true,
+        message:
+          `Machine ${m.name}: ${r.kind}. JoinGuard asks for its replacement ` +
+          `via path ${r.path}${r.canary ? ', as a canary' : ''}.`,
+      };
+      if (r.path === 'Delete') out.push({ want: 'delete', machine: t, kind: r.kind, event });
+      else if (r.path !== 'Report')
+        out.push({ want: 'mark', machine: t, path: r.path, kind: r.kind, message, event, ...marker });
+      continue;
+    }
+    const withdrawing = r?.state === 'Withdrawn';
+    // A mark with no record of it: JoinGuard's own reasons, or its marker, identify it; withdrawn once joined,
+    // when all are, or when its check is gone.
+    const unremembered = r === undefined && (withdrawAll || orphan || isJoined(m, nodes));
+    if (!withdrawing && !unremembered) continue;
+    // With no memory of the path, the marker says the remediate-machine annotation is JoinGuard's too.
+    const recorded: Path | undefined = r !== undefined && r.path !== 'Report' ? r.path : undefined;
+    const path: Path = recorded ?? unrememberedPath(m, owner !== 'unmarked');
+    const marks = causedMarks(m, path);
+    const staleMarker = owner === 'this' || orphan ? { marker: m.requestedBy as string } : {};
+    if (!anyMark(marks) && !('marker' in staleMarker)) continue;
+    const why = withdrawalWhy(
+      { m, r, path, orphan, allWithdrawn: r === undefined && withdrawAll && !isJoined(m, nodes) },
+      o,
+    );
+    // Joined (nodeRef is never cleared), the check deleted, or its check gone: true again on every pass.
+    const derived = isJoined(m, nodes) || o.deleting === true || orphan;
+    out.push({
+      want: 'withdraw',
+      machine: t,
+      path,
+      ...(derived ? {} : { needsRecord: true as const }),
+      event: {
+        on: 'Machine',
+        machine: t,
+        reason: 'RemediationWithdrawn',
+        warning: r?.withdrawn === 'Unanswered',
+        message: `Machine ${m.name}: ${why}.`,
+      },
+      ...staleMarker,
+    });
+  }
+  return out;
+}
+
+/** A new request record for a Stuck Machine. */
+export function newRequest(
+  m: MachineFacts,
+  v: MachineVerdict,
+  path: RequestRecord['path'],
+  state: RequestRecord['state'],
+  now: number,
+  canary = false,
+): RequestRecord {
+  const owner = ownerRef(m);
+  const r: RequestRecord = {
+    machine: m.name,
+    uid: m.uid,
+    ...(owner ? { owner } : {}),
+    path,
+    kind: v.failureKind ?? 'JoinTimeout',
+    time: iso(now),
+    state,
+    ...(canary ? { canary: true } : {}),
+    ...(v.firstControlPlane ? { firstControlPlane: true } : {}),
+  };
+  // As followRequests would find it in the next plan (planning twice changes nothing): an answer in the same second.
+  if (state === 'Open' && path !== 'Report' && answered(r, m)) r.answered = true;
+  return r;
+}
+
+/** The path of a mark JoinGuard has no record of: the annotation if its marker says so, else what the Machine shows. */
+function unrememberedPath(m: MachineFacts, marked: boolean): Path {
+  if (marked && m.remediateAnnotation) return 'RemediateAnnotation';
+  return m.joinGuardJoined?.status === 'False' ? 'MachineCondition' : 'OwnerRemediated';
+}
+
+/** Why a mark is withdrawn, for the RemediationWithdrawn event. */
+function withdrawalWhy(
+  w: { m: MachineFacts; r: RequestRecord | undefined; path: Path; orphan: boolean; allWithdrawn: boolean },
+  o: IntentInput,
+): string {
+  const { m, r, path } = w;
+  if (w.orphan) {
+    return (
+      `its mark was made by a MachineJoinCheck that no longer exists ` +
+      `(uid ${m.requestedBy}); JoinGuard withdraws it, and ${o.checkName} ` +
+      `judges the Machine anew`
+    );
+  }
+  if (r?.withdrawn === 'Unanswered') {
+    const bound = formatDuration(o.unansweredAfterMs ?? UNANSWERED_AFTER_MS);
+    return (
+      `nobody acted on JoinGuard's ${path} request within ${bound} ` +
+      `of its mark; it is withdrawn and the Machine is not asked ` +
+      `again`
+    );
+  }
+  if (r?.withdrawn === 'OptedOut')
+    return `it was opted out (${m.skipReason}) before it was replaced; JoinGuard withdraws its ${path} request`;
+  if (r?.withdrawn === 'WithdrawAll' || w.allWithdrawn) {
+    if (o.deleting)
+      return `its check ${o.checkName} is being deleted; JoinGuard withdraws its ${path} request before the check goes`;
+    return (
+      `its check carries ${ANNOTATION_WITHDRAW_ALL}; JoinGuard ` +
+      `withdraws its ${path} request (and never asks for this Machine ` +
+      `again)`
+    );
+  }
+  const node = m.nodeName !== undefined ? `Node ${m.nodeName}` : 'a Node with its providerID';
+  return `it joined (${node}) before it was replaced; JoinGuard withdraws its ${path} request`;
+}

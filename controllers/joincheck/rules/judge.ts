@@ -1,0 +1,352 @@
+// How a Machine is judged (DESIGN: "How a Machine is judged"), from management-cluster state only: which
+// Machines a check looks at, whether CAPI can see the workload cluster, when each Machine's clocks started,
+// and one verdict per Machine. Transition times come from the objects' conditions while they are True; a time
+// that is missing, in the future, or that moved later while its flag stayed true is not trusted: the first
+// time seen stands, and only then is a time kept in status (observations[].readySeen).
+import {
+  carriesAnyMark,
+  type ClusterFacts,
+  type KcpFacts,
+  type MachineFacts,
+  type WorkloadNodeFacts,
+} from '../../../api/capi/model.js';
+import { matchesSelector } from '../../../api/capi/selector.js';
+import type { CheckSettings, MachineJoinCheckStatus, MachineObservation } from '../../../api/v1alpha1/types.js';
+import { formatDuration, iso, latest, ms, trusted } from '../time.js';
+
+import type { ConnectionState } from './connection.js';
+import type { MachineVerdict, PreviousView } from '../types.js';
+
+// ---- scope ----
+
+/** Facts objects are immutable (a new one per update, from the informer): per-object answers are kept by identity. */
+const inScopeOf = new WeakMap<MachineFacts, { selector: CheckSettings['selector']; ok: boolean }>();
+
+/** The Machines a check judges: its Cluster's Machines (all given, sorted by name) that its selector matches. */
+export function machinesInScope(ofCluster: readonly MachineFacts[], settings: CheckSettings): MachineFacts[] {
+  return ofCluster.filter((m) => {
+    const known = inScopeOf.get(m);
+    if (known !== undefined && known.selector === settings.selector) return known.ok;
+    const ok = matchesSelector(settings.selector, m.labels);
+    inScopeOf.set(m, { selector: settings.selector, ok });
+    return ok;
+  });
+}
+
+export function isJoined(m: MachineFacts, nodes: readonly WorkloadNodeFacts[] | undefined): boolean {
+  if (m.nodeName !== undefined) return true;
+  return m.providerID !== undefined && m.providerID !== '' && (nodes ?? []).some((n) => n.providerID === m.providerID);
+}
+
+/**
+ * Settled: joined for good (nodeRef is never cleared), not being deleted, carrying no remediation mark of anyone,
+ * not opted out, not a control-plane Machine (the first control-plane rules look at those), and CAPI sees its Node.
+ * Nothing can come of such a Machine for JoinGuard but a count, until it changes.
+ */
+export function isSettled(m: MachineFacts): boolean {
+  return (
+    m.nodeName !== undefined &&
+    m.deletingSince === undefined &&
+    !m.controlPlane &&
+    !m.nodeConnectionDown &&
+    m.skipReason === undefined &&
+    !carriesAnyMark(m) &&
+    m.requestedBy === undefined
+  );
+}
+
+export function isProvisioned(m: MachineFacts): boolean {
+  return m.infrastructureReady.value && m.bootstrapReady.value;
+}
+
+/** Either the Cluster or the KubeadmControlPlane says so (set once, never reset). */
+export function controlPlaneInitialized(cluster: ClusterFacts, kcp: KcpFacts | undefined): boolean {
+  return cluster.controlPlaneInitialized.value || kcp?.initialized === true;
+}
+
+// ---- clocks ----
+
+/**
+ * When the control plane was initialized: the condition's time, else the first time we saw it. A time kept in status
+ * stands; one that moved later while the Cluster stayed initialized (its status rebuilt) is not trusted — the first
+ * time seen stands, and is kept in status from then on (as readiness times are).
+ */
+export function controlPlaneInitializedAt(
+  cluster: ClusterFacts,
+  initialized: boolean,
+  prev: MachineJoinCheckStatus,
+  now: number,
+  before?: number,
+): { at?: number; seen?: string } {
+  if (!initialized) return {};
+  const pinned = ms(prev.controlPlaneInitializedSeen);
+  if (pinned !== undefined) return { at: pinned, seen: prev.controlPlaneInitializedSeen! };
+  const since = trusted(cluster.controlPlaneInitialized.since, now);
+  if (since === undefined) {
+    const at = before ?? now;
+    return { at, seen: iso(at) };
+  }
+  if (before !== undefined && since > before) return { at: before, seen: iso(before) }; // moved later: not trusted
+  return { at: since };
+}
+
+/**
+ * The readiness time of a provisioned Machine's join clock (the later of infrastructure and bootstrap data
+ * ready), and the observation to keep when the conditions' times cannot be trusted.
+ */
+export function readiness(
+  m: MachineFacts,
+  obs: MachineObservation | undefined,
+  previous: PreviousView | undefined,
+  now: number,
+): { at: number; pin?: string } {
+  const pinned = ms(obs?.readySeen);
+  if (pinned !== undefined) return { at: pinned, pin: obs!.readySeen };
+  const infra = trusted(m.infrastructureReady.since, now);
+  const boot = trusted(m.bootstrapReady.since, now);
+  const before = previous?.readyAt.get(m.uid);
+  if (infra === undefined || boot === undefined) {
+    // Missing, in the future, or the condition is not True while its flag is (a flicker): the first time seen.
+    const at = before ?? now;
+    return { at, pin: iso(at) };
+  }
+  const at = Math.max(infra, boot);
+  if (before !== undefined && at > before) return { at: before, pin: iso(before) }; // moved later: not trusted
+  return { at };
+}
+
+export interface JoinClockInputs {
+  firstControlPlane: boolean;
+  readyAt: number;
+  /** When the control plane was initialized (ignored for the first control-plane Machine). */
+  controlPlaneInitializedAt?: number;
+  /** The first control-plane replacement: not before the old Machine was gone. */
+  notBefore?: number;
+}
+
+/**
+ * The provision clock: from creation, and for every Machine but the first control-plane one not before initialization.
+ */
+export function provisionClockStart(
+  m: MachineFacts,
+  firstControlPlane: boolean,
+  controlPlaneInitializedAt: number | undefined,
+): number {
+  return latest(m.createdAt, firstControlPlane ? undefined : controlPlaneInitializedAt) as number;
+}
+
+export function joinClockStart(m: MachineFacts, i: JoinClockInputs): number {
+  return latest(
+    m.createdAt,
+    i.readyAt,
+    i.firstControlPlane ? undefined : i.controlPlaneInitializedAt,
+    i.notBefore,
+  ) as number;
+}
+
+// ---- verdicts ----
+
+export interface VerdictContext {
+  settings: CheckSettings;
+  cluster: ClusterFacts;
+  now: number;
+  initialized: boolean;
+  controlPlaneInitializedAt?: number;
+  /** The Cluster's first control-plane Machine (only while not initialized). */
+  firstControlPlane?: MachineFacts;
+  /** The first control-plane Machine exists and has not joined: it holds back every other Machine. */
+  firstControlPlanePending: boolean;
+  /** The last first-CP replacement: its replacement's clock starts once the old Machine is gone. */
+  previousFirstControlPlane?: { uid: string; machine: string; goneTime?: string };
+  /** One more joinTimeout for the first control-plane Machine after its endpoint answered. */
+  extension?: { uid: string; until: number };
+  connection: ConnectionState;
+  nodes?: readonly WorkloadNodeFacts[];
+  /** UIDs whose replacement JoinGuard asked for and keeps asking (open requests). */
+  openRequests: ReadonlySet<string>;
+  /** The readiness time of each provisioned Machine (from `readiness`). */
+  readyAt: ReadonlyMap<string, number>;
+}
+
+/** Deleting and joined-by-nodeRef verdicts depend on the Machine alone (most of a large fleet): made once per facts. */
+const settled = new WeakMap<MachineFacts, MachineVerdict>();
+
+/** One Machine -> one verdict: Deleting, Joined, Skipped, Remediating, then the clock verdicts and the holds. */
+export function judge(m: MachineFacts, ctx: VerdictContext): MachineVerdict {
+  const v = (state: MachineVerdict['state'], reason: string): MachineVerdict => ({
+    machine: m.name,
+    uid: m.uid,
+    state,
+    reason,
+  });
+  if (m.deletingSince !== undefined || m.nodeName !== undefined) {
+    let known = settled.get(m);
+    if (known === undefined) {
+      known =
+        m.deletingSince !== undefined
+          ? v('Deleting', `being deleted since ${iso(m.deletingSince)}`)
+          : v('Joined', `Node ${m.nodeName}`);
+      settled.set(m, known);
+    }
+    return known;
+  }
+  if (isJoined(m, ctx.nodes)) return v('Joined', `a workload Node has its providerID ${m.providerID}`);
+  if (ctx.cluster.paused) return v('Skipped', `the Cluster ${ctx.cluster.name} is paused`);
+  if (m.skipReason !== undefined) return v('Skipped', `annotation ${m.skipReason}`);
+  const marked = remediationMark(m, ctx.openRequests);
+  if (marked !== undefined) return v('Remediating', marked);
+
+  const isFirst = ctx.firstControlPlane?.uid === m.uid;
+  const u = clockVerdict(m, ctx, isFirst);
+  const held = (hold: MachineVerdict['hold'], state: 'Held' | 'Unobservable', reason: string): MachineVerdict => ({
+    ...u,
+    state,
+    hold,
+    pastDeadline: u.state === 'Stuck',
+    reason,
+  });
+  if (!isFirst && ctx.connection.down)
+    return held('ConnectionDown', 'Unobservable', `no verdict while ${ctx.connection.evidence}`);
+  if (!isFirst && ctx.connection.graceUntil !== undefined) {
+    return held(
+      'ConnectionGrace',
+      'Held',
+      `${ctx.connection.evidence}: verdicts resume at ${iso(ctx.connection.graceUntil)}`,
+    );
+  }
+  const unnamed = (ctx.nodes ?? []).filter((n) => n.providerID === undefined || n.providerID === '');
+  if (unnamed.length > 0 && u.state !== 'Held') {
+    return held(
+      'NodeWithoutProviderID',
+      'Held',
+      `a Node has no providerID yet (${unnamed
+        .map((n) => n.name)
+        .sort()
+        .join(', ')}): it may be this Machine's`,
+    );
+  }
+  return u;
+}
+
+/** Already asked to be replaced, by JoinGuard or by someone else: never acted on twice. */
+export function remediationMark(m: MachineFacts, openRequests: ReadonlySet<string>): string | undefined {
+  if (openRequests.has(m.uid)) return 'JoinGuard asked for its replacement';
+  if (m.healthCheckSucceeded?.status === 'False')
+    return (
+      `already marked for remediation: HealthCheckSucceeded is ` +
+      `False (${m.healthCheckSucceeded.reason ?? 'no reason'})`
+    );
+  if (m.remediateAnnotation) return 'already marked for remediation: annotation cluster.x-k8s.io/remediate-machine';
+  if (m.joinGuardJoined?.status === 'False') return 'already marked: JoinGuardJoined is False';
+  return undefined;
+}
+
+const EXTENDED_ONCE = ', extended once after the endpoint answered';
+
+function clockVerdict(m: MachineFacts, ctx: VerdictContext, isFirst: boolean): MachineVerdict {
+  const base: MachineVerdict = {
+    machine: m.name,
+    uid: m.uid,
+    state: 'Joining',
+    reason: '',
+    ...(isFirst ? { firstControlPlane: true } : {}),
+  };
+  const { settings, now } = ctx;
+
+  if (!ctx.initialized && !isFirst) {
+    const first = ctx.firstControlPlane;
+    return ctx.firstControlPlanePending && first !== undefined
+      ? {
+          ...base,
+          state: 'Held',
+          hold: 'FirstControlPlane',
+          reason: `waiting for the first control-plane Machine ${first.name}`,
+        }
+      : {
+          ...base,
+          state: 'Held',
+          hold: 'ControlPlaneNotInitialized',
+          reason: 'waiting for the control plane to be initialized',
+        };
+  }
+
+  const readyAt = ctx.readyAt.get(m.uid);
+  if (!isProvisioned(m) || readyAt === undefined) {
+    // Bootstrap providers create a worker's data only once the control plane is initialized (CABPK
+    // handleClusterNotInitialized): but for the first control-plane Machine, the clock starts no earlier.
+    const start = provisionClockStart(m, isFirst, ctx.controlPlaneInitializedAt);
+    const from = start === m.createdAt ? 'creation' : `the control plane's initialization at ${iso(start)}`;
+    const deadline = settings.provisionTimeoutMs === undefined ? undefined : start + settings.provisionTimeoutMs;
+    const what = !m.infrastructureReady.value ? 'infrastructure' : 'bootstrap data';
+    if (deadline !== undefined && now >= deadline) {
+      return {
+        ...base,
+        state: 'Stuck',
+        failureKind: 'ProvisionTimeout',
+        clockStart: start,
+        deadline,
+        reason:
+          `${what} not ready ${formatDuration(now - start)} after ${from} ` +
+          `(provisionTimeout ${formatDuration(settings.provisionTimeoutMs as number)})`,
+      };
+    }
+    return {
+      ...base,
+      state: 'Provisioning',
+      clockStart: start,
+      ...(deadline !== undefined ? { deadline } : {}),
+      reason: `waiting for ${what}`,
+    };
+  }
+
+  const prevFirst = ctx.previousFirstControlPlane;
+  const replacing = isFirst && prevFirst !== undefined && prevFirst.uid !== m.uid;
+  if (replacing && prevFirst.goneTime === undefined) {
+    return {
+      ...base,
+      state: 'Held',
+      hold: 'PreviousFirstControlPlane',
+      reason:
+        `the previous first control-plane Machine ${prevFirst.machine} ` +
+        `is not gone yet (it may still hold the endpoint)`,
+    };
+  }
+  const start = joinClockStart(m, {
+    firstControlPlane: isFirst,
+    readyAt,
+    ...(ctx.controlPlaneInitializedAt !== undefined
+      ? { controlPlaneInitializedAt: ctx.controlPlaneInitializedAt }
+      : {}),
+    ...(replacing ? { notBefore: ms(prevFirst.goneTime) } : {}),
+  });
+  let deadline = start + settings.joinTimeoutMs;
+  const ext = ctx.extension;
+  const extended = ext !== undefined && ext.uid === m.uid && ext.until > deadline;
+  if (extended) deadline = ext.until;
+  const timed = { ...base, clockStart: start, deadline };
+  if (extended && now < deadline) {
+    return {
+      ...timed,
+      state: 'Held',
+      hold: 'EndpointAnswered',
+      reason:
+        `the control plane answered at its endpoint, so initialization ` +
+        `may be finishing: given another joinTimeout until ${iso(deadline)}`,
+    };
+  }
+  if (now >= deadline) {
+    return {
+      ...timed,
+      state: 'Stuck',
+      failureKind: 'JoinTimeout',
+      reason:
+        `no Node ${formatDuration(now - start)} after its join clock started at ${iso(start)} ` +
+        `(joinTimeout ${formatDuration(settings.joinTimeoutMs)}${extended ? EXTENDED_ONCE : ''})`,
+    };
+  }
+  return {
+    ...timed,
+    state: 'Joining',
+    reason: `no Node yet; join clock started at ${iso(start)}, deadline ${iso(deadline)}`,
+  };
+}
