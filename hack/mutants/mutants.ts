@@ -385,6 +385,14 @@ export const MUTANTS: Mutant[] = [
     ],
   },
   {
+    name: 'unrecorded-re-decision-writes-on',
+    what: 'after a 409 whose new decision cannot be recorded (refused, reply lost), the pass writes the next Machines from the old plan on a snapshot rebuilt from the caches: a Machine that joined meanwhile is deleted (seed 191426184)',
+    file: 'controllers/joincheck/act/executor.ts',
+    find: '            gate.close();\n            requeue = Math.min(requeue ?? 100, 100);\n            return undefined;',
+    replace: '            requeue = Math.min(requeue ?? 100, 100);\n            return undefined;',
+    tests: ['controllers/joincheck/property.test.ts#replays the'],
+  },
+  {
     name: 'answer-no-clock-skew',
     what: "an owner's answer is compared with the request time to the second: a manager one second behind has its answer ignored, the request withdrawn as Unanswered (issue 35 §9a)",
     file: 'controllers/joincheck/requests/owner-answer.ts',

@@ -187,6 +187,9 @@ export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<
         if (!isDeepStrictEqual(decisive(next.status), decisive(s.check.status))) {
           const w = await writeStatus(deps, s, next, live, src);
           if (w.outcome !== 'written' && w.outcome !== 'same') {
+            // Not recorded (refused, or its reply lost): nothing more is written this pass — the plan at hand was
+            // made on older Machines than the snapshot now read (seed 191426184: a joined Machine deleted).
+            gate.close();
             requeue = Math.min(requeue ?? 100, 100);
             return undefined;
           }

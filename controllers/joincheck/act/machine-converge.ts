@@ -105,8 +105,9 @@ export async function convergeOne(
     if (typeof result === 'object' && outcomeUnknown(result.error)) {
       // No answer, or a 5xx: the write may have landed. The Machine is read so that neither this pass nor the caches
       // go on from the version before it (a mark that landed counts in flight; issue 35, seed 233753310).
-      const landed = await readBack(deps, machineRes, current, live, s, gate);
-      if (landed !== undefined) [s, result] = [landed, 'ok'];
+      // Only the verdict on this write is taken from the read: the pass goes on with the snapshot judged (a rebuilt one
+      // would carry other Machines' newer versions into writes decided on older ones: seed 191426184).
+      if (await readBack(deps, machineRes, current, live, s, gate)) result = 'ok';
     }
     if (result === 'ok') deps.emit(current.event, s.check);
     if (result !== 'conflict' && result !== 'unread') break;
@@ -133,7 +134,7 @@ function outcomeUnknown(e: Error & { code?: unknown }): boolean {
   return typeof e.code !== 'number' || e.code === 0 || e.code >= 500;
 }
 
-/** The Machine read live after a write whose outcome is unknown: the snapshot when the write landed, else undefined. */
+/** The Machine read live after a write whose outcome is unknown (the caches remember it): true when it landed. */
 async function readBack(
   deps: ConvergeDeps,
   machineRes: Resource,
@@ -141,14 +142,14 @@ async function readBack(
   live: Live,
   s: Snapshot,
   gate: LiveClusterGate,
-): Promise<Snapshot | undefined> {
+): Promise<boolean> {
   try {
     live.machines.delete(intent.machine.uid);
     await readLive(deps, machineRes, s, [intent.machine], live, false);
   } catch (e) {
     if ((e as Error).name === 'WritesForbiddenError') throw e;
-    return undefined; // unknown still: the write is retried with back-off, as refused
+    return false; // unknown still: the write is retried with back-off, as refused
   }
   const read = gate.build();
-  return read !== undefined && !needsWrite(intent, factsOf(read, intent.machine.uid)) ? read : undefined;
+  return read !== undefined && !needsWrite(intent, factsOf(read, intent.machine.uid));
 }
