@@ -198,7 +198,7 @@ export const MUTANTS: Mutant[] = [
     name: 'paused-mhc-ignored',
     what: 'a request recorded before its MachineHealthCheck was paused is still asked through it (the annotation written)',
     file: 'controllers/joincheck/plan/describe.ts',
-    find: "      const why = i.want === 'mark' && i.path === 'RemediateAnnotation' ? pausedMhcOf(s, i.machine.uid) : undefined;",
+    find: '      const why = asks ? pausedMhcOf(s, i.machine.uid) : undefined;',
     replace: '      const why: string | undefined = undefined;',
     // The property test at seed 1 no longer meets this history (since 047d0ef every history's requests shifted;
     // 2,000 histories): the named marks test is its proof.
@@ -390,6 +390,14 @@ export const MUTANTS: Mutant[] = [
     file: 'controllers/joincheck/act/executor.ts',
     find: '            gate.close();\n            requeue = Math.min(requeue ?? 100, 100);\n            return undefined;',
     replace: '            requeue = Math.min(requeue ?? 100, 100);\n            return undefined;',
+    tests: ['controllers/joincheck/property.test.ts#replays the'],
+  },
+  {
+    name: 'paused-mhc-holds-moved-marker',
+    what: "a paused MachineHealthCheck holds the rewrite of a moved mark's marker too: after clusterctl move the mark names the pre-move check for good (seed 191426148)",
+    file: 'controllers/joincheck/plan/describe.ts',
+    find: "const asks = i.want === 'mark' && i.path === 'RemediateAnnotation' && !visibleMark(s, i);",
+    replace: "const asks = i.want === 'mark' && i.path === 'RemediateAnnotation';",
     tests: ['controllers/joincheck/property.test.ts#replays the'],
   },
   {

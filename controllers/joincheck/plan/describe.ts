@@ -123,9 +123,11 @@ export function describe(s: Snapshot, f: Followed, w: Observed, j: Judged, r: Re
     // A request not made yet is written only while its Machine is due, and within maxInFlight.
     .filter((i) => i.want === 'withdraw' || !waiting.has(i.machine.uid))
     .filter((i) => i.want === 'withdraw' || !r.overBudget.has(i.machine.uid))
-    // Nothing asked through a paused MachineHealthCheck, not even a request recorded before it was paused.
+    // Nothing asked through a paused MachineHealthCheck, not even a request recorded before it was paused; a marker
+    // that follows a moved check onto a mark already there asks nothing, and goes on (seed 191426148).
     .filter((i) => {
-      const why = i.want === 'mark' && i.path === 'RemediateAnnotation' ? pausedMhcOf(s, i.machine.uid) : undefined;
+      const asks = i.want === 'mark' && i.path === 'RemediateAnnotation' && !visibleMark(s, i);
+      const why = asks ? pausedMhcOf(s, i.machine.uid) : undefined;
       if (why !== undefined) pausedMhcs.push(`${why}: ${i.machine.name} is left to it`);
       return why === undefined;
     })
