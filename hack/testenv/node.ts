@@ -441,11 +441,18 @@ state = "${dirs.containerd}/state"
     binDir,
     runDir,
     async importImage(archive, name) {
+      const refs = async () => (await ctr(['images', 'list'])).split('\n').map((r) => r.trim().split(/\s+/));
+      const before = new Set((await refs()).map((cols) => cols[0]));
       const out = await ctr(['images', 'import', '--all-platforms', '--digests', archive]);
-      // Its progress table names the manifest's digest; the image is `import-<date>@<digest>`.
+      // Its progress table names the manifest's digest. An archive without a name is imported as
+      // `import-<date>@<digest>`; one saved with a name (podman save in CI) keeps it: the image is found by its
+      // digest in either column, else as the one image the import added.
       const digest = /sha256:[0-9a-f]{64}/.exec(out)?.[0];
-      const names = digest ? (await ctr(['images', 'list', '--quiet'])).split('\n') : [];
-      const imported = names.find((n) => n.endsWith(`@${digest}`));
+      const rows = await refs();
+      const added = rows.filter((cols) => cols[0] !== undefined && cols[0] !== 'REF' && !before.has(cols[0]));
+      const imported =
+        rows.find((cols) => digest !== undefined && (cols[0]?.endsWith(`@${digest}`) || cols.includes(digest)))?.[0] ??
+        (added.length === 1 ? added[0]![0] : undefined);
       if (!imported) throw new Error(`ctr images import: no image by the digest it printed: ${out.slice(0, 500)}`);
       await ctr(['images', 'tag', '--force', imported, name]);
     },
