@@ -83,6 +83,9 @@ export class Cache implements SnapshotSource {
     // Only with the check that exists in this cache: a check not delivered yet (created again after its predecessor
     // went with a mark left behind) has no reconcile that could withdraw anything (seed 1269545085).
     if (c === undefined || c.metadata.uid !== this.w.check?.metadata.uid) return false;
+    // Nor while this cache shows the Cluster paused: nothing happens on a paused Cluster, and a pass acts on what its
+    // cache shows — the unpause event is what lets it (seed 191426165; the live read never pins a pause: 01b4fc9).
+    if (this.cluster?.spec?.paused === true) return false;
     if (c.metadata.deletionTimestamp !== undefined || 'joinguard.io/withdraw-all' in (c.metadata.annotations ?? {}))
       return true;
     for (const m of this.machines.values())
