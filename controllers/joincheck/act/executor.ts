@@ -20,7 +20,7 @@ import { isConflict, isNotFound, pathOf, type Json, type Resource } from '../../
 import { DELETION_BOUND_MS } from '../requests/deletion.js';
 import { factsOf, needsWrite, ref } from './machine-writes.js';
 import { checkUnchanged, checkWritten, clusterStale, readLive, resource } from './live-reads.js';
-import { convergeOne, LiveClusterGate, writing } from './machine-converge.js';
+import { convergeOne, LiveClusterGate, ROUNDS, writing } from './machine-converge.js';
 import type { ExecutorDeps } from './deps.js';
 import { plan } from '../plan/planner.js';
 import { Refusals } from './refusals.js';
@@ -53,7 +53,6 @@ export interface Result {
  * (docs/decisions/requests-per-mark-four.md).
  */
 export const STATUS_COALESCE_MS = 30_000;
-const ROUNDS = 3;
 
 export async function execute(deps: ExecutorDeps, src: SnapshotSource): Promise<Result> {
   const machineRes = resource(capiResource('Machine', deps.apiVersion));
