@@ -236,10 +236,13 @@ export async function applyComponents(
   env: TestEnv,
   namespace: string,
   vars: Record<string, string> = {},
+  /** Changes the test makes to the rendered objects before they are applied (e2e/install/pods.test.ts's token). */
+  edit?: (objects: K8sObject[]) => void,
 ): Promise<Applied> {
   const admin = env.kubeConfig();
   const certManager = await getCertManager();
   const components = await substitutedComponents({ JOINGUARD_NAMESPACE: namespace, ...vars });
+  edit?.(components.objects);
   const webhookConfigs = components.objects.filter((o) => o.kind.endsWith('WebhookConfiguration'));
   for (const o of components.objects) {
     if (webhookConfigs.includes(o)) continue;
