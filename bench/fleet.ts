@@ -3,10 +3,11 @@
 // workers (pool `-rest`, a check and an MHC with 24h timeouts) and the empty pool `-watch`, to which each phase
 // adds its own stuck Machines (named `<cluster>-watch-<phase>-NNNN`) and from which they are deleted when it ends.
 import { isConflict, isNotFound, type Json, type KubeClient } from '../hack/testenv/kube-client.js';
-import { BENCH_CLUSTER, BENCH_MACHINE } from './crds.js';
+import { BENCH_CLUSTER, BENCH_MACHINE, BENCH_MACHINE_TEMPLATE } from './crds.js';
 import {
   benchCluster,
   benchMachine,
+  benchMachineTemplate,
   benchPath,
   capiPath,
   checkPath,
@@ -131,6 +132,8 @@ export async function createCluster(
   owners: Owners,
 ): Promise<void> {
   const labels = shardLabels(shape, c);
+  for (const t of [`${c}-cp`, `${c}-worker`])
+    await create(rest, benchPath(BENCH_MACHINE_TEMPLATE), benchMachineTemplate(t));
   await create(rest, benchPath(BENCH_CLUSTER), benchCluster(c, o.server));
   await rest.mergePatch(benchPath(BENCH_CLUSTER, c, 'status'), { status: { initialization: { provisioned: true } } });
   const kcp = await create(rest, kcpPath(), kubeadmControlPlane(c, shape.controlPlanePerCluster));
