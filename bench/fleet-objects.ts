@@ -13,9 +13,9 @@
 //   worker Machines                  each with a KubeadmConfig of its own (`spec.bootstrap.configRef`) and its data
 //                                    secret named on the Machine, so CABPK only records that the data exists
 //   MachineHealthChecks c0042-cp, c0042-rest   as a ClusterClass makes them (one per control plane, one per worker
-//                                    class), with a 24h nodeStartupTimeout: no Machine of the fleet ever gets a Node,
-//                                    so a shorter one would mark the resting Machines; c0042-watch only in the phases
-//                                    that measure the MHC, with that phase's timeout.
+//                                    class), with a 365-day nodeStartupTimeout (REST_TIMEOUT_S): no Machine of the
+//                                    fleet ever gets a Node, so a shorter one would mark the resting Machines;
+//                                    c0042-watch only in the phases that measure the MHC, with that phase's timeout.
 // Every Machine is Provisioned (infrastructure and bootstrap data ready) and never joins: no Node exists, which in
 // this test environment CAPI's ClusterCache would cache once per Cluster (every workload cluster is the same
 // apiserver), a cost no real fleet has.
@@ -71,7 +71,9 @@ export const kubeadmControlPlane = (c: string, replicas: number): Json => ({
     replicas,
     version: K8S_VERSION,
     machineTemplate: {
-      spec: { infrastructureRef: { apiGroup: BENCH_MACHINE.group, kind: BENCH_MACHINE_TEMPLATE.kind, name: `${c}-cp` } },
+      spec: {
+        infrastructureRef: { apiGroup: BENCH_MACHINE.group, kind: BENCH_MACHINE_TEMPLATE.kind, name: `${c}-cp` },
+      },
     },
     kubeadmConfigSpec: {
       clusterConfiguration: { apiServer: { certSANs: ['127.0.0.1'] } },

@@ -1,6 +1,7 @@
-// The fleet, in one namespace (`bench`), built once per invocation and shared by its phases (bench/session.ts):
-// the objects are in fleet-objects.ts. The fleet at rest: per Cluster its control plane (3 Machines), resting
-// workers (pool `-rest`, a check and an MHC with 24h timeouts) and the empty pool `-watch`, to which each phase
+// The fleet, in one namespace (`bench`), built once through CAPI, saved and restored per invocation
+// (bench/fleet-cache.ts), shared by its phases (bench/session.ts): the objects are in fleet-objects.ts. The fleet
+// at rest: per Cluster its control plane (3 Machines), resting workers (pool `-rest`, a check and an MHC with
+// 365-day timeouts) and the empty pool `-watch`, to which each phase
 // adds its own stuck Machines (named `<cluster>-watch-<phase>-NNNN`) and from which they are deleted when it ends.
 import { isConflict, isNotFound, type Json, type KubeClient } from '../hack/testenv/kube-client.js';
 import { BENCH_CLUSTER, BENCH_MACHINE, BENCH_MACHINE_TEMPLATE } from './crds.js';
