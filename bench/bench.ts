@@ -55,7 +55,7 @@ async function main(): Promise<void> {
   const t0 = Date.now();
   const timing = timingFor(args);
   const shape = fleetShape(args.machines);
-  const plan = args.fleetOnly ? [] : planOf(args);
+  const plan = planOf(args);
   // CAPI's managers' logs, kept small, beside the raw file (out of the tree).
   const logsDir = args.raw.replace(/\.json$/, '.capi');
   log(
@@ -105,6 +105,7 @@ async function main(): Promise<void> {
     log,
     logsDir,
     rebuildFleet: args.rebuildFleet,
+    fleetOnly: args.fleetOnly,
     // Each phase's results are written as it ends: a benchmark cut short keeps the phases it finished.
     onPhase: (phases, fleetS) => {
       if (args.smoke) return;

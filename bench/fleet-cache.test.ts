@@ -4,7 +4,8 @@ import { expect } from 'chai';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fleetShape } from './fleet.js';
+import { fleetShape, parkedMachines, parkedTags, stuckMachines } from './fleet.js';
+import { machine } from './fleet-objects.js';
 import {
   cacheRoot,
   fleetCache,
@@ -90,6 +91,25 @@ describe('bench stuck Machines flip schedule', () => {
   it('never goes back in time', () => {
     const s = flipSchedule(500, 0, 1000);
     for (let i = 1; i < s.length; i++) expect(s[i]!).to.be.at.least(s[i - 1]!);
+  });
+});
+
+describe('bench parked stuck Machines', () => {
+  it("parks the stuck Machines of the phases run by runStandard, not the burst's or the replicas'", () => {
+    const plan = ['joinguard', 'mhc', 'burst', 'replicas'].map((kind, i) => ({ kind, tag: `p0${i + 1}` }));
+    expect(parkedTags(plan)).to.deep.equal(['p01', 'p02']);
+    const shape = fleetShape(200);
+    const parked = parkedMachines(shape, ['p01', 'p02']);
+    expect(parked.map((m) => m.name)).to.deep.equal(
+      [...stuckMachines(shape, 'p01'), ...stuckMachines(shape, 'p02')].map((m) => m.name),
+    );
+    expect(parked.every((m) => m.parked && m.pool.endsWith('-watch'))).to.equal(true);
+  });
+
+  it('labels a parked Machine into the pool no check or MHC selects, its pool kept for the flip', () => {
+    const [m] = parkedMachines(fleetShape(200), ['p01']);
+    expect(machine(m!, 'uid').metadata.labels.pool).to.equal(`${m!.cluster}-parked`);
+    expect(machine({ ...m!, parked: false }, 'uid').metadata.labels.pool).to.equal(`${m!.cluster}-watch`);
   });
 });
 

@@ -166,7 +166,14 @@ export interface MachineSpec {
   shard?: string;
   /** The control plane's Nth Machine (0: the one that initialized it). */
   controlPlaneIndex?: number;
+  /**
+   * A stuck Machine saved in the fleet (bench/fleet-cache.ts): its BenchMachine not provisioned, the Machine in the
+   * pool `<cluster>-parked`, which no check or MHC selects, until its phase flips it (bench/phase-kit.ts flipPaced).
+   */
+  parked?: boolean;
 }
+
+export const parkedPool = (c: string) => `${c}-parked`;
 
 export const benchMachine = (m: MachineSpec): Json => ({
   apiVersion: `${BENCH_MACHINE.group}/${BENCH_VERSION}`,
@@ -205,7 +212,7 @@ export const machine = (m: MachineSpec, ownerUid: string): Json => {
     metadata: {
       name: m.name,
       labels: {
-        pool: m.pool,
+        pool: m.parked ? parkedPool(m.cluster) : m.pool,
         'cluster.x-k8s.io/cluster-name': m.cluster,
         ...(cp
           ? { [CONTROL_PLANE_LABEL]: '', 'cluster.x-k8s.io/control-plane-name': m.cluster }

@@ -43,6 +43,8 @@ import {
   createMachine,
   createNamespace,
   NAMESPACE,
+  parkedMachines,
+  parkedTags,
   pool,
   restingMachines,
   shardOfName,
@@ -76,6 +78,8 @@ export interface SessionOptions {
   logsDir: string;
   /** Build and save the fleet even if a usable one is saved. */
   rebuildFleet?: boolean;
+  /** The fleet of the plan (its stuck Machines parked) built or restored, and no phase run. */
+  fleetOnly?: boolean;
 }
 
 /** How this invocation got its fleet: built (and saved) or only restored. */
@@ -159,7 +163,10 @@ async function buildFleet(ctx: Context, bench: BenchEnv): Promise<void> {
  */
 export async function ensureFleet(o: SessionOptions): Promise<{ cache: FleetCache; meta: FleetMeta; built: boolean }> {
   const capi = readBuiltRelease(o.binDir).version;
-  const key = fleetKey(o.shape, capi, sourcesHash(FLEET_SOURCES.map((f) => fs.readFileSync(f, 'utf8'))));
+  const parked = parkedMachines(o.shape, parkedTags(o.plan));
+  // The parked Machines' names (the plan's phases) are part of what is saved.
+  const texts = [...FLEET_SOURCES.map((f) => fs.readFileSync(f, 'utf8')), parked.map((m) => m.name).join(',')];
+  const key = fleetKey(o.shape, capi, sourcesHash(texts));
   const cache = fleetCache(key);
   const saved = readMeta(cache);
   if (!o.rebuildFleet && saved && usable(saved, key, Date.now())) return { cache, meta: saved, built: false };
@@ -180,6 +187,9 @@ export async function ensureFleet(o: SessionOptions): Promise<{ cache: FleetCach
       await machines.start();
       const ctx = { shape: o.shape, log: o.log, machines, owners: new Map<string, string>() };
       await buildFleet(ctx as unknown as Context, bench);
+      // Not Provisioned (their infrastructure not ready): no back-pressure to wait on.
+      await pool(parked, 16, (m) => createMachine(bench.driver, m, ctx.owners));
+      o.log(`${parked.length} stuck Machines parked for ${parkedTags(o.plan).length} phases`);
     } finally {
       machines.stop();
       logs.keep(path.join(o.logsDir, 'build'));
@@ -257,11 +267,16 @@ export async function runSession(o: SessionOptions): Promise<SessionResult> {
       cpuLimit: o.cpuLimit,
       burst: o.burst,
       burstsSoFar: 0,
+      parked: new Set(parkedMachines(o.shape, parkedTags(o.plan)).map((m) => m.name)),
     };
     // The restored fleet is ready when CAPI's new managers lead and their first pass over it has settled.
+    const step = (what: string) => log(`restore: ${what} at ${Math.round((Date.now() - t0) / 100) / 10} s`);
+    step('control plane up, lists answer');
     await waitFor("CAPI's managers hold their Leases", 120_000, () => capiLeasesHeld(kube));
+    step("CAPI's managers lead");
     const resting = restingMachines(o.shape).length;
     await machines.until(`${resting} Machines Provisioned`, () => machines.provisionedCount >= resting, 300_000);
+    step(`${resting} Machines Provisioned`);
     await machines.settle(o.timing.settleMs, 300_000);
     const fleetS = Math.round((Date.now() - t0) / 100) / 10;
     const figures: FleetFigures = {
@@ -280,7 +295,7 @@ export async function runSession(o: SessionOptions): Promise<SessionResult> {
       ctx.samplers.push(new ProcSampler(bench.env.pids[name]!, 1000, name));
     stops.push({ stop: () => ctx.samplers.forEach((s) => s.stop()) });
 
-    for (const p of o.plan) {
+    for (const p of o.fleetOnly ? [] : o.plan) {
       log(`phase ${p.id} (${p.tag})`);
       const at = Date.now();
       let r: PhaseResult;
