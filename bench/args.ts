@@ -9,7 +9,9 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 
 export const USAGE = `usage: npm run bench -- [--machines N] [--smoke] [--phases K,K,...] [--repeat R | K=R,...]
   [--quiet-min M | K=M,...] [--mhc-long-timeout S] [--cpu-limit Q] [--burst N] [--node-options "..."]
-  [--out FILE] [--raw FILE]
+  [--out FILE] [--raw FILE] [--fleet-only] [--rebuild-fleet]
+  --fleet-only     build (if not saved) and restore the fleet, then stop: no phase, no results written
+  --rebuild-fleet  build and save the fleet even if a usable one is saved (bench/fleet-cache.ts)
 phases (K): joinguard mhc mhc-long both cpu burst replicas sharded (default: all but sharded)
 also: npm run bench -- --micro ... | --heap ... | --shards ... (bench/micro/)`;
 
@@ -30,6 +32,8 @@ export interface BenchArgs {
   nodeOptions: string;
   out: string;
   raw: string;
+  fleetOnly: boolean;
+  rebuildFleet: boolean;
 }
 
 function perKind(v: string, what: string): Partial<Record<PhaseKind, number>> | number {
@@ -56,11 +60,15 @@ export function parseArgs(argv: string[]): BenchArgs {
     nodeOptions: deployedRuntime(),
     out: '',
     raw: '',
+    fleetOnly: false,
+    rebuildFleet: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i]!.split(/=(.*)/s, 2) as [string, string | undefined];
     const value = () => inline ?? argv[++i] ?? '';
     if (flag === '--smoke') a.smoke = true;
+    else if (flag === '--fleet-only') a.fleetOnly = true;
+    else if (flag === '--rebuild-fleet') a.rebuildFleet = true;
     else if (flag === '--machines') a.machines = Number(value());
     else if (flag === '--repeat') repeat = perKind(value(), '--repeat');
     else if (flag === '--quiet-min') quiet = perKind(value(), '--quiet-min');

@@ -56,6 +56,8 @@ async function main(): Promise<void> {
   const timing = timingFor(args);
   const shape = fleetShape(args.machines);
   const plan = planOf(args);
+  // CAPI's managers' logs, kept small, beside the raw file (out of the tree).
+  const logsDir = args.raw.replace(/\.json$/, '.capi');
   log(
     `fleet: ${shape.machines} Machines (${shape.clusters * shape.controlPlanePerCluster} control plane + ${shape.resting} resting + ${shape.stuck} stuck per phase) over ${shape.clusters} Clusters; phases ${plan.map((p) => p.id).join(', ')}`,
   );
@@ -101,6 +103,9 @@ async function main(): Promise<void> {
     commit,
     binDir,
     log,
+    logsDir,
+    rebuildFleet: args.rebuildFleet,
+    fleetOnly: args.fleetOnly,
     // Each phase's results are written as it ends: a benchmark cut short keeps the phases it finished.
     onPhase: (phases, fleetS) => {
       if (args.smoke) return;
@@ -111,6 +116,11 @@ async function main(): Promise<void> {
       }
     },
   });
+  log(`CAPI's managers' logs kept in ${path.relative(process.cwd(), logsDir)}`);
+  if (args.fleetOnly) {
+    log(`--fleet-only: ${JSON.stringify(session.fleet)}; wall ${(Date.now() - t0) / 1000} s; no results written`);
+    return;
+  }
   const results = write(session);
   printTables(results);
   log(

@@ -4,7 +4,9 @@
 // Machine to phase Provisioned without any provider running — and without Nodes, which in this test
 // environment would be cached once per Cluster by CAPI's ClusterCache (every Cluster's workload cluster is
 // the same apiserver), a cost no real fleet has.
-//   infrastructure.bench.joinguard.io/v1alpha1 BenchCluster, BenchMachine  (v1beta2 infra contract)
+//   infrastructure.bench.joinguard.io/v1alpha1 BenchCluster, BenchMachine, BenchMachineTemplate  (v1beta2 infra
+//                                              contract; the template is what the KCP and the MachineSets name:
+//                                              without its CRD CAPI's conversion of their refs retried in a loop)
 //   controlplane.bench.joinguard.io/v1alpha1   BenchControlPlane            (v1beta2 control-plane contract)
 import fs from 'node:fs';
 import path from 'node:path';
@@ -28,6 +30,13 @@ export const BENCH_MACHINE = {
   version: BENCH_VERSION,
   plural: 'benchmachines',
   kind: 'BenchMachine',
+  namespaced: true,
+};
+export const BENCH_MACHINE_TEMPLATE = {
+  group: BENCH_INFRA_GROUP,
+  version: BENCH_VERSION,
+  plural: 'benchmachinetemplates',
+  kind: 'BenchMachineTemplate',
   namespaced: true,
 };
 export const BENCH_CONTROL_PLANE = {
@@ -92,7 +101,10 @@ export function machineJoinCheckCrd(): Json {
 
 /** Creates the CRDs and waits until each is Established. */
 export async function installBenchCrds(rest: KubeClient, timeoutMs = 30_000): Promise<void> {
-  const crds = [machineJoinCheckCrd(), benchCrd(BENCH_CLUSTER), benchCrd(BENCH_MACHINE), benchCrd(BENCH_CONTROL_PLANE)];
+  const crds = [
+    machineJoinCheckCrd(),
+    ...[BENCH_CLUSTER, BENCH_MACHINE, BENCH_MACHINE_TEMPLATE, BENCH_CONTROL_PLANE].map(benchCrd),
+  ];
   for (const crd of crds) await rest.create(CRD_PATH, crd);
   const deadline = Date.now() + timeoutMs;
   for (const crd of crds) {

@@ -110,16 +110,35 @@ export function leaderElectionBinDir(realBin: string, dir: string): string {
   return bin;
 }
 
+export interface BenchEnvOptions {
+  /** etcd's data folder (the caller's: not removed by stop), e.g. a saved fleet's copy (bench/fleet-cache.ts). */
+  etcdDataDir?: string;
+  /** etcdDataDir holds a saved fleet: etcd starts on it. */
+  restored?: boolean;
+  /**
+   * Before CAPI's managers start (each start has new certificates and ports): re-point what the saved fleet
+   * holds of the old ones. `driver` is the bench-driver client, `workloadKubeconfigYaml` this start's.
+   */
+  beforeCapi?: (driver: KubeClient, workloadKubeconfigYaml: string, server: string) => Promise<void>;
+}
+
 /** realBin: hack/testenv/build.sh's folder (ensureBuilt), built once before runs start at once (build.sh is not safe to run twice at a time). */
 export async function startBenchEnv(
   log: (line: string) => void,
   realBin: string,
   extraUsers: string[] = [],
+  o: BenchEnvOptions = {},
 ): Promise<BenchEnv> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'joinguard-bench-'));
   // Outside the env's run dir, which its stop() removes: the log is counted after the apiserver stopped.
   const auditLog = path.join(dir, 'audit.log');
   let env: TestEnv | undefined;
+  const kubeconfigs = {} as BenchEnv['kubeconfigs'];
+  const yamls: Record<string, string> = {};
+  const pems: Record<string, { cert: string; key: string }> = {};
+  const clientOf = (server: string, caPem: string) =>
+    // A long request timeout: listing 10,000 Machines from a busy apiserver takes more than the harness's 15 s.
+    new KubeClient({ server, caPem, certPem: pems[USER_DRIVER]!.cert, keyPem: pems[USER_DRIVER]!.key }, 120_000);
   try {
     const binDir = leaderElectionBinDir(realBin, dir);
     const metricsPort = await freePort();
@@ -134,25 +153,29 @@ export async function startBenchEnv(
         'capi-kubeadm-bootstrap': leaderElect,
         'capi-kubeadm-control-plane': leaderElect,
       },
+      ...(o.etcdDataDir ? { etcdDataDir: o.etcdDataDir, etcdRestored: o.restored ?? false } : {}),
+      // The identities are issued before CAPI starts, so that a restored fleet's Secrets can be re-pointed first.
+      beforeCapi: async ({ server, caCertPem, caCertFile, caKeyFile }) => {
+        for (const user of [USER_DRIVER, USER_JOINGUARD, USER_WORKLOAD, ...extraUsers]) {
+          const cert = path.join(dir, `${user}.crt`);
+          const key = path.join(dir, `${user}.key`);
+          const ca = { certFile: caCertFile, keyFile: caKeyFile };
+          await issueCert(ca, { commonName: user, organization: 'system:masters', usage: 'client' }, cert, key);
+          pems[user] = { cert: fs.readFileSync(cert, 'utf8'), key: fs.readFileSync(key, 'utf8') };
+          yamls[user] = kubeconfigYaml(server, caCertPem, pems[user].cert, pems[user].key, user);
+          kubeconfigs[user] = path.join(dir, `${user}.kubeconfig`);
+          fs.writeFileSync(kubeconfigs[user], yamls[user], { mode: 0o600 });
+        }
+        if (!o.beforeCapi) return;
+        const driver = clientOf(server, caCertPem);
+        try {
+          await o.beforeCapi(driver, yamls[USER_WORKLOAD]!, server);
+        } finally {
+          driver.close();
+        }
+      },
     });
-    const ca = { certFile: env.caCertFile, keyFile: env.caKeyFile };
-    const kubeconfigs = {} as BenchEnv['kubeconfigs'];
-    const yamls: Record<string, string> = {};
-    const pems: Record<string, { cert: string; key: string }> = {};
-    for (const user of [USER_DRIVER, USER_JOINGUARD, USER_WORKLOAD, ...extraUsers]) {
-      const cert = path.join(dir, `${user}.crt`);
-      const key = path.join(dir, `${user}.key`);
-      await issueCert(ca, { commonName: user, organization: 'system:masters', usage: 'client' }, cert, key);
-      pems[user] = { cert: fs.readFileSync(cert, 'utf8'), key: fs.readFileSync(key, 'utf8') };
-      yamls[user] = kubeconfigYaml(env.server, env.caCertPem, pems[user].cert, pems[user].key, user);
-      kubeconfigs[user] = path.join(dir, `${user}.kubeconfig`);
-      fs.writeFileSync(kubeconfigs[user], yamls[user], { mode: 0o600 });
-    }
-    // A long request timeout: listing 10,000 Machines from a busy apiserver takes more than the harness's 15 s.
-    const driver = new KubeClient(
-      { server: env.server, caPem: env.caCertPem, certPem: pems[USER_DRIVER]!.cert, keyPem: pems[USER_DRIVER]!.key },
-      120_000,
-    );
+    const driver = clientOf(env.server, env.caCertPem);
     const started = env;
     return {
       env: started,

@@ -1,6 +1,7 @@
 // The objects of the bench's fleet, as a ClusterClass-made fleet has them (bench/fleet.ts creates them), built here
 // and nowhere else. Per Cluster `c0042`:
 //   BenchCluster c0042               infrastructure, created provisioned (a bench-only kind, bench/crds.ts)
+//   BenchMachineTemplates c0042-cp, c0042-worker   what the KCP and the MachineSets' templates name
 //   KubeadmControlPlane c0042        CAPI's real kind, paused (KCP's controller leaves it alone: no etcd, no rollout),
 //                                    its status written initialized by the bench; the Cluster's controlPlaneRef
 //   Secret c0042-kubeconfig          CAPI's ClusterCache connects with it (RemoteConnectionProbe turns True)
@@ -12,14 +13,14 @@
 //   worker Machines                  each with a KubeadmConfig of its own (`spec.bootstrap.configRef`) and its data
 //                                    secret named on the Machine, so CABPK only records that the data exists
 //   MachineHealthChecks c0042-cp, c0042-rest   as a ClusterClass makes them (one per control plane, one per worker
-//                                    class), with a 24h nodeStartupTimeout: no Machine of the fleet ever gets a Node,
-//                                    so a shorter one would mark the resting Machines; c0042-watch only in the phases
-//                                    that measure the MHC, with that phase's timeout.
+//                                    class), with a 365-day nodeStartupTimeout (REST_TIMEOUT_S): no Machine of the
+//                                    fleet ever gets a Node, so a shorter one would mark the resting Machines;
+//                                    c0042-watch only in the phases that measure the MHC, with that phase's timeout.
 // Every Machine is Provisioned (infrastructure and bootstrap data ready) and never joins: no Node exists, which in
 // this test environment CAPI's ClusterCache would cache once per Cluster (every workload cluster is the same
 // apiserver), a cost no real fleet has.
 import type { Json } from '../hack/testenv/kube-client.js';
-import { BENCH_CLUSTER, BENCH_MACHINE, BENCH_VERSION } from './crds.js';
+import { BENCH_CLUSTER, BENCH_MACHINE, BENCH_MACHINE_TEMPLATE, BENCH_VERSION } from './crds.js';
 
 export const NAMESPACE = 'bench';
 export const CAPI = '/apis/cluster.x-k8s.io/v1beta2';
@@ -28,12 +29,16 @@ export const CABPK_API = 'bootstrap.cluster.x-k8s.io/v1beta2';
 export const PAUSED = 'cluster.x-k8s.io/paused';
 export const WATCH_FILTER = 'cluster.x-k8s.io/watch-filter';
 export const CONTROL_PLANE_LABEL = 'cluster.x-k8s.io/control-plane';
-/** The resting pools' timeout (checks and MHCs): nothing happens to them. */
-export const REST_TIMEOUT_S = 24 * 3600;
+/**
+ * The resting pools' timeout (checks and MHCs): nothing happens to them. 365 days (8760h, the most a check
+ * admits), since the fleet is saved once and restored (bench/fleet-cache.ts): its Machines' creation and
+ * condition times are the build's, and a saved fleet is used only while younger than half of this.
+ */
+export const REST_TIMEOUT_S = 365 * 24 * 3600;
 const K8S_VERSION = 'v1.36.3';
 const ns = NAMESPACE;
 
-export const benchPath = (r: typeof BENCH_MACHINE, name?: string, sub?: string) =>
+export const benchPath = (r: { group: string; plural: string }, name?: string, sub?: string) =>
   `/apis/${r.group}/${BENCH_VERSION}/namespaces/${ns}/${r.plural}${name ? `/${name}` : ''}${sub ? `/${sub}` : ''}`;
 export const capiPath = (plural: string, name?: string, sub?: string) =>
   `${CAPI}/namespaces/${ns}/${plural}${name ? `/${name}` : ''}${sub ? `/${sub}` : ''}`;
@@ -51,6 +56,13 @@ export const benchCluster = (c: string, server: URL): Json => ({
   spec: { controlPlaneEndpoint: { host: server.hostname, port: Number(server.port) } },
 });
 
+export const benchMachineTemplate = (name: string): Json => ({
+  apiVersion: `${BENCH_MACHINE_TEMPLATE.group}/${BENCH_VERSION}`,
+  kind: BENCH_MACHINE_TEMPLATE.kind,
+  metadata: { name },
+  spec: { template: { spec: {} } },
+});
+
 export const kubeadmControlPlane = (c: string, replicas: number): Json => ({
   apiVersion: KCP_API,
   kind: 'KubeadmControlPlane',
@@ -59,7 +71,9 @@ export const kubeadmControlPlane = (c: string, replicas: number): Json => ({
     replicas,
     version: K8S_VERSION,
     machineTemplate: {
-      spec: { infrastructureRef: { apiGroup: BENCH_MACHINE.group, kind: 'BenchMachineTemplate', name: `${c}-cp` } },
+      spec: {
+        infrastructureRef: { apiGroup: BENCH_MACHINE.group, kind: BENCH_MACHINE_TEMPLATE.kind, name: `${c}-cp` },
+      },
     },
     kubeadmConfigSpec: {
       clusterConfiguration: { apiServer: { certSANs: ['127.0.0.1'] } },
@@ -97,7 +111,7 @@ export const machineSet = (c: string, pool: string, labels: Record<string, strin
       spec: {
         clusterName: c,
         bootstrap: { dataSecretName: 'bench-bootstrap' },
-        infrastructureRef: { apiGroup: BENCH_MACHINE.group, kind: 'BenchMachineTemplate', name: 'unused' },
+        infrastructureRef: { apiGroup: BENCH_MACHINE.group, kind: BENCH_MACHINE_TEMPLATE.kind, name: `${c}-worker` },
       },
     },
   },
@@ -152,7 +166,14 @@ export interface MachineSpec {
   shard?: string;
   /** The control plane's Nth Machine (0: the one that initialized it). */
   controlPlaneIndex?: number;
+  /**
+   * A stuck Machine saved in the fleet (bench/fleet-cache.ts): its BenchMachine not provisioned, the Machine in the
+   * pool `<cluster>-parked`, which no check or MHC selects, until its phase flips it (bench/phase-kit.ts flipPaced).
+   */
+  parked?: boolean;
 }
+
+export const parkedPool = (c: string) => `${c}-parked`;
 
 export const benchMachine = (m: MachineSpec): Json => ({
   apiVersion: `${BENCH_MACHINE.group}/${BENCH_VERSION}`,
@@ -191,7 +212,7 @@ export const machine = (m: MachineSpec, ownerUid: string): Json => {
     metadata: {
       name: m.name,
       labels: {
-        pool: m.pool,
+        pool: m.parked ? parkedPool(m.cluster) : m.pool,
         'cluster.x-k8s.io/cluster-name': m.cluster,
         ...(cp
           ? { [CONTROL_PLANE_LABEL]: '', 'cluster.x-k8s.io/control-plane-name': m.cluster }

@@ -1,12 +1,14 @@
-// The fleet, in one namespace (`bench`), built once per invocation and shared by its phases (bench/session.ts):
-// the objects are in fleet-objects.ts. The fleet at rest: per Cluster its control plane (3 Machines), resting
-// workers (pool `-rest`, a check and an MHC with 24h timeouts) and the empty pool `-watch`, to which each phase
+// The fleet, in one namespace (`bench`), built once through CAPI, saved and restored per invocation
+// (bench/fleet-cache.ts), shared by its phases (bench/session.ts): the objects are in fleet-objects.ts. The fleet
+// at rest: per Cluster its control plane (3 Machines), resting workers (pool `-rest`, a check and an MHC with
+// 365-day timeouts) and the empty pool `-watch`, to which each phase
 // adds its own stuck Machines (named `<cluster>-watch-<phase>-NNNN`) and from which they are deleted when it ends.
 import { isConflict, isNotFound, type Json, type KubeClient } from '../hack/testenv/kube-client.js';
-import { BENCH_CLUSTER, BENCH_MACHINE } from './crds.js';
+import { BENCH_CLUSTER, BENCH_MACHINE, BENCH_MACHINE_TEMPLATE } from './crds.js';
 import {
   benchCluster,
   benchMachine,
+  benchMachineTemplate,
   benchPath,
   capiPath,
   checkPath,
@@ -131,6 +133,8 @@ export async function createCluster(
   owners: Owners,
 ): Promise<void> {
   const labels = shardLabels(shape, c);
+  for (const t of [`${c}-cp`, `${c}-worker`])
+    await create(rest, benchPath(BENCH_MACHINE_TEMPLATE), benchMachineTemplate(t));
   await create(rest, benchPath(BENCH_CLUSTER), benchCluster(c, o.server));
   await rest.mergePatch(benchPath(BENCH_CLUSTER, c, 'status'), { status: { initialization: { provisioned: true } } });
   const kcp = await create(rest, kcpPath(), kubeadmControlPlane(c, shape.controlPlanePerCluster));
@@ -203,6 +207,15 @@ export function restingMachines(shape: FleetShape): MachineSpec[] {
   return [...cp, ...spread(shape, shape.resting, (c, k) => ({ pool: `${c}-rest`, name: `${c}-rest-${k}` }))];
 }
 
+/** The phases whose stuck Machines are saved parked (runStandard's); the burst and replicas still create theirs. */
+export const parkedTags = (plan: { kind: string; tag: string }[]) =>
+  plan.filter((p) => p.kind !== 'burst' && p.kind !== 'replicas').map((p) => p.tag);
+
+/** The stuck Machines of the phases with these tags, parked: saved in the fleet, flipped by their phase. */
+export function parkedMachines(shape: FleetShape, tags: string[]): MachineSpec[] {
+  return tags.flatMap((t) => stuckMachines(shape, t).map((m) => ({ ...m, parked: true })));
+}
+
 /** A phase's stuck Machines (`tag` names the phase), spread over the given Clusters (default: all of them). */
 export function stuckMachines(shape: FleetShape, tag: string, n = shape.stuck, clusters?: string[]): MachineSpec[] {
   return spread(shape, n, (c, k) => ({ pool: `${c}-watch`, name: `${c}-watch-${tag}-${k}` }), clusters);
@@ -225,16 +238,26 @@ function spread(
   });
 }
 
-/** A BenchMachine, already provisioned, its KubeadmConfig, then its Machine (owned by the paused MachineSet or the KCP). */
+/** A BenchMachine, already provisioned (unless parked), its KubeadmConfig, then its Machine (owned by the paused MachineSet or the KCP). */
 export async function createMachine(rest: KubeClient, m: MachineSpec, owners: Owners): Promise<void> {
   await create(rest, benchPath(BENCH_MACHINE), benchMachine(m));
-  await rest.mergePatch(benchPath(BENCH_MACHINE, m.name, 'status'), {
-    status: { initialization: { provisioned: true }, addresses: [{ type: 'InternalIP', address: '127.0.0.1' }] },
-  });
+  if (!m.parked) await provisionInfrastructure(rest, m.name);
   await create(rest, configPath(), kubeadmConfig(m));
   const owner = owners.get(m.controlPlaneIndex !== undefined ? m.cluster : m.pool);
   if (!owner) throw new Error(`${m.name}: no owner ${m.pool} created`);
   await create(rest, capiPath('machines'), machine(m, owner));
+}
+
+/** The BenchMachine's status written provisioned: CAPI's Machine controller then marks the Machine InfrastructureReady. */
+export async function provisionInfrastructure(rest: KubeClient, name: string): Promise<void> {
+  await rest.mergePatch(benchPath(BENCH_MACHINE, name, 'status'), {
+    status: { initialization: { provisioned: true }, addresses: [{ type: 'InternalIP', address: '127.0.0.1' }] },
+  });
+}
+
+/** A parked Machine moved into its pool (its `pool` label), where the phase's check and MHC select it. */
+export async function unpark(rest: KubeClient, m: MachineSpec): Promise<void> {
+  await rest.mergePatch(capiPath('machines', m.name), { metadata: { labels: { pool: m.pool } } });
 }
 
 /** Deletes Machines (CAPI's Machine controller deletes their BenchMachine and KubeadmConfig, then lets them go). */

@@ -12,11 +12,14 @@ import {
   createMachine,
   deleteMachines,
   pool,
+  provisionInfrastructure,
+  unpark,
   type ClusterTimes,
   type FleetShape,
   type MachineSpec,
   type Owners,
 } from './fleet.js';
+import { flipSchedule } from './fleet-cache.js';
 import { deadline } from './latency.js';
 import type { ProcSample, ProcSampler } from './proc.js';
 import { scrape, type Sample } from './prom.js';
@@ -59,6 +62,8 @@ export interface Context {
   log: (line: string) => void;
   /** The fleet's Clusters (burst Clusters come on top). */
   clusters: string[];
+  /** Stuck Machines saved parked in the fleet (bench/fleet-cache.ts): flipped by their phase, not created. */
+  parked?: Set<string>;
 }
 
 /** What is sampled at each window edge. */
@@ -208,6 +213,26 @@ export async function createPaced(ctx: Context, specs: MachineSpec[], spreadMs: 
     while (made.length - ctx.machines.named(made).filter((r) => r.provisioned).length >= MAX_PENDING) await sleep(100);
     made.push(s.name);
     await createMachine(ctx.bench.driver, s, ctx.owners);
+  });
+}
+
+/**
+ * A saved fleet's parked stuck Machines flipped on a schedule over spreadMs (flipSchedule): each BenchMachine
+ * written provisioned, and once CAPI shows the Machine InfrastructureReady (JoinGuard's and the MHC's clocks both
+ * start there) the Machine moved into its watch pool. Moved only then: CAPI's MHC times a Machine whose
+ * infrastructure is not ready from its creation (v1.14.2 machinehealthcheck_targets.go nodeChecks), which in a
+ * saved fleet is long past. No Machine is created mid-run.
+ */
+export async function flipPaced(ctx: Context, specs: MachineSpec[], spreadMs: number): Promise<void> {
+  const at = flipSchedule(specs.length, Date.now(), spreadMs);
+  const due = new Map(specs.map((s, i) => [s.name, at[i]!]));
+  const kube = ctx.bench.driver;
+  await pool(specs, 32, async (s) => {
+    const wait = due.get(s.name)! - Date.now();
+    if (wait > 0) await sleep(wait);
+    await provisionInfrastructure(kube, s.name);
+    await waitFor(`${s.name} InfrastructureReady`, 120_000, () => !!ctx.machines.named([s.name])[0]?.infraReadyAt);
+    await unpark(kube, s);
   });
 }
 

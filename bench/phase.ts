@@ -19,6 +19,7 @@ import { detection, machineRows, race, type SideDetection } from './latency.js';
 import {
   afterGrace,
   createPaced,
+  flipPaced,
   edge,
   firstReconcile,
   lastDeadline,
@@ -201,7 +202,8 @@ export async function runStandard(
     const detect = window(`${p.id}:detection`);
     const specs = stuckMachines(ctx.shape, p.tag);
     names = specs.map((s) => s.name);
-    await createPaced(ctx, specs, t.stuckSpreadMs);
+    if (specs.every((s) => ctx.parked?.has(s.name))) await flipPaced(ctx, specs, t.stuckSpreadMs);
+    else await createPaced(ctx, specs, t.stuckSpreadMs);
     await provisioned(ctx, names, Math.max(...Object.values(r.timeoutS)) * 1000 + 300_000);
     const clusters = await clusterTimes(kube);
     const records = ctx.machines.named(names);

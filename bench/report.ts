@@ -51,6 +51,7 @@ export function buildResults(b: BenchInputs) {
       smoke: b.smoke,
       wallS: round(b.wallS, 1),
       fleetS: b.session.fleetS,
+      ...(b.session.fleet ? { fleet: b.session.fleet } : {}),
       plan: b.plan,
       ...(b.session.aborted ? { aborted: b.session.aborted } : {}),
       host: host(),
@@ -62,7 +63,7 @@ export function buildResults(b: BenchInputs) {
       shape: b.shape,
       timing: b.timing,
       fleet:
-        'one control plane and one fleet for every phase of the invocation: per Cluster a paused KubeadmControlPlane (3 control-plane Machines with their KubeadmConfigs), paused MachineSets of resting workers (each Machine with a KubeadmConfig), the MachineHealthChecks a ClusterClass makes (control plane, resting workers: 24h), every Cluster labelled with a shard; each phase adds its own stuck Machines to the watch pools and deletes them when it ends (bench/fleet-objects.ts)',
+        'one control plane and one fleet for every phase of the invocation, the fleet built through CAPI once, saved as etcd data and restored (bench/fleet-cache.ts; run.fleet): per Cluster a paused KubeadmControlPlane (3 control-plane Machines with their KubeadmConfigs), paused MachineSets of resting workers (each Machine with a KubeadmConfig), the MachineHealthChecks a ClusterClass makes (control plane, resting workers: 365 days), every Cluster labelled with a shard; each phase adds its own stuck Machines to the watch pools and deletes them when it ends (bench/fleet-objects.ts)',
       requestCounting:
         'apiserver audit log (level Metadata, blocking mode, checked complete against apiserver_audit_event_total/error_total): apiserver_request_total has no client label',
       apiserverRequestTotalLabels: b.session.apiserverRequestTotalLabels,

@@ -1,8 +1,8 @@
-// One invocation of `npm run bench`: one control plane (audit log, leader election on, bench/env.ts) and one fleet
-// (bench/fleet.ts), built once, then its phases one after another on that same fleet and commit (bench/phase.ts),
-// each measured in windows of its own; at the end everything is stopped and the audit log is read once, every
-// phase's windows counted in that one pass. A 10,000-Machine fleet takes ~12 min to build; every phase after it
-// reuses it, so JoinGuard alone, the MHC alone and both are measured on the same objects.
+// One invocation of `npm run bench`: one control plane (audit log, leader election on, bench/env.ts) on a fleet
+// (bench/fleet.ts) made once through CAPI, saved and restored (bench/fleet-cache.ts: a fleet costs ~0.33 s per
+// Machine to build, its restore a copy and a start), then its phases one after another on that same fleet and
+// commit (bench/phase.ts), each measured in windows of its own; at the end everything is stopped and the audit log
+// is read once, every phase's windows counted in that one pass. CAPI's managers' logs are kept in logsDir.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,12 +21,30 @@ import { JOINGUARD_LEASE_NAMESPACE } from './controller-process.js';
 import { installBenchCrds } from './crds.js';
 import { startBenchEnv, type BenchEnv } from './env.js';
 import {
+  fleetCache,
+  fleetKey,
+  FLEET_SOURCES,
+  readMeta,
+  restoreCopy,
+  save,
+  sourcesHash,
+  stagingDir,
+  usable,
+  type FleetCache,
+  type FleetMeta,
+} from './fleet-cache.js';
+import { capiLeasesHeld, readOwners, repointRestored, storageReady } from './fleet-once.js';
+import { ManagerLogs } from './manager-logs.js';
+import { readBuiltRelease } from '../hack/testenv/capi-releases.js';
+import {
   clusterName,
   clusterTimes,
   createClusters,
   createMachine,
   createNamespace,
   NAMESPACE,
+  parkedMachines,
+  parkedTags,
   pool,
   restingMachines,
   shardOfName,
@@ -56,6 +74,26 @@ export interface SessionOptions {
   log: (line: string) => void;
   /** After each phase: the results so far (written, so a run cut short keeps what it measured). */
   onPhase?: (done: PhaseResult[], fleetS: number) => void;
+  /** Where CAPI's managers' logs are kept (one folder per control plane: build/, run/). */
+  logsDir: string;
+  /** Build and save the fleet even if a usable one is saved. */
+  rebuildFleet?: boolean;
+  /** The fleet of the plan (its stuck Machines parked) built or restored, and no phase run. */
+  fleetOnly?: boolean;
+}
+
+/** How this invocation got its fleet: built (and saved) or only restored. */
+export interface FleetFigures {
+  key: string;
+  builtNow: boolean;
+  buildS: number;
+  /** The saved data folder copied for this run. */
+  copyS: number;
+  /** From the copy to CAPI's managers leading and the fleet's Machines settled. */
+  restoreS: number;
+  /** The saved fleet's age when restored. */
+  ageS: number;
+  bytes: number;
 }
 
 export interface SessionResult {
@@ -65,6 +103,7 @@ export interface SessionResult {
   apiserverRequestTotalLabels: string[];
   /** Why the phases after the last one were not run (a CAPI manager exited). */
   aborted?: string;
+  fleet?: FleetFigures;
 }
 
 /** Hands a consumer only the events received within a window. */
@@ -118,6 +157,55 @@ async function buildFleet(ctx: Context, bench: BenchEnv): Promise<void> {
   await w.until(`${resting.length} Machines Provisioned`, () => w.provisionedCount >= resting.length, 900_000);
 }
 
+/**
+ * The saved fleet of this shape, CAPI release and fleet sources, or, if none is usable, a fleet built through
+ * CAPI on a control plane of its own (etcd's data in the cache's staging folder), stopped cleanly and saved.
+ */
+export async function ensureFleet(o: SessionOptions): Promise<{ cache: FleetCache; meta: FleetMeta; built: boolean }> {
+  const capi = readBuiltRelease(o.binDir).version;
+  const parked = parkedMachines(o.shape, parkedTags(o.plan));
+  // The parked Machines' names (the plan's phases) are part of what is saved.
+  const texts = [...FLEET_SOURCES.map((f) => fs.readFileSync(f, 'utf8')), parked.map((m) => m.name).join(',')];
+  const key = fleetKey(o.shape, capi, sourcesHash(texts));
+  const cache = fleetCache(key);
+  const saved = readMeta(cache);
+  if (!o.rebuildFleet && saved && usable(saved, key, Date.now())) return { cache, meta: saved, built: false };
+  if (saved) o.log(`saved fleet ${key} not used (${o.rebuildFleet ? '--rebuild-fleet' : 'too old'}): building`);
+  else o.log(`no saved fleet ${key}: building it through CAPI`);
+  const staging = stagingDir(cache);
+  const t0 = Date.now();
+  try {
+    const bench = await startBenchEnv((l) => o.log(`testenv (build): ${l}`), o.binDir, [], {
+      etcdDataDir: path.join(staging, 'etcd-data'),
+    });
+    const logs = new ManagerLogs(bench.env.runDir, bench.env.pids);
+    const machines = new MachineWatcher(bench.driver, NAMESPACE);
+    try {
+      await installBenchCrds(bench.driver);
+      await createNamespace(bench.driver);
+      await createNamespace(bench.driver, JOINGUARD_LEASE_NAMESPACE);
+      await machines.start();
+      const ctx = { shape: o.shape, log: o.log, machines, owners: new Map<string, string>() };
+      await buildFleet(ctx as unknown as Context, bench);
+      // Not Provisioned (their infrastructure not ready): no back-pressure to wait on.
+      await pool(parked, 16, (m) => createMachine(bench.driver, m, ctx.owners));
+      o.log(`${parked.length} stuck Machines parked for ${parkedTags(o.plan).length} phases`);
+    } finally {
+      machines.stop();
+      logs.keep(path.join(o.logsDir, 'build'));
+      // A clean stop: etcd closes its store, so the folder is a consistent copy.
+      await bench.stop();
+    }
+    const buildS = Math.round((Date.now() - t0) / 100) / 10;
+    const meta = save(cache, staging, { key, builtAt: t0, buildS });
+    o.log(`fleet built in ${buildS} s and saved (${(meta.bytes / 2 ** 20).toFixed(1)} MiB): ${cache.dir}`);
+    return { cache, meta, built: true };
+  } catch (e) {
+    fs.rmSync(staging, { recursive: true, force: true });
+    throw e;
+  }
+}
+
 function managersState(bench: BenchEnv): string {
   return ['capi-core', 'capi-kubeadm-bootstrap', 'capi-kubeadm-control-plane']
     .map(
@@ -141,15 +229,24 @@ export async function runSession(o: SessionOptions): Promise<SessionResult> {
   const phases: PhaseResult[] = [];
   let aborted: string | undefined;
   const stops: { stop(): void }[] = [];
+  let managerLogs: ManagerLogs | undefined;
+  const runData = path.join(os.tmpdir(), `joinguard-bench-etcd-${process.pid}`);
   try {
-    bench = await startBenchEnv((l) => log(`testenv: ${l}`), o.binDir, [...REPLICA_USERS, ...SHARD_USERS]);
+    const fleet = await ensureFleet(o);
+    const t0 = Date.now();
+    restoreCopy(fleet.cache, runData);
+    const copyS = Math.round((Date.now() - t0) / 100) / 10;
+    bench = await startBenchEnv((l) => log(`testenv: ${l}`), o.binDir, [...REPLICA_USERS, ...SHARD_USERS], {
+      etcdDataDir: runData,
+      restored: true,
+      beforeCapi: (driver, yaml, server) => repointRestored(driver, o.shape, yaml, new URL(server)),
+    });
+    managerLogs = new ManagerLogs(bench.env.runDir, bench.env.pids);
     const kube = bench.driver;
+    await storageReady(kube);
     const labelsLine =
       (await kube.send('GET', '/metrics')).body.split('\n').find((l) => l.startsWith('apiserver_request_total{')) ?? '';
     const apiserverRequestTotalLabels = [...labelsLine.matchAll(/(\w+)="/g)].map((m) => m[1]!);
-    await installBenchCrds(kube);
-    await createNamespace(kube);
-    await createNamespace(kube, JOINGUARD_LEASE_NAMESPACE);
     const machines = new MachineWatcher(kube, NAMESPACE);
     const checks = new CheckWatcher(kube, NAMESPACE);
     stops.push(machines, checks);
@@ -159,7 +256,7 @@ export async function runSession(o: SessionOptions): Promise<SessionResult> {
       bench,
       shape: o.shape,
       timing: o.timing,
-      owners: new Map<string, string>(),
+      owners: await readOwners(kube),
       machines,
       checks,
       samplers: [] as ProcSampler[],
@@ -170,16 +267,35 @@ export async function runSession(o: SessionOptions): Promise<SessionResult> {
       cpuLimit: o.cpuLimit,
       burst: o.burst,
       burstsSoFar: 0,
+      parked: new Set(parkedMachines(o.shape, parkedTags(o.plan)).map((m) => m.name)),
     };
-    const t0 = Date.now();
-    await buildFleet(ctx, bench);
+    // The restored fleet is ready when CAPI's new managers lead and their first pass over it has settled.
+    const step = (what: string) => log(`restore: ${what} at ${Math.round((Date.now() - t0) / 100) / 10} s`);
+    step('control plane up, lists answer');
+    await waitFor("CAPI's managers hold their Leases", 120_000, () => capiLeasesHeld(kube));
+    step("CAPI's managers lead");
+    const resting = restingMachines(o.shape).length;
+    await machines.until(`${resting} Machines Provisioned`, () => machines.provisionedCount >= resting, 300_000);
+    step(`${resting} Machines Provisioned`);
+    await machines.settle(o.timing.settleMs, 300_000);
     const fleetS = Math.round((Date.now() - t0) / 100) / 10;
-    log(`fleet ready in ${fleetS} s`);
+    const figures: FleetFigures = {
+      key: fleet.meta.key,
+      builtNow: fleet.built,
+      buildS: fleet.meta.buildS,
+      copyS,
+      restoreS: fleetS,
+      ageS: Math.round((t0 - fleet.meta.builtAt) / 1000),
+      bytes: fleet.meta.bytes,
+    };
+    log(
+      `fleet restored in ${fleetS} s (copy ${copyS} s, ${(fleet.meta.bytes / 2 ** 20).toFixed(1)} MiB; saved ${figures.ageS} s ago, built in ${fleet.meta.buildS} s${fleet.built ? ' by this invocation' : ''})`,
+    );
     for (const name of ['capi-core', 'kube-apiserver', 'etcd'])
       ctx.samplers.push(new ProcSampler(bench.env.pids[name]!, 1000, name));
     stops.push({ stop: () => ctx.samplers.forEach((s) => s.stop()) });
 
-    for (const p of o.plan) {
+    for (const p of o.fleetOnly ? [] : o.plan) {
       log(`phase ${p.id} (${p.tag})`);
       const at = Date.now();
       let r: PhaseResult;
@@ -205,6 +321,8 @@ export async function runSession(o: SessionOptions): Promise<SessionResult> {
     const apiserverMetrics = parseMetrics((await kube.send('GET', '/metrics', undefined, undefined, 60_000)).body);
     for (const x of stops) x.stop();
     const keptAudit = path.join(os.tmpdir(), `joinguard-bench-audit-${process.pid}.log`);
+    managerLogs.keep(path.join(o.logsDir, 'run'));
+    managerLogs = undefined;
     await bench.env.stop();
     fs.renameSync(bench.auditLog, keptAudit);
     await bench.stop();
@@ -219,10 +337,17 @@ export async function runSession(o: SessionOptions): Promise<SessionResult> {
       audit: { ...audit, integrity },
       apiserverRequestTotalLabels,
       ...(aborted ? { aborted } : {}),
+      fleet: figures,
     };
   } finally {
     for (const x of stops) x.stop();
+    try {
+      managerLogs?.keep(path.join(o.logsDir, 'run'));
+    } catch (e) {
+      log(`CAPI's managers' logs not kept: ${(e as Error).message}`);
+    }
     await bench?.stop().catch(() => undefined);
+    fs.rmSync(runData, { recursive: true, force: true });
   }
 }
 

@@ -193,6 +193,8 @@ export class MachineWatcher extends ListWatch {
       this.machines.set(uid, r);
       this.byName.set(r.name, r);
     }
+    // A parked Machine of a saved fleet moves into its watch pool when flipped (bench/phase-kit.ts flipPaced).
+    r.pool = m.metadata.labels?.pool ?? '';
     r.infraReadyAt = trueSince(m, 'InfrastructureReady');
     r.bootstrapReadyAt = trueSince(m, 'BootstrapConfigReady');
     if (

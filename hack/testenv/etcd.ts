@@ -22,14 +22,21 @@ export interface EtcdOptions {
   timeoutMs?: number;
   /** Called with each started process (also for attempts that will be retried). */
   onStart?: (proc: ManagedProcess) => void;
+  /**
+   * dataDir holds a cleanly stopped member's data (a saved fleet, bench/fleet-cache.ts): kept, and started with
+   * --force-new-cluster, which re-points the one member at this attempt's peer URL.
+   */
+  restored?: boolean;
 }
 
 export async function startEtcd(opts: EtcdOptions): Promise<Etcd> {
   return launchWithRetry('etcd', opts.log, async () => {
     const [clientPort, peerPort] = (await freePorts(2)) as [number, number];
     // A fresh member each attempt: a half-initialised data dir would pin the old peer URL.
-    fs.rmSync(opts.dataDir, { recursive: true, force: true });
-    fs.mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+    if (!opts.restored) {
+      fs.rmSync(opts.dataDir, { recursive: true, force: true });
+      fs.mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+    }
     const clientUrl = `http://127.0.0.1:${clientPort}`;
     const peerUrl = `http://127.0.0.1:${peerPort}`;
     const proc = ManagedProcess.start({
@@ -44,6 +51,7 @@ export async function startEtcd(opts: EtcdOptions): Promise<Etcd> {
         `--initial-advertise-peer-urls=${peerUrl}`,
         `--initial-cluster=testenv=${peerUrl}`,
         '--initial-cluster-state=new',
+        ...(opts.restored ? ['--force-new-cluster=true'] : []),
         // A test store: losing it on a crash is fine, waiting for the disk is not.
         '--unsafe-no-fsync=true',
         '--log-level=warn',

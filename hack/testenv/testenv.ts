@@ -65,6 +65,18 @@ export interface StartTestEnvOptions {
   binDir?: string;
   /** An apiserver audit log with the caller's policy (off by default). */
   audit?: AuditOptions;
+  /** etcd's data folder, owned by the caller (stop() leaves it); default <runDir>/etcd-data, removed by stop(). */
+  etcdDataDir?: string;
+  /** etcdDataDir holds a cleanly stopped member's data: started on it (etcd.ts `restored`). */
+  etcdRestored?: boolean;
+  /** Runs once the apiserver answers, before CAPI's managers start (e.g. to re-point restored objects). */
+  beforeCapi?: (o: {
+    rest: KubeClient;
+    server: string;
+    caCertPem: string;
+    caCertFile: string;
+    caKeyFile: string;
+  }) => Promise<void>;
 }
 
 /** The apiserver flags of an audit log: JSON lines, never rotated (tests count one file). */
@@ -121,9 +133,10 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
   const runDir = opts.runDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'joinguard-testenv-'));
   fs.mkdirSync(runDir, { recursive: true });
   const keep = process.env.JOINGUARD_TESTENV_KEEP === '1';
-  const etcdDataDir = path.join(runDir, 'etcd-data');
+  const etcdDataDir = opts.etcdDataDir ?? path.join(runDir, 'etcd-data');
   const pgidFile = path.join(runDir, 'pgids');
-  const removeOnStop = keep ? [] : ownRunDir ? [runDir] : [etcdDataDir, path.join(runDir, 'pki')];
+  const ownData = (dirs: string[]) => (opts.etcdDataDir ? dirs.filter((d) => d !== etcdDataDir) : dirs);
+  const removeOnStop = keep ? [] : ownRunDir ? [runDir] : ownData([etcdDataDir, path.join(runDir, 'pki')]);
 
   const procs: ManagedProcess[] = [];
   // Every started process, so that stop() and the watchdog know its process group even mid-start.
@@ -169,7 +182,7 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
     }
     log(`[testenv] stopped in ${seconds(Date.now() - s)}`);
     api?.rest.close();
-    const dirs = keepLogs && ownRunDir ? [etcdDataDir, path.join(runDir, 'pki')] : removeOnStop;
+    const dirs = keepLogs && ownRunDir ? ownData([etcdDataDir, path.join(runDir, 'pki')]) : removeOnStop;
     for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
   };
   const handle = {
@@ -209,7 +222,7 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
       throw new Error(`${binDir} holds CAPI ${built.release}, not the ${release} asked for`);
     const certs = await step('', 'certificates (openssl)', () => makeCertSet(path.join(runDir, 'pki')));
     etcd = await step('etcd', 'etcd', () =>
-      startEtcd({ binDir, runDir, dataDir: etcdDataDir, log, onStart: remember }),
+      startEtcd({ binDir, runDir, dataDir: etcdDataDir, log, onStart: remember, restored: opts.etcdRestored }),
     );
     const etcdUrl = etcd.clientUrl;
     const audit = opts.audit ? auditFlags(runDir, opts.audit) : undefined;
@@ -249,6 +262,10 @@ export async function startTestEnv(opts: StartTestEnvOptions = {}): Promise<Test
       onStart: remember,
       step,
     });
+    if (opts.beforeCapi) {
+      const o = { rest, server: api.server, caCertPem: certs.caCertPem, caCertFile: certs.ca.certFile };
+      await step('', 'before CAPI (caller)', () => opts.beforeCapi!({ ...o, caKeyFile: certs.ca.keyFile }));
+    }
     if (withCapi) await startCapi(capiOptions(built, binDir), managers);
 
     const ports: Record<string, number> = {
