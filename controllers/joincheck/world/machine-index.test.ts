@@ -145,6 +145,22 @@ describe('MachineIndex: the settled partition', () => {
     expect(f.index.settled('default/mjc', CK, []).total).to.equal(0);
   });
 
+  it('a settled Machine the plan reads anyway (its live read) is not looked up through the settled view too', () => {
+    const f = fleet();
+    f.put(withNode(machineFacts('a1')));
+    f.index.watch('default/mjc', CK, POOL_A);
+    f.index.planned('default/mjc', CK, []);
+    f.index.consumed('default/mjc');
+    // The executor read a1 live before it joined; the cache has its joined copy since: the plan's copy is the one.
+    const s = f.index.settled('default/mjc', CK, ['default/a1']);
+    expect(s).to.include({ inScope: 0, total: 0 });
+    expect(s.get('uid-a1'), 'the plan holds its own copy').to.equal(undefined);
+    expect(
+      s.find?.((m) => m.name === 'a1'),
+      'the plan holds its own copy',
+    ).to.equal(undefined);
+  });
+
   it('counts follow deletes, label changes and a new selector; lookups by uid find settled Machines only', () => {
     const f = fleet();
     f.put(withNode(machineFacts('a1')));
