@@ -175,28 +175,33 @@ export class MachineIndex {
     delete v.seen;
   }
 
-  /** The settled Machines of the Cluster outside a plan that reads the Machines of `included` (keys). */
+  /**
+   * The settled Machines of the Cluster outside a plan that reads the Machines of `included` (keys). A Machine the
+   * plan reads is never looked up here: the plan's copy (perhaps a live read older than the cache) is the one.
+   */
   settled(checkKey: string, ck: string, included: Iterable<string>): SettledMachines {
     const v = this.checks.get(checkKey);
+    const inPlan = new Set(included);
     let inScope = v?.settled ?? 0;
     let total = this.settledTotal.get(ck) ?? 0;
-    for (const key of new Set(included)) {
+    for (const key of inPlan) {
       const k = this.known.get(key);
       if (!k?.settled || k.ck !== ck) continue;
       total--;
       if (v !== undefined && this.matches(v, k.labels)) inScope--;
     }
+    const outside = (key: string | undefined): key is string =>
+      key !== undefined && !inPlan.has(key) && this.known.get(key)?.settled === true;
     return {
       inScope,
       total,
       get: (uid) => {
         const key = this.byUid.get(uid);
-        if (key === undefined || !this.known.get(key)?.settled) return undefined;
-        return this.factsOf(key);
+        return outside(key) ? this.factsOf(key) : undefined;
       },
       find: (pred) => {
         for (const key of this.all.keys(ck)) {
-          if (!this.known.get(key)?.settled) continue;
+          if (!outside(key)) continue;
           const f = this.factsOf(key);
           if (f !== undefined && pred(f)) return f;
         }
