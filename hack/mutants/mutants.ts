@@ -461,6 +461,17 @@ export const MUTANTS: Mutant[] = [
     replace: "(o.failedAt !== undefined && o.failedAt >= (next.lastResume?.time ?? '') ? [[uid, o.failedAt]] : [])",
     tests: [`${GUARDS}#after a resume the Machines the suspicion held are rebuilt within maxInFlight`],
   },
+  {
+    name: 'settled-view-sees-planned',
+    what: "the settled view looks up a Machine the plan also reads: its cache copy (joined) beside the plan's live read (not yet), so the partitioned plan differs from the full one",
+    file: 'controllers/joincheck/world/machine-index.ts',
+    find: 'key !== undefined && !inPlan.has(key) && this.known.get(key)?.settled === true;',
+    replace: 'key !== undefined && this.known.get(key)?.settled === true;',
+    tests: [
+      'controllers/joincheck/world/machine-index.test.ts#is not looked up through the settled view too',
+      'controllers/joincheck/property.test.ts#replays the',
+    ],
+  },
 ];
 
 /** The edits of a mutant, by file (its own file first). */
