@@ -144,6 +144,22 @@ describe('recognisable marks: joinguard.io/requested-by on the Machine', () => {
     expect(intentOf(sc.advance(SECOND).plan(), 'a')).to.deep.include({ want: 'mark', marker: 'uid-mjc' });
   });
 
+  it("a deleted check's mark on a joined Machine outside this check's scope is withdrawn too; on an unjoined one it is left", () => {
+    const left = { healthCheckSucceeded: { status: 'False' as const, reason: 'JoinTimeout' }, requestedBy: GONE };
+    const out = { labels: { pool: 'b' } };
+    const p = new Scenario(
+      snapshot({
+        settings: { selector: { matchLabels: { pool: 'a' } } },
+        machines: [withNode(worker('j', { ...left, ...out })), worker('u', { ...left, ...out })],
+        checkUids: new Set(['uid-mjc']),
+        now: T0 + 30 * MINUTE,
+      }),
+    ).plan();
+    // No live check holds j, and a joined Machine never keeps a mark: any check of its Cluster withdraws it.
+    expect(intentOf(p, 'j')).to.deep.include({ want: 'withdraw', marker: GONE });
+    expect(intentOf(p, 'u'), 'not joined: left to the check whose scope holds it').to.equal(undefined);
+  });
+
   it("another live check's mark is never touched, even on a joined Machine", () => {
     const theirs = withNode(
       worker('t', { healthCheckSucceeded: { status: 'False', reason: 'JoinTimeout' }, requestedBy: OTHER }),
