@@ -175,7 +175,7 @@ export interface IntentInput {
  * withdrawn ones, and joined Machines that carry a mark only JoinGuard writes (its reasons, its condition) even
  * with no memory of asking, lose every mark JoinGuard caused and the marker. A mark whose marker names another
  * live check is never touched; one naming a deleted check is withdrawn where this check's scope holds the
- * Machine. A Machine being deleted is left alone.
+ * Machine, or anywhere in its Cluster once the Machine joined. A Machine being deleted is left alone.
  */
 export function markIntents(
   requests: readonly RequestRecord[],
@@ -194,8 +194,9 @@ export function markIntents(
     if (owner === 'other') continue; // another live check's mark: its business
     const orphan = owner === 'orphan';
     // A deleted check's mark: the check whose scope holds it withdraws it — unless this check asked for the Machine
-    // (its request followed the Machine through clusterctl move: the marker names the check before the move).
-    if (orphan && r === undefined && o.inScope?.has(m.uid) !== true) continue;
+    // (its request followed the Machine through clusterctl move: the marker names the check before the move). On a
+    // joined Machine any check of its Cluster does: no live check may hold it, and a joined Machine keeps no mark.
+    if (orphan && r === undefined && o.inScope?.has(m.uid) !== true && !isJoined(m, nodes)) continue;
     const t = target(m);
     const marker = o.checkUid !== undefined ? { marker: o.checkUid } : {};
     if (r?.state === 'Open') {
