@@ -472,6 +472,17 @@ export const MUTANTS: Mutant[] = [
       'controllers/joincheck/property.test.ts#replays the',
     ],
   },
+  {
+    name: 'orphan-on-joined-in-scope-only',
+    what: "a deleted check's mark is withdrawn only where a live check's scope holds the Machine, even once it joined: a re-created check with another selector leaves the mark on a joined Machine",
+    file: 'controllers/joincheck/requests/marks.ts',
+    find: 'if (orphan && r === undefined && o.inScope?.has(m.uid) !== true && !isJoined(m, nodes)) continue;',
+    replace: 'if (orphan && r === undefined && o.inScope?.has(m.uid) !== true) continue;',
+    tests: [
+      "controllers/joincheck/requests/deletion.test.ts#a deleted check's mark on a joined Machine outside this check's scope",
+      'controllers/joincheck/property.test.ts#replays the',
+    ],
+  },
 ];
 
 /** The edits of a mutant, by file (its own file first). */
