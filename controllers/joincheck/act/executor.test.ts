@@ -733,3 +733,37 @@ describe('executor (fake apiserver)', () => {
     expect(healthCheck(api.machine), 'withdrawn').to.include({ status: 'True' });
   });
 });
+
+describe('executor: the check metadata patch meets a 409 (fake apiserver)', () => {
+  // Seed 8938998's sweep (issue 35): after a failover the new leader's cache held the check as it was before the
+  // other replica's writes, and never got its event: every pass patched with that resourceVersion, met a 409 and
+  // ended, so a joined Machine kept its mark. A 409 is re-read: the next pass decides on the check as it is.
+  it('reads the check again and remembers it, so the next pass decides on it', async () => {
+    const api = new FakeApi();
+    const cached = api.cached();
+    api.check = { ...api.check, metadata: { ...api.check.metadata, resourceVersion: '7' } }; // written elsewhere since
+    const rest = api.rest();
+    const remembered: string[] = [];
+    const d = deps(api, {
+      rest: {
+        ...rest,
+        mergePatch: async (path: string, body: Json) => {
+          if (path === CHECK && body.metadata.resourceVersion !== api.check.metadata.resourceVersion) {
+            api.calls.push(`PATCH ${path}`);
+            throw new ApiError(409, 'PATCH', path, 'the object has been modified');
+          }
+          return rest.mergePatch(path, body);
+        },
+      } as unknown as RestClient,
+      remember: (kind, raw) => {
+        if (kind === 'check') remembered.push(String(raw.metadata.resourceVersion));
+      },
+    });
+    const r = await execute(d, source(api, cached));
+    expect(api.calls[0]).to.equal(`PATCH ${CHECK}`);
+    expect(api.calls, 'the 409 is re-read').to.include(`GET ${CHECK}`);
+    expect(remembered, 'the cache holds the check as read').to.include('7');
+    expect(r.requeueAfterMs).to.equal(100);
+    expect(count(api, `PATCH ${MACHINE}/status`), 'nothing marked on the stale check').to.equal(0);
+  });
+});
