@@ -508,10 +508,20 @@ async function writeCheckMetadata(deps: ExecutorDeps, s: Snapshot, p: Plan, live
       }
     }
   } catch (e) {
-    // The check changed since: the next reconcile (its watch event) decides again.
     if (!isConflict(e) && !isNotFound(e)) throw e;
     deps.writeMetric('check-metadata', isConflict(e) ? 'conflict' : 'gone');
+    // The check changed since: read again into the cache, so the next reconcile decides on it even when its watch
+    // event is late (a cache that lags would meet the same 409 every pass).
+    if (isConflict(e)) await rememberLiveCheck(deps, meta.namespace, meta.name);
     return false;
   }
   return true;
+}
+
+async function rememberLiveCheck(deps: ExecutorDeps, namespace: string, name: string): Promise<void> {
+  try {
+    deps.remember('check', await deps.rest.get(pathOf(CHECK_RESOURCE, namespace, name)));
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
 }
