@@ -483,6 +483,17 @@ export const MUTANTS: Mutant[] = [
       'controllers/joincheck/property.test.ts#replays the',
     ],
   },
+  {
+    name: 'metadata-409-not-reread',
+    what: "a 409 on the check's metadata patch ends the pass without reading the check again: a cache that never gets the check's event meets the same 409 on every pass",
+    file: 'controllers/joincheck/act/executor.ts',
+    find: 'if (isConflict(e)) await rememberLiveCheck(deps, meta.namespace, meta.name);',
+    replace: '',
+    tests: [
+      'controllers/joincheck/act/executor.test.ts#reads the check again and remembers it',
+      'controllers/joincheck/property.test.ts#replays the',
+    ],
+  },
 ];
 
 /** The edits of a mutant, by file (its own file first). */
