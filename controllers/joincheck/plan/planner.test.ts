@@ -434,62 +434,68 @@ describe('planner', () => {
     expect(intentOf(q, 'b')).to.equal(undefined);
   });
 
-  it('clusterctl move strips status: the moved joined Machine seen with no Node (paused, then before CAPI rebuilds it) is no join when its nodeRef comes back, and the held Machines stay held', () => {
-    const sc = new Scenario(
-      snapshot({
-        machines: [withNode(worker('old', { createdAt: T0 - HOUR })), worker('a'), worker('b'), worker('c')],
-      }),
-    );
-    sc.plan();
-    const p = sc.at(T0 + 21 * MINUTE).plan();
-    expect(requested(p)).to.deep.equal(['a']);
-    expect(sc.status.suspicion?.machines).to.deep.equal(['a', 'b', 'c']);
-    const moved = T0 + 30 * MINUTE;
-    const target = movedCheck(sc, p, moved);
-    // The Machines re-created with no status (clusterctl move): no Node, nothing ready, phase Pending.
-    const stripped = (name: string) =>
-      worker(name, {
-        uid: `uid-${name}-moved`,
-        createdAt: moved + 30_000,
-        phase: 'Pending',
-        infrastructureReady: { value: false },
-        bootstrapReady: { value: false },
+  // Seed 225208427's sweep (issue 35): moved in the very second its failures were recorded, the target's check was not
+  // taken for a moved one (records older than the check, strictly), and the old Node cleared the suspicion.
+  for (const [when, movedAt] of [
+    ['', T0 + 30 * MINUTE],
+    [', also when moved in the second its failures were recorded', T0 + 21 * MINUTE],
+  ] as const)
+    it(`clusterctl move strips status: the moved joined Machine seen with no Node (paused, then before CAPI rebuilds it) is no join when its nodeRef comes back, and the held Machines stay held${when}`, () => {
+      const sc = new Scenario(
+        snapshot({
+          machines: [withNode(worker('old', { createdAt: T0 - HOUR })), worker('a'), worker('b'), worker('c')],
+        }),
+      );
+      sc.plan();
+      const p = sc.at(T0 + 21 * MINUTE).plan();
+      expect(requested(p)).to.deep.equal(['a']);
+      expect(sc.status.suspicion?.machines).to.deep.equal(['a', 'b', 'c']);
+      const moved = movedAt;
+      const target = movedCheck(sc, p, moved);
+      // The Machines re-created with no status (clusterctl move): no Node, nothing ready, phase Pending.
+      const stripped = (name: string) =>
+        worker(name, {
+          uid: `uid-${name}-moved`,
+          createdAt: moved + 30_000,
+          phase: 'Pending',
+          infrastructureReady: { value: false },
+          bootstrapReady: { value: false },
+        });
+      const t = new Scenario(
+        snapshot({
+          check: target,
+          cluster: clusterFacts({ paused: true }),
+          machines: ['old', 'a', 'b', 'c'].map(stripped),
+          now: moved + MINUTE,
+        }),
+      );
+      t.plan();
+      // Unpaused: the first pass sees the status not rebuilt yet, and the memory annotation goes (the executor's).
+      t.with({ cluster: clusterFacts() }).advance(MINUTE).plan();
+      t.annotate({});
+      t.advance(MINUTE).plan();
+      // CAPI rebuilds the status: old has its Node again; a, b, c are ready again (times of now), with no Node.
+      const ready = { value: true, since: t.s.now };
+      t.with({
+        machines: [
+          withNode(stripped('old')),
+          ...['a', 'b', 'c'].map((n) => ({
+            ...stripped(n),
+            phase: 'Provisioned',
+            infrastructureReady: ready,
+            bootstrapReady: ready,
+          })),
+        ],
       });
-    const t = new Scenario(
-      snapshot({
-        check: target,
-        cluster: clusterFacts({ paused: true }),
-        machines: ['old', 'a', 'b', 'c'].map(stripped),
-        now: moved + MINUTE,
-      }),
-    );
-    t.plan();
-    // Unpaused: the first pass sees the status not rebuilt yet, and the memory annotation goes (the executor's).
-    t.with({ cluster: clusterFacts() }).advance(MINUTE).plan();
-    t.annotate({});
-    t.advance(MINUTE).plan();
-    // CAPI rebuilds the status: old has its Node again; a, b, c are ready again (times of now), with no Node.
-    const ready = { value: true, since: t.s.now };
-    t.with({
-      machines: [
-        withNode(stripped('old')),
-        ...['a', 'b', 'c'].map((n) => ({
-          ...stripped(n),
-          phase: 'Provisioned',
-          infrastructureReady: ready,
-          bootstrapReady: ready,
-        })),
-      ],
+      const q = t.advance(MINUTE).plan();
+      expect(q.status.suspicion?.since, 'the Node old had before the move is no join').to.equal(
+        sc.status.suspicion?.since,
+      );
+      expect(eventReasons(q)).not.to.include('SuspicionCleared');
+      expect(requested(q), 'the held Machines stay held').to.deep.equal([]);
+      expect(intentOf(q, 'b')).to.equal(undefined);
+      expect(intentOf(q, 'c')).to.equal(undefined);
     });
-    const q = t.advance(MINUTE).plan();
-    expect(q.status.suspicion?.since, 'the Node old had before the move is no join').to.equal(
-      sc.status.suspicion?.since,
-    );
-    expect(eventReasons(q)).not.to.include('SuspicionCleared');
-    expect(requested(q), 'the held Machines stay held').to.deep.equal([]);
-    expect(intentOf(q, 'b')).to.equal(undefined);
-    expect(intentOf(q, 'c')).to.equal(undefined);
-  });
 
   it("the check gets its Cluster as owner (as MachineHealthChecks do) and carries clusterctl's block-move while the Cluster runs", () => {
     const p = plan(snapshot({ now: T0 }));
