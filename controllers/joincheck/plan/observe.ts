@@ -183,9 +183,10 @@ export function observe(s: Snapshot, f: Followed, settings: CheckSettings, clust
   const expected = inScope.filter((m) => m.deletingSince === undefined).length + f.settledInScope;
   const prevObs = new Map((prev.observations ?? []).map((o) => [o.uid, o]));
   const checkCreated = ms(s.check.metadata.creationTimestamp);
+  // Records as old as the check (to the second: a move can follow its source's last write within it) came with it.
   const carried =
     checkCreated !== undefined &&
-    [...(prev.recentFailures ?? []), ...(prev.requests ?? [])].some((x) => (ms(x.time) ?? Infinity) < checkCreated);
+    [...(prev.recentFailures ?? []), ...(prev.requests ?? [])].some((x) => (ms(x.time) ?? Infinity) <= checkCreated);
   const movedWithCheck = (m: MachineFacts) => carried && m.createdAt <= checkCreated + MOVED_WITH_CHECK_MS;
   const readyAt = new Map<string, number>();
   const pins = new Map<string, string>();

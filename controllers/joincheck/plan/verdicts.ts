@@ -56,7 +56,7 @@ function countJoins(s: Snapshot, f: Followed, w: Observed, verdicts: readonly Ma
   // ones — a join among them is no evidence that Machines can join again.
   const checkCreated = ms(s.check.metadata.creationTimestamp);
   const after =
-    checkCreated !== undefined && checkCreated > newestFailure ? checkCreated + MOVED_WITH_CHECK_MS : newestFailure;
+    checkCreated !== undefined && checkCreated >= newestFailure ? checkCreated + MOVED_WITH_CHECK_MS : newestFailure;
   const joinEvents = joinedNow.filter(
     (m) => w.prevObs.has(m.uid) || (somethingToReset && newestFailure > 0 && m.createdAt > after),
   );
