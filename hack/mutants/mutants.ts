@@ -494,6 +494,25 @@ export const MUTANTS: Mutant[] = [
       'controllers/joincheck/property.test.ts#replays the',
     ],
   },
+  {
+    name: 'moved-same-second-observed',
+    what: 'a check moved in the second its failures were recorded is not taken for a moved one when its Machines are observed: a stripped joined Machine is remembered as not joined, and its rebuilt Node clears the suspicion',
+    file: 'controllers/joincheck/plan/observe.ts',
+    find: '.some((x) => (ms(x.time) ?? Infinity) <= checkCreated);',
+    replace: '.some((x) => (ms(x.time) ?? Infinity) < checkCreated);',
+    tests: [
+      'controllers/joincheck/plan/planner.test.ts#also when moved in the second its failures were recorded',
+      'controllers/joincheck/property.test.ts#replays the',
+    ],
+  },
+  {
+    name: 'moved-same-second-join',
+    what: 'a check moved in the second its failures were recorded counts its moved Machines created after the failure as joins: the rebuilt Node of a joined one clears the suspicion',
+    file: 'controllers/joincheck/plan/verdicts.ts',
+    find: 'checkCreated !== undefined && checkCreated >= newestFailure ?',
+    replace: 'checkCreated !== undefined && checkCreated > newestFailure ?',
+    tests: ['controllers/joincheck/plan/planner.test.ts#also when moved in the second its failures were recorded'],
+  },
 ];
 
 /** The edits of a mutant, by file (its own file first). */
