@@ -160,6 +160,25 @@ describe('recognisable marks: joinguard.io/requested-by on the Machine', () => {
     expect(intentOf(p, 'u'), 'not joined: left to the check whose scope holds it').to.equal(undefined);
   });
 
+  it("a deleted check's annotation-path withdrawal cut after the annotation is finished: the MachineHealthCheck's answer goes with the marker", () => {
+    // The withdrawal removes the annotation first; a crash (or the deletion bound) before the conditions leaves the
+    // MachineHealthCheck's HealthCheckSucceeded=False (its answer to JoinGuard's annotation) and the marker. The check
+    // that now holds the Machine has no record of it: the marker and the annotation's reason say whose it is
+    // (seed 153840468).
+    const left = {
+      healthCheckSucceeded: { status: 'False' as const, reason: 'HasRemediateMachineAnnotation' },
+      requestedBy: GONE,
+    };
+    const sc = new Scenario(
+      snapshot({ machines: [worker('a', left)], checkUids: new Set(['uid-mjc']), now: T0 + 30 * MINUTE }),
+    );
+    const p = sc.plan();
+    expect(intentOf(p, 'a')).to.deep.include({ want: 'withdraw', marker: GONE, path: 'RemediateAnnotation' });
+    sc.converge(p);
+    expect(sc.machine('a').healthCheckSucceeded?.status, 'the answer to a withdrawn annotation').to.not.equal('False');
+    expect(sc.machine('a').requestedBy).to.equal(undefined);
+  });
+
   it("another live check's mark is never touched, even on a joined Machine", () => {
     const theirs = withNode(
       worker('t', { healthCheckSucceeded: { status: 'False', reason: 'JoinTimeout' }, requestedBy: OTHER }),
