@@ -484,6 +484,17 @@ export const MUTANTS: Mutant[] = [
     ],
   },
   {
+    name: 'orphan-annotation-answer-unrecognised',
+    what: "with no record, only the remediate-machine annotation says a marked mark is the annotation path's: once a cut withdrawal removed the annotation alone, the MachineHealthCheck's answer is taken for an owner's and the marker goes without it",
+    file: 'controllers/joincheck/requests/marks.ts',
+    find: "if (marked && (m.remediateAnnotation || answersAnnotation(m))) return 'RemediateAnnotation';",
+    replace: "if (marked && m.remediateAnnotation) return 'RemediateAnnotation';",
+    tests: [
+      "controllers/joincheck/requests/deletion.test.ts#a deleted check's annotation-path withdrawal cut after the annotation",
+      'controllers/joincheck/property.test.ts#replays the',
+    ],
+  },
+  {
     name: 'metadata-409-not-reread',
     what: "a 409 on the check's metadata patch ends the pass without reading the check again: a cache that never gets the check's event meets the same 409 on every pass",
     file: 'controllers/joincheck/act/executor.ts',

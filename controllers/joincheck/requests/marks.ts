@@ -9,7 +9,7 @@ import { markedMessage } from '../../../api/capi/remediation-writes.js';
 import type { RemediationRecord, RequestRecord } from '../../../api/v1alpha1/types.js';
 import { ANNOTATION_WITHDRAW_ALL, STATUS_LIMITS } from '../../../api/v1alpha1/types.js';
 import { markOwner } from './deletion.js';
-import { anyMark, causedMarks, ownerRef, PATHS, target, type Path } from './paths.js';
+import { answersAnnotation, anyMark, causedMarks, ownerRef, PATHS, target, type Path } from './paths.js';
 import { answered, openOutcome, recordOwnerAnswer } from './owner-answer.js';
 import { isJoined } from '../rules/judge.js';
 import { formatDuration, iso, ms, MINUTE } from '../time.js';
@@ -281,9 +281,12 @@ export function newRequest(
   return r;
 }
 
-/** The path of a mark JoinGuard has no record of: the annotation if its marker says so, else what the Machine shows. */
+/**
+ * The path of a mark JoinGuard has no record of: the annotation if its marker says so — or the MachineHealthCheck's
+ * answer to it, once a withdrawal cut short removed the annotation alone (it goes first) — else what the Machine shows.
+ */
 function unrememberedPath(m: MachineFacts, marked: boolean): Path {
-  if (marked && m.remediateAnnotation) return 'RemediateAnnotation';
+  if (marked && (m.remediateAnnotation || answersAnnotation(m))) return 'RemediateAnnotation';
   return m.joinGuardJoined?.status === 'False' ? 'MachineCondition' : 'OwnerRemediated';
 }
 

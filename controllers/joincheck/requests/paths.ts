@@ -201,6 +201,10 @@ export function causedMarks(m: MachineFacts, path: RemediationPath | undefined):
 
 export const anyMark = (c: CausedMarks): boolean => c.healthCheck || c.annotation || c.condition;
 
+/** HealthCheckSucceeded=False as a MachineHealthCheck writes it in answer to a remediate-machine annotation. */
+export const answersAnnotation = (m: MachineFacts): boolean =>
+  m.healthCheckSucceeded?.status === 'False' && ANNOTATION_REASONS.has(m.healthCheckSucceeded.reason ?? '');
+
 /** The MHC's message lists each failed check on a line `* Condition X on Machine ...`; all of them JoinGuardJoined. */
 function namesOnlyJoinGuardCondition(message: string | undefined): boolean {
   const lines = (message ?? '')
