@@ -164,7 +164,13 @@ export function parseFlags(argv: string[], parseDuration: (s: string) => number,
     given.add(name);
   }
   const f = out as unknown as Flags;
-  // A shard elects on its own Lease unless one is named: two shards on one Lease would leave one without a leader.
+  nameShardLease(f, given);
+  checkTogether(f);
+  return f;
+}
+
+/** A shard elects on its own Lease unless one is named: two shards on one Lease would leave one without a leader. */
+function nameShardLease(f: Flags, given: ReadonlySet<string>): void {
   if (f.watchFilter && !given.has('leader-elect-resource-name')) {
     const lease = `${DEFAULT_LEASE}-${f.watchFilter}`;
     if (!DNS_SUBDOMAIN.test(lease)) {
@@ -175,6 +181,10 @@ export function parseFlags(argv: string[], parseDuration: (s: string) => number,
     }
     f.leaderElectResourceName = lease;
   }
+}
+
+/** What no one flag can check alone: bounds, client-go's leader-election rules, the TLS pair, vmodule's format. */
+function checkTogether(f: Flags): void {
   if (f.concurrency < 1) throw new Error('--machinejoincheck-concurrency: must be at least 1');
   if (f.kubeApiBurst < 1) throw new Error('--kube-api-burst: must be at least 1');
   // client-go's NewLeaderElector rules.
@@ -194,7 +204,6 @@ export function parseFlags(argv: string[], parseDuration: (s: string) => number,
   // component-base's Validate: vmodule is only supported for the text format.
   if (f.vmodule.length > 0 && f.loggingFormat !== 'text')
     throw new Error('--vmodule: Only supported for text log format');
-  return f;
 }
 
 const KIND_TYPE: Record<Kind, string> = {

@@ -7,9 +7,10 @@ import { join } from 'node:path';
 import type { Logger } from 'winston';
 import { parseDuration } from '../api/v1alpha1/duration.js';
 import { startController } from '../controllers/manager.js';
-import { loadClusterAccess } from '../runtime/client/kubeconfig.js';
+import type { ControllerOptions, RunningController } from '../controllers/options.js';
+import { loadClusterAccess, type ClusterAccess } from '../runtime/client/kubeconfig.js';
 import { makeLogger } from '../runtime/logger.js';
-import { servingTls } from '../runtime/serving/serving-tls.js';
+import { servingTls, type ServingTls } from '../runtime/serving/serving-tls.js';
 import { BUILD, versionLine } from '../controllers/version.js';
 import { ecdhCurve, FLAGS, parseFlags, usage, type Flags } from './flags.js';
 
@@ -42,24 +43,84 @@ async function main(): Promise<number> {
   }
 }
 
-async function run(flags: Flags, log: Logger, deprecations: string[]): Promise<number> {
-  log.info(versionLine(), { version: BUILD.version, gitCommit: BUILD.gitCommit });
-  for (const d of deprecations) log.warn(d);
-  // As CAPI's main at V(1): every flag and its value.
-  for (const [name, spec] of Object.entries(FLAGS))
-    log.http(`FLAG: --${name}=${JSON.stringify(flagValue(flags[spec.key]))}`);
+/** How the command ends: a signal, a CAPI upgrade or a lost Lease resolves `done`; the last two exit 1. */
+interface Ending {
+  done: Promise<void>;
+  end: (exitCode?: number) => void;
+  exitCode: number;
+  leadershipLost: boolean;
+}
 
+function ending(): Ending {
+  let resolveDone!: () => void;
+  const e: Ending = {
+    done: new Promise<void>((r) => (resolveDone = r)),
+    end: (exitCode) => {
+      if (exitCode !== undefined) e.exitCode = exitCode;
+      resolveDone();
+    },
+    exitCode: 0,
+    leadershipLost: false,
+  };
+  return e;
+}
+
+type Stoppable = { stop(): Promise<void> };
+
+async function run(flags: Flags, log: Logger, deprecations: string[]): Promise<number> {
+  logStartup(flags, log, deprecations);
   const access = loadClusterAccess(flags.kubeconfig ? { kubeconfigPath: flags.kubeconfig } : {});
   const curve = ecdhCurve(flags.tlsCurvePreferences);
   const tls = { ...servingTls(flags.tlsMinVersion, flags.tlsCipherSuites), ...(curve ? { ecdhCurve: curve } : {}) };
-  const certFile = join(flags.webhookCertDir, flags.webhookCertName);
-  const keyFile = join(flags.webhookCertDir, flags.webhookKeyName);
+  const cert = {
+    certFile: join(flags.webhookCertDir, flags.webhookCertName),
+    keyFile: join(flags.webhookCertDir, flags.webhookKeyName),
+  };
 
-  let exitCode = 0;
-  let leadershipLost = false;
-  let resolveDone!: () => void;
-  const done = new Promise<void>((r) => (resolveDone = r));
-  const controller = await startController({
+  const end = ending();
+  const controller = await startController(controllerOptions(flags, { access, tls, cert, log }, end));
+  controller.metrics.setBuildInfo(BUILD.version, BUILD.gitCommit);
+  const { webhook, profiler } = await startBeside(flags, { access, tls, cert, log }, controller);
+
+  const onSignal = (sig: string) => {
+    log.info('Stopping', { signal: sig });
+    end.end();
+  };
+  process.once('SIGTERM', () => onSignal('SIGTERM'));
+  process.once('SIGINT', () => onSignal('SIGINT'));
+  controller.ready().catch((e: Error) => {
+    log.error('Could not start reconciling', { err: e.message });
+    end.end(1);
+  });
+
+  await end.done;
+  // controller-runtime: no graceful shutdown after an unintended loss of the Lease; exit 1 now.
+  if (!end.leadershipLost) {
+    await profiler?.stop();
+    await webhook?.stop();
+    await controller.stop();
+  }
+  await flushed();
+  return end.exitCode;
+}
+
+/** The version first, the deprecated flags used, then (as CAPI's main at V(1)) every flag and its value. */
+function logStartup(flags: Flags, log: Logger, deprecations: string[]): void {
+  log.info(versionLine(), { version: BUILD.version, gitCommit: BUILD.gitCommit });
+  for (const d of deprecations) log.warn(d);
+  for (const [name, spec] of Object.entries(FLAGS))
+    log.http(`FLAG: --${name}=${JSON.stringify(flagValue(flags[spec.key]))}`);
+}
+
+interface Serving {
+  access: ClusterAccess;
+  tls: ServingTls;
+  cert: { certFile: string; keyFile: string };
+  log: Logger;
+}
+
+function controllerOptions(flags: Flags, { access, tls, cert, log }: Serving, end: Ending): ControllerOptions {
+  return {
     access,
     ...(flags.namespace ? { namespace: flags.namespace } : {}),
     ...(flags.watchFilter ? { watchFilter: flags.watchFilter } : {}),
@@ -75,7 +136,7 @@ async function run(flags: Flags, log: Logger, deprecations: string[]): Promise<n
     metricsBindAddress: flags.diagnosticsAddress,
     insecureDiagnostics: flags.insecureDiagnostics,
     tls,
-    diagnosticsCert: { certFile, keyFile },
+    diagnosticsCert: cert,
     healthProbeBindAddress: flags.healthAddr,
     workloadNodeCheck: flags.workloadNodeCheck,
     allowMachineDelete: flags.allowMachineDelete,
@@ -83,66 +144,43 @@ async function run(flags: Flags, log: Logger, deprecations: string[]): Promise<n
     logger: log,
     // The CAPI release changed under us: the controller stopped and handed the Lease back; exit for the
     // Deployment to start JoinGuard again with the new release.
-    onCapiChanged: () => {
-      exitCode = 1;
-      resolveDone();
-    },
+    onCapiChanged: () => end.end(1),
     onLeadershipLost: () => {
-      leadershipLost = true;
-      exitCode = 1;
-      resolveDone();
+      end.leadershipLost = true;
+      end.end(1);
     },
-  });
-  controller.metrics.setBuildInfo(BUILD.version, BUILD.gitCommit);
+  };
+}
 
-  let webhook: { stop(): Promise<void> } | undefined;
-  let profiler: { stop(): Promise<void> } | undefined;
+/** The admission webhooks (unless --webhook-port=0) and the profiler (with --profiler-address) beside the controller. */
+async function startBeside(
+  flags: Flags,
+  { access, tls, cert, log }: Serving,
+  controller: RunningController,
+): Promise<{ webhook?: Stoppable; profiler?: Stoppable }> {
+  let webhook: Stoppable | undefined;
   try {
     if (flags.webhookPort > 0) {
       const { startWebhookServer } = await import('../webhooks/server.js');
       webhook = await startWebhookServer({
         port: flags.webhookPort,
-        certFile,
-        keyFile,
+        ...cert,
         tls,
         access,
         logger: log,
         metrics: controller.metrics,
       });
     }
-    if (flags.profilerAddress !== '') {
-      const { startProfiler } = await import('./profiler.js');
-      const p = await startProfiler(flags.profilerAddress);
-      profiler = p;
-      log.info('Serving the profiler', { address: flags.profilerAddress, port: p.port });
-    }
+    if (flags.profilerAddress === '') return { webhook };
+    const { startProfiler } = await import('./profiler.js');
+    const profiler = await startProfiler(flags.profilerAddress);
+    log.info('Serving the profiler', { address: flags.profilerAddress, port: profiler.port });
+    return { webhook, profiler };
   } catch (e) {
     await webhook?.stop();
     await controller.stop();
     throw e;
   }
-
-  const onSignal = (sig: string) => {
-    log.info('Stopping', { signal: sig });
-    resolveDone();
-  };
-  process.once('SIGTERM', () => onSignal('SIGTERM'));
-  process.once('SIGINT', () => onSignal('SIGINT'));
-  controller.ready().catch((e: Error) => {
-    log.error('Could not start reconciling', { err: e.message });
-    exitCode = 1;
-    resolveDone();
-  });
-
-  await done;
-  // controller-runtime: no graceful shutdown after an unintended loss of the Lease; exit 1 now.
-  if (!leadershipLost) {
-    await profiler?.stop();
-    await webhook?.stop();
-    await controller.stop();
-  }
-  await flushed();
-  return exitCode;
 }
 
 function flagValue(v: unknown): string {

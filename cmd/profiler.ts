@@ -7,7 +7,7 @@
 //   GET /debug/pprof/heap                a heap snapshot: a .heapsnapshot (Chrome DevTools). Writing it stops
 //                                        the process for a while and needs memory near the heap's size.
 // One profile at a time: a second request while one runs gets 409.
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Session } from 'node:inspector/promises';
 import { getHeapSnapshot } from 'node:v8';
 import { pipeline } from 'node:stream/promises';
@@ -24,14 +24,39 @@ const INDEX = `JoinGuard profiler
 
 /** Starts the profiler on `host:port` (port 0 picks one). */
 export async function startProfiler(address: string): Promise<Profiler> {
+  const { host, port } = hostPort(address);
+  const server: Server = createServer(profiles());
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const a = server.address();
+  return {
+    port: typeof a === 'object' && a ? a.port : port,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+function hostPort(address: string): { host: string; port: number } {
   const i = address.lastIndexOf(':');
   const host = i > 0 ? address.slice(0, i) : '0.0.0.0';
   const port = Number(address.slice(i + 1));
   if (i < 0 || !Number.isInteger(port) || port < 0 || port > 65535)
     throw new Error(`--profiler-address: ${JSON.stringify(address)} is not host:port`);
-  let busy = false;
+  return { host, port };
+}
 
-  const server: Server = createServer((req, res) => {
+/** The index, the heap snapshot and the CPU profile, one profile at a time. */
+function profiles(): (req: IncomingMessage, res: ServerResponse) => void {
+  let busy = false;
+  return (req, res) => {
     const url = new URL(req.url ?? '/', 'http://profiler');
     const fail = (code: number, text: string) => {
       res.writeHead(code, { 'Content-Type': 'text/plain' });
@@ -71,22 +96,6 @@ export async function startProfiler(address: string): Promise<Profiler> {
         done();
       },
     );
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const a = server.address();
-  return {
-    port: typeof a === 'object' && a ? a.port : port,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
   };
 }
 

@@ -78,49 +78,12 @@ const silent: WebhookLogger = { info: () => {}, warn: () => {}, error: () => {},
 
 export async function startWebhookServer(opts: WebhookServerOptions): Promise<WebhookServer> {
   const log = opts.logger ?? silent;
-  const ownRest =
-    !opts.rest && opts.access ? new RestClient(opts.access, { userAgent: WEBHOOK_USER_AGENT }) : undefined;
-  const rest = opts.rest ?? ownRest;
-  const discover = opts.discoverCapi ?? (rest ? () => discoverCapi(rest) : undefined);
-  const capi = discover
-    ? new CapiVersionWatch(discover, {
-        ...(opts.capiRefreshMs !== undefined ? { refreshMs: opts.capiRefreshMs } : {}),
-        onChange: (f) =>
-          log.info('Webhook found CAPI', {
-            apiVersion: f.apiVersion,
-            minor: f.minor,
-            version: f.version,
-            source: f.source,
-          }),
-        onError: (e) => log.warn('Webhook CAPI discovery failed', { err: e }),
-      })
-    : undefined;
-  void capi?.start();
-  const lookups = opts.lookups ?? (rest && capi ? restLookups(rest, capi) : undefined);
-  const ctx: DecideContext = { ...(lookups ? { lookups } : {}), ...(capi ? { capi: () => capi.get() } : {}) };
+  const { ownRest, ctx } = apiAccess(opts, log);
   const rules = opts.rules ?? (await import('./rules.js')).API_RULES;
-  if (!lookups) log.warn('Webhook has no API access: overlap and MachineHealthCheck checks are off');
-
-  // eslint-disable-next-line prefer-const -- declared before the handlers that close over it
-  let server: Server | undefined;
-  const tls = {
-    minVersion: opts.tls?.minVersion ?? 'TLSv1.2',
-    ...(opts.tls?.ciphers ? { ciphers: opts.tls.ciphers } : {}),
-    ...(opts.tls?.ecdhCurve ? { ecdhCurve: opts.tls.ecdhCurve } : {}),
-  } as const;
-  const { watcher, pair } = await CertWatcher.start({
-    certFile: opts.certFile,
-    keyFile: opts.keyFile,
-    pollMs: opts.certPollMs,
-    onChange: (p) => {
-      server?.setSecureContext({ cert: p.cert, key: p.key, ...tls });
-      log.info('Webhook serving certificate reloaded', { certFile: opts.certFile });
-    },
-    onError: (e) => log.warn('Webhook serving certificate not reloaded, keeping the current one', { err: e.message }),
-  });
+  if (!ctx.lookups) log.warn('Webhook has no API access: overlap and MachineHealthCheck checks are off');
 
   let hooks: ReturnType<RuntimeMetrics['webhook']> | undefined;
-  server = createServer({ cert: pair.cert, key: pair.key, ...tls }, (req, res) => {
+  const { server: s, watcher } = await tlsServer(opts, log, (req, res) => {
     const path = (req.url ?? '').split('?')[0];
     // controller-runtime instruments the admission path only (not its health endpoints).
     const end = path === VALIDATE_PATH ? hooks?.start() : undefined;
@@ -130,10 +93,6 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
       if (!res.headersSent) send(res, 500, { error: 'internal error' });
     });
   });
-  server.headersTimeout = 10_000;
-  server.requestTimeout = 30_000;
-
-  const s = server;
   await new Promise<void>((resolve, reject) => {
     s.once('error', reject);
     s.listen(opts.port, opts.host ?? '0.0.0.0', () => {
@@ -159,6 +118,63 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
       });
     },
   };
+}
+
+/**
+ * What the webhook reads of the API, when it has access: CAPI's version (watched for an upgrade) and the lookups
+ * (overlapping checks, MachineHealthChecks). `ownRest` is the client it made itself, closed when it stops.
+ */
+function apiAccess(opts: WebhookServerOptions, log: WebhookLogger): { ownRest?: RestClient; ctx: DecideContext } {
+  const ownRest =
+    !opts.rest && opts.access ? new RestClient(opts.access, { userAgent: WEBHOOK_USER_AGENT }) : undefined;
+  const rest = opts.rest ?? ownRest;
+  const discover = opts.discoverCapi ?? (rest ? () => discoverCapi(rest) : undefined);
+  const capi = discover
+    ? new CapiVersionWatch(discover, {
+        ...(opts.capiRefreshMs !== undefined ? { refreshMs: opts.capiRefreshMs } : {}),
+        onChange: (f) =>
+          log.info('Webhook found CAPI', {
+            apiVersion: f.apiVersion,
+            minor: f.minor,
+            version: f.version,
+            source: f.source,
+          }),
+        onError: (e) => log.warn('Webhook CAPI discovery failed', { err: e }),
+      })
+    : undefined;
+  void capi?.start();
+  const lookups = opts.lookups ?? (rest && capi ? restLookups(rest, capi) : undefined);
+  const ctx: DecideContext = { ...(lookups ? { lookups } : {}), ...(capi ? { capi: () => capi.get() } : {}) };
+  return { ...(ownRest ? { ownRest } : {}), ctx };
+}
+
+/** The HTTPS server on the serving certificate, reloaded when it changes. */
+async function tlsServer(
+  opts: WebhookServerOptions,
+  log: WebhookLogger,
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<{ server: Server; watcher: CertWatcher }> {
+  // eslint-disable-next-line prefer-const -- declared before the handlers that close over it
+  let server: Server | undefined;
+  const tls = {
+    minVersion: opts.tls?.minVersion ?? 'TLSv1.2',
+    ...(opts.tls?.ciphers ? { ciphers: opts.tls.ciphers } : {}),
+    ...(opts.tls?.ecdhCurve ? { ecdhCurve: opts.tls.ecdhCurve } : {}),
+  } as const;
+  const { watcher, pair } = await CertWatcher.start({
+    certFile: opts.certFile,
+    keyFile: opts.keyFile,
+    pollMs: opts.certPollMs,
+    onChange: (p) => {
+      server?.setSecureContext({ cert: p.cert, key: p.key, ...tls });
+      log.info('Webhook serving certificate reloaded', { certFile: opts.certFile });
+    },
+    onError: (e) => log.warn('Webhook serving certificate not reloaded, keeping the current one', { err: e.message }),
+  });
+  server = createServer({ cert: pair.cert, key: pair.key, ...tls }, handler);
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 30_000;
+  return { server, watcher };
 }
 
 async function handle(

@@ -76,19 +76,8 @@ export async function decide(req: AdmissionRequest, rules: SpecRules, ctx: Decid
   const problems: FieldProblem[] = rules
     .validateSpec(spec)
     .map((e) => ({ field: rooted(e.field), message: e.message }));
-  if (req.operation === 'UPDATE') {
-    const oldCluster = checkLike(req.oldObject).clusterName;
-    if (oldCluster !== undefined && self.clusterName !== oldCluster) {
-      problems.push({
-        field: 'spec.clusterName',
-        message:
-          `is immutable: it was ${JSON.stringify(oldCluster)} and cannot ` +
-          `become ${JSON.stringify(self.clusterName ?? null)}; keep ` +
-          `${JSON.stringify(oldCluster)}, or create a new MachineJoinCheck ` +
-          `for the other Cluster`,
-      });
-    }
-  }
+  const changed = req.operation === 'UPDATE' ? clusterNameChanged(req, self) : undefined;
+  if (changed) problems.push(changed);
   if (self.clusterName !== undefined) problems.push(...clusterLabelContradictions(self.selector, self.clusterName));
 
   const warnings = problems.length === 0 ? rules.warnings(spec) : [];
@@ -102,33 +91,7 @@ export async function decide(req: AdmissionRequest, rules: SpecRules, ctx: Decid
   }
 
   try {
-    const clusterName = self.clusterName;
-    const [checks, rawMhcs, machines] = await Promise.all([
-      lookups.checks(req.namespace),
-      lookups.machineHealthChecks(req.namespace),
-      lookups.machines(req.namespace, clusterName),
-    ]);
-    const mhcs = rawMhcs.objects.map((o) => rules.readMachineHealthCheck(o, rawMhcs.version));
-    for (const other of checks.map(checkLike)) {
-      if (other.name === self.name || other.deleting || other.clusterName !== clusterName) continue;
-      const problem = overlapProblem(self, other, machines, rules.matches);
-      if (problem) problems.push(problem);
-    }
-    for (const mhc of mhcs) {
-      if (mhc.clusterName !== clusterName || mhc.nodeStartupTimeoutSeconds === 0) continue;
-      const shared = bothSelect(self.selector, mhc.selector, machines, rules.matches);
-      if (!selectorsOverlap(self.selector, mhc.selector, clusterName).overlap && shared.length === 0) continue;
-      // CAPI's MHC defaulting writes 600 into an unset timeout, so "unset" is seldom seen on a stored MHC.
-      const t = mhc.nodeStartupTimeoutSeconds;
-      let timeout = t === 600 ? "600s (CAPI's default)" : `${t}s`;
-      if (t === undefined) timeout = 'unset (CAPI uses 10m)';
-      warnings.push(
-        `MachineHealthCheck ${JSON.stringify(mhc.name)} also selects ` +
-          `these Machines and its node startup timeout is ${timeout}: ` +
-          `it acts first on Machines that never join; set its nodeStartupTimeout ` +
-          `explicitly to 0 to leave them to JoinGuard`,
-      );
-    }
+    await overlapsInNamespace(self, self.clusterName, req.namespace, lookups, rules, { problems, warnings });
   } catch (e) {
     return {
       problems,
@@ -140,6 +103,60 @@ export async function decide(req: AdmissionRequest, rules: SpecRules, ctx: Decid
     };
   }
   return { problems, warnings };
+}
+
+/** spec.clusterName is immutable once set. */
+function clusterNameChanged(req: AdmissionRequest, self: CheckLike): FieldProblem | undefined {
+  const oldCluster = checkLike(req.oldObject).clusterName;
+  if (oldCluster === undefined || self.clusterName === oldCluster) return undefined;
+  return {
+    field: 'spec.clusterName',
+    message:
+      `is immutable: it was ${JSON.stringify(oldCluster)} and cannot ` +
+      `become ${JSON.stringify(self.clusterName ?? null)}; keep ` +
+      `${JSON.stringify(oldCluster)}, or create a new MachineJoinCheck ` +
+      `for the other Cluster`,
+  };
+}
+
+/**
+ * What the namespace's other objects say: another check of the Cluster that selects the same Machines is refused;
+ * a MachineHealthCheck that also selects them is a warning (it acts first on Machines that never join).
+ */
+async function overlapsInNamespace(
+  self: CheckLike,
+  clusterName: string,
+  namespace: string,
+  lookups: Lookups,
+  rules: SpecRules,
+  out: { problems: FieldProblem[]; warnings: string[] },
+): Promise<void> {
+  const [checks, rawMhcs, machines] = await Promise.all([
+    lookups.checks(namespace),
+    lookups.machineHealthChecks(namespace),
+    lookups.machines(namespace, clusterName),
+  ]);
+  const mhcs = rawMhcs.objects.map((o) => rules.readMachineHealthCheck(o, rawMhcs.version));
+  for (const other of checks.map(checkLike)) {
+    if (other.name === self.name || other.deleting || other.clusterName !== clusterName) continue;
+    const problem = overlapProblem(self, other, machines, rules.matches);
+    if (problem) out.problems.push(problem);
+  }
+  for (const mhc of mhcs) {
+    if (mhc.clusterName !== clusterName || mhc.nodeStartupTimeoutSeconds === 0) continue;
+    const shared = bothSelect(self.selector, mhc.selector, machines, rules.matches);
+    if (!selectorsOverlap(self.selector, mhc.selector, clusterName).overlap && shared.length === 0) continue;
+    // CAPI's MHC defaulting writes 600 into an unset timeout, so "unset" is seldom seen on a stored MHC.
+    const t = mhc.nodeStartupTimeoutSeconds;
+    let timeout = t === 600 ? "600s (CAPI's default)" : `${t}s`;
+    if (t === undefined) timeout = 'unset (CAPI uses 10m)';
+    out.warnings.push(
+      `MachineHealthCheck ${JSON.stringify(mhc.name)} also selects ` +
+        `these Machines and its node startup timeout is ${timeout}: ` +
+        `it acts first on Machines that never join; set its nodeStartupTimeout ` +
+        `explicitly to 0 to leave them to JoinGuard`,
+    );
+  }
 }
 
 /** The strategy against the CAPI release found: refused when too old, admitted with a warning when unknown. */

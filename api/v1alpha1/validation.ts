@@ -44,7 +44,30 @@ export function validateSpec(spec: unknown): FieldError[] {
   const errs: FieldError[] = [];
   const add = (field: string, message: string) => errs.push({ field, message });
 
-  const clusterName = spec['clusterName'];
+  validateClusterName(spec['clusterName'], add);
+  validateSelector(spec['selector'], 'spec.selector', add);
+
+  durationField(spec, 'joinTimeout', 'spec.joinTimeout', add);
+  durationField(
+    spec,
+    'provisionTimeout',
+    'spec.provisionTimeout',
+    add,
+    ' (leave it unset to turn the provision check off)',
+  );
+  validateMaxInFlight(spec['maxInFlight'], add);
+
+  validateRemediation(spec['remediation'], add);
+  validateSuspicion(spec['suspicion'], add);
+
+  intField(spec, 'neverJoinedLimit', 'spec.neverJoinedLimit', 0, add, '; 0 turns the never-joined stop off');
+  enumField(spec, 'firstControlPlane', 'spec.firstControlPlane', FIRST_CONTROL_PLANE_POLICIES, add);
+  boolField(spec, 'dryRun', 'spec.dryRun', add);
+  boolField(spec, 'paused', 'spec.paused', add);
+  return errs;
+}
+
+function validateClusterName(clusterName: unknown, add: Add): void {
   if (!present(clusterName)) add('spec.clusterName', 'is required: the name of the Cluster whose Machines are checked');
   else if (
     typeof clusterName !== 'string' ||
@@ -59,20 +82,9 @@ export function validateSpec(spec: unknown): FieldError[] {
         `with a letter or digit, not ${describe(clusterName)}`,
     );
   }
+}
 
-  validateSelector(spec['selector'], 'spec.selector', add);
-
-  durationField(spec, 'joinTimeout', 'spec.joinTimeout', add);
-  durationField(
-    spec,
-    'provisionTimeout',
-    'spec.provisionTimeout',
-    add,
-    ' (leave it unset to turn the provision check off)',
-  );
-  validateMaxInFlight(spec['maxInFlight'], add);
-
-  const remediation = spec['remediation'];
+function validateRemediation(remediation: unknown, add: Add): void {
   if (present(remediation) && !isObject(remediation))
     add('spec.remediation', `must be an object (strategy, maxPerOwner, window), not ${describe(remediation)}`);
   else if (isObject(remediation)) {
@@ -80,8 +92,10 @@ export function validateSpec(spec: unknown): FieldError[] {
     intField(remediation, 'maxPerOwner', 'spec.remediation.maxPerOwner', 1, add);
     durationField(remediation, 'window', 'spec.remediation.window', add);
   }
+}
 
-  const suspicion = spec['suspicion'];
+/** The suspicion's fields, and its back-off's bounds compared after defaulting. */
+function validateSuspicion(suspicion: unknown, add: Add): void {
   if (present(suspicion) && !isObject(suspicion)) {
     add(
       'spec.suspicion',
@@ -114,12 +128,6 @@ export function validateSpec(spec: unknown): FieldError[] {
       );
     }
   }
-
-  intField(spec, 'neverJoinedLimit', 'spec.neverJoinedLimit', 0, add, '; 0 turns the never-joined stop off');
-  enumField(spec, 'firstControlPlane', 'spec.firstControlPlane', FIRST_CONTROL_PLANE_POLICIES, add);
-  boolField(spec, 'dryRun', 'spec.dryRun', add);
-  boolField(spec, 'paused', 'spec.paused', add);
-  return errs;
 }
 
 /** Legal but risky settings, admitted with these warnings (the MHC overlap is the webhook's: it needs API reads). */

@@ -4,7 +4,7 @@
 // next deadline (deadline wake-ups go ahead of event work), and every check is reconciled again each sync period.
 import type { Logger } from 'winston';
 import type { CapiApiVersion } from '../../api/capi/model.js';
-import { API_VERSION, KIND } from '../../api/v1alpha1/types.js';
+import { API_VERSION, KIND, type MachineJoinCheckStatus } from '../../api/v1alpha1/types.js';
 import { machineLogger, reconcileLogger } from '../../runtime/logger.js';
 import type { ReconcileResult, RuntimeMetrics } from '../../runtime/metrics.js';
 import { WorkQueue } from '../../runtime/informers/queue.js';
@@ -14,9 +14,12 @@ import { Caches } from './world/cache.js';
 import type { EventRecorder } from './act/events.js';
 import { execute } from './act/executor.js';
 import { Refusals } from './act/refusals.js';
-import type { JoinGuardMetrics } from './report/metrics.js';
-import type { CapiInfo, PlannedEvent, PreviousView } from './types.js';
+import type { CheckRef, JoinGuardMetrics } from './report/metrics.js';
+import type { ExecutorDeps } from './act/deps.js';
+import type { CapiInfo, Plan, PlannedEvent, PreviousView, SnapshotSource } from './types.js';
 import { tlsAnswers, type WorkloadNodeReader } from './world/workload-access.js';
+
+type WorkloadNodes = NonNullable<Awaited<ReturnType<WorkloadNodeReader['nodesFor']>>>;
 
 export interface JoinCheckControllerOptions {
   rest: RestClient;
@@ -195,40 +198,8 @@ export class JoinCheckController {
       const workloadNodes = target ? await this.o.workloadNodes!.nodesFor(target.namespace, target.cluster) : undefined;
       let refusals = this.refusals.get(key);
       if (refusals === undefined) this.refusals.set(key, (refusals = new Refusals()));
-      const r = await execute(
-        {
-          rest: this.o.rest,
-          apiVersion: this.o.apiVersion,
-          log,
-          emit: (e, check) => this.emit(e, check, log),
-          writeMetric: (write, res) => this.o.metrics.write(write, res),
-          remember: (kind, raw) => this.caches.remember(kind, raw),
-          refusals,
-          ...(this.statusWrites.has(key) ? { lastStatusWrite: this.statusWrites.get(key)! } : {}),
-          now: this.o.clock,
-        },
-        {
-          build: (live) =>
-            this.caches.snapshot(key, live, this.capi, {
-              ...(this.views.has(key) ? { previous: this.views.get(key)! } : {}),
-              ...(this.probes.has(key) ? { endpointProbe: this.probes.get(key)! } : {}),
-              ...(workloadNodes ? { workloadNodes } : {}),
-              ...(this.o.connectionGraceMs !== undefined ? { connectionGraceMs: this.o.connectionGraceMs } : {}),
-              ...(this.o.unansweredAfterMs !== undefined ? { unansweredAfterMs: this.o.unansweredAfterMs } : {}),
-              allowMachineDelete: this.o.allowMachineDelete === true,
-              refusedWrites: refusals.list(),
-              now: this.o.clock(),
-            }),
-        },
-      );
-      const p = r.plan;
-      if (p !== undefined) {
-        this.views.set(key, p.view);
-        this.logOnce(key, log, p.memoryNotes);
-        if (p.probe !== undefined) this.probe(key, p.probe.host, p.probe.port, log);
-        this.o.metrics.observe(ref, p.verdicts, entry.raw.status ?? {}, p.status, this.o.clock(), p.settledInScope);
-        this.caches.consumed(key);
-      }
+      const r = await execute(this.executorDeps(key, log, refusals), this.snapshotSource(key, refusals, workloadNodes));
+      this.keepPlan(key, r.plan, ref, entry.raw.status ?? {}, log);
       if (r.statusWrittenAt !== undefined) this.statusWrites.set(key, r.statusWrittenAt);
       this.queue.succeeded(key);
       if (r.requeueAfterMs !== undefined) this.queue.addAfter(key, r.requeueAfterMs);
@@ -245,6 +216,47 @@ export class JoinCheckController {
         this.o.metrics.refused(ref, refused.list());
       this.o.runtimeMetrics?.reconcileDone(CONTROLLER_NAME, result, Number(process.hrtime.bigint() - started) / 1e9);
     }
+  }
+
+  private executorDeps(key: string, log: Logger, refusals: Refusals): ExecutorDeps {
+    return {
+      rest: this.o.rest,
+      apiVersion: this.o.apiVersion,
+      log,
+      emit: (e, check) => this.emit(e, check, log),
+      writeMetric: (write, res) => this.o.metrics.write(write, res),
+      remember: (kind, raw) => this.caches.remember(kind, raw),
+      refusals,
+      ...(this.statusWrites.has(key) ? { lastStatusWrite: this.statusWrites.get(key)! } : {}),
+      now: this.o.clock,
+    };
+  }
+
+  /** The check's snapshot from the caches, with what this process remembers of it between reconciles. */
+  private snapshotSource(key: string, refusals: Refusals, workloadNodes: WorkloadNodes | undefined): SnapshotSource {
+    return {
+      build: (live) =>
+        this.caches.snapshot(key, live, this.capi, {
+          ...(this.views.has(key) ? { previous: this.views.get(key)! } : {}),
+          ...(this.probes.has(key) ? { endpointProbe: this.probes.get(key)! } : {}),
+          ...(workloadNodes ? { workloadNodes } : {}),
+          ...(this.o.connectionGraceMs !== undefined ? { connectionGraceMs: this.o.connectionGraceMs } : {}),
+          ...(this.o.unansweredAfterMs !== undefined ? { unansweredAfterMs: this.o.unansweredAfterMs } : {}),
+          allowMachineDelete: this.o.allowMachineDelete === true,
+          refusedWrites: refusals.list(),
+          now: this.o.clock(),
+        }),
+    };
+  }
+
+  /** An applied plan: its view kept for the next reconcile, its notes logged once, its probe started, its metrics. */
+  private keepPlan(key: string, p: Plan | undefined, ref: CheckRef, prev: MachineJoinCheckStatus, log: Logger): void {
+    if (p === undefined) return;
+    this.views.set(key, p.view);
+    this.logOnce(key, log, p.memoryNotes);
+    if (p.probe !== undefined) this.probe(key, p.probe.host, p.probe.port, log);
+    this.o.metrics.observe(ref, p.verdicts, prev, p.status, this.o.clock(), p.settledInScope);
+    this.caches.consumed(key);
   }
 
   private forget(key: string, ref: { namespace: string; check: string; cluster: string }): void {

@@ -40,8 +40,8 @@ export const MUTANTS: Mutant[] = [
     name: 'cached-machine',
     what: 'the executor does not decide again on a Machine its write found changed (409): it reads it live, then writes the old decision with the live resourceVersion',
     file: 'controllers/joincheck/act/executor.ts',
-    find: '        latest = next;\n        return next.intents.find((x) => x.machine.uid === uid);',
-    replace: '        latest = next;\n        return intent;',
+    find: '    this.latest = next;\n    return next.intents.find((x) => x.machine.uid === intent.machine.uid);',
+    replace: '    this.latest = next;\n    return intent;',
     // The live-Cluster gate plans again on the Machine as read after the 409 too: both homes of the new decision go.
     more: [
       {
@@ -88,7 +88,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'status-refusal-blocks-withdrawals',
     what: 'a refused status write (403 on /status) aborts the pass before any Machine write: a joined Machine keeps its mark (issue 28 §1)',
-    file: 'controllers/joincheck/act/executor.ts',
+    file: 'controllers/joincheck/act/status-write.ts',
     find: "      if (!isConflict(e)) return { outcome: 'refused', s, p, error: e as Error };",
     replace: '      if (!isConflict(e)) throw e;',
     // The property test (seed 1, 2,000 histories) did not catch it: the named spec is its proof.
@@ -218,9 +218,9 @@ export const MUTANTS: Mutant[] = [
     name: 'abort-on-refusal',
     what: 'one refused write (403/422, any error but 404/409) aborts the pass, on every pass (no back-off to step over it): every Machine after it waits',
     file: 'controllers/joincheck/act/executor.ts',
-    find: '      deps.emit(refusedEvent(intent, f), s.check);\n      continue;',
-    replace: '      deps.emit(refusedEvent(intent, f), s.check);\n      throw r.error;',
-    more: [{ find: '    if (refusals.waiting(uid, deps.now())) continue;\n', replace: '' }],
+    find: '      deps.emit(refusedEvent(intent, f), this.s.check);\n      return;',
+    replace: '      deps.emit(refusedEvent(intent, f), this.s.check);\n      throw r.error;',
+    more: [{ find: '    if (refusals.waiting(uid, deps.now())) return;\n', replace: '' }],
     tests: ['controllers/joincheck/act/executor-refusals.test.ts'],
   },
   {
@@ -242,7 +242,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'held-answer-coalesced',
     what: "an owner's answer that holds a request back (deferred, refused) waits with the display-only changes instead of being written at once",
-    file: 'controllers/joincheck/act/executor.ts',
+    file: 'controllers/joincheck/act/status-write.ts',
     find: "new Set(['Deferred', 'Refused', 'Unanswered'])",
     replace: 'new Set([])',
     tests: ['controllers/joincheck/act/executor.test.ts#holds the request back'],
@@ -250,7 +250,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'write-guarded-by-rebuilt',
     what: 'after the write-ahead the snapshot is rebuilt from the caches: a Machine that joined while the PUT was in flight is marked or deleted with its post-join resourceVersion (issue 35 §1)',
-    file: 'controllers/joincheck/act/executor.ts',
+    file: 'controllers/joincheck/act/status-write.ts',
     find: "return { outcome: 'written', s: withCheck(s, written), p, judged: s };",
     replace: "return { outcome: 'written', s: src.build(live) ?? s, p, judged: s };",
     // (After a 409 the snapshot is rebuilt from the caches on purpose, and the new decision made on it: the
@@ -294,7 +294,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'cluster-not-read-after-write-ahead',
     what: "the Cluster is not read live after the check's status write: a pause stored while it was in flight is not seen and the mark goes out (issue 35 §6)",
-    file: 'controllers/joincheck/act/executor.ts',
+    file: 'controllers/joincheck/act/status-write.ts',
     find: '    checkWritten(live);\n    try {\n      // PUT on /status',
     replace: '    try {\n      // PUT on /status',
     tests: ['controllers/joincheck/act/executor.test.ts#read before the write-ahead and paused while it was in flight'],
@@ -303,7 +303,7 @@ export const MUTANTS: Mutant[] = [
     name: 'finalizer-on-cached-cluster',
     what: "the check's metadata follows the plan made on the cached Cluster: a deleted check whose bound passes while its Cluster is paused goes with its mark left on a Machine",
     file: 'controllers/joincheck/act/executor.ts',
-    find: 'if (again !== undefined) p = { ...p, check: again.check };',
+    find: 'if (again !== undefined) this.p = { ...this.p, check: again.check };',
     replace: '',
     tests: ['controllers/joincheck/act/executor.test.ts#past its bound on a Cluster paused live'],
   },
@@ -342,7 +342,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'cluster-stale-only-when-answered',
     what: "only a status PUT that answered makes the Cluster read stale: after a 409 that showed another writer's record, or a PUT whose reply was lost (it landed), a Machine is written on the Cluster read before it",
-    file: 'controllers/joincheck/act/executor.ts',
+    file: 'controllers/joincheck/act/status-write.ts',
     find: '    checkWritten(live);\n    try {\n      // PUT on /status',
     replace: '    try {\n      // PUT on /status',
     more: [
@@ -388,8 +388,8 @@ export const MUTANTS: Mutant[] = [
     name: 'unrecorded-re-decision-writes-on',
     what: 'after a 409 whose new decision cannot be recorded (refused, reply lost), the pass writes the next Machines from the old plan on a snapshot rebuilt from the caches: a Machine that joined meanwhile is deleted (seed 191426184)',
     file: 'controllers/joincheck/act/executor.ts',
-    find: '            gate.close();\n            requeue = Math.min(requeue ?? 100, 100);\n            return undefined;',
-    replace: '            requeue = Math.min(requeue ?? 100, 100);\n            return undefined;',
+    find: '        this.gate.close();\n        this.requeue = Math.min(this.requeue ?? 100, 100);\n        return undefined;',
+    replace: '        this.requeue = Math.min(this.requeue ?? 100, 100);\n        return undefined;',
     tests: ['controllers/joincheck/property.test.ts#replays the'],
   },
   {
@@ -497,7 +497,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'metadata-409-not-reread',
     what: "a 409 on the check's metadata patch ends the pass without reading the check again: a cache that never gets the check's event meets the same 409 on every pass",
-    file: 'controllers/joincheck/act/executor.ts',
+    file: 'controllers/joincheck/act/check-metadata.ts',
     find: 'if (isConflict(e)) await rememberLiveCheck(deps, meta.namespace, meta.name);',
     replace: '',
     tests: [

@@ -118,7 +118,39 @@ function fromFiles(files: string[], context?: string): ClusterAccess {
   return resolve(merged, context, undefined, `kubeconfig ${files.join(path.delimiter)}`);
 }
 
+/** The context in use and the cluster and user it names. */
+interface InUse {
+  name: string;
+  ctxEntry: Named<Entry>;
+  clusterEntry: Named<Entry>;
+  cluster: Entry;
+  userEntry: Named<Entry> | undefined;
+  user: Entry;
+}
+
 function resolve(cfg: Config, context: string | undefined, baseDir: string | undefined, source: string): ClusterAccess {
+  const e = inUse(cfg, context, source);
+  const where = `${source} (context ${e.name})`;
+  const files = fileReads(cfg, baseDir, where);
+  const { cluster, user } = e;
+
+  const access: ClusterAccess = { server: serverOf(e, where), source: where };
+  const ca = files.bytes(cluster, e.clusterEntry, 'certificate-authority-data', 'certificate-authority');
+  if (ca) access.ca = ca;
+  if (cluster['insecure-skip-tls-verify'] === true) access.insecureSkipTLSVerify = true;
+  const sni = str(cluster, 'tls-server-name');
+  if (sni) access.tlsServerName = sni;
+  const cert = files.bytes(user, e.userEntry, 'client-certificate-data', 'client-certificate');
+  const key = files.bytes(user, e.userEntry, 'client-key-data', 'client-key');
+  if ((cert === undefined) !== (key === undefined))
+    throw new Error(`${where}: a client certificate needs both the certificate and its key`);
+  if (cert && key) Object.assign(access, { cert, key });
+  const token = tokenOf(e, where, files.file);
+  if (token) access.token = token;
+  return access;
+}
+
+function inUse(cfg: Config, context: string | undefined, source: string): InUse {
   const name = context ?? cfg.currentContext;
   if (!name) throw new Error(`${source} has no current-context and none was given`);
   const ctxEntry = cfg.contexts.find((c) => c.name === name);
@@ -135,9 +167,13 @@ function resolve(cfg: Config, context: string | undefined, baseDir: string | und
   if (ctx['user'] && !userEntry)
     throw new Error(`${source}: context ${JSON.stringify(name)} names no known user (${JSON.stringify(ctx['user'])})`);
   const user = userEntry?.['user'] ?? {};
+  return { name, ctxEntry, clusterEntry, cluster, userEntry, user };
+}
 
-  const where = `${source} (context ${name})`;
-  const str = (o: Entry, k: string): string | undefined => (typeof o[k] === 'string' && o[k] !== '' ? o[k] : undefined);
+const str = (o: Entry, k: string): string | undefined => (typeof o[k] === 'string' && o[k] !== '' ? o[k] : undefined);
+
+/** Paths relative to the file that named the entry (else `baseDir`); inline base64 data before a file. */
+function fileReads(cfg: Config, baseDir: string | undefined, where: string) {
   const file = (entry: object | undefined, p: string) => {
     const dir = (entry && cfg.dirs.get(entry)) ?? baseDir;
     return path.isAbsolute(p) || dir === undefined ? p : path.join(dir, p);
@@ -153,7 +189,11 @@ function resolve(cfg: Config, context: string | undefined, baseDir: string | und
       throw new Error(`${where}: cannot read ${fileKey} ${f}: ${(e as Error).message}`);
     }
   };
+  return { file, bytes };
+}
 
+/** The cluster's server URL, refusing the fields this client does not support rather than ignoring them. */
+function serverOf({ cluster, user }: InUse, where: string): URL {
   const server = str(cluster, 'server');
   if (!server) throw new Error(`${where}: the cluster has no server`);
   let url: URL;
@@ -168,19 +208,16 @@ function resolve(cfg: Config, context: string | undefined, baseDir: string | und
   for (const unsupported of ['username', 'password', 'as', 'as-groups', 'as-uid', 'as-user-extra']) {
     if (user[unsupported] != null) throw new Error(`${where}: user field ${unsupported} is not supported`);
   }
+  return url;
+}
 
-  const access: ClusterAccess = { server: url, source: where };
-  const ca = bytes(cluster, clusterEntry, 'certificate-authority-data', 'certificate-authority');
-  if (ca) access.ca = ca;
-  if (cluster['insecure-skip-tls-verify'] === true) access.insecureSkipTLSVerify = true;
-  const sni = str(cluster, 'tls-server-name');
-  if (sni) access.tlsServerName = sni;
-  const cert = bytes(user, userEntry, 'client-certificate-data', 'client-certificate');
-  const key = bytes(user, userEntry, 'client-key-data', 'client-key');
-  if ((cert === undefined) !== (key === undefined))
-    throw new Error(`${where}: a client certificate needs both the certificate and its key`);
-  if (cert && key) Object.assign(access, { cert, key });
-
+/** The user's token: an exec or auth-provider plugin's, a token file's (re-read), or a literal token. */
+function tokenOf(
+  e: InUse,
+  where: string,
+  file: (entry: object | undefined, p: string) => string,
+): (() => Promise<string | undefined>) | undefined {
+  const { user } = e;
   const tokenFile = str(user, 'tokenFile');
   const token = str(user, 'token');
   if (user['exec'] != null || user['auth-provider'] != null) {
@@ -188,15 +225,16 @@ function resolve(cfg: Config, context: string | undefined, baseDir: string | und
     const text = stringify({
       apiVersion: 'v1',
       kind: 'Config',
-      clusters: [clusterEntry],
-      users: [userEntry],
-      contexts: [ctxEntry],
-      'current-context': name,
+      clusters: [e.clusterEntry],
+      users: [e.userEntry],
+      contexts: [e.ctxEntry],
+      'current-context': e.name,
     });
-    access.token = pluginToken(text, name, where);
-  } else if (tokenFile) access.token = tokenFromFile(file(userEntry, tokenFile));
-  else if (token) access.token = () => Promise.resolve(token);
-  return access;
+    return pluginToken(text, e.name, where);
+  }
+  if (tokenFile) return tokenFromFile(file(e.userEntry, tokenFile));
+  if (token) return () => Promise.resolve(token);
+  return undefined;
 }
 
 /** A token file re-read at most every 50 s (client-go's period); the last good token survives a failed read. */

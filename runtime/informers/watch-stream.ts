@@ -31,36 +31,60 @@ export interface WatchStreamOptions {
  */
 export async function readWatch(o: WatchStreamOptions): Promise<{ events: number }> {
   const ac = new AbortController();
-  let liveness: NodeJS.Timeout | undefined;
-  let lastByte = o.now();
-  const check = () => {
-    const left = lastByte + o.livenessMs - o.now();
-    if (left > 0) liveness = setTimeout(check, left);
-    else ac.abort(new WatchSilent(`watch silent for ${o.livenessMs} ms`));
-  };
-  const arm = () => {
-    lastByte = o.now();
-    if (liveness === undefined) liveness = setTimeout(check, o.livenessMs);
-  };
-  const done = () => {
-    clearTimeout(liveness);
-    o.setAbort(undefined);
-  };
+  const timer = liveness(o, ac);
   o.setAbort((why) => ac.abort(why));
-  arm();
+  timer.arm();
   let res: IncomingMessage;
   try {
     ({ res } = await o.rest.open('GET', o.path, { query: o.query, signal: ac.signal, retries: 0, stream: true }));
   } catch (e) {
-    done();
+    timer.done();
     throw ac.signal.aborted ? reasonOf(ac.signal) : e;
   }
   if (res.statusCode !== 200) {
-    done();
+    timer.done();
     const code = res.statusCode ?? 0;
     throw new ApiError(code, 'WATCH', o.path, await readError(res), retryAfterOf(code, res.headers['retry-after']));
   }
-  arm();
+  timer.arm();
+  return { events: await readEvents(o, res, ac, timer) };
+}
+
+interface Liveness {
+  /** Bytes came (or a wait begins): the silence is measured from now. */
+  arm: () => void;
+  /** The watch ended: the timer stops and the abort is handed back. */
+  done: () => void;
+}
+
+/** One timer for the whole watch: it aborts after `livenessMs` without a byte. */
+function liveness(o: WatchStreamOptions, ac: AbortController): Liveness {
+  let timer: NodeJS.Timeout | undefined;
+  let lastByte = o.now();
+  const check = () => {
+    const left = lastByte + o.livenessMs - o.now();
+    if (left > 0) timer = setTimeout(check, left);
+    else ac.abort(new WatchSilent(`watch silent for ${o.livenessMs} ms`));
+  };
+  return {
+    arm: () => {
+      lastByte = o.now();
+      if (timer === undefined) timer = setTimeout(check, o.livenessMs);
+    },
+    done: () => {
+      clearTimeout(timer);
+      o.setAbort(undefined);
+    },
+  };
+}
+
+/** The response's events, one at a time, until ANY end of it (settled once): how many came. */
+async function readEvents(
+  o: WatchStreamOptions,
+  res: IncomingMessage,
+  ac: AbortController,
+  timer: Liveness,
+): Promise<number> {
   let events = 0;
   await new Promise<void>((resolve, reject) => {
     let settled = false;
@@ -68,7 +92,7 @@ export async function readWatch(o: WatchStreamOptions): Promise<{ events: number
     const finish = (failure?: Error) => {
       if (settled) return;
       settled = true;
-      done();
+      timer.done();
       if (!res.destroyed) res.destroy();
       if (failure) reject(failure);
       else resolve();
@@ -76,7 +100,7 @@ export async function readWatch(o: WatchStreamOptions): Promise<{ events: number
     res.on('data', (chunk: Buffer) => {
       if (settled) return;
       o.onBytes();
-      arm();
+      timer.arm();
       try {
         scanner.write(chunk);
       } catch (e) {
@@ -98,5 +122,5 @@ export async function readWatch(o: WatchStreamOptions): Promise<{ events: number
     );
     ac.signal.addEventListener('abort', () => finish(reasonOf(ac.signal)), { once: true });
   });
-  return { events };
+  return events;
 }

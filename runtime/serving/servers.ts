@@ -82,9 +82,22 @@ export interface DiagnosticsOptions {
 
 type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => Promise<void> | void;
 
+type Routes = Map<string, { method: string; handle: Handler }>;
+
 export async function startDiagnosticsServer(o: DiagnosticsOptions): Promise<BoundServer & { secure: boolean }> {
   if (o.secure && !o.auth) throw new Error('secure diagnostics need the TokenReview/SubjectAccessReview filter');
-  const routes = new Map<string, { method: string; handle: Handler }>();
+  const handler = routed(o, diagnosticsRoutes(o));
+  if (!o.secure) {
+    const bound = await listen(http.createServer(handler), o.addr);
+    o.log.info('Serving metrics server', { bindAddress: bindText(o.addr, bound.port), secure: false });
+    return { ...bound, secure: false };
+  }
+  return { ...(await listenSecure(o, handler)), secure: true };
+}
+
+/** /metrics, and PUT /debug/flags/v when secure and asked for. */
+function diagnosticsRoutes(o: DiagnosticsOptions): Routes {
+  const routes: Routes = new Map();
   routes.set('/metrics', {
     method: 'GET',
     handle: async (_req, res) => {
@@ -107,8 +120,12 @@ export async function startDiagnosticsServer(o: DiagnosticsOptions): Promise<Bou
       },
     });
   }
+  return routes;
+}
 
-  const handler = (req: IncomingMessage, res: ServerResponse) => {
+/** A request to its route, behind the TokenReview/SubjectAccessReview filter when secure; bodies kept to 4 KiB. */
+function routed(o: DiagnosticsOptions, routes: Routes): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
     const path = (req.url ?? '').split('?')[0]!;
     const route = routes.get(path);
     if (!route) return fail(res, 404, '404 page not found');
@@ -135,13 +152,13 @@ export async function startDiagnosticsServer(o: DiagnosticsOptions): Promise<Bou
       });
     });
   };
+}
 
-  if (!o.secure) {
-    const bound = await listen(http.createServer(handler), o.addr);
-    o.log.info('Serving metrics server', { bindAddress: bindText(o.addr, bound.port), secure: false });
-    return { ...bound, secure: false };
-  }
-
+/** HTTPS with the given certificate (reloaded when it changes), else a self-signed one. */
+async function listenSecure(
+  o: DiagnosticsOptions,
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<BoundServer> {
   let watcher: CertWatcher | undefined;
   let server: https.Server;
   const tlsOpts = {
@@ -175,7 +192,7 @@ export async function startDiagnosticsServer(o: DiagnosticsOptions): Promise<Bou
     secure: true,
     certificate: watcher ? o.certFile : 'self-signed',
   });
-  return { ...bound, secure: true };
+  return bound;
 }
 
 const bindText = (a: BindAddress, port: number) => `${a.host?.includes(':') ? `[${a.host}]` : (a.host ?? '')}:${port}`;

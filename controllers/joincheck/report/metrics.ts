@@ -63,6 +63,115 @@ interface CheckMemory {
 
 const keyOf = (r: CheckRef) => `${r.namespace}/${r.check}`;
 
+type Registers = Registry[];
+
+/** The Machines' families: how many in each state, what was done to them, how long they took to join. */
+function machineFamilies(registers: Registers, collectPastDeadline: (g: Gauge) => void) {
+  return {
+    // state: the status count the Machine is in (counts.ts, as kubectl get mjc shows it); verdict: the finer verdict.
+    machines: new Gauge({
+      name: 'joinguard_machines',
+      help:
+        'Machines in scope of a check, by state (the status count: ' +
+        'Joined, Joining, Stuck, Skipped, Deleting) and verdict',
+      labelNames: [...CHECK_LABELS, 'state', 'verdict'],
+      registers,
+    }),
+    remediations: new Counter({
+      name: 'joinguard_remediations_total',
+      help: 'Remediation outcomes reached, by path and outcome (each outcome once per Machine)',
+      labelNames: [...CHECK_LABELS, 'path', 'outcome'],
+      registers,
+    }),
+    suspicions: new Counter({
+      name: 'joinguard_suspicions_raised_total',
+      help: 'Suspicions raised (BootstrapCredentialSuspect or RolloutSuspect)',
+      labelNames: [...CHECK_LABELS],
+      registers,
+    }),
+    joinDuration: new Histogram({
+      name: 'joinguard_join_duration_seconds',
+      help: 'Time from the join clock start to the Node, of Machines that joined while this process watched',
+      labelNames: [...CHECK_LABELS],
+      buckets: JOIN_BUCKETS,
+      registers,
+    }),
+    pastDeadlineSeconds: new Gauge({
+      name: 'joinguard_past_deadline_seconds',
+      help: 'How long the stuck Machine of a check furthest past its deadline has been past it (0 when none)',
+      labelNames: [...CHECK_LABELS],
+      registers,
+      collect() {
+        collectPastDeadline(this);
+      },
+    }),
+  };
+}
+
+/** The check's own families: its conditions, its last remediation finished, its recent join durations. */
+function checkFamilies(registers: Registers) {
+  return {
+    condition: new Gauge({
+      name: 'joinguard_check_condition',
+      help: "The check's current conditions (1 for the current type, status and reason)",
+      labelNames: [...CHECK_LABELS, 'type', 'status', 'reason'],
+      registers,
+    }),
+    // Since when a check has been unhealthy: the dashboard's table of checks not progressing.
+    conditionTransition: new Gauge({
+      name: 'joinguard_check_condition_last_transition_timestamp_seconds',
+      help: "The lastTransitionTime of the check's current conditions (Unix seconds), by type, status and reason",
+      labelNames: [...CHECK_LABELS, 'type', 'status', 'reason'],
+      registers,
+    }),
+    // Budget pacing told apart from a stall: remediations that finish say the budget frees (the stall alert).
+    lastRemediationFinished: new Gauge({
+      name: 'joinguard_last_remediation_finished_timestamp_seconds',
+      help:
+        'When the latest remediation of a check stopped being in flight (old Machine gone, or its mark ' +
+        'withdrawn), Unix seconds, from status.remediations (0 when none has)',
+      labelNames: [...CHECK_LABELS],
+      registers,
+    }),
+    // The status's own figures, kept across restarts: join times that show when joins are rare.
+    recentJoinDuration: new Gauge({
+      name: 'joinguard_recent_join_duration_seconds',
+      help:
+        "p50 (quantile 0.5), p95 (0.95) and max (1) of the check's recent join durations, as status.joinDurations " +
+        'keeps them (the last joins, whenever they happened)',
+      labelNames: [...CHECK_LABELS, 'quantile'],
+      registers,
+    }),
+  };
+}
+
+/** The process's families: its watch restarts, its writes, the Machines whose writes are refused. */
+function writeFamilies(registers: Registers) {
+  return {
+    watchRestarts: new Counter({
+      name: 'joinguard_watch_restarts_total',
+      help: 'List+watch restarts after errors or silence, by informer',
+      labelNames: ['informer'],
+      registers,
+    }),
+    writes: new Counter({
+      name: 'joinguard_api_writes_total',
+      help: 'Writes made, by kind and result',
+      labelNames: ['write', 'result'],
+      registers,
+    }),
+    refusedMachines: new Gauge({
+      name: 'joinguard_write_refused_machines',
+      help:
+        'Machines of a check whose last write the apiserver refused ' +
+        '(403, an admission webhook, any error but 404/409), retried ' +
+        'with back-off, by the write refused (mark, withdraw, delete)',
+      labelNames: [...CHECK_LABELS, 'write'],
+      registers,
+    }),
+  };
+}
+
 export class JoinGuardMetrics {
   readonly machines: Gauge;
   readonly remediations: Counter;
@@ -80,96 +189,21 @@ export class JoinGuardMetrics {
 
   constructor(registry: Registry) {
     const registers = [registry];
-    const self = this;
-    // state: the status count the Machine is in (counts.ts, as kubectl get mjc shows it); verdict: the finer verdict.
-    this.machines = new Gauge({
-      name: 'joinguard_machines',
-      help:
-        'Machines in scope of a check, by state (the status count: ' +
-        'Joined, Joining, Stuck, Skipped, Deleting) and verdict',
-      labelNames: [...CHECK_LABELS, 'state', 'verdict'],
-      registers,
-    });
-    this.remediations = new Counter({
-      name: 'joinguard_remediations_total',
-      help: 'Remediation outcomes reached, by path and outcome (each outcome once per Machine)',
-      labelNames: [...CHECK_LABELS, 'path', 'outcome'],
-      registers,
-    });
-    this.suspicions = new Counter({
-      name: 'joinguard_suspicions_raised_total',
-      help: 'Suspicions raised (BootstrapCredentialSuspect or RolloutSuspect)',
-      labelNames: [...CHECK_LABELS],
-      registers,
-    });
-    this.joinDuration = new Histogram({
-      name: 'joinguard_join_duration_seconds',
-      help: 'Time from the join clock start to the Node, of Machines that joined while this process watched',
-      labelNames: [...CHECK_LABELS],
-      buckets: JOIN_BUCKETS,
-      registers,
-    });
-    this.pastDeadlineSeconds = new Gauge({
-      name: 'joinguard_past_deadline_seconds',
-      help: 'How long the stuck Machine of a check furthest past its deadline has been past it (0 when none)',
-      labelNames: [...CHECK_LABELS],
-      registers,
-      collect() {
-        self.collectPastDeadline(this);
-      },
-    });
-    this.condition = new Gauge({
-      name: 'joinguard_check_condition',
-      help: "The check's current conditions (1 for the current type, status and reason)",
-      labelNames: [...CHECK_LABELS, 'type', 'status', 'reason'],
-      registers,
-    });
-    // Since when a check has been unhealthy: the dashboard's table of checks not progressing.
-    this.conditionTransition = new Gauge({
-      name: 'joinguard_check_condition_last_transition_timestamp_seconds',
-      help: "The lastTransitionTime of the check's current conditions (Unix seconds), by type, status and reason",
-      labelNames: [...CHECK_LABELS, 'type', 'status', 'reason'],
-      registers,
-    });
-    // Budget pacing told apart from a stall: remediations that finish say the budget frees (the stall alert).
-    this.lastRemediationFinished = new Gauge({
-      name: 'joinguard_last_remediation_finished_timestamp_seconds',
-      help:
-        'When the latest remediation of a check stopped being in flight (old Machine gone, or its mark ' +
-        'withdrawn), Unix seconds, from status.remediations (0 when none has)',
-      labelNames: [...CHECK_LABELS],
-      registers,
-    });
-    // The status's own figures, kept across restarts: join times that show when joins are rare.
-    this.recentJoinDuration = new Gauge({
-      name: 'joinguard_recent_join_duration_seconds',
-      help:
-        "p50 (quantile 0.5), p95 (0.95) and max (1) of the check's recent join durations, as status.joinDurations " +
-        'keeps them (the last joins, whenever they happened)',
-      labelNames: [...CHECK_LABELS, 'quantile'],
-      registers,
-    });
-    this.watchRestarts = new Counter({
-      name: 'joinguard_watch_restarts_total',
-      help: 'List+watch restarts after errors or silence, by informer',
-      labelNames: ['informer'],
-      registers,
-    });
-    this.writes = new Counter({
-      name: 'joinguard_api_writes_total',
-      help: 'Writes made, by kind and result',
-      labelNames: ['write', 'result'],
-      registers,
-    });
-    this.refusedMachines = new Gauge({
-      name: 'joinguard_write_refused_machines',
-      help:
-        'Machines of a check whose last write the apiserver refused ' +
-        '(403, an admission webhook, any error but 404/409), retried ' +
-        'with back-off, by the write refused (mark, withdraw, delete)',
-      labelNames: [...CHECK_LABELS, 'write'],
-      registers,
-    });
+    const machines = machineFamilies(registers, (g) => this.collectPastDeadline(g));
+    this.machines = machines.machines;
+    this.remediations = machines.remediations;
+    this.suspicions = machines.suspicions;
+    this.joinDuration = machines.joinDuration;
+    this.pastDeadlineSeconds = machines.pastDeadlineSeconds;
+    const checks = checkFamilies(registers);
+    this.condition = checks.condition;
+    this.conditionTransition = checks.conditionTransition;
+    this.lastRemediationFinished = checks.lastRemediationFinished;
+    this.recentJoinDuration = checks.recentJoinDuration;
+    const writes = writeFamilies(registers);
+    this.watchRestarts = writes.watchRestarts;
+    this.writes = writes.writes;
+    this.refusedMachines = writes.refusedMachines;
   }
 
   /** Updates the check's series from one applied plan: `prev` the status read, `next` the status written. */

@@ -15,7 +15,6 @@ import {
 import { matchesSelector } from '../../../api/capi/selector.js';
 import {
   CABPK_GROUP,
-  MalformedObjectError,
   type BootstrapConfigFacts,
   type ClusterFacts,
   type KcpFacts,
@@ -23,12 +22,13 @@ import {
   type MachineHealthCheckFacts,
   type MachineSetFacts,
 } from '../../../api/capi/model.js';
-import { capiResource, type CapiKind } from '../../../api/capi/resources.js';
+import type { CapiKind } from '../../../api/capi/resources.js';
 import { parseSettings } from '../../../api/v1alpha1/settings.js';
 import { CHECK_RESOURCE, type MachineJoinCheck } from '../../../api/v1alpha1/types.js';
 import { Informer } from '../../../runtime/informers/informer.js';
 import type { Json, Resource } from '../../../runtime/client/rest.js';
 import { Index, MachineIndex, namedUids } from './machine-index.js';
+import { entryReader, namespaced } from './entry-reader.js';
 import { isSettled } from '../rules/judge.js';
 import { snapshotMachines } from './snapshot-machines.js';
 import { clusterKey, clusterOf, sameEntry, type CacheOptions, type CheckEntry, type Entry } from './cache-entries.js';
@@ -60,28 +60,7 @@ export class Caches {
 
   constructor(private readonly o: CacheOptions) {
     const v = o.apiVersion;
-    const capi = (k: CapiKind): Resource => ({ ...capiResource(k, v), namespaced: true });
-    const read =
-      <F>(kind: string, apiVersion: string, reader: (obj: Json) => F) =>
-      (raw: Json): Entry<F> => {
-        const key = keyOf(raw);
-        const cluster = clusterOf(raw);
-        try {
-          return {
-            key,
-            ...(cluster ? { cluster } : {}),
-            facts: reader(raw.apiVersion && raw.kind ? raw : { apiVersion, kind, ...raw }),
-          };
-        } catch (e) {
-          const error = e instanceof MalformedObjectError ? e.message : `${kind} ${key}: ${(e as Error).message}`;
-          const uid = typeof raw?.metadata?.uid === 'string' ? raw.metadata.uid : undefined;
-          return {
-            key,
-            ...(cluster ? { cluster } : {}),
-            malformed: { name: String(raw?.metadata?.name ?? '(unnamed)'), ...(uid ? { uid } : {}), error },
-          };
-        }
-      };
+    const capi = (k: CapiKind) => namespaced(k, v);
     // --watch-filter selects server-side, so a shard lists and caches only its own Clusters, Machines and checks
     // (docs/decisions/sharding-with-watch-filter.md: how the label reaches Machines). MHCs, KCPs and configs are
     // few and not filtered: one missing from a shard's view would change what it decides.
@@ -97,7 +76,7 @@ export class Caches {
     this.machines = this.informer(
       'machines',
       capi('Machine'),
-      read('Machine', `cluster.x-k8s.io/${v}`, (x) => lean(readMachine(x, v))),
+      entryReader('Machine', `cluster.x-k8s.io/${v}`, (x) => lean(readMachine(x, v))),
       (t, e, old) => this.onMachine(t, e, old),
       sameEntry,
       shard,
@@ -105,7 +84,7 @@ export class Caches {
     this.clusters = this.informer(
       'clusters',
       capi('Cluster'),
-      read('Cluster', `cluster.x-k8s.io/${v}`, (x) => readCluster(x, v)),
+      entryReader('Cluster', `cluster.x-k8s.io/${v}`, (x) => readCluster(x, v)),
       (_t, e) => this.enqueueClusterKey(e.key),
       sameEntry,
       shard,
@@ -113,7 +92,7 @@ export class Caches {
     this.mhcs = this.informer(
       'machinehealthchecks',
       capi('MachineHealthCheck'),
-      read('MachineHealthCheck', `cluster.x-k8s.io/${v}`, (x) => readMachineHealthCheck(x, v)),
+      entryReader('MachineHealthCheck', `cluster.x-k8s.io/${v}`, (x) => readMachineHealthCheck(x, v)),
       (t, e, old) => this.onIndexed(this.byCluster.mhcs, t, e, old),
       sameEntry,
     );
@@ -121,31 +100,37 @@ export class Caches {
     this.machineSets = this.informer(
       'machinesets',
       capi('MachineSet'),
-      read('MachineSet', `cluster.x-k8s.io/${v}`, (x) => readMachineSet(x)),
+      entryReader('MachineSet', `cluster.x-k8s.io/${v}`, (x) => readMachineSet(x)),
       (t, e, old) => this.onIndexed(this.byCluster.machineSets, t, e, old),
       sameEntry,
       shard,
     );
-    if (o.kubeadm.controlPlane) {
-      this.kcps = this.informer(
-        'kubeadmcontrolplanes',
-        capi('KubeadmControlPlane'),
-        read('KubeadmControlPlane', `controlplane.cluster.x-k8s.io/${v}`, (x) => readKubeadmControlPlane(x, v)),
-        (_t, e) => this.enqueueNamespace(e.key),
-        sameEntry,
-      );
-    }
+    if (o.kubeadm.controlPlane) this.kcps = this.kcpInformer();
     // Only control-plane configs matter (the first control-plane rules); workers' configs are not cached.
-    if (o.kubeadm.bootstrap) {
-      this.configs = this.informer(
-        'kubeadmconfigs',
-        capi('KubeadmConfig'),
-        read('KubeadmConfig', `${CABPK_GROUP}/${v}`, (x) => readBootstrapConfig(x)),
-        (t, e, old) => this.onIndexed(this.byCluster.configs, t, e, old),
-        sameEntry,
-        CONTROL_PLANE_LABEL,
-      );
-    }
+    if (o.kubeadm.bootstrap) this.configs = this.configInformer();
+  }
+
+  private kcpInformer(): Informer<Entry<KcpFacts>> {
+    const v = this.o.apiVersion;
+    return this.informer(
+      'kubeadmcontrolplanes',
+      namespaced('KubeadmControlPlane', v),
+      entryReader('KubeadmControlPlane', `controlplane.cluster.x-k8s.io/${v}`, (x) => readKubeadmControlPlane(x, v)),
+      (_t, e) => this.enqueueNamespace(e.key),
+      sameEntry,
+    );
+  }
+
+  private configInformer(): Informer<Entry<BootstrapConfigFacts>> {
+    const v = this.o.apiVersion;
+    return this.informer(
+      'kubeadmconfigs',
+      namespaced('KubeadmConfig', v),
+      entryReader('KubeadmConfig', `${CABPK_GROUP}/${v}`, (x) => readBootstrapConfig(x)),
+      (t, e, old) => this.onIndexed(this.byCluster.configs, t, e, old),
+      sameEntry,
+      CONTROL_PLANE_LABEL,
+    );
   }
 
   private informer<T>(
