@@ -45,9 +45,8 @@ export function needsWrite(i: MarkIntent, m: MachineFacts | undefined): boolean 
           m.requestedBy !== undefined &&
           m.requestedBy !== i.marker)
       );
-    default:
-      return assertNever(i, 'intent');
   }
+  return assertNever(i, 'intent');
 }
 
 export function ref(t: { name: string; namespace: string }) {
@@ -98,19 +97,7 @@ export async function converge(
   const now = new Date(deps.now());
   const log = { Machine: ref(i.machine), write: i.want };
   try {
-    switch (i.want) {
-      case 'delete':
-        await deps.rest.deleteWithPreconditions(path, i.machine.uid, rv);
-        break;
-      case 'mark':
-        await writeMark(deps, i, { path, rv, raw, now });
-        break;
-      case 'withdraw':
-        await writeWithdrawal(deps, i, facts!, { path, rv, raw, now });
-        break;
-      default:
-        assertNever(i, 'intent');
-    }
+    await write(deps, i, facts!, { path, rv, raw, now });
     deps.writeMetric(i.want, 'ok');
     deps.log.info(`${i.want} written`, log);
     return 'ok';
@@ -139,6 +126,20 @@ interface WriteOn {
   rv: string;
   raw: Json;
   now: Date;
+}
+
+/** The intent's write: a deletion guarded by uid and resourceVersion, a mark, or a withdrawal. */
+async function write(deps: WriteDeps, i: MarkIntent, facts: MachineFacts, on: WriteOn): Promise<void> {
+  switch (i.want) {
+    case 'delete':
+      await deps.rest.deleteWithPreconditions(on.path, i.machine.uid, on.rv);
+      return;
+    case 'mark':
+      return writeMark(deps, i, on);
+    case 'withdraw':
+      return writeWithdrawal(deps, i, facts, on);
+  }
+  return assertNever(i, 'intent');
 }
 
 /** A request's mark, with its marker, in one write: the path's write kind (PATHS) says which. */
@@ -178,9 +179,8 @@ async function writeMark(deps: WriteDeps, i: Extract<MarkIntent, { want: 'mark' 
       deps.remember('machine', await deps.rest.mergePatch(`${path}/status`, statusPatch(raw, write)));
       return;
     }
-    default:
-      assertNever(kind, 'write kind');
   }
+  assertNever(kind, 'write kind');
 }
 
 /** Every mark JoinGuard caused (MARKS), and the marker: the annotations first, then the conditions, the marker last. */

@@ -40,6 +40,11 @@ export interface PathRule {
    */
   answered: boolean;
   /**
+   * The MachineHealthChecks that act on its request (a paused one stops its unanswered clock): none (the owner acts
+   * directly), any that selects the Machine, or those that watch JoinGuardJoined.
+   */
+  actingMhcs: 'none' | 'selecting' | 'watchingJoinGuardJoined';
+  /**
    * What the executor writes (machine-writes.ts converge): a Machine deletion, or the mark of that kind. What a
    * withdrawal removes follows from it (MARKS: the mark it wrote, and what a MachineHealthCheck marked because of it).
    */
@@ -51,21 +56,25 @@ export const PATHS = {
   OwnerRemediated: {
     visible: (m) => m.healthCheckSucceeded?.status === 'False',
     answered: false,
+    actingMhcs: 'none',
     write: 'healthCheck',
   },
   RemediateAnnotation: {
     visible: (m) => m.remediateAnnotation,
     answered: true,
+    actingMhcs: 'selecting',
     write: 'annotation',
   },
   MachineCondition: {
     visible: (m) => m.joinGuardJoined?.status === 'False',
     answered: true,
+    actingMhcs: 'watchingJoinGuardJoined',
     write: 'condition',
   },
   Delete: {
     visible: (m) => m.deletingSince !== undefined,
     answered: false,
+    actingMhcs: 'none',
     write: 'delete',
   },
 } as const satisfies Record<Path, PathRule>;
@@ -135,8 +144,9 @@ export function actingMhcPaused(
   m: MachineFacts,
   mhcs: readonly MachineHealthCheckFacts[],
 ): boolean {
-  if (path !== 'RemediateAnnotation' && path !== 'MachineCondition') return false;
-  const acting = selectingMhcs(m, mhcs).filter((h) => path === 'RemediateAnnotation' || h.watchesJoinGuardCondition);
+  const by = path === 'Report' ? 'none' : PATHS[path].actingMhcs;
+  if (by === 'none') return false;
+  const acting = selectingMhcs(m, mhcs).filter((h) => by === 'selecting' || h.watchesJoinGuardCondition);
   return acting.length > 0 && acting.every((h) => h.paused);
 }
 
