@@ -2,7 +2,6 @@
 // DESIGN.md is the contract; the CRD schema in manifests/crd/ is generated from schema.ts beside this file,
 // and a test proves the two agree.
 import type { LabelSelectorModel } from '../capi/model.js';
-import type { STRATEGIES } from './defaults.js';
 
 export const GROUP = 'joinguard.io';
 export const VERSION = 'v1alpha1';
@@ -28,8 +27,9 @@ export const CAPI_ANNOTATION_REMEDIATE_MACHINE = 'cluster.x-k8s.io/remediate-mac
 /** JoinGuard's own Machine condition for the MachineCondition strategy. */
 export const CONDITION_JOINGUARD_JOINED = 'JoinGuardJoined';
 
-/** STRATEGIES (defaults.ts, beside the CRD's enum and the webhook's check) is the one list. */
-export type RemediationStrategy = (typeof STRATEGIES)[number];
+/** How a check asks for a replacement (spec.remediation.strategy): the CRD's enum and the webhook's check use it. */
+export const REMEDIATION_STRATEGIES = ['Auto', 'OwnerRemediated', 'MachineCondition', 'Delete'] as const;
+export type RemediationStrategy = (typeof REMEDIATION_STRATEGIES)[number];
 export type FirstControlPlanePolicy = 'Remediate' | 'Report';
 // The status vocabularies, each one `as const` list: the types, the CRD schema's enums (schema-status.ts) and the
 // checks on read (controllers/joincheck/memory/memory.ts) are all derived from these, so a word added here is known
