@@ -11,12 +11,12 @@ import {
   statusPatch,
   withdrawConditions,
 } from '../../../api/capi/remediation-writes.js';
-import { carriesAnyMark, type MachineFacts } from '../../../api/capi/model.js';
+import type { MachineFacts } from '../../../api/capi/model.js';
 import { ANNOTATION_REQUESTED_BY, CAPI_ANNOTATION_REMEDIATE_MACHINE } from '../../../api/v1alpha1/types.js';
 import { isConflict, isNotFound, pathOf, type Json, type Resource } from '../../../runtime/client/rest.js';
 import type { MarkIntent, Snapshot } from '../types.js';
 import type { WriteDeps } from './deps.js';
-import { annotationMarks, anyMark, causedMarks, conditionMarks, MARKS, PATHS } from '../requests/paths.js';
+import { annotationMarks, anyMark, carriesMark, causedMarks, conditionMarks, MARKS, PATHS } from '../requests/paths.js';
 import { assertNever } from '../types.js';
 
 export type Refused = { want: MarkIntent['want']; error: Error };
@@ -38,7 +38,7 @@ export function needsWrite(i: MarkIntent, m: MachineFacts | undefined): boolean 
       // Only where the Machine carries no mark at all: never over someone else's, never re-asserting an owner's —
       // but the annotation path's own mark whose marker names another uid (a moved check's, clusterctl move) gets it.
       return (
-        !carriesAnyMark(m) ||
+        !carriesMark(m) ||
         (PATHS[i.path].write === 'annotation' &&
           i.marker !== undefined &&
           m.remediateAnnotation &&

@@ -81,6 +81,8 @@ export const PATHS = {
 
 /** One kind of mark: whether JoinGuard caused it on a Machine asked on a path, and how a withdrawal removes it. */
 interface MarkRule {
+  /** The mark is on the Machine, whoever made it. */
+  on: (m: MachineFacts) => boolean;
   /** `rule`: the path JoinGuard asked on, if it remembers asking. */
   caused: (m: MachineFacts, rule: PathRule | undefined) => boolean;
   /** An annotation (removed first, in one metadata patch) or a part of withdrawConditions (on /status). */
@@ -90,6 +92,7 @@ interface MarkRule {
 /** Every mark kind: causedMarks, anyMark and the withdrawal (machine-writes.ts) are derived from it. */
 export const MARKS: Readonly<Record<MarkKind, MarkRule>> = {
   healthCheck: {
+    on: (m) => m.healthCheckSucceeded?.status === 'False',
     caused: (m, rule) => {
       const hc = m.healthCheckSucceeded;
       if (hc?.status !== 'False') return false;
@@ -102,10 +105,15 @@ export const MARKS: Readonly<Record<MarkKind, MarkRule>> = {
   },
   // CAPI's annotation: JoinGuard's only when its path wrote it.
   annotation: {
+    on: (m) => m.remediateAnnotation,
     caused: (m, rule) => rule?.write === 'annotation' && m.remediateAnnotation,
     removed: { annotation: CAPI_ANNOTATION_REMEDIATE_MACHINE },
   },
-  condition: { caused: (m) => m.joinGuardJoined?.status === 'False', removed: { conditions: 'condition' } },
+  condition: {
+    on: (m) => m.joinGuardJoined?.status === 'False',
+    caused: (m) => m.joinGuardJoined?.status === 'False',
+    removed: { conditions: 'condition' },
+  },
 };
 
 export type PathChoice =
@@ -243,6 +251,9 @@ export function causedMarks(m: MachineFacts, path: RemediationPath | undefined):
 }
 
 export const anyMark = (c: CausedMarks): boolean => MARK_KINDS.some((k) => c[k]);
+
+/** A remediation mark of anyone's, of every kind MARKS knows (carriesAnyMark in api/capi, derived). */
+export const carriesMark = (m: MachineFacts): boolean => MARK_KINDS.some((k) => MARKS[k].on(m));
 
 /** The caused marks a withdrawal removes on /status (withdrawConditions' parts), and whether there is any. */
 export function conditionMarks(c: CausedMarks): { healthCheck: boolean; condition: boolean; any: boolean } {
