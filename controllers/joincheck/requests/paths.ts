@@ -3,6 +3,7 @@
 // and what every Machine must carry now are marks.ts.
 import type { MachineFacts, MachineHealthCheckFacts } from '../../../api/capi/model.js';
 import { matchesSelector } from '../../../api/capi/selector.js';
+import { STRATEGY_MIN_CAPI_MINOR } from '../../../api/v1alpha1/defaults.js';
 import type {
   CheckSettings,
   OwnerReference,
@@ -13,8 +14,8 @@ import { CAPI_ANNOTATION_REMEDIATE_MACHINE } from '../../../api/v1alpha1/types.j
 import type { CapiInfo, MachineTarget } from '../types.js';
 import { byName } from '../words.js';
 
-/** MachineCondition needs CAPI v1.12+ (MHC checks.unhealthyMachineConditions). */
-export const MACHINE_CONDITION_MIN_MINOR = 12;
+/** MachineCondition needs CAPI v1.12+ (MHC checks.unhealthyMachineConditions): the webhook's number, one home. */
+const MACHINE_CONDITION_MIN_MINOR = STRATEGY_MIN_CAPI_MINOR.MachineCondition ?? 0;
 
 /** HealthCheckSucceeded reasons JoinGuard writes itself. */
 const OWN_REASONS = new Set(['JoinTimeout', 'ProvisionTimeout']);
