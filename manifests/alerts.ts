@@ -1,6 +1,8 @@
 // The PrometheusRule's alerts (observability.ts ships them; e2e/lifecycle/promtool.test.ts runs promtool's unit tests
 // of each, firing and not firing). Each links the runbook section that says what to do, and groups by the management
-// cluster's `cluster` label too, so a central ruler (Thanos, Mimir) keeps management clusters apart.
+// cluster's `cluster` label too, so a central ruler (Thanos, Mimir) keeps management clusters apart. Which stops the
+// stall alert judges comes from STOP_MEANINGS (api/v1alpha1), the stops' meanings: manifests/ imports api/ alone.
+import { stopsWhere, type StopReason } from '../api/v1alpha1/types.js';
 
 export const PROVIDER_LABEL = 'cluster.x-k8s.io/provider';
 export const PROVIDER = 'addon-joinguard';
@@ -45,12 +47,23 @@ export interface AlertRule {
 
 const CHECK = '{{ $labels.cluster_namespace }}/{{ $labels.check }}';
 
-/** The alerts about one check: its conditions, its refused writes, who reconciles it. */
-function checkAlerts(rb: string): AlertRule[] {
-  const condition = (type: string, status: string) =>
-    `joinguard_check_condition{${SELECTOR}, type="${type}", status="${status}"`;
-  const progressingFalse = condition('Progressing', 'False');
-  const refused = `joinguard_write_refused_machines{${SELECTOR}`;
+/** `reason="X"`, or a regex for several. */
+function reasonIs(reasons: readonly StopReason[]): string {
+  return reasons.length === 1 ? `reason="${reasons[0]}"` : `reason=~"${reasons.join('|')}"`;
+}
+
+/** Stops the stall alert leaves alone: chosen by the user, or announced at once by an alert of their own. */
+const STALL_QUIET = [...stopsWhere('stallAlert', 'quiet'), ...stopsWhere('stallAlert', 'ownAlert')];
+/** Stops that are pacing, not a stall, while remediations keep finishing or replacements come up. */
+const PACING_STOPS = stopsWhere('stallAlert', 'unlessPacing');
+
+const condition = (type: string, status: string) =>
+  `joinguard_check_condition{${SELECTOR}, type="${type}", status="${status}"`;
+const progressingFalse = condition('Progressing', 'False');
+const refused = `joinguard_write_refused_machines{${SELECTOR}`;
+
+/** Progressing False for a stop that is a stall (STOP_MEANINGS' stallAlert), pacing excepted. */
+function stalledAlert(rb: string): AlertRule {
   // 0 is "none finished yet": left out, so a budget that never saw one finish is judged by the two below.
   const finishedAgo =
     `time() - max by (${BY_CHECK}) ` + `(joinguard_last_remediation_finished_timestamp_seconds{${SELECTOR}} > 0)`;
@@ -58,35 +71,39 @@ function checkAlerts(rb: string): AlertRule[] {
   // finished" (it fired 15 minutes into a 30-minute replacement). 0, unknown, reads as old: no free pass.
   const stoppedAgo =
     `time() - max by (${BY_CHECK}) (joinguard_check_condition_last_transition_timestamp_seconds{${SELECTOR}, ` +
-    `type="Progressing", status="False", reason="RemediationBudgetExhausted"})`;
+    `type="Progressing", status="False", ${reasonIs(PACING_STOPS)}})`;
   // A Machine of the check whose clock runs within its deadline (provisionTimeout, joinTimeout, set for the
   // infrastructure): a replacement still coming up. Past its deadline it is Stuck and no longer counts here.
   const replacing =
     `max by (${BY_CHECK}) (joinguard_machines{${SELECTOR}, state="Joining", ` + `verdict=~"Provisioning|Joining"}) > 0`;
-  return [
-    {
-      alert: 'JoinGuardCheckStalled',
-      // DryRun is chosen by the user; a suspicion (of the credential or of a rollout) has its own alert, at once.
-      // The budget stop counts only when nothing moves: no remediation of the check finished within the pacing
-      // window, the stop is older than it, and no replacement is coming up within its deadline. While they finish or
-      // come up, the budget frees by itself (pacing), and the alert stays quiet however slow the pace.
-      expr:
-        `max by (${BY_CHECK}, reason) (${progressingFalse}, reason!~"DryRun|BootstrapCredentialSuspect|` +
-        `RolloutSuspect"}) == 1 unless on (${BY_CHECK}) (max by (${BY_CHECK}) (${progressingFalse}, ` +
-        `reason="RemediationBudgetExhausted"}) == 1 and on (${BY_CHECK}) (${finishedAgo} < ${PACING_WINDOW_SECONDS} ` +
-        `or ${stoppedAgo} < ${PACING_WINDOW_SECONDS} or ${replacing}))`,
-      for: '15m',
-      labels: { severity: 'warning' },
-      annotations: {
-        summary: `MachineJoinCheck ${CHECK} has stopped remediating: {{ $labels.reason }}`,
-        description:
-          'Progressing has been False with reason {{ $labels.reason }} for 15 minutes on the check of Cluster ' +
-          '{{ $labels.cluster_name }} (for a remediation budget: stopped for over 30 minutes, no remediation ' +
-          'finished within 30 minutes and no replacement coming up within its deadline). ' +
-          '`kubectl describe mjc -n {{ $labels.cluster_namespace }} {{ $labels.check }}` names the evidence.',
-        runbook_url: `${rb}#{{ $labels.reason | toLower }}`,
-      },
+  return {
+    alert: 'JoinGuardCheckStalled',
+    // DryRun is chosen by the user; a suspicion (of the credential or of a rollout) has its own alert, at once.
+    // The budget stop counts only when nothing moves: no remediation of the check finished within the pacing
+    // window, the stop is older than it, and no replacement is coming up within its deadline. While they finish or
+    // come up, the budget frees by itself (pacing), and the alert stays quiet however slow the pace.
+    expr:
+      `max by (${BY_CHECK}, reason) (${progressingFalse}, reason!~"${STALL_QUIET.join('|')}"}) == 1 ` +
+      `unless on (${BY_CHECK}) (max by (${BY_CHECK}) (${progressingFalse}, ${reasonIs(PACING_STOPS)}}) == 1 ` +
+      `and on (${BY_CHECK}) (${finishedAgo} < ${PACING_WINDOW_SECONDS} ` +
+      `or ${stoppedAgo} < ${PACING_WINDOW_SECONDS} or ${replacing}))`,
+    for: '15m',
+    labels: { severity: 'warning' },
+    annotations: {
+      summary: `MachineJoinCheck ${CHECK} has stopped remediating: {{ $labels.reason }}`,
+      description:
+        'Progressing has been False with reason {{ $labels.reason }} for 15 minutes on the check of Cluster ' +
+        '{{ $labels.cluster_name }} (for a remediation budget: stopped for over 30 minutes, no remediation ' +
+        'finished within 30 minutes and no replacement coming up within its deadline). ' +
+        '`kubectl describe mjc -n {{ $labels.cluster_namespace }} {{ $labels.check }}` names the evidence.',
+      runbook_url: `${rb}#{{ $labels.reason | toLower }}`,
     },
+  };
+}
+
+/** The stops announced at once by an alert of their own (STOP_MEANINGS' stallAlert `ownAlert`). */
+function suspicionAlerts(rb: string): AlertRule[] {
+  return [
     {
       alert: 'JoinGuardSuspicionRaised',
       expr: `max by (${BY_CHECK}) (${progressingFalse}, reason="BootstrapCredentialSuspect"}) == 1`,
@@ -117,6 +134,12 @@ function checkAlerts(rb: string): AlertRule[] {
         runbook_url: `${rb}#rolloutsuspect`,
       },
     },
+  ];
+}
+
+/** Ready False for a reason of its own, and the writes the apiserver refuses. */
+function refusalAlerts(rb: string): AlertRule[] {
+  return [
     {
       alert: 'JoinGuardCheckNotReady',
       // Ready's own reasons: the check cannot work as written (InvalidSpec, ClusterNotFound, MachineDeleteNotAllowed,
@@ -161,6 +184,15 @@ function checkAlerts(rb: string): AlertRule[] {
         runbook_url: `${rb}#writes-refused`,
       },
     },
+  ];
+}
+
+/** The alerts about one check: its conditions, its refused writes, who reconciles it. */
+function checkAlerts(rb: string): AlertRule[] {
+  return [
+    stalledAlert(rb),
+    ...suspicionAlerts(rb),
+    ...refusalAlerts(rb),
     {
       alert: 'JoinGuardCheckReconciledTwice',
       // Only a leader reconciles, so only a leader exports a check's conditions: two scrape targets exporting the same
@@ -183,10 +215,11 @@ function checkAlerts(rb: string): AlertRule[] {
   ];
 }
 
-/** The alerts about the installation: leaders, the webhook, reconciles. */
-function installAlerts(rb: string): AlertRule[] {
-  const webhookSeries = `controller_runtime_webhook_requests_in_flight{${SELECTOR}, webhook="${WEBHOOK_PATH}"}`;
-  const upReplicas = `count by (${BY_INSTALL}) (up{${SELECTOR}} == 1)`;
+const webhookSeries = `controller_runtime_webhook_requests_in_flight{${SELECTOR}, webhook="${WEBHOOK_PATH}"}`;
+const upReplicas = `count by (${BY_INSTALL}) (up{${SELECTOR}} == 1)`;
+
+/** Who leads: a Lease nobody holds, replicas of one Lease without leader election. */
+function leaderAlerts(rb: string): AlertRule[] {
   return [
     {
       alert: 'JoinGuardNoLeader',
@@ -223,6 +256,12 @@ function installAlerts(rb: string): AlertRule[] {
         runbook_url: `${rb}#no-leader`,
       },
     },
+  ];
+}
+
+/** The admission webhook: no replica serves it, or the kube-apiserver cannot call it. */
+function webhookAlerts(rb: string): AlertRule[] {
+  return [
     {
       alert: 'JoinGuardWebhookUnavailable',
       // The webhook's own series exist only while a replica's webhook server listens (controller_runtime_webhook_*).
@@ -264,6 +303,14 @@ function installAlerts(rb: string): AlertRule[] {
         runbook_url: `${rb}#webhook-unavailable`,
       },
     },
+  ];
+}
+
+/** The alerts about the installation: leaders, the webhook, reconciles. */
+function installAlerts(rb: string): AlertRule[] {
+  return [
+    ...leaderAlerts(rb),
+    ...webhookAlerts(rb),
     {
       alert: 'JoinGuardReconcileErrors',
       expr:

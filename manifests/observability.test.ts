@@ -141,6 +141,15 @@ describe('manifests: the observability file', () => {
     expect(cert.spec.dnsNames).to.include(ep.tlsConfig.serverName);
   });
 
+  it("the stall alert's reasons come from STOP_MEANINGS: quiet for DryRun and the two suspicions (alerts of their own), pacing for the budget", () => {
+    const stalled = alertRules(VERSION).find((r) => r.alert === 'JoinGuardCheckStalled')!;
+    const quiet = /reason!~"([^"]*)"/.exec(stalled.expr)![1]!.split('|');
+    expect(quiet).to.include.members(['DryRun', 'BootstrapCredentialSuspect', 'RolloutSuspect']);
+    for (const stall of ['NeverJoined', 'RemediationRefusedByOwner', 'RemediationBudgetExhausted'])
+      expect(quiet).to.not.include(stall);
+    expect(stalled.expr.match(/reason="RemediationBudgetExhausted"/g)).to.have.length(2);
+  });
+
   it('the rules cover stalls, suspicions, Ready, refused writes, two leaders, no leader, the webhook and reconcile errors', () => {
     const rule = objs.find((o) => o.kind === 'PrometheusRule')!;
     expect(rule.spec.groups[0].rules.map((r: Json) => r.alert)).to.deep.equal(alertRules(VERSION).map((r) => r.alert));

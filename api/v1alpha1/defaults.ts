@@ -1,6 +1,7 @@
 // DESIGN.md's defaults for a MachineJoinCheck spec, in the form a user writes them. The CRD schema's
 // `default`s, parseSettings and the mutating webhook all agree with this one table (a test proves it).
 // `provisionTimeout` has none: unset means off.
+import type { RemediationStrategy } from './types.js';
 
 export const SPEC_DEFAULTS = {
   joinTimeout: '20m',
@@ -13,7 +14,6 @@ export const SPEC_DEFAULTS = {
   paused: false,
 } as const;
 
-export const STRATEGIES = ['Auto', 'OwnerRemediated', 'MachineCondition', 'Delete'] as const;
 export const FIRST_CONTROL_PLANE_POLICIES = ['Remediate', 'Report'] as const;
 export const SELECTOR_OPERATORS = ['In', 'NotIn', 'Exists', 'DoesNotExist'] as const;
 
@@ -26,7 +26,7 @@ export const SPEC_DURATION_MAX = '8760h';
  * The CAPI minor a strategy needs: MachineCondition relies on MachineHealthCheck `checks.unhealthyMachineConditions`
  * (v1.12).
  */
-export const STRATEGY_MIN_CAPI_MINOR: Partial<Record<(typeof STRATEGIES)[number], number>> = { MachineCondition: 12 };
+export const STRATEGY_MIN_CAPI_MINOR: Partial<Record<RemediationStrategy, number>> = { MachineCondition: 12 };
 /** A joinTimeout below this is admitted with a warning: few Machines boot and join that fast. */
 export const RISKY_JOIN_TIMEOUT_MS = 2 * 60 * 1000;
 /** maxInFlight as an integer or a percent of expectedMachines, `1%` to `100%`. */

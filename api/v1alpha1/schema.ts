@@ -8,10 +8,10 @@ import {
   PERCENT_PATTERN,
   SPEC_DEFAULTS as D,
   SPEC_DURATION_MAX,
-  STRATEGIES,
   STRATEGY_MIN_CAPI_MINOR,
 } from './defaults.js';
 import { CLUSTER_NAME_PATTERN } from './labels.js';
+import { REMEDIATION_STRATEGIES } from './types.js';
 import {
   bool,
   count,
@@ -121,7 +121,7 @@ const specSchema: JSONSchemaProps = describeDefaults(
               `with checks.unhealthyMachineConditions to act on. Delete: ` +
               `deletes MachineSet-owned Machines (never a control-plane ` +
               `Machine).`,
-            { enum: [...STRATEGIES], default: D.remediation.strategy },
+            { enum: [...REMEDIATION_STRATEGIES], default: D.remediation.strategy },
           ),
           maxPerOwner: count(
             'maxPerOwner is how many remediations one owner (MachineSet, ' +

@@ -27,7 +27,9 @@ export const CAPI_ANNOTATION_REMEDIATE_MACHINE = 'cluster.x-k8s.io/remediate-mac
 /** JoinGuard's own Machine condition for the MachineCondition strategy. */
 export const CONDITION_JOINGUARD_JOINED = 'JoinGuardJoined';
 
-export type RemediationStrategy = 'Auto' | 'OwnerRemediated' | 'MachineCondition' | 'Delete';
+/** How a check asks for a replacement (spec.remediation.strategy): the CRD's enum and the webhook's check use it. */
+export const REMEDIATION_STRATEGIES = ['Auto', 'OwnerRemediated', 'MachineCondition', 'Delete'] as const;
+export type RemediationStrategy = (typeof REMEDIATION_STRATEGIES)[number];
 export type FirstControlPlanePolicy = 'Remediate' | 'Report';
 // The status vocabularies, each one `as const` list: the types, the CRD schema's enums (schema-status.ts) and the
 // checks on read (controllers/joincheck/memory/memory.ts) are all derived from these, so a word added here is known
@@ -148,6 +150,54 @@ export const ProgressingReason = {
   DryRun: 'DryRun',
 } as const;
 export type ProgressingReason = (typeof ProgressingReason)[keyof typeof ProgressingReason];
+/** Progressing=False reasons: something keeps JoinGuard from remediating (guards.ts's STOPS, one entry each). */
+export type StopReason = Exclude<ProgressingReason, 'AsExpected' | 'Remediating'>;
+
+/**
+ * What a stop means beyond Progressing. Ready: `NotReady` turns Ready False (a stall); `NotReadyUnlessPaced` too,
+ * unless maxInFlight is what holds (report/conditions.ts); `Ready` leaves it True (a mode the user chose). hold: the
+ * word a Machine it holds back shows in status.timedMachines (`null`: it holds none of its own). stallAlert:
+ * JoinGuardCheckStalled `fires` after 15m, `unlessPacing` (only when nothing moves), `ownAlert` (a stop announced by an
+ * alert of its own, at once) or `quiet`.
+ */
+export interface StopMeaning {
+  ready: 'NotReady' | 'NotReadyUnlessPaced' | 'Ready';
+  hold: Hold | null;
+  stallAlert: 'fires' | 'unlessPacing' | 'ownAlert' | 'quiet';
+}
+
+/**
+ * The meaning half of STOPS (controllers/joincheck/guards/guards.ts): here, beside the reason, because the stall alert
+ * (manifests/alerts.ts, which imports api/ alone) is derived from it as Ready and timedMachines are. A new reason
+ * fails to compile here until its meaning is decided (docs/decisions/stop-meanings-in-api.md).
+ */
+export const STOP_MEANINGS = {
+  FirstControlPlaneReplacementMisconfigured: {
+    ready: 'NotReady',
+    hold: 'FirstControlPlaneReplacementMisconfigured',
+    stallAlert: 'fires',
+  },
+  // Met as state: the Machine's own verdict says ConnectionDown or ConnectionGrace.
+  ControlPlaneEndpointUnreachable: { ready: 'NotReady', hold: null, stallAlert: 'fires' },
+  NeverJoined: { ready: 'NotReady', hold: 'NeverJoined', stallAlert: 'fires' },
+  BootstrapCredentialSuspect: { ready: 'NotReady', hold: 'BootstrapCredentialSuspect', stallAlert: 'ownAlert' },
+  RolloutSuspect: { ready: 'NotReady', hold: 'RolloutSuspect', stallAlert: 'ownAlert' },
+  RemediationRefusedByOwner: { ready: 'NotReady', hold: 'RemediationRefusedByOwner', stallAlert: 'fires' },
+  RemediationBudgetExhausted: {
+    ready: 'NotReadyUnlessPaced',
+    hold: 'RemediationBudgetExhausted',
+    stallAlert: 'unlessPacing',
+  },
+  // A dry run holds nothing back: what it would ask is recorded as a request (remediations, outcome DryRun).
+  DryRun: { ready: 'Ready', hold: null, stallAlert: 'quiet' },
+} as const satisfies Record<StopReason, StopMeaning>;
+
+/** The stops of a StopMeaning value (e.g. every stop the stall alert leaves to another alert or to nobody). */
+export function stopsWhere<K extends keyof StopMeaning>(key: K, ...values: StopMeaning[K][]): StopReason[] {
+  return (Object.keys(STOP_MEANINGS) as StopReason[]).filter((r) =>
+    values.includes((STOP_MEANINGS as Record<StopReason, StopMeaning>)[r][key]),
+  );
+}
 
 /**
  * Ready summarises, as CAPI's v1beta2 Ready does (util/conditions summary): `Ready`, or `NotReady` while remediation

@@ -3,7 +3,7 @@
 // rules, a webhook that failed open), plus what a schema cannot say (label keys in matchLabels).
 // Messages name the field and say what would be accepted. `null` counts as absent, as the apiserver
 // drops nulls before defaulting.
-import type { CheckSettings, RemediationStrategy } from './types.js';
+import { REMEDIATION_STRATEGIES, type CheckSettings, type RemediationStrategy } from './types.js';
 import {
   CLUSTER_NAME_MAX_LENGTH,
   FIRST_CONTROL_PLANE_POLICIES,
@@ -13,7 +13,6 @@ import {
   SELECTOR_OPERATORS,
   SPEC_DEFAULTS,
   SPEC_DURATION_MAX,
-  STRATEGIES,
   STRATEGY_MIN_CAPI_MINOR,
 } from './defaults.js';
 import { DURATION_MAX_LENGTH, DURATION_PATTERN, formatDuration, parseDuration, tryParseDuration } from './duration.js';
@@ -88,7 +87,7 @@ function validateRemediation(remediation: unknown, add: Add): void {
   if (present(remediation) && !isObject(remediation))
     add('spec.remediation', `must be an object (strategy, maxPerOwner, window), not ${describe(remediation)}`);
   else if (isObject(remediation)) {
-    enumField(remediation, 'strategy', 'spec.remediation.strategy', STRATEGIES, add);
+    enumField(remediation, 'strategy', 'spec.remediation.strategy', REMEDIATION_STRATEGIES, add);
     intField(remediation, 'maxPerOwner', 'spec.remediation.maxPerOwner', 1, add);
     durationField(remediation, 'window', 'spec.remediation.window', add);
   }

@@ -295,3 +295,11 @@ export interface Live {
 export interface SnapshotSource {
   build(live: Live): Snapshot | undefined;
 }
+
+/**
+ * The end of an exhaustive switch: a case left out (a new path, write or mark kind) fails the type check here, and a
+ * value the types rule out fails loudly rather than falling to some other case.
+ */
+export function assertNever(x: never, what: string): never {
+  throw new Error(`unexpected ${what}: ${String(x)}`);
+}

@@ -524,6 +524,30 @@ export const MUTANTS: Mutant[] = [
     replace: 'checkCreated !== undefined && checkCreated > newestFailure ?',
     tests: ['controllers/joincheck/plan/planner.test.ts#also when moved in the second its failures were recorded'],
   },
+  {
+    name: 'dry-run-stalls-ready',
+    what: 'STOP_MEANINGS says a dry run turns Ready False: a mode the user chose reads as a stall (readyCondition derives from it)',
+    file: 'api/v1alpha1/types.ts',
+    find: "DryRun: { ready: 'Ready', hold: null, stallAlert: 'quiet' },",
+    replace: "DryRun: { ready: 'NotReady', hold: null, stallAlert: 'quiet' },",
+    tests: [`${GUARDS}#dry run is no stall`],
+  },
+  {
+    name: 'dry-run-fires-stall-alert',
+    what: 'STOP_MEANINGS says the stall alert fires for a dry run (the alert derives its quiet reasons from it)',
+    file: 'api/v1alpha1/types.ts',
+    find: "DryRun: { ready: 'Ready', hold: null, stallAlert: 'quiet' },",
+    replace: "DryRun: { ready: 'Ready', hold: null, stallAlert: 'fires' },",
+    tests: ["manifests/observability.test.ts#the stall alert's reasons come from STOP_MEANINGS"],
+  },
+  {
+    name: 'annotation-mark-not-withdrawn',
+    what: 'a withdrawal removes no annotation mark: the remediate-machine annotation JoinGuard wrote stays on a joined Machine (annotationMarks, from MARKS)',
+    file: 'controllers/joincheck/requests/paths.ts',
+    find: "return c[k] && 'annotation' in removed ? [removed.annotation] : [];",
+    replace: 'return [];',
+    tests: ['controllers/joincheck/act/executor.test.ts#the annotation path: the annotation and its marker'],
+  },
 ];
 
 /** The edits of a mutant, by file (its own file first). */

@@ -332,6 +332,24 @@ describe('executor (fake apiserver)', () => {
     expect(r.requeueAfterMs).to.equal(1000);
   });
 
+  it('the annotation path: the annotation and its marker in one metadata patch; once joined both withdrawn', async () => {
+    const api = new FakeApi();
+    const o = {
+      mhcs: [mhcFacts('md-0-mhc', { selector: { matchLabels: { 'cluster.x-k8s.io/deployment-name': 'md-0' } } })],
+    };
+    await execute(deps(api), source(api, undefined, o));
+    expect(api.machine.metadata.annotations).to.include({
+      'cluster.x-k8s.io/remediate-machine': '',
+      'joinguard.io/requested-by': 'uid-check',
+    });
+    join(api);
+    const d = deps(api);
+    await execute(d, source(api, undefined, o));
+    expect(api.machine.metadata.annotations?.['cluster.x-k8s.io/remediate-machine']).to.equal(undefined);
+    expect(api.machine.metadata.annotations?.['joinguard.io/requested-by']).to.equal(undefined);
+    expect(d.events.map((e) => e.reason)).to.deep.equal(['RemediationWithdrawn']);
+  });
+
   it('withdraws the mark of a Machine that joined; a failed withdrawal is made again on the next pass', async () => {
     const api = new FakeApi();
     await execute(deps(api), source(api)); // marked

@@ -11,12 +11,13 @@ import {
   statusPatch,
   withdrawConditions,
 } from '../../../api/capi/remediation-writes.js';
-import { carriesAnyMark, type MachineFacts } from '../../../api/capi/model.js';
+import type { MachineFacts } from '../../../api/capi/model.js';
 import { ANNOTATION_REQUESTED_BY, CAPI_ANNOTATION_REMEDIATE_MACHINE } from '../../../api/v1alpha1/types.js';
 import { isConflict, isNotFound, pathOf, type Json, type Resource } from '../../../runtime/client/rest.js';
 import type { MarkIntent, Snapshot } from '../types.js';
 import type { WriteDeps } from './deps.js';
-import { causedMarks, PATHS } from '../requests/paths.js';
+import { annotationMarks, anyMark, carriesMark, causedMarks, conditionMarks, MARKS, PATHS } from '../requests/paths.js';
+import { assertNever } from '../types.js';
 
 export type Refused = { want: MarkIntent['want']; error: Error };
 export type Converged = 'ok' | 'none' | 'gone' | 'conflict' | 'unread' | Refused;
@@ -31,20 +32,21 @@ export function needsWrite(i: MarkIntent, m: MachineFacts | undefined): boolean 
     case 'withdraw': {
       const c = causedMarks(m, i.path);
       const marker = i.marker !== undefined && (m.requestedBy === i.marker || m.markerAnnotation === i.marker);
-      return c.healthCheck || c.annotation || c.condition || marker;
+      return anyMark(c) || marker;
     }
     case 'mark':
       // Only where the Machine carries no mark at all: never over someone else's, never re-asserting an owner's —
       // but the annotation path's own mark whose marker names another uid (a moved check's, clusterctl move) gets it.
       return (
-        !carriesAnyMark(m) ||
-        (i.path === 'RemediateAnnotation' &&
+        !carriesMark(m) ||
+        (PATHS[i.path].write === 'annotation' &&
           i.marker !== undefined &&
           m.remediateAnnotation &&
           m.requestedBy !== undefined &&
           m.requestedBy !== i.marker)
       );
   }
+  return assertNever(i, 'intent');
 }
 
 export function ref(t: { name: string; namespace: string }) {
@@ -57,10 +59,9 @@ export function factsOf(s: Snapshot, uid: string): MachineFacts | undefined {
 
 /** The write replaces `status.conditions` (a merge patch replaces a list whole): it needs the list as judged. */
 function writesConditions(i: MarkIntent, m: MachineFacts): boolean {
-  if (i.want === 'mark') return PATHS[i.path].write !== 'annotation';
+  if (i.want === 'mark') return 'conditions' in MARKS[PATHS[i.path].write].removed;
   if (i.want === 'delete') return false;
-  const c = causedMarks(m, i.path);
-  return c.healthCheck || c.condition;
+  return conditionMarks(causedMarks(m, i.path)).any;
 }
 
 /** The Machine as the caches had it when the decision was made: what a write is built from, and guarded by. */
@@ -96,72 +97,7 @@ export async function converge(
   const now = new Date(deps.now());
   const log = { Machine: ref(i.machine), write: i.want };
   try {
-    switch (i.want) {
-      case 'delete':
-        await deps.rest.deleteWithPreconditions(path, i.machine.uid, rv);
-        break;
-      case 'mark': {
-        if (PATHS[i.path].write === 'annotation') {
-          // The mark and its marker in one metadata patch.
-          const marker = i.marker !== undefined ? { [ANNOTATION_REQUESTED_BY]: i.marker } : {};
-          deps.remember(
-            'machine',
-            await deps.rest.mergePatch(path, {
-              metadata: { resourceVersion: rv, annotations: { ...marker, [CAPI_ANNOTATION_REMEDIATE_MACHINE]: '' } },
-            }),
-          );
-          break;
-        }
-        // One write on /status: the mark, its marker inside the condition's message (marks.ts markedMessage).
-        const write =
-          PATHS[i.path].write === 'joinGuardCondition'
-            ? setJoinGuardCondition(raw, deps.apiVersion, { status: 'False', reason: i.kind, message: i.message, now })
-            : markForRemediation(raw, deps.apiVersion, {
-                kind: i.kind,
-                message: i.message,
-                now,
-                setOwnerRemediated: true,
-              });
-        deps.remember('machine', await deps.rest.mergePatch(`${path}/status`, statusPatch(raw, write)));
-        break;
-      }
-      case 'withdraw': {
-        const c = causedMarks(facts!, i.path);
-        const conditions = c.healthCheck || c.condition;
-        // The marker as an annotation (the annotation path, or a mark of the previous layout); one inside a
-        // condition's message goes with the condition's withdrawal.
-        const marker = i.marker !== undefined && facts!.markerAnnotation === i.marker;
-        let current = raw;
-        if (c.annotation || (marker && !conditions)) {
-          // First the annotation, so the MachineHealthCheck stops marking it; then the conditions; the marker last.
-          const annotations = {
-            ...(c.annotation ? { [CAPI_ANNOTATION_REMEDIATE_MACHINE]: null } : {}),
-            ...(marker && !conditions ? { [ANNOTATION_REQUESTED_BY]: null } : {}),
-          };
-          current = await deps.rest.mergePatch(path, { metadata: { resourceVersion: rv, annotations } });
-          deps.remember('machine', current);
-        }
-        if (conditions) {
-          const write = withdrawConditions(current, deps.apiVersion, now, {
-            healthCheck: c.healthCheck,
-            condition: c.condition,
-          });
-          current = await deps.rest.mergePatch(`${path}/status`, statusPatch(current, write));
-          deps.remember('machine', current);
-          if (marker)
-            deps.remember(
-              'machine',
-              await deps.rest.mergePatch(path, {
-                metadata: {
-                  resourceVersion: current.metadata.resourceVersion,
-                  annotations: { [ANNOTATION_REQUESTED_BY]: null },
-                },
-              }),
-            );
-        }
-        break;
-      }
-    }
+    await write(deps, i, facts!, { path, rv, raw, now });
     deps.writeMetric(i.want, 'ok');
     deps.log.info(`${i.want} written`, log);
     return 'ok';
@@ -182,4 +118,110 @@ export async function converge(
     deps.writeMetric(i.want, 'error');
     return { want: i.want, error: e as Error };
   }
+}
+
+/** Where a Machine write goes and what it is built from: the Machine's path, its resourceVersion judged, the Machine. */
+interface WriteOn {
+  path: string;
+  rv: string;
+  raw: Json;
+  now: Date;
+}
+
+/** The intent's write: a deletion guarded by uid and resourceVersion, a mark, or a withdrawal. */
+async function write(deps: WriteDeps, i: MarkIntent, facts: MachineFacts, on: WriteOn): Promise<void> {
+  switch (i.want) {
+    case 'delete':
+      await deps.rest.deleteWithPreconditions(on.path, i.machine.uid, on.rv);
+      return;
+    case 'mark':
+      return writeMark(deps, i, on);
+    case 'withdraw':
+      return writeWithdrawal(deps, i, facts, on);
+  }
+  return assertNever(i, 'intent');
+}
+
+/** A request's mark, with its marker, in one write: the path's write kind (PATHS) says which. */
+async function writeMark(deps: WriteDeps, i: Extract<MarkIntent, { want: 'mark' }>, on: WriteOn): Promise<void> {
+  const { path, rv, raw, now } = on;
+  const kind = PATHS[i.path].write;
+  switch (kind) {
+    case 'annotation': {
+      // The mark and its marker in one metadata patch.
+      const marker = i.marker !== undefined ? { [ANNOTATION_REQUESTED_BY]: i.marker } : {};
+      deps.remember(
+        'machine',
+        await deps.rest.mergePatch(path, {
+          metadata: { resourceVersion: rv, annotations: { ...marker, [CAPI_ANNOTATION_REMEDIATE_MACHINE]: '' } },
+        }),
+      );
+      return;
+    }
+    // One write on /status: the mark, its marker inside the condition's message (marks.ts markedMessage).
+    case 'condition': {
+      const write = setJoinGuardCondition(raw, deps.apiVersion, {
+        status: 'False',
+        reason: i.kind,
+        message: i.message,
+        now,
+      });
+      deps.remember('machine', await deps.rest.mergePatch(`${path}/status`, statusPatch(raw, write)));
+      return;
+    }
+    case 'healthCheck': {
+      const write = markForRemediation(raw, deps.apiVersion, {
+        kind: i.kind,
+        message: i.message,
+        now,
+        setOwnerRemediated: true,
+      });
+      deps.remember('machine', await deps.rest.mergePatch(`${path}/status`, statusPatch(raw, write)));
+      return;
+    }
+  }
+  assertNever(kind, 'write kind');
+}
+
+/** Every mark JoinGuard caused (MARKS), and the marker: the annotations first, then the conditions, the marker last. */
+async function writeWithdrawal(
+  deps: WriteDeps,
+  i: Extract<MarkIntent, { want: 'withdraw' }>,
+  facts: MachineFacts,
+  on: WriteOn,
+): Promise<void> {
+  const { path, rv, raw, now } = on;
+  const c = causedMarks(facts, i.path);
+  const conditions = conditionMarks(c);
+  const keys = annotationMarks(c);
+  // The marker as an annotation (the annotation path, or a mark of the previous layout); one inside a
+  // condition's message goes with the condition's withdrawal.
+  const marker = i.marker !== undefined && facts.markerAnnotation === i.marker;
+  let current = raw;
+  if (keys.length > 0 || (marker && !conditions.any)) {
+    // First the annotation, so the MachineHealthCheck stops marking it; then the conditions; the marker last.
+    const annotations = {
+      ...Object.fromEntries(keys.map((k) => [k, null])),
+      ...(marker && !conditions.any ? { [ANNOTATION_REQUESTED_BY]: null } : {}),
+    };
+    current = await deps.rest.mergePatch(path, { metadata: { resourceVersion: rv, annotations } });
+    deps.remember('machine', current);
+  }
+  if (!conditions.any) return;
+  const write = withdrawConditions(current, deps.apiVersion, now, {
+    healthCheck: conditions.healthCheck,
+    condition: conditions.condition,
+  });
+  current = await deps.rest.mergePatch(`${path}/status`, statusPatch(current, write));
+  deps.remember('machine', current);
+  if (marker)
+    deps.remember(
+      'machine',
+      await deps.rest.mergePatch(path, {
+        metadata: {
+          resourceVersion: current.metadata.resourceVersion,
+          annotations: { [ANNOTATION_REQUESTED_BY]: null },
+        },
+      }),
+    );
 }

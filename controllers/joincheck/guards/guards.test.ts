@@ -164,6 +164,14 @@ describe('guards', () => {
     expect(requested(sc.advance(MINUTE).plan())).to.deep.equal(['m0']);
   });
 
+  it('dry run is no stall: Progressing=False/DryRun leaves Ready True (STOP_MEANINGS)', () => {
+    const p = fleet(1, { settings: { dryRun: true } })
+      .at(STUCK)
+      .plan();
+    expect(cond(p.status, 'Progressing')).to.include({ status: 'False', reason: 'DryRun' });
+    expect(cond(p.status, 'Ready')).to.include({ status: 'True', reason: 'Ready' });
+  });
+
   it('the Cluster being deleted: nothing is asked', () => {
     const sc = fleet(1, { cluster: clusterFacts({ deleting: true }) });
     expect(sc.at(STUCK).plan().intents).to.deep.equal([]);

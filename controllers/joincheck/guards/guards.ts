@@ -1,7 +1,8 @@
 // The guards (DESIGN: "Guards, in the order they apply") as one list, STOPS: every reason Progressing can be False
 // for, in precedence order, with whether it announces itself, its gate for one Stuck Machine (the guards of the
 // chain; the other stops are met as state) and its message. The chain order, the ranks and the stop messages are
-// derived from it: a new guard is one entry (and its reason in api/v1alpha1). Guards 1 and 2 (pause,
+// derived from it: a new guard is one entry (and its reason, with what it means for Ready, timedMachines and the stall
+// alert, in api/v1alpha1's STOP_MEANINGS, which manifests/ reads too). Guards 1 and 2 (pause,
 // unobservable, first control-plane) are settled before a Machine gets here; the failure memory is failures.ts,
 // the budgets budgets.ts.
 import type { ClusterFacts, KcpFacts, MachineFacts } from '../../../api/capi/model.js';
@@ -9,8 +10,8 @@ import type {
   CheckSettings,
   MachineJoinCheckStatus,
   OwnerWindow,
-  ProgressingReason,
   RequestRecord,
+  StopReason,
 } from '../../../api/v1alpha1/types.js';
 import { budgetGate, windowStart } from './budgets.js';
 import { nextCanaryAt } from './failures.js';
@@ -142,9 +143,6 @@ export type GuardResult =
   | { go: true; canary: boolean }
   | { go: false; stop: StopReason; note: string; until?: number }
   | { go: false; wait: string; until?: number };
-
-/** Progressing=False reasons: something keeps JoinGuard from remediating. */
-export type StopReason = Exclude<ProgressingReason, 'AsExpected' | 'Remediating'>;
 
 /** What a stop's message may say (conditions.ts fills it in). */
 export interface StopContext {

@@ -3,7 +3,13 @@
 // its runbook section — else True/Remediating while a request is in flight, else True/AsExpected.
 // lastTransitionTime moves only when a condition's status does; every condition carries the check's generation.
 import type { ClusterFacts } from '../../../api/capi/model.js';
-import type { Condition, JoinDurationsStatus, MachineJoinCheckStatus } from '../../../api/v1alpha1/types.js';
+import type {
+  Condition,
+  JoinDurationsStatus,
+  MachineJoinCheckStatus,
+  StopMeaning,
+  StopReason,
+} from '../../../api/v1alpha1/types.js';
 import {
   ANNOTATION_WITHDRAW_ALL,
   CONDITION_PAUSED,
@@ -12,8 +18,9 @@ import {
   PausedReason,
   ReadyReason,
   STATUS_LIMITS,
+  STOP_MEANINGS,
 } from '../../../api/v1alpha1/types.js';
-import { stopMessage, STOPS_IN_ORDER, type StopContext, type StopReason } from '../guards/guards.js';
+import { stopMessage, STOPS_IN_ORDER, type StopContext } from '../guards/guards.js';
 import { formatDuration, iso, MINUTE, SECOND } from '../time.js';
 import { countVerdicts } from './counts.js';
 import type { MachineVerdict, RefusedWrite } from '../types.js';
@@ -265,7 +272,7 @@ export function readyCondition(o: {
       line: `* Remediation: ${machineDeleteNotAllowed(o.deleteNotAllowed)}`,
     });
   const pacing = pacedByMaxInFlight(o.progressing, o.inFlight);
-  if (o.progressing.status === 'False' && o.progressing.reason !== 'DryRun' && !pacing)
+  if (o.progressing.status === 'False' && turnsReadyFalse(o.progressing.reason, pacing))
     issues.push({ reason: ReadyReason.NotReady, line: `* ${CONDITION_PROGRESSING}: ${o.progressing.message}` });
   if (issues.length > 0)
     return {
@@ -289,6 +296,15 @@ export function readyCondition(o: {
   return { type: CONDITION_READY, status: 'True', reason: ReadyReason.Ready, message: base + bad + paced };
 }
 
+const meaningOf = (reason: string): StopMeaning | undefined =>
+  (STOP_MEANINGS as Partial<Record<string, StopMeaning>>)[reason];
+
+/** Whether Progressing=False for this reason turns Ready False: its stop's meaning (STOP_MEANINGS) says. */
+function turnsReadyFalse(reason: string, pacing: boolean): boolean {
+  const ready = meaningOf(reason)?.ready ?? 'NotReady';
+  return ready === 'NotReady' || (ready === 'NotReadyUnlessPaced' && !pacing);
+}
+
 /**
  * The budget stop is pacing, not a stall, when maxInFlight is what holds: remediations are in flight up to the limit
  * (the budget gate tries maxInFlight first, so then every budget note is that one), and the next one is asked as one
@@ -297,7 +313,7 @@ export function readyCondition(o: {
 function pacedByMaxInFlight(p: ConditionInput, inFlight: { count: number; limit: number } | undefined): boolean {
   return (
     p.status === 'False' &&
-    p.reason === 'RemediationBudgetExhausted' &&
+    meaningOf(p.reason)?.ready === 'NotReadyUnlessPaced' &&
     inFlight !== undefined &&
     inFlight.count > 0 &&
     inFlight.count >= inFlight.limit

@@ -5,9 +5,8 @@
 // leaves the list, changes clock or hold, which are changes the status carries anyway; a check at rest writes nothing
 // for it. The marks in flight are not repeated here: `remediations` has them, with their owners' answers.
 import type { MachineFacts } from '../../../api/capi/model.js';
-import type { Hold, TimedMachine } from '../../../api/v1alpha1/types.js';
-import { STATUS_LIMITS } from '../../../api/v1alpha1/types.js';
-import type { StopReason } from '../guards/guards.js';
+import type { Hold, StopReason, TimedMachine } from '../../../api/v1alpha1/types.js';
+import { STATUS_LIMITS, STOP_MEANINGS } from '../../../api/v1alpha1/types.js';
 import { isProvisioned } from '../rules/judge.js';
 import { iso, SECOND } from '../time.js';
 import type { HoldReason, MachineVerdict } from '../types.js';
@@ -17,19 +16,10 @@ import { compareText } from '../words.js';
 // fails to compile here.
 const _verdictHoldsListed: [HoldReason] extends [Hold] ? true : never = true;
 
-/** The hold a stop puts on a Machine it holds back (a Record: a new stop must say its word, or that it holds none). */
-export const HOLD_OF_STOP: Readonly<Record<StopReason, Hold | undefined>> = {
-  FirstControlPlaneReplacementMisconfigured: 'FirstControlPlaneReplacementMisconfigured',
-  // Met as state: the Machine's own verdict says ConnectionDown or ConnectionGrace.
-  ControlPlaneEndpointUnreachable: undefined,
-  NeverJoined: 'NeverJoined',
-  BootstrapCredentialSuspect: 'BootstrapCredentialSuspect',
-  RolloutSuspect: 'RolloutSuspect',
-  RemediationRefusedByOwner: 'RemediationRefusedByOwner',
-  RemediationBudgetExhausted: 'RemediationBudgetExhausted',
-  // A dry run holds nothing back: what it would ask is recorded as a request (remediations, outcome DryRun).
-  DryRun: undefined,
-};
+/** The hold a stop puts on a Machine it holds back: STOP_MEANINGS (api/v1alpha1) says it beside the stop's reason. */
+export const HOLD_OF_STOP = Object.fromEntries(
+  Object.entries(STOP_MEANINGS).map(([reason, m]) => [reason, m.hold ?? undefined]),
+) as Readonly<Record<StopReason, Hold | undefined>>;
 
 export interface TimedInput {
   inScope: readonly MachineFacts[];

@@ -30,7 +30,11 @@ import {
   requested,
 } from '../testing/scenario.js';
 import type { CapiInfo } from '../types.js';
-import { choosePath, causedMarks, type PathChoice } from './paths.js';
+import { choosePath, causedMarks, MARK_KINDS, type CausedMarks, type PathChoice } from './paths.js';
+
+/** Every mark kind, false but those given: a mark kind added later is asserted absent here too. */
+const marksOf = (on: Partial<CausedMarks>): CausedMarks =>
+  Object.fromEntries(MARK_KINDS.map((k) => [k, on[k] ?? false])) as CausedMarks;
 
 const v14: CapiInfo = { apiVersion: 'v1beta2', minor: 14 };
 const ms = worker('m');
@@ -621,11 +625,9 @@ describe('marks: each path, marked and withdrawn', () => {
       ownerRemediated: { status: 'False', reason: 'RemediationDeferred' },
       nodeName: 'node-a',
     });
-    expect(causedMarks(sc.machine('a'), 'RemediateAnnotation')).to.deep.equal({
-      healthCheck: true,
-      annotation: true,
-      condition: false,
-    });
+    expect(causedMarks(sc.machine('a'), 'RemediateAnnotation')).to.deep.equal(
+      marksOf({ healthCheck: true, annotation: true }),
+    );
     const q = sc.advance(MINUTE).plan();
     expect(intentOf(q, 'a')).to.deep.include({ want: 'withdraw', path: 'RemediateAnnotation' });
     sc.converge(q);
@@ -636,11 +638,7 @@ describe('marks: each path, marked and withdrawn', () => {
   });
 
   it("an annotation the user set (no memory of asking) is not JoinGuard's", () => {
-    expect(causedMarks(worker('a', { remediateAnnotation: true }), undefined)).to.deep.equal({
-      healthCheck: false,
-      annotation: false,
-      condition: false,
-    });
+    expect(causedMarks(worker('a', { remediateAnnotation: true }), undefined)).to.deep.equal(marksOf({}));
   });
 
   it('MachineCondition: JoinGuardJoined=False; withdrawn, JoinGuardJoined=True and the MHC HealthCheckSucceeded=False it caused undone', () => {
@@ -656,11 +654,9 @@ describe('marks: each path, marked and withdrawn', () => {
       healthCheckSucceeded: { status: 'False', reason: 'UnhealthyMachine', message: mhcMessage },
       nodeName: 'node-a',
     });
-    expect(causedMarks(sc.machine('a'), 'MachineCondition')).to.deep.equal({
-      healthCheck: true,
-      annotation: false,
-      condition: true,
-    });
+    expect(causedMarks(sc.machine('a'), 'MachineCondition')).to.deep.equal(
+      marksOf({ healthCheck: true, condition: true }),
+    );
     // Another failed check in the same message: that False is the MHC's own.
     const mixed = `${mhcMessage}\n  * Condition Foo on Machine is reporting status False`;
     expect(

@@ -3,12 +3,19 @@
 // and what every Machine must carry now are marks.ts.
 import type { MachineFacts, MachineHealthCheckFacts } from '../../../api/capi/model.js';
 import { matchesSelector } from '../../../api/capi/selector.js';
-import type { CheckSettings, OwnerReference, RemediationPath } from '../../../api/v1alpha1/types.js';
+import { STRATEGY_MIN_CAPI_MINOR } from '../../../api/v1alpha1/defaults.js';
+import type {
+  CheckSettings,
+  OwnerReference,
+  RemediationPath,
+  RemediationStrategy,
+} from '../../../api/v1alpha1/types.js';
+import { CAPI_ANNOTATION_REMEDIATE_MACHINE } from '../../../api/v1alpha1/types.js';
 import type { CapiInfo, MachineTarget } from '../types.js';
 import { byName } from '../words.js';
 
-/** MachineCondition needs CAPI v1.12+ (MHC checks.unhealthyMachineConditions). */
-export const MACHINE_CONDITION_MIN_MINOR = 12;
+/** MachineCondition needs CAPI v1.12+ (MHC checks.unhealthyMachineConditions): the webhook's number, one home. */
+const MACHINE_CONDITION_MIN_MINOR = STRATEGY_MIN_CAPI_MINOR.MachineCondition ?? 0;
 
 /** HealthCheckSucceeded reasons JoinGuard writes itself. */
 const OWN_REASONS = new Set(['JoinTimeout', 'ProvisionTimeout']);
@@ -17,7 +24,15 @@ const ANNOTATION_REASONS = new Set(['HasRemediateAnnotation', 'HasRemediateMachi
 
 export type Path = Exclude<RemediationPath, 'Report'>;
 
-/** One remediation path: how its request shows on the Machine, who answers it, what it writes and withdraws. */
+/**
+ * The marks a request may leave on a Machine that JoinGuard caused, each withdrawn when it did: HealthCheckSucceeded
+ * False (JoinGuard's, or a MachineHealthCheck's because JoinGuard asked), the remediate-machine annotation,
+ * JoinGuardJoined False.
+ */
+export const MARK_KINDS = ['healthCheck', 'annotation', 'condition'] as const;
+export type MarkKind = (typeof MARK_KINDS)[number];
+
+/** One remediation path: how its request shows on the Machine, who answers it, what it writes. */
 export interface PathRule {
   /** The write of this path is visible on the Machine. */
   visible: (m: MachineFacts) => boolean;
@@ -25,43 +40,80 @@ export interface PathRule {
    * A MachineHealthCheck answers it for the owner (OwnerRemediated=False/WaitingForRemediation counts as an answer).
    */
   answered: boolean;
-  /** Marks a MachineHealthCheck makes because JoinGuard asked (the annotation path: the MHC's own reasons). */
-  caused: { annotation: boolean };
-  /** What the executor writes (executor.ts writeIntent): a Machine deletion, an annotation, or status conditions. */
-  write: 'delete' | 'annotation' | 'ownerRemediated' | 'joinGuardCondition';
-  /** What a withdrawal removes besides JoinGuard's own conditions and marker (causedMarks says which are there). */
-  withdraw: 'nothing' | 'annotation' | 'conditions';
+  /**
+   * The MachineHealthChecks that act on its request (a paused one stops its unanswered clock): none (the owner acts
+   * directly), any that selects the Machine, or those that watch JoinGuardJoined.
+   */
+  actingMhcs: 'none' | 'selecting' | 'watchingJoinGuardJoined';
+  /**
+   * What the executor writes (machine-writes.ts converge): a Machine deletion, or the mark of that kind. What a
+   * withdrawal removes follows from it (MARKS: the mark it wrote, and what a MachineHealthCheck marked because of it).
+   */
+  write: 'delete' | MarkKind;
 }
 
 /** Every path, as CAPI_FIELDS is every version: a new path is one entry here (and its word in api/v1alpha1). */
-export const PATHS: Readonly<Record<Path, PathRule>> = {
+export const PATHS = {
   OwnerRemediated: {
     visible: (m) => m.healthCheckSucceeded?.status === 'False',
     answered: false,
-    caused: { annotation: false },
-    write: 'ownerRemediated',
-    withdraw: 'conditions',
+    actingMhcs: 'none',
+    write: 'healthCheck',
   },
   RemediateAnnotation: {
     visible: (m) => m.remediateAnnotation,
     answered: true,
-    caused: { annotation: true },
+    actingMhcs: 'selecting',
     write: 'annotation',
-    withdraw: 'annotation',
   },
   MachineCondition: {
     visible: (m) => m.joinGuardJoined?.status === 'False',
     answered: true,
-    caused: { annotation: false },
-    write: 'joinGuardCondition',
-    withdraw: 'conditions',
+    actingMhcs: 'watchingJoinGuardJoined',
+    write: 'condition',
   },
   Delete: {
     visible: (m) => m.deletingSince !== undefined,
     answered: false,
-    caused: { annotation: false },
+    actingMhcs: 'none',
     write: 'delete',
-    withdraw: 'nothing',
+  },
+} as const satisfies Record<Path, PathRule>;
+
+/** One kind of mark: whether JoinGuard caused it on a Machine asked on a path, and how a withdrawal removes it. */
+interface MarkRule {
+  /** The mark is on the Machine, whoever made it. */
+  on: (m: MachineFacts) => boolean;
+  /** `rule`: the path JoinGuard asked on, if it remembers asking. */
+  caused: (m: MachineFacts, rule: PathRule | undefined) => boolean;
+  /** An annotation (removed first, in one metadata patch) or a part of withdrawConditions (on /status). */
+  removed: { annotation: string } | { conditions: 'healthCheck' | 'condition' };
+}
+
+/** Every mark kind: causedMarks, anyMark and the withdrawal (machine-writes.ts) are derived from it. */
+export const MARKS: Readonly<Record<MarkKind, MarkRule>> = {
+  healthCheck: {
+    on: (m) => m.healthCheckSucceeded?.status === 'False',
+    caused: (m, rule) => {
+      const hc = m.healthCheckSucceeded;
+      if (hc?.status !== 'False') return false;
+      const own = OWN_REASONS.has(hc.reason ?? '');
+      const viaAnnotation = rule?.write === 'annotation' && ANNOTATION_REASONS.has(hc.reason ?? '');
+      const viaCondition = hc.reason === 'UnhealthyMachine' && namesOnlyJoinGuardCondition(hc.message);
+      return own || viaAnnotation || viaCondition;
+    },
+    removed: { conditions: 'healthCheck' },
+  },
+  // CAPI's annotation: JoinGuard's only when its path wrote it.
+  annotation: {
+    on: (m) => m.remediateAnnotation,
+    caused: (m, rule) => rule?.write === 'annotation' && m.remediateAnnotation,
+    removed: { annotation: CAPI_ANNOTATION_REMEDIATE_MACHINE },
+  },
+  condition: {
+    on: (m) => m.joinGuardJoined?.status === 'False',
+    caused: (m) => m.joinGuardJoined?.status === 'False',
+    removed: { conditions: 'condition' },
   },
 };
 
@@ -101,8 +153,9 @@ export function actingMhcPaused(
   m: MachineFacts,
   mhcs: readonly MachineHealthCheckFacts[],
 ): boolean {
-  if (path !== 'RemediateAnnotation' && path !== 'MachineCondition') return false;
-  const acting = selectingMhcs(m, mhcs).filter((h) => path === 'RemediateAnnotation' || h.watchesJoinGuardCondition);
+  const by = path === 'Report' ? 'none' : PATHS[path].actingMhcs;
+  if (by === 'none') return false;
+  const acting = selectingMhcs(m, mhcs).filter((h) => by === 'selecting' || h.watchesJoinGuardCondition);
   return acting.length > 0 && acting.every((h) => h.paused);
 }
 
@@ -129,77 +182,97 @@ export function choosePath(
     };
   }
   if (o.kind === 'None') return { kind: 'report', why: 'it has no owner that could re-create it' };
-  const controlPlane = m.controlPlane || o.controlPlane;
   const ownerName = `${o.rawKind ?? o.kind}/${o.name ?? '?'}`;
   const recreates =
     o.kind === 'MachineSet' || o.kind === 'KubeadmControlPlane' || (o.kind === 'Other' && o.controlPlane);
   if (!recreates)
     return { kind: 'report', why: `its owner ${ownerName} does not re-create Machines on CAPI's remediation contract` };
-
-  const owner: PathChoice = { kind: 'request', path: 'OwnerRemediated', via: `its owner ${ownerName}` };
-  switch (settings.strategy) {
-    case 'Delete':
-      if (controlPlane) return owner; // never Delete a control-plane Machine
-      if (o.kind === 'MachineSet') return { kind: 'request', path: 'Delete', via: `deleting it (owner ${ownerName})` };
-      return { kind: 'report', why: `strategy Delete is for MachineSet Machines only (owner ${ownerName})` };
-    case 'MachineCondition': {
-      if (capi.minor !== undefined && capi.minor < MACHINE_CONDITION_MIN_MINOR) {
-        return {
-          kind: 'report',
-          why:
-            `strategy MachineCondition needs CAPI v1.${MACHINE_CONDITION_MIN_MINOR} ` +
-            `or later; this management cluster runs v1.${capi.minor}`,
-        };
-      }
-      const watching = selectingMhcs(m, mhcs).filter((h) => h.watchesJoinGuardCondition && !h.paused);
-      const via =
-        watching[0] !== undefined
-          ? `MachineHealthCheck ${watching[0].name}`
-          : 'a MachineHealthCheck watching JoinGuardJoined (none selects it now)';
-      return { kind: 'request', path: 'MachineCondition', via };
-    }
-    case 'Auto': {
-      const sel = selectingMhcs(m, mhcs);
-      if (sel.length === 0) return owner;
-      const active = sel.filter((h) => !h.paused);
-      if (active.length === 0)
-        return {
-          kind: 'blocked',
-          why: `MachineHealthCheck ${sel.map((h) => h.name).join(', ')} selects it and is paused`,
-        };
-      return { kind: 'request', path: 'RemediateAnnotation', via: `MachineHealthCheck ${active[0]!.name}` };
-    }
-    case 'OwnerRemediated':
-    default:
-      return owner;
-  }
+  return STRATEGY_PATH[settings.strategy]({ m, mhcs, capi, ownerName });
 }
+
+/** What a strategy's choice sees: a Machine whose owner re-creates Machines on CAPI's remediation contract. */
+interface StrategyInput {
+  m: MachineFacts;
+  mhcs: readonly MachineHealthCheckFacts[];
+  capi: CapiInfo;
+  /** `Kind/name` of the owner. */
+  ownerName: string;
+}
+
+const viaOwner = (ownerName: string): PathChoice => ({
+  kind: 'request',
+  path: 'OwnerRemediated',
+  via: `its owner ${ownerName}`,
+});
+
+/** The path each strategy chooses: a Record, so a new strategy does not compile until it says its path. */
+const STRATEGY_PATH: Readonly<Record<RemediationStrategy, (i: StrategyInput) => PathChoice>> = {
+  OwnerRemediated: ({ ownerName }) => viaOwner(ownerName),
+  Delete: ({ m, ownerName }) => {
+    if (m.controlPlane || m.owner.controlPlane) return viaOwner(ownerName); // never Delete a control-plane Machine
+    if (m.owner.kind === 'MachineSet')
+      return { kind: 'request', path: 'Delete', via: `deleting it (owner ${ownerName})` };
+    return { kind: 'report', why: `strategy Delete is for MachineSet Machines only (owner ${ownerName})` };
+  },
+  MachineCondition: ({ m, mhcs, capi }) => {
+    if (capi.minor !== undefined && capi.minor < MACHINE_CONDITION_MIN_MINOR) {
+      return {
+        kind: 'report',
+        why:
+          `strategy MachineCondition needs CAPI v1.${MACHINE_CONDITION_MIN_MINOR} ` +
+          `or later; this management cluster runs v1.${capi.minor}`,
+      };
+    }
+    const watching = selectingMhcs(m, mhcs).filter((h) => h.watchesJoinGuardCondition && !h.paused);
+    const via =
+      watching[0] !== undefined
+        ? `MachineHealthCheck ${watching[0].name}`
+        : 'a MachineHealthCheck watching JoinGuardJoined (none selects it now)';
+    return { kind: 'request', path: 'MachineCondition', via };
+  },
+  Auto: ({ m, mhcs, ownerName }) => {
+    const sel = selectingMhcs(m, mhcs);
+    if (sel.length === 0) return viaOwner(ownerName);
+    const active = sel.filter((h) => !h.paused);
+    if (active.length === 0)
+      return {
+        kind: 'blocked',
+        why: `MachineHealthCheck ${sel.map((h) => h.name).join(', ')} selects it and is paused`,
+      };
+    return { kind: 'request', path: 'RemediateAnnotation', via: `MachineHealthCheck ${active[0]!.name}` };
+  },
+};
 
 /** The marks on a Machine that JoinGuard caused, given the path it asked on (if it remembers asking). */
-export interface CausedMarks {
-  /** HealthCheckSucceeded=False written by JoinGuard, or by a MachineHealthCheck because JoinGuard asked it. */
-  healthCheck: boolean;
-  /** cluster.x-k8s.io/remediate-machine, set by JoinGuard. */
-  annotation: boolean;
-  /** JoinGuardJoined=False. */
-  condition: boolean;
-}
+export type CausedMarks = Record<MarkKind, boolean>;
 
 export function causedMarks(m: MachineFacts, path: RemediationPath | undefined): CausedMarks {
-  const hc = m.healthCheckSucceeded;
-  const hcFalse = hc?.status === 'False';
-  const own = hcFalse && OWN_REASONS.has(hc.reason ?? '');
   const rule = path !== undefined && path !== 'Report' ? PATHS[path] : undefined;
-  const viaAnnotation = hcFalse && rule?.caused.annotation === true && ANNOTATION_REASONS.has(hc.reason ?? '');
-  const viaCondition = hcFalse && hc.reason === 'UnhealthyMachine' && namesOnlyJoinGuardCondition(hc.message);
-  return {
-    healthCheck: own || viaAnnotation || viaCondition,
-    annotation: rule?.caused.annotation === true && m.remediateAnnotation,
-    condition: m.joinGuardJoined?.status === 'False',
-  };
+  return Object.fromEntries(MARK_KINDS.map((k) => [k, MARKS[k].caused(m, rule)])) as CausedMarks;
 }
 
-export const anyMark = (c: CausedMarks): boolean => c.healthCheck || c.annotation || c.condition;
+export const anyMark = (c: CausedMarks): boolean => MARK_KINDS.some((k) => c[k]);
+
+/** A remediation mark of anyone's, of every kind MARKS knows (carriesAnyMark in api/capi, derived). */
+export const carriesMark = (m: MachineFacts): boolean => MARK_KINDS.some((k) => MARKS[k].on(m));
+
+/** The caused marks a withdrawal removes on /status (withdrawConditions' parts), and whether there is any. */
+export function conditionMarks(c: CausedMarks): { healthCheck: boolean; condition: boolean; any: boolean } {
+  const parts = { healthCheck: false, condition: false };
+  for (const k of MARK_KINDS) {
+    const removed = MARKS[k].removed;
+    if (c[k] && 'conditions' in removed) parts[removed.conditions] = true;
+  }
+  return { ...parts, any: parts.healthCheck || parts.condition };
+}
+
+/** The caused marks a withdrawal removes from the metadata: their annotations' keys. */
+export function annotationMarks(c: CausedMarks): string[] {
+  return MARK_KINDS.flatMap((k) => {
+    const removed = MARKS[k].removed;
+    return c[k] && 'annotation' in removed ? [removed.annotation] : [];
+  });
+}
 
 /** HealthCheckSucceeded=False as a MachineHealthCheck writes it in answer to a remediate-machine annotation. */
 export const answersAnnotation = (m: MachineFacts): boolean =>
