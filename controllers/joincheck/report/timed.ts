@@ -8,7 +8,7 @@ import type { MachineFacts } from '../../../api/capi/model.js';
 import type { Hold, TimedMachine } from '../../../api/v1alpha1/types.js';
 import { STATUS_LIMITS } from '../../../api/v1alpha1/types.js';
 import type { StopReason } from '../guards/guards.js';
-import { isProvisioned } from '../rules/judge.js';
+import { isProvisioned } from '../rules/verdict-rules.js';
 import { iso, SECOND } from '../time.js';
 import type { HoldReason, MachineVerdict } from '../types.js';
 import { compareText } from '../words.js';

@@ -6,7 +6,7 @@
 // the endpoint's VIP — and must be an init Machine), and decides the endpoint probe before acting on it.
 import type { BootstrapConfigFacts, ClusterFacts, MachineFacts } from '../../../api/capi/model.js';
 import type { FirstControlPlaneStatus } from '../../../api/v1alpha1/types.js';
-import { judge, type VerdictContext } from './judge.js';
+import { judge, type VerdictContext } from './verdict-rules.js';
 import { byName } from '../words.js';
 import { iso, ms, SECOND } from '../time.js';
 import type { MachineVerdict } from '../types.js';

@@ -162,6 +162,8 @@ export interface VerdictContext {
   extension?: { uid: string; until: number };
   connection: ConnectionState;
   nodes?: readonly WorkloadNodeFacts[];
+  /** Joined, as the planner computed it once per Machine (else from `nodes`). */
+  joined?: (m: MachineFacts) => boolean;
   /** UIDs whose replacement JoinGuard asked for and keeps asking (open requests). */
   openRequests: ReadonlySet<string>;
   /** The readiness time of each provisioned Machine (from `readiness`). */
@@ -190,7 +192,8 @@ export function judge(m: MachineFacts, ctx: VerdictContext): MachineVerdict {
     }
     return known;
   }
-  if (isJoined(m, ctx.nodes)) return v('Joined', `a workload Node has its providerID ${m.providerID}`);
+  if (ctx.joined?.(m) ?? isJoined(m, ctx.nodes))
+    return v('Joined', `a workload Node has its providerID ${m.providerID}`);
   if (ctx.cluster.paused) return v('Skipped', `the Cluster ${ctx.cluster.name} is paused`);
   if (m.skipReason !== undefined) return v('Skipped', `annotation ${m.skipReason}`);
   const marked = remediationMark(m, ctx.openRequests);
@@ -251,54 +254,74 @@ function clockVerdict(m: MachineFacts, ctx: VerdictContext, isFirst: boolean): M
     reason: '',
     ...(isFirst ? { firstControlPlane: true } : {}),
   };
-  const { settings, now } = ctx;
-
-  if (!ctx.initialized && !isFirst) {
-    const first = ctx.firstControlPlane;
-    return ctx.firstControlPlanePending && first !== undefined
-      ? {
-          ...base,
-          state: 'Held',
-          hold: 'FirstControlPlane',
-          reason: `waiting for the first control-plane Machine ${first.name}`,
-        }
-      : {
-          ...base,
-          state: 'Held',
-          hold: 'ControlPlaneNotInitialized',
-          reason: 'waiting for the control plane to be initialized',
-        };
-  }
-
+  if (!ctx.initialized && !isFirst) return heldForInitialization(base, ctx);
   const readyAt = ctx.readyAt.get(m.uid);
-  if (!isProvisioned(m) || readyAt === undefined) {
-    // Bootstrap providers create a worker's data only once the control plane is initialized (CABPK
-    // handleClusterNotInitialized): but for the first control-plane Machine, the clock starts no earlier.
-    const start = provisionClockStart(m, isFirst, ctx.controlPlaneInitializedAt);
-    const from = start === m.createdAt ? 'creation' : `the control plane's initialization at ${iso(start)}`;
-    const deadline = settings.provisionTimeoutMs === undefined ? undefined : start + settings.provisionTimeoutMs;
-    const what = !m.infrastructureReady.value ? 'infrastructure' : 'bootstrap data';
-    if (deadline !== undefined && now >= deadline) {
-      return {
+  if (!isProvisioned(m) || readyAt === undefined) return provisionVerdict(m, ctx, isFirst, base);
+  return joinVerdict(m, ctx, isFirst, base, readyAt);
+}
+
+/** Every Machine but the first control-plane one waits for the control plane's initialization. */
+function heldForInitialization(base: MachineVerdict, ctx: VerdictContext): MachineVerdict {
+  const first = ctx.firstControlPlane;
+  return ctx.firstControlPlanePending && first !== undefined
+    ? {
         ...base,
-        state: 'Stuck',
-        failureKind: 'ProvisionTimeout',
-        clockStart: start,
-        deadline,
-        reason:
-          `${what} not ready ${formatDuration(now - start)} after ${from} ` +
-          `(provisionTimeout ${formatDuration(settings.provisionTimeoutMs as number)})`,
+        state: 'Held',
+        hold: 'FirstControlPlane',
+        reason: `waiting for the first control-plane Machine ${first.name}`,
+      }
+    : {
+        ...base,
+        state: 'Held',
+        hold: 'ControlPlaneNotInitialized',
+        reason: 'waiting for the control plane to be initialized',
       };
-    }
+}
+
+/** Not provisioned yet: the provision clock. */
+function provisionVerdict(
+  m: MachineFacts,
+  ctx: VerdictContext,
+  isFirst: boolean,
+  base: MachineVerdict,
+): MachineVerdict {
+  const { settings, now } = ctx;
+  // Bootstrap providers create a worker's data only once the control plane is initialized (CABPK
+  // handleClusterNotInitialized): but for the first control-plane Machine, the clock starts no earlier.
+  const start = provisionClockStart(m, isFirst, ctx.controlPlaneInitializedAt);
+  const from = start === m.createdAt ? 'creation' : `the control plane's initialization at ${iso(start)}`;
+  const deadline = settings.provisionTimeoutMs === undefined ? undefined : start + settings.provisionTimeoutMs;
+  const what = !m.infrastructureReady.value ? 'infrastructure' : 'bootstrap data';
+  if (deadline !== undefined && now >= deadline) {
     return {
       ...base,
-      state: 'Provisioning',
+      state: 'Stuck',
+      failureKind: 'ProvisionTimeout',
       clockStart: start,
-      ...(deadline !== undefined ? { deadline } : {}),
-      reason: `waiting for ${what}`,
+      deadline,
+      reason:
+        `${what} not ready ${formatDuration(now - start)} after ${from} ` +
+        `(provisionTimeout ${formatDuration(settings.provisionTimeoutMs as number)})`,
     };
   }
+  return {
+    ...base,
+    state: 'Provisioning',
+    clockStart: start,
+    ...(deadline !== undefined ? { deadline } : {}),
+    reason: `waiting for ${what}`,
+  };
+}
 
+/** Provisioned: the join clock, its one extension, and the first control-plane replacement's wait. */
+function joinVerdict(
+  m: MachineFacts,
+  ctx: VerdictContext,
+  isFirst: boolean,
+  base: MachineVerdict,
+  readyAt: number,
+): MachineVerdict {
+  const { settings, now } = ctx;
   const prevFirst = ctx.previousFirstControlPlane;
   const replacing = isFirst && prevFirst !== undefined && prevFirst.uid !== m.uid;
   if (replacing && prevFirst.goneTime === undefined) {
