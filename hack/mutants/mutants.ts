@@ -107,7 +107,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'provision-from-creation',
     what: "every Machine's provision clock starts at its creation (workers do not wait for the control plane's initialization)",
-    file: 'controllers/joincheck/rules/verdict-rules.ts',
+    file: 'controllers/joincheck/rules/clocks.ts',
     find: 'return latest(m.createdAt, firstControlPlane ? undefined : controlPlaneInitializedAt) as number;',
     replace: 'return m.createdAt;',
     tests: ['controllers/joincheck/rules/verdict-rules.test.ts', PROPERTY],
@@ -117,7 +117,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'cp-init-moved-trusted',
     what: "the Cluster's ControlPlaneInitialized time that moved later while it stayed True is trusted (issue 28 item 6)",
-    file: 'controllers/joincheck/rules/verdict-rules.ts',
+    file: 'controllers/joincheck/rules/clocks.ts',
     find: '  if (before !== undefined && since > before) return { at: before, seen: iso(before) }; // moved later: not trusted\n',
     replace: '',
     tests: ['controllers/joincheck/rules/verdict-rules.test.ts#moves later while it stays True'],
@@ -262,7 +262,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'first-cp-request-skips-due',
     what: 'a first control-plane request not made is written after the control plane reports initialized (issue 35 §2)',
-    file: 'controllers/joincheck/plan/describe-intents.ts',
+    file: 'controllers/joincheck/plan/describe.ts',
     find: "if (r.state !== 'Open') continue;",
     replace: "if (r.state !== 'Open' || r.firstControlPlane === true) continue;",
     tests: ['controllers/joincheck/rules/first-control-plane.test.ts#recorded but not made is not written once'],
@@ -270,7 +270,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'first-cp-request-kept-before-init',
     what: "a first control-plane request not made is written as decided while the control plane is not initialized: its mark's 409 read showing it provisioned at its provision deadline still marks it ProvisionTimeout (property seed 8)",
-    file: 'controllers/joincheck/plan/describe-intents.ts',
+    file: 'controllers/joincheck/plan/describe.ts',
     find: "if (r.state !== 'Open') continue;",
     replace: "if (r.state !== 'Open' || (r.firstControlPlane === true && !st.initialized)) continue;",
     tests: ['controllers/joincheck/rules/first-control-plane.test.ts#recorded on a stale view'],

@@ -1,21 +1,24 @@
 // The planner's describe stage (DESIGN: "Status", "What users see"): the counts, the Machines being timed or held
 // (timed.ts), the conditions (conditions.ts words them), the event that says a stop began, what every Machine must
 // carry now (marks.ts), and what the check itself must carry (finalizer, annotations).
-import type { CheckSettings, Condition, Hold } from '../../../api/v1alpha1/types.js';
-import { CONDITION_PROGRESSING, ReadyReason } from '../../../api/v1alpha1/types.js';
+import type { CheckSettings, Condition, Hold, RequestRecord } from '../../../api/v1alpha1/types.js';
+import { CONDITION_PROGRESSING, CONDITION_READY, ReadyReason } from '../../../api/v1alpha1/types.js';
 import { conditionOf, pausedCondition, progressing, readyCondition, setCondition } from '../report/conditions.js';
 import { countVerdicts } from '../report/counts.js';
 import { deletionNote, finalizerIntent } from '../requests/deletion.js';
-import { markIntents, type IntentInput } from '../requests/marks.js';
+import { made, markIntents, type IntentInput } from '../requests/marks.js';
+import { PATHS, selectingMhcs } from '../requests/paths.js';
+import { readiness } from '../rules/clocks.js';
+import { judge } from '../rules/verdict-rules.js';
 import { checkMetadata } from '../memory/memory.js';
 import { timedMachines } from '../report/timed.js';
 import { compareText, byName } from '../words.js';
-import type { CheckMetadataIntent, MarkIntent, PlannedEvent } from '../types.js';
+import type { CheckMetadataIntent, MarkIntent, Plan, PlannedEvent, Snapshot } from '../types.js';
 import { RESTRICTING } from '../guards/guards.js';
 import { maxInFlightLimit } from '../guards/budgets.js';
 import { suspicionMessage } from '../guards/failures.js';
-import { notDueYet, pausedMhcOf, visibleMark } from './describe-intents.js';
-import { assign, part, type ActiveState, type PlanState } from './state.js';
+import { assign } from './observe.js';
+import { part, type ActiveState, type PlanState } from './state.js';
 
 export interface Described {
   /** What every Machine must carry now. */
@@ -207,6 +210,87 @@ function pausedNow(st: ActiveState, wanted: readonly MarkIntent[], pausedMhcs: r
   return { paused, left: withdrawing?.left ?? [] };
 }
 
+/**
+ * The requests recorded and not made yet (their mark never seen) whose Machine is not due: decided on the Machine as
+ * the caches had it, their write met a 409 whose read shows it was not (DESIGN: "a 409 is a live re-read and a new
+ * decision"). Their write waits until the Machine is due — or it joins, and the request is withdrawn. Judged on the
+ * times the status keeps, not on this process's memory of earlier ones, so that a restart decides the same.
+ */
+export function notDueYet(st: ActiveState, requests: readonly RequestRecord[]): Set<string> {
+  const w = part(st, 'observed');
+  const out = new Set<string>();
+  for (const r of requests) {
+    // A first control-plane request too: its 409 read may show it provisioned after all (Joining, not due; property
+    // seed 8), and once the control plane says initialized no Machine is first (issue 35, 2). The judge applies the
+    // first control-plane clocks (from creation) while it is first.
+    if (r.state !== 'Open') continue;
+    const m = st.byUid.get(r.uid);
+    if (m === undefined || made(r, m)) continue;
+    // The Machine that initialized the control plane is never marked once it says so, whatever was recorded before
+    // (in the selector or not).
+    if (w.formerFirst?.uid === m.uid) {
+      out.add(r.uid);
+      continue;
+    }
+    const t = st.targets.get(m.uid);
+    if (t?.inScope !== true) continue;
+    const ready = t.provisioned ? readiness(m, w.prevObs.get(m.uid), undefined, st.now).at : undefined;
+    const ctx = { ...w.ctx, readyAt: new Map(ready !== undefined ? [[m.uid, ready]] : []) };
+    if (judge(m, ctx).state !== 'Stuck') out.add(r.uid);
+  }
+  return out;
+}
+
+export function visibleMark(s: Snapshot, i: Extract<MarkIntent, { want: 'mark' }>): boolean {
+  const m = s.machines.find((x) => x.uid === i.machine.uid);
+  return m !== undefined && PATHS[i.path].visible(m) && i.marker !== undefined && m.requestedBy !== i.marker;
+}
+
+/** "MachineHealthCheck h selects it and is paused" when every MachineHealthCheck that selects the Machine is paused. */
+export function pausedMhcOf(s: Snapshot, uid: string): string | undefined {
+  const m = s.machines.find((x) => x.uid === uid);
+  const sel = m === undefined ? [] : selectingMhcs(m, s.mhcs);
+  if (sel.length === 0 || sel.some((h) => !h.paused)) return undefined;
+  return `MachineHealthCheck ${sel.map((h) => h.name).join(', ')} selects it and is paused`;
+}
+
+/** No valid spec or no Cluster: nothing is judged; only JoinGuard's own marks on joined Machines are withdrawn (not on a paused Cluster's). */
+export function idle(st: PlanState): Plan {
+  const { next, now, snap: s } = st;
+  const meta = s.check.metadata;
+  const why =
+    st.settings === undefined
+      ? {
+          reason: ReadyReason.InvalidSpec,
+          message:
+            `The spec is invalid: ${s.settingsError ?? 'it could not be read'}. ` +
+            `JoinGuard does nothing until it is fixed.`,
+        }
+      : {
+          reason: ReadyReason.ClusterNotFound,
+          message:
+            `Cluster ${meta.namespace}/${st.settings.clusterName} not ` +
+            `found: nothing is judged or changed until it exists.`,
+        };
+  next.conditions = setCondition(
+    next.conditions,
+    { type: CONDITION_READY, status: 'False', ...why },
+    now,
+    meta.generation,
+  );
+  const input = intentInput(st, st.withdrawAll);
+  const wanted = markIntents(next.requests ?? [], st.ofCluster, input).filter((i) => i.want === 'withdraw');
+  // Nothing at all on a paused Cluster's Machines (describe.ts says why).
+  const paused = st.cluster?.paused === true;
+  const intents = paused ? [] : wanted;
+  const names = wanted.map((i) => i.machine.name);
+  const check = finalizerIntent(s.check, st.deletion, names, paused, now);
+  const wakeAt = st.deletion && st.deletion.until > now ? { wakeAt: st.deletion.until } : {};
+  const view = { readyAt: new Map<string, number>(), pending: new Set<string>() };
+  const base = { verdicts: [], settledInScope: st.settledInScope, events: [], memoryNotes: st.memoryNotes, view };
+  return { ...base, status: next, intents, confirm: [], check, ...wakeAt };
+}
+
 /** Why nothing is asked now (observe.ts's `canAct` is false), in the list's words. */
 function notActing(
   settings: CheckSettings,
@@ -222,7 +306,6 @@ export function intentInput(st: PlanState, withdrawAll: boolean): IntentInput {
   const s = st.snap;
   const { uid, name, deletionTimestamp } = s.check.metadata;
   return {
-    nodes: s.workloadNodes,
     joined: st.joined,
     checkName: name,
     withdrawAll,

@@ -4,10 +4,11 @@
 import type { MachineFacts } from '../../../api/capi/model.js';
 import { addJoinDuration } from '../report/conditions.js';
 import { judgeFirstControlPlane } from '../rules/first-control-plane.js';
-import { joinClockStart, judge as verdictOf } from '../rules/verdict-rules.js';
+import { joinClockStart } from '../rules/clocks.js';
+import { judge as verdictOf } from '../rules/verdict-rules.js';
 import { clearRolloutIfOver, type RolloutWorld } from '../rules/rollout-suspect.js';
 import { MOVED_WITH_CHECK_MS } from '../memory/memory.js';
-import { ms, trusted } from '../time.js';
+import { earliestAfter, ms, trusted } from '../time.js';
 import type { MachineVerdict, Plan, PlannedEvent } from '../types.js';
 import { joinSeen } from '../guards/failures.js';
 import { byName } from '../words.js';
@@ -22,8 +23,8 @@ export interface Judged {
   /** The first control-plane step's wait, if any (a stop). */
   waits: string[];
   events: PlannedEvent[];
-  /** The deadlines of the Machines being timed, the probe's retry, the first control-plane extension's end. */
-  wakes: (number | undefined)[];
+  /** The earliest of the deadlines of the Machines being timed, the probe's retry, the extension's end. */
+  wakeAt: number | undefined;
 }
 
 export function judge(st: ActiveState): { judged: Judged } {
@@ -54,7 +55,8 @@ export function judge(st: ActiveState): { judged: Judged } {
   for (const v of verdicts) if (v.state === 'Provisioning' || v.state === 'Joining') wakes.push(v.deadline);
   wakes.push(ms(next.firstControlPlane?.extendedUntil));
   const verdictOfUid = new Map(verdicts.map((v) => [v.uid, v]));
-  return { judged: { verdicts, verdictOf: verdictOfUid, ...(probe ? { probe } : {}), waits, events, wakes } };
+  const wakeAt = earliestAfter(st.now, wakes);
+  return { judged: { verdicts, verdictOf: verdictOfUid, ...(probe ? { probe } : {}), waits, events, wakeAt } };
 }
 
 /** Join events: everJoined, the consecutive count, the suspicion, and the join durations of the joins seen happen. */

@@ -1,6 +1,7 @@
-// The planner's observe stage (DESIGN: "What JoinGuard does each pass"): what the Cluster and its Machines say
-// (initialization, the workload connection, the first control-plane Machine, readiness times), the pauses and a
-// resume by hand: everything the verdicts are judged from.
+// The planner's first two stages (DESIGN: "What JoinGuard does each pass"). follow: each request of the check's
+// memory brought up to what its Machine shows now (marks.ts followRequests). observe: what the Cluster and its
+// Machines say (initialization, the workload connection, the first control-plane Machine, readiness times), the
+// pauses and a resume by hand: everything the verdicts are judged from.
 import type { MachineFacts } from '../../../api/capi/model.js';
 import type { CheckSettings, MachineObservation } from '../../../api/v1alpha1/types.js';
 import { ANNOTATION_WITHDRAW_ALL } from '../../../api/v1alpha1/types.js';
@@ -10,14 +11,45 @@ import {
   formerFirstControlPlane,
   nextFirstControlPlaneMemory,
 } from '../rules/first-control-plane.js';
-import { controlPlaneInitializedAt, readiness, type VerdictContext } from '../rules/verdict-rules.js';
-import { made } from '../requests/marks.js';
+import { controlPlaneInitializedAt, readiness } from '../rules/clocks.js';
+import type { VerdictContext } from '../rules/verdict-rules.js';
+import { followRequests, made } from '../requests/marks.js';
+import { actingMhcPaused } from '../requests/paths.js';
 import { MOVED_WITH_CHECK_MS } from '../memory/memory.js';
-import { ms } from '../time.js';
+import { earliestAfter, ms } from '../time.js';
 import type { CheckMetadataIntent, PlannedEvent } from '../types.js';
 import { resume } from '../guards/failures.js';
 import { connectionState, DEFAULT_CONNECTION_GRACE_MS, type ConnectionState } from '../rules/connection.js';
-import { assign, type ActiveState } from './state.js';
+import type { MachineJoinCheckStatus } from '../../../api/v1alpha1/types.js';
+import type { ActiveState, PlanState } from './state.js';
+
+/** follow's part: nothing but the status fields it writes (requests, remediations); no wake of its own. */
+export interface Followed {
+  /** The deletion's bound: the one moment follow knows the plan changes with no event. */
+  wakeAt: number | undefined;
+}
+
+export function follow(st: PlanState): { followed: Followed } {
+  const { snap: s, next, now } = st;
+  const followed = followRequests({
+    requests: next.requests ?? [],
+    history: next.remediations ?? [],
+    machinesByUid: st.anyMachine,
+    unreadable: st.unreadable,
+    joined: st.joined,
+    dryRun: s.settings?.dryRun ?? false,
+    // While the Cluster is paused clusterctl move may be copying its Machines: one not there yet is not gone.
+    keepMissing: st.cluster?.paused === true,
+    clockStopped: (r, m) => st.cluster?.paused === true || actingMhcPaused(r.path, m, s.mhcs),
+    withdrawAll: st.withdrawAll,
+    ...(s.unansweredAfterMs !== undefined ? { unansweredAfterMs: s.unansweredAfterMs } : {}),
+    now,
+  });
+  assign(next, 'requests', followed.requests);
+  assign(next, 'remediations', followed.history);
+  const until = st.deletion?.until;
+  return { followed: { wakeAt: until !== undefined && until > now ? until : undefined } };
+}
 
 export interface Observed {
   /** Actions are allowed: not paused, the Cluster not deleted, nothing withdrawn. */
@@ -43,7 +75,7 @@ export interface Observed {
   pins: Map<string, string>;
   ctx: VerdictContext;
   /** The connection's grace: the plan changes when it ends. */
-  wakes: (number | undefined)[];
+  wakeAt: number | undefined;
 }
 
 export function observe(st: ActiveState): { observed: Observed } {
@@ -98,7 +130,7 @@ export function observe(st: ActiveState): { observed: Observed } {
       movedWithCheck: movedWithCheck(st),
       pins,
       ctx,
-      wakes: [conn.state.graceUntil],
+      wakeAt: earliestAfter(st.now, [conn.state.graceUntil]),
     },
   };
 }
@@ -180,4 +212,14 @@ function verdictContext(
     ),
     readyAt: o.readyAt,
   };
+}
+
+/** Sets an optional status field, or removes it, so absent memory leaves no `undefined` behind. */
+export function assign<K extends keyof MachineJoinCheckStatus>(
+  status: MachineJoinCheckStatus,
+  key: K,
+  value: MachineJoinCheckStatus[K] | undefined,
+): void {
+  if (value === undefined || (Array.isArray(value) && value.length === 0)) delete status[key];
+  else status[key] = value;
 }

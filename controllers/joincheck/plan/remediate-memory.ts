@@ -9,7 +9,8 @@ import { made } from '../requests/marks.js';
 import { target } from '../requests/paths.js';
 import type { MachineVerdict, Plan } from '../types.js';
 import { compareText, byName } from '../words.js';
-import { assign, part, type ActiveState, type PlanState } from './state.js';
+import { assign } from './observe.js';
+import { part, type ActiveState, type PlanState } from './state.js';
 
 /**
  * Request changes decided before this stage (withdrawn, unanswered) are confirmed live like failures counted in it;

@@ -6,7 +6,7 @@ import type { MachineFacts } from '../../../api/capi/model.js';
 import type { Hold as HoldWord, OwnerWindow, RemediationRecord, RequestRecord } from '../../../api/v1alpha1/types.js';
 import { guardChain, type GuardResult, type GuardState } from '../guards/guards.js';
 import { appendHistory, newRequest } from '../requests/marks.js';
-import { iso, ms } from '../time.js';
+import { earliestAfter, iso, ms } from '../time.js';
 import { byName } from '../words.js';
 import type { MachineVerdict, Plan, PlannedEvent } from '../types.js';
 import { rolloutSuspect } from '../rules/rollout-suspect.js';
@@ -17,7 +17,8 @@ import { rolloutWorld } from './judge.js';
 import { type PathChoice, choosePath, ownerRef, target } from '../requests/paths.js';
 import { countFailure, nextCanaryAt, spendCanary } from '../guards/failures.js';
 import { inFlight, recordOwnerRequest, trimWindows, keptFrom, maxInFlightLimit } from '../guards/budgets.js';
-import { assign, part, type ActiveState } from './state.js';
+import { assign } from './observe.js';
+import { part, type ActiveState } from './state.js';
 import { confirmations, notMadeOverBudget, observations, refusedUnmade, stateStops } from './remediate-memory.js';
 
 export interface Remediated {
@@ -36,8 +37,8 @@ export interface Remediated {
   /** Every stop of the pass: observe's and judge's waits, then what the guards and the state hold. */
   stops: Stops;
   events: PlannedEvent[];
-  /** When a held Machine may free, the next canary, an unanswered request's bound. */
-  wakes: (number | undefined)[];
+  /** The earliest of: when a held Machine may free, the next canary, an unanswered request's bound. */
+  wakeAt: number | undefined;
 }
 
 type Hold = { m: MachineFacts; v: MachineVerdict; loop: GuardResult & { go: false } };
@@ -89,9 +90,9 @@ export function remediate(st: ActiveState): { remediated: Remediated } {
   const limit = maxInFlightLimit(settings, st.expected);
   const overBudget = notMadeOverBudget(st, rd.requests, rd.flying, refused, limit);
   const { requests, flying, confirm, pausedMhcs, deleteNotAllowed, held, stops, events } = rd;
-  const wakes = [...rd.wakes, ...laterWakes(st, w.canAct, requests)];
+  const wakeAt = earliestAfter(st.now, [...rd.wakes, ...laterWakes(st, w.canAct, requests)]);
   return {
-    remediated: { requests, flying, confirm, pausedMhcs, deleteNotAllowed, held, overBudget, stops, events, wakes },
+    remediated: { requests, flying, confirm, pausedMhcs, deleteNotAllowed, held, overBudget, stops, events, wakeAt },
   };
 }
 

@@ -7,10 +7,9 @@ import type { CheckSettings, MachineJoinCheckStatus } from '../../../api/v1alpha
 import { ANNOTATION_MEMORY, ANNOTATION_WITHDRAW_ALL } from '../../../api/v1alpha1/types.js';
 import { followMovedUids, readMemory } from '../memory/memory.js';
 import { deletionOf, type Deletion } from '../requests/deletion.js';
-import { controlPlaneInitialized, isJoined, isProvisioned, machinesInScope } from '../rules/verdict-rules.js';
+import { controlPlaneInitialized, targetsOf, type Target } from '../rules/verdict-rules.js';
 import type { Snapshot } from '../types.js';
-import type { Followed } from './follow.js';
-import type { Observed } from './observe.js';
+import type { Followed, Observed } from './observe.js';
 import type { Judged } from './judge.js';
 import type { Remediated } from './remediate.js';
 import type { Described } from './describe.js';
@@ -19,16 +18,6 @@ import type { Described } from './describe.js';
 export interface MachinesByUid {
   get(uid: string): MachineFacts | undefined;
   has(uid: string): boolean;
-}
-
-/** One Machine of the Cluster as this pass sees it: what it is is computed once, here. */
-export interface Target {
-  readonly m: MachineFacts;
-  /** A Node is known for it (nodeRef, or a workload Node with its providerID). */
-  readonly joined: boolean;
-  readonly provisioned: boolean;
-  /** The check's selector chooses it. */
-  readonly inScope: boolean;
 }
 
 /** Each stage's own part, set by plan() from what the stage returns (its owner is its name). */
@@ -100,29 +89,22 @@ export function part<K extends keyof Parts>(st: PlanState, k: K): Parts[K] {
 export function planState(s: Snapshot): PlanState {
   const meta = s.check.metadata;
   const mem = readMemory(s.check.status, meta.annotations?.[ANNOTATION_MEMORY], s.now);
+  const prev = mem.status;
   const clusterName = s.settings?.clusterName ?? s.check.spec?.clusterName;
   const ofCluster = s.machines.filter((m) => m.clusterName === clusterName && m.namespace === meta.namespace);
-  if (meta.annotations?.[ANNOTATION_MEMORY] !== undefined) followMoved(s, mem, ofCluster);
+  if (meta.annotations?.[ANNOTATION_MEMORY] !== undefined) {
+    // A moved check: the Machines are the same, their uids new (memory.ts followMovedUids).
+    const settledAsked = (prev.requests ?? []).filter((r) => s.settled?.get(r.uid)).map((r) => r.uid);
+    const byName = new Map(ofCluster.map((m) => [m.name, m.uid]));
+    const moved = followMovedUids(prev, byName, new Set([...ofCluster.map((m) => m.uid), ...settledAsked]));
+    if (moved > 0) mem.notes.push(`clusterctl move: ${moved} records follow their Machines' new uids`);
+  }
   const settings = s.settingsError === undefined ? s.settings : undefined;
-  const nodes = s.workloadNodes;
-  const joinedOf = new Map<string, boolean>();
-  const joined = (m: MachineFacts): boolean => {
-    let j = joinedOf.get(m.uid);
-    if (j === undefined) joinedOf.set(m.uid, (j = isJoined(m, nodes)));
-    return j;
-  };
-  const chosen = new Set(settings !== undefined ? machinesInScope(ofCluster, settings) : []);
-  const targets = new Map(
-    ofCluster.map((m) => [
-      m.uid,
-      { m, joined: joined(m), provisioned: isProvisioned(m), inScope: chosen.has(m) } satisfies Target,
-    ]),
-  );
+  const { targets, inScope, joined } = targetsOf(ofCluster, settings, s.workloadNodes);
+  const settledInScope = s.settled?.inScope ?? 0;
   const byUid = new Map(ofCluster.map((m) => [m.uid, m]));
   const deletion = deletionOf(s.check);
-  const inScope = ofCluster.filter((m) => chosen.has(m));
-  const settledInScope = s.settled?.inScope ?? 0;
-  const next: MachineJoinCheckStatus = structuredClone(mem.status);
+  const next: MachineJoinCheckStatus = structuredClone(prev);
   next.observedGeneration = meta.generation;
   return {
     snap: s,
@@ -144,34 +126,10 @@ export function planState(s: Snapshot): PlanState {
     deletion,
     withdrawAll: meta.annotations?.[ANNOTATION_WITHDRAW_ALL] !== undefined || deletion !== undefined,
     settledInScope,
-    prev: mem.status,
+    prev,
     memoryNotes: mem.notes,
     next,
     joined,
     parts: {},
   };
-}
-
-/** A moved check: the Machines are the same, their uids new (memory.ts followMovedUids). */
-function followMoved(s: Snapshot, mem: ReturnType<typeof readMemory>, ofCluster: readonly MachineFacts[]): void {
-  const prev = mem.status;
-  const moved = followMovedUids(
-    prev,
-    new Map(ofCluster.map((m) => [m.name, m.uid])),
-    new Set([
-      ...ofCluster.map((m) => m.uid),
-      ...(prev.requests ?? []).filter((r) => s.settled?.get(r.uid)).map((r) => r.uid),
-    ]),
-  );
-  if (moved > 0) mem.notes.push(`clusterctl move: ${moved} records follow their Machines' new uids`);
-}
-
-/** Sets an optional status field, or removes it, so absent memory leaves no `undefined` behind. */
-export function assign<K extends keyof MachineJoinCheckStatus>(
-  status: MachineJoinCheckStatus,
-  key: K,
-  value: MachineJoinCheckStatus[K] | undefined,
-): void {
-  if (value === undefined || (Array.isArray(value) && value.length === 0)) delete status[key];
-  else status[key] = value;
 }

@@ -4,14 +4,13 @@
 // caused), and the executor converges it, whatever write failed or crashed before. A mark is not a deletion:
 // owners defer, and a Machine may join while it waits; then JoinGuard withdraws its mark, again on every pass
 // until none remains (cluster-api #12870).
-import { carriesAnyMark, type MachineFacts, type WorkloadNodeFacts } from '../../../api/capi/model.js';
+import { carriesAnyMark, type MachineFacts } from '../../../api/capi/model.js';
 import { markedMessage } from '../../../api/capi/remediation-writes.js';
 import type { RemediationRecord, RequestRecord } from '../../../api/v1alpha1/types.js';
 import { ANNOTATION_WITHDRAW_ALL, STATUS_LIMITS } from '../../../api/v1alpha1/types.js';
 import { markOwner } from './deletion.js';
 import { anyMark, causedMarks, ownerRef, PATHS, target, type Path } from './paths.js';
 import { answered, openOutcome, recordOwnerAnswer } from './owner-answer.js';
-import { isJoined } from '../rules/verdict-rules.js';
 import { formatDuration, iso, ms, MINUTE } from '../time.js';
 import type { MachineVerdict, MarkIntent } from '../types.js';
 
@@ -28,9 +27,8 @@ export interface FollowInput {
   unreadable: ReadonlySet<string>;
   /** A Machine not found is not taken for gone either (its Cluster is paused: clusterctl move may be copying it). */
   keepMissing?: boolean;
-  nodes?: readonly WorkloadNodeFacts[];
-  /** Joined, as the planner computed it once per Machine (else from `nodes`). */
-  joined?: (m: MachineFacts) => boolean;
+  /** Joined, as the planner computed it once per Machine (rules/verdict-rules.ts isJoined). */
+  joined: (m: MachineFacts) => boolean;
   dryRun: boolean;
   /** The check's joinguard.io/withdraw-all: every open request is withdrawn. */
   withdrawAll?: boolean;
@@ -56,7 +54,6 @@ export function followRequests(i: FollowInput): Followed {
   const requests: RequestRecord[] = [];
   const history = i.history.map((h) => ({ ...h }));
   const unanswered: RequestRecord[] = [];
-  const joined = i.joined ?? ((m: MachineFacts) => isJoined(m, i.nodes));
   const show = (r: RequestRecord, m: MachineFacts | undefined, outcome?: RemediationRecord['outcome']) => {
     const h = history.find((x) => x.uid === r.uid);
     if (h === undefined) return;
@@ -81,7 +78,7 @@ export function followRequests(i: FollowInput): Followed {
       if (!r.answered && i.clockStopped?.(r, m) === true) delete r.markedTime;
       else if (r.marked && r.markedTime === undefined) r.markedTime = iso(i.now);
       const deleting = m.deletingSince !== undefined;
-      if (!deleting && joined(m)) withdraw(r, 'Joined');
+      if (!deleting && i.joined(m)) withdraw(r, 'Joined');
       else if (!deleting && m.skipReason !== undefined) withdraw(r, 'OptedOut');
       else if (!deleting && i.withdrawAll === true) withdraw(r, 'WithdrawAll');
       else if (
@@ -158,9 +155,8 @@ export function appendHistory(
 }
 
 export interface IntentInput {
-  nodes?: readonly WorkloadNodeFacts[] | undefined;
-  /** Joined, as the planner computed it once per Machine (else from `nodes`). */
-  joined?: (m: MachineFacts) => boolean;
+  /** Joined, as the planner computed it once per Machine (rules/verdict-rules.ts isJoined). */
+  joined: (m: MachineFacts) => boolean;
   checkName: string;
   /** The check's uid: the marker every mark carries (joinguard.io/requested-by). */
   checkUid?: string;
@@ -187,7 +183,6 @@ export function markIntents(
   machines: readonly MachineFacts[],
   o: IntentInput,
 ): MarkIntent[] {
-  const joinedOf = o.joined ?? ((m: MachineFacts) => isJoined(m, o.nodes));
   const out: MarkIntent[] = [];
   const byUid = new Map(requests.map((r) => [r.uid, r]));
   for (const m of machines) {
@@ -198,7 +193,7 @@ export function markIntents(
     const owner = markOwner(m, o.checkUid, o.liveChecks);
     if (owner === 'other') continue; // another live check's mark: its business
     const orphan = owner === 'orphan';
-    const joined = joinedOf(m);
+    const joined = o.joined(m);
     // A deleted check's mark: the check whose scope holds it withdraws it — unless this check asked for the Machine
     // (its request followed the Machine through clusterctl move: the marker names the check before the move). On a
     // joined Machine any check of its Cluster does: no live check may hold it, and a joined Machine keeps no mark.
