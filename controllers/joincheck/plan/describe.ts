@@ -18,16 +18,7 @@ import { RESTRICTING } from '../guards/guards.js';
 import { maxInFlightLimit } from '../guards/budgets.js';
 import { suspicionMessage } from '../guards/failures.js';
 import { assign } from './observe.js';
-import { part, type ActiveState, type PlanState } from './state.js';
-
-export interface Described {
-  /** What every Machine must carry now. */
-  intents: MarkIntent[];
-  /** What the check itself must carry (observe's resume removal, the owner, the memory, the finalizer). */
-  check: CheckMetadataIntent;
-  /** RemediationRestricted, when a restricting stop begins. */
-  events: PlannedEvent[];
-}
+import { part, type ActiveState, type Described, type PlanState } from './state.js';
 
 export function describe(st: ActiveState): { described: Described } {
   const { next, snap: s, cluster, now } = st;

@@ -12,20 +12,7 @@ import { earliestAfter, ms, trusted } from '../time.js';
 import type { MachineVerdict, Plan, PlannedEvent } from '../types.js';
 import { joinSeen } from '../guards/failures.js';
 import { byName } from '../words.js';
-import { part, type ActiveState, type PlanState } from './state.js';
-
-export interface Judged {
-  /** By index of `inScope`. */
-  verdicts: MachineVerdict[];
-  /** By uid. */
-  verdictOf: ReadonlyMap<string, MachineVerdict>;
-  probe?: Plan['probe'];
-  /** The first control-plane step's wait, if any (a stop). */
-  waits: string[];
-  events: PlannedEvent[];
-  /** The earliest of the deadlines of the Machines being timed, the probe's retry, the extension's end. */
-  wakeAt: number | undefined;
-}
+import { part, type ActiveState, type Judged, type PlanState } from './state.js';
 
 export function judge(st: ActiveState): { judged: Judged } {
   const { next, inScope } = st;

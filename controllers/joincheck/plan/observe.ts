@@ -21,13 +21,7 @@ import type { CheckMetadataIntent, PlannedEvent } from '../types.js';
 import { resume } from '../guards/failures.js';
 import { connectionState, DEFAULT_CONNECTION_GRACE_MS, type ConnectionState } from '../rules/connection.js';
 import type { MachineJoinCheckStatus } from '../../../api/v1alpha1/types.js';
-import type { ActiveState, PlanState } from './state.js';
-
-/** follow's part: nothing but the status fields it writes (requests, remediations); no wake of its own. */
-export interface Followed {
-  /** The deletion's bound: the one moment follow knows the plan changes with no event. */
-  wakeAt: number | undefined;
-}
+import type { ActiveState, Followed, Observed, PlanState } from './state.js';
 
 export function follow(st: PlanState): { followed: Followed } {
   const { snap: s, next, now } = st;
@@ -49,33 +43,6 @@ export function follow(st: PlanState): { followed: Followed } {
   assign(next, 'remediations', followed.history);
   const until = st.deletion?.until;
   return { followed: { wakeAt: until !== undefined && until > now ? until : undefined } };
-}
-
-export interface Observed {
-  /** Actions are allowed: not paused, the Cluster not deleted, nothing withdrawn. */
-  canAct: boolean;
-  /** Why nothing is changed now (a pause, a deletion, withdraw-all): remediate gathers every stop. */
-  waits: string[];
-  events: PlannedEvent[];
-  /** The check's own metadata to write (the resume's removal; describe adds the finalizer and owner). */
-  check: CheckMetadataIntent;
-  controlPlaneInitializedAt: number | undefined;
-  graceMs: number;
-  connection: ConnectionState;
-  first: MachineFacts | undefined;
-  /** Once initialized, the Machine that was first: never marked again. */
-  formerFirst: MachineFacts | undefined;
-  prevObs: Map<string, MachineObservation>;
-  /**
-   * Re-created by clusterctl move with this check (a check that came with memory older than itself; its Machines
-   * created within MOVED_WITH_CHECK_MS of it): their status was stripped, so no Node is no evidence of not joined.
-   */
-  movedWithCheck: (m: MachineFacts) => boolean;
-  /** Readiness times kept where no object carries them (MachineObservation.readySeen). */
-  pins: Map<string, string>;
-  ctx: VerdictContext;
-  /** The connection's grace: the plan changes when it ends. */
-  wakeAt: number | undefined;
 }
 
 export function observe(st: ActiveState): { observed: Observed } {

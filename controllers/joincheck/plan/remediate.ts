@@ -18,28 +18,8 @@ import { type PathChoice, choosePath, ownerRef, target } from '../requests/paths
 import { countFailure, nextCanaryAt, spendCanary } from '../guards/failures.js';
 import { inFlight, recordOwnerRequest, trimWindows, keptFrom, maxInFlightLimit } from '../guards/budgets.js';
 import { assign } from './observe.js';
-import { part, type ActiveState } from './state.js';
+import { part, type ActiveState, type Remediated } from './state.js';
 import { confirmations, notMadeOverBudget, observations, refusedUnmade, stateStops } from './remediate-memory.js';
-
-export interface Remediated {
-  requests: RequestRecord[];
-  /** Names of the Machines in flight (maxInFlight counts them). */
-  flying: string[];
-  confirm: Plan['confirm'];
-  /** "MachineHealthCheck h selects it and is paused: m is left to it" (the Paused condition). */
-  pausedMhcs: string[];
-  /** Strategy Delete without --allow-machine-delete: the Machines it holds back (the Ready condition). */
-  deleteNotAllowed: string[];
-  /** Stuck Machines not asked for, by uid, and what held each back (status.timedMachines). */
-  held: Map<string, HoldWord>;
-  /** Open requests not made yet whose write waits for maxInFlight (a refused one's retry, issue 35, 3). */
-  overBudget: Set<string>;
-  /** Every stop of the pass: observe's and judge's waits, then what the guards and the state hold. */
-  stops: Stops;
-  events: PlannedEvent[];
-  /** The earliest of: when a held Machine may free, the next canary, an unanswered request's bound. */
-  wakeAt: number | undefined;
-}
 
 type Hold = { m: MachineFacts; v: MachineVerdict; loop: GuardResult & { go: false } };
 

@@ -9,15 +9,93 @@ import { followMovedUids, readMemory } from '../memory/memory.js';
 import { deletionOf, type Deletion } from '../requests/deletion.js';
 import { controlPlaneInitialized, targetsOf, type Target } from '../rules/verdict-rules.js';
 import type { Snapshot } from '../types.js';
-import type { Followed, Observed } from './observe.js';
-import type { Judged } from './judge.js';
-import type { Remediated } from './remediate.js';
-import type { Described } from './describe.js';
+import type { MachineObservation, Hold, RequestRecord } from '../../../api/v1alpha1/types.js';
+import type { Stops } from '../report/conditions.js';
+import type { ConnectionState } from '../rules/connection.js';
+import type { VerdictContext } from '../rules/verdict-rules.js';
+import type { CheckMetadataIntent, MachineVerdict, MarkIntent, Plan, PlannedEvent } from '../types.js';
 
 /** Any Machine of the Cluster by uid, settled ones included (they are not in `ofCluster`). */
 export interface MachinesByUid {
   get(uid: string): MachineFacts | undefined;
   has(uid: string): boolean;
+}
+
+// ---- each stage's part: the stage of the same name owns it, and only it writes it ----
+
+/** follow's part: nothing but the status fields it writes (requests, remediations); no wake of its own. */
+export interface Followed {
+  /** The deletion's bound: the one moment follow knows the plan changes with no event. */
+  wakeAt: number | undefined;
+}
+
+export interface Observed {
+  /** Actions are allowed: not paused, the Cluster not deleted, nothing withdrawn. */
+  canAct: boolean;
+  /** Why nothing is changed now (a pause, a deletion, withdraw-all): remediate gathers every stop. */
+  waits: string[];
+  events: PlannedEvent[];
+  /** The check's own metadata to write (the resume's removal; describe adds the finalizer and owner). */
+  check: CheckMetadataIntent;
+  controlPlaneInitializedAt: number | undefined;
+  graceMs: number;
+  connection: ConnectionState;
+  first: MachineFacts | undefined;
+  /** Once initialized, the Machine that was first: never marked again. */
+  formerFirst: MachineFacts | undefined;
+  prevObs: Map<string, MachineObservation>;
+  /**
+   * Re-created by clusterctl move with this check (a check that came with memory older than itself; its Machines
+   * created within MOVED_WITH_CHECK_MS of it): their status was stripped, so no Node is no evidence of not joined.
+   */
+  movedWithCheck: (m: MachineFacts) => boolean;
+  /** Readiness times kept where no object carries them (MachineObservation.readySeen). */
+  pins: Map<string, string>;
+  ctx: VerdictContext;
+  /** The connection's grace: the plan changes when it ends. */
+  wakeAt: number | undefined;
+}
+
+export interface Judged {
+  /** By index of `inScope`. */
+  verdicts: MachineVerdict[];
+  /** By uid. */
+  verdictOf: ReadonlyMap<string, MachineVerdict>;
+  probe?: Plan['probe'];
+  /** The first control-plane step's wait, if any (a stop). */
+  waits: string[];
+  events: PlannedEvent[];
+  /** The earliest of the deadlines of the Machines being timed, the probe's retry, the extension's end. */
+  wakeAt: number | undefined;
+}
+
+export interface Remediated {
+  requests: RequestRecord[];
+  /** Names of the Machines in flight (maxInFlight counts them). */
+  flying: string[];
+  confirm: Plan['confirm'];
+  /** "MachineHealthCheck h selects it and is paused: m is left to it" (the Paused condition). */
+  pausedMhcs: string[];
+  /** Strategy Delete without --allow-machine-delete: the Machines it holds back (the Ready condition). */
+  deleteNotAllowed: string[];
+  /** Stuck Machines not asked for, by uid, and what held each back (status.timedMachines). */
+  held: Map<string, Hold>;
+  /** Open requests not made yet whose write waits for maxInFlight (a refused one's retry, issue 35, 3). */
+  overBudget: Set<string>;
+  /** Every stop of the pass: observe's and judge's waits, then what the guards and the state hold. */
+  stops: Stops;
+  events: PlannedEvent[];
+  /** The earliest of: when a held Machine may free, the next canary, an unanswered request's bound. */
+  wakeAt: number | undefined;
+}
+
+export interface Described {
+  /** What every Machine must carry now. */
+  intents: MarkIntent[];
+  /** What the check itself must carry (observe's resume removal, the owner, the memory, the finalizer). */
+  check: CheckMetadataIntent;
+  /** RemediationRestricted, when a restricting stop begins. */
+  events: PlannedEvent[];
 }
 
 /** Each stage's own part, set by plan() from what the stage returns (its owner is its name). */
