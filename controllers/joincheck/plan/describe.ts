@@ -9,7 +9,7 @@ import { deletionNote, finalizerIntent } from '../requests/deletion.js';
 import { made, markIntents, type IntentInput } from '../requests/marks.js';
 import { PATHS, selectingMhcs } from '../requests/paths.js';
 import { readiness } from '../rules/clocks.js';
-import { judge } from '../rules/verdict-rules.js';
+import { judgeMachine } from '../rules/verdict-rules.js';
 import { checkMetadata } from '../memory/memory.js';
 import { timedMachines } from '../report/timed.js';
 import { compareText, byName } from '../words.js';
@@ -227,7 +227,7 @@ export function notDueYet(st: ActiveState, requests: readonly RequestRecord[]): 
     if (t?.inScope !== true) continue;
     const ready = t.provisioned ? readiness(m, w.prevObs.get(m.uid), undefined, st.now).at : undefined;
     const ctx = { ...w.ctx, readyAt: new Map(ready !== undefined ? [[m.uid, ready]] : []) };
-    if (judge(m, ctx).state !== 'Stuck') out.add(r.uid);
+    if (judgeMachine(m, ctx).state !== 'Stuck') out.add(r.uid);
   }
   return out;
 }

@@ -5,7 +5,7 @@ import type { MachineFacts } from '../../../api/capi/model.js';
 import { addJoinDuration } from '../report/conditions.js';
 import { judgeFirstControlPlane } from '../rules/first-control-plane.js';
 import { joinClockStart } from '../rules/clocks.js';
-import { judge as verdictOf } from '../rules/verdict-rules.js';
+import { judgeMachine } from '../rules/verdict-rules.js';
 import { clearRolloutIfOver, type RolloutWorld } from '../rules/rollout-suspect.js';
 import { MOVED_WITH_CHECK_MS } from '../memory/memory.js';
 import { earliestAfter, ms, trusted } from '../time.js';
@@ -22,7 +22,7 @@ export function judge(st: ActiveState): { judged: Judged } {
   const waits: string[] = [];
   const wakes: (number | undefined)[] = [];
   const verdicts = inScope.map((m) => {
-    if (m !== first) return verdictOf(m, w.ctx);
+    if (m !== first) return judgeMachine(m, w.ctx);
     const handled = (next.requests ?? []).some((r) => r.uid === m.uid);
     const j = judgeFirstControlPlane(m, w.ctx, {
       act: w.canAct,
@@ -41,9 +41,8 @@ export function judge(st: ActiveState): { judged: Judged } {
   countJoins(st, verdicts, events);
   for (const v of verdicts) if (v.state === 'Provisioning' || v.state === 'Joining') wakes.push(v.deadline);
   wakes.push(ms(next.firstControlPlane?.extendedUntil));
-  const verdictOfUid = new Map(verdicts.map((v) => [v.uid, v]));
   const wakeAt = earliestAfter(st.now, wakes);
-  return { judged: { verdicts, verdictOf: verdictOfUid, ...(probe ? { probe } : {}), waits, events, wakeAt } };
+  return { judged: { verdicts, ...(probe ? { probe } : {}), waits, events, wakeAt } };
 }
 
 /** Join events: everJoined, the consecutive count, the suspicion, and the join durations of the joins seen happen. */

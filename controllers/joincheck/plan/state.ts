@@ -57,10 +57,8 @@ export interface Observed {
 }
 
 export interface Judged {
-  /** By index of `inScope`. */
+  /** The verdict of each target in scope, by index of `st.inScope` (the targets are the builder's). */
   verdicts: MachineVerdict[];
-  /** By uid. */
-  verdictOf: ReadonlyMap<string, MachineVerdict>;
   probe?: Plan['probe'];
   /** The first control-plane step's wait, if any (a stop). */
   waits: string[];

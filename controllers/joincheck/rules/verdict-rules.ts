@@ -125,7 +125,7 @@ export interface VerdictContext {
 const settled = new WeakMap<MachineFacts, MachineVerdict>();
 
 /** One Machine -> one verdict: Deleting, Joined, Skipped, Remediating, then the clock verdicts and the holds. */
-export function judge(m: MachineFacts, ctx: VerdictContext): MachineVerdict {
+export function judgeMachine(m: MachineFacts, ctx: VerdictContext): MachineVerdict {
   const v = (state: MachineVerdict['state'], reason: string): MachineVerdict => ({
     machine: m.name,
     uid: m.uid,
