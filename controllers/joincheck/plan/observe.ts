@@ -31,7 +31,7 @@ export function follow(st: PlanState): { followed: Followed } {
     machinesByUid: st.anyMachine,
     unreadable: st.unreadable,
     joined: st.joined,
-    dryRun: s.settings?.dryRun ?? false,
+    dryRun: st.settings?.dryRun ?? false,
     // While the Cluster is paused clusterctl move may be copying its Machines: one not there yet is not gone.
     keepMissing: st.cluster?.paused === true,
     clockStopped: (r, m) => st.cluster?.paused === true || actingMhcPaused(r.path, m, s.mhcs),
