@@ -3,12 +3,12 @@
 // status, and its intents say what every Machine must carry now, so a restarted controller plans the same and
 // the executor converges whatever failed before. plan() is DESIGN's pass as a pipeline: one PlanState built once
 // from the Snapshot (state.ts), then STAGES in order, each returning its own part of it:
-//   follow     each request as its Machine shows it now                         (follow.ts, marks.ts)
+//   follow     each request as its Machine shows it now                         (observe.ts, marks.ts)
 //   observe    the Cluster, the connection, the first control-plane Machine      (observe.ts)
 //   judge      one verdict per Machine; the first control-plane rule in its own step (judge.ts, verdict-rules.ts)
 //   remediate  counted failures, paths and guards, the requests made            (remediate.ts, guards.ts)
 //   describe   counts, conditions, what every Machine and the check must carry  (describe.ts, conditions.ts)
-// The next wake is folded from the moments each part names (the earliest still to come).
+// No valid spec or no Cluster: follow, then idle (describe.ts). The next wake is folded from each part's wakeAt.
 import type { Plan, Snapshot } from '../types.js';
 import { describe, idle } from './describe.js';
 import { judge } from './judge.js';

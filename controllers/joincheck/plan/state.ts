@@ -3,17 +3,20 @@
 // what the Snapshot says; each stage owns its part, set from what it returns. The next status is the one record
 // all stages fill in, each its own fields of it (listed on `next`).
 import type { ClusterFacts, KcpFacts, MachineFacts } from '../../../api/capi/model.js';
-import type { CheckSettings, MachineJoinCheckStatus } from '../../../api/v1alpha1/types.js';
+import type {
+  CheckSettings,
+  Hold,
+  MachineJoinCheckStatus,
+  MachineObservation,
+  RequestRecord,
+} from '../../../api/v1alpha1/types.js';
 import { ANNOTATION_MEMORY, ANNOTATION_WITHDRAW_ALL } from '../../../api/v1alpha1/types.js';
 import { followMovedUids, readMemory } from '../memory/memory.js';
-import { deletionOf, type Deletion } from '../requests/deletion.js';
-import { controlPlaneInitialized, targetsOf, type Target } from '../rules/verdict-rules.js';
-import type { Snapshot } from '../types.js';
-import type { MachineObservation, Hold, RequestRecord } from '../../../api/v1alpha1/types.js';
 import type { Stops } from '../report/conditions.js';
+import { deletionOf, type Deletion } from '../requests/deletion.js';
 import type { ConnectionState } from '../rules/connection.js';
-import type { VerdictContext } from '../rules/verdict-rules.js';
-import type { CheckMetadataIntent, MachineVerdict, MarkIntent, Plan, PlannedEvent } from '../types.js';
+import { controlPlaneInitialized, targetsOf, type Target, type VerdictContext } from '../rules/verdict-rules.js';
+import type { CheckMetadataIntent, MachineVerdict, MarkIntent, Plan, PlannedEvent, Snapshot } from '../types.js';
 
 /** Any Machine of the Cluster by uid, settled ones included (they are not in `ofCluster`). */
 export interface MachinesByUid {
@@ -23,7 +26,7 @@ export interface MachinesByUid {
 
 // ---- each stage's part: the stage of the same name owns it, and only it writes it ----
 
-/** follow's part: nothing but the status fields it writes (requests, remediations); no wake of its own. */
+/** follow's part: beside the status fields it writes (requests, remediations), only its wake. */
 export interface Followed {
   /** The deletion's bound: the one moment follow knows the plan changes with no event. */
   wakeAt: number | undefined;
@@ -107,7 +110,10 @@ export interface Parts {
 
 export interface PlanState {
   // ---- owned by planState(): what the Snapshot says, read once ----
-  /** The Snapshot itself, for the few helpers that read a field of it by name (resume, checkMetadata). */
+  /**
+   * The Snapshot as given, never written: the inputs the stages use as they are (mhcs, capi, previous, the probe,
+   * the tunings) and the helpers that take it whole (resume, checkMetadata).
+   */
   readonly snap: Snapshot;
   readonly now: number;
   /** The settings, resolved once: undefined when the spec is invalid. */
