@@ -52,32 +52,9 @@ export function observe(st: ActiveState): { observed: Observed } {
   const events: PlannedEvent[] = [];
   if (canAct) resume(s, st.prev, next, check, events);
 
-  // What the Cluster says, and the memory of what it did not say with a time.
   const initialized = st.initialized;
-  const cpInit = controlPlaneInitializedAt(
-    cluster,
-    initialized,
-    st.prev,
-    st.now,
-    s.previous?.controlPlaneInitializedAt,
-  );
-  assign(next, 'controlPlaneInitializedSeen', cpInit.seen);
-  const graceMs = s.connectionGraceMs ?? DEFAULT_CONNECTION_GRACE_MS;
-  const conn = connectionState(cluster, st.ofCluster, initialized, st.prev, st.now, graceMs);
-  assign(next, 'connectionDownSeen', conn.memory.connectionDownSeen);
-  assign(next, 'connectionRestoredSeen', conn.memory.connectionRestoredSeen);
-
-  // The first control-plane Machine and the memory of its replacement.
-  const first = findFirstControlPlane(st.ofCluster, s.bootstrapConfigs, initialized);
-  const fcpMemory = nextFirstControlPlaneMemory(
-    next.firstControlPlane,
-    st.ofCluster,
-    s.bootstrapConfigs,
-    st.unreadable,
-    initialized,
-    st.now,
-  );
-  assign(next, 'firstControlPlane', fcpMemory);
+  const { cpInit, graceMs, conn } = clusterSays(st);
+  const first = firstControlPlane(st);
 
   const prevObs = new Map((st.prev.observations ?? []).map((o) => [o.uid, o]));
   const { readyAt, pins } = readinessTimes(st, prevObs);
@@ -100,6 +77,40 @@ export function observe(st: ActiveState): { observed: Observed } {
       wakeAt: earliestAfter(st.now, [conn.state.graceUntil]),
     },
   };
+}
+
+/** What the Cluster says, and the memory of what it did not say with a time (initialization, the connection). */
+function clusterSays(st: ActiveState) {
+  const { cluster, next, snap: s, initialized } = st;
+  const cpInit = controlPlaneInitializedAt(
+    cluster,
+    initialized,
+    st.prev,
+    st.now,
+    s.previous?.controlPlaneInitializedAt,
+  );
+  assign(next, 'controlPlaneInitializedSeen', cpInit.seen);
+  const graceMs = s.connectionGraceMs ?? DEFAULT_CONNECTION_GRACE_MS;
+  const conn = connectionState(cluster, st.ofCluster, initialized, st.prev, st.now, graceMs);
+  assign(next, 'connectionDownSeen', conn.memory.connectionDownSeen);
+  assign(next, 'connectionRestoredSeen', conn.memory.connectionRestoredSeen);
+  return { cpInit, graceMs, conn };
+}
+
+/** The first control-plane Machine, and the memory of its replacement. */
+function firstControlPlane(st: ActiveState): MachineFacts | undefined {
+  const { next, snap: s, initialized } = st;
+  const first = findFirstControlPlane(st.ofCluster, s.bootstrapConfigs, initialized);
+  const fcpMemory = nextFirstControlPlaneMemory(
+    next.firstControlPlane,
+    st.ofCluster,
+    s.bootstrapConfigs,
+    st.unreadable,
+    initialized,
+    st.now,
+  );
+  assign(next, 'firstControlPlane', fcpMemory);
+  return first;
 }
 
 /** Why nothing is changed now, if anything says so: a pause, the Cluster deleted, the check deleted, withdraw-all. */

@@ -272,7 +272,6 @@ function joinVerdict(
   base: MachineVerdict,
   readyAt: number,
 ): MachineVerdict {
-  const { settings, now } = ctx;
   const prevFirst = ctx.previousFirstControlPlane;
   const replacing = isFirst && prevFirst !== undefined && prevFirst.uid !== m.uid;
   if (replacing && prevFirst.goneTime === undefined) {
@@ -293,6 +292,17 @@ function joinVerdict(
       : {}),
     ...(replacing ? { notBefore: ms(prevFirst.goneTime) } : {}),
   });
+  return joinDeadlineVerdict(m, ctx, base, start);
+}
+
+/** The join clock started at `start`: its deadline (extended once after the endpoint answered), passed or not. */
+function joinDeadlineVerdict(
+  m: MachineFacts,
+  ctx: VerdictContext,
+  base: MachineVerdict,
+  start: number,
+): MachineVerdict {
+  const { settings, now } = ctx;
   let deadline = start + settings.joinTimeoutMs;
   const ext = ctx.extension;
   const extended = ext !== undefined && ext.uid === m.uid && ext.until > deadline;
