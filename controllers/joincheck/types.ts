@@ -92,7 +92,7 @@ export type SnapshotExtras = Pick<Snapshot, 'now'> &
   >;
 
 /**
- * The Cluster's Machines that are settled (judge.ts `isSettled`: joined for good, nothing on them for JoinGuard): a
+ * The Cluster's Machines that are settled (verdict-rules.ts `isSettled`: joined for good, nothing on them for JoinGuard): a
  * large fleet's steady state. The planner needs only their count, and any one of them by uid (a request's Machine),
  * so the cache keeps them out of every plan: a Machine event costs the same whatever the Cluster's size.
  */

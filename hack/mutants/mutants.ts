@@ -68,8 +68,8 @@ export const MUTANTS: Mutant[] = [
     name: 'in-flight-in-scope-only',
     what: 'maxInFlight counts only the Machines in the selector: a marked Machine that left it is forgotten (issue 28 §2)',
     file: 'controllers/joincheck/plan/remediate.ts',
-    find: '  const flying = inFlight(\n    f.ofCluster,',
-    replace: '  const flying = inFlight(\n    inScope,',
+    find: '  const flying = inFlight(\n    st.ofCluster,',
+    replace: '  const flying = inFlight(\n    st.inScope,',
     // The property test no longer meets a marked Machine leaving the selector before a second mark at seed 1 (since
     // 047d0ef placed block-move first, every history's requests shifted), nor at seeds 2 and 3 (2,000 histories each):
     // the named guard test is its proof.
@@ -79,9 +79,9 @@ export const MUTANTS: Mutant[] = [
     name: 'windows-newest-only',
     what: 'per-owner windows keep only the newest maxPerOwner times: lowered then raised, maxPerOwner forgets older requests (issue 28 §3)',
     file: 'controllers/joincheck/plan/remediate.ts',
-    find: 'trimWindows(next.ownerWindows, keptFrom(s.now, settings, next.lastResume?.time));',
+    find: 'trimWindows(next.ownerWindows, keptFrom(now, settings, next.lastResume?.time)),',
     replace:
-      'trimWindows(next.ownerWindows, keptFrom(s.now, settings, next.lastResume?.time)).map((x) => ({ ...x, times: x.times.slice(-settings.maxPerOwner) }));',
+      'trimWindows(next.ownerWindows, keptFrom(now, settings, next.lastResume?.time)).map((x) => ({ ...x, times: x.times.slice(-settings.maxPerOwner) })),',
     // The property test (seed 1, 2,000 histories) did not catch it: the named test is its proof.
     tests: [`${GUARDS}#lowered from 3 to 1`],
   },
@@ -98,8 +98,8 @@ export const MUTANTS: Mutant[] = [
     name: 'no-withdrawal',
     what: 'withdrawal skipped: no withdraw intent for a Machine whose request was withdrawn (it joined, was opted out, ...)',
     file: 'controllers/joincheck/requests/marks.ts',
-    find: '    if (!withdrawing && !unremembered) continue;',
-    replace: '    if (true) continue;',
+    find: '  if (!withdrawing && !unremembered) return undefined;',
+    replace: '  if (true) return undefined;',
     tests: [MARKS, PROPERTY],
     seed: 1,
     expect: '[clean-within-N]',
@@ -107,20 +107,20 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'provision-from-creation',
     what: "every Machine's provision clock starts at its creation (workers do not wait for the control plane's initialization)",
-    file: 'controllers/joincheck/rules/judge.ts',
+    file: 'controllers/joincheck/rules/clocks.ts',
     find: 'return latest(m.createdAt, firstControlPlane ? undefined : controlPlaneInitializedAt) as number;',
     replace: 'return m.createdAt;',
-    tests: ['controllers/joincheck/rules/judge.test.ts', PROPERTY],
+    tests: ['controllers/joincheck/rules/verdict-rules.test.ts', PROPERTY],
     seed: 1,
     expect: '[not-before-deadline]',
   },
   {
     name: 'cp-init-moved-trusted',
     what: "the Cluster's ControlPlaneInitialized time that moved later while it stayed True is trusted (issue 28 item 6)",
-    file: 'controllers/joincheck/rules/judge.ts',
+    file: 'controllers/joincheck/rules/clocks.ts',
     find: '  if (before !== undefined && since > before) return { at: before, seen: iso(before) }; // moved later: not trusted\n',
     replace: '',
-    tests: ['controllers/joincheck/rules/judge.test.ts#moves later while it stays True'],
+    tests: ['controllers/joincheck/rules/verdict-rules.test.ts#moves later while it stays True'],
   },
   {
     name: 'v1beta1-answers-only',
@@ -181,8 +181,8 @@ export const MUTANTS: Mutant[] = [
     name: 'paused-cluster-ignored',
     what: 'a paused Cluster is ignored by the can-act rule and the writes: requests decided before the pause are written to its Machines (clusterctl move copies them meanwhile)',
     file: 'controllers/joincheck/plan/observe.ts',
-    find: 'const canAct = !settings.paused && !cluster.paused && !cluster.deleting && !f.withdrawAll;',
-    replace: 'const canAct = !settings.paused && !cluster.deleting && !f.withdrawAll;',
+    find: 'const canAct = !settings.paused && !cluster.paused && !cluster.deleting && !st.withdrawAll;',
+    replace: 'const canAct = !settings.paused && !cluster.deleting && !st.withdrawAll;',
     more: [
       {
         file: 'controllers/joincheck/plan/describe.ts',
@@ -272,7 +272,7 @@ export const MUTANTS: Mutant[] = [
     what: "a first control-plane request not made is written as decided while the control plane is not initialized: its mark's 409 read showing it provisioned at its provision deadline still marks it ProvisionTimeout (property seed 8)",
     file: 'controllers/joincheck/plan/describe.ts',
     find: "if (r.state !== 'Open') continue;",
-    replace: "if (r.state !== 'Open' || (r.firstControlPlane === true && !w.initialized)) continue;",
+    replace: "if (r.state !== 'Open' || (r.firstControlPlane === true && !st.initialized)) continue;",
     tests: ['controllers/joincheck/rules/first-control-plane.test.ts#recorded on a stale view'],
   },
   {
@@ -319,8 +319,8 @@ export const MUTANTS: Mutant[] = [
     name: 'paused-cluster-can-act',
     what: 'a paused Cluster left out of the can-act rule alone (its verdicts still Skipped, its intents still dropped): a resume is acted on while it is paused (issue 35 item 8)',
     file: 'controllers/joincheck/plan/observe.ts',
-    find: 'const canAct = !settings.paused && !cluster.paused && !cluster.deleting && !f.withdrawAll;',
-    replace: 'const canAct = !settings.paused && !cluster.deleting && !f.withdrawAll;',
+    find: 'const canAct = !settings.paused && !cluster.paused && !cluster.deleting && !st.withdrawAll;',
+    replace: 'const canAct = !settings.paused && !cluster.deleting && !st.withdrawAll;',
     tests: ['controllers/joincheck/guards/guards.test.ts#a resume while the Cluster is paused waits'],
   },
   {
@@ -411,7 +411,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'moved-stripped-watched',
     what: "a Machine re-created by clusterctl move that the carried memory did not watch is remembered as not joined while its status is stripped: CAPI's rebuilt nodeRef then counts as a join and clears the suspicion",
-    file: 'controllers/joincheck/plan/remediate.ts',
+    file: 'controllers/joincheck/plan/remediate-memory.ts',
     find: 'const unwatched = !watchAll || (w.movedWithCheck(m) && !w.prevObs.has(m.uid));',
     replace: 'const unwatched = !watchAll;',
     tests: ['controllers/joincheck/plan/planner.test.ts#clusterctl move strips status'],
@@ -476,7 +476,7 @@ export const MUTANTS: Mutant[] = [
     name: 'orphan-on-joined-in-scope-only',
     what: "a deleted check's mark is withdrawn only where a live check's scope holds the Machine, even once it joined: a re-created check with another selector leaves the mark on a joined Machine",
     file: 'controllers/joincheck/requests/marks.ts',
-    find: 'if (orphan && r === undefined && o.inScope?.has(m.uid) !== true && !isJoined(m, nodes)) continue;',
+    find: 'if (orphan && r === undefined && o.inScope?.has(m.uid) !== true && !joined) continue;',
     replace: 'if (orphan && r === undefined && o.inScope?.has(m.uid) !== true) continue;',
     tests: [
       "controllers/joincheck/requests/deletion.test.ts#a deleted check's mark on a joined Machine outside this check's scope",
@@ -519,7 +519,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'moved-same-second-join',
     what: 'a check moved in the second its failures were recorded counts its moved Machines created after the failure as joins: the rebuilt Node of a joined one clears the suspicion',
-    file: 'controllers/joincheck/plan/verdicts.ts',
+    file: 'controllers/joincheck/plan/judge.ts',
     find: 'checkCreated !== undefined && checkCreated >= newestFailure ?',
     replace: 'checkCreated !== undefined && checkCreated > newestFailure ?',
     tests: ['controllers/joincheck/plan/planner.test.ts#also when moved in the second its failures were recorded'],

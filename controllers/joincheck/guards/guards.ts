@@ -129,14 +129,28 @@ export interface GuardState {
   ownerWindows: readonly OwnerWindow[];
 }
 
-export interface GuardWorld {
-  settings: CheckSettings;
-  machines: { get(uid: string): MachineFacts | undefined };
-  kcp?: KcpFacts;
-  kcpMachines: number;
-  initialized: boolean;
-  expected: number;
-  now: number;
+/**
+ * The planner's state of the pass (plan/state.ts PlanState) as the guards read it: the planner passes its state
+ * itself, nothing is built for them. A guard that needs another fact of the pass adds it here.
+ */
+export interface PassState {
+  readonly settings: CheckSettings;
+  readonly now: number;
+  /** Any Machine of the Cluster by uid, settled ones included. */
+  readonly anyMachine: { get(uid: string): MachineFacts | undefined };
+  readonly kcp: KcpFacts | undefined;
+  readonly ofCluster: readonly MachineFacts[];
+  readonly initialized: boolean;
+  readonly expected: number;
+}
+
+/** One Stuck Machine put through the guards, and what the plan asked so far (the budgets that fills). */
+export interface GuardTarget {
+  readonly m: MachineFacts;
+  readonly v: MachineVerdict;
+  /** Its failure raised the suspicion in this plan. */
+  readonly raisedNow: boolean;
+  readonly asked: GuardState;
 }
 
 export type GuardResult =
@@ -169,7 +183,7 @@ export interface Stop {
   /** Announced with a RemediationRestricted event when it begins. */
   restricting: boolean;
   /** The guard of the chain, for one Stuck Machine; none for a stop met as state (its evidence is not a candidate). */
-  gate?: (m: MachineFacts, v: MachineVerdict, raisedNow: boolean, st: GuardState, w: GuardWorld) => Gate;
+  gate?: (st: PassState, t: GuardTarget) => Gate;
   /** Progressing's message: what was seen (`notes`), the Machines held back, the runbook section. */
   message: (c: StopContext, notes: readonly string[], machines: readonly string[]) => string;
 }
@@ -177,9 +191,10 @@ export interface Stop {
 const until = (t: number | undefined) => (t !== undefined ? { until: t } : {});
 
 /** The suspicion's gate, for the entry of the suspicion's kind (status.suspicion.reason). */
-function suspicionHolds(kind: StopReason, v: MachineVerdict, raisedNow: boolean, st: GuardState, w: GuardWorld): Gate {
-  if ((st.status.suspicion?.reason ?? 'BootstrapCredentialSuspect') !== kind) return undefined;
-  return suspicionGate(st.status, v, raisedNow, st.canaryTaken, w.settings, w.now).go ? undefined : { note: '' };
+function suspicionHolds(kind: StopReason, st: PassState, t: GuardTarget): Gate {
+  const { status, canaryTaken } = t.asked;
+  if ((status.suspicion?.reason ?? 'BootstrapCredentialSuspect') !== kind) return undefined;
+  return suspicionGate(status, t.v, t.raisedNow, canaryTaken, st.settings, st.now).go ? undefined : { note: '' };
 }
 
 /** Every stop, highest precedence first; the guards of the chain apply in this order. */
@@ -215,7 +230,7 @@ export const STOPS = [
   {
     reason: 'NeverJoined',
     restricting: true,
-    gate: (_m, _v, _raisedNow, st, w) => (neverJoinedActive(st.status, w.settings) ? { note: '' } : undefined),
+    gate: (st, t) => (neverJoinedActive(t.asked.status, st.settings) ? { note: '' } : undefined),
     message: ({ status, settings, cluster }, _notes, machines) => {
       const since = status.lastResume?.time;
       const failures = (status.recentFailures ?? []).filter((f) => since === undefined || f.time >= since);
@@ -235,7 +250,7 @@ export const STOPS = [
   {
     reason: 'BootstrapCredentialSuspect',
     restricting: true,
-    gate: (_m, v, raisedNow, st, w) => suspicionHolds('BootstrapCredentialSuspect', v, raisedNow, st, w),
+    gate: (st, t) => suspicionHolds('BootstrapCredentialSuspect', st, t),
     message: (c, _notes, machines) => c.suspicion([...machines]),
   },
   {
@@ -243,18 +258,21 @@ export const STOPS = [
     // never both at once.
     reason: 'RolloutSuspect',
     restricting: true,
-    gate: (_m, v, raisedNow, st, w) => suspicionHolds('RolloutSuspect', v, raisedNow, st, w),
+    gate: (st, t) => suspicionHolds('RolloutSuspect', st, t),
     message: (c, _notes, machines) => c.suspicion([...machines]),
   },
   {
     reason: 'RemediationRefusedByOwner',
     restricting: true,
-    gate: (m, _v, _raisedNow, st, w) => {
-      const refused = ownerRefusal(ownerRef(m), st.requests, w.machines);
+    gate: (st, { m, asked }) => {
+      const refused = ownerRefusal(ownerRef(m), asked.requests, st.anyMachine);
       if (refused !== undefined) return { note: refused };
-      if (m.owner.kind !== 'KubeadmControlPlane' || w.kcp === undefined || w.kcp.name !== m.owner.name)
-        return undefined;
-      const g = kcpGate(w.kcp, m, w.kcpMachines, w.initialized, w.now);
+      const kcp = st.kcp;
+      if (m.owner.kind !== 'KubeadmControlPlane' || kcp === undefined || kcp.name !== m.owner.name) return undefined;
+      const kcpMachines = st.ofCluster.filter(
+        (x) => x.owner.kind === 'KubeadmControlPlane' && x.owner.name === kcp.name,
+      ).length;
+      const g = kcpGate(kcp, m, kcpMachines, st.initialized, st.now);
       if (g.kind === 'wait') return { wait: `${m.name}: ${g.message}`, ...until(g.until) };
       return g.kind === 'refused' ? { note: g.message, ...until(g.until) } : undefined;
     },
@@ -265,9 +283,9 @@ export const STOPS = [
   {
     reason: 'RemediationBudgetExhausted',
     restricting: true,
-    gate: (m, _v, _raisedNow, st, w) => {
-      const from = windowStart(w.now, w.settings, st.status.lastResume?.time);
-      const b = budgetGate(st.flying, st.ownerWindows, ownerRef(m), w.settings, w.expected, from);
+    gate: (st, { m, asked }) => {
+      const from = windowStart(st.now, st.settings, asked.status.lastResume?.time);
+      const b = budgetGate(asked.flying, asked.ownerWindows, ownerRef(m), st.settings, st.expected, from);
       return b.ok ? undefined : { note: b.message, ...until(b.frees) };
     },
     message: (_c, notes, machines) =>
@@ -310,19 +328,13 @@ export function stopMessage(
  * The guards of the chain in STOPS order for one Stuck Machine: the first that holds it says why (and when it may
  * free).
  */
-export function guardChain(
-  m: MachineFacts,
-  v: MachineVerdict,
-  raisedNow: boolean,
-  st: GuardState,
-  w: GuardWorld,
-): GuardResult {
+export function guardChain(st: PassState, t: GuardTarget): GuardResult {
   for (const s of STOPS) {
-    const g = 'gate' in s ? s.gate(m, v, raisedNow, st, w) : undefined;
+    const g = 'gate' in s ? s.gate(st, t) : undefined;
     if (g === undefined) continue;
     if ('wait' in g) return { go: false, ...g };
     return { go: false, stop: s.reason, ...g };
   }
   // Past the suspicion's gate, a join timeout under suspicion is its canary.
-  return { go: true, canary: v.failureKind === 'JoinTimeout' && st.status.suspicion !== undefined };
+  return { go: true, canary: t.v.failureKind === 'JoinTimeout' && t.asked.status.suspicion !== undefined };
 }

@@ -7,7 +7,7 @@
 import type { MachineFacts } from '../../../api/capi/model.js';
 import type { Hold, StopReason, TimedMachine } from '../../../api/v1alpha1/types.js';
 import { STATUS_LIMITS, STOP_MEANINGS } from '../../../api/v1alpha1/types.js';
-import { isProvisioned } from '../rules/judge.js';
+import { isProvisioned } from '../rules/verdict-rules.js';
 import { iso, SECOND } from '../time.js';
 import type { HoldReason, MachineVerdict } from '../types.js';
 import { compareText } from '../words.js';

@@ -4,14 +4,13 @@
 // caused), and the executor converges it, whatever write failed or crashed before. A mark is not a deletion:
 // owners defer, and a Machine may join while it waits; then JoinGuard withdraws its mark, again on every pass
 // until none remains (cluster-api #12870).
-import { carriesAnyMark, type MachineFacts, type WorkloadNodeFacts } from '../../../api/capi/model.js';
+import { carriesAnyMark, type MachineFacts } from '../../../api/capi/model.js';
 import { markedMessage } from '../../../api/capi/remediation-writes.js';
 import type { RemediationRecord, RequestRecord } from '../../../api/v1alpha1/types.js';
 import { ANNOTATION_WITHDRAW_ALL, STATUS_LIMITS } from '../../../api/v1alpha1/types.js';
 import { markOwner } from './deletion.js';
 import { answersAnnotation, anyMark, causedMarks, ownerRef, PATHS, target, type Path } from './paths.js';
 import { answered, openOutcome, recordOwnerAnswer } from './owner-answer.js';
-import { isJoined } from '../rules/judge.js';
 import { formatDuration, iso, ms, MINUTE } from '../time.js';
 import type { MachineVerdict, MarkIntent } from '../types.js';
 
@@ -28,7 +27,8 @@ export interface FollowInput {
   unreadable: ReadonlySet<string>;
   /** A Machine not found is not taken for gone either (its Cluster is paused: clusterctl move may be copying it). */
   keepMissing?: boolean;
-  nodes?: readonly WorkloadNodeFacts[];
+  /** Joined, as the planner computed it once per Machine (rules/verdict-rules.ts isJoined). */
+  joined: (m: MachineFacts) => boolean;
   dryRun: boolean;
   /** The check's joinguard.io/withdraw-all: every open request is withdrawn. */
   withdrawAll?: boolean;
@@ -78,7 +78,7 @@ export function followRequests(i: FollowInput): Followed {
       if (!r.answered && i.clockStopped?.(r, m) === true) delete r.markedTime;
       else if (r.marked && r.markedTime === undefined) r.markedTime = iso(i.now);
       const deleting = m.deletingSince !== undefined;
-      if (!deleting && isJoined(m, i.nodes)) withdraw(r, 'Joined');
+      if (!deleting && i.joined(m)) withdraw(r, 'Joined');
       else if (!deleting && m.skipReason !== undefined) withdraw(r, 'OptedOut');
       else if (!deleting && i.withdrawAll === true) withdraw(r, 'WithdrawAll');
       else if (
@@ -155,7 +155,8 @@ export function appendHistory(
 }
 
 export interface IntentInput {
-  nodes?: readonly WorkloadNodeFacts[] | undefined;
+  /** Joined, as the planner computed it once per Machine (rules/verdict-rules.ts isJoined). */
+  joined: (m: MachineFacts) => boolean;
   checkName: string;
   /** The check's uid: the marker every mark carries (joinguard.io/requested-by). */
   checkUid?: string;
@@ -182,7 +183,6 @@ export function markIntents(
   machines: readonly MachineFacts[],
   o: IntentInput,
 ): MarkIntent[] {
-  const { nodes, checkName, withdrawAll = false } = o;
   const out: MarkIntent[] = [];
   const byUid = new Map(requests.map((r) => [r.uid, r]));
   for (const m of machines) {
@@ -193,66 +193,78 @@ export function markIntents(
     const owner = markOwner(m, o.checkUid, o.liveChecks);
     if (owner === 'other') continue; // another live check's mark: its business
     const orphan = owner === 'orphan';
+    const joined = o.joined(m);
     // A deleted check's mark: the check whose scope holds it withdraws it — unless this check asked for the Machine
     // (its request followed the Machine through clusterctl move: the marker names the check before the move). On a
     // joined Machine any check of its Cluster does: no live check may hold it, and a joined Machine keeps no mark.
-    if (orphan && r === undefined && o.inScope?.has(m.uid) !== true && !isJoined(m, nodes)) continue;
-    const t = target(m);
-    const marker = o.checkUid !== undefined ? { marker: o.checkUid } : {};
-    if (r?.state === 'Open') {
-      // The marker inside the mark's own write: the condition's message names the check and its uid.
-      const says = `${r.kind}, requested at ${r.time}`;
-      const message =
-        o.checkUid !== undefined
-          ? markedMessage({ namespace: m.namespace, name: checkName, uid: o.checkUid }, says)
-          : `JoinGuard (MachineJoinCheck ${m.namespace}/${checkName}): ${says}`;
-      const event = {
-        on: 'Machine' as const,
-        machine: t,
-        reason: 'RemediationRequested' as const,
-        warning: true,
-        message:
-          `Machine ${m.name}: ${r.kind}. JoinGuard asks for its replacement ` +
-          `via path ${r.path}${r.canary ? ', as a canary' : ''}.`,
-      };
-      if (r.path === 'Delete') out.push({ want: 'delete', machine: t, kind: r.kind, event });
-      else if (r.path !== 'Report')
-        out.push({ want: 'mark', machine: t, path: r.path, kind: r.kind, message, event, ...marker });
-      continue;
-    }
-    const withdrawing = r?.state === 'Withdrawn';
-    // A mark with no record of it: JoinGuard's own reasons, or its marker, identify it; withdrawn once joined,
-    // when all are, or when its check is gone.
-    const unremembered = r === undefined && (withdrawAll || orphan || isJoined(m, nodes));
-    if (!withdrawing && !unremembered) continue;
-    // With no memory of the path, the marker says the remediate-machine annotation is JoinGuard's too.
-    const recorded: Path | undefined = r !== undefined && r.path !== 'Report' ? r.path : undefined;
-    const path: Path = recorded ?? unrememberedPath(m, owner !== 'unmarked');
-    const marks = causedMarks(m, path);
-    const staleMarker = owner === 'this' || orphan ? { marker: m.requestedBy as string } : {};
-    if (!anyMark(marks) && !('marker' in staleMarker)) continue;
-    const why = withdrawalWhy(
-      { m, r, path, orphan, allWithdrawn: r === undefined && withdrawAll && !isJoined(m, nodes) },
-      o,
-    );
-    // Joined (nodeRef is never cleared), the check deleted, or its check gone: true again on every pass.
-    const derived = isJoined(m, nodes) || o.deleting === true || orphan;
-    out.push({
-      want: 'withdraw',
-      machine: t,
-      path,
-      ...(derived ? {} : { needsRecord: true as const }),
-      event: {
-        on: 'Machine',
-        machine: t,
-        reason: 'RemediationWithdrawn',
-        warning: r?.withdrawn === 'Unanswered',
-        message: `Machine ${m.name}: ${why}.`,
-      },
-      ...staleMarker,
-    });
+    if (orphan && r === undefined && o.inScope?.has(m.uid) !== true && !joined) continue;
+    const intent = r?.state === 'Open' ? askIntent(m, r, o) : withdrawIntent({ m, r, owner, joined }, o);
+    if (intent !== undefined) out.push(intent);
   }
   return out;
+}
+
+/** An open request's mark (or delete), with the check's marker; none for a request only reported. */
+function askIntent(m: MachineFacts, r: RequestRecord, o: IntentInput): MarkIntent | undefined {
+  const t = target(m);
+  const marker = o.checkUid !== undefined ? { marker: o.checkUid } : {};
+  // The marker inside the mark's own write: the condition's message names the check and its uid.
+  const says = `${r.kind}, requested at ${r.time}`;
+  const message =
+    o.checkUid !== undefined
+      ? markedMessage({ namespace: m.namespace, name: o.checkName, uid: o.checkUid }, says)
+      : `JoinGuard (MachineJoinCheck ${m.namespace}/${o.checkName}): ${says}`;
+  const event = {
+    on: 'Machine' as const,
+    machine: t,
+    reason: 'RemediationRequested' as const,
+    warning: true,
+    message:
+      `Machine ${m.name}: ${r.kind}. JoinGuard asks for its replacement ` +
+      `via path ${r.path}${r.canary ? ', as a canary' : ''}.`,
+  };
+  if (r.path === 'Delete') return { want: 'delete', machine: t, kind: r.kind, event };
+  if (r.path !== 'Report') return { want: 'mark', machine: t, path: r.path, kind: r.kind, message, event, ...marker };
+  return undefined;
+}
+
+/** The withdrawal of every mark JoinGuard caused, and of its marker, where nothing asks for them now. */
+function withdrawIntent(
+  x: { m: MachineFacts; r: RequestRecord | undefined; owner: ReturnType<typeof markOwner>; joined: boolean },
+  o: IntentInput,
+): MarkIntent | undefined {
+  const { m, r, owner, joined } = x;
+  const withdrawAll = o.withdrawAll ?? false;
+  const orphan = owner === 'orphan';
+  const withdrawing = r?.state === 'Withdrawn';
+  // A mark with no record of it: JoinGuard's own reasons, or its marker, identify it; withdrawn once joined,
+  // when all are, or when its check is gone.
+  const unremembered = r === undefined && (withdrawAll || orphan || joined);
+  if (!withdrawing && !unremembered) return undefined;
+  // With no memory of the path, the marker says the remediate-machine annotation is JoinGuard's too.
+  const recorded: Path | undefined = r !== undefined && r.path !== 'Report' ? r.path : undefined;
+  const path: Path = recorded ?? unrememberedPath(m, owner !== 'unmarked');
+  const marks = causedMarks(m, path);
+  const staleMarker = owner === 'this' || orphan ? { marker: m.requestedBy as string } : {};
+  if (!anyMark(marks) && !('marker' in staleMarker)) return undefined;
+  const why = withdrawalWhy({ m, r, path, orphan, allWithdrawn: r === undefined && withdrawAll && !joined }, o);
+  // Joined (nodeRef is never cleared), the check deleted, or its check gone: true again on every pass.
+  const derived = joined || o.deleting === true || orphan;
+  const t = target(m);
+  return {
+    want: 'withdraw',
+    machine: t,
+    path,
+    ...(derived ? {} : { needsRecord: true as const }),
+    event: {
+      on: 'Machine',
+      machine: t,
+      reason: 'RemediationWithdrawn',
+      warning: r?.withdrawn === 'Unanswered',
+      message: `Machine ${m.name}: ${why}.`,
+    },
+    ...staleMarker,
+  };
 }
 
 /** A new request record for a Stuck Machine. */

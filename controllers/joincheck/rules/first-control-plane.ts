@@ -6,7 +6,7 @@
 // the endpoint's VIP — and must be an init Machine), and decides the endpoint probe before acting on it.
 import type { BootstrapConfigFacts, ClusterFacts, MachineFacts } from '../../../api/capi/model.js';
 import type { FirstControlPlaneStatus } from '../../../api/v1alpha1/types.js';
-import { judge, type VerdictContext } from './judge.js';
+import { judgeMachine, type VerdictContext } from './verdict-rules.js';
 import { byName } from '../words.js';
 import { iso, ms, SECOND } from '../time.js';
 import type { MachineVerdict } from '../types.js';
@@ -198,7 +198,7 @@ export function judgeFirstControlPlane(
     probe: { reachable: boolean; at: number } | undefined;
   },
 ): FirstControlPlaneJudgment {
-  const v = judge(m, ctx);
+  const v = judgeMachine(m, ctx);
   const { settings, cluster, now } = ctx;
   const memory = o.memory();
   const mayAct =
@@ -215,7 +215,7 @@ export function judgeFirstControlPlane(
   if (d.kind === 'extend') {
     delete memory.probeRequested;
     Object.assign(memory, { extendedFor: m.uid, extendedUntil: iso(d.until) });
-    return { verdict: judge(m, { ...ctx, extension: { uid: m.uid, until: d.until } }) };
+    return { verdict: judgeMachine(m, { ...ctx, extension: { uid: m.uid, until: d.until } }) };
   }
   if (d.ask) memory.probeRequested = iso(now);
   return {

@@ -3,7 +3,7 @@
 // world knows to be true (creation, readiness, join, the control plane's initialization, the workload connection).
 //
 // It is written from DESIGN's rules alone and shares no code with the defendant: it imports no product module
-// (not judge.ts, marks.ts, guards.ts, causedMarks, the readers or time.ts); it reads raw objects itself, with the
+// (not verdict-rules.ts, marks.ts, guards.ts, causedMarks, the readers or time.ts); it reads raw objects itself, with the
 // world's knowledge of which list each release writes (objects.ts, a test file), and it knows who wrote each
 // condition (the world tells it: JoinGuard, an owner, the MachineHealthCheck and why), so "a mark JoinGuard
 // caused" is provenance here, not the product's reading of reasons. The only product figure it repeats is the

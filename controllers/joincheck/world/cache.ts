@@ -29,7 +29,7 @@ import { Informer } from '../../../runtime/informers/informer.js';
 import type { Json, Resource } from '../../../runtime/client/rest.js';
 import { Index, MachineIndex, namedUids } from './machine-index.js';
 import { entryReader, namespaced } from './entry-reader.js';
-import { isSettled } from '../rules/judge.js';
+import { isSettled } from '../rules/verdict-rules.js';
 import { snapshotMachines } from './snapshot-machines.js';
 import { clusterKey, clusterOf, sameEntry, type CacheOptions, type CheckEntry, type Entry } from './cache-entries.js';
 import type { CapiInfo, Snapshot, SnapshotExtras, Live } from '../types.js';

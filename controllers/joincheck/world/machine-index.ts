@@ -1,11 +1,11 @@
 // Which Machines a check's plan reads, kept up to date event by event: per Cluster, the Machines that are not settled
-// (judge.ts `isSettled`: joined for good, nothing on them for JoinGuard) go into every plan; the settled ones only as
+// (verdict-rules.ts `isSettled`: joined for good, nothing on them for JoinGuard) go into every plan; the settled ones only as
 // a count per check (its selector decides) and a lookup by uid. A Machine that just became settled stays in its
 // checks' plans until each has planned once with it (the join is seen: everJoined, join events, durations). So a
 // plan, and a Machine event, cost the same whatever the Cluster's size in its steady state.
 import type { LabelSelectorModel, MachineFacts } from '../../../api/capi/model.js';
 import { matchesSelector } from '../../../api/capi/selector.js';
-import { isSettled } from '../rules/judge.js';
+import { isSettled } from '../rules/verdict-rules.js';
 import type { MachineJoinCheckStatus } from '../../../api/v1alpha1/types.js';
 import type { SettledMachines } from '../types.js';
 

@@ -1,8 +1,6 @@
-// How a Machine is judged (DESIGN: "How a Machine is judged"), from management-cluster state only: which
-// Machines a check looks at, whether CAPI can see the workload cluster, when each Machine's clocks started,
-// and one verdict per Machine. Transition times come from the objects' conditions while they are True; a time
-// that is missing, in the future, or that moved later while its flag stayed true is not trusted: the first
-// time seen stands, and only then is a time kept in status (observations[].readySeen).
+// The per-Machine verdict rules (DESIGN: "How a Machine is judged"), from management-cluster state only: which
+// Machines a check looks at, what each Machine is this pass (a target: joined, provisioned, in scope), and one
+// verdict per Machine from its clocks (clocks.ts). The planner's judge stage (plan/judge.ts) applies them.
 import {
   carriesAnyMark,
   type ClusterFacts,
@@ -11,11 +9,12 @@ import {
   type WorkloadNodeFacts,
 } from '../../../api/capi/model.js';
 import { matchesSelector } from '../../../api/capi/selector.js';
-import type { CheckSettings, MachineJoinCheckStatus, MachineObservation } from '../../../api/v1alpha1/types.js';
-import { formatDuration, iso, latest, ms, trusted } from '../time.js';
+import type { CheckSettings } from '../../../api/v1alpha1/types.js';
+import { formatDuration, iso, ms } from '../time.js';
 
+import { joinClockStart, provisionClockStart } from './clocks.js';
 import type { ConnectionState } from './connection.js';
-import type { MachineVerdict, PreviousView } from '../types.js';
+import type { MachineVerdict } from '../types.js';
 
 // ---- scope ----
 
@@ -31,6 +30,38 @@ export function machinesInScope(ofCluster: readonly MachineFacts[], settings: Ch
     inScopeOf.set(m, { selector: settings.selector, ok });
     return ok;
   });
+}
+
+/** One Machine of the Cluster as this pass sees it: what it is is computed once, here. */
+export interface Target {
+  readonly m: MachineFacts;
+  /** A Node is known for it (nodeRef, or a workload Node with its providerID). */
+  readonly joined: boolean;
+  readonly provisioned: boolean;
+  /** The check's selector chooses it. */
+  readonly inScope: boolean;
+}
+
+/** One target per Machine, what it is computed once; `joined` answers for settled Machines too (memoized). */
+export function targetsOf(
+  ofCluster: readonly MachineFacts[],
+  settings: CheckSettings | undefined,
+  nodes: readonly WorkloadNodeFacts[] | undefined,
+): { targets: Map<string, Target>; inScope: MachineFacts[]; joined: (m: MachineFacts) => boolean } {
+  const joinedOf = new Map<string, boolean>();
+  const joined = (m: MachineFacts): boolean => {
+    let j = joinedOf.get(m.uid);
+    if (j === undefined) joinedOf.set(m.uid, (j = isJoined(m, nodes)));
+    return j;
+  };
+  const chosen = new Set(settings !== undefined ? machinesInScope(ofCluster, settings) : []);
+  const targets = new Map(
+    ofCluster.map((m) => [
+      m.uid,
+      { m, joined: joined(m), provisioned: isProvisioned(m), inScope: chosen.has(m) } satisfies Target,
+    ]),
+  );
+  return { targets, inScope: ofCluster.filter((m) => chosen.has(m)), joined };
 }
 
 export function isJoined(m: MachineFacts, nodes: readonly WorkloadNodeFacts[] | undefined): boolean {
@@ -64,86 +95,6 @@ export function controlPlaneInitialized(cluster: ClusterFacts, kcp: KcpFacts | u
   return cluster.controlPlaneInitialized.value || kcp?.initialized === true;
 }
 
-// ---- clocks ----
-
-/**
- * When the control plane was initialized: the condition's time, else the first time we saw it. A time kept in status
- * stands; one that moved later while the Cluster stayed initialized (its status rebuilt) is not trusted — the first
- * time seen stands, and is kept in status from then on (as readiness times are).
- */
-export function controlPlaneInitializedAt(
-  cluster: ClusterFacts,
-  initialized: boolean,
-  prev: MachineJoinCheckStatus,
-  now: number,
-  before?: number,
-): { at?: number; seen?: string } {
-  if (!initialized) return {};
-  const pinned = ms(prev.controlPlaneInitializedSeen);
-  if (pinned !== undefined) return { at: pinned, seen: prev.controlPlaneInitializedSeen! };
-  const since = trusted(cluster.controlPlaneInitialized.since, now);
-  if (since === undefined) {
-    const at = before ?? now;
-    return { at, seen: iso(at) };
-  }
-  if (before !== undefined && since > before) return { at: before, seen: iso(before) }; // moved later: not trusted
-  return { at: since };
-}
-
-/**
- * The readiness time of a provisioned Machine's join clock (the later of infrastructure and bootstrap data
- * ready), and the observation to keep when the conditions' times cannot be trusted.
- */
-export function readiness(
-  m: MachineFacts,
-  obs: MachineObservation | undefined,
-  previous: PreviousView | undefined,
-  now: number,
-): { at: number; pin?: string } {
-  const pinned = ms(obs?.readySeen);
-  if (pinned !== undefined) return { at: pinned, pin: obs!.readySeen };
-  const infra = trusted(m.infrastructureReady.since, now);
-  const boot = trusted(m.bootstrapReady.since, now);
-  const before = previous?.readyAt.get(m.uid);
-  if (infra === undefined || boot === undefined) {
-    // Missing, in the future, or the condition is not True while its flag is (a flicker): the first time seen.
-    const at = before ?? now;
-    return { at, pin: iso(at) };
-  }
-  const at = Math.max(infra, boot);
-  if (before !== undefined && at > before) return { at: before, pin: iso(before) }; // moved later: not trusted
-  return { at };
-}
-
-export interface JoinClockInputs {
-  firstControlPlane: boolean;
-  readyAt: number;
-  /** When the control plane was initialized (ignored for the first control-plane Machine). */
-  controlPlaneInitializedAt?: number;
-  /** The first control-plane replacement: not before the old Machine was gone. */
-  notBefore?: number;
-}
-
-/**
- * The provision clock: from creation, and for every Machine but the first control-plane one not before initialization.
- */
-export function provisionClockStart(
-  m: MachineFacts,
-  firstControlPlane: boolean,
-  controlPlaneInitializedAt: number | undefined,
-): number {
-  return latest(m.createdAt, firstControlPlane ? undefined : controlPlaneInitializedAt) as number;
-}
-
-export function joinClockStart(m: MachineFacts, i: JoinClockInputs): number {
-  return latest(
-    m.createdAt,
-    i.readyAt,
-    i.firstControlPlane ? undefined : i.controlPlaneInitializedAt,
-    i.notBefore,
-  ) as number;
-}
-
 // ---- verdicts ----
 
 export interface VerdictContext {
@@ -162,6 +113,8 @@ export interface VerdictContext {
   extension?: { uid: string; until: number };
   connection: ConnectionState;
   nodes?: readonly WorkloadNodeFacts[];
+  /** Joined, as the planner computed it once per Machine (else from `nodes`). */
+  joined?: (m: MachineFacts) => boolean;
   /** UIDs whose replacement JoinGuard asked for and keeps asking (open requests). */
   openRequests: ReadonlySet<string>;
   /** The readiness time of each provisioned Machine (from `readiness`). */
@@ -172,7 +125,7 @@ export interface VerdictContext {
 const settled = new WeakMap<MachineFacts, MachineVerdict>();
 
 /** One Machine -> one verdict: Deleting, Joined, Skipped, Remediating, then the clock verdicts and the holds. */
-export function judge(m: MachineFacts, ctx: VerdictContext): MachineVerdict {
+export function judgeMachine(m: MachineFacts, ctx: VerdictContext): MachineVerdict {
   const v = (state: MachineVerdict['state'], reason: string): MachineVerdict => ({
     machine: m.name,
     uid: m.uid,
@@ -190,7 +143,8 @@ export function judge(m: MachineFacts, ctx: VerdictContext): MachineVerdict {
     }
     return known;
   }
-  if (isJoined(m, ctx.nodes)) return v('Joined', `a workload Node has its providerID ${m.providerID}`);
+  if (ctx.joined?.(m) ?? isJoined(m, ctx.nodes))
+    return v('Joined', `a workload Node has its providerID ${m.providerID}`);
   if (ctx.cluster.paused) return v('Skipped', `the Cluster ${ctx.cluster.name} is paused`);
   if (m.skipReason !== undefined) return v('Skipped', `annotation ${m.skipReason}`);
   const marked = remediationMark(m, ctx.openRequests);
@@ -251,54 +205,73 @@ function clockVerdict(m: MachineFacts, ctx: VerdictContext, isFirst: boolean): M
     reason: '',
     ...(isFirst ? { firstControlPlane: true } : {}),
   };
-  const { settings, now } = ctx;
-
-  if (!ctx.initialized && !isFirst) {
-    const first = ctx.firstControlPlane;
-    return ctx.firstControlPlanePending && first !== undefined
-      ? {
-          ...base,
-          state: 'Held',
-          hold: 'FirstControlPlane',
-          reason: `waiting for the first control-plane Machine ${first.name}`,
-        }
-      : {
-          ...base,
-          state: 'Held',
-          hold: 'ControlPlaneNotInitialized',
-          reason: 'waiting for the control plane to be initialized',
-        };
-  }
-
+  if (!ctx.initialized && !isFirst) return heldForInitialization(base, ctx);
   const readyAt = ctx.readyAt.get(m.uid);
-  if (!isProvisioned(m) || readyAt === undefined) {
-    // Bootstrap providers create a worker's data only once the control plane is initialized (CABPK
-    // handleClusterNotInitialized): but for the first control-plane Machine, the clock starts no earlier.
-    const start = provisionClockStart(m, isFirst, ctx.controlPlaneInitializedAt);
-    const from = start === m.createdAt ? 'creation' : `the control plane's initialization at ${iso(start)}`;
-    const deadline = settings.provisionTimeoutMs === undefined ? undefined : start + settings.provisionTimeoutMs;
-    const what = !m.infrastructureReady.value ? 'infrastructure' : 'bootstrap data';
-    if (deadline !== undefined && now >= deadline) {
-      return {
+  if (!isProvisioned(m) || readyAt === undefined) return provisionVerdict(m, ctx, isFirst, base);
+  return joinVerdict(m, ctx, isFirst, base, readyAt);
+}
+
+/** Every Machine but the first control-plane one waits for the control plane's initialization. */
+function heldForInitialization(base: MachineVerdict, ctx: VerdictContext): MachineVerdict {
+  const first = ctx.firstControlPlane;
+  return ctx.firstControlPlanePending && first !== undefined
+    ? {
         ...base,
-        state: 'Stuck',
-        failureKind: 'ProvisionTimeout',
-        clockStart: start,
-        deadline,
-        reason:
-          `${what} not ready ${formatDuration(now - start)} after ${from} ` +
-          `(provisionTimeout ${formatDuration(settings.provisionTimeoutMs as number)})`,
+        state: 'Held',
+        hold: 'FirstControlPlane',
+        reason: `waiting for the first control-plane Machine ${first.name}`,
+      }
+    : {
+        ...base,
+        state: 'Held',
+        hold: 'ControlPlaneNotInitialized',
+        reason: 'waiting for the control plane to be initialized',
       };
-    }
+}
+
+/** Not provisioned yet: the provision clock. */
+function provisionVerdict(
+  m: MachineFacts,
+  ctx: VerdictContext,
+  isFirst: boolean,
+  base: MachineVerdict,
+): MachineVerdict {
+  const { settings, now } = ctx;
+  // Bootstrap providers create a worker's data only once the control plane is initialized (CABPK
+  // handleClusterNotInitialized): but for the first control-plane Machine, the clock starts no earlier.
+  const start = provisionClockStart(m, isFirst, ctx.controlPlaneInitializedAt);
+  const from = start === m.createdAt ? 'creation' : `the control plane's initialization at ${iso(start)}`;
+  const deadline = settings.provisionTimeoutMs === undefined ? undefined : start + settings.provisionTimeoutMs;
+  const what = !m.infrastructureReady.value ? 'infrastructure' : 'bootstrap data';
+  if (deadline !== undefined && now >= deadline) {
     return {
       ...base,
-      state: 'Provisioning',
+      state: 'Stuck',
+      failureKind: 'ProvisionTimeout',
       clockStart: start,
-      ...(deadline !== undefined ? { deadline } : {}),
-      reason: `waiting for ${what}`,
+      deadline,
+      reason:
+        `${what} not ready ${formatDuration(now - start)} after ${from} ` +
+        `(provisionTimeout ${formatDuration(settings.provisionTimeoutMs as number)})`,
     };
   }
+  return {
+    ...base,
+    state: 'Provisioning',
+    clockStart: start,
+    ...(deadline !== undefined ? { deadline } : {}),
+    reason: `waiting for ${what}`,
+  };
+}
 
+/** Provisioned: the join clock, its one extension, and the first control-plane replacement's wait. */
+function joinVerdict(
+  m: MachineFacts,
+  ctx: VerdictContext,
+  isFirst: boolean,
+  base: MachineVerdict,
+  readyAt: number,
+): MachineVerdict {
   const prevFirst = ctx.previousFirstControlPlane;
   const replacing = isFirst && prevFirst !== undefined && prevFirst.uid !== m.uid;
   if (replacing && prevFirst.goneTime === undefined) {
@@ -319,6 +292,17 @@ function clockVerdict(m: MachineFacts, ctx: VerdictContext, isFirst: boolean): M
       : {}),
     ...(replacing ? { notBefore: ms(prevFirst.goneTime) } : {}),
   });
+  return joinDeadlineVerdict(m, ctx, base, start);
+}
+
+/** The join clock started at `start`: its deadline (extended once after the endpoint answered), passed or not. */
+function joinDeadlineVerdict(
+  m: MachineFacts,
+  ctx: VerdictContext,
+  base: MachineVerdict,
+  start: number,
+): MachineVerdict {
+  const { settings, now } = ctx;
   let deadline = start + settings.joinTimeoutMs;
   const ext = ctx.extension;
   const extended = ext !== undefined && ext.uid === m.uid && ext.until > deadline;
