@@ -3,8 +3,10 @@
 import { CAPI_ANNOTATION_PAUSED } from '../v1alpha1/types.js';
 import { timedFact, type ParsedCondition } from './conditions.js';
 import { CAPI_FIELDS, ConditionLists, readRefGroup, readTimedFact, type CapiFields } from './fields.js';
+import { keepOnly } from './machine.js';
 import type { CapiApiVersion, ClusterFacts, ObjectRef } from './model.js';
 import { ObjectReader } from './reader.js';
+import { KEPT_ANNOTATION_PREFIXES } from './resources.js';
 
 export function readCluster(obj: unknown, v: CapiApiVersion): ClusterFacts {
   const r: ObjectReader = ObjectReader.of(obj, 'Cluster');
@@ -23,6 +25,9 @@ export function readCluster(obj: unknown, v: CapiApiVersion): ClusterFacts {
     namespace: r.requiredString('metadata.namespace'),
     uid: r.requiredString('metadata.uid'),
     resourceVersion: r.requiredString('metadata.resourceVersion'),
+    // A value that is no string fails the read above (stringMap), as a Machine's; keys outside the prefixes
+    // (`__proto__` among them) are dropped. Frozen: read once here, never written after.
+    annotations: Object.freeze(keepOnly(annotations, KEPT_ANNOTATION_PREFIXES)),
     paused: r.bool('spec.paused') === true || CAPI_ANNOTATION_PAUSED in annotations,
     deleting: r.time('metadata.deletionTimestamp') !== undefined,
     controlPlaneInitialized,

@@ -155,7 +155,7 @@ export function readOwner(r: ObjectReader, controlPlaneLabel: boolean): OwnerFac
   return { kind: 'None', controlPlane: false };
 }
 
-function keepOnly(annotations: Record<string, string>, prefixes: readonly string[]): Record<string, string> {
+export function keepOnly(annotations: Record<string, string>, prefixes: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(annotations)) if (prefixes.some((p) => k.startsWith(p))) out[k] = v;
   return out;

@@ -122,6 +122,11 @@ export interface ClusterFacts {
   namespace: string;
   uid: string;
   resourceVersion: string;
+  /**
+   * Its annotations under KEPT_ANNOTATION_PREFIXES (as a Machine's), read once: a rule over a Cluster annotation
+   * reads them here and needs no new fact.
+   */
+  annotations: Readonly<Record<string, string>>;
   /** spec.paused or the `cluster.x-k8s.io/paused` annotation. */
   paused: boolean;
   deleting: boolean;

@@ -31,6 +31,7 @@ describe('api/capi readCluster', () => {
       namespace: 'default',
       uid: 'uid-c-1',
       resourceVersion: '900',
+      annotations: {},
       paused: false,
       deleting: false,
       controlPlaneInitialized: { value: true, since: ms(T3) },
@@ -47,6 +48,7 @@ describe('api/capi readCluster', () => {
       namespace: 'default',
       uid: 'uid-c-1',
       resourceVersion: '900',
+      annotations: {},
       paused: false,
       deleting: false,
       controlPlaneInitialized: { value: true, since: ms(T3) },
@@ -101,6 +103,19 @@ describe('api/capi readCluster', () => {
     }
   });
 
+  it("keeps the Cluster's annotations under JoinGuard's and CAPI's prefixes, frozen; others dropped", () => {
+    for (const v of ['v1beta2', 'v1beta1'] as const) {
+      const o = v === 'v1beta2' ? clusterV1beta2() : clusterV1beta1();
+      o['metadata'].annotations = JSON.parse(
+        '{"joinguard.io/maintenance": "", "cluster.x-k8s.io/paused": "", "example.com/owner": "x", "__proto__": "y"}',
+      );
+      const c = readCluster(o, v);
+      expect(c.annotations).to.deep.equal({ 'joinguard.io/maintenance': '', 'cluster.x-k8s.io/paused': '' });
+      expect(Object.isFrozen(c.annotations)).to.equal(true);
+      expect(c.paused).to.equal(true);
+    }
+  });
+
   it('refuses a malformed Cluster, naming the field', () => {
     const table: [(o: Json) => void, string][] = [
       [(o) => delete o['metadata'].uid, 'metadata.uid'],
@@ -108,6 +123,10 @@ describe('api/capi readCluster', () => {
       [(o) => (o['status'].conditions = 'ok'), 'status.conditions'],
       [(o) => (o['spec'].paused = 'yes'), 'spec.paused'],
       [(o) => (o['spec'].controlPlaneEndpoint.port = '6443'), 'spec.controlPlaneEndpoint.port'],
+      [
+        (o) => (o['metadata'].annotations = { 'joinguard.io/maintenance': true }),
+        'metadata.annotations["joinguard.io/maintenance"]',
+      ],
     ];
     for (const [change, field] of table) {
       const o = clusterV1beta2();

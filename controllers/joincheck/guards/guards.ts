@@ -136,6 +136,8 @@ export interface GuardState {
 export interface PassState {
   readonly settings: CheckSettings;
   readonly now: number;
+  /** The check's Cluster (its annotations too: a guard over one needs no new fact). */
+  readonly cluster: ClusterFacts;
   /** Any Machine of the Cluster by uid, settled ones included. */
   readonly anyMachine: { get(uid: string): MachineFacts | undefined };
   readonly kcp: KcpFacts | undefined;

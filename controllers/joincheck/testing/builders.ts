@@ -84,6 +84,7 @@ export function clusterFacts(o: Partial<ClusterFacts> = {}): ClusterFacts {
     namespace: NS,
     uid: 'uid-c1',
     resourceVersion: '1',
+    annotations: {},
     paused: false,
     deleting: false,
     controlPlaneInitialized: { value: true, since: T0 - HOUR },
