@@ -1,5 +1,6 @@
 // The guards in DESIGN's order — paused (nothing asked, status still counted), never-joined, the suspicion and
 // its canaries, owners not asked what they would refuse (KubeadmControlPlane's bookkeeping), budgets counted
+import { STATUS_LIMITS } from '../../../api/v1alpha1/types.js';
 // from the world (maxInFlight, maxPerOwner within the window, exact above any list bound) — and the
 // RemediationRestricted event when a stop begins. Table tests through the planner, with an injected clock.
 import { expect } from 'chai';
@@ -448,6 +449,22 @@ describe('guards: the suspicion and its canaries', () => {
     expect(requested(p)).to.deep.equal(['a']);
     expect(p.status.suspicion?.machines).to.include('b');
     expect(progressingReason(p)).to.equal('BootstrapCredentialSuspect');
+  });
+
+  it('the failures that raised the suspicion stay first in suspicion.machines, however many fail after them (its evidence)', () => {
+    // 14 stuck at once: a is rebuilt, b raises the suspicion (a, b), the 12 after are appended up to the bound of 10.
+    // Trimming from the front would drop a and b and name Machines that did not raise it (seed 153840473).
+    const names = 'abcdefghijklmn'.split('');
+    const sc = new Scenario(
+      snapshot({
+        settings: { maxPerOwner: 100, maxInFlight: { count: 5 } },
+        machines: [withNode(worker('old', { createdAt: T0 - HOUR })), ...names.map((n) => worker(n))],
+      }),
+    );
+    sc.plan();
+    const machines = sc.at(STALL).plan().status.suspicion?.machines ?? [];
+    expect(machines.slice(0, 2)).to.deep.equal(['a', 'b']);
+    expect(machines).to.have.length(STATUS_LIMITS.suspectMachines);
   });
 
   it('with defaults, canaries at 30m, 1h30m, 3h30m, 7h30m, 15h30m, 23h30m after the stall, one at a time', () => {
