@@ -495,6 +495,18 @@ export const MUTANTS: Mutant[] = [
     ],
   },
   {
+    name: 'suspicion-evidence-trimmed-from-front',
+    what: 'failures after the raise are appended to suspicion.machines and the list trimmed from the front: past 10, the Machines that raised the suspicion are no longer named',
+    file: 'controllers/joincheck/guards/failures.ts',
+    find: 'if (!machines.includes(m.name) && machines.length < STATUS_LIMITS.suspectMachines)\n      next.suspicion = { ...next.suspicion, machines: [...machines, m.name] };',
+    replace:
+      'if (!machines.includes(m.name))\n      next.suspicion = { ...next.suspicion, machines: [...machines, m.name].slice(-STATUS_LIMITS.suspectMachines) };',
+    tests: [
+      'controllers/joincheck/guards/guards.test.ts#the failures that raised the suspicion stay first',
+      'controllers/joincheck/property.test.ts#replays the',
+    ],
+  },
+  {
     name: 'metadata-409-not-reread',
     what: "a 409 on the check's metadata patch ends the pass without reading the check again: a cache that never gets the check's event meets the same 409 on every pass",
     file: 'controllers/joincheck/act/check-metadata.ts',

@@ -66,11 +66,10 @@ export function countFailure(
   if (v.failureKind !== 'JoinTimeout') return false;
   next.consecutiveJoinFailures = inc(next.consecutiveJoinFailures);
   if (next.suspicion !== undefined) {
-    if (!next.suspicion.machines.includes(m.name))
-      next.suspicion = {
-        ...next.suspicion,
-        machines: [...next.suspicion.machines, m.name].slice(-STATUS_LIMITS.suspectMachines),
-      };
+    // The failures that raised it come first and stay (they are its evidence); later ones fill the list to its bound.
+    const { machines } = next.suspicion;
+    if (!machines.includes(m.name) && machines.length < STATUS_LIMITS.suspectMachines)
+      next.suspicion = { ...next.suspicion, machines: [...machines, m.name] };
     return false;
   }
   const threshold = settings.consecutiveJoinFailures;

@@ -226,7 +226,7 @@ export function suspicion(f: Fields, e: Obj): SuspicionStatus | undefined {
   // The next canary is ahead by nature; the guard bounds it by maxProbeInterval.
   const next = f.time(e, 'nextCanaryTime', true);
   const machines = Array.isArray(e['machines'])
-    ? e['machines'].filter((x): x is string => typeof x === 'string').slice(-STATUS_LIMITS.suspectMachines)
+    ? e['machines'].filter((x): x is string => typeof x === 'string').slice(0, STATUS_LIMITS.suspectMachines)
     : [];
   // RolloutSuspect only with its evidence: without it, it is the credential suspicion (same guard, same canaries).
   const rollout =
