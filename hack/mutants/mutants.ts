@@ -303,7 +303,7 @@ export const MUTANTS: Mutant[] = [
     name: 'finalizer-on-cached-cluster',
     what: "the check's metadata follows the plan made on the cached Cluster: a deleted check whose bound passes while its Cluster is paused goes with its mark left on a Machine",
     file: 'controllers/joincheck/act/executor.ts',
-    find: 'if (again !== undefined) this.p = { ...this.p, check: again.check };',
+    find: 'if (decided !== undefined) this.p = { ...this.p, check: decided.check };',
     replace: '',
     tests: ['controllers/joincheck/act/executor.test.ts#past its bound on a Cluster paused live'],
   },
@@ -505,6 +505,14 @@ export const MUTANTS: Mutant[] = [
       'controllers/joincheck/guards/guards.test.ts#the failures that raised the suspicion stay first',
       'controllers/joincheck/property.test.ts#replays the',
     ],
+  },
+  {
+    name: 'check-metadata-from-stale-replan',
+    what: 'after a re-decision on the live Cluster met a 409 and was made again on the check as it is now, the check metadata (the carried memory) is still taken from the decision made on the check as judged',
+    file: 'controllers/joincheck/act/executor.ts',
+    find: '        decided = w.p;',
+    replace: '',
+    tests: ['controllers/joincheck/property.test.ts#replays the'],
   },
   {
     name: 'metadata-409-not-reread',

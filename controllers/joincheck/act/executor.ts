@@ -205,11 +205,15 @@ class MachinesPass {
    */
   private async recordOnLiveCluster(): Promise<void> {
     const again = await this.gate.plan(this.judged, this.s, this.p);
+    let decided = again;
     if (again !== undefined && !isDeepStrictEqual(decisive(again.status), decisive(this.p.status))) {
       const w = await writeStatus(this.deps, this.s, again, this.live, this.src);
       if (w.outcome === 'written' || w.outcome === 'same') {
         ({ s: this.s, p: this.p } = w);
         this.judged = w.judged ?? this.judged;
+        // A 409 decided again on the check as it is now (deleted since, say): its metadata is that decision's, not the
+        // one made on the check as judged (seed 70041064: a deleted check's memory carried its withdrawn requests Open).
+        decided = w.p;
       } else {
         this.gate.close();
         this.requeue = Math.min(this.requeue ?? 100, 100);
@@ -218,7 +222,7 @@ class MachinesPass {
     // The check's own metadata follows the live Cluster too: a deleted check's finalizer waits while it is paused, so a
     // bound that passes meanwhile never lets the check go past a mark it could not withdraw (the cache may not show the
     // pause yet: a live Cluster is never cached).
-    if (again !== undefined) this.p = { ...this.p, check: again.check };
+    if (decided !== undefined) this.p = { ...this.p, check: decided.check };
   }
 
   /** One Machine converged to the latest decision on it; a refusal is reported and retried with back-off. */
