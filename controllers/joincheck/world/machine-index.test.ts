@@ -185,6 +185,32 @@ describe('MachineIndex: the settled partition', () => {
     expect(f.index.anyUnjoined(CK)).to.equal(false);
   });
 
+  it('a settled Machine a new selector or its own new labels take in is planned with once (its join is seen)', () => {
+    // Found by the property sweep (seed 70041052): a Machine that joined out of the check's scope and was consumed
+    // there came into scope when the selector was edited back; only the plan over every Machine saw it as a join
+    // (created after the newest failure), so the partitioned plan kept a failure count the full one reset.
+    const f = fleet();
+    f.put(withNode(machineFacts('b1', { labels: { pool: 'b' } })));
+    f.put(withNode(machineFacts('b2', { labels: { pool: 'b' } })));
+    f.put(withNode(machineFacts('a1')));
+    f.index.watch('default/mjc', CK, POOL_A);
+    f.index.planned('default/mjc', CK, []);
+    f.index.consumed('default/mjc');
+    expect(f.index.planned('default/mjc', CK, [])).to.deep.equal([]);
+    f.index.consumed('default/mjc');
+    f.index.watch('default/mjc', CK, { matchExpressions: [{ key: 'pool', operator: 'In', values: ['a', 'b'] }] });
+    expect(names(f.index.planned('default/mjc', CK, [])), 'the selector took them in').to.deep.equal(['b1', 'b2']);
+    f.index.consumed('default/mjc');
+    f.index.watch('default/mjc', CK, POOL_A);
+    expect(f.index.planned('default/mjc', CK, []), 'out of scope again: only counted').to.deep.equal([]);
+    f.index.consumed('default/mjc');
+    f.put(withNode(machineFacts('b1', { labels: { pool: 'a' } })));
+    expect(names(f.index.planned('default/mjc', CK, [])), 'its labels took it in').to.deep.equal(['b1']);
+    f.index.consumed('default/mjc');
+    expect(f.index.planned('default/mjc', CK, [])).to.deep.equal([]);
+    expect(f.index.settled('default/mjc', CK, []).inScope).to.equal(2);
+  });
+
   it('reads the uids a status names defensively (status is user-writable)', () => {
     expect(namedUids(undefined)).to.deep.equal([]);
     expect(
