@@ -515,6 +515,17 @@ export const MUTANTS: Mutant[] = [
     tests: ['controllers/joincheck/property.test.ts#replays the'],
   },
   {
+    name: 'settled-taken-in-unseen',
+    what: "a settled Machine that an edited selector takes into a check's scope is only counted, never planned with: a join it made out of scope is seen by the plan over every Machine and not by the partitioned one",
+    file: 'controllers/joincheck/world/machine-index.ts',
+    find: 'if (!same || (inScope && !this.matches(v, k.labels))) fresh.recent.add(key);',
+    replace: 'if (!same) fresh.recent.add(key);',
+    tests: [
+      'controllers/joincheck/world/machine-index.test.ts#a settled Machine a new selector or its own new labels take in',
+      'controllers/joincheck/property.test.ts#replays the',
+    ],
+  },
+  {
     name: 'metadata-409-not-reread',
     what: "a 409 on the check's metadata patch ends the pass without reading the check again: a cache that never gets the check's event meets the same 409 on every pass",
     file: 'controllers/joincheck/act/check-metadata.ts',

@@ -96,9 +96,12 @@ export class MachineIndex {
     this.settledTotal.set(ck, (this.settledTotal.get(ck) ?? 0) + 1);
     for (const v of this.checks.values()) {
       if (v.ck !== ck) continue;
-      if (this.matches(v, now.labels)) v.settled++;
-      // Newly settled (it came so, or just joined): each check plans with it once, to see the join.
-      if (before === undefined || !before.settled || before.ck !== ck) v.recent.add(key);
+      const inScope = this.matches(v, now.labels);
+      if (inScope) v.settled++;
+      // Newly settled (it came so, or just joined), or newly in the check's scope (its labels edited): each check plans
+      // with it once, to see the join.
+      const entered = inScope && before !== undefined && !this.matches(v, before.labels);
+      if (before === undefined || !before.settled || before.ck !== ck || entered) v.recent.add(key);
     }
   }
 
@@ -134,8 +137,11 @@ export class MachineIndex {
     for (const key of this.all.keys(ck)) {
       const k = this.known.get(key);
       if (!k?.settled) continue;
-      if (this.matches(fresh, k.labels)) fresh.settled++;
-      if (!same) fresh.recent.add(key);
+      const inScope = this.matches(fresh, k.labels);
+      if (inScope) fresh.settled++;
+      // A new Cluster, or a settled Machine the new selector takes in: planned with once, so that a join it made out of
+      // scope is seen as the plan over every Machine sees it (seed 70041052).
+      if (!same || (inScope && !this.matches(v, k.labels))) fresh.recent.add(key);
     }
     this.checks.set(checkKey, fresh);
   }
