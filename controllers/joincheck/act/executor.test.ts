@@ -278,6 +278,23 @@ describe('executor (fake apiserver)', () => {
     expect(healthCheck(api.machine)).to.equal(undefined);
   });
 
+  it('the mark meets a 409 and the live Machine has left the selector (relabelled) and is not due: its write waits, never made', async () => {
+    // Found by the property sweep (seed 108575863): the rule that holds a request not made yet while its Machine is
+    // not due judged only Machines still in scope, so one relabelled out of it was marked before its deadline.
+    const api = new FakeApi();
+    const cached = api.cached();
+    const infra = (api.machine.status.conditions as Json[]).find((c) => c.type === 'InfrastructureReady')!;
+    infra.lastTransitionTime = new Date(NOW - 5 * 60_000).toISOString().replace('.000Z', 'Z');
+    api.machine.metadata.labels = { ...api.machine.metadata.labels, 'cluster.x-k8s.io/deployment-name': 'md-1' };
+    api.machine.metadata.resourceVersion = String(Number(api.machine.metadata.resourceVersion) + 1);
+    await execute(deps(api), source(api, cached));
+    expect(count(api, `GET ${MACHINE}`), 'the 409 is the live read').to.equal(1);
+    expect(healthCheck(api.machine), 'not marked out of scope before its deadline').to.equal(undefined);
+    await execute(deps(api), source(api));
+    expect(api.check.status?.requests?.[0]).to.include({ state: 'Open' });
+    expect(healthCheck(api.machine), 'the next pass writes nothing either').to.equal(undefined);
+  });
+
   it('a mark is written only on a plan made with the live Cluster: a Cluster paused since the cache saw it, nothing', async () => {
     const api = new FakeApi();
     const cached = api.cached();
