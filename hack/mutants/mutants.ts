@@ -526,6 +526,17 @@ export const MUTANTS: Mutant[] = [
     ],
   },
   {
+    name: 'unmade-out-of-scope-marked',
+    what: "a request not made yet whose Machine left the check's scope is not held while it is not due: a 409's read that shows it relabelled and not due still marks it",
+    file: 'controllers/joincheck/plan/describe.ts',
+    find: '    if (t?.inScope !== true) {\n      out.add(r.uid);\n      continue;\n    }',
+    replace: '    if (t?.inScope !== true) continue;',
+    tests: [
+      'controllers/joincheck/act/executor.test.ts#the live Machine has left the selector',
+      'controllers/joincheck/property.test.ts#replays the',
+    ],
+  },
+  {
     name: 'metadata-409-not-reread',
     what: "a 409 on the check's metadata patch ends the pass without reading the check again: a cache that never gets the check's event meets the same 409 on every pass",
     file: 'controllers/joincheck/act/check-metadata.ts',

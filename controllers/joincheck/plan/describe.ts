@@ -224,7 +224,13 @@ export function notDueYet(st: ActiveState, requests: readonly RequestRecord[]): 
       continue;
     }
     const t = st.targets.get(m.uid);
-    if (t?.inScope !== true) continue;
+    // Out of the check's scope now (its labels or the selector edited since the request was recorded): not this
+    // check's to judge, so not made — it waits, as a Machine not due does, until it is in scope and due, joins or goes
+    // (seed 108575863: marked before its deadline after a 409).
+    if (t?.inScope !== true) {
+      out.add(r.uid);
+      continue;
+    }
     const ready = t.provisioned ? readiness(m, w.prevObs.get(m.uid), undefined, st.now).at : undefined;
     const ctx = { ...w.ctx, readyAt: new Map(ready !== undefined ? [[m.uid, ready]] : []) };
     if (judgeMachine(m, ctx).state !== 'Stuck') out.add(r.uid);
