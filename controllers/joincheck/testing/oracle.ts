@@ -535,7 +535,10 @@ export class Oracle {
     const la = after.lastResume;
     const n = ++this.statusWrites;
     for (const f of after.recentFailures ?? []) if (!this.failureStored.has(f.uid)) this.failureStored.set(f.uid, n);
-    if (la !== undefined && (lb === undefined || lb.time !== la.time || lb.value !== la.value))
+    // A resume acted on: a new time or value, or the same one recorded afresh after it was seen removed (the same
+    // value written again acts again, within the same second too: seed 220707144).
+    const again = lb?.removed === true && la?.removed !== true;
+    if (la !== undefined && (lb === undefined || lb.time !== la.time || lb.value !== la.value || again))
       this.resumedAt.set(++this.epoch, n);
     // [suspicion] a move never clears a suspicion, nor loses it: the stripped status rebuilt after the unpause is no
     // join, and the moved check carries its memory. The suspicion the check's lineage last stored (a move keeps it, a
