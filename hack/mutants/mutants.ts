@@ -537,6 +537,17 @@ export const MUTANTS: Mutant[] = [
     ],
   },
   {
+    name: 'bound-leaves-unrefused-marks',
+    what: "past its bound a deleted check's finalizer goes whatever its withdrawals met: a 409 (or a write not tried yet after a move's pause) leaves a mark behind that nothing refused",
+    file: 'controllers/joincheck/requests/deletion.ts',
+    find: 'now >= deletion.until && !unrefused ?',
+    replace: 'now >= deletion.until ?',
+    tests: [
+      'controllers/joincheck/requests/deletion.test.ts#bounded in time: past the bound the finalizer goes',
+      'controllers/joincheck/property.test.ts#replays the',
+    ],
+  },
+  {
     name: 'metadata-409-not-reread',
     what: "a 409 on the check's metadata patch ends the pass without reading the check again: a cache that never gets the check's event meets the same 409 on every pass",
     file: 'controllers/joincheck/act/check-metadata.ts',

@@ -33,7 +33,7 @@ export function describe(st: ActiveState): { described: Described } {
   next.conditions = setCondition(conditions, paused, now, meta.generation);
   const check: CheckMetadataIntent = { ...part(st, 'observed').check };
   if (st.deletion === undefined) checkMetadata(s, next, check);
-  Object.assign(check, finalizerIntent(s.check, st.deletion, left, cluster.paused, now));
+  Object.assign(check, finalizerIntent(s.check, st.deletion, left, cluster.paused, now, unrefused(s, wanted)));
   return { described: { intents, check, events } };
 }
 
@@ -281,11 +281,17 @@ export function idle(st: PlanState): Plan {
   const paused = st.cluster?.paused === true;
   const intents = paused ? [] : wanted;
   const names = wanted.map((i) => i.machine.name);
-  const check = finalizerIntent(s.check, st.deletion, names, paused, now);
+  const check = finalizerIntent(s.check, st.deletion, names, paused, now, unrefused(s, wanted));
   const wakeAt = st.deletion && st.deletion.until > now ? { wakeAt: st.deletion.until } : {};
   const view = { readyAt: new Map<string, number>(), pending: new Set<string>() };
   const base = { verdicts: [], settledInScope: st.settledInScope, events: [], memoryNotes: st.memoryNotes, view };
   return { ...base, status: next, intents, confirm: [], check, ...wakeAt };
+}
+
+/** A withdrawal is wanted on a Machine whose writes the apiserver has not refused (this process's memory). */
+function unrefused(s: Snapshot, wanted: readonly MarkIntent[]): boolean {
+  const refused = new Set((s.refusedWrites ?? []).map((x) => x.uid));
+  return wanted.some((i) => i.want === 'withdraw' && !refused.has(i.machine.uid));
 }
 
 /** Why nothing is asked now (observe.ts's `canAct` is false), in the list's words. */

@@ -50,7 +50,9 @@ export function deletionNote(d: Deletion): string {
 /**
  * The finalizer: added to every check (not while its Cluster is paused: clusterctl move deletes the source's
  * checks after removing their finalizers); removed from a deleted check once `left` (Machines still carrying
- * one of its marks, or unreadable) is empty, or once the bound passed — not while the Cluster is paused.
+ * one of its marks, or unreadable) is empty, or once the bound passed — not while the Cluster is paused, and not
+ * while a withdrawal left is one the apiserver has not refused (`unrefused`: a 409 or a write not tried yet, say
+ * after the bound ran out during a move's pause, is finished on a later pass, not left behind; seed 220707176).
  */
 export function finalizerIntent(
   check: MachineJoinCheck,
@@ -58,6 +60,7 @@ export function finalizerIntent(
   left: readonly string[],
   clusterPaused: boolean,
   now: number,
+  unrefused = false,
 ): Pick<CheckMetadataIntent, 'addFinalizer' | 'removeFinalizer' | 'marksLeftBehind'> {
   const has = (check.metadata.finalizers ?? []).includes(FINALIZER);
   if (deletion === undefined) return !has && !clusterPaused ? { addFinalizer: true } : {};
@@ -66,5 +69,5 @@ export function finalizerIntent(
   // Nothing is written to a paused Cluster's Machines: the bound waits for the unpause (clusterctl move strips the
   // finalizers of what it moves itself).
   if (clusterPaused) return {};
-  return now >= deletion.until ? { removeFinalizer: true, marksLeftBehind: [...left].sort() } : {};
+  return now >= deletion.until && !unrefused ? { removeFinalizer: true, marksLeftBehind: [...left].sort() } : {};
 }
