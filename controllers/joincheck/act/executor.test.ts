@@ -474,7 +474,20 @@ describe('executor (fake apiserver)', () => {
       deletionTimestamp: new Date(NOW - 11 * 60_000).toISOString(),
     };
     api.cluster.spec.paused = true; // its informer event not in yet: the cache shows it unpaused
-    for (let pass = 0; pass < 2; pass++) await execute(deps(api), source(api));
+    // The Machine refuses every write: on an unpaused Cluster the bound would let the check go past its mark.
+    const m = api.machine.metadata;
+    const refusedWrites = [
+      {
+        uid: m.uid,
+        machine: m.name,
+        write: 'withdraw' as const,
+        code: 403,
+        message: 'denied',
+        since: NOW,
+        attempts: 3,
+      },
+    ];
+    for (let pass = 0; pass < 2; pass++) await execute(deps(api), source(api, api.cached(), { refusedWrites }));
     expect(healthCheck(api.machine), 'nothing written on a paused Cluster').to.include({ status: 'False' });
     expect(api.check.metadata.finalizers, 'the check waits for the unpause').to.include('joinguard.io/withdraw-marks');
   });
