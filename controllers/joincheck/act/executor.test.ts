@@ -485,6 +485,7 @@ describe('executor (fake apiserver)', () => {
         message: 'denied',
         since: NOW,
         attempts: 3,
+        retryAt: NOW + 60_000,
       },
     ];
     for (let pass = 0; pass < 2; pass++) await execute(deps(api), source(api, api.cached(), { refusedWrites }));

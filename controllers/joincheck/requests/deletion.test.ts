@@ -131,6 +131,7 @@ function refuseAll(sc: { s: Snapshot }, names: string[]): void {
       message: 'denied',
       since: T0,
       attempts: 3,
+      retryAt: T0 + MINUTE,
     }));
   sc.s = { ...sc.s, refusedWrites };
 }
