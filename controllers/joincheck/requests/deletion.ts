@@ -60,7 +60,7 @@ export function finalizerIntent(
   left: readonly string[],
   clusterPaused: boolean,
   now: number,
-  unrefused = false,
+  unrefused: boolean,
 ): Pick<CheckMetadataIntent, 'addFinalizer' | 'removeFinalizer' | 'marksLeftBehind'> {
   const has = (check.metadata.finalizers ?? []).includes(FINALIZER);
   if (deletion === undefined) return !has && !clusterPaused ? { addFinalizer: true } : {};
