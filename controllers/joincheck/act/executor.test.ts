@@ -11,6 +11,7 @@ import { silentLogger } from '../../../runtime/logger.js';
 import { ApiError, type Json, type RestClient } from '../../../runtime/client/rest.js';
 import { mhcFacts } from '../testing/builders.js';
 import { execute } from './executor.js';
+import { decisive } from './status-write.js';
 import type { ExecutorDeps } from './deps.js';
 import type { PlannedEvent, Snapshot, Live, SnapshotSource } from '../types.js';
 import { needsWrite } from './machine-writes.js';
@@ -541,6 +542,26 @@ describe('executor (fake apiserver)', () => {
     expect(api.check.status.joinedMachines).to.equal(0);
     expect(api.check.status.requests[0]).to.include({ marked: true, markedTime: stamp });
     expect(api.check.status.remediations[0]).to.include({ outcome: 'Marked' });
+  });
+
+  it('a stopped unanswered clock (marked, its time dropped while nobody can answer) is a decision, written at once; the mark shown is not', () => {
+    // Else a pause met before the mark's own time was ever written would go unrecorded: after it, the clock would run
+    // from the mark again, the paused time counted (docs/decisions/unanswered-clock-restarts-after-a-pause.md).
+    const r = {
+      machine: 'm',
+      uid: 'u',
+      path: 'OwnerRemediated',
+      kind: 'JoinTimeout',
+      time: T3,
+      state: 'Open',
+    } as const;
+    const stored = decisive({ requests: [r] });
+    expect(decisive({ requests: [{ ...r, marked: true, markedTime: T3 }] }), 'shown').to.deep.equal(stored);
+    expect(decisive({ requests: [{ ...r, marked: true }] }), 'stopped').to.not.deep.equal(stored);
+    const answered = { ...r, answered: true };
+    expect(decisive({ requests: [{ ...answered, marked: true }] }), 'answered: no clock').to.deep.equal(
+      decisive({ requests: [answered] }),
+    );
   });
 
   it("an owner's answer that holds the request back (deferred) is written at once, not coalesced like the history", async () => {
