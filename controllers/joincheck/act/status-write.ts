@@ -18,9 +18,9 @@ import type { MachineTarget, Plan, Snapshot, Live, SnapshotSource } from '../typ
  * Display-only changes to the status (counts, messages, the history, a mark first seen where it carries no time) ride
  * on the next decision's write (decisions are written at once); alone they are written only once the last write is
  * this old, so `kubectl get mjc` lags by at most this much. What a pass derives from a mark's own time is never
- * written alone (withoutMarkShown; docs/decisions/marked-derived-from-the-mark.md). 30 s: 5 minutes (tried for fewer requests per mark) left counts and the timed list
- * minutes behind the world (4 of 4 joined with 3 Machines left), which operators and the e2e specs read
- * (docs/decisions/requests-per-mark-four.md).
+ * written alone (withoutMarkShown; docs/decisions/marked-derived-from-the-mark.md). 30 s: 5 minutes (tried for fewer
+ * requests per mark) left counts and the timed list minutes behind the world (4 of 4 joined with 3 Machines left),
+ * which operators and the e2e specs read (docs/decisions/requests-per-mark-four.md).
  */
 export const STATUS_COALESCE_MS = 30_000;
 
