@@ -109,9 +109,13 @@ const request = obj(
         'annotation).',
       { enum: [...WITHDRAWN_REASONS] },
     ),
-    marked: bool('marked is true once the mark was seen on the Machine.'),
+    marked: bool(
+      'marked is true once the mark was seen on the Machine (written with the next change that is not derived from the mark).',
+    ),
     markedTime: time(
-      'markedTime is when the mark was first seen on the Machine: a request is unanswered only counting from then.',
+      "markedTime is when the mark became visible: the mark's own time on the Machine (its condition's " +
+        "lastTransitionTime, never before the request nor after JoinGuard's clock), else when it was first seen; " +
+        'a request is unanswered only counting from then.',
     ),
     answered: bool('answered is true once the owner (or the MachineHealthCheck asked) acted on it.'),
     canary: bool('canary is true for a canary rebuild.'),

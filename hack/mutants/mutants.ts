@@ -428,6 +428,25 @@ export const MUTANTS: Mutant[] = [
     ],
   },
   {
+    name: 'marked-time-from-now',
+    what: "a request's markedTime is the first pass that sees the mark, not the mark's own time on the Machine: it differs with the pass, so a status write 30 s after every mark says only that (the fifth request per mark, issue 37 item 3)",
+    file: 'controllers/joincheck/requests/marks.ts',
+    find: 'r.markedTime = iso(markedFrom(r0, m, i.now) ?? i.now);',
+    replace: 'r.markedTime = iso(i.now);',
+    tests: [
+      'controllers/joincheck/act/executor.test.ts#an isolated mark costs 4 requests',
+      `${MARKS}#the unanswered clock runs from the mark's own time`,
+    ],
+  },
+  {
+    name: 'stopped-clock-display-only',
+    what: "an unanswered clock stopped by a pause (marked, its time dropped) is coalesced like display: a pause met before the mark's own time was written goes unrecorded, and after it the clock runs from the mark, the paused time counted",
+    file: 'controllers/joincheck/act/status-write.ts',
+    find: "r.state === 'Open' && marked === true && markedTime === undefined && r.answered !== true",
+    replace: 'false',
+    tests: ['controllers/joincheck/act/executor.test.ts#a stopped unanswered clock'],
+  },
+  {
     name: 'moved-answer-taken-as-silence',
     what: "a request that follows its Machine's new uid after clusterctl move keeps its clock: the answer the move wiped is taken as silence",
     file: 'controllers/joincheck/memory/memory.ts',

@@ -11,6 +11,7 @@ import { silentLogger } from '../../../runtime/logger.js';
 import { ApiError, type Json, type RestClient } from '../../../runtime/client/rest.js';
 import { mhcFacts } from '../testing/builders.js';
 import { execute } from './executor.js';
+import { decisive } from './status-write.js';
 import type { ExecutorDeps } from './deps.js';
 import type { PlannedEvent, Snapshot, Live, SnapshotSource } from '../types.js';
 import { needsWrite } from './machine-writes.js';
@@ -515,16 +516,52 @@ describe('executor (fake apiserver)', () => {
     expect(api.check.status.joinedMachines).to.equal(0);
   });
 
-  it('the mark first seen (marked, markedTime) waits like a count: it rides on the next write, or goes after 30 s', async () => {
+  it('an isolated mark costs 4 requests: no pass after it writes what is derived from the mark (marked, markedTime, Marked), 1 s, 31 s or 10 minutes later', async () => {
+    // Issue 37 item 3: this was the fifth request, a status write 30 s later that said only marked/markedTime and the
+    // history's Requested -> Marked.
     const api = new FakeApi();
-    await execute(deps(api), source(api)); // the request (write-ahead), then the mark
+    const first = deps(api);
+    await execute(first, source(api)); // the request (write-ahead), the Cluster read live, the mark; its Event
+    const requests = api.calls.filter((c) => !c.startsWith(`PATCH ${CHECK}`)).length + first.events.length;
+    expect(requests, 'the write-ahead, the Cluster, the mark, the Event').to.equal(4);
     expect(api.check.status.requests[0]).to.not.have.property('marked');
-    const puts = count(api, `PUT ${CHECK}/status`);
-    const r = await execute(deps(api, { lastStatusWrite: NOW - 1000 }), source(api));
-    expect(count(api, `PUT ${CHECK}/status`), 'no write of its own').to.equal(puts);
-    expect(r.requeueAfterMs).to.equal(29_000);
-    await execute(deps(api, { lastStatusWrite: NOW - 31_000 }), source(api));
-    expect(api.check.status.requests[0]).to.include({ marked: true });
+    const stamp = healthCheck(api.machine)!.lastTransitionTime as string;
+    const calls = api.calls.length;
+    for (const later of [1000, 31_000, 10 * 60_000]) {
+      const at = NOW + later;
+      const d = deps(api, { now: () => at, lastStatusWrite: NOW });
+      const r = await execute(d, source(api, api.cached(), { now: at }));
+      expect(api.calls.slice(calls), `${later / 1000} s after the mark: no request`).to.deep.equal([]);
+      expect(d.events, `${later / 1000} s after the mark: no Event`).to.deep.equal([]);
+      expect(r.requeueAfterMs, `${later / 1000} s after the mark: nothing waits to be written`).to.equal(undefined);
+    }
+    // They ride on the next write made for another reason, as the mark says (not as the pass that wrote them saw it).
+    api.check.status = { ...api.check.status, joinedMachines: 7 };
+    const at = NOW + 11 * 60_000;
+    await execute(deps(api, { now: () => at, lastStatusWrite: NOW }), source(api, api.cached(), { now: at }));
+    expect(api.check.status.joinedMachines).to.equal(0);
+    expect(api.check.status.requests[0]).to.include({ marked: true, markedTime: stamp });
+    expect(api.check.status.remediations[0]).to.include({ outcome: 'Marked' });
+  });
+
+  it('a stopped unanswered clock (marked, its time dropped while nobody can answer) is a decision, written at once; the mark shown is not', () => {
+    // Else a pause met before the mark's own time was ever written would go unrecorded: after it, the clock would run
+    // from the mark again, the paused time counted (docs/decisions/unanswered-clock-restarts-after-a-pause.md).
+    const r = {
+      machine: 'm',
+      uid: 'u',
+      path: 'OwnerRemediated',
+      kind: 'JoinTimeout',
+      time: T3,
+      state: 'Open',
+    } as const;
+    const stored = decisive({ requests: [r] });
+    expect(decisive({ requests: [{ ...r, marked: true, markedTime: T3 }] }), 'shown').to.deep.equal(stored);
+    expect(decisive({ requests: [{ ...r, marked: true }] }), 'stopped').to.not.deep.equal(stored);
+    const answered = { ...r, answered: true };
+    expect(decisive({ requests: [{ ...answered, marked: true }] }), 'answered: no clock').to.deep.equal(
+      decisive({ requests: [answered] }),
+    );
   });
 
   it("an owner's answer that holds the request back (deferred) is written at once, not coalesced like the history", async () => {

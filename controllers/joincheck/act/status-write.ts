@@ -10,21 +10,26 @@ import { checkWritten, clusterStale, readLive, resource } from './live-reads.js'
 import { ROUNDS, writing } from './machine-converge.js';
 import type { ExecutorDeps } from './deps.js';
 import { plan } from '../plan/planner.js';
+import { markedFrom } from '../requests/marks.js';
+import { iso } from '../time.js';
 import type { MachineTarget, Plan, Snapshot, Live, SnapshotSource } from '../types.js';
 
 /**
- * Display-only changes to the status (counts, messages, the history, a mark first seen) ride on the next decision's
- * write (decisions are written at once); alone they are written only once the last write is this old, so `kubectl get
- * mjc` lags by at most this much. 30 s: 5 minutes (tried for fewer requests per mark) left counts and the timed list
- * minutes behind the world (4 of 4 joined with 3 Machines left), which operators and the e2e specs read
- * (docs/decisions/requests-per-mark-four.md).
+ * Display-only changes to the status (counts, messages, the history, a mark first seen where it carries no time) ride
+ * on the next decision's write (decisions are written at once); alone they are written only once the last write is
+ * this old, so `kubectl get mjc` lags by at most this much. What a pass derives from a mark's own time is never
+ * written alone (withoutMarkShown; docs/decisions/marked-derived-from-the-mark.md). 30 s: 5 minutes (tried for fewer
+ * requests per mark) left counts and the timed list minutes behind the world (4 of 4 joined with 3 Machines left),
+ * which operators and the e2e specs read (docs/decisions/requests-per-mark-four.md).
  */
 export const STATUS_COALESCE_MS = 30_000;
 
 /**
  * Display-only differences (what `kubectl get` shows, messages, the history, a mark first seen) are coalesced; every
  * other field is a decision, and so is an owner's answer that holds a request back (deferred, refused, unanswered). Each coalesced field is derived again from the world on every pass until written:
- * `marked`/`markedTime` from the Machine (an unanswered request is then timed from a later moment, never earlier).
+ * `marked`/`markedTime` from the Machine — its mark's own time where it carries one (then never written alone:
+ * withoutMarkShown), else the first pass that sees it (an unanswered request is then timed from a later moment, never
+ * earlier). A clock stopped while nobody can answer is a decision.
  */
 export function decisive(status: MachineJoinCheckStatus | undefined): unknown {
   if (status === undefined) return {};
@@ -44,13 +49,61 @@ export function decisive(status: MachineJoinCheckStatus | undefined): unknown {
   } = status;
   return {
     ...rest,
-    ...(requests !== undefined ? { requests: requests.map(({ marked, markedTime, ...r }) => r) } : {}),
+    // A stopped clock is not display (marked, no markedTime: nobody can answer): said at once, so the bound runs again
+    // whole after the pause even when the mark's own time was never written (marks.ts markedFrom would time it).
+    ...(requests !== undefined
+      ? {
+          requests: requests.map(({ marked, markedTime, ...r }) =>
+            r.state === 'Open' && marked === true && markedTime === undefined && r.answered !== true
+              ? { ...r, clockStopped: true }
+              : r,
+          ),
+        }
+      : {}),
     conditions: (conditions ?? []).map((c) => [c.type, c.status, c.reason, c.observedGeneration]),
     // An owner's answer that holds a request back is said at once (DESIGN: "records the answer and says so"): the
     // operator acts on it, and it comes once per request; the answers of a request on its way are coalesced.
     answers: (remediations ?? [])
       .filter((r) => HELD_ANSWERS.has(r.outcome))
       .map((r) => [r.uid, r.outcome, r.ownerReason]),
+  };
+}
+
+/**
+ * `next` without what it derives from the Machines' own marks for requests the stored status has never said were
+ * marked (marks.ts markedFrom): `marked`, `markedTime` and the history's Requested -> Marked. That alone is not
+ * written, even after STATUS_COALESCE_MS (issue 37: 4 requests per mark); it rides on the next write made for
+ * another reason, and is the same whichever pass writes it. A time not derived from the mark (the annotation's,
+ * the first pass that sees it) is not taken out: it is written as before.
+ */
+export function withoutMarkShown(
+  next: MachineJoinCheckStatus,
+  prev: MachineJoinCheckStatus | undefined,
+  s: Snapshot,
+): MachineJoinCheckStatus {
+  const stored = new Map((prev?.requests ?? []).map((r) => [r.uid, r]));
+  const shown = new Set<string>();
+  const requests = next.requests?.map((r) => {
+    const was = stored.get(r.uid);
+    const m = factsOf(s, r.uid);
+    if (was === undefined || m === undefined || r.marked !== true) return r;
+    const at = markedFrom(was, m, s.now);
+    if (at === undefined || r.markedTime !== iso(at)) return r;
+    shown.add(r.uid);
+    const { marked: _marked, markedTime: _markedTime, ...rest } = r;
+    return rest;
+  });
+  if (shown.size === 0) return next;
+  const steps = new Map((prev?.remediations ?? []).map((h) => [h.uid, h.outcome]));
+  const remediations = next.remediations?.map((h) =>
+    shown.has(h.uid) && h.outcome === 'Marked' && steps.get(h.uid) === 'Requested'
+      ? { ...h, outcome: 'Requested' as const }
+      : h,
+  );
+  return {
+    ...next,
+    ...(requests !== undefined ? { requests } : {}),
+    ...(remediations !== undefined ? { remediations } : {}),
   };
 }
 
@@ -80,7 +133,8 @@ export async function writeStatus(
   for (let attempt = 0; attempt < ROUNDS; attempt++) {
     const next = JSON.parse(JSON.stringify(p.status)) as MachineJoinCheckStatus;
     const prev = s.check.status;
-    if (isDeepStrictEqual(next, prev ?? {})) return { outcome: 'same', s, p };
+    // What only displays a mark the Machine shows is derived again by every pass, the same: never written alone.
+    if (isDeepStrictEqual(withoutMarkShown(next, prev, s), prev ?? {})) return { outcome: 'same', s, p };
     const countsOnly = isDeepStrictEqual(decisive(next), decisive(prev));
     if (countsOnly && deps.lastStatusWrite !== undefined && deps.now() - deps.lastStatusWrite < STATUS_COALESCE_MS)
       return { outcome: 'deferred', s, p };

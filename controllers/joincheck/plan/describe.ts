@@ -111,23 +111,30 @@ function progressAndReady(st: ActiveState, firstHold: Hold | undefined, events: 
   return setCondition(setCondition(next.conditions, ready, now, meta.generation), prog, now, meta.generation);
 }
 
-/** The Machines in flight, as Progressing names them: the path, unreadable, the owner's answer. */
+/**
+ * The Machines in flight, as Progressing names them: the path, unreadable, the owner's answer. WaitingForRemediation is
+ * named only where it answers (a MachineHealthCheck handed the request on): on the OwnerRemediated path it is
+ * JoinGuard's own mark, so the message says nothing its write-ahead did not (docs/decisions/marked-derived-from-the-mark.md).
+ */
 function flyingNames(
   st: ActiveState,
   flying: readonly string[],
-  requests: readonly { machine: string; path: string }[],
+  requests: readonly { machine: string; path: string; answered?: boolean }[],
 ): string[] {
   const flyingMachines = new Map(flying.map((name) => [name, st.ofCluster.find((x) => x.name === name)]));
   return [...flying].sort().map((name) => {
     const m = flyingMachines.get(name);
     const req = requests.find((x) => x.machine === name);
     const or = m?.ownerRemediated;
+    const says = or?.status === 'False' && or.reason && (or.reason !== WAITING || req?.answered === true);
     return (
       `${name} (${req?.path ?? 'mark'}${m === undefined ? ', unreadable' : ''}` +
-      `${or?.status === 'False' && or.reason ? `, owner says ${or.reason}` : ''})`
+      `${says ? `, owner says ${or.reason}` : ''})`
     );
   });
 }
+
+const WAITING = 'WaitingForRemediation';
 
 /**
  * What every Machine must carry now: marks only while actions are allowed; withdrawals always — but nothing at all

@@ -4,7 +4,7 @@
 // mark JoinGuard caused, on every pass, until none remains, whatever write failed before; each path's marks.
 import { expect } from 'chai';
 import type { MachineFacts } from '../../../api/capi/model.js';
-import type { RemediationStrategy } from '../../../api/v1alpha1/types.js';
+import type { RemediationStrategy, RequestRecord } from '../../../api/v1alpha1/types.js';
 import { needsWrite } from '../act/machine-writes.js';
 import {
   HOUR,
@@ -31,6 +31,8 @@ import {
 } from '../testing/scenario.js';
 import type { CapiInfo } from '../types.js';
 import { choosePath, causedMarks, MARK_KINDS, type CausedMarks, type PathChoice } from './paths.js';
+import { markedFrom } from './marks.js';
+import { iso } from '../time.js';
 
 /** Every mark kind, false but those given: a mark kind added later is asserted absent here too. */
 const marksOf = (on: Partial<CausedMarks>): CausedMarks =>
@@ -525,6 +527,129 @@ describe('marks: requests through the planner', () => {
     sc.update('a', { ownerRemediated: { status: 'False', reason: 'RemediationDeferred' } });
     const p = sc.at(T0 + 5 * HOUR).plan();
     expect(requestOf(p, 'a')?.state).to.equal('Open');
+  });
+});
+
+// Issue 37 item 3: what only displays a mark (marked, markedTime, Marked) is derived from the Machine's own mark, a time
+// that does not depend on the pass that reads it — so it is never written alone. Anyone may write a Machine: the time
+// is clamped, never before the request as JoinGuard recorded it, never after now (the injected clock).
+describe("marks: the mark's own time (markedFrom)", () => {
+  const asked = T0 + 21 * MINUTE;
+  const now = asked + 10 * MINUTE;
+  const rec = (path: RequestRecord['path'], o: Partial<RequestRecord> = {}): RequestRecord => ({
+    machine: 'a',
+    uid: 'uid-a',
+    path,
+    kind: 'JoinTimeout',
+    time: iso(asked),
+    state: 'Open',
+    ...o,
+  });
+  const hc = (since?: number) => ({
+    healthCheckSucceeded: {
+      status: 'False' as const,
+      reason: 'JoinTimeout',
+      ...(since !== undefined ? { since } : {}),
+    },
+  });
+  const rows: { name: string; r: RequestRecord; m: Partial<MachineFacts>; want: number | undefined }[] = [
+    {
+      name: "OwnerRemediated: its condition's lastTransitionTime",
+      r: rec('OwnerRemediated'),
+      m: hc(asked + 3 * SECOND),
+      want: asked + 3 * SECOND,
+    },
+    {
+      name: "a time before the request (a user's edit, an older False): the request's time",
+      r: rec('OwnerRemediated'),
+      m: hc(asked - HOUR),
+      want: asked,
+    },
+    {
+      name: "a time after now (a clock ahead, a user's edit): now",
+      r: rec('OwnerRemediated'),
+      m: hc(now + HOUR),
+      want: now,
+    },
+    {
+      name: 'no lastTransitionTime: none (the first pass that sees it)',
+      r: rec('OwnerRemediated'),
+      m: hc(),
+      want: undefined,
+    },
+    {
+      name: 'HealthCheckSucceeded True (no mark): none',
+      r: rec('OwnerRemediated'),
+      m: { healthCheckSucceeded: { status: 'True', since: asked } },
+      want: undefined,
+    },
+    {
+      name: "MachineCondition: JoinGuardJoined's lastTransitionTime",
+      r: rec('MachineCondition'),
+      m: { joinGuardJoined: { status: 'False', reason: 'JoinTimeout', since: asked + MINUTE } },
+      want: asked + MINUTE,
+    },
+    {
+      name: "Delete: the deletion's timestamp",
+      r: rec('Delete'),
+      m: { deletingSince: asked + 2 * SECOND },
+      want: asked + 2 * SECOND,
+    },
+    {
+      name: 'the annotation carries no time: none',
+      r: rec('RemediateAnnotation'),
+      m: { remediateAnnotation: true },
+      want: undefined,
+    },
+    {
+      name: 'a record that already says marked (its clock restarted after a pause or a move): none',
+      r: rec('OwnerRemediated', { marked: true }),
+      m: hc(asked),
+      want: undefined,
+    },
+    {
+      name: 'a record that holds its time already: none',
+      r: rec('OwnerRemediated', { marked: true, markedTime: iso(asked) }),
+      m: hc(asked),
+      want: undefined,
+    },
+    {
+      name: 'a request time nobody can read (status is user-writable): none',
+      r: rec('OwnerRemediated', { time: 'soon' }),
+      m: hc(asked),
+      want: undefined,
+    },
+    { name: 'reported only: none', r: rec('Report', { state: 'Reported' }), m: hc(asked), want: undefined },
+  ];
+  for (const row of rows)
+    it(row.name, () => expect(markedFrom(row.r, { ...worker('a'), ...row.m }, now)).to.equal(row.want));
+
+  it("the unanswered clock runs from the mark's own time, the same in every pass that reads it (a restart too)", () => {
+    const sc = stuck();
+    sc.converge(sc.plan()); // recorded and marked at T0+21m
+    sc.update('a', hc(T0 + 21 * MINUTE + 2 * SECOND));
+    const p = sc.at(T0 + 25 * MINUTE).plan(); // first seen 4 minutes later: timed from the mark
+    expect(requestOf(p, 'a')).to.include({ marked: true, markedTime: iso(T0 + 21 * MINUTE + 2 * SECOND) });
+    expect(p.wakeAt).to.equal(T0 + 36 * MINUTE + 2 * SECOND);
+    expect(requestOf(sc.at(T0 + 36 * MINUTE + SECOND).plan(), 'a')?.state).to.equal('Open');
+    expect(requestOf(sc.at(T0 + 36 * MINUTE + 2 * SECOND).plan(), 'a')).to.include({
+      state: 'Withdrawn',
+      withdrawn: 'Unanswered',
+    });
+  });
+
+  it("after a pause the bound runs from the unpause, not from the mark's own time", () => {
+    const sc = stuck();
+    sc.converge(sc.plan());
+    sc.update('a', hc(T0 + 21 * MINUTE));
+    sc.with({ cluster: clusterFacts({ paused: true }) });
+    const paused = sc.at(T0 + 22 * MINUTE).plan(); // never timed: marked, its time dropped
+    expect(requestOf(paused, 'a')).to.include({ marked: true }).and.not.have.property('markedTime');
+    sc.with({ cluster: clusterFacts() });
+    const p = sc.at(T0 + 40 * MINUTE).plan();
+    expect(requestOf(p, 'a')).to.include({ state: 'Open', markedTime: iso(T0 + 40 * MINUTE) });
+    expect(requestOf(sc.at(T0 + 55 * MINUTE - SECOND).plan(), 'a')?.state).to.equal('Open');
+    expect(requestOf(sc.at(T0 + 55 * MINUTE).plan(), 'a')).to.include({ state: 'Withdrawn', withdrawn: 'Unanswered' });
   });
 });
 

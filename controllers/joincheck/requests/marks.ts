@@ -73,10 +73,12 @@ export function followRequests(i: FollowInput): Followed {
     if (r.state === 'Open') {
       if (!r.marked && r.path !== 'Report' && PATHS[r.path].visible(m)) r.marked = true;
       if (!r.answered && answered(r, m)) r.answered = true;
-      // Timed from the first time the mark was seen (a record from before markedTime existed: from now); while
-      // nobody can answer, not timed: the bound runs again, whole, from the first pass that can be answered.
+      // Timed from the mark's own time on the Machine (markedFrom: the same whichever pass sees it, so it need not be
+      // written alone), else from the first pass that sees it (the annotation carries no time; a record from before
+      // markedTime existed); while nobody can answer, not timed: the bound runs again, whole, from the first pass that
+      // can be answered (the record then says marked without a time: never the mark's time again).
       if (!r.answered && i.clockStopped?.(r, m) === true) delete r.markedTime;
-      else if (r.marked && r.markedTime === undefined) r.markedTime = iso(i.now);
+      else if (r.marked && r.markedTime === undefined) r.markedTime = iso(markedFrom(r0, m, i.now) ?? i.now);
       const deleting = m.deletingSince !== undefined;
       if (!deleting && i.joined(m)) withdraw(r, 'Joined');
       else if (!deleting && m.skipReason !== undefined) withdraw(r, 'OptedOut');
@@ -97,6 +99,24 @@ export function followRequests(i: FollowInput): Followed {
     requests.push(r);
   }
   return { requests, history, unanswered };
+}
+
+/**
+ * When a request's mark was made, as its Machine says (PATHS.markedAt: its condition's lastTransitionTime, the
+ * deletion's timestamp), for a stored record that has never said it was marked: a time that does not depend on the
+ * pass that reads it, so what only displays the mark (`marked`, `markedTime`, the history's Marked) rides on the next
+ * write made for another reason (act/status-write.ts; docs/decisions/marked-derived-from-the-mark.md). Anyone may
+ * write a Machine: never before the request as JoinGuard recorded it, never after now. None where the mark carries
+ * no time (the annotation), is not visible, or the record already says marked without a time (its clock restarted
+ * after a pause or a move): the first pass that sees it then, as before.
+ */
+export function markedFrom(r: RequestRecord, m: MachineFacts, now: number): number | undefined {
+  if (r.path === 'Report' || r.marked === true || r.markedTime !== undefined || !PATHS[r.path].visible(m))
+    return undefined;
+  const at = PATHS[r.path].markedAt(m);
+  const asked = ms(r.time);
+  if (at === undefined || asked === undefined) return undefined;
+  return Math.min(Math.max(at, asked), now);
 }
 
 const FINISHED = new Set<RemediationRecord['outcome']>(['Withdrawn', 'Cancelled', 'Unanswered', 'Replaced']);

@@ -46,6 +46,12 @@ export interface PathRule {
    */
   actingMhcs: 'none' | 'selecting' | 'watchingJoinGuardJoined';
   /**
+   * When the Machine says its mark was made (the mark's own time: its condition's lastTransitionTime, the deletion's
+   * timestamp), while visible; none where the mark carries no time (the annotation). Written by whoever wrote the
+   * Machine: never trusted as it is (marks.ts markedFrom clamps it).
+   */
+  markedAt: (m: MachineFacts) => number | undefined;
+  /**
    * What the executor writes (machine-writes.ts converge): a Machine deletion, or the mark of that kind. What a
    * withdrawal removes follows from it (MARKS: the mark it wrote, and what a MachineHealthCheck marked because of it).
    */
@@ -58,24 +64,28 @@ export const PATHS = {
     visible: (m) => m.healthCheckSucceeded?.status === 'False',
     answered: false,
     actingMhcs: 'none',
+    markedAt: (m) => (m.healthCheckSucceeded?.status === 'False' ? m.healthCheckSucceeded.since : undefined),
     write: 'healthCheck',
   },
   RemediateAnnotation: {
     visible: (m) => m.remediateAnnotation,
     answered: true,
     actingMhcs: 'selecting',
+    markedAt: () => undefined,
     write: 'annotation',
   },
   MachineCondition: {
     visible: (m) => m.joinGuardJoined?.status === 'False',
     answered: true,
     actingMhcs: 'watchingJoinGuardJoined',
+    markedAt: (m) => (m.joinGuardJoined?.status === 'False' ? m.joinGuardJoined.since : undefined),
     write: 'condition',
   },
   Delete: {
     visible: (m) => m.deletingSince !== undefined,
     answered: false,
     actingMhcs: 'none',
+    markedAt: (m) => m.deletingSince,
     write: 'delete',
   },
 } as const satisfies Record<Path, PathRule>;
