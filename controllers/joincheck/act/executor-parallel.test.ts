@@ -265,7 +265,7 @@ describe('executor: Machine writes at once (fake apiserver that takes its time)'
     expect(api.marked()).to.have.length(20);
   });
 
-  it('a 409 mid-batch: the Machine is re-read and decided again alone — no write in flight meanwhile — its new decision recorded, and the Cluster read again before the next write', async () => {
+  it('a 409 mid-batch: the Machine is re-read and decided again alone — no write in flight meanwhile — its new decision recorded, and the Cluster read again before the next write, once for all of them', async () => {
     const api = new SlowApi(names(6).map((n) => machine(n)));
     const cached = {
       check: structuredClone(api.check),
@@ -309,6 +309,10 @@ describe('executor: Machine writes at once (fake apiserver that takes its time)'
       api.first((e) => e === 'GET cluster', recorded),
       'the Cluster read again first',
     ).to.be.within(recorded, next);
+    expect(
+      api.log.slice(recorded).filter((e) => e === 'GET cluster'),
+      'one Cluster read shared by the writes that wait for it',
+    ).to.have.length(1);
     const request = (api.check.status.requests as Json[]).find((r) => r.machine === 'md-0-01');
     expect(request?.state ?? 'dropped', 'its request no longer open').to.not.equal('Open');
     expect(events.filter((e) => e.reason === 'RemediationRequested')).to.have.length(5);
