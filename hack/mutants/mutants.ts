@@ -165,7 +165,9 @@ export const MUTANTS: Mutant[] = [
     find: 'return Math.min(settings.probeIntervalMs * 2 ** Math.min(spent, 40), settings.maxProbeIntervalMs);',
     replace: 'return Math.min(settings.probeIntervalMs, settings.maxProbeIntervalMs);',
     tests: [`${GUARDS}#canaryDelay doubles`, PROPERTY],
-    seed: 1,
+    // (seed 1 found it after 1,419 histories with each request applied when made; once the world interleaves requests in
+    // flight together it no longer does within 2,000 — seed 3 does after 309: issue 37 item 4)
+    seed: 3,
     expect: '[canary]',
   },
   {

@@ -5,7 +5,8 @@
 // controller, refuse one Machine's writes for good (403/422, as a policy webhook), or let the Machine change
 // between the live read and the write (a real 409). The owners (owners.ts) act on CAPI's contract as CAPI's code
 // does. Every accepted write goes to the oracle (oracle.ts) with the Machine as it was, and the world keeps the
-// times it knows to be true, from which the oracle computes deadlines.
+// times it knows to be true, from which the oracle computes deadlines. Requests in flight together may be taken in a
+// seeded order (interleave): the executor's concurrent Machine writes interleave at the apiserver.
 import type { BootstrapConfigFacts } from '../../../api/capi/model.js';
 import type { MachineJoinCheckSpec } from '../../../api/v1alpha1/types.js';
 import { ApiError, type Json, type RestClient } from '../../../runtime/client/rest.js';
