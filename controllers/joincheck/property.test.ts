@@ -88,9 +88,21 @@ const WITHOUT = new Set((process.env['PROPERTY_WITHOUT'] ?? '').split(',').filte
  * One history. `interleave`: the requests a pass has in flight together reach the world in a seeded order (the
  * executor's concurrent Machine writes, two leaders' requests); off for the kept histories found before it.
  */
+/**
+ * PROPERTY_WIDE=<n> multiplies the budgets a history draws (maxInFlight, maxPerOwner, and the budget steps') by n: more
+ * marks due in one pass, so more Machine writes in flight together (the random stream is the same; a printed history
+ * replays with the same PROPERTY_WIDE).
+ */
+const WIDE = Number(process.env['PROPERTY_WIDE'] ?? 1);
+
 async function run(setup: Setup, all: Step[], interleave = process.env['PROPERTY_INTERLEAVE'] !== '0'): Promise<void> {
   histories++;
-  const history = all.filter((x) => !WITHOUT.has(x.k) && !(setup.calm === true && DISRUPTIVE.has(x.k)));
+  const history = all
+    .filter((x) => !WITHOUT.has(x.k) && !(setup.calm === true && DISRUPTIVE.has(x.k)))
+    .map((x) =>
+      x.k === 'budget' && WIDE > 1 ? { ...x, maxInFlight: x.maxInFlight * WIDE, maxPerOwner: x.maxPerOwner * WIDE } : x,
+    );
+  if (WIDE > 1) setup = { ...setup, maxInFlight: setup.maxInFlight * WIDE, maxPerOwner: setup.maxPerOwner * WIDE };
   current = [setup, history];
   const w = startWorld(T0, setup);
   count(`setups: ${setup.release}`);

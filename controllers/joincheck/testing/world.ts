@@ -117,7 +117,7 @@ export class World {
    * requests — interleave, reproducibly. Unset: each request is applied when it is made (the kept histories' world).
    */
   interleave: number | undefined;
-  private turns: { go: () => void; machineWrite: boolean }[] = [];
+  private turns: { go: () => void; machineWrite: string | undefined }[] = [];
   private taking = false;
   private draw = 0;
   /** The owners' and the MachineHealthCheck's clocks against the world's (ms, a few seconds either way). */
@@ -641,7 +641,8 @@ export class World {
   }
 
   /** A request's turn (interleave): once every request made meanwhile waits too, one of them is taken at random. */
-  private async turn(machineWrite = false): Promise<void> {
+  /** `machineWrite`: the process that writes a Machine with this request. */
+  private async turn(machineWrite?: string): Promise<void> {
     if (this.interleave === undefined) return;
     await new Promise<void>((r) => {
       this.turns.push({ go: r, machineWrite });
@@ -656,7 +657,9 @@ export class World {
     this.taking = false;
     if (this.turns.length === 0) return;
     if (this.turns.length > 1) count('requests interleaved (taken among several in flight)');
-    if (this.turns.filter((x) => x.machineWrite).length > 1) count('Machine writes interleaved (several in flight)');
+    const writers = this.turns.flatMap((x) => (x.machineWrite !== undefined ? [x.machineWrite] : []));
+    if (writers.length > 1) count('Machine writes interleaved (several in flight)');
+    if (new Set(writers).size < writers.length) count("Machine writes interleaved (one pass's, several in flight)");
     // mulberry32 over the seed and the draw
     let x = ((this.interleave ?? 0) + 0x6d2b79f5 * ++this.draw) | 0;
     x = Math.imul(x ^ (x >>> 15), x | 1);
@@ -721,7 +724,7 @@ export class World {
     return {
       get,
       mergePatch: async (path: string, body: Json) => {
-        if (this.interleave !== undefined) await this.turn(this.machinePath(path) !== undefined);
+        if (this.interleave !== undefined) await this.turn(this.machinePath(path) !== undefined ? who : undefined);
         return patch('PATCH', path, body, false);
       },
       jsonPatch: async (path: string, ops: Json[]) => {
@@ -743,7 +746,7 @@ export class World {
         );
       },
       deleteWithPreconditions: async (path: string, uid: string, rv: string) => {
-        if (this.interleave !== undefined) await this.turn(true);
+        if (this.interleave !== undefined) await this.turn(who);
         this.flushStale(who);
         trace(`DELETE ${path.split('/').slice(-1)} rv ${rv}`);
         return this.machineWrite(
