@@ -18,6 +18,9 @@
 // decides the same, the settled partition changes nothing, and at the end of every history, once converged, no
 // joined Machine carries JoinGuard's mark.
 //
+// Requests in flight together (the executor writes Machines several at once) reach the world in a seeded order:
+// PROPERTY_INTERLEAVE=0 applies each when made, as the kept histories found before it do (=1 interleaves them too).
+//
 // Seeded and reproducible: PROPERTY_SEED=<seed> (printed) replays a run, PROPERTY_REPLAY=<counterexample JSON>
 // replays one history; PROPERTY_RUNS sets the count; PROPERTY_NO_SHRINK=1 stops at the first failure (hack/mutants). A failure names the oracle's invariant and the number of
 // histories it took (hack/mutants reads both).
@@ -59,7 +62,9 @@ const survey: Record<string, { count: number; first: string }> = {};
 const product = { suspicions: 0, canaries: 0, resumes: 0, budgetStops: 0, plansWithSettledOut: 0, partitionChecks: 0 };
 
 /** Histories kept in testing/ (the defects found and fixed), each named with what it found. */
-function keptHistories(file: string): { name: string; found: string; setup: Setup; history: Step[] }[] {
+function keptHistories(
+  file: string,
+): { name: string; found: string; setup: Setup; history: Step[]; interleave?: boolean }[] {
   return JSON.parse(readFileSync(new URL(`./testing/${file}`, import.meta.url), 'utf8')) as ReturnType<
     typeof keptHistories
   >;
@@ -79,9 +84,25 @@ function samePartition(cache: Cache, live: Live, s: Snapshot | undefined): void 
 /** PROPERTY_WITHOUT=kind,kind leaves step kinds out (to tell which feature of the world a failure needs). */
 const WITHOUT = new Set((process.env['PROPERTY_WITHOUT'] ?? '').split(',').filter((x) => x !== ''));
 
-async function run(setup: Setup, all: Step[]): Promise<void> {
+/**
+ * One history. `interleave`: the requests a pass has in flight together reach the world in a seeded order (the
+ * executor's concurrent Machine writes, two leaders' requests); off for the kept histories found before it.
+ */
+/**
+ * PROPERTY_WIDE=<n> multiplies the budgets a history draws (maxInFlight, maxPerOwner, and the budget steps') by n: more
+ * marks due in one pass, so more Machine writes in flight together (the random stream is the same; a printed history
+ * replays with the same PROPERTY_WIDE).
+ */
+const WIDE = Number(process.env['PROPERTY_WIDE'] ?? 1);
+
+async function run(setup: Setup, all: Step[], interleave = process.env['PROPERTY_INTERLEAVE'] !== '0'): Promise<void> {
   histories++;
-  const history = all.filter((x) => !WITHOUT.has(x.k) && !(setup.calm === true && DISRUPTIVE.has(x.k)));
+  const history = all
+    .filter((x) => !WITHOUT.has(x.k) && !(setup.calm === true && DISRUPTIVE.has(x.k)))
+    .map((x) =>
+      x.k === 'budget' && WIDE > 1 ? { ...x, maxInFlight: x.maxInFlight * WIDE, maxPerOwner: x.maxPerOwner * WIDE } : x,
+    );
+  if (WIDE > 1) setup = { ...setup, maxInFlight: setup.maxInFlight * WIDE, maxPerOwner: setup.maxPerOwner * WIDE };
   current = [setup, history];
   const w = startWorld(T0, setup);
   count(`setups: ${setup.release}`);
@@ -94,7 +115,7 @@ async function run(setup: Setup, all: Step[]): Promise<void> {
     const all = w.live().filter(of);
     return all.length === 0 ? undefined : all[i % all.length];
   };
-  for (const step of history) {
+  for (const [n, step] of history.entries()) {
     steps++;
     stepKinds[step.k] = (stepKinds[step.k] ?? 0) + 1;
     const incarnation = w.check?.metadata.uid;
@@ -103,6 +124,9 @@ async function run(setup: Setup, all: Step[]): Promise<void> {
       case 'reconcile': {
         w.faults = [...step.faults];
         w.races = step.races;
+        // The order in which this pass's concurrent requests reach the world: seeded by the step's place in the
+        // history, so a printed history replays the same (the kept histories found before it: as they were found).
+        w.interleave = interleave ? (0x2545f491 + n * 0x9e3779b1) | 0 : undefined;
         for (const f of step.faults) if (f !== 'ok') count(`faults: ${f}`);
         // (A pass that meets a mid-reconcile event or stale copies is not clean: its caches change under it.)
         const clean =
@@ -134,6 +158,7 @@ async function run(setup: Setup, all: Step[]): Promise<void> {
         deposed = undefined; // its lease ran out: it writes nothing more
         w.faults = [];
         w.races = 0;
+        w.interleave = undefined;
         if (w.check !== undefined)
           w.oracle.afterPass(
             w.t,
@@ -362,7 +387,7 @@ describe('planner and executor: properties over random histories (seeded), judge
     it(`replays the ${regressions.length} histories that found defects`, async () => {
       for (const r of regressions) {
         try {
-          await run(r.setup, r.history);
+          await run(r.setup, r.history, r.interleave === true || process.env['PROPERTY_INTERLEAVE'] === '1');
         } catch (e) {
           throw new AssertionError(`${r.name} (${r.found}): ${(e as Error).message}`);
         }

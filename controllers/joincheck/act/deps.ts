@@ -19,6 +19,8 @@ export interface ExecutorDeps {
   lastStatusWrite?: number;
   /** The check's Machines whose writes are refused, kept across reconciles (back-off); a fresh one when absent. */
   refusals?: Refusals;
+  /** Machine writes of one pass in flight at once, at most (executor.ts MACHINE_WRITES_AT_ONCE when absent). */
+  machineWritesAtOnce?: number;
 }
 
 /** What the live reads need (live-reads.ts). */

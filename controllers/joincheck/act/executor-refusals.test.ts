@@ -392,7 +392,9 @@ describe('executor: each Machine converges on its own (fake apiserver)', () => {
         return r;
       },
     } as unknown as RestClient;
-    const { events, result } = run(api, new Refusals(), NOW, { rest: during }, cached);
+    // One write at a time: b is written after a's re-decision (at once, b goes out beside a, before its join: the
+    // concurrent case is in executor-parallel.test.ts).
+    const { events, result } = run(api, new Refusals(), NOW, { rest: during, machineWritesAtOnce: 1 }, cached);
     await result;
     expect(puts, 'the re-decision recorded').to.be.at.least(2);
     expect(healthCheck(api.machines.get('md-0-a')), 'a not marked').to.equal(undefined);
@@ -418,7 +420,8 @@ describe('executor: each Machine converges on its own (fake apiserver)', () => {
         return r;
       },
     } as unknown as RestClient;
-    const { result } = run(api, new Refusals(), NOW, { rest: during }, cached);
+    // One write at a time (at once, b goes out beside a, on the Cluster read before the pause).
+    const { result } = run(api, new Refusals(), NOW, { rest: during, machineWritesAtOnce: 1 }, cached);
     await result;
     expect(puts, 'the re-decision recorded').to.be.at.least(2);
     const second = api.calls.indexOf(`PUT ${CHECK}/status`, api.calls.indexOf(`PUT ${CHECK}/status`) + 1);

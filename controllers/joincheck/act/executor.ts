@@ -5,13 +5,15 @@
 // finalizer is missing and a mark is due: no mark before the finalizer). 404 on delete is done; 409
 // re-reads and decides again; any other refusal is that Machine's alone (refusals.ts); a lost leadership forbids
 // every write (the REST client refuses them) and ends the pass at once. Each Machine is converged behind the live-Cluster gate (machine-converge.ts).
+// The Machine writes of a pass go out MACHINE_WRITES_AT_ONCE at a time: every withdrawal settled before the first mark,
+// the marks dispatched in the order they were recorded (docs/decisions/parallel-machine-writes.md).
 import { isDeepStrictEqual } from 'node:util';
 import { capiResource } from '../../../api/capi/resources.js';
 import { ANNOTATION_MEMORY, FINALIZER } from '../../../api/v1alpha1/types.js';
 import type { Resource } from '../../../runtime/client/rest.js';
 import { factsOf, needsWrite, ref } from './machine-writes.js';
 import { checkUnchanged, resource } from './live-reads.js';
-import { convergeOne, LiveClusterGate, ROUNDS } from './machine-converge.js';
+import { convergeOne, Lanes, LiveClusterGate, ROUNDS } from './machine-converge.js';
 import { writeCheckMetadata } from './check-metadata.js';
 import {
   decisive,
@@ -25,6 +27,15 @@ import type { ExecutorDeps } from './deps.js';
 import { plan } from '../plan/planner.js';
 import { Refusals } from './refusals.js';
 import type { MarkIntent, Plan, PlannedEvent, Snapshot, Live, SnapshotSource, RefusedWrite } from '../types.js';
+
+/**
+ * Machine writes of one pass in flight at once, at most. A mark costs one write of ~290 ms on a busy 2-core
+ * management cluster (the bench at 200 Machines, issue 37): 100 due at once took 29 s one after another; 16 at once
+ * would take ~2 s (an estimate: not benchmarked yet), and with the reconciles of other checks
+ * (--machinejoincheck-concurrency, 10) stay within the client's limiter (--kube-api-qps 100, burst 400) instead of
+ * queueing behind it. It is no budget: maxInFlight still bounds the marks a plan asks for.
+ */
+export const MACHINE_WRITES_AT_ONCE = 16;
 
 export interface Result {
   plan?: Plan;
@@ -129,6 +140,10 @@ class MachinesPass {
   private marksAllowed = true;
   private metadataWritten = false;
   private readonly gate: LiveClusterGate;
+  private readonly lanes = new Lanes();
+  /** Machines converged in this pass: each once (never asked twice). */
+  private readonly dispatched = new Set<string>();
+  private readonly atOnce: number;
 
   constructor(
     private readonly deps: ExecutorDeps,
@@ -147,6 +162,7 @@ class MachinesPass {
         ? Math.max(0, (deps.lastStatusWrite ?? 0) + STATUS_COALESCE_MS - deps.now())
         : undefined;
     this.gate = new LiveClusterGate(deps, machineRes, live, src);
+    this.atOnce = Math.max(1, deps.machineWritesAtOnce ?? MACHINE_WRITES_AT_ONCE);
   }
 
   async run(): Promise<Result> {
@@ -154,7 +170,10 @@ class MachinesPass {
     await this.finalizerBeforeMarks();
     await this.recordOnLiveCluster();
     this.latest = this.p;
-    for (const first of ordered) await this.convergeMachine(first.machine.uid);
+    // Withdrawals first, every one settled (its retries and re-decisions too) before the first mark or delete goes out
+    // (DESIGN: "withdrawals go first"); each group MACHINE_WRITES_AT_ONCE at a time.
+    await this.inParallel(ordered.filter((i) => i.want === 'withdraw'));
+    await this.inParallel(ordered.filter((i) => i.want !== 'withdraw'));
     const p = (this.p = this.latest);
     // Kept while its request is open too: a refused request waiting for maxInFlight is still reported, and still holds no
     // budget (remediate.ts).
@@ -225,27 +244,51 @@ class MachinesPass {
     if (decided !== undefined) this.p = { ...this.p, check: decided.check };
   }
 
+  /**
+   * The Machines of `batch` converged, MACHINE_WRITES_AT_ONCE at a time, taken in the batch's order. An error that ends
+   * the pass (a lost leadership, a failed live read) closes the gate: no further write goes out, the writes in flight
+   * settle, and the first error is the pass's.
+   */
+  private async inParallel(batch: MarkIntent[]): Promise<void> {
+    const queue = batch.map((i) => i.machine.uid).filter((uid, n, all) => all.indexOf(uid) === n);
+    let failure: { error: unknown } | undefined;
+    const worker = async (): Promise<void> => {
+      for (let uid = queue.shift(); uid !== undefined && failure === undefined; uid = queue.shift()) {
+        if (this.dispatched.has(uid)) continue;
+        this.dispatched.add(uid);
+        try {
+          await this.convergeMachine(uid);
+        } catch (error) {
+          failure ??= { error };
+          this.gate.close();
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.atOnce, queue.length) }, worker));
+    if (failure !== undefined) throw failure.error;
+  }
+
   /** One Machine converged to the latest decision on it; a refusal is reported and retried with back-off. */
   private async convergeMachine(uid: string): Promise<void> {
     const { deps, refusals } = this;
-    const intent = this.latest.intents.find((x) => x.machine.uid === uid);
-    if (intent === undefined || (!this.marksAllowed && intent.want !== 'withdraw')) return;
-    if (!needsWrite(intent, factsOf(this.s, uid))) {
-      refusals.cleared(uid);
+    // The decision is taken in a lane: never while a 409's new decision is being made and recorded.
+    const entered = await this.lanes.enter();
+    const intent = this.toWrite(uid);
+    if (intent === undefined) {
+      entered();
       return;
     }
-    if (refusals.waiting(uid, deps.now())) return;
     const r = await convergeOne(
       deps,
       this.machineRes,
       intent,
       this.live,
       this.s,
-      this.gate,
-      () => this.judged,
-      (now) => this.redecide(now, intent),
+      { gate: this.gate, lanes: this.lanes, judged: () => this.judged, redecide: (now) => this.redecide(now, intent) },
+      entered,
     );
-    this.s = r.s;
+    // (this.s is not taken from r.s: a 409's new decision made it the snapshot read then, under the lanes, and a write
+    // that settles later must not set an older one back.)
     if (r.held) this.requeue = Math.min(this.requeue ?? 100, 100);
     if (typeof r.result === 'object') {
       const f = refusals.refused(intent.machine, r.result.want, r.result.error, deps.now());
@@ -260,6 +303,17 @@ class MachinesPass {
     }
     refusals.cleared(uid);
     if (r.unsettled) this.requeue = Math.min(this.requeue ?? 1000, 1000);
+  }
+
+  /** The latest decision on the Machine, where it still has something to write now (not within its back-off). */
+  private toWrite(uid: string): MarkIntent | undefined {
+    const intent = this.latest.intents.find((x) => x.machine.uid === uid);
+    if (intent === undefined || (!this.marksAllowed && intent.want !== 'withdraw')) return undefined;
+    if (!needsWrite(intent, factsOf(this.s, uid))) {
+      this.refusals.cleared(uid);
+      return undefined;
+    }
+    return this.refusals.waiting(uid, this.deps.now()) ? undefined : intent;
   }
 
   /** Decided again on a Machine a 409 re-read: the new decision recorded before it is acted on. */
@@ -323,6 +377,7 @@ async function withdrawUnrecorded(
   // The refused PUT may have landed (a lost reply): the gate reads the Cluster again before any withdrawal.
   const gate = new LiveClusterGate(deps, machineRes, live, src);
   const again = await gate.plan(s, s, p);
+  const lanes = new Lanes(); // (one write at a time here: this path is rare, and each takes its lane in turn)
   for (const intent of p.intents) {
     if (intent.want !== 'withdraw') continue;
     if (intent.needsRecord === true && stored.get(intent.machine.uid) === 'Open') continue;
@@ -335,12 +390,16 @@ async function withdrawUnrecorded(
       intent,
       live,
       s,
-      gate,
-      () => s,
-      (now) => {
-        s = now;
-        return plan(s).intents.find((x) => x.machine.uid === uid && x.want === 'withdraw');
+      {
+        gate,
+        lanes,
+        judged: () => s,
+        redecide: (now) => {
+          s = now;
+          return plan(s).intents.find((x) => x.machine.uid === uid && x.want === 'withdraw');
+        },
       },
+      await lanes.enter(),
     );
     s = r.s;
     if (typeof r.result === 'object')

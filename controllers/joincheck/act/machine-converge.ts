@@ -1,7 +1,11 @@
 // Each Machine write behind the live-Cluster gate (DESIGN: "Before any write"): the Cluster is read live again
 // whenever the check was written since the last read (ours, a reply lost, or another writer's record a 409 showed),
 // and the plan made again on it with the Machines as judged; a write goes out only where that plan still wants it.
-// One Machine is converged by one loop: gate, write, and on a 409 a live re-read and a new decision.
+// One Machine is converged by one loop: gate, write, and on a 409 a live re-read and a new decision. The Machine
+// writes of a pass go out several at once (executor.ts): each gate-and-write holds a shared lane, and one stale gate
+// is read and planned again once for all of them; a 409's re-read and new decision (and its record on the check) takes
+// the lanes alone, once every write in flight has settled and before any other goes out (docs/decisions/
+// parallel-machine-writes.md).
 import { converge, factsOf, needsWrite, ref, type Converged } from './machine-writes.js';
 import { clusterStale, readLive } from './live-reads.js';
 import type { ConvergeDeps, LiveReadDeps } from './deps.js';
@@ -52,11 +56,31 @@ export class LiveClusterGate {
     this.closed = true;
   }
 
+  /**
+   * Whether the plan on the live Cluster still wants this write. Concurrent callers share one re-read: while it is
+   * under way the others wait for it, and each then asks again (a check written meanwhile makes it stale again).
+   */
   async allows(judged: Snapshot, s: Snapshot, intent: MarkIntent): Promise<boolean> {
-    if (this.closed) return false;
-    if (this.allowed === undefined || this.on !== judged || clusterStale(this.live)) await this.replan(judged, s);
-    return this.allowed?.has(intentKey(intent)) === true;
+    for (;;) {
+      if (this.closed) return false;
+      if (this.replanning !== undefined) {
+        await this.replanning;
+        continue;
+      }
+      if (this.allowed !== undefined && this.on === judged && !clusterStale(this.live))
+        return this.allowed.has(intentKey(intent));
+      const once = this.replan(judged, s).then(() => undefined);
+      this.replanning = once;
+      try {
+        await once;
+      } finally {
+        this.replanning = undefined;
+      }
+    }
   }
+
+  /** The one live read and plan under way, that concurrent writers wait for (never two at once). */
+  private replanning: Promise<void> | undefined;
 
   private async replan(judged: Snapshot, s: Snapshot): Promise<Plan> {
     if (clusterStale(this.live)) await readLive(this.deps, this.res, s, [], this.live);
@@ -80,8 +104,62 @@ export interface ConvergedOne {
 }
 
 /**
- * One Machine converged to its intent: each attempt first passes the live-Cluster gate, then writes; a 409 (or a
- * Machine not read yet) reads it live and decides again through `redecide`, at most ROUNDS times.
+ * The lanes of one pass's Machine writes: a gate-and-write holds a shared lane; a 409's re-read and new decision
+ * (which may record it on the check) holds them all, once every write in flight has settled, and no write goes out
+ * until it is done — so no write is let through by a plan older than a check write made since, and the plan is made
+ * again on what the writes in flight left (DESIGN: "Before any write"; a 409 "is a live re-read and a new decision").
+ */
+export class Lanes {
+  private inFlight = 0;
+  private alone: Promise<void> | undefined;
+  private drained: (() => void)[] = [];
+
+  /** A shared lane, once no exclusive section is pending: the returned function leaves it (once). */
+  async enter(): Promise<() => void> {
+    while (this.alone !== undefined) await this.alone;
+    this.inFlight++;
+    let left = false;
+    return () => {
+      if (left) return;
+      left = true;
+      if (--this.inFlight === 0) for (const wake of this.drained.splice(0)) wake();
+    };
+  }
+
+  /** `f` alone: no new lane is entered from now on, and `f` runs once every lane in use is left. */
+  async exclusively<T>(f: () => Promise<T>): Promise<T> {
+    while (this.alone !== undefined) await this.alone;
+    let done!: () => void;
+    this.alone = new Promise<void>((r) => (done = r));
+    try {
+      while (this.inFlight > 0) await new Promise<void>((r) => this.drained.push(r));
+      return await f();
+    } finally {
+      this.alone = undefined;
+      done();
+    }
+  }
+
+  /** Lanes in use now (tests). */
+  get writing(): number {
+    return this.inFlight;
+  }
+}
+
+/** What converging one Machine needs of its pass. */
+export interface Converging {
+  gate: LiveClusterGate;
+  lanes: Lanes;
+  /** The snapshot the acting decision was made on, as it is now. */
+  judged: () => Snapshot;
+  /** Decided again on the Machine as a 409 re-read it (run alone: Lanes.exclusively). */
+  redecide: (s: Snapshot) => MarkIntent | undefined | Promise<MarkIntent | undefined>;
+}
+
+/**
+ * One Machine converged to its intent: each attempt first passes the live-Cluster gate, then writes, in a shared lane
+ * (`entered`: the caller's, already entered for the first attempt); a 409 (or a Machine not read yet) reads it live
+ * and decides again through `redecide`, alone, at most ROUNDS times.
  */
 export async function convergeOne(
   deps: ConvergeDeps,
@@ -89,38 +167,51 @@ export async function convergeOne(
   intent: MarkIntent,
   live: Live,
   s: Snapshot,
-  gate: LiveClusterGate,
-  judged: () => Snapshot,
-  redecide: (s: Snapshot) => MarkIntent | undefined | Promise<MarkIntent | undefined>,
+  c: Converging,
+  entered: () => void,
 ): Promise<ConvergedOne> {
+  const { gate, lanes } = c;
   let current: MarkIntent | undefined = intent;
   let result: Converged = 'none';
-  for (let attempt = 0; current !== undefined && attempt < ROUNDS; attempt++) {
-    if (!(await gate.allows(judged(), s, current))) {
-      deps.log.info('the live Cluster holds this write back (paused since it was decided?)', {
-        Machine: ref(current.machine),
+  let leave: (() => void) | undefined = entered;
+  try {
+    for (let attempt = 0; current !== undefined && attempt < ROUNDS; attempt++) {
+      leave ??= await lanes.enter();
+      if (!(await gate.allows(c.judged(), s, current))) {
+        deps.log.info('the live Cluster holds this write back (paused since it was decided?)', {
+          Machine: ref(current.machine),
+        });
+        return { result: 'none', s, unsettled: false, held: true };
+      }
+      result = await converge(deps, machineRes, current, live, s);
+      if (typeof result === 'object' && outcomeUnknown(result.error)) {
+        // No answer, or a 5xx: the write may have landed. The Machine is read so that neither this pass nor the caches
+        // go on from the version before it (a mark that landed counts in flight; issue 35, seed 233753310).
+        // Only the verdict on this write is taken from the read: the pass goes on with the snapshot judged (a rebuilt
+        // one would carry other Machines' newer versions into writes decided on older ones: seed 191426184).
+        if (await readBack(deps, machineRes, current, live, s, gate)) result = 'ok';
+      }
+      if (result === 'ok') deps.emit(current.event, s.check);
+      leave();
+      leave = undefined;
+      if (result !== 'conflict' && result !== 'unread') break;
+      // Not read yet, or CAPI changed it since: read it and decide again — alone, on what the writes in flight left.
+      const m: MarkIntent = current;
+      const again = await lanes.exclusively(async () => {
+        live.machines.delete(m.machine.uid);
+        await readLive(deps, machineRes, s, [m.machine], live, false);
+        const rebuilt = gate.build();
+        if (rebuilt === undefined) return undefined;
+        s = rebuilt;
+        return { next: await c.redecide(rebuilt) };
       });
-      return { result: 'none', s, unsettled: false, held: true };
+      if (again === undefined) break;
+      current = again.next;
+      if (current === undefined)
+        deps.log.info('decided again on the changed Machine: nothing to write now', { Machine: ref(intent.machine) });
     }
-    result = await converge(deps, machineRes, current, live, s);
-    if (typeof result === 'object' && outcomeUnknown(result.error)) {
-      // No answer, or a 5xx: the write may have landed. The Machine is read so that neither this pass nor the caches
-      // go on from the version before it (a mark that landed counts in flight; issue 35, seed 233753310).
-      // Only the verdict on this write is taken from the read: the pass goes on with the snapshot judged (a rebuilt one
-      // would carry other Machines' newer versions into writes decided on older ones: seed 191426184).
-      if (await readBack(deps, machineRes, current, live, s, gate)) result = 'ok';
-    }
-    if (result === 'ok') deps.emit(current.event, s.check);
-    if (result !== 'conflict' && result !== 'unread') break;
-    // Not read yet, or CAPI changed it since: read it and decide again.
-    live.machines.delete(current.machine.uid);
-    await readLive(deps, machineRes, s, [current.machine], live, false);
-    const rebuilt = gate.build();
-    if (rebuilt === undefined) break;
-    s = rebuilt;
-    current = await redecide(s);
-    if (current === undefined)
-      deps.log.info('decided again on the changed Machine: nothing to write now', { Machine: ref(intent.machine) });
+  } finally {
+    leave?.();
   }
   return {
     result,

@@ -5,7 +5,8 @@
 // controller, refuse one Machine's writes for good (403/422, as a policy webhook), or let the Machine change
 // between the live read and the write (a real 409). The owners (owners.ts) act on CAPI's contract as CAPI's code
 // does. Every accepted write goes to the oracle (oracle.ts) with the Machine as it was, and the world keeps the
-// times it knows to be true, from which the oracle computes deadlines.
+// times it knows to be true, from which the oracle computes deadlines. Requests in flight together may be taken in a
+// seeded order (interleave): the executor's concurrent Machine writes interleave at the apiserver.
 import type { BootstrapConfigFacts } from '../../../api/capi/model.js';
 import type { MachineJoinCheckSpec } from '../../../api/v1alpha1/types.js';
 import { ApiError, type Json, type RestClient } from '../../../runtime/client/rest.js';
@@ -109,6 +110,16 @@ export class World {
    * next request.
    */
   staleAfterWrite = 0;
+  /**
+   * Armed for the next reconcile: the seed of the order in which its requests in flight together reach the apiserver.
+   * Each request then waits for its turn (the ones sent together are taken in a seeded random order, one at a time, each
+   * applied and answered before the next is taken): the executor's concurrent Machine writes — and two leaders'
+   * requests — interleave, reproducibly. Unset: each request is applied when it is made (the kept histories' world).
+   */
+  interleave: number | undefined;
+  private turns: { go: () => void; machineWrite: string | undefined }[] = [];
+  private taking = false;
+  private draw = 0;
   /** The owners' and the MachineHealthCheck's clocks against the world's (ms, a few seconds either way). */
   ownerSkewMs = 0;
   /** The caches of the JoinGuard process of that name (set by the driver): where mid-reconcile events go. */
@@ -629,9 +640,43 @@ export class World {
     });
   }
 
+  /** A request's turn (interleave): once every request made meanwhile waits too, one of them is taken at random. */
+  /** `machineWrite`: the process that writes a Machine with this request. */
+  private async turn(machineWrite?: string): Promise<void> {
+    if (this.interleave === undefined) return;
+    await new Promise<void>((r) => {
+      this.turns.push({ go: r, machineWrite });
+      if (!this.taking) {
+        this.taking = true;
+        setImmediate(() => this.take());
+      }
+    });
+  }
+
+  private take(): void {
+    this.taking = false;
+    if (this.turns.length === 0) return;
+    if (this.turns.length > 1) count('requests interleaved (taken among several in flight)');
+    const writers = this.turns.flatMap((x) => (x.machineWrite !== undefined ? [x.machineWrite] : []));
+    if (writers.length > 1) count('Machine writes interleaved (several in flight)');
+    if (new Set(writers).size < writers.length) count("Machine writes interleaved (one pass's, several in flight)");
+    // mulberry32 over the seed and the draw
+    let x = ((this.interleave ?? 0) + 0x6d2b79f5 * ++this.draw) | 0;
+    x = Math.imul(x ^ (x >>> 15), x | 1);
+    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
+    const n = ((x ^ (x >>> 14)) >>> 0) % this.turns.length;
+    const [go] = this.turns.splice(n, 1);
+    go!.go();
+    if (this.turns.length > 0) {
+      this.taking = true;
+      setImmediate(() => this.take());
+    }
+  }
+
   rest(who = 'joinguard'): RestClient {
     const trace = (what: string) => process.env['PROPERTY_DEBUG'] === '2' && console.log(`    ${who}: ${what}`);
     const get = async (path: string): Promise<Json> => {
+      if (this.interleave !== undefined) await this.turn();
       if (this.crashed.has(who)) throw new Crash(`${who} is dead`);
       this.flushStale(who);
       trace(`GET ${path.split('/').slice(-2).join('/')}`);
@@ -678,9 +723,16 @@ export class World {
     };
     return {
       get,
-      mergePatch: async (path: string, body: Json) => patch('PATCH', path, body, false),
-      jsonPatch: async (path: string, ops: Json[]) => patch('PATCH', path, ops, true),
+      mergePatch: async (path: string, body: Json) => {
+        if (this.interleave !== undefined) await this.turn(this.machinePath(path) !== undefined ? who : undefined);
+        return patch('PATCH', path, body, false);
+      },
+      jsonPatch: async (path: string, ops: Json[]) => {
+        if (this.interleave !== undefined) await this.turn();
+        return patch('PATCH', path, ops, true);
+      },
       put: async (path: string, body: Json) => {
+        if (this.interleave !== undefined) await this.turn();
         this.flushStale(who);
         trace(
           `PUT ${path.split('/').slice(-2).join('/')} rv ${body.metadata?.resourceVersion} requests ${JSON.stringify((body.status?.requests ?? []).map((r: Json) => [r.machine, r.state]))}`,
@@ -693,10 +745,11 @@ export class World {
             : { ...c, metadata: { ...structuredClone(body.metadata) } },
         );
       },
-      deleteWithPreconditions: async (path: string, uid: string, rv: string) =>
-        this.flushStale(who) ||
-        trace(`DELETE ${path.split('/').slice(-1)} rv ${rv}`) ||
-        this.machineWrite(
+      deleteWithPreconditions: async (path: string, uid: string, rv: string) => {
+        if (this.interleave !== undefined) await this.turn(who);
+        this.flushStale(who);
+        trace(`DELETE ${path.split('/').slice(-1)} rv ${rv}`);
+        return this.machineWrite(
           who,
           'DELETE',
           path,
@@ -706,7 +759,8 @@ export class World {
             m.metadata.deletionTimestamp = iso(this.t);
           },
           'delete',
-        ),
+        );
+      },
     } as unknown as RestClient;
   }
 
