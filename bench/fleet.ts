@@ -19,11 +19,13 @@ import {
   kubeadmConfig,
   kubeadmControlPlane,
   kubeconfigSecret,
+  livePool,
   machine,
   machineHealthCheck,
   machineJoinCheck,
   machineSet,
   NAMESPACE,
+  PAUSED,
   REST_TIMEOUT_S,
   WATCH_FILTER,
   type MachineSpec,
@@ -144,7 +146,7 @@ export async function createCluster(
   });
   await create(rest, `/api/v1/namespaces/${NAMESPACE}/secrets`, kubeconfigSecret(c, o.kubeconfigYaml));
   await create(rest, capiPath('clusters'), cluster(c, labels));
-  for (const kind of ['rest', 'watch'] as const) {
+  for (const kind of ['rest', 'watch', 'live'] as const) {
     const ms = await create(rest, capiPath('machinesets'), machineSet(c, `${c}-${kind}`, labels));
     owners.set(`${c}-${kind}`, ms.metadata.uid);
   }
@@ -211,9 +213,30 @@ export function restingMachines(shape: FleetShape): MachineSpec[] {
 export const parkedTags = (plan: { kind: string; tag: string }[]) =>
   plan.filter((p) => p.kind !== 'burst' && p.kind !== 'replicas').map((p) => p.tag);
 
-/** The stuck Machines of the phases with these tags, parked: saved in the fleet, flipped by their phase. */
+/**
+ * The stuck Machines of the phases with these tags, parked: saved in the fleet, flipped by their phase. Each phase's
+ * first one is owned by its Cluster's live MachineSet (ownerAnswers), the rest by the paused `-watch`.
+ */
 export function parkedMachines(shape: FleetShape, tags: string[]): MachineSpec[] {
-  return tags.flatMap((t) => stuckMachines(shape, t).map((m) => ({ ...m, parked: true })));
+  return tags.flatMap((t) => withLiveOwner(stuckMachines(shape, t)).map((m) => ({ ...m, parked: true })));
+}
+
+/** A phase's stuck Machines, the first owned by its Cluster's live MachineSet (livePool): that owner answers. */
+export const withLiveOwner = (specs: MachineSpec[]): MachineSpec[] =>
+  specs.map((m, i) => (i === 0 ? { ...m, owner: livePool(m.cluster) } : m));
+
+/**
+ * The live MachineSets set going once they own their Machines: replicas = the Machines each owns (it neither
+ * scales up nor down; a Machine it deletes as remediation is replaced by one with no pool), unpaused.
+ */
+export async function startLiveOwners(rest: KubeClient, machines: MachineSpec[]): Promise<void> {
+  const owned = new Map<string, number>();
+  for (const m of machines) if (m.owner) owned.set(m.owner, (owned.get(m.owner) ?? 0) + 1);
+  for (const [ms, replicas] of owned)
+    await rest.mergePatch(capiPath('machinesets', ms), {
+      metadata: { annotations: { [PAUSED]: null } },
+      spec: { replicas },
+    });
 }
 
 /** A phase's stuck Machines (`tag` names the phase), spread over the given Clusters (default: all of them). */
@@ -243,8 +266,8 @@ export async function createMachine(rest: KubeClient, m: MachineSpec, owners: Ow
   await create(rest, benchPath(BENCH_MACHINE), benchMachine(m));
   if (!m.parked) await provisionInfrastructure(rest, m.name);
   await create(rest, configPath(), kubeadmConfig(m));
-  const owner = owners.get(m.controlPlaneIndex !== undefined ? m.cluster : m.pool);
-  if (!owner) throw new Error(`${m.name}: no owner ${m.pool} created`);
+  const owner = owners.get(m.controlPlaneIndex !== undefined ? m.cluster : (m.owner ?? m.pool));
+  if (!owner) throw new Error(`${m.name}: no owner ${m.owner ?? m.pool} created`);
   await create(rest, capiPath('machines'), machine(m, owner));
 }
 

@@ -55,6 +55,7 @@ export function phaseSummary(p: PhaseResult) {
     timeoutS: p.timeoutS,
     loadavg: Object.fromEntries(Object.entries(p.edges).map(([k, e]) => [k, e.loadavg])),
     detection: Object.fromEntries(Object.entries(p.detection).map(([s, d]) => [s, detectionFields(d)])),
+    ...(p.owners ? { owners: p.owners } : {}),
     ...(p.race
       ? {
           race: {

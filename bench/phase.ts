@@ -14,7 +14,17 @@
 import type { AuditWindow, ClientCounts, ShardAudit } from './audit.js';
 import type { JoinGuardProcess } from './controller-process.js';
 import { USER_JOINGUARD } from './env.js';
-import { clusterTimes, freshChecks, SHARDS, shardOfName, stuckMachines, watchHealthChecks } from './fleet.js';
+import {
+  clusterTimes,
+  freshChecks,
+  SHARDS,
+  shardOfName,
+  stuckMachines,
+  watchHealthChecks,
+  withLiveOwner,
+} from './fleet.js';
+import { checkPath } from './fleet-objects.js';
+import type { Json } from '../hack/testenv/kube-client.js';
 import { detection, machineRows, race, type SideDetection } from './latency.js';
 import {
   afterGrace,
@@ -83,6 +93,8 @@ export interface PhaseResult {
   /** Phase replicas: which replica led after the first reconcile, which waited. */
   replicas?: { leaderAtStart: string; standbyAtStart: string };
   shards?: ShardFigures[];
+  /** The phase's Machines whose owner is a live MachineSet (bench/fleet-objects.ts livePool): see ownersAnswered. */
+  owners?: OwnerFigures;
   /** Read from the audit log when the invocation ends (bench/session.ts). */
   audit?: {
     windows: Record<string, Record<string, ClientCounts>>;
@@ -93,6 +105,30 @@ export interface PhaseResult {
   /** Kept in the raw file only (bench/report.ts): every stuck Machine's inputs and marks. */
   machineRows?: ReturnType<typeof machineRows>;
   error?: string;
+}
+
+export interface OwnerFigures {
+  /** Stuck Machines owned by a live MachineSet. */
+  live: number;
+  /** Of those, the ones their owner deleted (marked, then gone) within the detection window. */
+  answered: number;
+  /** JoinGuard's closing writes (a remediation's finishedTime) on them within the window: counted in requestsPerMark. */
+  closingWrites: number;
+}
+
+/** At the detection window's end (`to`): what the live owners did with the phase's Machines, and JoinGuard after. */
+async function ownersAnswered(ctx: Context, live: string[], to: number): Promise<OwnerFigures> {
+  const names = new Set(live);
+  const checks = (await ctx.bench.driver.list(checkPath())).items;
+  // finishedTime has whole seconds: a second's margin keeps a write after `to` out of the count.
+  const closed = checks
+    .flatMap((c) => (c.status?.remediations ?? []) as Json[])
+    .filter((e) => names.has(e.machine) && e.finishedTime && Date.parse(e.finishedTime) + 1000 <= to);
+  return {
+    live: live.length,
+    answered: live.filter((n) => !ctx.machines.present.has(n)).length,
+    closingWrites: new Set(closed.map((e) => e.machine)).size,
+  };
 }
 
 /** The control-plane processes' peaks within [from, now]. */
@@ -202,8 +238,11 @@ export async function runStandard(
     const detect = window(`${p.id}:detection`);
     const specs = stuckMachines(ctx.shape, p.tag);
     names = specs.map((s) => s.name);
-    if (specs.every((s) => ctx.parked?.has(s.name))) await flipPaced(ctx, specs, t.stuckSpreadMs);
+    const flipped = specs.every((s) => ctx.parked?.has(s.name));
+    if (flipped) await flipPaced(ctx, specs, t.stuckSpreadMs);
     else await createPaced(ctx, specs, t.stuckSpreadMs);
+    // Parked phases only: their first Machine is saved owned by the live MachineSet (bench/fleet.ts parkedMachines).
+    const live = flipped ? withLiveOwner(specs).flatMap((s) => (s.owner ? [s.name] : [])) : [];
     await provisioned(ctx, names, Math.max(...Object.values(r.timeoutS)) * 1000 + 300_000);
     const clusters = await clusterTimes(kube);
     const records = ctx.machines.named(names);
@@ -217,6 +256,7 @@ export async function runStandard(
     detect.to = Date.now();
     r.windows.detection = detect;
     r.edges.detectionEnd = await edge(ctx, procs);
+    if (live.length) r.owners = await ownersAnswered(ctx, live, detect.to);
     for (const s of r.sides) r.detection[s] = detection(s, records, clusters, r.timeoutS[s]! * 1000, windowEnd);
     if (r.sides.length === 2) r.race = race(records, windowEnd);
     r.machineRows = machineRows(records, clusters, {

@@ -48,6 +48,7 @@ import {
   pool,
   restingMachines,
   shardOfName,
+  startLiveOwners,
   WATCH_FILTER,
   type FleetShape,
 } from './fleet.js';
@@ -189,6 +190,7 @@ export async function ensureFleet(o: SessionOptions): Promise<{ cache: FleetCach
       await buildFleet(ctx as unknown as Context, bench);
       // Not Provisioned (their infrastructure not ready): no back-pressure to wait on.
       await pool(parked, 16, (m) => createMachine(bench.driver, m, ctx.owners));
+      await startLiveOwners(bench.driver, parked);
       o.log(`${parked.length} stuck Machines parked for ${parkedTags(o.plan).length} phases`);
     } finally {
       machines.stop();
