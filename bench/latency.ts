@@ -61,6 +61,18 @@ export function deadline(
   return Math.max(...(times as number[])) + timeoutMs;
 }
 
+/**
+ * Clusters whose control plane the bench said initialized at a known moment (the burst writes its KubeadmControlPlanes'
+ * status): their initialization as JoinGuard's clock takes it. Stub: the Cluster's condition only.
+ */
+export function initializedWhenSaid(
+  clusters: Map<string, ClusterTimes>,
+  saidAt: Map<string, number>,
+): Map<string, ClusterTimes> {
+  void saidAt;
+  return clusters;
+}
+
 const isStuck = (r: MachineRecord) => r.pool.endsWith('-watch');
 const clusterOfPool = (pool: string) => pool.replace(/-(watch|rest)$/, '');
 
