@@ -4,7 +4,8 @@
 // that lands on one is reported as that lower bound with `censored: true`, never dropped.
 // Each side's deadline uses that controller's own clock rule, from the same objects it reads:
 //   JoinGuard (DESIGN): latest of Machine creation, InfrastructureReady, BootstrapConfigReady and the
-//     Cluster's ControlPlaneInitialized, + joinTimeout
+//     Cluster's ControlPlaneInitialized (or, where the bench wrote a KCP's status initialized first, that second:
+//     initializedWhenSaid), + joinTimeout
 //   MHC (CAPI v1.14 machinehealthcheck_targets.go): latest of Machine creation, Cluster
 //     ControlPlaneInitialized, Cluster InfrastructureReady and Machine InfrastructureReady, + nodeStartupTimeout
 // Transition times have whole-second precision in the API; both controllers see the same truncated values.
@@ -63,14 +64,26 @@ export function deadline(
 
 /**
  * Clusters whose control plane the bench said initialized at a known moment (the burst writes its KubeadmControlPlanes'
- * status): their initialization as JoinGuard's clock takes it. Stub: the Cluster's condition only.
+ * status, bench/fleet.ts initializeControlPlane): their initialization as JoinGuard's clock may take it. JoinGuard
+ * takes either the Cluster's or the KubeadmControlPlane's word (DESIGN: "the Cluster or the KubeadmControlPlane says
+ * initialized"); the KCP's status has no time, so JoinGuard keeps the first time it saw it, in whole seconds
+ * (controllers/joincheck/rules/clocks.ts controlPlaneInitializedAt), and CAPI's condition on the Cluster comes later.
+ * The deadline starts at the earlier of the condition and the second in which the bench wrote the KCP's status:
+ * JoinGuard cannot have seen it before, so no mark of its can be early by this rule, and a latency is at most that
+ * gap (well under a second here) longer than from JoinGuard's own time.
  */
 export function initializedWhenSaid(
   clusters: Map<string, ClusterTimes>,
   saidAt: Map<string, number>,
 ): Map<string, ClusterTimes> {
-  void saidAt;
-  return clusters;
+  const out = new Map(clusters);
+  for (const [name, said] of saidAt) {
+    const c = clusters.get(name);
+    const cond = c?.controlPlaneInitializedAt;
+    if (!c || cond === undefined) continue;
+    out.set(name, { ...c, controlPlaneInitializedAt: Math.min(cond, Math.floor(said / 1000) * 1000) });
+  }
+  return out;
 }
 
 const isStuck = (r: MachineRecord) => r.pool.endsWith('-watch');
