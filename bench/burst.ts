@@ -10,6 +10,7 @@
 // deadline until the last Machine is marked, p50/p99/max over all of them (censored ones included).
 import { USER_JOINGUARD } from './env.js';
 import {
+  BURST_PER_CLUSTER,
   clusterName,
   clusterTimes,
   createCluster,
@@ -35,8 +36,6 @@ import {
 import type { JoinGuardProcess } from './controller-process.js';
 import { round } from './stats.js';
 
-const PER_CLUSTER = 100;
-
 export async function runBurst(
   ctx: Context & { commit: string; burst: number; burstsSoFar: number },
   p: PhasePlan,
@@ -48,7 +47,7 @@ export async function runBurst(
   const grace = t.connectionGraceMs ?? 120_000;
   const joinTimeoutS = Math.round(grace / 1000) + t.joinTimeoutS;
   r.timeoutS = { joinguard: joinTimeoutS };
-  const n = Math.ceil(ctx.burst / PER_CLUSTER);
+  const n = Math.ceil(ctx.burst / BURST_PER_CLUSTER);
   // Clusters after the fleet's (and after an earlier burst's, whose control planes are initialized already).
   const first = ctx.shape.clusters + ctx.burstsSoFar * n;
   const burstClusters = Array.from({ length: n }, (_, i) => clusterName(first + i));
@@ -56,11 +55,14 @@ export async function runBurst(
   let jg: JoinGuardProcess | undefined;
   let names: string[] = [];
   try {
-    for (const c of burstClusters)
-      await createCluster(kube, ctx.shape, c, { ...o, initialized: false, healthChecks: true }, ctx.owners);
     const specs = stuckMachines(ctx.shape, p.tag, ctx.burst, burstClusters);
     names = specs.map((s) => s.name);
-    await createPaced(ctx, specs, 0);
+    // The first burst's Clusters and Machines are saved in the fleet (bench/fleet.ts burstFleet); a later one's made now.
+    if (!specs.every((s) => ctx.parked?.has(s.name))) {
+      for (const c of burstClusters)
+        await createCluster(kube, ctx.shape, c, { ...o, initialized: false, healthChecks: true }, ctx.owners);
+      await createPaced(ctx, specs, 0);
+    }
     await provisioned(ctx, names, 600_000);
     const made = [
       ...(await freshChecks(kube, ctx.shape, t.joinTimeoutS, ctx.clusters)),

@@ -86,8 +86,9 @@ export function initializedWhenSaid(
   return out;
 }
 
-const isStuck = (r: MachineRecord) => r.pool.endsWith('-watch');
-const clusterOfPool = (pool: string) => pool.replace(/-(watch|rest)$/, '');
+// A phase's stuck Machines are in `<cluster>-watch`, a host phase's in `<cluster>-long` (bench/plan.ts).
+const isStuck = (r: MachineRecord) => /-(watch|long)$/.test(r.pool);
+export const clusterOfPool = (pool: string) => pool.replace(/-(watch|rest|long)$/, '');
 
 export function detection(
   side: Side,

@@ -51,6 +51,15 @@ export function phaseSummary(p: PhaseResult) {
     repeat: p.repeat,
     measured: p.measured,
     durationS: p.durationS,
+    ...(p.budgetS ? { budgetS: p.budgetS } : {}),
+    ...(p.hosted
+      ? {
+          hosted: {
+            seconds: Math.round((p.hosted.to - p.hosted.from) / 1000),
+            overranS: p.hosted.overranS,
+          },
+        }
+      : {}),
     ...(p.error ? { error: p.error } : {}),
     timeoutS: p.timeoutS,
     loadavg: Object.fromEntries(Object.entries(p.edges).map(([k, e]) => [k, e.loadavg])),

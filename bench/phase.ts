@@ -23,9 +23,9 @@ import {
   watchHealthChecks,
   withLiveOwner,
 } from './fleet.js';
-import { checkPath } from './fleet-objects.js';
+import { checkPath, livePool } from './fleet-objects.js';
 import type { Json } from '../hack/testenv/kube-client.js';
-import { detection, machineRows, race, type SideDetection } from './latency.js';
+import { clusterOfPool, deadline, detection, machineRows, race, type SideDetection } from './latency.js';
 import {
   afterGrace,
   createPaced,
@@ -43,6 +43,7 @@ import {
   type Edge,
   type ProcessFigures,
 } from './phase-kit.js';
+import { HOST_MARGIN_MS } from './plan.js';
 import { shardDetection, shardUser, type ShardFigures } from './sharded.js';
 import type { LatencyBySecond, FirstWrites } from './audit-latency.js';
 import type { Side } from './watch.js';
@@ -68,7 +69,18 @@ export interface PhasePlan {
   /** Short and unique in the invocation, in Machine names: `p07`. */
   tag: string;
   quietMs: number;
+  /** The pool suffix of its stuck Machines and MHC when not `watch` (a host's `long`, bench/plan.ts). */
+  pool?: string;
+  /** Phases run while this one waits for its deadlines (its pool is selected by nothing of theirs). */
+  hosts?: string[];
+  /** The host this phase runs inside, when it fits (else after the host). */
+  hostedBy?: string;
+  /** Its time budget in seconds (bench/plan.ts), printed at the start and beside the actual. */
+  budgetS?: number;
 }
+
+/** A host phase's wait: run other phases until `until` (ms since the epoch), the host's first deadline less a margin. */
+export type Idle = (until: number) => Promise<void>;
 
 export interface PhaseResult {
   id: string;
@@ -93,6 +105,10 @@ export interface PhaseResult {
   /** Phase replicas: which replica led after the first reconcile, which waited. */
   replicas?: { leaderAtStart: string; standbyAtStart: string };
   shards?: ShardFigures[];
+  /** Its budget in seconds (bench/plan.ts), beside durationS. */
+  budgetS?: number;
+  /** A host: when the phases it hosted ran, its first deadline, how far past it they ran (0: they ended before). */
+  hosted?: { from: number; to: number; firstDeadline: number; overranS: number };
   /** The phase's Machines whose owner is a live MachineSet (bench/fleet-objects.ts livePool): see ownersAnswered. */
   owners?: OwnerFigures;
   /** Read from the audit log when the invocation ends (bench/session.ts). */
@@ -131,6 +147,20 @@ async function ownersAnswered(ctx: Context, live: string[], to: number): Promise
   };
 }
 
+function firstDeadline(
+  records: ReturnType<Context['machines']['named']>,
+  clusters: Awaited<ReturnType<typeof clusterTimes>>,
+  timeoutS: Partial<Record<Side, number>>,
+): number {
+  let first = Infinity;
+  for (const rec of records)
+    for (const [side, t] of Object.entries(timeoutS) as [Side, number][]) {
+      const d = deadline(side, rec, clusters.get(clusterOfPool(rec.pool)), t * 1000);
+      if (d !== undefined) first = Math.min(first, d);
+    }
+  return first;
+}
+
 /** The control-plane processes' peaks within [from, now]. */
 export function phasePeaks(ctx: Context, from: number): Record<string, number | undefined> {
   return Object.fromEntries(ctx.samplers.map((s) => [s.label, s.peakBetween(from, Date.now())]));
@@ -157,6 +187,7 @@ export function emptyResult(ctx: Context & { commit: string }, p: PhasePlan, sta
 export async function runStandard(
   ctx: Context & { commit: string; cpuLimit: string },
   p: PhasePlan,
+  idle?: Idle,
 ): Promise<PhaseResult> {
   const kube = ctx.bench.driver;
   const t = ctx.timing;
@@ -173,7 +204,8 @@ export async function runStandard(
   const procs: JoinGuardProcess[] = [];
   let names: string[] = [];
   try {
-    if (hasMhc) await watchHealthChecks(kube, ctx.clusters, r.timeoutS.mhc);
+    const suffix = p.pool ?? 'watch';
+    if (hasMhc) await watchHealthChecks(kube, ctx.clusters, r.timeoutS.mhc, suffix);
     const made = hasJg ? await freshChecks(kube, ctx.shape, jgTimeoutS, ctx.clusters) : [];
     await ctx.machines.settle(t.settleMs, 300_000);
     const firstAt = new Map<JoinGuardProcess, { at: number; checks: number }>();
@@ -235,14 +267,14 @@ export async function runStandard(
     await afterGrace(ctx, Math.min(...Object.values(r.timeoutS)));
 
     r.edges.detectionStart = await edge(ctx, procs);
-    const detect = window(`${p.id}:detection`);
-    const specs = stuckMachines(ctx.shape, p.tag);
+    let detect = window(`${p.id}:detection`);
+    const specs = stuckMachines(ctx.shape, p.tag, undefined, undefined, suffix);
     names = specs.map((s) => s.name);
     const flipped = specs.every((s) => ctx.parked?.has(s.name));
     if (flipped) await flipPaced(ctx, specs, t.stuckSpreadMs);
     else await createPaced(ctx, specs, t.stuckSpreadMs);
     // Parked phases only: their first Machine is saved owned by the live MachineSet (bench/fleet.ts parkedMachines).
-    const live = flipped ? withLiveOwner(specs).flatMap((s) => (s.owner ? [s.name] : [])) : [];
+    const live = flipped ? withLiveOwner(specs).flatMap((s) => (s.owner === livePool(s.cluster) ? [s.name] : [])) : [];
     await provisioned(ctx, names, Math.max(...Object.values(r.timeoutS)) * 1000 + 300_000);
     const clusters = await clusterTimes(kube);
     const records = ctx.machines.named(names);
@@ -252,6 +284,24 @@ export async function runStandard(
     ctx.log(
       `${names.length} stuck Machines created; the detection window closes in ${Math.round((windowEnd - Date.now()) / 1000)} s`,
     );
+    if (idle) {
+      // A host: other phases run until shortly before its first deadline. Its counts (requests, CPU, reconciles)
+      // then come from its marks window only, from the end of that wait; its flips are a window of their own.
+      const first = firstDeadline(records, clusters, r.timeoutS);
+      const from = Date.now();
+      await idle(first - HOST_MARGIN_MS);
+      r.windows.flips = { ...detect, name: `${p.id}:flips`, to: from };
+      if (Date.now() > first)
+        ctx.log(`${p.id}: the hosted phases ran ${Math.round((Date.now() - first) / 1000)} s past its first deadline`);
+      r.hosted = {
+        from,
+        to: Date.now(),
+        firstDeadline: first,
+        overranS: Math.max(0, Math.round((Date.now() - first) / 1000)),
+      };
+      r.edges.detectionStart = await edge(ctx, procs);
+      detect = window(`${p.id}:detection`);
+    }
     await sleep(Math.max(0, windowEnd - Date.now()));
     detect.to = Date.now();
     r.windows.detection = detect;
@@ -280,7 +330,7 @@ export async function runStandard(
     r.phasePeakKiB = phasePeaks(ctx, start);
     r.durationS = Math.round((Date.now() - start) / 1000);
     if (hasMhc)
-      await watchHealthChecks(kube, ctx.clusters, undefined).catch((e: Error) =>
+      await watchHealthChecks(kube, ctx.clusters, undefined, p.pool).catch((e: Error) =>
         ctx.log(`MHCs not removed: ${e.message}`),
       );
     await removeMachines(ctx, names).catch((e: Error) => ctx.log(`Machines not removed: ${e.message}`));
