@@ -1,6 +1,8 @@
 // Unit test: which phases an invocation runs, in what order, and the medians the summary is made of.
 import { expect } from 'chai';
 import { parseArgs, planOf, timingFor } from './args.js';
+import { fleetShape } from './fleet.js';
+import { planBudget } from './plan.js';
 import { spread } from './stats.js';
 
 describe('bench: the phases of an invocation', () => {
@@ -50,6 +52,47 @@ describe('bench: the phases of an invocation', () => {
     const t = timingFor(a);
     expect([t.joinTimeoutS, t.mhcTimeoutS, t.mhcLongTimeoutS]).to.deep.equal([60, 60, 600]);
     expect(() => parseArgs(['--phases', 'nope'])).to.throw(/unknown phase nope/);
+  });
+
+  it('has a headline plan: JoinGuard alone 3 times, the 10m MHC on a pool of its own hosting round 1 and the 60 s MHC', () => {
+    const a = parseArgs(['--plan', 'headline', '--machines', '10000']);
+    const plan = planOf(a);
+    expect(plan.map((p) => p.id)).to.deep.equal([
+      'mhc-long#1',
+      'joinguard#1',
+      'mhc#1',
+      'both#1',
+      'joinguard#2',
+      'cpu#1',
+      'joinguard#3',
+      'burst#1',
+      'replicas#1',
+    ]);
+    expect(plan[0]!.pool).to.equal('long');
+    expect(plan[0]!.hosts).to.deep.equal(['joinguard#1', 'mhc#1']);
+    expect(plan.filter((p) => p.hostedBy).map((p) => p.id)).to.deep.equal(['joinguard#1', 'mhc#1']);
+    expect(new Set(plan.map((p) => p.tag)).size).to.equal(plan.length);
+    expect(plan.filter((p) => p.quietMs > 0).map((p) => [p.id, p.quietMs])).to.deep.equal([
+      ['joinguard#1', 60_000],
+      ['joinguard#2', 60_000],
+      ['joinguard#3', 60_000],
+    ]);
+    const t = timingFor(a);
+    expect([t.joinTimeoutS, t.mhcTimeoutS, t.mhcLongTimeoutS, t.tailMs, t.mhcTailMs]).to.deep.equal([
+      30, 60, 600, 30_000, 60_000,
+    ]);
+    expect(() => parseArgs(['--plan', 'headline', '--phases', 'joinguard'])).to.throw(/fixes its phases/);
+    expect(() => parseArgs(['--plan', 'nope'])).to.throw(/unknown plan nope/);
+  });
+
+  it("prints a budget per phase, the hosted ones inside their host's wait", () => {
+    const a = parseArgs(['--plan', 'headline', '--machines', '10000']);
+    const plan = planOf(a);
+    const b = planBudget(plan, timingFor(a), fleetShape(10000), 500);
+    expect(plan.every((p) => (p.budgetS ?? 0) > 0)).to.equal(true);
+    const outside = plan.filter((p) => !p.hostedBy).reduce((s, p) => s + p.budgetS!, 0);
+    expect(b.totalS).to.be.at.least(b.restoreS + outside);
+    expect(b.lines.find((l) => l.trim().startsWith('joinguard#1'))).to.match(/inside mhc-long#1's wait/);
   });
 
   it('writes raw data out of the tree, results where asked', () => {

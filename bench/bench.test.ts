@@ -88,6 +88,15 @@ describe('bench (smoke size)', function () {
     expect(race.joinguardFirst + race.mhcFirst + race.neither).to.equal(both.detection.joinguard!.stuck);
   });
 
+  it("has a live owner answer JoinGuard's mark in each parked phase, and counts JoinGuard's closing write", () => {
+    for (const r of Object.values(res))
+      for (const p of r.phases.filter((x) => x.kind !== 'burst' && x.kind !== 'replicas'))
+        expect(p.owners?.live, `${p.id}: a Machine of a live MachineSet`).to.equal(1);
+    const o = phase('alone', 'joinguard').owners!;
+    expect(o.answered, 'the live MachineSet deleted the Machine JoinGuard marked').to.equal(1);
+    expect(o.closingWrites, "JoinGuard's closing write, within the window requestsPerMark counts").to.equal(1);
+  });
+
   it('keeps what recomputes the figures: each latency, and every stuck Machine in the raw file', () => {
     const p = phase('alone', 'joinguard');
     const d = p.detection.joinguard!;

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureBuilt } from '../hack/testenv/testenv.js';
 import { parseArgs, planOf, timingFor } from './args.js';
+import { fmt, planBudget } from './plan.js';
 import { compileController, removeCompiledController } from './controller-process.js';
 import { fleetShape } from './fleet.js';
 import { heapSettings, parseHeapArgs } from './micro/heap.js';
@@ -56,10 +57,15 @@ async function main(): Promise<void> {
   const timing = timingFor(args);
   const shape = fleetShape(args.machines);
   const plan = planOf(args);
+  const burst = args.burst ?? (args.smoke ? 10 : 500);
+  const budget = planBudget(plan, timing, shape, burst);
   // CAPI's managers' logs, kept small, beside the raw file (out of the tree).
   const logsDir = args.raw.replace(/\.json$/, '.capi');
   log(
     `fleet: ${shape.machines} Machines (${shape.clusters * shape.controlPlanePerCluster} control plane + ${shape.resting} resting + ${shape.stuck} stuck per phase) over ${shape.clusters} Clusters; phases ${plan.map((p) => p.id).join(', ')}`,
+  );
+  log(
+    `plan ${args.plan}: estimate ~${fmt(budget.totalS)} (restore and phases; the fleet's build, if not saved, comes first), per phase:\n  ${budget.lines.join('\n  ')}`,
   );
   const t = Date.now();
   compileController();
@@ -99,7 +105,10 @@ async function main(): Promise<void> {
     plan,
     nodeOptions: args.nodeOptions,
     cpuLimit: args.cpuLimit,
-    burst: args.burst ?? (args.smoke ? 10 : 500),
+    burst,
+    startedAt: t0,
+    retire: args.plan === 'headline',
+    estimateS: budget.totalS,
     commit,
     binDir,
     log,

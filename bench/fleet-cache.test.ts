@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fleetShape, parkedMachines, parkedTags, stuckMachines } from './fleet.js';
+import { burstFleet, fleetShape, parkedMachines, parkedPools, parkedTags, stuckMachines } from './fleet.js';
 import { machine } from './fleet-objects.js';
 import {
   cacheRoot,
@@ -95,15 +95,43 @@ describe('bench stuck Machines flip schedule', () => {
 });
 
 describe('bench parked stuck Machines', () => {
-  it("parks the stuck Machines of the phases run by runStandard, not the burst's or the replicas'", () => {
+  it("parks the stuck Machines of the phases run by runStandard and of the replicas' two events, not the burst's", () => {
     const plan = ['joinguard', 'mhc', 'burst', 'replicas'].map((kind, i) => ({ kind, tag: `p0${i + 1}` }));
-    expect(parkedTags(plan)).to.deep.equal(['p01', 'p02']);
+    expect(parkedTags(plan)).to.deep.equal(['p01', 'p02', 'p04f', 'p04r']);
     const shape = fleetShape(200);
     const parked = parkedMachines(shape, ['p01', 'p02']);
     expect(parked.map((m) => m.name)).to.deep.equal(
       [...stuckMachines(shape, 'p01'), ...stuckMachines(shape, 'p02')].map((m) => m.name),
     );
     expect(parked.every((m) => m.parked && m.pool.endsWith('-watch'))).to.equal(true);
+  });
+
+  it("parks a host phase's Machines for its own pool (`-long`), owned by the paused `-watch` but the first", () => {
+    const plan = [
+      { kind: 'mhc-long', tag: 'p01', pool: 'long' },
+      { kind: 'joinguard', tag: 'p02' },
+    ];
+    const parked = parkedMachines(fleetShape(200), parkedTags(plan), parkedPools(plan));
+    const long = parked.filter((m) => m.name.includes('-long-p01-'));
+    expect(long).to.have.length(10);
+    expect(long.every((m) => m.pool === `${m.cluster}-long`)).to.equal(true);
+    expect(long.map((m) => m.owner)).to.deep.equal([
+      `${long[0]!.cluster}-live`,
+      ...long.slice(1).map((m) => `${m.cluster}-watch`),
+    ]);
+    expect(parked.filter((m) => m.name.includes('-watch-p02-'))).to.have.length(10);
+  });
+
+  it("saves the first burst's Clusters, after the fleet's, and its Machines (Provisioned, not parked)", () => {
+    const shape = fleetShape(200);
+    const plan = ['joinguard', 'burst'].map((kind, i) => ({ kind, tag: `p0${i + 1}` }));
+    const b = burstFleet(shape, plan, 150);
+    expect(b.clusters).to.deep.equal(['c0002', 'c0003']);
+    expect(b.machines).to.have.length(150);
+    expect(
+      b.machines.every((m) => !m.parked && m.pool === `${m.cluster}-watch` && b.clusters.includes(m.cluster)),
+    ).to.equal(true);
+    expect(burstFleet(shape, plan.slice(0, 1), 150).machines).to.deep.equal([]);
   });
 
   it('labels a parked Machine into the pool no check or MHC selects, its pool kept for the flip', () => {

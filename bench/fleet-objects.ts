@@ -8,6 +8,11 @@
 //   Cluster c0042                    labelled with its shard (cluster.x-k8s.io/watch-filter), always: half the
 //                                    Clusters shard-a, half shard-b; a JoinGuard without --watch-filter reads them all
 //   MachineSets c0042-rest, -watch   paused: a marked Machine is never deleted (the bench measures marks, not churn)
+//   MachineSet c0042-live            live (CAPI's MachineSet controller acts on it; preflight checks skipped): it owns
+//                                    the first stuck Machine of each parked phase, so that Machine's owner answers a
+//                                    mark (deletes it) and JoinGuard's closing write happens; replicas = the Machines
+//                                    it owns, so it never scales; a replacement has no pool label, so no check or
+//                                    MHC selects it (docs/decisions/bench-owners-that-answer.md)
 //   control-plane Machines c0042-cp-000N, owned by the KCP, each with its KubeadmConfig (the first an init config,
 //                                    the others `joinConfiguration.controlPlane`): JoinGuard caches these configs
 //   worker Machines                  each with a KubeadmConfig of its own (`spec.bootstrap.configRef`) and its data
@@ -29,6 +34,8 @@ export const CABPK_API = 'bootstrap.cluster.x-k8s.io/v1beta2';
 export const PAUSED = 'cluster.x-k8s.io/paused';
 export const WATCH_FILTER = 'cluster.x-k8s.io/watch-filter';
 export const CONTROL_PLANE_LABEL = 'cluster.x-k8s.io/control-plane';
+export const SET_NAME = 'cluster.x-k8s.io/set-name';
+export const SKIP_PREFLIGHT = 'machineset.cluster.x-k8s.io/skip-preflight-checks';
 /**
  * The resting pools' timeout (checks and MHCs): nothing happens to them. 365 days (8760h, the most a check
  * admits), since the fleet is saved once and restored (bench/fleet-cache.ts): its Machines' creation and
@@ -98,24 +105,46 @@ export const cluster = (c: string, labels: Record<string, string>): Json => ({
   },
 });
 
-export const machineSet = (c: string, pool: string, labels: Record<string, string>): Json => ({
-  apiVersion: 'cluster.x-k8s.io/v1beta2',
-  kind: 'MachineSet',
-  metadata: { name: pool, annotations: { [PAUSED]: '' }, labels: { 'cluster.x-k8s.io/cluster-name': c, ...labels } },
-  spec: {
-    clusterName: c,
-    replicas: 0,
-    selector: { matchLabels: { pool } },
-    template: {
-      metadata: { labels: { pool, 'cluster.x-k8s.io/cluster-name': c, ...labels } },
-      spec: {
-        clusterName: c,
-        bootstrap: { dataSecretName: 'bench-bootstrap' },
-        infrastructureRef: { apiGroup: BENCH_MACHINE.group, kind: BENCH_MACHINE_TEMPLATE.kind, name: `${c}-worker` },
+/** The live MachineSet of a Cluster (its replacements have no pool: no check or MHC selects them). */
+export const livePool = (c: string) => `${c}-live`;
+
+/**
+ * A MachineSet, created paused at 0 replicas. The live one (livePool) selects its Machines by set name, whatever
+ * their pool, and skips CAPI's preflight checks (the KCP is paused); bench/fleet.ts unpauses it once it owns them.
+ */
+export const machineSet = (c: string, pool: string, labels: Record<string, string>): Json => {
+  const live = pool === livePool(c);
+  return {
+    apiVersion: 'cluster.x-k8s.io/v1beta2',
+    kind: 'MachineSet',
+    metadata: {
+      name: pool,
+      annotations: { [PAUSED]: '', ...(live ? { [SKIP_PREFLIGHT]: 'All' } : {}) },
+      labels: { 'cluster.x-k8s.io/cluster-name': c, ...labels },
+    },
+    spec: {
+      clusterName: c,
+      replicas: 0,
+      selector: { matchLabels: live ? { [SET_NAME]: pool } : { pool } },
+      template: {
+        metadata: {
+          labels: {
+            // The live one's template has no pool: CAPI's MachineSet propagates its template's labels onto the
+            // Machines it owns (in place), and a replacement must be selected by no check or MHC.
+            ...(live ? { [SET_NAME]: pool } : { pool }),
+            'cluster.x-k8s.io/cluster-name': c,
+            ...labels,
+          },
+        },
+        spec: {
+          clusterName: c,
+          bootstrap: { dataSecretName: 'bench-bootstrap' },
+          infrastructureRef: { apiGroup: BENCH_MACHINE.group, kind: BENCH_MACHINE_TEMPLATE.kind, name: `${c}-worker` },
+        },
       },
     },
-  },
-});
+  };
+};
 
 /** A check over one pool; the guards that exist to stop a pool that keeps failing are off (budgets open). */
 export const machineJoinCheck = (c: string, pool: string, timeoutS: number, labels: Record<string, string>): Json => ({
@@ -171,6 +200,8 @@ export interface MachineSpec {
    * pool `<cluster>-parked`, which no check or MHC selects, until its phase flips it (bench/phase-kit.ts flipPaced).
    */
   parked?: boolean;
+  /** A worker's MachineSet when it is not its pool's: the live one (livePool), whose owner answers a mark. */
+  owner?: string;
 }
 
 export const parkedPool = (c: string) => `${c}-parked`;
@@ -216,13 +247,13 @@ export const machine = (m: MachineSpec, ownerUid: string): Json => {
         'cluster.x-k8s.io/cluster-name': m.cluster,
         ...(cp
           ? { [CONTROL_PLANE_LABEL]: '', 'cluster.x-k8s.io/control-plane-name': m.cluster }
-          : { 'cluster.x-k8s.io/set-name': m.pool }),
+          : { [SET_NAME]: m.owner ?? m.pool }),
         ...(m.shard ? { [WATCH_FILTER]: m.shard } : {}),
       },
       ownerReferences: [
         cp
           ? { apiVersion: KCP_API, kind: 'KubeadmControlPlane', name: m.cluster, uid: ownerUid }
-          : { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineSet', name: m.pool, uid: ownerUid },
+          : { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineSet', name: m.owner ?? m.pool, uid: ownerUid },
       ].map((o) => ({ ...o, controller: true, blockOwnerDeletion: true })),
     },
     spec: {

@@ -18,9 +18,11 @@ export async function repointRestored(
   shape: FleetShape,
   workloadKubeconfigYaml: string,
   server: URL,
+  moreClusters: string[] = [],
 ): Promise<void> {
   const value = Buffer.from(workloadKubeconfigYaml).toString('base64');
-  const names = Array.from({ length: shape.clusters }, (_, i) => clusterName(i));
+  // Every saved Cluster: the fleet's and the burst's (bench/fleet.ts burstFleet).
+  const names = [...Array.from({ length: shape.clusters }, (_, i) => clusterName(i)), ...moreClusters];
   await pool(names, 8, async (c) => {
     await rest.mergePatch(`/api/v1/namespaces/${NAMESPACE}/secrets/${c}-kubeconfig`, { data: { value } });
     await rest.mergePatch(benchPath(BENCH_CLUSTER, c), {

@@ -2,7 +2,9 @@
 // (bench/fleet-cache.ts), shared by its phases (bench/session.ts): the objects are in fleet-objects.ts. The fleet
 // at rest: per Cluster its control plane (3 Machines), resting workers (pool `-rest`, a check and an MHC with
 // 365-day timeouts) and the empty pool `-watch`, to which each phase
-// adds its own stuck Machines (named `<cluster>-watch-<phase>-NNNN`) and from which they are deleted when it ends.
+// adds its own stuck Machines (named `<cluster>-watch-<phase>-NNNN`, saved parked and flipped in) and from which
+// they are deleted when it ends (the headline plan moves them to `-done` instead). A host phase of the headline plan
+// (bench/plan.ts) uses the pool `-long`; the first burst's Clusters and Machines are saved too (burstFleet).
 import { isConflict, isNotFound, type Json, type KubeClient } from '../hack/testenv/kube-client.js';
 import { BENCH_CLUSTER, BENCH_MACHINE, BENCH_MACHINE_TEMPLATE } from './crds.js';
 import {
@@ -19,11 +21,13 @@ import {
   kubeadmConfig,
   kubeadmControlPlane,
   kubeconfigSecret,
+  livePool,
   machine,
   machineHealthCheck,
   machineJoinCheck,
   machineSet,
   NAMESPACE,
+  PAUSED,
   REST_TIMEOUT_S,
   WATCH_FILTER,
   type MachineSpec,
@@ -144,7 +148,7 @@ export async function createCluster(
   });
   await create(rest, `/api/v1/namespaces/${NAMESPACE}/secrets`, kubeconfigSecret(c, o.kubeconfigYaml));
   await create(rest, capiPath('clusters'), cluster(c, labels));
-  for (const kind of ['rest', 'watch'] as const) {
+  for (const kind of ['rest', 'watch', 'live'] as const) {
     const ms = await create(rest, capiPath('machinesets'), machineSet(c, `${c}-${kind}`, labels));
     owners.set(`${c}-${kind}`, ms.metadata.uid);
   }
@@ -207,24 +211,89 @@ export function restingMachines(shape: FleetShape): MachineSpec[] {
   return [...cp, ...spread(shape, shape.resting, (c, k) => ({ pool: `${c}-rest`, name: `${c}-rest-${k}` }))];
 }
 
-/** The phases whose stuck Machines are saved parked (runStandard's); the burst and replicas still create theirs. */
+/**
+ * The tags of the stuck Machines saved parked: each runStandard phase's, and each replicas phase's two events
+ * (`<tag>f` failover, `<tag>r` re-list); the burst's are saved too, but Provisioned (burstFleet).
+ */
 export const parkedTags = (plan: { kind: string; tag: string }[]) =>
-  plan.filter((p) => p.kind !== 'burst' && p.kind !== 'replicas').map((p) => p.tag);
+  plan.flatMap((p) => (p.kind === 'burst' ? [] : p.kind === 'replicas' ? [`${p.tag}f`, `${p.tag}r`] : [p.tag]));
 
-/** The stuck Machines of the phases with these tags, parked: saved in the fleet, flipped by their phase. */
-export function parkedMachines(shape: FleetShape, tags: string[]): MachineSpec[] {
-  return tags.flatMap((t) => stuckMachines(shape, t).map((m) => ({ ...m, parked: true })));
+/** Stuck Machines per burst Cluster (bench/burst.ts). */
+export const BURST_PER_CLUSTER = 100;
+
+/**
+ * The first burst's Clusters (after the fleet's, their control plane not initialized) and their stuck Machines,
+ * saved in the fleet Provisioned: their clocks wait for the control plane, which the burst initializes. No Machine
+ * of the burst is made mid-run.
+ */
+export function burstFleet(shape: FleetShape, plan: { kind: string; tag: string }[], burst: number) {
+  const p = plan.find((x) => x.kind === 'burst');
+  if (!p) return { clusters: [] as string[], machines: [] as MachineSpec[] };
+  const n = Math.ceil(burst / BURST_PER_CLUSTER);
+  const clusters = Array.from({ length: n }, (_, i) => clusterName(shape.clusters + i));
+  return { clusters, machines: stuckMachines(shape, p.tag, burst, clusters) };
 }
 
-/** A phase's stuck Machines (`tag` names the phase), spread over the given Clusters (default: all of them). */
-export function stuckMachines(shape: FleetShape, tag: string, n = shape.stuck, clusters?: string[]): MachineSpec[] {
-  return spread(shape, n, (c, k) => ({ pool: `${c}-watch`, name: `${c}-watch-${tag}-${k}` }), clusters);
+/**
+ * The stuck Machines of the phases with these tags, parked: saved in the fleet, flipped by their phase. Each phase's
+ * first one is owned by its Cluster's live MachineSet (ownerAnswers), the rest by the paused `-watch`.
+ */
+export function parkedMachines(shape: FleetShape, tags: string[], pools: Record<string, string> = {}): MachineSpec[] {
+  return tags.flatMap((t) =>
+    withLiveOwner(stuckMachines(shape, t, undefined, undefined, pools[t])).map((m) => ({ ...m, parked: true })),
+  );
+}
+
+/** The pool (suffix) of each parked phase whose stuck Machines are not in `-watch` (a host's, bench/plan.ts). */
+export const parkedPools = (plan: { tag: string; pool?: string }[]): Record<string, string> =>
+  Object.fromEntries(plan.flatMap((p) => (p.pool ? [[p.tag, p.pool]] : [])));
+
+/** A phase's stuck Machines, the first owned by its Cluster's live MachineSet (livePool): that owner answers. */
+export const withLiveOwner = (specs: MachineSpec[]): MachineSpec[] =>
+  specs.map((m, i) => (i === 0 ? { ...m, owner: livePool(m.cluster) } : m));
+
+/**
+ * The live MachineSets set going once they own their Machines: replicas = the Machines each owns (it neither
+ * scales up nor down; a Machine it deletes as remediation is replaced by one with no pool), unpaused.
+ */
+export async function startLiveOwners(rest: KubeClient, machines: MachineSpec[]): Promise<void> {
+  const owned = new Map<string, number>();
+  for (const m of machines) if (m.owner) owned.set(m.owner, (owned.get(m.owner) ?? 0) + 1);
+  for (const [ms, replicas] of owned)
+    await rest.mergePatch(capiPath('machinesets', ms), {
+      metadata: { annotations: { [PAUSED]: null } },
+      spec: { replicas },
+    });
+}
+
+/**
+ * A phase's stuck Machines (`tag` names the phase), spread over the given Clusters (default: all of them), in the
+ * pool `<cluster>-<pool>`: `watch`, or `long` for a phase whose window hosts others (bench/plan.ts), which no other
+ * phase's check or MHC selects; those are owned by the paused `-watch` MachineSet as well.
+ */
+export function stuckMachines(
+  shape: FleetShape,
+  tag: string,
+  n = shape.stuck,
+  clusters?: string[],
+  pool = 'watch',
+): MachineSpec[] {
+  return spread(
+    shape,
+    n,
+    (c, k) => ({
+      pool: `${c}-${pool}`,
+      name: `${c}-${pool}-${tag}-${k}`,
+      ...(pool !== 'watch' ? { owner: `${c}-watch` } : {}),
+    }),
+    clusters,
+  );
 }
 
 function spread(
   shape: FleetShape,
   n: number,
-  naming: (c: string, k: string) => { pool: string; name: string },
+  naming: (c: string, k: string) => { pool: string; name: string; owner?: string },
   clusters = Array.from({ length: shape.clusters }, (_, i) => clusterName(i)),
 ): MachineSpec[] {
   return Array.from({ length: n }, (_, i) => {
@@ -243,8 +312,8 @@ export async function createMachine(rest: KubeClient, m: MachineSpec, owners: Ow
   await create(rest, benchPath(BENCH_MACHINE), benchMachine(m));
   if (!m.parked) await provisionInfrastructure(rest, m.name);
   await create(rest, configPath(), kubeadmConfig(m));
-  const owner = owners.get(m.controlPlaneIndex !== undefined ? m.cluster : m.pool);
-  if (!owner) throw new Error(`${m.name}: no owner ${m.pool} created`);
+  const owner = owners.get(m.controlPlaneIndex !== undefined ? m.cluster : (m.owner ?? m.pool));
+  if (!owner) throw new Error(`${m.name}: no owner ${m.owner ?? m.pool} created`);
   await create(rest, capiPath('machines'), machine(m, owner));
 }
 
@@ -297,18 +366,20 @@ export async function freshChecks(
   return made;
 }
 
-/** The watch pools' MHCs: made with this timeout, or deleted (undefined). */
-export async function watchHealthChecks(rest: KubeClient, clusters: string[], timeoutS: number | undefined) {
+/** The watch pools' MHCs (or another pool's, `long`): made with this timeout, or deleted (undefined). */
+export async function watchHealthChecks(
+  rest: KubeClient,
+  clusters: string[],
+  timeoutS: number | undefined,
+  suffix = 'watch',
+) {
   await pool(clusters, 8, async (c) => {
-    await rest.delete(capiPath('machinehealthchecks', `${c}-watch`));
+    const name = `${c}-${suffix}`;
+    await rest.delete(capiPath('machinehealthchecks', name));
     if (timeoutS === undefined) return;
-    for (let i = 0; i < 100 && (await rest.get(capiPath('machinehealthchecks', `${c}-watch`))); i++)
+    for (let i = 0; i < 100 && (await rest.get(capiPath('machinehealthchecks', name))); i++)
       await new Promise((r) => setTimeout(r, 50));
-    await create(
-      rest,
-      capiPath('machinehealthchecks'),
-      machineHealthCheck(c, `${c}-watch`, timeoutS, { pool: `${c}-watch` }),
-    );
+    await create(rest, capiPath('machinehealthchecks'), machineHealthCheck(c, name, timeoutS, { pool: name }));
   });
 }
 

@@ -4,7 +4,8 @@
 // that lands on one is reported as that lower bound with `censored: true`, never dropped.
 // Each side's deadline uses that controller's own clock rule, from the same objects it reads:
 //   JoinGuard (DESIGN): latest of Machine creation, InfrastructureReady, BootstrapConfigReady and the
-//     Cluster's ControlPlaneInitialized, + joinTimeout
+//     Cluster's ControlPlaneInitialized (or, where the bench wrote a KCP's status initialized first, that second:
+//     initializedWhenSaid), + joinTimeout
 //   MHC (CAPI v1.14 machinehealthcheck_targets.go): latest of Machine creation, Cluster
 //     ControlPlaneInitialized, Cluster InfrastructureReady and Machine InfrastructureReady, + nodeStartupTimeout
 // Transition times have whole-second precision in the API; both controllers see the same truncated values.
@@ -61,8 +62,33 @@ export function deadline(
   return Math.max(...(times as number[])) + timeoutMs;
 }
 
-const isStuck = (r: MachineRecord) => r.pool.endsWith('-watch');
-const clusterOfPool = (pool: string) => pool.replace(/-(watch|rest)$/, '');
+/**
+ * Clusters whose control plane the bench said initialized at a known moment (the burst writes its KubeadmControlPlanes'
+ * status, bench/fleet.ts initializeControlPlane): their initialization as JoinGuard's clock may take it. JoinGuard
+ * takes either the Cluster's or the KubeadmControlPlane's word (DESIGN: "the Cluster or the KubeadmControlPlane says
+ * initialized"); the KCP's status has no time, so JoinGuard keeps the first time it saw it, in whole seconds
+ * (controllers/joincheck/rules/clocks.ts controlPlaneInitializedAt), and CAPI's condition on the Cluster comes later.
+ * The deadline starts at the earlier of the condition and the second in which the bench wrote the KCP's status:
+ * JoinGuard cannot have seen it before, so no mark of its can be early by this rule, and a latency is at most that
+ * gap (well under a second here) longer than from JoinGuard's own time.
+ */
+export function initializedWhenSaid(
+  clusters: Map<string, ClusterTimes>,
+  saidAt: Map<string, number>,
+): Map<string, ClusterTimes> {
+  const out = new Map(clusters);
+  for (const [name, said] of saidAt) {
+    const c = clusters.get(name);
+    const cond = c?.controlPlaneInitializedAt;
+    if (!c || cond === undefined) continue;
+    out.set(name, { ...c, controlPlaneInitializedAt: Math.min(cond, Math.floor(said / 1000) * 1000) });
+  }
+  return out;
+}
+
+// A phase's stuck Machines are in `<cluster>-watch`, a host phase's in `<cluster>-long` (bench/plan.ts).
+const isStuck = (r: MachineRecord) => /-(watch|long)$/.test(r.pool);
+export const clusterOfPool = (pool: string) => pool.replace(/-(watch|rest|long)$/, '');
 
 export function detection(
   side: Side,

@@ -20,7 +20,9 @@ import {
   type Owners,
 } from './fleet.js';
 import { flipSchedule } from './fleet-cache.js';
-import { deadline } from './latency.js';
+import { capiPath } from './fleet-objects.js';
+import { isNotFound } from '../hack/testenv/kube-client.js';
+import { clusterOfPool, deadline } from './latency.js';
 import type { ProcSample, ProcSampler } from './proc.js';
 import { scrape, type Sample } from './prom.js';
 import type { CheckWatcher, MachineRecord, MachineWatcher, Side } from './watch.js';
@@ -64,6 +66,8 @@ export interface Context {
   clusters: string[];
   /** Stuck Machines saved parked in the fleet (bench/fleet-cache.ts): flipped by their phase, not created. */
   parked?: Set<string>;
+  /** A phase's Machines moved to `<cluster>-done` when it ends instead of deleted (removeMachines). */
+  retire?: boolean;
 }
 
 /** What is sampled at each window edge. */
@@ -254,14 +258,33 @@ export function lastDeadline(
   let last = 0;
   for (const r of records)
     for (const [side, t] of Object.entries(timeoutS) as [Side, number][])
-      last = Math.max(last, deadline(side, r, clusters.get(r.pool.replace(/-watch$/, '')), t * 1000) ?? 0);
+      last = Math.max(last, deadline(side, r, clusters.get(clusterOfPool(r.pool)), t * 1000) ?? 0);
   return last;
 }
 
-/** Deletes a phase's Machines and waits until they are gone, then until the fleet has settled again. */
+/**
+ * Takes a phase's Machines out of the fleet's pools and waits until the fleet has settled again: deleted (CAPI
+ * deletes each one's BenchMachine and KubeadmConfig), or with `retire` (the headline plan, bench/plan.ts) moved into
+ * `<cluster>-done`, which no check or MHC selects: one label patch each instead of CAPI's deletion of three objects,
+ * and the fleet keeps its size from phase to phase (parked Machines are in it from the start).
+ */
 export async function removeMachines(ctx: Context, names: string[]): Promise<void> {
   if (names.length === 0) return;
-  await deleteMachines(ctx.bench.driver, names);
-  await waitFor(`${names.length} Machines deleted`, 600_000, () => names.every((n) => !ctx.machines.present.has(n)));
+  if (ctx.retire) {
+    await pool(names, 16, async (n) => {
+      const c = /^c\d{4}/.exec(n)![0];
+      await ctx.bench.driver
+        .mergePatch(capiPath('machines', n), { metadata: { labels: { pool: `${c}-done` } } })
+        .catch((e: unknown) => {
+          if (!isNotFound(e)) throw e;
+        });
+    });
+    await waitFor(`${names.length} Machines moved out of their pool`, 600_000, () =>
+      names.every((n) => !ctx.machines.present.has(n) || ctx.machines.named([n])[0]?.pool.endsWith('-done')),
+    );
+  } else {
+    await deleteMachines(ctx.bench.driver, names);
+    await waitFor(`${names.length} Machines deleted`, 600_000, () => names.every((n) => !ctx.machines.present.has(n)));
+  }
   await ctx.machines.settle(ctx.timing.settleMs, 300_000);
 }

@@ -51,10 +51,20 @@ export function phaseSummary(p: PhaseResult) {
     repeat: p.repeat,
     measured: p.measured,
     durationS: p.durationS,
+    ...(p.budgetS ? { budgetS: p.budgetS } : {}),
+    ...(p.hosted
+      ? {
+          hosted: {
+            seconds: Math.round((p.hosted.to - p.hosted.from) / 1000),
+            overranS: p.hosted.overranS,
+          },
+        }
+      : {}),
     ...(p.error ? { error: p.error } : {}),
     timeoutS: p.timeoutS,
     loadavg: Object.fromEntries(Object.entries(p.edges).map(([k, e]) => [k, e.loadavg])),
     detection: Object.fromEntries(Object.entries(p.detection).map(([s, d]) => [s, detectionFields(d)])),
+    ...(p.owners ? { owners: p.owners } : {}),
     ...(p.race
       ? {
           race: {

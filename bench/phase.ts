@@ -14,8 +14,18 @@
 import type { AuditWindow, ClientCounts, ShardAudit } from './audit.js';
 import type { JoinGuardProcess } from './controller-process.js';
 import { USER_JOINGUARD } from './env.js';
-import { clusterTimes, freshChecks, SHARDS, shardOfName, stuckMachines, watchHealthChecks } from './fleet.js';
-import { detection, machineRows, race, type SideDetection } from './latency.js';
+import {
+  clusterTimes,
+  freshChecks,
+  SHARDS,
+  shardOfName,
+  stuckMachines,
+  watchHealthChecks,
+  withLiveOwner,
+} from './fleet.js';
+import { checkPath, livePool } from './fleet-objects.js';
+import type { Json } from '../hack/testenv/kube-client.js';
+import { clusterOfPool, deadline, detection, machineRows, race, type SideDetection } from './latency.js';
 import {
   afterGrace,
   createPaced,
@@ -33,6 +43,7 @@ import {
   type Edge,
   type ProcessFigures,
 } from './phase-kit.js';
+import { HOST_MARGIN_MS } from './plan.js';
 import { shardDetection, shardUser, type ShardFigures } from './sharded.js';
 import type { LatencyBySecond, FirstWrites } from './audit-latency.js';
 import type { Side } from './watch.js';
@@ -58,7 +69,18 @@ export interface PhasePlan {
   /** Short and unique in the invocation, in Machine names: `p07`. */
   tag: string;
   quietMs: number;
+  /** The pool suffix of its stuck Machines and MHC when not `watch` (a host's `long`, bench/plan.ts). */
+  pool?: string;
+  /** Phases run while this one waits for its deadlines (its pool is selected by nothing of theirs). */
+  hosts?: string[];
+  /** The host this phase runs inside, when it fits (else after the host). */
+  hostedBy?: string;
+  /** Its time budget in seconds (bench/plan.ts), printed at the start and beside the actual. */
+  budgetS?: number;
 }
+
+/** A host phase's wait: run other phases until `until` (ms since the epoch), the host's first deadline less a margin. */
+export type Idle = (until: number) => Promise<void>;
 
 export interface PhaseResult {
   id: string;
@@ -83,6 +105,12 @@ export interface PhaseResult {
   /** Phase replicas: which replica led after the first reconcile, which waited. */
   replicas?: { leaderAtStart: string; standbyAtStart: string };
   shards?: ShardFigures[];
+  /** Its budget in seconds (bench/plan.ts), beside durationS. */
+  budgetS?: number;
+  /** A host: when the phases it hosted ran, its first deadline, how far past it they ran (0: they ended before). */
+  hosted?: { from: number; to: number; firstDeadline: number; overranS: number };
+  /** The phase's Machines whose owner is a live MachineSet (bench/fleet-objects.ts livePool): see ownersAnswered. */
+  owners?: OwnerFigures;
   /** Read from the audit log when the invocation ends (bench/session.ts). */
   audit?: {
     windows: Record<string, Record<string, ClientCounts>>;
@@ -93,6 +121,44 @@ export interface PhaseResult {
   /** Kept in the raw file only (bench/report.ts): every stuck Machine's inputs and marks. */
   machineRows?: ReturnType<typeof machineRows>;
   error?: string;
+}
+
+export interface OwnerFigures {
+  /** Stuck Machines owned by a live MachineSet. */
+  live: number;
+  /** Of those, the ones their owner deleted (marked, then gone) within the detection window. */
+  answered: number;
+  /** JoinGuard's closing writes (a remediation's finishedTime) on them within the window: counted in requestsPerMark. */
+  closingWrites: number;
+}
+
+/** At the detection window's end (`to`): what the live owners did with the phase's Machines, and JoinGuard after. */
+async function ownersAnswered(ctx: Context, live: string[], to: number): Promise<OwnerFigures> {
+  const names = new Set(live);
+  const checks = (await ctx.bench.driver.list(checkPath())).items;
+  // finishedTime has whole seconds: a second's margin keeps a write after `to` out of the count.
+  const closed = checks
+    .flatMap((c) => (c.status?.remediations ?? []) as Json[])
+    .filter((e) => names.has(e.machine) && e.finishedTime && Date.parse(e.finishedTime) + 1000 <= to);
+  return {
+    live: live.length,
+    answered: live.filter((n) => !ctx.machines.present.has(n)).length,
+    closingWrites: new Set(closed.map((e) => e.machine)).size,
+  };
+}
+
+function firstDeadline(
+  records: ReturnType<Context['machines']['named']>,
+  clusters: Awaited<ReturnType<typeof clusterTimes>>,
+  timeoutS: Partial<Record<Side, number>>,
+): number {
+  let first = Infinity;
+  for (const rec of records)
+    for (const [side, t] of Object.entries(timeoutS) as [Side, number][]) {
+      const d = deadline(side, rec, clusters.get(clusterOfPool(rec.pool)), t * 1000);
+      if (d !== undefined) first = Math.min(first, d);
+    }
+  return first;
 }
 
 /** The control-plane processes' peaks within [from, now]. */
@@ -121,6 +187,7 @@ export function emptyResult(ctx: Context & { commit: string }, p: PhasePlan, sta
 export async function runStandard(
   ctx: Context & { commit: string; cpuLimit: string },
   p: PhasePlan,
+  idle?: Idle,
 ): Promise<PhaseResult> {
   const kube = ctx.bench.driver;
   const t = ctx.timing;
@@ -137,7 +204,8 @@ export async function runStandard(
   const procs: JoinGuardProcess[] = [];
   let names: string[] = [];
   try {
-    if (hasMhc) await watchHealthChecks(kube, ctx.clusters, r.timeoutS.mhc);
+    const suffix = p.pool ?? 'watch';
+    if (hasMhc) await watchHealthChecks(kube, ctx.clusters, r.timeoutS.mhc, suffix);
     const made = hasJg ? await freshChecks(kube, ctx.shape, jgTimeoutS, ctx.clusters) : [];
     await ctx.machines.settle(t.settleMs, 300_000);
     const firstAt = new Map<JoinGuardProcess, { at: number; checks: number }>();
@@ -199,11 +267,14 @@ export async function runStandard(
     await afterGrace(ctx, Math.min(...Object.values(r.timeoutS)));
 
     r.edges.detectionStart = await edge(ctx, procs);
-    const detect = window(`${p.id}:detection`);
-    const specs = stuckMachines(ctx.shape, p.tag);
+    let detect = window(`${p.id}:detection`);
+    const specs = stuckMachines(ctx.shape, p.tag, undefined, undefined, suffix);
     names = specs.map((s) => s.name);
-    if (specs.every((s) => ctx.parked?.has(s.name))) await flipPaced(ctx, specs, t.stuckSpreadMs);
+    const flipped = specs.every((s) => ctx.parked?.has(s.name));
+    if (flipped) await flipPaced(ctx, specs, t.stuckSpreadMs);
     else await createPaced(ctx, specs, t.stuckSpreadMs);
+    // Parked phases only: their first Machine is saved owned by the live MachineSet (bench/fleet.ts parkedMachines).
+    const live = flipped ? withLiveOwner(specs).flatMap((s) => (s.owner === livePool(s.cluster) ? [s.name] : [])) : [];
     await provisioned(ctx, names, Math.max(...Object.values(r.timeoutS)) * 1000 + 300_000);
     const clusters = await clusterTimes(kube);
     const records = ctx.machines.named(names);
@@ -213,10 +284,29 @@ export async function runStandard(
     ctx.log(
       `${names.length} stuck Machines created; the detection window closes in ${Math.round((windowEnd - Date.now()) / 1000)} s`,
     );
+    if (idle) {
+      // A host: other phases run until shortly before its first deadline. Its counts (requests, CPU, reconciles)
+      // then come from its marks window only, from the end of that wait; its flips are a window of their own.
+      const first = firstDeadline(records, clusters, r.timeoutS);
+      const from = Date.now();
+      await idle(first - HOST_MARGIN_MS);
+      r.windows.flips = { ...detect, name: `${p.id}:flips`, to: from };
+      if (Date.now() > first)
+        ctx.log(`${p.id}: the hosted phases ran ${Math.round((Date.now() - first) / 1000)} s past its first deadline`);
+      r.hosted = {
+        from,
+        to: Date.now(),
+        firstDeadline: first,
+        overranS: Math.max(0, Math.round((Date.now() - first) / 1000)),
+      };
+      r.edges.detectionStart = await edge(ctx, procs);
+      detect = window(`${p.id}:detection`);
+    }
     await sleep(Math.max(0, windowEnd - Date.now()));
     detect.to = Date.now();
     r.windows.detection = detect;
     r.edges.detectionEnd = await edge(ctx, procs);
+    if (live.length) r.owners = await ownersAnswered(ctx, live, detect.to);
     for (const s of r.sides) r.detection[s] = detection(s, records, clusters, r.timeoutS[s]! * 1000, windowEnd);
     if (r.sides.length === 2) r.race = race(records, windowEnd);
     r.machineRows = machineRows(records, clusters, {
@@ -240,7 +330,7 @@ export async function runStandard(
     r.phasePeakKiB = phasePeaks(ctx, start);
     r.durationS = Math.round((Date.now() - start) / 1000);
     if (hasMhc)
-      await watchHealthChecks(kube, ctx.clusters, undefined).catch((e: Error) =>
+      await watchHealthChecks(kube, ctx.clusters, undefined, p.pool).catch((e: Error) =>
         ctx.log(`MHCs not removed: ${e.message}`),
       );
     await removeMachines(ctx, names).catch((e: Error) => ctx.log(`Machines not removed: ${e.message}`));

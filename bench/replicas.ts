@@ -21,6 +21,7 @@ import { emptyResult, phasePeaks, type EventFigures, type PhasePlan, type PhaseR
 import {
   createPaced,
   edge,
+  flipPaced,
   firstReconcile,
   lastDeadline,
   provisioned,
@@ -66,7 +67,9 @@ async function event(
   const specs = stuckMachines(ctx.shape, `${p.tag}${kind[0]}`);
   names.push(...specs.map((s) => s.name));
   const win = window(`${p.id}:${kind}`);
-  await createPaced(ctx, specs, t.eventSpreadMs);
+  // Saved parked in the fleet (bench/fleet.ts parkedTags) and flipped; made now only if not.
+  if (specs.every((s) => ctx.parked?.has(s.name))) await flipPaced(ctx, specs, t.eventSpreadMs);
+  else await createPaced(ctx, specs, t.eventSpreadMs);
   const at = win.from + t.joinTimeoutS * 1000 - t.eventLeadMs;
   await sleep(Math.max(0, at - Date.now()));
   const eventAt = Date.now();

@@ -37,22 +37,27 @@ import { capiLeasesHeld, readOwners, repointRestored, storageReady } from './fle
 import { ManagerLogs } from './manager-logs.js';
 import { readBuiltRelease } from '../hack/testenv/capi-releases.js';
 import {
+  burstFleet,
   clusterName,
   clusterTimes,
+  createCluster,
   createClusters,
   createMachine,
   createNamespace,
   NAMESPACE,
   parkedMachines,
+  parkedPools,
   parkedTags,
   pool,
   restingMachines,
   shardOfName,
+  startLiveOwners,
   WATCH_FILTER,
   type FleetShape,
 } from './fleet.js';
 import { runBurst } from './burst.js';
 import { emptyResult, runStandard, type EventFigures, type PhasePlan, type PhaseResult } from './phase.js';
+import { fmt, restoreBudgetS } from './plan.js';
 import { MAX_PENDING, sleep, waitFor, type Context, type Timing } from './phase-kit.js';
 import { ProcSampler } from './proc.js';
 import { parseMetrics } from './prom.js';
@@ -80,6 +85,11 @@ export interface SessionOptions {
   rebuildFleet?: boolean;
   /** The fleet of the plan (its stuck Machines parked) built or restored, and no phase run. */
   fleetOnly?: boolean;
+  /** When the invocation started, and its estimate in seconds (bench/plan.ts): progress lines say both. */
+  startedAt: number;
+  estimateS?: number;
+  /** Phases' Machines moved out of their pools when they end, not deleted (the headline plan). */
+  retire?: boolean;
 }
 
 /** How this invocation got its fleet: built (and saved) or only restored. */
@@ -163,9 +173,14 @@ async function buildFleet(ctx: Context, bench: BenchEnv): Promise<void> {
  */
 export async function ensureFleet(o: SessionOptions): Promise<{ cache: FleetCache; meta: FleetMeta; built: boolean }> {
   const capi = readBuiltRelease(o.binDir).version;
-  const parked = parkedMachines(o.shape, parkedTags(o.plan));
-  // The parked Machines' names (the plan's phases) are part of what is saved.
-  const texts = [...FLEET_SOURCES.map((f) => fs.readFileSync(f, 'utf8')), parked.map((m) => m.name).join(',')];
+  const parked = parkedMachines(o.shape, parkedTags(o.plan), parkedPools(o.plan));
+  const burst = burstFleet(o.shape, o.plan, o.burst);
+  // The parked Machines' names (the plan's phases) and the burst's are part of what is saved.
+  const texts = [
+    ...FLEET_SOURCES.map((f) => fs.readFileSync(f, 'utf8')),
+    parked.map((m) => m.name).join(','),
+    ...(burst.machines.length ? [`burst:${burst.machines.map((m) => m.name).join(',')}`] : []),
+  ];
   const key = fleetKey(o.shape, capi, sourcesHash(texts));
   const cache = fleetCache(key);
   const saved = readMeta(cache);
@@ -187,9 +202,42 @@ export async function ensureFleet(o: SessionOptions): Promise<{ cache: FleetCach
       await machines.start();
       const ctx = { shape: o.shape, log: o.log, machines, owners: new Map<string, string>() };
       await buildFleet(ctx as unknown as Context, bench);
+      o.log(
+        `the fleet's ${o.shape.machines - o.shape.stuck} Machines at rest built in ${Math.round((Date.now() - t0) / 1000)} s`,
+      );
+      const tParked = Date.now();
       // Not Provisioned (their infrastructure not ready): no back-pressure to wait on.
       await pool(parked, 16, (m) => createMachine(bench.driver, m, ctx.owners));
-      o.log(`${parked.length} stuck Machines parked for ${parkedTags(o.plan).length} phases`);
+      await startLiveOwners(bench.driver, parked);
+      o.log(
+        `${parked.length} stuck Machines parked for ${parkedTags(o.plan).length} phases in ${Math.round((Date.now() - tParked) / 1000)} s`,
+      );
+      const tBurst = Date.now();
+      // The burst's Clusters (not initialized) and Machines (Provisioned: their clock waits for the control plane).
+      const server = new URL(bench.env.server);
+      for (const c of burst.clusters)
+        await createCluster(
+          bench.driver,
+          o.shape,
+          c,
+          { server, kubeconfigYaml: bench.workloadKubeconfigYaml, initialized: false, healthChecks: true },
+          ctx.owners,
+        );
+      const made: string[] = [];
+      await pool(burst.machines, 16, async (m) => {
+        while (made.length - machines.named(made).filter((r) => r.provisioned).length >= MAX_PENDING) await sleep(100);
+        made.push(m.name);
+        await createMachine(bench.driver, m, ctx.owners);
+      });
+      await machines.until(
+        `${made.length} burst Machines Provisioned`,
+        () => machines.named(made).filter((r) => r.provisioned).length >= made.length,
+        900_000,
+      );
+      if (burst.machines.length)
+        o.log(
+          `${burst.machines.length} burst Machines saved Provisioned in ${burst.clusters.length} Clusters in ${Math.round((Date.now() - tBurst) / 1000)} s`,
+        );
     } finally {
       machines.stop();
       logs.keep(path.join(o.logsDir, 'build'));
@@ -239,7 +287,8 @@ export async function runSession(o: SessionOptions): Promise<SessionResult> {
     bench = await startBenchEnv((l) => log(`testenv: ${l}`), o.binDir, [...REPLICA_USERS, ...SHARD_USERS], {
       etcdDataDir: runData,
       restored: true,
-      beforeCapi: (driver, yaml, server) => repointRestored(driver, o.shape, yaml, new URL(server)),
+      beforeCapi: (driver, yaml, server) =>
+        repointRestored(driver, o.shape, yaml, new URL(server), burstFleet(o.shape, o.plan, o.burst).clusters),
     });
     managerLogs = new ManagerLogs(bench.env.runDir, bench.env.pids);
     const kube = bench.driver;
@@ -267,7 +316,14 @@ export async function runSession(o: SessionOptions): Promise<SessionResult> {
       cpuLimit: o.cpuLimit,
       burst: o.burst,
       burstsSoFar: 0,
-      parked: new Set(parkedMachines(o.shape, parkedTags(o.plan)).map((m) => m.name)),
+      ...(o.retire ? { retire: true } : {}),
+      // Saved in the fleet, not made mid-run: the parked Machines and the first burst's.
+      parked: new Set(
+        [
+          ...parkedMachines(o.shape, parkedTags(o.plan), parkedPools(o.plan)),
+          ...burstFleet(o.shape, o.plan, o.burst).machines,
+        ].map((m) => m.name),
+      ),
     };
     // The restored fleet is ready when CAPI's new managers lead and their first pass over it has settled.
     const step = (what: string) => log(`restore: ${what} at ${Math.round((Date.now() - t0) / 100) / 10} s`);
@@ -295,25 +351,70 @@ export async function runSession(o: SessionOptions): Promise<SessionResult> {
       ctx.samplers.push(new ProcSampler(bench.env.pids[name]!, 1000, name));
     stops.push({ stop: () => ctx.samplers.forEach((s) => s.stop()) });
 
-    for (const p of o.fleetOnly ? [] : o.plan) {
-      log(`phase ${p.id} (${p.tag})`);
+    log(`fleet restored in ${fmt(fleetS)} (budget ~${fmt(restoreBudgetS(o.shape))})`);
+    // Long work shows progress: each running phase (a host and the one it hosts) against its budget, every minute.
+    const running: { id: string; at: number; budgetS?: number }[] = [];
+    const ticker = setInterval(
+      () =>
+        running.length &&
+        log(
+          `progress: ${running.map((x) => `${x.id} ${fmt((Date.now() - x.at) / 1000)} of ~${fmt(x.budgetS)}`).join('; ')}; invocation ${fmt((Date.now() - o.startedAt) / 1000)}${o.estimateS ? ` of ~${fmt(o.estimateS)}` : ''}`,
+        ),
+      o.timing.settleMs < 5000 ? 20_000 : 60_000,
+    );
+    stops.push({ stop: () => clearInterval(ticker) });
+    const byId = new Map(o.plan.map((p) => [p.id, p]));
+    const done = new Set<string>();
+    const runOne = async (p: PhasePlan): Promise<void> => {
+      log(`phase ${p.id} (${p.tag})${p.budgetS ? `, budget ~${fmt(p.budgetS)}` : ''}`);
       const at = Date.now();
+      running.push({ id: p.id, at, ...(p.budgetS ? { budgetS: p.budgetS } : {}) });
+      done.add(p.id);
+      // A host runs the phases it hosts while it waits for its deadlines, each only if its budget ends in time.
+      const idle = p.hosts
+        ? async (until: number) => {
+            for (const id of p.hosts!) {
+              const h = byId.get(id)!;
+              const fits = Date.now() + (h.budgetS ?? 0) * 1000 <= until;
+              if (!fits || aborted) {
+                log(
+                  `${id} ${aborted ? 'not run' : `does not fit in ${p.id}'s wait (${fmt((until - Date.now()) / 1000)} left): runs after it`}`,
+                );
+                done.delete(id);
+                continue;
+              }
+              await runOne(h);
+            }
+          }
+        : undefined;
       let r: PhaseResult;
       try {
         if (p.kind === 'burst') r = await runBurst(ctx, p).finally(() => ctx.burstsSoFar++);
         else if (p.kind === 'replicas') r = await runReplicas(ctx, p);
-        else r = await runStandard(ctx, p);
+        else r = await runStandard(ctx, p, idle);
       } catch (e) {
         log(`phase ${p.id} FAILED: ${(e as Error).stack ?? String(e)}`);
         r = { ...emptyResult(ctx, p, at), error: (e as Error).message.slice(0, 2000) };
-        const state = managersState(bench);
+        const state = managersState(bench!);
         // The phases done are still counted (below); those left cannot run.
         if (state.includes('exited'))
           aborted = `during phase ${p.id} a CAPI manager exited, and its webhooks with it: ${state}`;
+      } finally {
+        running.splice(
+          running.findIndex((x) => x.id === p.id),
+          1,
+        );
       }
+      if (p.budgetS) r.budgetS = p.budgetS;
       phases.push(r);
-      log(`phase ${p.id} done in ${Math.round((Date.now() - at) / 1000)} s`);
+      log(
+        `phase ${p.id} done in ${fmt((Date.now() - at) / 1000)}${p.budgetS ? ` (budget ~${fmt(p.budgetS)})` : ''}; invocation ${fmt((Date.now() - o.startedAt) / 1000)}${o.estimateS ? ` of ~${fmt(o.estimateS)}` : ''}`,
+      );
       o.onPhase?.(phases, fleetS);
+    };
+    for (const p of o.fleetOnly ? [] : o.plan) {
+      if (done.has(p.id)) continue;
+      await runOne(p);
       if (aborted) break;
     }
 

@@ -195,8 +195,12 @@ export class MachineWatcher extends ListWatch {
     }
     // A parked Machine of a saved fleet moves into its watch pool when flipped (bench/phase-kit.ts flipPaced).
     r.pool = m.metadata.labels?.pool ?? '';
-    r.infraReadyAt = trueSince(m, 'InfrastructureReady');
-    r.bootstrapReadyAt = trueSince(m, 'BootstrapConfigReady');
+    // A Machine being deleted keeps the times it had: CAPI turns these conditions False as it tears it down (an
+    // owner that answers a mark deletes the Machine, bench/fleet-objects.ts livePool), and its deadline stays.
+    if (!m.metadata?.deletionTimestamp) {
+      r.infraReadyAt = trueSince(m, 'InfrastructureReady');
+      r.bootstrapReadyAt = trueSince(m, 'BootstrapConfigReady');
+    }
     if (
       !r.provisioned &&
       m.status?.phase === 'Provisioned' &&
