@@ -10,6 +10,7 @@ import type { MachineJoinCheck } from '../../../api/v1alpha1/types.js';
 import { silentLogger } from '../../../runtime/logger.js';
 import { ApiError, type Json, type RestClient } from '../../../runtime/client/rest.js';
 import { mhcFacts } from '../testing/builders.js';
+import { putStatus } from '../testing/executor-fakes.js';
 import { execute } from './executor.js';
 import { decisive } from './status-write.js';
 import type { ExecutorDeps } from './deps.js';
@@ -67,16 +68,7 @@ class FakeApi {
       put: async (path: string, body: Json) => {
         this.write('PUT', path);
         expect(path).to.equal(`${CHECK}/status`);
-        if (body.metadata.resourceVersion !== this.check.metadata.resourceVersion)
-          throw new ApiError(409, 'PUT', path, 'modified');
-        this.check = {
-          ...this.check,
-          status: body.status,
-          metadata: {
-            ...this.check.metadata,
-            resourceVersion: String(Number(this.check.metadata.resourceVersion) + 1),
-          },
-        };
+        this.check = putStatus(this.check, path, body);
         return structuredClone(this.check);
       },
       deleteWithPreconditions: async (path: string, uid: string, rv: string) => {
