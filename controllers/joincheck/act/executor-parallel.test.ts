@@ -5,13 +5,21 @@
 // Cluster read again before the next write), a lost leadership mid-batch: no write after it.
 import { expect } from 'chai';
 import { clusterV1beta2, ms, T3 } from '../../../api/capi/testdata/fixtures.js';
-import { silentLogger } from '../../../runtime/logger.js';
 import { ApiError, type Json, type RestClient } from '../../../runtime/client/rest.js';
 import { execute, MACHINE_WRITES_AT_ONCE } from './executor.js';
 import type { ExecutorDeps } from './deps.js';
 import { Refusals } from './refusals.js';
-import type { PlannedEvent, SnapshotSource } from '../types.js';
-import { cachedOf, names, openRequest, putStatus, snapshotSource, worker } from '../testing/executor-fakes.js';
+import type { SnapshotSource } from '../types.js';
+import {
+  cachedOf,
+  fakeCheck,
+  fakeDeps,
+  names,
+  openRequest,
+  putStatus,
+  snapshotSource,
+  worker,
+} from '../testing/executor-fakes.js';
 
 const NS = '/apis/cluster.x-k8s.io/v1beta2/namespaces/default/machines';
 const CHECK = '/apis/joinguard.io/v1alpha1/namespaces/default/machinejoinchecks/workers';
@@ -38,25 +46,19 @@ class SlowApi {
 
   constructor(ms: Json[], requests: Json[] = []) {
     for (const m of ms) this.machines.set(m.metadata.name, m);
-    this.check = {
-      apiVersion: 'joinguard.io/v1alpha1',
-      kind: 'MachineJoinCheck',
-      metadata: { name: 'workers', namespace: 'default', uid: 'uid-check', resourceVersion: '1', generation: 1 },
-      spec: {
-        clusterName: 'c1',
-        selector: { matchLabels: { 'cluster.x-k8s.io/deployment-name': 'md-0' } },
-        joinTimeout: '20m',
+    this.check = fakeCheck(
+      {
         maxInFlight: 100,
         remediation: { maxPerOwner: 100 },
         suspicion: { consecutiveJoinFailures: 0 },
         neverJoinedLimit: 0,
       },
-      metadataFinalizers: undefined,
-      status: requests.length > 0 ? { requests } : {},
-    };
-    this.check.metadata.finalizers = ['joinguard.io/withdraw-marks'];
-    this.check.metadata.annotations = { 'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io' };
-    delete this.check.metadataFinalizers;
+      {
+        finalizers: ['joinguard.io/withdraw-marks'],
+        annotations: { 'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io' },
+      },
+      requests.length > 0 ? { requests } : {},
+    );
   }
 
   private allowed(what: string): void {
@@ -135,19 +137,8 @@ function source(api: SlowApi, cached = cachedOf(api)): SnapshotSource {
 }
 
 function run(api: SlowApi, o: Partial<ExecutorDeps> = {}, cached = cachedOf(api)) {
-  const events: PlannedEvent[] = [];
-  const d: ExecutorDeps = {
-    rest: api.rest(),
-    apiVersion: 'v1beta2',
-    log: silentLogger(),
-    emit: (e) => events.push(e),
-    writeMetric: () => undefined,
-    remember: () => undefined,
-    refusals: new Refusals(),
-    now: () => NOW,
-    ...o,
-  };
-  return { events, result: execute(d, source(api, cached)) };
+  const { events, deps } = fakeDeps(api.rest(), new Refusals(), NOW, o);
+  return { events, result: execute(deps, source(api, cached)) };
 }
 
 describe('executor: Machine writes at once (fake apiserver that takes its time)', () => {

@@ -5,13 +5,20 @@
 // leadership still stops everything at once.
 import { expect } from 'chai';
 import { clusterV1beta2, ms, T3 } from '../../../api/capi/testdata/fixtures.js';
-import { silentLogger } from '../../../runtime/logger.js';
 import { ApiError, type Json, type RestClient } from '../../../runtime/client/rest.js';
 import { execute } from './executor.js';
 import type { ExecutorDeps } from './deps.js';
 import { Refusals } from './refusals.js';
-import type { PlannedEvent, SnapshotSource } from '../types.js';
-import { cachedOf, openRequest, putStatus, snapshotSource, worker } from '../testing/executor-fakes.js';
+import type { SnapshotSource } from '../types.js';
+import {
+  cachedOf,
+  fakeCheck,
+  fakeDeps,
+  openRequest,
+  putStatus,
+  snapshotSource,
+  worker,
+} from '../testing/executor-fakes.js';
 
 const NS = '/apis/cluster.x-k8s.io/v1beta2/namespaces/default/machines';
 const CHECK = '/apis/joinguard.io/v1alpha1/namespaces/default/machinejoinchecks/workers';
@@ -41,26 +48,11 @@ class FakeApi {
 
   constructor(ms: Json[], requests: Json[] = []) {
     for (const m of ms) this.machines.set(m.metadata.name, m);
-    this.check = {
-      apiVersion: 'joinguard.io/v1alpha1',
-      kind: 'MachineJoinCheck',
-      metadata: {
-        name: 'workers',
-        namespace: 'default',
-        uid: 'uid-check',
-        resourceVersion: '1',
-        generation: 1,
-        annotations: { 'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io' },
-      },
-      spec: {
-        clusterName: 'c1',
-        selector: { matchLabels: { 'cluster.x-k8s.io/deployment-name': 'md-0' } },
-        joinTimeout: '20m',
-        maxInFlight: 5,
-        suspicion: { consecutiveJoinFailures: 0 },
-      },
-      status: requests.length > 0 ? { requests } : {},
-    };
+    this.check = fakeCheck(
+      { maxInFlight: 5, suspicion: { consecutiveJoinFailures: 0 } },
+      { annotations: { 'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io' } },
+      requests.length > 0 ? { requests } : {},
+    );
   }
 
   machineWrites(): string[] {
@@ -128,19 +120,8 @@ function source(api: FakeApi, refusals: Refusals, now: number, cached = cachedOf
 }
 
 function run(api: FakeApi, refusals: Refusals, now = NOW, o: Partial<ExecutorDeps> = {}, cached = cachedOf(api)) {
-  const events: PlannedEvent[] = [];
-  const d: ExecutorDeps = {
-    rest: api.rest(),
-    apiVersion: 'v1beta2',
-    log: silentLogger(),
-    emit: (e) => events.push(e),
-    writeMetric: () => undefined,
-    remember: () => undefined,
-    refusals,
-    now: () => now,
-    ...o,
-  };
-  return { events, result: execute(d, source(api, refusals, now, cached)) };
+  const { events, deps } = fakeDeps(api.rest(), refusals, now, o);
+  return { events, result: execute(deps, source(api, refusals, now, cached)) };
 }
 
 const healthCheck = (m: Json | undefined) =>

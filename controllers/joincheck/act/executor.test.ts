@@ -10,7 +10,7 @@ import type { MachineJoinCheck } from '../../../api/v1alpha1/types.js';
 import { silentLogger } from '../../../runtime/logger.js';
 import { ApiError, type Json, type RestClient } from '../../../runtime/client/rest.js';
 import { mhcFacts } from '../testing/builders.js';
-import { putStatus } from '../testing/executor-fakes.js';
+import { fakeCheck, putStatus } from '../testing/executor-fakes.js';
 import { execute } from './executor.js';
 import { decisive } from './status-write.js';
 import type { ExecutorDeps } from './deps.js';
@@ -28,16 +28,7 @@ type Outcome = 'ok' | 'conflict' | 'fail';
 class FakeApi {
   machine = machineV1beta2();
   cluster = clusterV1beta2();
-  check: Json = {
-    apiVersion: 'joinguard.io/v1alpha1',
-    kind: 'MachineJoinCheck',
-    metadata: { name: 'workers', namespace: 'default', uid: 'uid-check', resourceVersion: '1', generation: 1 },
-    spec: {
-      clusterName: 'c1',
-      selector: { matchLabels: { 'cluster.x-k8s.io/deployment-name': 'md-0' } },
-      joinTimeout: '20m',
-    },
-  };
+  check: Json = fakeCheck();
   readonly calls: string[] = [];
   writesAllowed = true;
   /** The Machine was deleted (strategy Delete). */

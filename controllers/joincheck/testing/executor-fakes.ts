@@ -1,12 +1,15 @@
 // Shared parts of the executor's unit-test FAKE apiservers (act/executor*.test.ts): the worker Machines they hold,
 // JoinGuard's earlier requests, the check's /status write with its resourceVersion check, and a SnapshotSource like
-// the controller's. These stay fakes — no real apiserver, no CAPI controllers; the real ones are in e2e/.
+// the controller's, and the executor's deps around a fake's RestClient. These stay fakes — no real apiserver, no CAPI controllers; the real ones are in e2e/.
 import { readCluster, readMachine } from '../../../api/capi/readers.js';
 import { clusterV1beta2, machineV1beta2, T3 } from '../../../api/capi/testdata/fixtures.js';
 import { parseSettings } from '../../../api/v1alpha1/settings.js';
 import type { MachineJoinCheck } from '../../../api/v1alpha1/types.js';
-import { ApiError, type Json } from '../../../runtime/client/rest.js';
-import type { RefusedWrite, Snapshot, Live, SnapshotSource } from '../types.js';
+import { silentLogger } from '../../../runtime/logger.js';
+import { ApiError, type Json, type RestClient } from '../../../runtime/client/rest.js';
+import type { ExecutorDeps } from '../act/deps.js';
+import type { Refusals } from '../act/refusals.js';
+import type { PlannedEvent, RefusedWrite, Snapshot, Live, SnapshotSource } from '../types.js';
 
 /** How JoinGuard's mark on a joined worker reads: its OwnerRemediated reason and message, its observedGeneration. */
 export interface MarkShape {
@@ -106,5 +109,50 @@ export function snapshotSource(
         now,
       };
     },
+  };
+}
+
+/** The executor's deps around a fake's RestClient: a silent log, no metrics, the events it emits collected; `o` wins. */
+export function fakeDeps(
+  rest: RestClient,
+  refusals: Refusals,
+  now: number,
+  o: Partial<ExecutorDeps> = {},
+): { events: PlannedEvent[]; deps: ExecutorDeps } {
+  const events: PlannedEvent[] = [];
+  const deps: ExecutorDeps = {
+    rest,
+    apiVersion: 'v1beta2',
+    log: silentLogger(),
+    emit: (e) => events.push(e),
+    writeMetric: () => undefined,
+    remember: () => undefined,
+    refusals,
+    now: () => now,
+    ...o,
+  };
+  return { events, deps };
+}
+
+/** The MachineJoinCheck `workers` of cluster c1 over md-0's workers: `spec` and `metadata` add to it; a status if given. */
+export function fakeCheck(spec: Json = {}, metadata: Json = {}, status?: Json): Json {
+  return {
+    apiVersion: 'joinguard.io/v1alpha1',
+    kind: 'MachineJoinCheck',
+    metadata: {
+      name: 'workers',
+      namespace: 'default',
+      uid: 'uid-check',
+      resourceVersion: '1',
+      generation: 1,
+      ...metadata,
+    },
+    spec: {
+      clusterName: 'c1',
+      selector: { matchLabels: { 'cluster.x-k8s.io/deployment-name': 'md-0' } },
+      joinTimeout: '20m',
+      ...spec,
+    },
+    ...(status === undefined ? {} : { status }),
   };
 }
