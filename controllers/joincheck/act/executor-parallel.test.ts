@@ -4,16 +4,22 @@
 // 409 mid-batch re-read and decided again alone (no write in flight while its decision is made and recorded, the
 // Cluster read again before the next write), a lost leadership mid-batch: no write after it.
 import { expect } from 'chai';
-import { readCluster, readMachine } from '../../../api/capi/readers.js';
-import { clusterV1beta2, machineV1beta2, ms, T3 } from '../../../api/capi/testdata/fixtures.js';
-import { parseSettings } from '../../../api/v1alpha1/settings.js';
-import type { MachineJoinCheck } from '../../../api/v1alpha1/types.js';
-import { silentLogger } from '../../../runtime/logger.js';
+import { clusterV1beta2, ms, T3 } from '../../../api/capi/testdata/fixtures.js';
 import { ApiError, type Json, type RestClient } from '../../../runtime/client/rest.js';
 import { execute, MACHINE_WRITES_AT_ONCE } from './executor.js';
 import type { ExecutorDeps } from './deps.js';
 import { Refusals } from './refusals.js';
-import type { PlannedEvent, Snapshot, Live, SnapshotSource } from '../types.js';
+import type { SnapshotSource } from '../types.js';
+import {
+  cachedOf,
+  fakeCheck,
+  fakeDeps,
+  names,
+  openRequest,
+  putStatus,
+  snapshotSource,
+  worker,
+} from '../testing/executor-fakes.js';
 
 const NS = '/apis/cluster.x-k8s.io/v1beta2/namespaces/default/machines';
 const CHECK = '/apis/joinguard.io/v1alpha1/namespaces/default/machinejoinchecks/workers';
@@ -21,44 +27,10 @@ const CLUSTER = '/apis/cluster.x-k8s.io/v1beta2/namespaces/default/clusters/c1';
 const NOW = ms(T3) + 30 * 60_000; // every worker's join clock started at T3: 10 minutes past its deadline
 const RTT = 40; // ms a Machine write takes to be answered
 
+/** A worker; joined and carrying JoinGuard's mark (waiting for remediation) when asked. */
 function machine(name: string, o: { joinedWithMark?: boolean } = {}): Json {
-  const m = machineV1beta2();
-  Object.assign(m.metadata, { name, uid: `uid-${name}` });
-  if (o.joinedWithMark) {
-    m.status.nodeRef = { name: `node-${name}` };
-    m.status.conditions.push(
-      {
-        type: 'HealthCheckSucceeded',
-        status: 'False',
-        reason: 'JoinTimeout',
-        message: 'JoinGuard',
-        lastTransitionTime: T3,
-      },
-      {
-        type: 'OwnerRemediated',
-        status: 'False',
-        reason: 'WaitingForRemediation',
-        message: '',
-        lastTransitionTime: T3,
-      },
-    );
-  }
-  return m;
+  return worker(name, o.joinedWithMark ? { ownerReason: 'WaitingForRemediation', ownerMessage: '' } : undefined);
 }
-
-const openRequest = (name: string) => ({
-  machine: name,
-  uid: `uid-${name}`,
-  owner: { kind: 'MachineSet', name: 'md-0-abc' },
-  path: 'OwnerRemediated',
-  kind: 'JoinTimeout',
-  time: T3,
-  state: 'Open',
-  marked: true,
-  markedTime: T3,
-});
-
-const names = (n: number, from = 0) => Array.from({ length: n }, (_, i) => `md-0-${String(from + i).padStart(2, '0')}`);
 
 /** Many Machines; every Machine write answered after RTT ms; a log of when each request starts and is answered. */
 class SlowApi {
@@ -74,25 +46,19 @@ class SlowApi {
 
   constructor(ms: Json[], requests: Json[] = []) {
     for (const m of ms) this.machines.set(m.metadata.name, m);
-    this.check = {
-      apiVersion: 'joinguard.io/v1alpha1',
-      kind: 'MachineJoinCheck',
-      metadata: { name: 'workers', namespace: 'default', uid: 'uid-check', resourceVersion: '1', generation: 1 },
-      spec: {
-        clusterName: 'c1',
-        selector: { matchLabels: { 'cluster.x-k8s.io/deployment-name': 'md-0' } },
-        joinTimeout: '20m',
+    this.check = fakeCheck(
+      {
         maxInFlight: 100,
         remediation: { maxPerOwner: 100 },
         suspicion: { consecutiveJoinFailures: 0 },
         neverJoinedLimit: 0,
       },
-      metadataFinalizers: undefined,
-      status: requests.length > 0 ? { requests } : {},
-    };
-    this.check.metadata.finalizers = ['joinguard.io/withdraw-marks'];
-    this.check.metadata.annotations = { 'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io' };
-    delete this.check.metadataFinalizers;
+      {
+        finalizers: ['joinguard.io/withdraw-marks'],
+        annotations: { 'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io' },
+      },
+      requests.length > 0 ? { requests } : {},
+    );
   }
 
   private allowed(what: string): void {
@@ -116,16 +82,7 @@ class SlowApi {
       put: async (path: string, body: Json) => {
         this.allowed('PUT status');
         this.log.push('> PUT status');
-        if (body.metadata.resourceVersion !== this.check.metadata.resourceVersion)
-          throw new ApiError(409, 'PUT', path, 'modified');
-        this.check = {
-          ...this.check,
-          status: body.status,
-          metadata: {
-            ...this.check.metadata,
-            resourceVersion: String(Number(this.check.metadata.resourceVersion) + 1),
-          },
-        };
+        this.check = putStatus(this.check, path, body);
         await new Promise((r) => setTimeout(r, RTT));
         this.log.push('< PUT status');
         return structuredClone(this.check);
@@ -175,46 +132,13 @@ class SlowApi {
   }
 }
 
-function source(
-  api: SlowApi,
-  cached = { check: structuredClone(api.check), machines: [...api.machines.values()].map((m) => structuredClone(m)) },
-): SnapshotSource {
-  return {
-    build: (live: Live): Snapshot | undefined => {
-      const check = (live.check ?? cached.check) as MachineJoinCheck;
-      const machines = cached.machines.flatMap((m) => {
-        const l = live.machines.has(m.metadata.uid) ? live.machines.get(m.metadata.uid) : m;
-        return l ? [readMachine(l, 'v1beta2')] : [];
-      });
-      return {
-        check,
-        settings: parseSettings(check.spec).settings!,
-        cluster: readCluster(live.cluster ?? clusterV1beta2(), 'v1beta2'),
-        machines,
-        malformed: [],
-        bootstrapConfigs: new Map(),
-        mhcs: [],
-        capi: { apiVersion: 'v1beta2', minor: 14 },
-        now: NOW,
-      };
-    },
-  };
+function source(api: SlowApi, cached = cachedOf(api)): SnapshotSource {
+  return snapshotSource(cached, NOW);
 }
 
-function run(api: SlowApi, o: Partial<ExecutorDeps> = {}) {
-  const events: PlannedEvent[] = [];
-  const d: ExecutorDeps = {
-    rest: api.rest(),
-    apiVersion: 'v1beta2',
-    log: silentLogger(),
-    emit: (e) => events.push(e),
-    writeMetric: () => undefined,
-    remember: () => undefined,
-    refusals: new Refusals(),
-    now: () => NOW,
-    ...o,
-  };
-  return { events, result: execute(d, source(api)) };
+function run(api: SlowApi, o: Partial<ExecutorDeps> = {}, cached = cachedOf(api)) {
+  const { events, deps } = fakeDeps(api.rest(), new Refusals(), NOW, o);
+  return { events, result: execute(deps, source(api, cached)) };
 }
 
 describe('executor: Machine writes at once (fake apiserver that takes its time)', () => {
@@ -267,29 +191,13 @@ describe('executor: Machine writes at once (fake apiserver that takes its time)'
 
   it('a 409 mid-batch: the Machine is re-read and decided again alone — no write in flight meanwhile — its new decision recorded, and the Cluster read again before the next write, once for all of them', async () => {
     const api = new SlowApi(names(6).map((n) => machine(n)));
-    const cached = {
-      check: structuredClone(api.check),
-      machines: [...api.machines.values()].map((m) => structuredClone(m)),
-    };
+    const cached = cachedOf(api);
     // md-0-01 joined before the caches saw it: its mark meets a 409, its re-read shows the join, its request goes.
     const b = api.machines.get('md-0-01')!;
     b.status.nodeRef = { name: 'node-md-0-01' };
     b.metadata.resourceVersion = String(Number(b.metadata.resourceVersion) + 1);
-    const events: PlannedEvent[] = [];
-    await execute(
-      {
-        rest: api.rest(),
-        apiVersion: 'v1beta2',
-        log: silentLogger(),
-        emit: (e) => events.push(e),
-        writeMetric: () => undefined,
-        remember: () => undefined,
-        refusals: new Refusals(),
-        now: () => NOW,
-        machineWritesAtOnce: 2,
-      },
-      source(api, cached),
-    );
+    const { events, result } = run(api, { machineWritesAtOnce: 2 }, cached);
+    await result;
     expect(api.marked().sort()).to.deep.equal(['md-0-00', 'md-0-02', 'md-0-03', 'md-0-04', 'md-0-05']);
     const reread = api.first((e) => e === 'GET md-0-01');
     const recorded = api.first(

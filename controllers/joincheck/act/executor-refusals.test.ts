@@ -4,62 +4,36 @@
 // with back-off, and never holds back another Machine's mark or withdrawal; withdrawals go first; a lost
 // leadership still stops everything at once.
 import { expect } from 'chai';
-import { readCluster, readMachine } from '../../../api/capi/readers.js';
-import { clusterV1beta2, machineV1beta2, ms, T3 } from '../../../api/capi/testdata/fixtures.js';
-import { parseSettings } from '../../../api/v1alpha1/settings.js';
-import type { MachineJoinCheck } from '../../../api/v1alpha1/types.js';
-import { silentLogger } from '../../../runtime/logger.js';
+import { clusterV1beta2, ms, T3 } from '../../../api/capi/testdata/fixtures.js';
 import { ApiError, type Json, type RestClient } from '../../../runtime/client/rest.js';
 import { execute } from './executor.js';
 import type { ExecutorDeps } from './deps.js';
 import { Refusals } from './refusals.js';
-import type { PlannedEvent, Snapshot, Live, SnapshotSource } from '../types.js';
+import type { SnapshotSource } from '../types.js';
+import {
+  cachedOf,
+  fakeCheck,
+  fakeDeps,
+  openRequest,
+  putStatus,
+  snapshotSource,
+  worker,
+} from '../testing/executor-fakes.js';
 
 const NS = '/apis/cluster.x-k8s.io/v1beta2/namespaces/default/machines';
 const CHECK = '/apis/joinguard.io/v1alpha1/namespaces/default/machinejoinchecks/workers';
 const NOW = ms(T3) + 30 * 60_000; // every worker's join clock started at T3: 10 minutes past its deadline
 const DENIED = 'admission webhook "machines.policy.example.com" denied the request: Machine md-0-a is frozen by policy';
 
-/** A worker of the fixture's MachineSet, named and uid'd; joined and carrying JoinGuard's mark when asked. */
+/** A worker; joined and carrying JoinGuard's mark (deferred by maxInFlight, generation 2) when asked. */
 function machine(name: string, o: { joinedWithMark?: boolean } = {}): Json {
-  const m = machineV1beta2();
-  Object.assign(m.metadata, { name, uid: `uid-${name}` });
-  if (o.joinedWithMark) {
-    m.status.nodeRef = { name: `node-${name}` };
-    m.status.conditions.push(
-      {
-        type: 'HealthCheckSucceeded',
-        status: 'False',
-        reason: 'JoinTimeout',
-        message: 'JoinGuard',
-        lastTransitionTime: T3,
-        observedGeneration: 2,
-      },
-      {
-        type: 'OwnerRemediated',
-        status: 'False',
-        reason: 'RemediationDeferred',
-        message: 'maxInFlight',
-        lastTransitionTime: T3,
-        observedGeneration: 2,
-      },
-    );
-  }
-  return m;
+  return worker(
+    name,
+    o.joinedWithMark
+      ? { ownerReason: 'RemediationDeferred', ownerMessage: 'maxInFlight', observedGeneration: 2 }
+      : undefined,
+  );
 }
-
-/** A request JoinGuard made earlier for `name`, its mark seen. */
-const openRequest = (name: string) => ({
-  machine: name,
-  uid: `uid-${name}`,
-  owner: { kind: 'MachineSet', name: 'md-0-abc' },
-  path: 'OwnerRemediated',
-  kind: 'JoinTimeout',
-  time: T3,
-  state: 'Open',
-  marked: true,
-  markedTime: T3,
-});
 
 class FakeApi {
   readonly machines = new Map<string, Json>();
@@ -74,26 +48,11 @@ class FakeApi {
 
   constructor(ms: Json[], requests: Json[] = []) {
     for (const m of ms) this.machines.set(m.metadata.name, m);
-    this.check = {
-      apiVersion: 'joinguard.io/v1alpha1',
-      kind: 'MachineJoinCheck',
-      metadata: {
-        name: 'workers',
-        namespace: 'default',
-        uid: 'uid-check',
-        resourceVersion: '1',
-        generation: 1,
-        annotations: { 'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io' },
-      },
-      spec: {
-        clusterName: 'c1',
-        selector: { matchLabels: { 'cluster.x-k8s.io/deployment-name': 'md-0' } },
-        joinTimeout: '20m',
-        maxInFlight: 5,
-        suspicion: { consecutiveJoinFailures: 0 },
-      },
-      status: requests.length > 0 ? { requests } : {},
-    };
+    this.check = fakeCheck(
+      { maxInFlight: 5, suspicion: { consecutiveJoinFailures: 0 } },
+      { annotations: { 'clusterctl.cluster.x-k8s.io/block-move': 'joinguard.io' } },
+      requests.length > 0 ? { requests } : {},
+    );
   }
 
   machineWrites(): string[] {
@@ -118,16 +77,7 @@ class FakeApi {
       put: async (path: string, body: Json) => {
         this.calls.push(`PUT ${path}`);
         if (this.statusRefused !== undefined) throw this.statusRefused;
-        if (body.metadata.resourceVersion !== this.check.metadata.resourceVersion)
-          throw new ApiError(409, 'PUT', path, 'modified');
-        this.check = {
-          ...this.check,
-          status: body.status,
-          metadata: {
-            ...this.check.metadata,
-            resourceVersion: String(Number(this.check.metadata.resourceVersion) + 1),
-          },
-        };
+        this.check = putStatus(this.check, path, body);
         return structuredClone(this.check);
       },
       mergePatch: async (path: string, body: Json) => {
@@ -164,53 +114,14 @@ class FakeApi {
   }
 }
 
-/** A SnapshotSource like the controller's: the objects as cached when it was made, the live ones in their place. */
+/** A SnapshotSource like the controller's, the writes refused so far in its snapshots. */
 function source(api: FakeApi, refusals: Refusals, now: number, cached = cachedOf(api)): SnapshotSource {
-  return {
-    build: (live: Live): Snapshot | undefined => {
-      const check = (live.check ?? cached.check) as MachineJoinCheck;
-      const machines = cached.machines.flatMap((m) => {
-        const l = live.machines.has(m.metadata.uid) ? live.machines.get(m.metadata.uid) : m;
-        return l ? [readMachine(l, 'v1beta2')] : [];
-      });
-      return {
-        check,
-        settings: parseSettings(check.spec).settings!,
-        cluster: readCluster(live.cluster ?? clusterV1beta2(), 'v1beta2'), // the live one when read
-        machines,
-        malformed: [],
-        bootstrapConfigs: new Map(),
-        mhcs: [],
-        capi: { apiVersion: 'v1beta2', minor: 14 },
-        refusedWrites: refusals.list(),
-        now,
-      };
-    },
-  };
-}
-
-/** What the caches hold: the objects as they were when this was called. */
-function cachedOf(api: FakeApi): { check: Json; machines: Json[] } {
-  return {
-    check: structuredClone(api.check),
-    machines: [...api.machines.values()].map((m) => structuredClone(m)),
-  };
+  return snapshotSource(cached, now, () => refusals.list());
 }
 
 function run(api: FakeApi, refusals: Refusals, now = NOW, o: Partial<ExecutorDeps> = {}, cached = cachedOf(api)) {
-  const events: PlannedEvent[] = [];
-  const d: ExecutorDeps = {
-    rest: api.rest(),
-    apiVersion: 'v1beta2',
-    log: silentLogger(),
-    emit: (e) => events.push(e),
-    writeMetric: () => undefined,
-    remember: () => undefined,
-    refusals,
-    now: () => now,
-    ...o,
-  };
-  return { events, result: execute(d, source(api, refusals, now, cached)) };
+  const { events, deps } = fakeDeps(api.rest(), refusals, now, o);
+  return { events, result: execute(deps, source(api, refusals, now, cached)) };
 }
 
 const healthCheck = (m: Json | undefined) =>

@@ -10,6 +10,7 @@ import type { MachineJoinCheck } from '../../../api/v1alpha1/types.js';
 import { silentLogger } from '../../../runtime/logger.js';
 import { ApiError, type Json, type RestClient } from '../../../runtime/client/rest.js';
 import { mhcFacts } from '../testing/builders.js';
+import { fakeCheck, putStatus } from '../testing/executor-fakes.js';
 import { execute } from './executor.js';
 import { decisive } from './status-write.js';
 import type { ExecutorDeps } from './deps.js';
@@ -27,16 +28,7 @@ type Outcome = 'ok' | 'conflict' | 'fail';
 class FakeApi {
   machine = machineV1beta2();
   cluster = clusterV1beta2();
-  check: Json = {
-    apiVersion: 'joinguard.io/v1alpha1',
-    kind: 'MachineJoinCheck',
-    metadata: { name: 'workers', namespace: 'default', uid: 'uid-check', resourceVersion: '1', generation: 1 },
-    spec: {
-      clusterName: 'c1',
-      selector: { matchLabels: { 'cluster.x-k8s.io/deployment-name': 'md-0' } },
-      joinTimeout: '20m',
-    },
-  };
+  check: Json = fakeCheck();
   readonly calls: string[] = [];
   writesAllowed = true;
   /** The Machine was deleted (strategy Delete). */
@@ -67,16 +59,7 @@ class FakeApi {
       put: async (path: string, body: Json) => {
         this.write('PUT', path);
         expect(path).to.equal(`${CHECK}/status`);
-        if (body.metadata.resourceVersion !== this.check.metadata.resourceVersion)
-          throw new ApiError(409, 'PUT', path, 'modified');
-        this.check = {
-          ...this.check,
-          status: body.status,
-          metadata: {
-            ...this.check.metadata,
-            resourceVersion: String(Number(this.check.metadata.resourceVersion) + 1),
-          },
-        };
+        this.check = putStatus(this.check, path, body);
         return structuredClone(this.check);
       },
       deleteWithPreconditions: async (path: string, uid: string, rv: string) => {
