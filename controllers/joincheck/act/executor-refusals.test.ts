@@ -313,6 +313,42 @@ describe('executor: each Machine converges on its own (fake apiserver)', () => {
     expect(events.map((e) => e.reason)).to.not.include('RemediationRequested');
   });
 
+  // The same 409, but its new decision cannot be recorded (the status PUT refused): nothing more is written in the pass.
+  // The plan at hand was made on older Machines than the snapshot the re-read rebuilt (seed 191426184: a joined
+  // Machine deleted): b, joined while that PUT was in flight and cached so, would be written guarded by its new version.
+  it('after a 409 whose re-decision cannot be recorded, no other Machine is written in that pass', async () => {
+    const api = new FakeApi([machine('md-0-a'), machine('md-0-b')]);
+    const cached = cachedOf(api);
+    const bump = (m: Json) => (m.metadata.resourceVersion = String(Number(m.metadata.resourceVersion) + 1));
+    const a = api.machines.get('md-0-a')!;
+    a.status.nodeRef = { name: 'node-md-0-a' }; // joined before the cache saw it: its mark meets a 409
+    bump(a);
+    const rest = api.rest();
+    let puts = 0;
+    const during: RestClient = {
+      ...rest,
+      put: async (path: string, body: Json) => {
+        if (++puts === 2) {
+          // The re-decision's record (a's request withdrawn) refused; b joined meanwhile and the cache has it.
+          const b = api.machines.get('md-0-b')!;
+          b.status.nodeRef = { name: 'node-md-0-b' };
+          bump(b);
+          cached.machines = cached.machines.map((m) => (m.metadata.name === 'md-0-b' ? structuredClone(b) : m));
+          throw new ApiError(500, 'PUT', path, 'etcdserver: request timed out');
+        }
+        return rest.put(path, body);
+      },
+    } as unknown as RestClient;
+    const { events, result } = run(api, new Refusals(), NOW, { rest: during, machineWritesAtOnce: 1 }, cached);
+    await result;
+    expect(puts, 'the re-decision tried').to.be.at.least(2);
+    expect(
+      api.calls.filter((c) => c.includes('md-0-b')),
+      'b not written',
+    ).to.deep.equal([]);
+    expect(events.map((e) => e.reason)).to.not.include('RemediationRequested');
+  });
+
   // The one rule for the Cluster: any write of the check makes the Cluster read before it stale. Here a's 409 changes
   // a decision, recorded by a status PUT while the Cluster is paused: b, next, is written only on a Cluster read after.
   it('after a 409 re-decision is recorded while the Cluster is paused, the next Machine is not marked (the Cluster read again)', async () => {
