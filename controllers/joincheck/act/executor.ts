@@ -250,7 +250,7 @@ class MachinesPass {
    * settle, and the first error is the pass's.
    */
   private async inParallel(batch: MarkIntent[]): Promise<void> {
-    const queue = batch.map((i) => i.machine.uid).filter((uid, n, all) => all.indexOf(uid) === n);
+    const queue = [...new Set(batch.map((i) => i.machine.uid))];
     let failure: { error: unknown } | undefined;
     const worker = async (): Promise<void> => {
       for (let uid = queue.shift(); uid !== undefined && failure === undefined; uid = queue.shift()) {
