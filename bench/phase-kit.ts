@@ -222,18 +222,42 @@ export async function createPaced(ctx: Context, specs: MachineSpec[], spreadMs: 
 
 /**
  * A saved fleet's parked stuck Machines flipped on a schedule over spreadMs (flipSchedule): each BenchMachine
- * written provisioned, and once CAPI shows the Machine InfrastructureReady (JoinGuard's and the MHC's clocks both
- * start there) the Machine moved into its watch pool. Moved only then: CAPI's MHC times a Machine whose
- * infrastructure is not ready from its creation (v1.14.2 machinehealthcheck_targets.go nodeChecks), which in a
- * saved fleet is long past. No Machine is created mid-run.
+ * written provisioned (JoinGuard's and the MHC's clocks both start where CAPI then shows the Machine
+ * InfrastructureReady), and the Machine moved into its watch pool. No Machine is created mid-run.
+ * - An MHC watches the pool (`mhcWatches`): moved only once CAPI shows it InfrastructureReady, as CAPI's MHC times a
+ *   Machine whose infrastructure is not ready from its creation (v1.14.2 machinehealthcheck_targets.go nodeChecks),
+ *   which in a saved fleet is long past.
+ * - JoinGuard alone: moved first, then flipped. Its check has no provisionTimeout, so a Machine not yet provisioned is
+ *   not timed, and the Machine is in the check's view before its clock starts. Moved after the flip instead, at 10,000
+ *   the move landed 27 s (median) after the clock started and up to 54 s — past the 30 s deadline — so the mark's
+ *   latency measured the bench's move, not JoinGuard (docs/decisions/bench-flip-order.md).
  */
-export async function flipPaced(ctx: Context, specs: MachineSpec[], spreadMs: number): Promise<void> {
+export async function flipPaced(
+  ctx: Context,
+  specs: MachineSpec[],
+  spreadMs: number,
+  o: { mhcWatches: boolean },
+): Promise<void> {
   const at = flipSchedule(specs.length, Date.now(), spreadMs);
   const due = new Map(specs.map((s, i) => [s.name, at[i]!]));
   const kube = ctx.bench.driver;
-  await pool(specs, 32, async (s) => {
+  const untilDue = async (s: MachineSpec) => {
     const wait = due.get(s.name)! - Date.now();
     if (wait > 0) await sleep(wait);
+  };
+  if (!o.mhcWatches) {
+    // One task per Machine: nothing waits on CAPI here, so the schedule holds (the client queues past its sockets).
+    await Promise.all(
+      specs.map(async (s) => {
+        await untilDue(s);
+        await unpark(kube, s);
+        await provisionInfrastructure(kube, s.name);
+      }),
+    );
+    return;
+  }
+  await pool(specs, 32, async (s) => {
+    await untilDue(s);
     await provisionInfrastructure(kube, s.name);
     await waitFor(`${s.name} InfrastructureReady`, 120_000, () => !!ctx.machines.named([s.name])[0]?.infraReadyAt);
     await unpark(kube, s);

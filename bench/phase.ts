@@ -271,7 +271,7 @@ export async function runStandard(
     const specs = stuckMachines(ctx.shape, p.tag, undefined, undefined, suffix);
     names = specs.map((s) => s.name);
     const flipped = specs.every((s) => ctx.parked?.has(s.name));
-    if (flipped) await flipPaced(ctx, specs, t.stuckSpreadMs);
+    if (flipped) await flipPaced(ctx, specs, t.stuckSpreadMs, { mhcWatches: hasMhc });
     else await createPaced(ctx, specs, t.stuckSpreadMs);
     // Parked phases only: their first Machine is saved owned by the live MachineSet (bench/fleet.ts parkedMachines).
     const live = flipped ? withLiveOwner(specs).flatMap((s) => (s.owner === livePool(s.cluster) ? [s.name] : [])) : [];

@@ -68,7 +68,7 @@ async function event(
   names.push(...specs.map((s) => s.name));
   const win = window(`${p.id}:${kind}`);
   // Saved parked in the fleet (bench/fleet.ts parkedTags) and flipped; made now only if not.
-  if (specs.every((s) => ctx.parked?.has(s.name))) await flipPaced(ctx, specs, t.eventSpreadMs);
+  if (specs.every((s) => ctx.parked?.has(s.name))) await flipPaced(ctx, specs, t.eventSpreadMs, { mhcWatches: false });
   else await createPaced(ctx, specs, t.eventSpreadMs);
   const at = win.from + t.joinTimeoutS * 1000 - t.eventLeadMs;
   await sleep(Math.max(0, at - Date.now()));
