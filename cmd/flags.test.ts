@@ -152,7 +152,7 @@ describe('joinguard flags', () => {
       healthAddr: ':9440',
       loggingFormat: 'text',
       verbosity: 2,
-      concurrency: 25,
+      concurrency: 10,
       connectionGraceMs: 120_000,
       workloadNodeCheck: false,
       allowMachineDelete: false,

@@ -8,7 +8,7 @@ import type { RuntimeMetrics } from '../runtime/metrics.js';
 import type { ServingTls } from '../runtime/serving/serving-tls.js';
 
 /** Checks reconciled at once by default: a pass mostly waits on a few requests in sequence (docs/decisions/operating-metrics-diagnostics-flags-logs.md, "Flags"). */
-export const DEFAULT_CONCURRENCY = 25;
+export const DEFAULT_CONCURRENCY = 10;
 
 /** The controller as controller-runtime would name it in metrics and logs. */
 export const MACHINEJOINCHECK_CONTROLLER: ControllerIdentity = {

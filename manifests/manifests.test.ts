@@ -64,7 +64,7 @@ describe('manifests: clusterctl provider files', function () {
       { name: 'JOINGUARD_WATCH_FILTER_FLAG', default: '--watch-filter=' },
       { name: 'JOINGUARD_LOG_VERBOSITY', default: '2' },
       { name: 'JOINGUARD_LOGGING_FORMAT', default: 'text' },
-      { name: 'JOINGUARD_CONCURRENCY', default: '25' },
+      { name: 'JOINGUARD_CONCURRENCY', default: '10' },
       { name: 'JOINGUARD_INSECURE_DIAGNOSTICS', default: 'false' },
       { name: 'JOINGUARD_WORKLOAD_NODE_CHECK', default: 'false' },
       { name: 'JOINGUARD_ALLOW_MACHINE_DELETE', default: 'false' },

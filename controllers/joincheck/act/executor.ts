@@ -32,8 +32,8 @@ import type { MarkIntent, Plan, PlannedEvent, Snapshot, Live, SnapshotSource, Re
  * Machine writes of one pass in flight at once, at most. A mark costs one write of ~290 ms on a busy 2-core
  * management cluster (the bench at 200 Machines, issue 37): 100 due at once took 29 s one after another; 16 at once
  * would take ~2 s (an estimate: not benchmarked yet), and with the reconciles of other checks
- * (--machinejoincheck-concurrency, 25: 25 × 16 = 400) stay within the client's limiter (--kube-api-qps 100, burst 400)
- * instead of queueing behind it. It is no budget: maxInFlight still bounds the marks a plan asks for.
+ * (--machinejoincheck-concurrency, 10) stay within the client's limiter (--kube-api-qps 100, burst 400) instead of
+ * queueing behind it. It is no budget: maxInFlight still bounds the marks a plan asks for.
  */
 export const MACHINE_WRITES_AT_ONCE = 16;
 
